@@ -1,0 +1,168 @@
+# libprof — a profiler for unmodified Linux programs, loaded with LD_PRELOAD.
+#
+# Options (set on the command line, e.g. `make V=1 BUILD=/tmp/b`):
+#   PREFIX   installation prefix                      (default /usr/local)
+#   DESTDIR  staging root prepended at install time   (default empty)
+#   BUILD    output directory for everything built    (default build)
+#   V=1      show the full compiler commands
+#   CC CFLAGS LDFLAGS   as usual; CFLAGS replaces the optimisation/debug flags only
+#
+# Targets:
+#   all        build/libprof.so, build/libprof-report, build/libprof (wrapper)
+#   deps       install missing Debian packages (scripts/install-deps)
+#   test       deps + all + every test (unit, integration); what CI runs
+#   demo       deps + all + profile a real program and print where the trace went
+#   bench      overhead benchmarks against bare runs, memusage and heaptrack
+#   install / uninstall / clean
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+V       ?= 0
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+
+BINDIR  = $(PREFIX)/bin
+LIBDIR  = $(PREFIX)/lib
+INCDIR  = $(PREFIX)/include
+
+ifeq ($(V),1)
+Q =
+else
+Q = @
+endif
+
+# Flags every object gets. -fvisibility=hidden: only the symbols named in preload/libprof.map
+# leave the shared object. initial-exec TLS: one %fs-relative access on the hot path.
+WARN     = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+             -Iinclude -MMD -MP
+PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -Wl,-z,nodelete
+
+# ---- sources, one per line ---------------------------------------------------------------------
+CORE_SRCS += preload/core/clock.c
+CORE_SRCS += preload/core/config.c
+CORE_SRCS += preload/core/core.c
+CORE_SRCS += preload/core/log.c
+CORE_SRCS += preload/core/tbuf.c
+
+HOOK_SRCS += preload/hooks/alloc.c
+
+# Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
+SHARED_SRCS += tools/convert.c
+SHARED_SRCS += tools/lpt.c
+SHARED_SRCS += tools/out.c
+
+REPORT_SRCS += tools/libprof-report.c
+
+UNIT_TESTS += tests/unit/test_config.c
+UNIT_TESTS += tests/unit/test_out.c
+UNIT_TESTS += tests/unit/test_format.c
+UNIT_TESTS += tests/unit/test_tbuf.c
+
+INTEGRATION_TESTS += tests/integration/test_alloc.c
+INTEGRATION_TESTS += tests/integration/test_programs.c
+INTEGRATION_TESTS += tests/integration/test_report.c
+TEST_HELPER_SRCS  += tests/integration/harness.c
+
+PROGS += tests/progs/allocs.c
+PROGS += tests/progs/threads.c
+PROGS += tests/progs/forker.c
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+CORE_OBJS   = $(call obj,$(CORE_SRCS))
+HOOK_OBJS   = $(call obj,$(HOOK_SRCS))
+SHARED_OBJS = $(call obj,$(SHARED_SRCS))
+REPORT_OBJS = $(call obj,$(REPORT_SRCS))
+UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
+INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
+PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS))
+
+TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
+
+.PHONY: all deps test unit integration demo bench install uninstall clean
+all: $(TARGETS)
+
+# A stamp that changes when the flags do, so a flag change rebuilds everything.
+FLAGS_STAMP = $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  CC      $<')
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libprof.so: $(CORE_OBJS) $(HOOK_OBJS) $(SHARED_OBJS) preload/libprof.map
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(CC) $(ALL_CFLAGS) $(PRELOAD_LDFLAGS) $(LDFLAGS) -o $@ $(CORE_OBJS) $(HOOK_OBJS) $(SHARED_OBJS) -ldl -lpthread
+
+$(BUILD)/libprof-report: $(REPORT_OBJS) $(SHARED_OBJS)
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/libprof: scripts/libprof
+	@mkdir -p $(BUILD)
+	$(Q)cp $< $@ && chmod +x $@
+
+# ---- tests ---------------------------------------------------------------------------------
+TEST_CFLAGS = $(ALL_CFLAGS) -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspath $(BUILD))"' \
+              -DLP_SOURCE_DIR='"$(abspath .)"'
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(SHARED_OBJS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  TEST    $@')
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(SHARED_OBJS) -lcriterion -lpthread -ldl
+
+$(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(SHARED_OBJS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  TEST    $@')
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(SHARED_OBJS) -lcriterion -lcjson -lpthread
+
+$(BUILD)/progs/%: tests/progs/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
+
+deps:
+	@scripts/install-deps
+
+# Unit tests first: they pinpoint a broken core faster than a program run under the preload.
+unit: all $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
+
+integration: all $(INTEG_BINS) $(PROG_BINS)
+	@set -e; for t in $(INTEG_BINS); do echo "== $$t"; $$t --jobs 2; done
+
+test: deps
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+	@echo "all test suites passed"
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo $(BUILD)
+
+bench: all
+	@scripts/bench $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR)/libprof
+	install -m 0755 $(BUILD)/libprof.so $(DESTDIR)$(LIBDIR)/libprof.so
+	install -m 0755 $(BUILD)/libprof-report $(DESTDIR)$(BINDIR)/libprof-report
+	sed 's|^LIBPROF_SO_DEFAULT=.*|LIBPROF_SO_DEFAULT=$(LIBDIR)/libprof.so|' scripts/libprof > $(DESTDIR)$(BINDIR)/libprof
+	chmod 0755 $(DESTDIR)$(BINDIR)/libprof
+	install -m 0644 include/libprof/format.h $(DESTDIR)$(INCDIR)/libprof/format.h
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libprof.so $(DESTDIR)$(BINDIR)/libprof-report $(DESTDIR)$(BINDIR)/libprof
+	rm -f $(DESTDIR)$(INCDIR)/libprof/format.h
+	-rmdir $(DESTDIR)$(INCDIR)/libprof 2>/dev/null
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(wildcard $(BUILD)/tests/*.d $(BUILD)/progs/*.d)

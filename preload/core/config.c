@@ -1,0 +1,214 @@
+/* config.c: the LIBPROF_* environment variables, read once, with one warning per bad value.
+ *
+ * Like mimalloc's options, every setting has a default, values are checked, and a bad value
+ * keeps the default after a single "libprof:" warning. Nothing here allocates: it may run from
+ * inside the first malloc call of the process, before the C runtime is fully up. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lp.h"
+
+#define DEFAULT_BUFFER_KB 128
+#define DEFAULT_ALLOC_MIN (64u * 1024)
+#define DEFAULT_DIR "libprof_profiling"
+#define DEFAULT_STEM "profile_%e_%t_%p"
+
+/* Parse a boolean: 1/true/yes/on and 0/false/no/off, any case. Returns 0 or -1. */
+int lp_parse_bool(const char *s, int *out) {
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/* Parse a size with an optional K/M/G suffix (powers of 1024, optional trailing B/iB) into
+ * `out`, which must land in [lo, hi]. Returns 0 or -1; `out` is untouched on error. */
+int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (s == NULL || *s < '0' || *s > '9') return -1; /* no sign, no space, no empty string */
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0) return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (shift && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end != '\0') return -1;
+    if (shift && v > (UINT64_MAX >> shift)) return -1;
+    v <<= shift;
+    if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse a comma-separated family list ("alloc", "all", "none", or names) into `mask`.
+ * On an unknown name copies it to `bad` and returns -1. */
+int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
+    uint32_t m = 0;
+    const char *p = s;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n == 3 && strncasecmp(p, "all", 3) == 0) {
+            m = (1u << LP_FAM_COUNT) - 1;
+        } else if (n == 4 && strncasecmp(p, "none", 4) == 0) {
+            /* nothing */
+        } else if (n > 0) {
+            int found = 0;
+            for (int f = 0; f < LP_FAM_COUNT; f++) {
+                if (strlen(lp_family_names[f]) == n && strncasecmp(p, lp_family_names[f], n) == 0) {
+                    m |= 1u << f;
+                    found = 1;
+                }
+            }
+            if (!found) {
+                snprintf(bad, badlen, "%.*s", (int)n, p);
+                return -1;
+            }
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    *mask = m;
+    return 0;
+}
+
+/* Expand %p %h %t %e %% in `pat` into `out`. Returns 0, or -1 if the result does not fit or the
+ * pattern has an unknown %-sequence. */
+int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *out, size_t outlen) {
+    size_t o = 0;
+    for (const char *p = pat; *p; p++) {
+        char tmp[32];
+        const char *add = tmp;
+        if (*p != '%') {
+            tmp[0] = *p;
+            tmp[1] = '\0';
+        } else {
+            switch (*++p) {
+            case 'p': snprintf(tmp, sizeof tmp, "%ld", ctx->pid); break;
+            case 't': snprintf(tmp, sizeof tmp, "%ld", ctx->start_time); break;
+            case 'h': add = ctx->host ? ctx->host : "localhost"; break;
+            case 'e': add = ctx->exe ? ctx->exe : "unknown"; break;
+            case '%': add = "%"; break;
+            default: return -1; /* includes a trailing lone '%' */
+            }
+        }
+        size_t n = strlen(add);
+        if (o + n >= outlen) return -1;
+        memcpy(out + o, add, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Make `path` unique to process `pid` by inserting ".PID" before its extension
+ * (trace.json -> trace.1234.json). Used when another live process already owns the name. */
+int lp_path_insert_pid(char *path, size_t len, long pid) {
+    char *slash = strrchr(path, '/');
+    char *dot = strrchr(path, '.');
+    if (dot == NULL || (slash && dot < slash) || dot == path || dot[-1] == '/') dot = path + strlen(path);
+    char tail[PATH_MAX];
+    snprintf(tail, sizeof tail, "%s", dot);
+    size_t head = (size_t)(dot - path);
+    int n = snprintf(path + head, len - head, ".%ld%s", pid, tail);
+    return n < 0 || (size_t)n >= len - head ? -1 : 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void warn_bad(const char *name, const char *value, const char *why) {
+    lp_warn("ignoring %s=\"%s\" (%s)", name, value, why);
+}
+
+/* Read every LIBPROF_* variable through `get` into `cfg`. */
+void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pattern_ctx *ctx) {
+    const char *v;
+    int b;
+    uint64_t n;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->families = (1u << LP_FAM_COUNT) - 1;
+    cfg->buffer_bytes = DEFAULT_BUFFER_KB * 1024;
+    cfg->alloc_min = DEFAULT_ALLOC_MIN;
+    cfg->clock = -1;
+
+    if ((v = get("LIBPROF_VERBOSE")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->verbose = b;
+        else warn_bad("LIBPROF_VERBOSE", v, "expected 0 or 1");
+    }
+    lp_verbose = cfg->verbose;
+
+    int master = -1; /* LIBPROF=1 turns on the default paths; LIBPROF=0 turns everything off */
+    if ((v = get("LIBPROF")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) master = b;
+        else warn_bad("LIBPROF", v, "expected 0 or 1");
+    }
+    if ((v = get("LIBPROF_SUMMARY")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->summary = b;
+        else warn_bad("LIBPROF_SUMMARY", v, "expected 0 or 1");
+    }
+    if ((v = get("LIBPROF_KEEP_RAW")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->keep_raw = b;
+        else warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
+    }
+    if ((v = get("LIBPROF_EVENTS")) && *v) {
+        uint32_t m;
+        char bad[64];
+        if (lp_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
+        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc)", v, bad);
+    }
+    if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
+        if (lp_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;
+        else warn_bad("LIBPROF_BUFFER_KB", v, "expected a number of KiB from 4 to 262144");
+    }
+    if ((v = get("LIBPROF_ALLOC_MIN")) && *v) {
+        if (lp_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
+        else warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
+    }
+    if ((v = get("LIBPROF_CLOCK")) && *v) {
+        if (strcasecmp(v, "tsc") == 0) cfg->clock = LP_CLOCK_TSC;
+        else if (strcasecmp(v, "monotonic") == 0) cfg->clock = LP_CLOCK_MONOTONIC;
+        else warn_bad("LIBPROF_CLOCK", v, "expected tsc or monotonic");
+    }
+
+    const char *out = get("LIBPROF_OUTPUT");
+    const char *csv = get("LIBPROF_CSV");
+    if (out && !*out) out = NULL;
+    if (csv && !*csv) csv = NULL;
+    if (master == 0) return; /* explicit off switch wins */
+    if (out) {
+        if (lp_expand_pattern(out, ctx, cfg->output, sizeof cfg->output) != 0) {
+            warn_bad("LIBPROF_OUTPUT", out, "bad %-pattern or too long; use %p %h %t %e %%");
+            out = NULL;
+            if (master != 1) master = 1; /* still profile, into the default place */
+        }
+    }
+    if (!out && master == 1) {
+        lp_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".json", ctx, cfg->output, sizeof cfg->output);
+        if (!csv) lp_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".csv", ctx, cfg->csv, sizeof cfg->csv);
+    }
+    if (csv && lp_expand_pattern(csv, ctx, cfg->csv, sizeof cfg->csv) != 0) {
+        warn_bad("LIBPROF_CSV", csv, "bad %-pattern or too long");
+        cfg->csv[0] = '\0';
+    }
+    cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");
+    cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
+    if (cfg->enabled && cfg->families == 0) {
+        lp_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
+    }
+}

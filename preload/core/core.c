@@ -1,0 +1,247 @@
+/* core.c: the life cycle of the preload: start-up at the first hooked call, fork, and the flush
+ * and conversion at exit.
+ *
+ * Start-up is lazy (like glibc's memusage): the first hooked call of the process reads the
+ * environment, so allocations made by other libraries' constructors are not missed. Until then
+ * the gate word holds LP_GATE_UNINIT and every hook passes straight through. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lp.h"
+#include "../../tools/convert.h"
+
+volatile uint32_t lp_gate = LP_GATE_UNINIT;
+struct lp_config lp_cfg;
+long lp_pid;
+
+static int init_state; /* 0 = not started, 1 = running, 2 = done */
+static int fini_done;
+static char spool_path[PATH_MAX + 16];
+static char exe_path[PATH_MAX];
+static char host[256];
+
+extern char **environ;
+
+static const char *env_get(const char *name) { return getenv(name); }
+
+/* mkdir -p of the directory part of `path`. */
+static int make_parent_dirs(const char *path) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp) return 0;
+    *slash = '\0';
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* Read /proc/self/cmdline into `buf` (arguments NUL-separated). Returns its length. */
+static size_t read_cmdline(char *buf, size_t len) {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t n = 0;
+    while (n < len) {
+        ssize_t r = read(fd, buf + n, len - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+static void write_string(uint32_t key, const char *s, size_t n) {
+    lp_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, s, n);
+}
+
+static void atfork_child(void) {
+    /* Tracing children into their own files is the process-control issue's work; here the child
+     * stops recording so that it can never write into the parent's trace. */
+    lp_gate = 0;
+    lp_tbuf_after_fork_child();
+    fini_done = 1;
+}
+
+/* Open the spool and write the file header. Returns 0 or -1 (warning already given). */
+static int start_spool(void) {
+    char chosen[PATH_MAX];
+    int temp = 0;
+    if (lp_cfg.raw_output) {
+        snprintf(spool_path, sizeof spool_path, "%s", lp_cfg.output);
+    } else if (lp_cfg.output[0]) {
+        snprintf(spool_path, sizeof spool_path, "%s.lpt", lp_cfg.output);
+    } else if (lp_cfg.csv[0]) {
+        snprintf(spool_path, sizeof spool_path, "%s.lpt", lp_cfg.csv);
+    } else {
+        const char *dir = getenv("TMPDIR");
+        snprintf(spool_path, sizeof spool_path, "%s/libprof-%ld-XXXXXX", dir && *dir ? dir : "/tmp", lp_pid);
+        temp = 1;
+    }
+    if (lp_cfg.output[0] && make_parent_dirs(lp_cfg.output) != 0) {
+        lp_warn("cannot create the directory for %s (%s); not profiling", lp_cfg.output, strerror(errno));
+        return -1;
+    }
+    if (lp_cfg.csv[0] && make_parent_dirs(lp_cfg.csv) != 0) {
+        lp_warn("cannot create the directory for %s (%s); not writing the CSV", lp_cfg.csv, strerror(errno));
+        lp_cfg.csv[0] = '\0';
+    }
+    if (temp) {
+        int fd = mkostemp(spool_path, O_CLOEXEC);
+        if (fd < 0) {
+            lp_warn("cannot create a spool file in %s (%s); not profiling", spool_path, strerror(errno));
+            return -1;
+        }
+        close(fd);
+    }
+    if (lp_spool_open(spool_path, !temp, chosen, sizeof chosen) != 0) {
+        lp_warn("cannot open %s (%s); not profiling", spool_path, strerror(errno));
+        return -1;
+    }
+    if (strcmp(chosen, spool_path) != 0) {
+        /* Another live process (our parent, most likely) owns the name: take a per-pid name. */
+        snprintf(spool_path, sizeof spool_path, "%s", chosen);
+        if (lp_cfg.output[0]) lp_path_insert_pid(lp_cfg.output, sizeof lp_cfg.output, lp_pid);
+        if (lp_cfg.csv[0]) lp_path_insert_pid(lp_cfg.csv, sizeof lp_cfg.csv, lp_pid);
+    }
+
+    struct lp_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, LP_FORMAT_MAGIC, 8);
+    h.version = LP_FORMAT_VERSION;
+    h.byte_order = LP_BYTE_ORDER_MARK;
+    h.header_size = LP_FILE_HEADER_SIZE;
+    h.clock = (uint32_t)lp_clock_kind;
+    h.pid = (uint32_t)lp_pid;
+    h.ppid = (uint32_t)getppid();
+    h.origin_ticks = lp_origin_ticks;
+    h.origin_mono_ns = lp_origin_mono_ns;
+    h.origin_real_ns = lp_real_ns();
+    h.families = lp_cfg.families;
+    h.buffer_bytes = lp_cfg.buffer_bytes;
+    h.alloc_min = lp_cfg.alloc_min;
+    /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
+    if (pwrite(lp_spool_fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        lp_warn("cannot write %s (%s); not profiling", spool_path, strerror(errno));
+        close(lp_spool_fd);
+        lp_spool_fd = -1;
+        return -1;
+    }
+    lp_spool_set_offset(sizeof h);
+    write_string(LP_STR_HOSTNAME, host, strlen(host));
+    write_string(LP_STR_EXE, exe_path, strlen(exe_path));
+    char cmd[8192];
+    size_t n = read_cmdline(cmd, sizeof cmd);
+    write_string(LP_STR_CMDLINE, cmd, n);
+    return 0;
+}
+
+/* First hooked call of the process (or our constructor, whichever comes first). */
+void lp_init_slow(void) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 0) return;
+    if (environ == NULL) return; /* too early (inside the dynamic loader): try again next call */
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+    int saved = errno;
+    uint8_t g = lp_tls.guard;
+    lp_tls.guard = 1;
+
+    uint32_t gate = 0;
+    lp_pid = (long)getpid();
+    if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
+
+    ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_path[n > 0 ? n : 0] = '\0';
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    const char *base = strrchr(exe_path, '/');
+    struct lp_pattern_ctx ctx = {
+        .pid = lp_pid,
+        .start_time = (long)(lp_real_ns() / 1000000000u),
+        .host = host,
+        .exe = base ? base + 1 : (exe_path[0] ? exe_path : "unknown"),
+    };
+    lp_config_load(&lp_cfg, env_get, &ctx);
+    if (!lp_cfg.enabled) goto done;
+
+    lp_clock_init(lp_cfg.clock);
+    lp_tbuf_init(lp_cfg.buffer_bytes);
+    if (start_spool() != 0) goto done;
+    pthread_atfork(NULL, NULL, atfork_child);
+    lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",
+            lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
+            lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
+    gate = lp_cfg.families;
+done:
+    lp_gate = gate;
+    __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+    lp_tls.guard = g;
+    errno = saved;
+}
+
+__attribute__((constructor)) static void lp_constructor(void) {
+    if (lp_gate & LP_GATE_UNINIT) lp_init_slow();
+}
+
+/* Write `r`'s conversions (Chrome JSON, CSV, summary) as configured. Returns 0 or -1. */
+static int convert_at_exit(void) {
+    struct lp_reader r;
+    char err[256];
+    if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
+        lp_warn("cannot read back %s: %s", spool_path, err);
+        return -1;
+    }
+    struct lp_convert_opts o = {.chrome_path = lp_cfg.raw_output ? NULL : (lp_cfg.output[0] ? lp_cfg.output : NULL),
+                                .csv_path = lp_cfg.csv[0] ? lp_cfg.csv : NULL,
+                                .summary_fd = lp_cfg.summary ? STDERR_FILENO : -1,
+                                .alloc_min = lp_cfg.alloc_min,
+                                .trace_label = lp_cfg.output[0] ? lp_cfg.output : NULL};
+    int rc = lp_convert(&r, &o, err, sizeof err);
+    if (rc != 0) lp_warn("%s", err);
+    lp_reader_close(&r);
+    return rc;
+}
+
+/* Runs from _dl_fini; a preloaded library is finalized after the program and its libraries, so
+ * nearly every event reaches the trace. */
+__attribute__((destructor)) static void lp_destructor(void) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0) return;
+    if ((long)getpid() != lp_pid) return; /* a child made by a raw clone/fork syscall */
+    if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
+    int saved = errno;
+    lp_tls.guard = 1;
+    lp_gate = 0;
+    lp_tbuf_flush_all();
+    lp_tbuf_write_thread_names();
+    struct lp_end e = {
+        .end_ticks = lp_ticks() - lp_origin_ticks,
+        .events_written = __atomic_load_n(&lp_events_written, __ATOMIC_RELAXED),
+        .events_dropped = __atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED),
+        .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
+        .exit_status = -1,
+    };
+    lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
+    int rc = 0;
+    if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary) rc = convert_at_exit();
+    if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw) unlink(spool_path);
+    close(lp_spool_fd);
+    lp_spool_fd = -1;
+    lp_info("trace: %s%s%s (%llu events, %llu dropped)", lp_cfg.raw_output ? spool_path : lp_cfg.output,
+            lp_cfg.csv[0] ? ", csv: " : "", lp_cfg.csv, (unsigned long long)e.events_written,
+            (unsigned long long)e.events_dropped);
+    errno = saved;
+}

@@ -1,0 +1,171 @@
+/* Private interface of the libprof preload: the recording core that every hook module sits on.
+ *
+ * Functions are grouped under the file that owns them. A hook module includes only this header,
+ * and touches the core through lp_hook_enter / lp_reserve / lp_commit / lp_hook_leave. */
+#ifndef LP_CORE_H
+#define LP_CORE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+#include <time.h>
+
+#include "libprof/format.h"
+
+#define LP_HIDDEN __attribute__((visibility("hidden")))
+#define LP_EXPORT __attribute__((visibility("default")))
+#define LP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+
+/* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
+
+struct lp_config {
+    int enabled;           /* something asked for a profile */
+    int raw_output;        /* output names a .lpt: the spool file is the trace */
+    int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
+    int verbose;           /* LIBPROF_VERBOSE */
+    int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
+    int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    uint32_t families;     /* LIBPROF_EVENTS mask */
+    uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
+    uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
+    char output[PATH_MAX]; /* expanded trace path ("" = none, e.g. summary only) */
+    char csv[PATH_MAX];    /* expanded CSV path ("" = none) */
+};
+
+/* What the %-patterns of a path expand to. */
+struct lp_pattern_ctx {
+    long pid;
+    long start_time;
+    const char *host;
+    const char *exe;
+};
+
+typedef const char *(*lp_getenv_fn)(const char *name);
+
+LP_HIDDEN void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pattern_ctx *ctx);
+LP_HIDDEN int lp_parse_bool(const char *s, int *out);
+LP_HIDDEN int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+LP_HIDDEN int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
+LP_HIDDEN int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *out, size_t outlen);
+LP_HIDDEN int lp_path_insert_pid(char *path, size_t len, long pid);
+
+/* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
+
+LP_HIDDEN void lp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+LP_HIDDEN void lp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+LP_HIDDEN extern int lp_verbose;
+
+/* ---- "clock.c": timestamps ----------------------------------------------------------------- */
+
+LP_HIDDEN extern int lp_clock_kind;       /* enum lp_clock in use */
+LP_HIDDEN extern uint64_t lp_origin_ticks; /* record timestamps are relative to this */
+LP_HIDDEN extern uint64_t lp_origin_mono_ns; /* CLOCK_MONOTONIC at the same moment */
+LP_HIDDEN void lp_clock_init(int requested);
+LP_HIDDEN uint64_t lp_mono_ns(void);
+LP_HIDDEN uint64_t lp_real_ns(void);
+
+/* The timestamp of the hot path: the TSC where it is invariant (about 10 ns here, against 25 ns
+ * for clock_gettime through the vDSO), CLOCK_MONOTONIC otherwise. */
+static inline uint64_t lp_ticks(void) {
+#if defined(__x86_64__)
+    if (LP_LIKELY(lp_clock_kind == LP_CLOCK_TSC)) return __rdtsc();
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- "tbuf.c": per-thread buffers, the thread registry and the spool file ------------------ */
+
+/* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
+ * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
+struct lp_tls {
+    uint64_t *cur;          /* next free word of the chunk */
+    uint64_t *end;          /* end of the chunk */
+    uint8_t guard;          /* inside a hook or inside libprof itself: record nothing */
+    uint8_t late;           /* thread past its last TLS destructor: every commit writes through */
+    uint8_t state;          /* enum lp_tls_state */
+    uint8_t dtor_round;
+    uint32_t tid;
+    struct lp_thread *thr;  /* registry node owning the chunk memory */
+    uint64_t late_rec[16];  /* scratch for records written after the thread's destructors ran */
+};
+
+enum lp_tls_state { LP_TLS_NEW = 0, LP_TLS_ACTIVE, LP_TLS_LATE, LP_TLS_FAILED };
+
+LP_HIDDEN extern LP_TLS struct lp_tls lp_tls;
+
+/* The gate: one word read by every hook. Bit f is set while family f records; LP_GATE_UNINIT
+ * is set until the first hook call has read the environment. Off costs one load and one test. */
+#define LP_GATE_UNINIT (1u << 31)
+LP_HIDDEN extern volatile uint32_t lp_gate;
+
+LP_HIDDEN uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words);
+LP_HIDDEN void lp_commit_late(struct lp_tls *t);
+LP_HIDDEN void lp_init_slow(void);
+LP_HIDDEN int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chosen_len);
+LP_HIDDEN int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+LP_HIDDEN void lp_tbuf_flush_all(void);
+LP_HIDDEN void lp_tbuf_write_thread_names(void);
+LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
+LP_HIDDEN void lp_tbuf_after_fork_child(void);
+LP_HIDDEN void lp_spool_set_offset(uint64_t off);
+LP_HIDDEN uint32_t lp_gettid(void);
+LP_HIDDEN extern int lp_spool_fd;
+LP_HIDDEN extern uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
+
+/* Enter a hook of family `fam`: returns the thread's state when this call is to be recorded,
+ * NULL when it is to pass straight through (family off, libprof off, or re-entered). */
+static inline struct lp_tls *lp_hook_enter(unsigned fam) {
+    uint32_t g = lp_gate;
+    if (LP_UNLIKELY(g & LP_GATE_UNINIT)) {
+        lp_init_slow();
+        g = lp_gate;
+    }
+    if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
+    struct lp_tls *t = &lp_tls;
+    if (LP_UNLIKELY(t->guard)) return NULL;
+    t->guard = 1;
+    return t;
+}
+
+static inline void lp_hook_leave(struct lp_tls *t) { t->guard = 0; }
+
+/* Room for one record of `words` words in the thread's chunk, or NULL if it cannot be recorded
+ * (then the event is counted as dropped). */
+static inline uint64_t *lp_reserve(struct lp_tls *t, unsigned words) {
+    uint64_t *r = t->cur;
+    if (LP_UNLIKELY(r == NULL || r + words > t->end)) return lp_reserve_slow(t, words);
+    return r;
+}
+
+/* Publish a record written at `r`. The release store lets a flushing thread (at exit) read
+ * every record below `cur` complete. */
+static inline void lp_commit(struct lp_tls *t, uint64_t *next) {
+    __atomic_store_n(&t->cur, next, __ATOMIC_RELEASE);
+    if (LP_UNLIKELY(t->late)) lp_commit_late(t);
+}
+
+static inline uint64_t lp_word0(unsigned kind, uint64_t ticks) {
+    return ((uint64_t)kind << LP_TS_BITS) | ((ticks - lp_origin_ticks) & LP_TS_MASK);
+}
+
+static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
+    /* t1 < t0 only when a thread migrated between cores whose TSCs differ by a few ticks */
+    if (LP_UNLIKELY(t1 < t0)) return 0;
+    uint64_t d = t1 - t0;
+    return d > LP_DUR_MASK ? LP_DUR_MASK : d;
+}
+
+/* ---- "core.c": life cycle ------------------------------------------------------------------ */
+
+LP_HIDDEN extern struct lp_config lp_cfg;
+LP_HIDDEN extern long lp_pid;
+
+#endif

@@ -1,0 +1,234 @@
+/* alloc.c: the allocation family — malloc, calloc, realloc, reallocarray, free, posix_memalign,
+ * aligned_alloc, memalign, valloc, pvalloc.
+ *
+ * Every wrapper has the same shape: resolve the next definition once, ask the core whether to
+ * record, take two timestamps around the real call, append one record. errno is whatever the
+ * real call left (the core saves and restores it on its slow paths).
+ *
+ * The next definition is found with dlsym(RTLD_NEXT), not by calling __libc_malloc, so that an
+ * allocator preloaded after libprof (tcmalloc, jemalloc) keeps serving the program. dlsym itself
+ * may call calloc before we know where calloc is: those requests are served from a static
+ * bootstrap pool that free() and realloc() recognise. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+static struct {
+    void *(*malloc)(size_t);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void (*free)(void *);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+} real;
+
+static LP_TLS int resolving;
+
+/* ---- bootstrap pool ------------------------------------------------------------------------ */
+
+static char pool[64 * 1024] __attribute__((aligned(64)));
+static size_t pool_used;
+
+static int in_pool(const void *p) { return (const char *)p >= pool && (const char *)p < pool + sizeof pool; }
+
+/* A zeroed block from the pool, with its size stored just before it (for realloc). */
+static void *pool_alloc(size_t n) {
+    size_t need = ((n + 15) & ~(size_t)15) + 16;
+    size_t off = __atomic_fetch_add(&pool_used, need, __ATOMIC_RELAXED);
+    if (off + need > sizeof pool) return NULL;
+    *(size_t *)(pool + off) = n;
+    return pool + off + 16;
+}
+
+static size_t pool_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
+
+static void resolve(void) {
+    resolving = 1;
+    real.calloc = dlsym(RTLD_NEXT, "calloc");
+    real.malloc = dlsym(RTLD_NEXT, "malloc");
+    real.realloc = dlsym(RTLD_NEXT, "realloc");
+    real.free = dlsym(RTLD_NEXT, "free");
+    real.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+    real.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+    real.memalign = dlsym(RTLD_NEXT, "memalign");
+    real.valloc = dlsym(RTLD_NEXT, "valloc");
+    real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+    resolving = 0;
+    if (!real.malloc || !real.free || !real.calloc || !real.realloc) {
+        static const char msg[] = "libprof: cannot find the real malloc; aborting\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        abort();
+    }
+}
+
+#define ENSURE_REAL()                                 \
+    do {                                              \
+        if (LP_UNLIKELY(real.free == NULL)) resolve(); \
+    } while (0)
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1, size_t size, void *p) {
+    uint64_t *r = lp_reserve(t, 4);
+    if (LP_LIKELY(r != NULL)) {
+        r[0] = lp_word0(kind, t0);
+        r[1] = lp_word1(t0, t1);
+        r[2] = size;
+        r[3] = (uintptr_t)p;
+        lp_commit(t, r + 4);
+    }
+    lp_hook_leave(t);
+}
+
+static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1, size_t size, void *p, void *old) {
+    uint64_t *r = lp_reserve(t, 5);
+    if (LP_LIKELY(r != NULL)) {
+        r[0] = lp_word0(kind, t0);
+        r[1] = lp_word1(t0, t1);
+        r[2] = size;
+        r[3] = (uintptr_t)p;
+        r[4] = (uintptr_t)old;
+        lp_commit(t, r + 5);
+    }
+    lp_hook_leave(t);
+}
+
+/* ---- the interposed functions ---------------------------------------------------------------- */
+
+LP_EXPORT void *malloc(size_t n) {
+    if (LP_UNLIKELY(real.malloc == NULL)) {
+        if (resolving) return pool_alloc(n);
+        resolve();
+    }
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return real.malloc(n);
+    uint64_t t0 = lp_ticks();
+    void *p = real.malloc(n);
+    rec_alloc(t, LP_EV_MALLOC, t0, lp_ticks(), n, p);
+    return p;
+}
+
+LP_EXPORT void *calloc(size_t nmemb, size_t size) {
+    if (LP_UNLIKELY(real.calloc == NULL)) {
+        if (resolving) {
+            size_t n;
+            return __builtin_mul_overflow(nmemb, size, &n) ? NULL : pool_alloc(n);
+        }
+        resolve();
+    }
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return real.calloc(nmemb, size);
+    uint64_t t0 = lp_ticks();
+    void *p = real.calloc(nmemb, size);
+    uint64_t t1 = lp_ticks();
+    size_t total;
+    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    rec_alloc(t, LP_EV_CALLOC, t0, t1, total, p);
+    return p;
+}
+
+LP_EXPORT void free(void *p) {
+    if (LP_UNLIKELY(in_pool(p))) return;
+    ENSURE_REAL();
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) {
+        real.free(p);
+        return;
+    }
+    /* errno: free() may clobber it in old glibc; whatever it does, the program sees the same. */
+    uint64_t t0 = lp_ticks();
+    real.free(p);
+    uint64_t t1 = lp_ticks();
+    uint64_t *r = lp_reserve(t, 3);
+    if (LP_LIKELY(r != NULL)) {
+        r[0] = lp_word0(LP_EV_FREE, t0);
+        r[1] = lp_word1(t0, t1);
+        r[2] = (uintptr_t)p;
+        lp_commit(t, r + 3);
+    }
+    lp_hook_leave(t);
+}
+
+/* realloc of a pool block: move it to the real allocator. */
+static void *pool_realloc(void *p, size_t n) {
+    void *q = real.malloc(n);
+    if (q) {
+        size_t old = pool_size(p);
+        memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+}
+
+LP_EXPORT void *realloc(void *p, size_t n) {
+    if (LP_UNLIKELY(real.realloc == NULL)) {
+        if (resolving) {
+            void *q = pool_alloc(n);
+            if (q && p) memcpy(q, p, pool_size(p) < n ? pool_size(p) : n);
+            return q;
+        }
+        resolve();
+    }
+    if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return real.realloc(p, n);
+    uint64_t t0 = lp_ticks();
+    void *q = real.realloc(p, n);
+    rec_realloc(t, LP_EV_REALLOC, t0, lp_ticks(), n, q, p);
+    return q;
+}
+
+/* Implemented over the next realloc (glibc does the same), so that a program with its own
+ * allocator preloaded never reaches glibc's realloc with a foreign pointer. */
+LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
+    size_t n;
+    if (__builtin_mul_overflow(nmemb, size, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ENSURE_REAL();
+    if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return real.realloc(p, n);
+    uint64_t t0 = lp_ticks();
+    void *q = real.realloc(p, n);
+    rec_realloc(t, LP_EV_REALLOCARRAY, t0, lp_ticks(), n, q, p);
+    return q;
+}
+
+LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+    ENSURE_REAL();
+    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return real.posix_memalign(out, align, n);
+    uint64_t t0 = lp_ticks();
+    int rc = real.posix_memalign(out, align, n);
+    rec_alloc(t, LP_EV_POSIX_MEMALIGN, t0, lp_ticks(), n, rc == 0 ? *out : NULL);
+    return rc;
+}
+
+/* The remaining aligned allocators share one shape. */
+#define ALIGNED_HOOK(fn, KIND, PARAMS, ARGS)                         \
+    LP_EXPORT void *fn PARAMS {                                      \
+        ENSURE_REAL();                                               \
+        struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);              \
+        if (LP_LIKELY(!t)) return real.fn ARGS;                      \
+        uint64_t t0 = lp_ticks();                                    \
+        void *p = real.fn ARGS;                                      \
+        rec_alloc(t, KIND, t0, lp_ticks(), n, p);                    \
+        return p;                                                    \
+    }
+
+ALIGNED_HOOK(aligned_alloc, LP_EV_ALIGNED_ALLOC, (size_t align, size_t n), (align, n))
+ALIGNED_HOOK(memalign, LP_EV_MEMALIGN, (size_t align, size_t n), (align, n))
+ALIGNED_HOOK(valloc, LP_EV_VALLOC, (size_t n), (n))
+ALIGNED_HOOK(pvalloc, LP_EV_PVALLOC, (size_t n), (n))

@@ -1,0 +1,593 @@
+/* convert.c: one pass over a decoded trace -> per-function statistics, the live-heap timeline,
+ * leaks, and the three outputs (Chrome trace JSON, CSV summary, stderr table).
+ *
+ * Frees are matched to allocations by pointer here, never on the hot path. Durations go into a
+ * log-linear histogram per function (64 sub-buckets per power of two, so a percentile is within
+ * 1.6 % of the true value; count, total, min and max are exact) because a trace may hold far more
+ * events than memory. */
+#define _GNU_SOURCE
+#include "convert.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "out.h"
+
+#define SUB_BITS 6
+#define SUB (1u << SUB_BITS)
+#define HIST_BUCKETS ((64 - SUB_BITS + 1) * SUB)
+#define SIZE_BUCKETS 29
+#define COUNTER_BUCKETS 2048
+
+/* ---- duration histogram --------------------------------------------------------------- */
+
+static unsigned hist_bucket(uint64_t v) {
+    if (v < SUB) return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
+    return (e - SUB_BITS + 1) * SUB + (unsigned)((v >> (e - SUB_BITS)) & (SUB - 1));
+}
+
+/* Middle of bucket b. */
+static uint64_t hist_value(unsigned b) {
+    if (b < SUB) return b;
+    unsigned e = b / SUB + SUB_BITS - 1, m = b % SUB;
+    uint64_t lo = ((uint64_t)(SUB + m)) << (e - SUB_BITS);
+    uint64_t width = UINT64_C(1) << (e - SUB_BITS);
+    return lo + width / 2;
+}
+
+struct fnstat {
+    uint64_t count, failed, bytes, total_ns, min_ns, max_ns;
+    uint64_t *hist;
+};
+
+static uint64_t percentile(const struct fnstat *f, double p) {
+    if (f->count == 0 || !f->hist) return 0;
+    uint64_t rank = (uint64_t)(p * (double)f->count + 0.999999);
+    if (rank < 1) rank = 1;
+    uint64_t acc = 0;
+    for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+        acc += f->hist[b];
+        if (acc >= rank) {
+            uint64_t v = hist_value(b);
+            if (v < f->min_ns) v = f->min_ns;
+            if (v > f->max_ns) v = f->max_ns;
+            return v;
+        }
+    }
+    return f->max_ns;
+}
+
+/* ---- live blocks: pointer -> size, linear probing with backward-shift deletion ----------- */
+
+struct live_map {
+    uint64_t *keys, *vals;
+    uint64_t cap, n;
+};
+
+static uint64_t hash_ptr(uint64_t p) {
+    p ^= p >> 33;
+    p *= UINT64_C(0xff51afd7ed558ccd);
+    p ^= p >> 33;
+    return p;
+}
+
+static int live_grow(struct live_map *m) {
+    uint64_t ncap = m->cap ? m->cap * 2 : 4096;
+    uint64_t *k = calloc(ncap, 8), *v = malloc(ncap * 8);
+    if (!k || !v) { free(k); free(v); return -1; }
+    for (uint64_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        uint64_t h = hash_ptr(m->keys[i]) & (ncap - 1);
+        while (k[h]) h = (h + 1) & (ncap - 1);
+        k[h] = m->keys[i];
+        v[h] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = ncap;
+    return 0;
+}
+
+/* Insert; returns the size of a block that was already live at `p` (+1), or 0. -1 on OOM. */
+static int64_t live_put(struct live_map *m, uint64_t p, uint64_t size, uint64_t *old) {
+    if ((m->n + 1) * 4 > m->cap * 3 && live_grow(m)) return -1;
+    uint64_t h = hash_ptr(p) & (m->cap - 1);
+    while (m->keys[h]) {
+        if (m->keys[h] == p) {
+            *old = m->vals[h];
+            m->vals[h] = size;
+            return 1;
+        }
+        h = (h + 1) & (m->cap - 1);
+    }
+    m->keys[h] = p;
+    m->vals[h] = size;
+    m->n++;
+    return 0;
+}
+
+/* Remove `p`; returns 1 and its size, or 0 if it was not live. */
+static int live_take(struct live_map *m, uint64_t p, uint64_t *size) {
+    if (!m->cap) return 0;
+    uint64_t mask = m->cap - 1, h = hash_ptr(p) & mask;
+    while (m->keys[h] != p) {
+        if (!m->keys[h]) return 0;
+        h = (h + 1) & mask;
+    }
+    *size = m->vals[h];
+    m->n--;
+    uint64_t i = h;
+    for (uint64_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        uint64_t home = hash_ptr(m->keys[j]) & mask;
+        /* move j back into the hole at i if its home is not in (i, j] */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    return 1;
+}
+
+/* ---- the analysis state ------------------------------------------------------------------ */
+
+struct point { uint64_t ns, v; };
+struct cbucket { int has; struct point min, max, last; };
+
+struct analysis {
+    struct fnstat fn[LP_KIND_COUNT];
+    struct live_map live;
+    uint64_t live_bytes, peak_bytes, peak_ns;
+    uint64_t untracked_frees, reused_live;
+    uint64_t size_hist[SIZE_BUCKETS];
+    uint64_t events;
+    uint64_t span_ns;
+    struct cbucket *cb;
+    int oom;
+};
+
+static unsigned size_bucket(uint64_t s) {
+    if (s < 16) return 0;
+    unsigned b = 63u - (unsigned)__builtin_clzll(s) - 3;
+    return b < SIZE_BUCKETS ? b : SIZE_BUCKETS - 1;
+}
+
+static void heap_changed(struct analysis *a, uint64_t ns) {
+    if (a->live_bytes > a->peak_bytes) {
+        a->peak_bytes = a->live_bytes;
+        a->peak_ns = ns;
+    }
+    if (!a->cb) return;
+    uint64_t b = (uint64_t)(((unsigned __int128)ns * COUNTER_BUCKETS) / (a->span_ns + 1));
+    if (b >= COUNTER_BUCKETS) b = COUNTER_BUCKETS - 1;
+    struct cbucket *c = &a->cb[b];
+    struct point p = {ns, a->live_bytes};
+    if (!c->has) {
+        c->has = 1;
+        c->min = c->max = p;
+    }
+    if (p.v < c->min.v) c->min = p;
+    if (p.v > c->max.v) c->max = p;
+    c->last = p;
+}
+
+static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t ns) {
+    uint64_t old = 0;
+    int64_t rc = live_put(&a->live, ptr, size, &old);
+    if (rc < 0) { a->oom = 1; return; }
+    if (rc == 1) { /* we missed its free (e.g. released through a path libprof does not see) */
+        a->reused_live++;
+        a->live_bytes -= old;
+    }
+    a->live_bytes += size;
+    heap_changed(a, ns);
+}
+
+/* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
+static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
+    uint64_t size;
+    if (!live_take(&a->live, ptr, &size)) {
+        a->untracked_frees++;
+        return 0;
+    }
+    a->live_bytes -= size;
+    heap_changed(a, ns);
+    return size;
+}
+
+static void count_call(struct analysis *a, const struct lp_event *e, uint64_t bytes, int failed) {
+    struct fnstat *f = &a->fn[e->kind];
+    if (!f->hist) {
+        f->hist = calloc(HIST_BUCKETS, sizeof *f->hist);
+        if (!f->hist) { a->oom = 1; return; }
+        f->min_ns = UINT64_MAX;
+    }
+    f->count++;
+    f->bytes += bytes;
+    f->failed += (uint64_t)failed;
+    f->total_ns += e->dur_ns;
+    if (e->dur_ns < f->min_ns) f->min_ns = e->dur_ns;
+    if (e->dur_ns > f->max_ns) f->max_ns = e->dur_ns;
+    f->hist[hist_bucket(e->dur_ns)]++;
+}
+
+/* Apply one event. Returns the size of the block concerned (allocated or freed), for exporters. */
+static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
+    const uint64_t *w = e->w;
+    switch (lp_kind_shape[e->kind]) {
+    case LP_SHAPE_ALLOC:
+        count_call(a, e, w[0], w[1] == 0);
+        if (w[1]) {
+            block_born(a, w[1], w[0], e->ns);
+            a->size_hist[size_bucket(w[0])]++;
+        }
+        return w[0];
+    case LP_SHAPE_FREE: {
+        uint64_t s = w[0] ? block_died(a, w[0], e->ns) : 0;
+        count_call(a, e, s, 0);
+        return s;
+    }
+    case LP_SHAPE_REALLOC: {
+        uint64_t size = w[0], np = w[1], op = w[2];
+        if (e->phase == 0) { /* release of the old block, at the call's start */
+            if (op && !(np == 0 && size > 0)) return block_died(a, op, e->ns);
+            return 0;
+        }
+        count_call(a, e, size, np == 0 && size > 0);
+        if (np) {
+            block_born(a, np, size, e->ns);
+            a->size_hist[size_bucket(size)]++;
+        }
+        return size;
+    }
+    }
+    return 0;
+}
+
+/* ---- outputs -------------------------------------------------------------------------- */
+
+static const char *basename_of(const char *s, uint32_t n, uint32_t *len) {
+    const char *b = s;
+    for (uint32_t i = 0; i < n; i++)
+        if (s[i] == '/') b = s + i + 1;
+    *len = (uint32_t)(n - (uint32_t)(b - s));
+    return b;
+}
+
+/* The command line with arguments separated by spaces. */
+static void out_command(struct lp_out *o, const struct lp_reader *r, int json) {
+    char *tmp = malloc(r->cmdline_len + 1);
+    uint32_t n = 0;
+    if (tmp && r->cmdline_len) {
+        memcpy(tmp, r->cmdline, r->cmdline_len);
+        n = r->cmdline_len;
+        while (n > 0 && tmp[n - 1] == '\0') n--;
+        for (uint32_t i = 0; i < n; i++)
+            if (tmp[i] == '\0') tmp[i] = ' ';
+    }
+    const char *s = tmp;
+    if (n == 0 && r->exe) { /* no command line recorded: fall back to the executable */
+        s = r->exe;
+        n = r->exe_len;
+    }
+    if (json) lp_out_json_str(o, s ? s : "", n);
+    else lp_out_write(o, s ? s : "", n);
+    free(tmp);
+}
+
+static void thread_label(const struct lp_reader *r, const struct lp_thread_info *t, char *buf, size_t len) {
+    if (t->name && t->name_len) snprintf(buf, len, "%.*s", (int)t->name_len, t->name);
+    else if (t->tid == r->hdr.pid) snprintf(buf, len, "main");
+    else snprintf(buf, len, "thread %u", t->tid);
+}
+
+struct chrome {
+    struct lp_out o;
+    int first;
+    uint32_t pid;
+};
+
+static void ev_begin(struct chrome *c) {
+    lp_out_s(&c->o, c->first ? "\n" : ",\n");
+    c->first = 0;
+}
+
+static void chrome_head(struct chrome *c, const struct lp_reader *r) {
+    lp_out_s(&c->o, "{\"traceEvents\":[");
+    c->first = 1;
+    ev_begin(c);
+    lp_out_fmt(&c->o, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"process_name\",\"args\":{\"name\":", c->pid, c->pid);
+    out_command(&c->o, r, 1);
+    lp_out_s(&c->o, "}}");
+    for (uint32_t i = 0; i < r->nthreads; i++) {
+        char name[64];
+        thread_label(r, &r->threads[i], name, sizeof name);
+        ev_begin(c);
+        lp_out_fmt(&c->o, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":", c->pid,
+                   r->threads[i].tid);
+        lp_out_json_str(&c->o, name, strlen(name));
+        lp_out_s(&c->o, "}}");
+        ev_begin(c);
+        lp_out_fmt(&c->o, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
+                   c->pid, r->threads[i].tid, r->threads[i].tid == c->pid ? 0 : i + 1);
+    }
+}
+
+static void chrome_instant(struct chrome *c, const struct lp_event *e, uint64_t size, uint64_t ptr) {
+    ev_begin(c);
+    lp_out_fmt(&c->o, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"cat\":\"%s\",\"ts\":", c->pid, e->tid,
+               lp_kind_names[e->kind], lp_family_names[lp_kind_family[e->kind]]);
+    lp_out_us(&c->o, e->ns);
+    lp_out_s(&c->o, ",\"args\":{\"size\":");
+    lp_out_u64(&c->o, size);
+    lp_out_fmt(&c->o, ",\"ptr\":\"0x%llx\",\"dur_ns\":", (unsigned long long)ptr);
+    lp_out_u64(&c->o, e->dur_ns);
+    lp_out_s(&c->o, "}}");
+}
+
+static void chrome_counter_point(struct chrome *c, uint64_t ns, uint64_t v) {
+    ev_begin(c);
+    lp_out_fmt(&c->o, "{\"ph\":\"C\",\"pid\":%u,\"tid\":%u,\"name\":\"heap\",\"ts\":", c->pid, c->pid);
+    lp_out_us(&c->o, ns);
+    lp_out_s(&c->o, ",\"args\":{\"bytes\":");
+    lp_out_u64(&c->o, v);
+    lp_out_s(&c->o, "}}");
+}
+
+static int cmp_point(const void *x, const void *y) {
+    const struct point *a = x, *b = y;
+    return a->ns < b->ns ? -1 : a->ns > b->ns;
+}
+
+/* The heap track, downsampled: per time bucket its minimum, maximum and last value, so the
+ * envelope is right and the exact peak is always one of the points. */
+static uint64_t chrome_counter(struct chrome *c, const struct analysis *a) {
+    uint64_t points = 1;
+    chrome_counter_point(c, 0, 0);
+    for (unsigned b = 0; b < COUNTER_BUCKETS; b++) {
+        const struct cbucket *k = &a->cb[b];
+        if (!k->has) continue;
+        struct point p[3] = {k->min, k->max, k->last};
+        qsort(p, 3, sizeof p[0], cmp_point);
+        for (int i = 0; i < 3; i++) {
+            if (i > 0 && p[i].ns == p[i - 1].ns) continue;
+            chrome_counter_point(c, p[i].ns, p[i].v);
+            points++;
+        }
+    }
+    return points;
+}
+
+static void metadata_json(struct lp_out *o, const struct lp_reader *r, const struct analysis *a, uint64_t end_ns,
+                          uint64_t alloc_min, uint64_t counter_points, uint64_t instants) {
+    lp_out_fmt(o, "{\"version\":\"%s\",\"format_version\":%u,\"pid\":%u,\"ppid\":%u,\"hostname\":", LIBPROF_VERSION,
+               r->hdr.version, r->hdr.pid, r->hdr.ppid);
+    lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
+    lp_out_s(o, ",\"executable\":");
+    lp_out_json_str(o, r->exe ? r->exe : "", r->exe_len);
+    lp_out_s(o, ",\"command\":");
+    out_command(o, r, 1);
+    lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
+               (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)end_ns,
+               r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic", r->end && !r->truncated ? "true" : "false");
+    lp_out_fmt(o, "\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,",
+               (unsigned long long)a->peak_bytes, (unsigned long long)a->peak_ns, (unsigned long long)a->live_bytes,
+               (unsigned long long)a->live.n);
+    lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
+               (unsigned long long)a->reused_live);
+    lp_out_fmt(o, "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
+               (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
+               (unsigned long long)(r->end ? r->end->events_dropped : 0), r->nchunks, r->nthreads);
+    lp_out_fmt(o, "\"alloc_instant_min_bytes\":%llu,\"alloc_instants\":%llu,\"heap_counter_points\":%llu,",
+               (unsigned long long)alloc_min, (unsigned long long)instants, (unsigned long long)counter_points);
+    lp_out_s(o, "\"functions\":{");
+    int first = 1;
+    for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
+        const struct fnstat *f = &a->fn[k];
+        if (!f->count) continue;
+        lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"total_ns\":%llu}", first ? "" : ",",
+                   lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
+                   (unsigned long long)f->failed, (unsigned long long)f->total_ns);
+        first = 0;
+    }
+    lp_out_s(o, "},\"size_histogram\":[");
+    for (unsigned b = 0; b < SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
+    lp_out_s(o, "]}");
+}
+
+static void write_csv(struct lp_out *o, const struct analysis *a) {
+    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n");
+    for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
+        const struct fnstat *f = &a->fn[k];
+        if (!f->count) continue;
+        lp_out_csv_str(o, lp_kind_names[k], strlen(lp_kind_names[k]));
+        lp_out_fmt(o, ",%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", lp_family_names[lp_kind_family[k]],
+                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
+                   (unsigned long long)(f->total_ns / f->count), (unsigned long long)f->min_ns,
+                   (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
+                   (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns, (unsigned long long)f->bytes);
+    }
+}
+
+static void human_bytes(char *buf, size_t len, uint64_t b) {
+    if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);
+    else if (b < 10ull * 1024 * 1024) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    else if (b < 10ull * 1024 * 1024 * 1024) snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+    else snprintf(buf, len, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
+}
+
+static void write_summary(struct lp_out *o, const struct lp_reader *r, const struct analysis *a, uint64_t end_ns,
+                          const char *label) {
+    uint32_t bl;
+    const char *exe = basename_of(r->exe ? r->exe : "?", r->exe ? r->exe_len : 1, &bl);
+    lp_out_fmt(o, "libprof: %.*s (pid %u): %.3f s, %llu events%s%s%s\n", (int)bl, exe, r->hdr.pid, (double)end_ns / 1e9,
+               (unsigned long long)a->events, label ? ", trace " : "", label ? label : "",
+               r->end && !r->truncated ? "" : " [trace cut short]");
+    lp_out_fmt(o, "  %-15s %12s %14s %8s %9s %9s %9s\n", "function", "calls", "bytes", "failed", "mean ns", "p50 ns",
+               "p99 ns");
+    for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
+        const struct fnstat *f = &a->fn[k];
+        if (!f->count) continue;
+        lp_out_fmt(o, "  %-15s %12llu %14llu %8llu %9llu %9llu %9llu\n", lp_kind_names[k], (unsigned long long)f->count,
+                   (unsigned long long)f->bytes, (unsigned long long)f->failed,
+                   (unsigned long long)(f->total_ns / f->count), (unsigned long long)percentile(f, 0.5),
+                   (unsigned long long)percentile(f, 0.99));
+    }
+    char peak[32], leak[32];
+    human_bytes(peak, sizeof peak, a->peak_bytes);
+    human_bytes(leak, sizeof leak, a->live_bytes);
+    lp_out_fmt(o, "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n", peak,
+               (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak, (unsigned long long)a->live_bytes,
+               (unsigned long long)a->live.n);
+    if (a->untracked_frees || a->reused_live)
+        lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
+                   (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
+    if (r->end && r->end->events_dropped)
+        lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
+                   (unsigned long long)r->end->events_dropped);
+    uint64_t total = 0, maxc = 0;
+    for (unsigned b = 0; b < SIZE_BUCKETS; b++) {
+        total += a->size_hist[b];
+        if (a->size_hist[b] > maxc) maxc = a->size_hist[b];
+    }
+    if (!total) return;
+    lp_out_s(o, "  block sizes:\n");
+    for (unsigned b = 0; b < SIZE_BUCKETS; b++) {
+        uint64_t c = a->size_hist[b];
+        if (!c) continue;
+        char lo[16], hi[16];
+        uint64_t l = b == 0 ? 0 : UINT64_C(1) << (b + 3), h = (UINT64_C(1) << (b + 4)) - 1;
+        human_bytes(lo, sizeof lo, l);
+        human_bytes(hi, sizeof hi, h);
+        int bar = (int)((c * 40 + maxc - 1) / maxc);
+        lp_out_fmt(o, "  %10s-%-10s %10llu %3llu%% ", lo, b == SIZE_BUCKETS - 1 ? "" : hi, (unsigned long long)c,
+                   (unsigned long long)(c * 100 / total));
+        for (int i = 0; i < bar; i++) lp_out_c(o, '#');
+        lp_out_c(o, '\n');
+    }
+}
+
+/* Open `path` for writing through a temporary name, so a reader never sees half a file. */
+static int open_tmp(const char *path, char *tmp, size_t len) {
+    snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+    return open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+static int finish_tmp(struct lp_out *o, const char *tmp, const char *path, char *err, size_t errlen) {
+    int rc = lp_out_flush(o);
+    if (close(o->fd) != 0 && rc == 0) {
+        rc = -1;
+        o->err = errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        o->err = errno;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(o->err));
+        unlink(tmp);
+    }
+    return rc;
+}
+
+int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
+    struct analysis *a = calloc(1, sizeof *a);
+    struct chrome *c = NULL;
+    char tmp[4096 + 32];
+    int rc = -1;
+    if (!a) goto oom;
+    uint64_t end_ticks = r->last_ticks;
+    a->span_ns = lp_ticks_to_ns(r, end_ticks);
+    if (o->chrome_path) {
+        a->cb = calloc(COUNTER_BUCKETS, sizeof *a->cb);
+        c = malloc(sizeof *c);
+        if (!a->cb || !c) goto oom;
+        c->pid = r->hdr.pid;
+        int fd = open_tmp(o->chrome_path, tmp, sizeof tmp);
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot create %s: %s", o->chrome_path, strerror(errno));
+            goto out;
+        }
+        lp_out_init(&c->o, fd);
+        chrome_head(c, r);
+    }
+    struct lp_iter *it = lp_iter_new(r);
+    if (!it) goto oom;
+    struct lp_event e;
+    uint64_t instants = 0, next_progress = 1u << 20;
+    while (lp_iter_next(it, &e)) {
+        uint64_t size = analyse(a, &e);
+        if (e.phase == 1) a->events++;
+        if (c && size >= o->alloc_min && e.phase == 1) {
+            /* big allocations, and frees of big blocks, as instants on the thread's track */
+            int shape = lp_kind_shape[e.kind];
+            uint64_t ptr = shape == LP_SHAPE_FREE ? e.w[0] : e.w[1];
+            if (ptr) {
+                chrome_instant(c, &e, size, ptr);
+                instants++;
+            }
+        }
+        if (o->progress && a->events >= next_progress) {
+            o->progress(a->events, r->events, o->progress_arg);
+            next_progress += 1u << 20;
+        }
+    }
+    lp_iter_free(it);
+    if (a->oom) goto oom;
+    if (o->progress) o->progress(a->events, r->events, o->progress_arg);
+    uint64_t end_ns = a->span_ns;
+
+    rc = 0;
+    if (c) {
+        uint64_t points = chrome_counter(c, a);
+        lp_out_s(&c->o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"libprof\":");
+        metadata_json(&c->o, r, a, end_ns, o->alloc_min, points, instants);
+        lp_out_s(&c->o, "}}\n");
+        rc = finish_tmp(&c->o, tmp, o->chrome_path, err, errlen);
+    }
+    if (o->csv_path) {
+        struct lp_out *co = malloc(sizeof *co);
+        char ctmp[4096 + 32];
+        int fd = co ? open_tmp(o->csv_path, ctmp, sizeof ctmp) : -1;
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot create %s: %s", o->csv_path, co ? strerror(errno) : "out of memory");
+            rc = -1;
+        } else {
+            lp_out_init(co, fd);
+            write_csv(co, a);
+            if (finish_tmp(co, ctmp, o->csv_path, err, errlen) != 0) rc = -1;
+        }
+        free(co);
+    }
+    if (o->summary_fd >= 0) {
+        struct lp_out *so = malloc(sizeof *so);
+        if (so) {
+            lp_out_init(so, o->summary_fd);
+            write_summary(so, r, a, end_ns, o->trace_label);
+            lp_out_flush(so);
+            free(so);
+        }
+    }
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory while converting the trace");
+    rc = -1;
+out:
+    if (a) {
+        for (unsigned k = 0; k < LP_KIND_COUNT; k++) free(a->fn[k].hist);
+        free(a->live.keys);
+        free(a->live.vals);
+        free(a->cb);
+    }
+    free(a);
+    free(c);
+    return rc;
+}

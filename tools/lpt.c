@@ -1,0 +1,374 @@
+/* lpt.c: decoding raw libprof traces. See include/libprof/format.h for the layout.
+ *
+ * lp_reader_open validates the whole file once (every chunk header and every record), so the
+ * iterator can trust what it walks; damage or a cut-off tail ends the index at the last whole
+ * chunk and sets `truncated`, which every consumer reports to the user. */
+#define _GNU_SOURCE
+#include "lpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct lp_file_header) == LP_FILE_HEADER_SIZE, "file header layout");
+_Static_assert(sizeof(struct lp_chunk_header) == LP_CHUNK_HEADER_SIZE, "chunk header layout");
+_Static_assert(sizeof(struct lp_end) % 8 == 0, "end record layout");
+
+const char *const lp_kind_names[LP_KIND_COUNT] = {
+    "none",
+#define LP_X(id, name, fam, shape, words) name,
+    LP_KINDS(LP_X)
+#undef LP_X
+};
+const uint8_t lp_kind_family[LP_KIND_COUNT] = {
+    0,
+#define LP_X(id, name, fam, shape, words) LP_FAM_##fam,
+    LP_KINDS(LP_X)
+#undef LP_X
+};
+const uint8_t lp_kind_shape[LP_KIND_COUNT] = {
+    0,
+#define LP_X(id, name, fam, shape, words) shape,
+    LP_KINDS(LP_X)
+#undef LP_X
+};
+const uint8_t lp_kind_words[LP_KIND_COUNT] = {
+    0,
+#define LP_X(id, name, fam, shape, words) words,
+    LP_KINDS(LP_X)
+#undef LP_X
+};
+const char *const lp_family_names[LP_FAM_COUNT] = {
+#define LP_X(id, name) name,
+    LP_FAMILIES(LP_X)
+#undef LP_X
+};
+
+#define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
+
+/* tid -> thread index, open addressing; grown at half load. */
+struct tid_map {
+    uint32_t *keys, *vals, cap;
+};
+
+static int tid_map_get(struct lp_reader *r, struct tid_map *m, uint32_t tid, uint32_t *out) {
+    if ((r->nthreads + 1) * 2 > m->cap) {
+        uint32_t ncap = m->cap ? m->cap * 2 : 64;
+        uint32_t *k = calloc(ncap, sizeof *k), *v = calloc(ncap, sizeof *v);
+        if (!k || !v) { free(k); free(v); return -1; }
+        for (uint32_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i]) continue;
+            uint32_t h = (m->keys[i] * 2654435761u) & (ncap - 1);
+            while (k[h]) h = (h + 1) & (ncap - 1);
+            k[h] = m->keys[i];
+            v[h] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = k;
+        m->vals = v;
+        m->cap = ncap;
+    }
+    uint32_t key = tid + 1; /* 0 marks an empty slot */
+    uint32_t h = (key * 2654435761u) & (m->cap - 1);
+    while (m->keys[h]) {
+        if (m->keys[h] == key) { *out = m->vals[h]; return 0; }
+        h = (h + 1) & (m->cap - 1);
+    }
+    struct lp_thread_info *t = realloc(r->threads, (r->nthreads + 1) * sizeof *t);
+    if (!t) return -1;
+    r->threads = t;
+    memset(&t[r->nthreads], 0, sizeof *t);
+    t[r->nthreads].tid = tid;
+    m->keys[h] = key;
+    m->vals[h] = r->nthreads;
+    *out = r->nthreads++;
+    return 0;
+}
+
+/* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. */
+static int check_records(const uint64_t *w, size_t n, uint64_t *count) {
+    size_t i = 0;
+    uint64_t c = 0;
+    while (i < n) {
+        unsigned kind = (unsigned)(w[i] >> LP_TS_BITS);
+        if (kind == 0 || kind >= LP_KIND_COUNT) return -1;
+        i += LP_REC_HEADER_WORDS + lp_kind_words[kind];
+        if (i > n) return -1;
+        c++;
+    }
+    *count = c;
+    return 0;
+}
+
+static int oom(char *err, size_t errlen) {
+    snprintf(err, errlen, "out of memory while indexing the trace");
+    return -1;
+}
+
+int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
+    int mapped = r->mapped;
+    memset(r, 0, sizeof *r);
+    r->mapped = mapped;
+    r->data = data;
+    r->size = size;
+    if (size < 8 || memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "not a libprof raw trace (bad magic)");
+        return -1;
+    }
+    if (size < LP_FILE_HEADER_SIZE) {
+        snprintf(err, errlen, "truncated file header (%zu bytes)", size);
+        return -1;
+    }
+    memcpy(&r->hdr, data, sizeof r->hdr);
+    if (r->hdr.byte_order != LP_BYTE_ORDER_MARK) {
+        snprintf(err, errlen, "trace was written on a machine of the other byte order");
+        return -1;
+    }
+    if (r->hdr.version != LP_FORMAT_VERSION) {
+        snprintf(err, errlen, "trace format version %u; this libprof reads version %u%s", r->hdr.version,
+                 LP_FORMAT_VERSION, r->hdr.version > LP_FORMAT_VERSION ? " (written by a newer libprof)" : "");
+        return -1;
+    }
+    if (r->hdr.header_size != LP_FILE_HEADER_SIZE || r->hdr.clock > LP_CLOCK_TSC) {
+        snprintf(err, errlen, "corrupt file header");
+        return -1;
+    }
+
+    struct tid_map map = {0};
+    uint64_t sync_ticks = 0, sync_ns = r->hdr.origin_mono_ns;
+    uint64_t off = LP_FILE_HEADER_SIZE;
+    const uint8_t *d = data;
+    uint32_t chunk_cap = 0;
+    while (off < size) {
+        struct lp_chunk_header h;
+        if (size - off < sizeof h) { r->truncated = 1; break; }
+        memcpy(&h, d + off, sizeof h);
+        if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) { r->truncated = 1; break; }
+        uint64_t payload = off + sizeof h;
+        if (h.type == LP_CHUNK_EVENTS) {
+            uint64_t count;
+            if (h.length % 8 || payload % 8 || check_records((const uint64_t *)(d + payload), h.length / 8, &count)) {
+                r->truncated = 1;
+                break;
+            }
+            uint32_t ti;
+            if (tid_map_get(r, &map, h.tid, &ti)) goto nomem;
+            if (r->nchunks == chunk_cap) {
+                chunk_cap = chunk_cap ? chunk_cap * 2 : 256;
+                struct lp_chunk_ref *c = realloc(r->chunks, chunk_cap * sizeof *c);
+                if (!c) goto nomem;
+                r->chunks = c;
+            }
+            struct lp_thread_info *t = &r->threads[ti];
+            if (t->nchunks == t->cap) {
+                t->cap = t->cap ? t->cap * 2 : 8;
+                uint32_t *c = realloc(t->chunks, t->cap * sizeof *c);
+                if (!c) goto nomem;
+                t->chunks = c;
+            }
+            t->chunks[t->nchunks++] = r->nchunks;
+            t->events += count;
+            r->chunks[r->nchunks++] = (struct lp_chunk_ref){payload, h.length, ti};
+            r->events += count;
+        } else if (h.type == LP_CHUNK_STRING && h.length >= 4) {
+            uint32_t key;
+            memcpy(&key, d + payload, 4);
+            const char *s = (const char *)d + payload + 4;
+            uint32_t n = h.length - 4;
+            if (key == LP_STR_HOSTNAME) { r->hostname = s; r->hostname_len = n; }
+            else if (key == LP_STR_EXE) { r->exe = s; r->exe_len = n; }
+            else if (key == LP_STR_CMDLINE) { r->cmdline = s; r->cmdline_len = n; }
+            else if (key == LP_STR_THREAD_NAME) {
+                uint32_t ti;
+                if (tid_map_get(r, &map, h.tid, &ti)) goto nomem;
+                r->threads[ti].name = s;
+                r->threads[ti].name_len = n;
+            }
+        } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
+            r->end = (const struct lp_end *)(d + payload);
+            if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
+        }
+        /* Unknown chunk types are skipped: newer producers may add them within one version. */
+        if (h.sync_ticks >= sync_ticks && h.sync_mono_ns >= sync_ns) {
+            sync_ticks = h.sync_ticks;
+            sync_ns = h.sync_mono_ns;
+        }
+        if (h.sync_ticks > r->last_ticks) r->last_ticks = h.sync_ticks;
+        off = payload + ROUND8(h.length);
+    }
+    r->valid_bytes = off > size ? size : off;
+    free(map.keys);
+    free(map.vals);
+
+    /* Clock fit through the origin and the latest sync pair. */
+    r->mult = UINT64_C(1) << 32;
+    if (r->hdr.clock == LP_CLOCK_TSC && sync_ticks > 0 && sync_ns > r->hdr.origin_mono_ns)
+        r->mult = (uint64_t)(((unsigned __int128)(sync_ns - r->hdr.origin_mono_ns) << 32) / sync_ticks);
+    r->fit_ticks = sync_ticks;
+    r->fit_ns = sync_ns - r->hdr.origin_mono_ns;
+    return 0;
+nomem:
+    free(map.keys);
+    free(map.vals);
+    lp_reader_close(r);
+    return oom(err, errlen);
+}
+
+int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (st.st_size == 0) {
+        snprintf(err, errlen, "%s: empty file", path);
+        close(fd);
+        return -1;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        return -1;
+    }
+    madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+    r->mapped = 1;
+    char e2[200];
+    if (lp_reader_open_mem(r, m, (size_t)st.st_size, e2, sizeof e2) != 0) {
+        snprintf(err, errlen, "%s: %s", path, e2);
+        munmap(m, (size_t)st.st_size);
+        return -1;
+    }
+    return 0;
+}
+
+void lp_reader_close(struct lp_reader *r) {
+    for (uint32_t i = 0; i < r->nthreads; i++) free(r->threads[i].chunks);
+    free(r->threads);
+    free(r->chunks);
+    if (r->mapped && r->data) munmap((void *)r->data, r->size);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- merged iteration ------------------------------------------------------------------ */
+
+struct cursor {
+    const uint64_t *p, *end;
+    uint32_t thread, next_chunk;
+    uint8_t phase;
+    uint64_t key; /* effect time in ticks */
+};
+
+struct lp_iter {
+    const struct lp_reader *r;
+    struct cursor *c;
+    uint32_t *heap, n;
+    uint64_t consumed;
+};
+
+/* Position cursor `c` on its current record's next phase; returns 0 when the thread is done. */
+static int cursor_settle(const struct lp_reader *r, struct cursor *c) {
+    while (c->p >= c->end) {
+        const struct lp_thread_info *t = &r->threads[c->thread];
+        if (c->next_chunk >= t->nchunks) return 0;
+        const struct lp_chunk_ref *ch = &r->chunks[t->chunks[c->next_chunk++]];
+        c->p = (const uint64_t *)(r->data + ch->offset);
+        c->end = c->p + ch->length / 8;
+        c->phase = 0;
+    }
+    unsigned kind = (unsigned)(c->p[0] >> LP_TS_BITS);
+    uint64_t start = c->p[0] & LP_TS_MASK, dur = c->p[1] & LP_DUR_MASK;
+    if (lp_kind_shape[kind] == LP_SHAPE_REALLOC) {
+        c->key = c->phase == 0 ? start : start + dur;
+    } else {
+        if (c->phase == 0) c->phase = 1;
+        c->key = lp_kind_shape[kind] == LP_SHAPE_FREE ? start : start + dur;
+    }
+    return 1;
+}
+
+static int less(const struct lp_iter *it, uint32_t a, uint32_t b) {
+    const struct cursor *x = &it->c[a], *y = &it->c[b];
+    return x->key < y->key || (x->key == y->key && a < b);
+}
+
+static void sift_down(struct lp_iter *it, uint32_t i) {
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < it->n && less(it, it->heap[l], it->heap[m])) m = l;
+        if (r < it->n && less(it, it->heap[r], it->heap[m])) m = r;
+        if (m == i) return;
+        uint32_t t = it->heap[i];
+        it->heap[i] = it->heap[m];
+        it->heap[m] = t;
+        i = m;
+    }
+}
+
+struct lp_iter *lp_iter_new(const struct lp_reader *r) {
+    struct lp_iter *it = calloc(1, sizeof *it);
+    if (!it) return NULL;
+    it->r = r;
+    it->c = calloc(r->nthreads ? r->nthreads : 1, sizeof *it->c);
+    it->heap = calloc(r->nthreads ? r->nthreads : 1, sizeof *it->heap);
+    if (!it->c || !it->heap) { lp_iter_free(it); return NULL; }
+    for (uint32_t i = 0; i < r->nthreads; i++) {
+        it->c[i].thread = i;
+        if (cursor_settle(r, &it->c[i])) it->heap[it->n++] = i;
+    }
+    for (uint32_t i = it->n / 2; i-- > 0;) sift_down(it, i);
+    return it;
+}
+
+int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
+    if (it->n == 0) return 0;
+    const struct lp_reader *r = it->r;
+    struct cursor *c = &it->c[it->heap[0]];
+    unsigned kind = (unsigned)(c->p[0] >> LP_TS_BITS);
+    uint64_t start = c->p[0] & LP_TS_MASK, dur = c->p[1] & LP_DUR_MASK;
+    ev->kind = (uint16_t)kind;
+    ev->phase = c->phase;
+    ev->thread = c->thread;
+    ev->tid = r->threads[c->thread].tid;
+    ev->w = c->p + LP_REC_HEADER_WORDS;
+    ev->start_ns = lp_ticks_to_ns(r, start);
+    ev->dur_ns = lp_ticks_to_ns(r, start + dur) - ev->start_ns;
+    ev->ns = lp_ticks_to_ns(r, c->key);
+    /* advance */
+    if (lp_kind_shape[kind] == LP_SHAPE_REALLOC && c->phase == 0) {
+        c->phase = 1;
+    } else {
+        c->p += LP_REC_HEADER_WORDS + lp_kind_words[kind];
+        c->phase = 0;
+        it->consumed++;
+    }
+    if (cursor_settle(r, c)) {
+        sift_down(it, 0);
+    } else {
+        it->heap[0] = it->heap[--it->n];
+        sift_down(it, 0);
+    }
+    return 1;
+}
+
+uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; }
+
+void lp_iter_free(struct lp_iter *it) {
+    if (!it) return;
+    free(it->c);
+    free(it->heap);
+    free(it);
+}

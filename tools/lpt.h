@@ -1,0 +1,81 @@
+/* lpt.h: reading raw libprof traces (.lpt) — validation, the chunk index, the clock fit, and a
+ * time-ordered event iterator over all threads. Used by libprof-report and by the preload itself
+ * when it converts its spool at exit, so both decode with the same code. */
+#ifndef LP_LPT_H
+#define LP_LPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libprof/format.h"
+
+struct lp_thread_info {
+    uint32_t tid;
+    const char *name; /* not NUL-terminated; NULL if unknown */
+    uint32_t name_len;
+    uint64_t events;
+    uint32_t *chunks; /* indices into lp_reader.chunks, in file (= time) order */
+    uint32_t nchunks, cap;
+};
+
+struct lp_chunk_ref {
+    uint64_t offset;  /* of the payload */
+    uint32_t length;  /* payload bytes, a whole number of records */
+    uint32_t thread;  /* index into lp_reader.threads */
+};
+
+struct lp_reader {
+    const uint8_t *data;
+    size_t size;
+    int mapped;
+    struct lp_file_header hdr;
+    const char *hostname, *exe, *cmdline;
+    uint32_t hostname_len, exe_len, cmdline_len;
+    struct lp_thread_info *threads;
+    uint32_t nthreads;
+    struct lp_chunk_ref *chunks;
+    uint32_t nchunks;
+    uint64_t events;          /* records found */
+    const struct lp_end *end; /* NULL when the run did not finish cleanly */
+    int truncated;            /* the file stops in the middle of a chunk or has a damaged chunk */
+    uint64_t valid_bytes;     /* bytes decoded before the damage */
+    uint64_t last_ticks;      /* largest tick value seen (chunk syncs, end) */
+    /* clock fit: ns = (ticks * mult) >> 32 */
+    uint64_t mult;
+    uint64_t fit_ticks, fit_ns;
+};
+
+/* Open and index `path`. Returns 0, or -1 with a message in `err`. */
+int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen);
+/* Index a trace held in memory (not copied: `data` must outlive the reader). */
+int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen);
+void lp_reader_close(struct lp_reader *r);
+
+/* Ticks since origin to nanoseconds since origin. */
+static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {
+    return (uint64_t)(((unsigned __int128)ticks * r->mult) >> 32);
+}
+
+/* One event as the iterator yields it. A realloc yields twice: phase 0 at its start releases the
+ * old block, phase 1 at its end creates the new one; every other kind yields once (phase 1).
+ * The order across threads is by the time the event took effect: an allocation at its end, a
+ * release at its start. That order is consistent with the allocator's own, so a block freed on
+ * one thread and reused on another never appears live twice. */
+struct lp_event {
+    uint64_t ns;     /* effect time, ns since origin */
+    uint64_t start_ns;
+    uint64_t dur_ns;
+    uint32_t tid;
+    uint32_t thread; /* index into lp_reader.threads */
+    uint16_t kind;
+    uint8_t phase;
+    const uint64_t *w; /* payload words */
+};
+
+struct lp_iter;
+struct lp_iter *lp_iter_new(const struct lp_reader *r);
+int lp_iter_next(struct lp_iter *it, struct lp_event *ev); /* 1 = event, 0 = end */
+void lp_iter_free(struct lp_iter *it);
+uint64_t lp_iter_position(const struct lp_iter *it); /* records consumed so far */
+
+#endif

@@ -1,0 +1,35 @@
+/* out.h: a buffered writer over a file descriptor with JSON and CSV string encoders. It uses
+ * write(2) only, so the preload can use it at exit without stdio. */
+#ifndef LP_OUT_H
+#define LP_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lp_out {
+    int fd;
+    int failed;    /* a write failed (errno saved in err) */
+    int err;
+    size_t n;
+    uint64_t total;
+    char buf[1 << 16];
+};
+
+void lp_out_init(struct lp_out *o, int fd);
+void lp_out_write(struct lp_out *o, const void *p, size_t n);
+void lp_out_s(struct lp_out *o, const char *s);
+void lp_out_c(struct lp_out *o, char c);
+void lp_out_u64(struct lp_out *o, uint64_t v);
+void lp_out_i64(struct lp_out *o, int64_t v);
+void lp_out_fmt(struct lp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Nanoseconds as microseconds with exactly three decimals ("1234.567"), as Chrome traces want. */
+void lp_out_us(struct lp_out *o, uint64_t ns);
+/* A JSON string literal: quotes, escapes, control characters as \u00XX, invalid UTF-8 replaced
+ * by U+FFFD. */
+void lp_out_json_str(struct lp_out *o, const char *s, size_t n);
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
+void lp_out_csv_str(struct lp_out *o, const char *s, size_t n);
+/* Flush; returns 0, or -1 if any write failed. */
+int lp_out_flush(struct lp_out *o);
+
+#endif
