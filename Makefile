@@ -114,7 +114,7 @@ TEST_CFLAGS = $(ALL_CFLAGS) -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspa
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(SHARED_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  TEST    $@')
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(SHARED_OBJS) -lcriterion -lpthread -ldl
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(SHARED_OBJS) -lcriterion -lcjson -lpthread -ldl
 
 $(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(SHARED_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -124,7 +124,7 @@ $(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/ha
 $(BUILD)/progs/%: tests/progs/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
 deps:
 	@scripts/install-deps

@@ -211,7 +211,7 @@ static void count_call(struct analysis *a, const struct lp_event *e, uint64_t by
         f->min_ns = UINT64_MAX;
     }
     f->count++;
-    f->bytes += bytes;
+    if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
     f->failed += (uint64_t)failed;
     f->total_ns += e->dur_ns;
     if (e->dur_ns < f->min_ns) f->min_ns = e->dur_ns;

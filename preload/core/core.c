@@ -77,10 +77,55 @@ static void atfork_child(void) {
     fini_done = 1;
 }
 
+/* Is `entry` ("NAME=value") in the environment our parent process started with? */
+static int parent_env_has(const char *entry) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%ld/environ", (long)getppid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t want = strlen(entry) + 1, have = 0; /* bytes of the current entry matched so far */
+    int match = 1, found = 0;
+    ssize_t n;
+    while (!found && (n = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n && !found; i++) {
+            char c = buf[i];
+            if (match && have < want && c == (have + 1 == want ? '\0' : entry[have])) {
+                have++;
+                if (have == want) found = 1;
+            } else {
+                match = 0;
+            }
+            if (c == '\0') { have = 0; match = 1; }
+        }
+    }
+    close(fd);
+    return found;
+}
+
+/* A process started by a traced process (make running gcc, a shell running a pipeline) inherits
+ * LIBPROF_OUTPUT. If the pattern has no %p, the parent's trace and ours would share one name, so
+ * ours gets ".PID" inserted before the extension. */
+static void name_descendant(void) {
+    static const char *const vars[] = {"LIBPROF_OUTPUT", "LIBPROF_CSV", "LIBPROF"};
+    int inherited = 0;
+    for (size_t i = 0; i < 3 && !inherited; i++) {
+        const char *v = getenv(vars[i]);
+        char entry[PATH_MAX + 32];
+        if (!v || !*v) continue;
+        snprintf(entry, sizeof entry, "%s=%s", vars[i], v);
+        inherited = parent_env_has(entry);
+    }
+    if (!inherited) return;
+    const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
+    if (lp_cfg.output[0] && o && *o && !strstr(o, "%p")) lp_path_insert_pid(lp_cfg.output, sizeof lp_cfg.output, lp_pid);
+    if (lp_cfg.csv[0] && c && *c && !strstr(c, "%p")) lp_path_insert_pid(lp_cfg.csv, sizeof lp_cfg.csv, lp_pid);
+}
+
 /* Open the spool and write the file header. Returns 0 or -1 (warning already given). */
 static int start_spool(void) {
     char chosen[PATH_MAX];
     int temp = 0;
+    name_descendant();
     if (lp_cfg.raw_output) {
         snprintf(spool_path, sizeof spool_path, "%s", lp_cfg.output);
     } else if (lp_cfg.output[0]) {

@@ -1,0 +1,182 @@
+/* harness.c: running programs with and without the preload, reading what they write. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+char *strfmt(const char *fmt, ...) {
+    va_list ap;
+    char *s = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
+}
+
+char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t k;
+    while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+        }
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+char *make_tmpdir(void) {
+    char *t = strdup("/tmp/libprof-test-XXXXXX");
+    if (!mkdtemp(t)) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int keep_env(const char *e) {
+    return strncmp(e, "LD_PRELOAD=", 11) != 0 && strncmp(e, "LIBPROF", 7) != 0 && strncmp(e, "MALLOC_", 7) != 0;
+}
+
+int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv) {
+    memset(r, 0, sizeof *r);
+    char out_path[] = "/tmp/libprof-out-XXXXXX", err_path[] = "/tmp/libprof-err-XXXXXX";
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    if (fo < 0 || fe < 0) return -1;
+    size_t n = 0, extra = 0;
+    while (environ[n]) n++;
+    while (env && env[extra]) extra++;
+    char **envp = calloc(n + extra + 1, sizeof *envp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keep_env(environ[i])) envp[k++] = environ[i];
+    for (size_t i = 0; i < extra; i++) envp[k++] = (char *)env[i];
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        execvpe(argv[0], (char *const *)argv, envp);
+        _exit(127);
+    }
+    free(envp);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    close(fo);
+    close(fe);
+    r->out = read_file(out_path, &r->out_len);
+    r->err = read_file(err_path, &r->err_len);
+    unlink(out_path);
+    unlink(err_path);
+    return pid > 0 ? 0 : -1;
+}
+
+void run_free(struct run *r) {
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+cJSON *load_json(const char *path) {
+    char *s = read_file(path, NULL);
+    if (!s) return NULL;
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    return j;
+}
+
+int python_json_ok(const char *path) {
+    /* Python's json module is strict: it rejects NaN-free-but-invalid escapes, trailing commas,
+     * control characters in strings and bad UTF-8 (read as text). */
+    const char *argv[] = {"/usr/bin/python3", "-c",
+                          "import json,sys\n"
+                          "d=json.load(open(sys.argv[1],encoding='utf-8'))\n"
+                          "ev=d['traceEvents']\n"
+                          "assert all(isinstance(e['pid'],int) and isinstance(e['tid'],int) for e in ev)\n"
+                          "print(len(ev))",
+                          path, NULL};
+    struct run r;
+    if (run_prog(&r, NULL, NULL, argv) != 0) return 0;
+    int ok = r.status == 0;
+    if (!ok) fprintf(stderr, "python json check failed for %s: %s\n", path, r.err ? r.err : "");
+    run_free(&r);
+    return ok;
+}
+
+cJSON *libprof_meta(cJSON *trace) {
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(trace, "metadata"), "libprof");
+}
+
+long long meta_num(cJSON *meta, const char *field) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, field);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+long long meta_fn(cJSON *meta, const char *fn, const char *field) {
+    cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "functions"), fn);
+    if (!f) return -1;
+    return meta_num(f, field);
+}
+
+int count_lines_with(const char *text, const char *needle) {
+    int c = 0;
+    if (!text) return 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) c++;
+    return c;
+}
+
+/* glibc's memusage library prints its table on stderr at exit: "malloc|  calls  bytes  failed". */
+int run_memusage(struct memusage *m, const char *const *env, const char *const *argv, char **out) {
+    const char *lib = "/usr/lib/x86_64-linux-gnu/libmemusage.so";
+    char *pre = strfmt("LD_PRELOAD=%s", lib);
+    const char *e[16];
+    int k = 0;
+    e[k++] = pre;
+    for (int i = 0; env && env[i] && k < 15; i++) e[k++] = env[i];
+    e[k] = NULL;
+    struct run r;
+    int rc = run_prog(&r, NULL, e, argv);
+    free(pre);
+    if (rc != 0 || !r.err) return -1;
+    memset(m, 0xff, sizeof *m);
+    /* strip colour escapes */
+    char *s = r.err, *d = r.err;
+    while (*s) {
+        if (*s == 0x1b) {
+            while (*s && *s != 'm') s++;
+            if (*s) s++;
+            continue;
+        }
+        *d++ = *s++;
+    }
+    *d = '\0';
+    struct { const char *name; long long *slot; } rows[] = {
+        {"malloc|", &m->malloc}, {"realloc|", &m->realloc}, {"calloc|", &m->calloc}, {"free|", &m->free}};
+    for (size_t i = 0; i < 4; i++) {
+        const char *p = strstr(r.err, rows[i].name);
+        if (p) *rows[i].slot = atoll(p + strlen(rows[i].name));
+    }
+    if (out) *out = r.out, r.out = NULL;
+    run_free(&r);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* harness.h: helpers for integration tests that run real programs under the preload. */
+#ifndef LP_TEST_HARNESS_H
+#define LP_TEST_HARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define PRELOAD LP_BUILD_DIR "/libprof.so"
+#define REPORT LP_BUILD_DIR "/libprof-report"
+#define PROG(name) LP_BUILD_DIR "/progs/" name
+
+struct run {
+    int status; /* exit code, or 128 + signal */
+    char *out, *err;
+    size_t out_len, err_len;
+};
+
+/* Run argv with the test's environment minus LD_PRELOAD and LIBPROF_*, plus `env` ("K=V" strings,
+ * NULL-terminated, may be NULL), in directory `cwd` (NULL = current). Returns 0 or -1. */
+int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv);
+void run_free(struct run *r);
+
+char *make_tmpdir(void);                 /* fresh directory under /tmp (caller frees the string) */
+char *read_file(const char *path, size_t *len);
+cJSON *load_json(const char *path);      /* parsed with cJSON, NULL if invalid */
+int python_json_ok(const char *path);    /* 1 if Python's json module loads the file strictly */
+cJSON *libprof_meta(cJSON *trace);       /* trace.metadata.libprof */
+long long meta_fn(cJSON *meta, const char *fn, const char *field); /* functions.fn.field, -1 if absent */
+long long meta_num(cJSON *meta, const char *field);
+int count_lines_with(const char *text, const char *needle);
+char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* memusage's counts for a program run: calls per function. Returns 0 or -1. */
+struct memusage { long long malloc, realloc, calloc, free; };
+int run_memusage(struct memusage *m, const char *const *env, const char *const *argv, char **out);
+
+#endif

@@ -1,0 +1,380 @@
+/* Integration tests of the allocation family and the core: programs with exactly known
+ * allocation calls run under build/libprof.so; their traces are read with cJSON and Python. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(alloc, .timeout = 60);
+
+static char *dir;
+
+static void run_allocs(struct run *r, const char *const *extra_env) {
+    const char *argv[] = {PROG("allocs"), NULL};
+    const char *env[16];
+    int k = 0;
+    env[k++] = "LD_PRELOAD=" PRELOAD;
+    for (int i = 0; extra_env && extra_env[i]; i++) env[k++] = extra_env[i];
+    env[k] = NULL;
+    cr_assert_eq(run_prog(r, dir, env, argv), 0);
+}
+
+static void setup(void) { dir = make_tmpdir(); }
+
+Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir), *csv = strfmt("LIBPROF_CSV=%s/t.csv", dir);
+    const char *env[] = {out, csv, NULL};
+    struct run bare, r;
+    const char *argv[] = {PROG("allocs"), NULL};
+    run_prog(&bare, dir, NULL, argv);
+    run_allocs(&r, env);
+    /* the host program is unchanged: output, exit status, errno behaviour */
+    cr_assert_eq(bare.status, 7);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_assert_str_eq(r.err, "", "stderr: %s", r.err);
+
+    char *path = strfmt("%s/t.json", dir);
+    cr_assert(python_json_ok(path));
+    cJSON *j = load_json(path);
+    cr_assert_not_null(j, "cJSON cannot parse the trace");
+    cJSON *m = libprof_meta(j);
+    struct { const char *fn; long long n; } want[] = {
+        {"malloc", 105}, {"calloc", 6}, {"realloc", 5}, {"reallocarray", 1}, {"free", 118},
+        {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1}, {"pvalloc", 1}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "%s: %lld calls, want %lld", want[i].fn,
+                     meta_fn(m, want[i].fn, "count"), want[i].n);
+    cr_expect_eq(meta_fn(m, "malloc", "failed"), 1);
+    cr_expect_eq(meta_num(m, "peak_bytes"), 1048576 + 666);
+    cr_expect_eq(meta_num(m, "leaked_bytes"), 666);
+    cr_expect_eq(meta_num(m, "leaked_blocks"), 3);
+    cr_expect_eq(meta_num(m, "untracked_frees"), 0);
+    cr_expect_eq(meta_num(m, "events_dropped"), 0);
+    cr_expect_eq(meta_num(m, "events_written"), 241);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "complete")));
+
+    /* the 1 MiB block shows as an instant (malloc and free), the heap counter peaks exactly */
+    int big_malloc = 0, big_free = 0;
+    double counter_max = 0;
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *ph = cJSON_GetObjectItem(ev, "ph")->valuestring;
+        const char *name = cJSON_GetObjectItem(ev, "name")->valuestring;
+        cJSON *args = cJSON_GetObjectItem(ev, "args");
+        if (!strcmp(ph, "i") && !strcmp(name, "malloc") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576) big_malloc++;
+        if (!strcmp(ph, "i") && !strcmp(name, "free") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576) big_free++;
+        if (!strcmp(ph, "C") && !strcmp(name, "heap")) {
+            double v = cJSON_GetObjectItem(args, "bytes")->valuedouble;
+            if (v > counter_max) counter_max = v;
+        }
+    }
+    cr_expect_eq(big_malloc, 1);
+    cr_expect_eq(big_free, 1);
+    cr_expect_eq((long long)counter_max, 1048576 + 666);
+    cJSON_Delete(j);
+
+    /* CSV: documented header and one row per function called */
+    char *csvpath = strfmt("%s/t.csv", dir);
+    char *c = read_file(csvpath, NULL);
+    cr_assert_not_null(c);
+    const char *hdr = "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n";
+    cr_expect(strncmp(c, hdr, strlen(hdr)) == 0, "%s", c);
+    cr_expect_not_null(strstr(c, "\nmalloc,alloc,105,"));
+    cr_expect_not_null(strstr(c, "\nfree,alloc,118,"));
+    cr_expect_not_null(strstr(c, "\nposix_memalign,alloc,2,"));
+    cr_expect_eq(count_lines_with(c, "\n"), 11);
+    /* no spool left behind */
+    char *spool = strfmt("%s/t.json.lpt", dir);
+    cr_expect_neq(access(spool, F_OK), 0, "spool file left behind");
+    run_free(&r);
+    run_free(&bare);
+}
+
+Test(alloc, alloc_min_zero_gives_every_allocation, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {out, "LIBPROF_ALLOC_MIN=0", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    int allocs = 0, frees = 0;
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "i")) continue;
+        if (!strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "free")) frees++;
+        else allocs++;
+    }
+    /* 121 allocating calls return a block (one malloc fails, realloc(q,0) returns NULL); 115 frees of
+     * live blocks (3 of the 118 are free(NULL)) */
+    cr_expect_eq(allocs, 121, "allocation instants: %d", allocs);
+    cr_expect_eq(frees, 115, "free instants: %d", frees);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(alloc, raw_trace_converts_to_the_same_outputs, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.lpt", dir), *csv = strfmt("LIBPROF_CSV=%s/live.csv", dir);
+    const char *env[] = {out, csv, NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    char *lpt = strfmt("%s/t.lpt", dir), *json = strfmt("%s/conv.json", dir), *conv_csv = strfmt("%s/conv.csv", dir);
+    const char *argv[] = {REPORT, lpt, "--chrome", json, "--csv", conv_csv, NULL};
+    struct run c;
+    run_prog(&c, NULL, NULL, argv);
+    cr_assert_eq(c.status, 0, "report failed: %s", c.err);
+    cr_assert(python_json_ok(json));
+    char *a = read_file(strfmt("%s/live.csv", dir), NULL), *b = read_file(conv_csv, NULL);
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    cr_expect_str_eq(a, b, "the runtime and the tool disagree");
+    cJSON *j = load_json(json);
+    cr_expect_eq(meta_fn(libprof_meta(j), "malloc", "count"), 105);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&c);
+}
+
+Test(alloc, threads_that_exit_early_lose_nothing, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    /* small chunks: many flushes per thread */
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_BUFFER_KB=4", NULL};
+    const char *argv[] = {PROG("threads"), "16", "3000", NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(r.out, "ok 16\n");
+    char *path = strfmt("%s/t.json", dir);
+    cr_assert(python_json_ok(path));
+    cJSON *j = load_json(path);
+    cJSON *m = libprof_meta(j);
+    /* workers: 16 * (3000 + 4 destructor rounds); main: one stdio buffer */
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 16 * 3004 + 1, "malloc %lld", meta_fn(m, "malloc", "count"));
+    cr_expect_geq(meta_fn(m, "free", "count"), 16 * 3004);
+    cr_expect_eq(meta_num(m, "events_dropped"), 0);
+    cr_expect_eq(meta_num(m, "threads"), 17);
+    int named = 0;
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "thread_name")) continue;
+        const char *n = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring;
+        if (!strncmp(n, "worker-", 7)) named++;
+    }
+    cr_expect_eq(named, 16, "threads named from pthread_setname_np: %d", named);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(alloc, forked_child_never_writes_the_parent_trace, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_ALLOC_MIN=0", NULL};
+    const char *argv[] = {PROG("forker"), NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(r.out, "child exited 3\n");
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cJSON *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 41); /* 20 + 20 + stdout buffer */
+    cr_expect_eq(meta_fn(m, "free", "count"), 40);
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "size");
+        cr_expect(!size || size->valuedouble != 3000, "a child event reached the parent's trace");
+    }
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+static int preload_case(const char *lib, const char *const *argv, struct run *r, cJSON **j) {
+    if (access(lib, R_OK) != 0) return -1;
+    char *pre = strfmt("LD_PRELOAD=%s:%s", PRELOAD, lib), *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {pre, out, NULL};
+    run_prog(r, dir, env, argv);
+    *j = load_json(strfmt("%s/t.json", dir));
+    return 0;
+}
+
+/* tcmalloc preloaded after libprof serves the program; libprof records every call. tcmalloc
+ * pulls in libstdc++, whose constructor mallocs its exception pool, so malloc counts and leaks
+ * are at least (not exactly) the program's own. */
+Test(alloc, works_over_tcmalloc, .init = setup) {
+    const char *argv[] = {PROG("allocs"), NULL};
+    struct run r;
+    cJSON *j;
+    if (preload_case("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", argv, &r, &j)) cr_skip_test("no tcmalloc");
+    cr_assert_eq(r.status, 7, "status %d, stderr: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_assert_not_null(j);
+    cJSON *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "calloc", "count"), 6);
+    cr_expect_eq(meta_fn(m, "realloc", "count"), 5);
+    cr_expect_eq(meta_fn(m, "reallocarray", "count"), 1);
+    cr_expect_eq(meta_fn(m, "free", "count"), 118);
+    cr_expect_eq(meta_fn(m, "pvalloc", "count"), 1);
+    cr_expect_geq(meta_fn(m, "malloc", "count"), 105);
+    cr_expect_geq(meta_num(m, "leaked_bytes"), 666);
+    cr_expect_geq(meta_num(m, "peak_bytes"), 1048576 + 666);
+    cr_expect_eq(meta_num(m, "untracked_frees"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* jemalloc has no pvalloc (glibc's would hand it foreign blocks), so the threaded program is
+ * used: 4 workers x (500 + 4) malloc/free pairs + the stdio buffer. */
+Test(alloc, works_over_jemalloc, .init = setup) {
+    const char *argv[] = {PROG("threads"), "4", "500", NULL};
+    struct run r;
+    cJSON *j;
+    if (preload_case("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", argv, &r, &j)) cr_skip_test("no jemalloc");
+    cr_assert_eq(r.status, 0, "status %d, stderr: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, "ok 4\n");
+    cr_assert_not_null(j);
+    cJSON *m = libprof_meta(j);
+    /* jemalloc may malloc for itself on first use; the program's calls are all there */
+    cr_expect_geq(meta_fn(m, "malloc", "count"), 4 * 504 + 1);
+    cr_expect_leq(meta_fn(m, "malloc", "count"), 4 * 504 + 3);
+    cr_expect_eq(meta_num(m, "events_dropped"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(alloc, off_is_pass_through, .init = setup) {
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, NULL};
+    struct run r;
+    const char *argv[] = {PROG("allocs"), NULL};
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_assert_str_eq(r.err, "");
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') files++;
+    closedir(d);
+    cr_expect_eq(files, 0, "libprof wrote files while off");
+    run_free(&r);
+}
+
+Test(alloc, bad_values_warn_once_and_keep_defaults, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {out, "LIBPROF_BUFFER_KB=lots", "LIBPROF_ALLOC_MIN=-5", "LIBPROF_EVENTS=alloc,bogus",
+                         "LIBPROF_VERBOSE=maybe", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_BUFFER_KB=\"lots\""), 1, "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_ALLOC_MIN=\"-5\""), 1);
+    cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_EVENTS=\"alloc,bogus\""), 1);
+    cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_VERBOSE"), 1);
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 4);
+    /* defaults kept: still profiling every family */
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_eq(meta_fn(libprof_meta(j), "malloc", "count"), 105);
+    cr_expect_eq(meta_num(libprof_meta(j), "alloc_instant_min_bytes"), 65536);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(alloc, unwritable_output_warns_and_runs_untraced, .init = setup) {
+    const char *env[] = {"LIBPROF_OUTPUT=/proc/libprof-no/such/t.json", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 1, "stderr: %s", r.err);
+    run_free(&r);
+}
+
+Test(alloc, default_paths_with_libprof_1, .init = setup) {
+    const char *env[] = {"LIBPROF=1", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    char *d = strfmt("%s/libprof_profiling", dir);
+    DIR *dd = opendir(d);
+    cr_assert_not_null(dd, "no libprof_profiling directory");
+    struct dirent *e;
+    int json = 0, csv = 0;
+    while ((e = readdir(dd))) {
+        /* profile_%e_%t_%p.json */
+        if (!strncmp(e->d_name, "profile_allocs_", 15)) {
+            if (strstr(e->d_name, ".json")) json++;
+            if (strstr(e->d_name, ".csv")) csv++;
+            cr_expect_eq(count_lines_with(e->d_name, "_"), 3, "%s", e->d_name);
+        }
+    }
+    closedir(dd);
+    cr_expect_eq(json, 1);
+    cr_expect_eq(csv, 1);
+    run_free(&r);
+}
+
+Test(alloc, path_patterns_and_children_get_their_own_files, .init = setup) {
+    char host[256];
+    gethostname(host, sizeof host);
+    /* %e %h %% expand; no %p: the shell keeps the plain name and each child (run one after the
+     * other, so no lock tells them apart) gets NAME.PID.json because its parent is traced */
+    char *out = strfmt("LIBPROF_OUTPUT=%s/%%e-%%h-100%%%%.json", dir);
+    char *cmd = strfmt("%s; %s; true", PROG("allocs"), PROG("allocs"));
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0);
+    /* dash ends with _exit(), which skips destructors: its events stay in the raw spool
+     * (dash-HOST-100%.json.lpt) until the process-control issue flushes on _exit. */
+    DIR *dd = opendir(dir);
+    struct dirent *e;
+    int children = 0;
+    char *prefix = strfmt("allocs-%s-100%%.", host);
+    while ((e = readdir(dd))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) || !strstr(e->d_name, ".json")) continue;
+        long pid = atol(e->d_name + strlen(prefix));
+        cr_expect_gt(pid, 0, "child trace without a pid: %s", e->d_name);
+        children++;
+        cJSON *j = load_json(strfmt("%s/%s", dir, e->d_name));
+        cr_expect_eq(meta_fn(libprof_meta(j), "malloc", "count"), 105, "%s", e->d_name);
+        cr_expect_eq(meta_num(libprof_meta(j), "pid"), pid);
+        cJSON_Delete(j);
+    }
+    closedir(dd);
+    cr_expect_eq(children, 2, "traces of the two children: %d", children);
+    run_free(&r);
+}
+
+Test(alloc, exported_symbols_are_only_the_interface) {
+    const char *argv[] = {"sh", "-c", "nm -D --defined-only " PRELOAD " | awk '{print $3}' | sort | tr '\\n' ' '", NULL};
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0);
+    cr_expect_str_eq(r.out, "aligned_alloc calloc free malloc memalign posix_memalign pvalloc realloc reallocarray valloc ");
+    run_free(&r);
+}
+
+Test(alloc, summary_on_stderr, .init = setup) {
+    const char *env[] = {"LIBPROF_SUMMARY=1", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_not_null(strstr(r.err, "libprof: allocs (pid "), "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "heap peak 1024.7 KiB (1049242 B)"), "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "leaked 666 B (666 B) in 3 blocks"));
+    cr_expect_not_null(strstr(r.err, "block sizes:"));
+    /* summary only: the temporary spool is removed */
+    run_free(&r);
+}

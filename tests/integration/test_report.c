@@ -1,0 +1,105 @@
+/* libprof-report on good, cut-off and hostile input: clear errors, exit 1, never a crash. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(report, .timeout = 60);
+
+static char *make_trace(const char *dir, const char *buffer_kb) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.lpt", dir), *buf = strfmt("LIBPROF_BUFFER_KB=%s", buffer_kb);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, buf, NULL};
+    const char *argv[] = {PROG("threads"), "4", "2000", NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0);
+    run_free(&r);
+    return strfmt("%s/t.lpt", dir);
+}
+
+static struct run report(const char *const *args) {
+    const char *argv[16] = {REPORT};
+    int k = 1;
+    for (int i = 0; args[i]; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    return r;
+}
+
+Test(report, help_and_usage) {
+    struct run r = report((const char *[]){"--help", NULL});
+    cr_expect_eq(r.status, 0);
+    cr_expect_not_null(strstr(r.out, "usage: libprof-report"));
+    r = report((const char *[]){NULL});
+    cr_expect_eq(r.status, 2);
+    r = report((const char *[]){"x.lpt", "--bogus", NULL});
+    cr_expect_eq(r.status, 2);
+    cr_expect_not_null(strstr(r.err, "unknown option"));
+}
+
+Test(report, summary_of_a_raw_trace) {
+    char *dir = make_tmpdir();
+    char *lpt = make_trace(dir, "128");
+    struct run r = report((const char *[]){lpt, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "libprof: threads (pid "));
+    /* 4 * (2000 + 4) from workers + the stdio buffer */
+    cr_expect_not_null(strstr(r.out, "  malloc                  8017 "), "%s", r.out);
+    cr_expect_str_eq(r.err, "");
+}
+
+Test(report, bad_inputs_fail_cleanly) {
+    char *dir = make_tmpdir();
+    char *missing = strfmt("%s/none.lpt", dir), *empty = strfmt("%s/empty.lpt", dir), *junk = strfmt("%s/junk.lpt", dir);
+    close(open(empty, O_CREAT | O_WRONLY, 0644));
+    FILE *f = fopen(junk, "w");
+    for (int i = 0; i < 5000; i++) fputc((i * 7919) & 0xff, f);
+    fclose(f);
+    const char *cases[][2] = {{missing, "No such file"}, {empty, "empty file"}, {junk, "bad magic"}, {dir, "not a regular file"}};
+    for (size_t i = 0; i < 4; i++) {
+        struct run r = report((const char *[]){cases[i][0], NULL});
+        cr_expect_eq(r.status, 1, "%s: status %d", cases[i][0], r.status);
+        cr_expect_not_null(strstr(r.err, cases[i][1]), "%s: %s", cases[i][0], r.err);
+        cr_expect_eq(count_lines_with(r.err, "\n"), 1, "one clear line: %s", r.err);
+    }
+    /* a newer format version is refused with a reason */
+    char *lpt = make_trace(dir, "128");
+    size_t n;
+    char *data = read_file(lpt, &n);
+    data[8] = 99;
+    char *newer = strfmt("%s/newer.lpt", dir);
+    f = fopen(newer, "w");
+    fwrite(data, 1, n, f);
+    fclose(f);
+    struct run r = report((const char *[]){newer, NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect_not_null(strstr(r.err, "written by a newer libprof"), "%s", r.err);
+}
+
+Test(report, a_cut_trace_decodes_up_to_its_last_whole_chunk) {
+    char *dir = make_tmpdir();
+    char *lpt = make_trace(dir, "4"); /* many chunks */
+    size_t n;
+    char *data = read_file(lpt, &n);
+    cr_assert_gt(n, 20000);
+    char *cut = strfmt("%s/cut.lpt", dir), *json = strfmt("%s/cut.json", dir);
+    FILE *f = fopen(cut, "w");
+    fwrite(data, 1, n / 2 + 13, f); /* ends in the middle of a chunk */
+    fclose(f);
+    struct run r = report((const char *[]){cut, "--chrome", json, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "cut short"), "%s", r.err);
+    cr_assert(python_json_ok(json));
+    cJSON *j = load_json(json);
+    cJSON *m = libprof_meta(j);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(m, "complete")));
+    long long got = meta_fn(m, "malloc", "count");
+    cr_expect(got > 1000 && got < 8017, "decoded %lld mallocs from half a trace", got);
+    cJSON_Delete(j);
+}
