@@ -41,13 +41,14 @@ static uint64_t hist_value(unsigned b) {
 }
 
 struct fnstat {
-    uint64_t count, failed, bytes, total_ns, min_ns, max_ns;
+    uint64_t count, failed, bytes;
+    uint64_t timed, total_ns, min_ns, max_ns; /* over the calls that carry a duration */
     uint64_t *hist;
 };
 
 static uint64_t percentile(const struct fnstat *f, double p) {
-    if (f->count == 0 || !f->hist) return 0;
-    uint64_t rank = (uint64_t)(p * (double)f->count + 0.999999);
+    if (f->timed == 0 || !f->hist) return 0;
+    uint64_t rank = (uint64_t)(p * (double)f->timed + 0.999999);
     if (rank < 1) rank = 1;
     uint64_t acc = 0;
     for (unsigned b = 0; b < HIST_BUCKETS; b++) {
@@ -205,14 +206,16 @@ static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
 
 static void count_call(struct analysis *a, const struct lp_event *e, uint64_t bytes, int failed) {
     struct fnstat *f = &a->fn[e->kind];
+    f->count++;
+    if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
+    f->failed += (uint64_t)failed;
+    if (!e->timed) return;
     if (!f->hist) {
         f->hist = calloc(HIST_BUCKETS, sizeof *f->hist);
         if (!f->hist) { a->oom = 1; return; }
         f->min_ns = UINT64_MAX;
     }
-    f->count++;
-    if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
-    f->failed += (uint64_t)failed;
+    f->timed++;
     f->total_ns += e->dur_ns;
     if (e->dur_ns < f->min_ns) f->min_ns = e->dur_ns;
     if (e->dur_ns > f->max_ns) f->max_ns = e->dur_ns;
@@ -328,8 +331,11 @@ static void chrome_instant(struct chrome *c, const struct lp_event *e, uint64_t 
     lp_out_us(&c->o, e->ns);
     lp_out_s(&c->o, ",\"args\":{\"size\":");
     lp_out_u64(&c->o, size);
-    lp_out_fmt(&c->o, ",\"ptr\":\"0x%llx\",\"dur_ns\":", (unsigned long long)ptr);
-    lp_out_u64(&c->o, e->dur_ns);
+    lp_out_fmt(&c->o, ",\"ptr\":\"0x%llx\"", (unsigned long long)ptr);
+    if (e->timed) {
+        lp_out_s(&c->o, ",\"dur_ns\":");
+        lp_out_u64(&c->o, e->dur_ns);
+    }
     lp_out_s(&c->o, "}}");
 }
 
@@ -393,9 +399,9 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
         if (!f->count) continue;
-        lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"total_ns\":%llu}", first ? "" : ",",
-                   lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
-                   (unsigned long long)f->failed, (unsigned long long)f->total_ns);
+        lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"timed\":%llu,\"total_ns\":%llu}",
+                   first ? "" : ",", lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
+                   (unsigned long long)f->failed, (unsigned long long)f->timed, (unsigned long long)f->total_ns);
         first = 0;
     }
     lp_out_s(o, "},\"size_histogram\":[");
@@ -403,17 +409,23 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     lp_out_s(o, "]}");
 }
 
+/* Timing columns are empty for a function none of whose calls were timed (allocation calls
+ * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls. */
 static void write_csv(struct lp_out *o, const struct analysis *a) {
     lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
         if (!f->count) continue;
         lp_out_csv_str(o, lp_kind_names[k], strlen(lp_kind_names[k]));
-        lp_out_fmt(o, ",%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", lp_family_names[lp_kind_family[k]],
-                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
-                   (unsigned long long)(f->total_ns / f->count), (unsigned long long)f->min_ns,
-                   (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
-                   (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns, (unsigned long long)f->bytes);
+        lp_out_fmt(o, ",%s,%llu,", lp_family_names[lp_kind_family[k]], (unsigned long long)f->count);
+        if (f->timed)
+            lp_out_fmt(o, "%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)f->total_ns,
+                       (unsigned long long)(f->total_ns / f->timed), (unsigned long long)f->min_ns,
+                       (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
+                       (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns);
+        else
+            lp_out_s(o, ",,,,,,,");
+        lp_out_fmt(o, "%llu\n", (unsigned long long)f->bytes);
     }
 }
 
@@ -436,10 +448,13 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
         if (!f->count) continue;
-        lp_out_fmt(o, "  %-15s %12llu %14llu %8llu %9llu %9llu %9llu\n", lp_kind_names[k], (unsigned long long)f->count,
-                   (unsigned long long)f->bytes, (unsigned long long)f->failed,
-                   (unsigned long long)(f->total_ns / f->count), (unsigned long long)percentile(f, 0.5),
-                   (unsigned long long)percentile(f, 0.99));
+        lp_out_fmt(o, "  %-15s %12llu %14llu %8llu", lp_kind_names[k], (unsigned long long)f->count,
+                   (unsigned long long)f->bytes, (unsigned long long)f->failed);
+        if (f->timed)
+            lp_out_fmt(o, " %9llu %9llu %9llu\n", (unsigned long long)(f->total_ns / f->timed),
+                       (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
+        else
+            lp_out_fmt(o, " %9s %9s %9s\n", "-", "-", "-");
     }
     char peak[32], leak[32];
     human_bytes(peak, sizeof peak, a->peak_bytes);

@@ -96,9 +96,8 @@ static int check_records(const uint64_t *w, size_t n, uint64_t *count) {
     size_t i = 0;
     uint64_t c = 0;
     while (i < n) {
-        unsigned kind = (unsigned)(w[i] >> LP_TS_BITS);
-        if (kind == 0 || kind >= LP_KIND_COUNT) return -1;
-        i += LP_REC_HEADER_WORDS + lp_kind_words[kind];
+        if (lp_rec_kind(w[i]) == 0) return -1;
+        i += lp_rec_words(w[i]);
         if (i > n) return -1;
         c++;
     }
@@ -289,12 +288,15 @@ static int cursor_settle(const struct lp_reader *r, struct cursor *c) {
         c->end = c->p + ch->length / 8;
         c->phase = 0;
     }
-    unsigned kind = (unsigned)(c->p[0] >> LP_TS_BITS);
-    uint64_t start = c->p[0] & LP_TS_MASK, dur = c->p[1] & LP_DUR_MASK;
+    uint64_t w0 = c->p[0];
+    unsigned kind = lp_rec_kind(w0);
+    uint64_t start = w0 & LP_TS_MASK, dur = lp_rec_timed(w0) ? c->p[1] & LP_DUR_MASK : 0;
     if (lp_kind_shape[kind] == LP_SHAPE_REALLOC) {
         c->key = c->phase == 0 ? start : start + dur;
     } else {
         if (c->phase == 0) c->phase = 1;
+        /* timed: an allocation takes effect at its end, a release at its start; untimed records
+         * were stamped at their effect already */
         c->key = lp_kind_shape[kind] == LP_SHAPE_FREE ? start : start + dur;
     }
     return 1;
@@ -337,13 +339,15 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     if (it->n == 0) return 0;
     const struct lp_reader *r = it->r;
     struct cursor *c = &it->c[it->heap[0]];
-    unsigned kind = (unsigned)(c->p[0] >> LP_TS_BITS);
-    uint64_t start = c->p[0] & LP_TS_MASK, dur = c->p[1] & LP_DUR_MASK;
+    uint64_t w0 = c->p[0];
+    unsigned kind = lp_rec_kind(w0), timed = lp_rec_timed(w0);
+    uint64_t start = w0 & LP_TS_MASK, dur = timed ? c->p[1] & LP_DUR_MASK : 0;
     ev->kind = (uint16_t)kind;
+    ev->timed = (uint8_t)timed;
     ev->phase = c->phase;
     ev->thread = c->thread;
     ev->tid = r->threads[c->thread].tid;
-    ev->w = c->p + LP_REC_HEADER_WORDS;
+    ev->w = c->p + 1 + timed;
     ev->start_ns = lp_ticks_to_ns(r, start);
     ev->dur_ns = lp_ticks_to_ns(r, start + dur) - ev->start_ns;
     ev->ns = lp_ticks_to_ns(r, c->key);
@@ -351,7 +355,7 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     if (lp_kind_shape[kind] == LP_SHAPE_REALLOC && c->phase == 0) {
         c->phase = 1;
     } else {
-        c->p += LP_REC_HEADER_WORDS + lp_kind_words[kind];
+        c->p += lp_rec_words(w0);
         c->phase = 0;
         it->consumed++;
     }

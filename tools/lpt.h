@@ -63,12 +63,13 @@ static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks)
  * one thread and reused on another never appears live twice. */
 struct lp_event {
     uint64_t ns;     /* effect time, ns since origin */
-    uint64_t start_ns;
-    uint64_t dur_ns;
+    uint64_t start_ns; /* call start (= ns for untimed records) */
+    uint64_t dur_ns;   /* 0 for untimed records */
     uint32_t tid;
     uint32_t thread; /* index into lp_reader.threads */
     uint16_t kind;
     uint8_t phase;
+    uint8_t timed;   /* dur_ns is meaningful */
     const uint64_t *w; /* payload words */
 };
 

@@ -9,9 +9,15 @@
  * add), so chunks of different threads interleave in the file; within one thread they are in
  * order. Events inside a chunk are packed records of 64-bit words:
  *
- *   word 0   kind << 56 | start time in clock ticks since the file's origin (56 bits)
- *   word 1   duration in ticks (low 48 bits) | aux (high 16 bits, kind-specific, 0 today)
- *   word 2.. payload, LP_KIND_WORDS(kind) words (see the X-macro list below)
+ *   word 0   (kind | LP_REC_TIMED?) << 56 | time in clock ticks since the file's origin (56 bits)
+ *   word 1   only when LP_REC_TIMED: duration in ticks (low 48 bits) | aux (high 16 bits, 0 today)
+ *   then     payload, lp_kind_words[kind] words (see the X-macro list below)
+ *
+ * A timed record's time is the call's start. An untimed record carries one timestamp, taken when
+ * the call took effect: after an allocation returned, before a release began. Allocation calls
+ * are untimed unless LIBPROF_ALLOC_TIMING=1 (one timestamp costs ~8 ns on a virtual machine's
+ * TSC, a large share of a malloc); realloc is always timed because it releases at its start and
+ * allocates at its end.
  *
  * Ticks are converted to nanoseconds with the (ticks, CLOCK_MONOTONIC ns) pairs stored in the
  * file header and in every chunk header: the decoder fits a line through the first and last pair.
@@ -28,7 +34,7 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 1
+#define LP_FORMAT_VERSION 2
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
@@ -74,7 +80,7 @@ enum lp_kind {
     LP_KIND_COUNT
 };
 
-#define LP_REC_HEADER_WORDS 2
+#define LP_REC_TIMED 0x80u /* in the kind byte: a duration word follows word 0 */
 #define LP_TS_BITS 56
 #define LP_TS_MASK ((UINT64_C(1) << LP_TS_BITS) - 1)
 #define LP_DUR_MASK ((UINT64_C(1) << 48) - 1)
@@ -143,5 +149,16 @@ extern const uint8_t lp_kind_family[LP_KIND_COUNT];
 extern const uint8_t lp_kind_shape[LP_KIND_COUNT];
 extern const uint8_t lp_kind_words[LP_KIND_COUNT];
 extern const char *const lp_family_names[LP_FAM_COUNT];
+
+/* The kind of record `w0`, or 0 if the kind byte is not valid. */
+static inline unsigned lp_rec_kind(uint64_t w0) {
+    unsigned k = (unsigned)(w0 >> LP_TS_BITS) & ~LP_REC_TIMED;
+    return k < LP_KIND_COUNT ? k : 0;
+}
+static inline unsigned lp_rec_timed(uint64_t w0) { return (unsigned)(w0 >> (LP_TS_BITS + 7)) & 1; }
+/* Words in the record that starts with `w0` (kind must be valid). */
+static inline unsigned lp_rec_words(uint64_t w0) {
+    return 1 + lp_rec_timed(w0) + lp_kind_words[lp_rec_kind(w0)];
+}
 
 #endif

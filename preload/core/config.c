@@ -166,6 +166,10 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
         if (lp_parse_bool(v, &b) == 0) cfg->keep_raw = b;
         else warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
     }
+    if ((v = get("LIBPROF_ALLOC_TIMING")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
+        else warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
+    }
     if ((v = get("LIBPROF_EVENTS")) && *v) {
         uint32_t m;
         char bad[64];

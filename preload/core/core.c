@@ -21,6 +21,7 @@
 
 volatile uint32_t lp_gate = LP_GATE_UNINIT;
 struct lp_config lp_cfg;
+int lp_alloc_timed;
 long lp_pid;
 
 static int init_state; /* 0 = not started, 1 = running, 2 = done */
@@ -223,6 +224,7 @@ void lp_init_slow(void) {
     lp_config_load(&lp_cfg, env_get, &ctx);
     if (!lp_cfg.enabled) goto done;
 
+    lp_alloc_timed = lp_cfg.alloc_timing;
     lp_clock_init(lp_cfg.clock);
     lp_tbuf_init(lp_cfg.buffer_bytes);
     if (start_spool() != 0) goto done;
@@ -274,7 +276,7 @@ __attribute__((destructor)) static void lp_destructor(void) {
     lp_tbuf_write_thread_names();
     struct lp_end e = {
         .end_ticks = lp_ticks() - lp_origin_ticks,
-        .events_written = __atomic_load_n(&lp_events_written, __ATOMIC_RELAXED),
+        .events_written = lp_tbuf_events_written(),
         .events_dropped = __atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED),
         .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
         .exit_status = -1,

@@ -31,6 +31,7 @@ struct lp_config {
     int verbose;           /* LIBPROF_VERBOSE */
     int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
     int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
     uint32_t families;     /* LIBPROF_EVENTS mask */
     uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
     uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
@@ -93,6 +94,7 @@ struct lp_tls {
     uint8_t state;          /* enum lp_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
+    uint64_t records;       /* records committed by this thread (for the END statistics) */
     struct lp_thread *thr;  /* registry node owning the chunk memory */
     uint64_t late_rec[16];  /* scratch for records written after the thread's destructors ran */
 };
@@ -116,6 +118,7 @@ LP_HIDDEN void lp_tbuf_write_thread_names(void);
 LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lp_tbuf_after_fork_child(void);
 LP_HIDDEN void lp_spool_set_offset(uint64_t off);
+LP_HIDDEN uint64_t lp_tbuf_events_written(void);
 LP_HIDDEN uint32_t lp_gettid(void);
 LP_HIDDEN extern int lp_spool_fd;
 LP_HIDDEN extern uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
@@ -149,11 +152,16 @@ static inline uint64_t *lp_reserve(struct lp_tls *t, unsigned words) {
  * every record below `cur` complete. */
 static inline void lp_commit(struct lp_tls *t, uint64_t *next) {
     __atomic_store_n(&t->cur, next, __ATOMIC_RELEASE);
+    t->records++;
     if (LP_UNLIKELY(t->late)) lp_commit_late(t);
 }
 
 static inline uint64_t lp_word0(unsigned kind, uint64_t ticks) {
     return ((uint64_t)kind << LP_TS_BITS) | ((ticks - lp_origin_ticks) & LP_TS_MASK);
+}
+
+static inline uint64_t lp_word0_timed(unsigned kind, uint64_t ticks) {
+    return lp_word0(kind | LP_REC_TIMED, ticks);
 }
 
 static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
@@ -166,6 +174,7 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
 /* ---- "core.c": life cycle ------------------------------------------------------------------ */
 
 LP_HIDDEN extern struct lp_config lp_cfg;
+LP_HIDDEN extern int lp_alloc_timed; /* copy of lp_cfg.alloc_timing for the hot path */
 LP_HIDDEN extern long lp_pid;
 
 #endif

@@ -32,6 +32,7 @@ struct lp_thread {
     uint64_t *base;         /* record area */
     uint64_t *limit;        /* end of the record area */
     uint64_t *flushed;      /* records below this are already in the spool */
+    uint64_t flushed_records; /* the owner's record count at `flushed` */
     size_t map_bytes;
     int lock;               /* serialises flushes by the owner and by the exit path */
     int in_use;
@@ -57,19 +58,6 @@ static void lock(int *l) {
     }
 }
 static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
-
-/* Number of whole records in `n` words at `w` (the chunk was written by us, so it is valid). */
-static uint64_t count_records(const uint64_t *w, size_t n) {
-    uint64_t c = 0;
-    size_t i = 0;
-    while (i < n) {
-        unsigned kind = (unsigned)(w[i] >> LP_TS_BITS);
-        if (kind == 0 || kind >= LP_KIND_COUNT) break;
-        i += LP_REC_HEADER_WORDS + lp_kind_words[kind];
-        c++;
-    }
-    return c;
-}
 
 /* Open the spool at `path` and take an exclusive lock on it, so that two live processes never
  * write one file: if another process (a child that inherited LIBPROF_OUTPUT without %p) holds it,
@@ -148,17 +136,21 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
     return 0;
 }
 
-/* Write the node's unflushed records as one EVENTS chunk. Caller holds node->lock. */
-static void flush_node(struct lp_thread *n, uint64_t *upto) {
+/* Write the node's unflushed records (up to `upto`, the owner's `records` count there) as one
+ * EVENTS chunk. Caller holds node->lock. */
+static void flush_node(struct lp_thread *n, uint64_t *upto, uint64_t records) {
     if (upto <= n->flushed) return;
     size_t words = (size_t)(upto - n->flushed);
-    uint64_t recs = count_records(n->flushed, words);
+    uint64_t recs = records - n->flushed_records;
     if (lp_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
         __atomic_fetch_add(&lp_events_written, recs, __ATOMIC_RELAXED);
     else
         __atomic_fetch_add(&lp_events_dropped, recs, __ATOMIC_RELAXED);
     n->flushed = upto;
+    n->flushed_records = records;
 }
+
+uint64_t lp_tbuf_events_written(void) { return __atomic_load_n(&lp_events_written, __ATOMIC_RELAXED); }
 
 static void thread_dtor(void *arg);
 
@@ -170,12 +162,14 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
             break;
     }
     if (!n) {
-        size_t bytes = 64 + (size_t)chunk_bytes;
+        /* the node sits in front of its record area, rounded to a cache line */
+        const size_t head = (sizeof *n + 63) & ~(size_t)63;
+        size_t bytes = head + (size_t)chunk_bytes;
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) return NULL;
         n = m;
         n->map_bytes = bytes;
-        n->base = (uint64_t *)((char *)m + 64);
+        n->base = (uint64_t *)((char *)m + head);
         n->limit = n->base + chunk_bytes / 8;
         n->in_use = 1;
         n->next = __atomic_load_n(&registry, __ATOMIC_RELAXED);
@@ -185,6 +179,7 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
     n->tid = t->tid;
     n->tls = t;
     n->flushed = n->base;
+    n->flushed_records = t->records;
     t->cur = n->base;
     t->end = n->limit;
     unlock(&n->lock);
@@ -214,7 +209,7 @@ uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words) {
     case LP_TLS_ACTIVE: {
         struct lp_thread *n = t->thr;
         lock(&n->lock);
-        flush_node(n, t->cur);
+        flush_node(n, t->cur, t->records);
         n->flushed = n->base;
         t->cur = n->base;
         unlock(&n->lock);
@@ -236,6 +231,7 @@ uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words) {
 
 /* After a commit in late mode: write the record straight to the spool. */
 void lp_commit_late(struct lp_tls *t) {
+    t->records--; /* counted here instead */
     size_t words = (size_t)(t->cur - t->late_rec);
     if (words == 0) return;
     if (lp_spool_write(LP_CHUNK_EVENTS, t->tid, t->late_rec, words * 8, NULL, 0) == 0)
@@ -274,7 +270,7 @@ static void thread_dtor(void *arg) {
     t->guard = 1;
     struct lp_thread *n = t->thr;
     lock(&n->lock);
-    flush_node(n, t->cur);
+    flush_node(n, t->cur, t->records);
     /* Switch to write-through before giving the node away. */
     t->cur = t->late_rec;
     t->end = t->late_rec + sizeof t->late_rec / 8;
@@ -303,7 +299,10 @@ void lp_tbuf_flush_all(void) {
     for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
         lock(&n->lock);
-        if (n->tls) flush_node(n, __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE));
+        if (n->tls) {
+            uint64_t *cur = __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE);
+            flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));
+        }
         unlock(&n->lock);
     }
 }

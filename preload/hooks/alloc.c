@@ -77,12 +77,24 @@ static void resolve(void) {
         if (LP_UNLIKELY(real.free == NULL)) resolve(); \
     } while (0)
 
-/* ---- records ------------------------------------------------------------------------------- */
+/* ---- records -------------------------------------------------------------------------------
+ * An allocation is stamped once, after it returned (when the block came to exist); with
+ * LIBPROF_ALLOC_TIMING=1 also before the call, giving its duration. `t0` is 0 when untimed. */
 
-static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1, size_t size, void *p) {
-    uint64_t *r = lp_reserve(t, 4);
-    if (LP_LIKELY(r != NULL)) {
-        r[0] = lp_word0(kind, t0);
+static inline uint64_t alloc_t0(void) { return LP_UNLIKELY(lp_alloc_timed) ? lp_ticks() : 0; }
+
+static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p) {
+    uint64_t t1 = lp_ticks();
+    uint64_t *r;
+    if (LP_LIKELY(!lp_alloc_timed)) {
+        if (LP_LIKELY((r = lp_reserve(t, 3)) != NULL)) {
+            r[0] = lp_word0(kind, t1);
+            r[1] = size;
+            r[2] = (uintptr_t)p;
+            lp_commit(t, r + 3);
+        }
+    } else if ((r = lp_reserve(t, 4)) != NULL) {
+        r[0] = lp_word0_timed(kind, t0);
         r[1] = lp_word1(t0, t1);
         r[2] = size;
         r[3] = (uintptr_t)p;
@@ -91,10 +103,31 @@ static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, uint6
     lp_hook_leave(t);
 }
 
-static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1, size_t size, void *p, void *old) {
+/* A release is stamped before the call (when the block stops being ours). */
+static inline void rec_free(struct lp_tls *t, uint64_t t0, void *p) {
+    uint64_t *r;
+    if (LP_LIKELY(!lp_alloc_timed)) {
+        if (LP_LIKELY((r = lp_reserve(t, 2)) != NULL)) {
+            r[0] = lp_word0(LP_EV_FREE, t0);
+            r[1] = (uintptr_t)p;
+            lp_commit(t, r + 2);
+        }
+    } else if ((r = lp_reserve(t, 3)) != NULL) {
+        r[0] = lp_word0_timed(LP_EV_FREE, t0);
+        r[1] = lp_word1(t0, lp_ticks());
+        r[2] = (uintptr_t)p;
+        lp_commit(t, r + 3);
+    }
+    lp_hook_leave(t);
+}
+
+/* realloc releases at its start and allocates at its end, so it always carries both stamps:
+ * with one, another thread's reuse of the released block could appear to come first. */
+static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
+    uint64_t t1 = lp_ticks();
     uint64_t *r = lp_reserve(t, 5);
     if (LP_LIKELY(r != NULL)) {
-        r[0] = lp_word0(kind, t0);
+        r[0] = lp_word0_timed(kind, t0);
         r[1] = lp_word1(t0, t1);
         r[2] = size;
         r[3] = (uintptr_t)p;
@@ -113,9 +146,9 @@ LP_EXPORT void *malloc(size_t n) {
     }
     struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) return real.malloc(n);
-    uint64_t t0 = lp_ticks();
+    uint64_t t0 = alloc_t0();
     void *p = real.malloc(n);
-    rec_alloc(t, LP_EV_MALLOC, t0, lp_ticks(), n, p);
+    rec_alloc(t, LP_EV_MALLOC, t0, n, p);
     return p;
 }
 
@@ -129,12 +162,11 @@ LP_EXPORT void *calloc(size_t nmemb, size_t size) {
     }
     struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) return real.calloc(nmemb, size);
-    uint64_t t0 = lp_ticks();
+    uint64_t t0 = alloc_t0();
     void *p = real.calloc(nmemb, size);
-    uint64_t t1 = lp_ticks();
     size_t total;
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
-    rec_alloc(t, LP_EV_CALLOC, t0, t1, total, p);
+    rec_alloc(t, LP_EV_CALLOC, t0, total, p);
     return p;
 }
 
@@ -146,18 +178,9 @@ LP_EXPORT void free(void *p) {
         real.free(p);
         return;
     }
-    /* errno: free() may clobber it in old glibc; whatever it does, the program sees the same. */
     uint64_t t0 = lp_ticks();
     real.free(p);
-    uint64_t t1 = lp_ticks();
-    uint64_t *r = lp_reserve(t, 3);
-    if (LP_LIKELY(r != NULL)) {
-        r[0] = lp_word0(LP_EV_FREE, t0);
-        r[1] = lp_word1(t0, t1);
-        r[2] = (uintptr_t)p;
-        lp_commit(t, r + 3);
-    }
-    lp_hook_leave(t);
+    rec_free(t, t0, p);
 }
 
 /* realloc of a pool block: move it to the real allocator. */
@@ -184,7 +207,7 @@ LP_EXPORT void *realloc(void *p, size_t n) {
     if (LP_LIKELY(!t)) return real.realloc(p, n);
     uint64_t t0 = lp_ticks();
     void *q = real.realloc(p, n);
-    rec_realloc(t, LP_EV_REALLOC, t0, lp_ticks(), n, q, p);
+    rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
     return q;
 }
 
@@ -202,7 +225,7 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
     if (LP_LIKELY(!t)) return real.realloc(p, n);
     uint64_t t0 = lp_ticks();
     void *q = real.realloc(p, n);
-    rec_realloc(t, LP_EV_REALLOCARRAY, t0, lp_ticks(), n, q, p);
+    rec_realloc(t, LP_EV_REALLOCARRAY, t0, n, q, p);
     return q;
 }
 
@@ -210,9 +233,9 @@ LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     ENSURE_REAL();
     struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) return real.posix_memalign(out, align, n);
-    uint64_t t0 = lp_ticks();
+    uint64_t t0 = alloc_t0();
     int rc = real.posix_memalign(out, align, n);
-    rec_alloc(t, LP_EV_POSIX_MEMALIGN, t0, lp_ticks(), n, rc == 0 ? *out : NULL);
+    rec_alloc(t, LP_EV_POSIX_MEMALIGN, t0, n, rc == 0 ? *out : NULL);
     return rc;
 }
 
@@ -222,9 +245,9 @@ LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
         ENSURE_REAL();                                               \
         struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);              \
         if (LP_LIKELY(!t)) return real.fn ARGS;                      \
-        uint64_t t0 = lp_ticks();                                    \
+        uint64_t t0 = alloc_t0();                                    \
         void *p = real.fn ARGS;                                      \
-        rec_alloc(t, KIND, t0, lp_ticks(), n, p);                    \
+        rec_alloc(t, KIND, t0, n, p);                                \
         return p;                                                    \
     }
 

@@ -378,3 +378,29 @@ Test(alloc, summary_on_stderr, .init = setup) {
     /* summary only: the temporary spool is removed */
     run_free(&r);
 }
+
+Test(alloc, alloc_timing_fills_the_duration_columns, .init = setup) {
+    char *csv0 = strfmt("LIBPROF_CSV=%s/untimed.csv", dir), *csv1 = strfmt("LIBPROF_CSV=%s/timed.csv", dir);
+    struct run r;
+    run_allocs(&r, (const char *[]){csv0, NULL});
+    cr_assert_eq(r.status, 7);
+    run_free(&r);
+    run_allocs(&r, (const char *[]){csv1, "LIBPROF_ALLOC_TIMING=1", NULL});
+    cr_assert_eq(r.status, 7);
+    run_free(&r);
+    char *u = read_file(strfmt("%s/untimed.csv", dir), NULL), *t = read_file(strfmt("%s/timed.csv", dir), NULL);
+    cr_assert_not_null(u);
+    cr_assert_not_null(t);
+    /* untimed: count, no durations, bytes; realloc is always timed */
+    cr_expect_not_null(strstr(u, "\nmalloc,alloc,105,,,,,,,,1058745\n"), "%s", u);
+    cr_expect_null(strstr(u, "\nrealloc,alloc,5,,"), "%s", u);
+    /* timed: every column numeric, min <= p50 <= p99 <= max */
+    char *row = strstr(t, "\nmalloc,alloc,105,");
+    cr_assert_not_null(row, "%s", t);
+    unsigned long long total, mean, mn, p50, p90, p99, mx, bytes;
+    cr_assert_eq(sscanf(row, "\nmalloc,alloc,105,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &total, &mean, &mn, &p50, &p90,
+                        &p99, &mx, &bytes), 8, "%s", row);
+    cr_expect(mn <= p50 && p50 <= p90 && p90 <= p99 && p99 <= mx, "%s", row);
+    cr_expect_gt(total, 0);
+    cr_expect_eq(bytes, 1058745);
+}

@@ -46,7 +46,8 @@ static void string(struct buf *b, uint32_t key, uint32_t tid, const char *s) {
     string_n(b, key, tid, s, (uint32_t)strlen(s));
 }
 
-#define W0(kind, ts) (((uint64_t)(kind) << LP_TS_BITS) | (ts))
+#define W0(kind, ts) (((uint64_t)((kind) | LP_REC_TIMED) << LP_TS_BITS) | (ts))
+#define W0U(kind, ts) (((uint64_t)(kind) << LP_TS_BITS) | (ts))
 
 /* Two threads whose events interleave in time across chunks; thread 200 frees a block that
  * thread 100 allocated, and reuses it with a realloc. */
@@ -59,7 +60,7 @@ static struct buf sample(void) {
                        W0(LP_EV_MALLOC, 40), 5, 32, 0xb000};  /* effect at 45 */
     uint64_t t200[] = {W0(LP_EV_FREE, 20), 3, 0xa000,          /* effect at 20 */
                        W0(LP_EV_REALLOC, 30), 20, 128, 0xc000, 0xb000, /* phases at 30 and 50 */
-                       W0(LP_EV_FREE, 60), 1, 0};
+                       W0U(LP_EV_FREE, 60), 0};            /* untimed: stamped at its effect */
     chunk(&b, LP_CHUNK_EVENTS, 100, t100, sizeof t100, 100, 1000100);
     chunk(&b, LP_CHUNK_EVENTS, 200, t200, sizeof t200, 110, 1000110);
     string(&b, LP_STR_THREAD_NAME, 200, "worker");
@@ -179,7 +180,7 @@ Test(format, damaged_and_foreign_files) {
         if (h.type == LP_CHUNK_EVENTS) break;
         off += sizeof h + ((h.length + 7) & ~7u);
     }
-    c[off + sizeof h + 7] = 0xee; /* kind byte of the first record */
+    c[off + sizeof h + 7] = 0x7e; /* kind byte of the first record: no such kind */
     cr_assert_eq(lp_reader_open_mem(&r, c, b.n, err, sizeof err), 0);
     cr_expect_eq(r.truncated, 1);
     cr_expect_eq(r.events, 0);

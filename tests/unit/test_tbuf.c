@@ -11,6 +11,7 @@
 
 #include "preload/core/lp.h"
 #include "tools/lpt.h"
+#include <stdio.h>
 
 #define THREADS 8
 #define PER_THREAD 20000
@@ -23,7 +24,7 @@ static void record(uint64_t size, uint64_t ptr) {
     uint64_t t0 = lp_ticks();
     uint64_t *r = lp_reserve(t, 4);
     cr_assert_not_null(r);
-    r[0] = lp_word0(LP_EV_MALLOC, t0);
+    r[0] = lp_word0_timed(LP_EV_MALLOC, t0);
     r[1] = lp_word1(t0, lp_ticks());
     r[2] = size;
     r[3] = ptr;
@@ -60,7 +61,7 @@ static void teardown(void) {
     lp_gate = 0;
     close(lp_spool_fd);
     lp_spool_fd = -1;
-    unlink(path);
+    if (!getenv("KEEP")) unlink(path);
 }
 
 TestSuite(tbuf, .init = setup, .fini = teardown, .timeout = 60);
@@ -80,7 +81,7 @@ Test(tbuf, every_event_of_every_thread_reaches_the_file_in_order) {
     cr_assert_eq(lp_reader_open(&r, path, err, sizeof err), 0, "%s", err);
     cr_expect_eq(r.events, THREADS * PER_THREAD + 1000);
     cr_expect_eq(r.truncated, 0);
-    cr_expect_eq(r.nthreads, THREADS + 1);
+    cr_expect_eq(r.nthreads, THREADS + 1, "threads in the trace: %u", r.nthreads);
     cr_expect_gt(r.nchunks, THREADS * PER_THREAD * 32 / 4096, "small chunks must have been flushed many times");
     /* per thread: the sequence numbers arrive complete and in order; time never runs backwards */
     uint64_t next[THREADS + 1] = {0};
