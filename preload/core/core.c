@@ -73,7 +73,7 @@ static void write_string(uint32_t key, const char *s, size_t n) {
 static void atfork_child(void) {
     /* Tracing children into their own files is the process-control issue's work; here the child
      * stops recording so that it can never write into the parent's trace. */
-    lp_gate = 0;
+    lp_gate_set(0);
     lp_tbuf_after_fork_child();
     fini_done = 1;
 }
@@ -208,6 +208,7 @@ void lp_init_slow(void) {
 
     uint32_t gate = 0;
     lp_pid = (long)getpid();
+    if (lp_alloc_resolve) lp_alloc_resolve();
     if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
 
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
@@ -234,7 +235,7 @@ void lp_init_slow(void) {
             lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
     gate = lp_cfg.families;
 done:
-    lp_gate = gate;
+    lp_gate_set(gate);
     __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
     lp_tls.guard = g;
     errno = saved;
@@ -271,7 +272,7 @@ __attribute__((destructor)) static void lp_destructor(void) {
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     int saved = errno;
     lp_tls.guard = 1;
-    lp_gate = 0;
+    lp_gate_set(0);
     lp_tbuf_flush_all();
     lp_tbuf_write_thread_names();
     struct lp_end e = {

@@ -106,7 +106,18 @@ LP_HIDDEN extern LP_TLS struct lp_tls lp_tls;
 /* The gate: one word read by every hook. Bit f is set while family f records; LP_GATE_UNINIT
  * is set until the first hook call has read the environment. Off costs one load and one test. */
 #define LP_GATE_UNINIT (1u << 31)
+/* Set by a hook family that must see every call even when nothing records (the allocation
+ * family, once dlsym has taken blocks from its bootstrap pool). Kept across gate changes. */
+#define LP_GATE_SLOWPATH (1u << 30)
 LP_HIDDEN extern volatile uint32_t lp_gate;
+
+/* Open or close families without losing LP_GATE_SLOWPATH. */
+static inline void lp_gate_set(uint32_t families) {
+    uint32_t old = lp_gate, want;
+    do {
+        want = families | (old & LP_GATE_SLOWPATH);
+    } while (!__atomic_compare_exchange_n(&lp_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+}
 
 LP_HIDDEN uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words);
 LP_HIDDEN void lp_commit_late(struct lp_tls *t);
@@ -170,6 +181,12 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
     uint64_t d = t1 - t0;
     return d > LP_DUR_MASK ? LP_DUR_MASK : d;
 }
+
+/* ---- "hooks/": each family resolves the functions it wraps --------------------------------
+ * The core calls these (weak: the unit tests link the core without hooks) before it opens the
+ * gate, so a hook's fast path may call its real function without checking it. */
+
+LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
 
 /* ---- "core.c": life cycle ------------------------------------------------------------------ */
 

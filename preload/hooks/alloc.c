@@ -33,13 +33,14 @@ static struct {
 } real;
 
 static LP_TLS int resolving;
+static void resolve(void);
 
 /* ---- bootstrap pool ------------------------------------------------------------------------ */
 
 static char pool[64 * 1024] __attribute__((aligned(64)));
 static size_t pool_used;
 
-static int in_pool(const void *p) { return (const char *)p >= pool && (const char *)p < pool + sizeof pool; }
+static int in_pool(const void *p) { return (uintptr_t)p - (uintptr_t)pool < sizeof pool; }
 
 /* A zeroed block from the pool, with its size stored just before it (for realloc). */
 static void *pool_alloc(size_t n) {
@@ -51,6 +52,11 @@ static void *pool_alloc(size_t n) {
 }
 
 static size_t pool_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
+
+void lp_alloc_resolve(void) {
+    if (real.free) return;
+    resolve();
+}
 
 static void resolve(void) {
     resolving = 1;
@@ -64,6 +70,8 @@ static void resolve(void) {
     real.valloc = dlsym(RTLD_NEXT, "valloc");
     real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
     resolving = 0;
+    /* Blocks handed out by the pool must be recognised by free/realloc forever after. */
+    if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED)) __atomic_fetch_or(&lp_gate, LP_GATE_SLOWPATH, __ATOMIC_RELAXED);
     if (!real.malloc || !real.free || !real.calloc || !real.realloc) {
         static const char msg[] = "libprof: cannot find the real malloc; aborting\n";
         ssize_t w = write(2, msg, sizeof msg - 1);
@@ -137,9 +145,14 @@ static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, siz
     lp_hook_leave(t);
 }
 
-/* ---- the interposed functions ---------------------------------------------------------------- */
+/* ---- the interposed functions ----------------------------------------------------------------
+ * Each has a fast path that is all an unprofiled program pays: one load of the gate, one test,
+ * and a tail jump to the real function (the core resolves `real` before it opens the gate). The
+ * rest lives in a separate *_slow function so the fast path needs no stack frame. */
 
-LP_EXPORT void *malloc(size_t n) {
+#define GATE_CLOSED() LP_LIKELY(!(lp_gate & (LP_GATE_UNINIT | LP_GATE_SLOWPATH | (1u << LP_FAM_ALLOC))))
+
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
     if (LP_UNLIKELY(real.malloc == NULL)) {
         if (resolving) return pool_alloc(n);
         resolve();
@@ -152,7 +165,12 @@ LP_EXPORT void *malloc(size_t n) {
     return p;
 }
 
-LP_EXPORT void *calloc(size_t nmemb, size_t size) {
+LP_EXPORT void *malloc(size_t n) {
+    if (GATE_CLOSED()) return real.malloc(n);
+    return malloc_slow(n);
+}
+
+__attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
     if (LP_UNLIKELY(real.calloc == NULL)) {
         if (resolving) {
             size_t n;
@@ -170,7 +188,12 @@ LP_EXPORT void *calloc(size_t nmemb, size_t size) {
     return p;
 }
 
-LP_EXPORT void free(void *p) {
+LP_EXPORT void *calloc(size_t nmemb, size_t size) {
+    if (GATE_CLOSED()) return real.calloc(nmemb, size);
+    return calloc_slow(nmemb, size);
+}
+
+__attribute__((noinline)) static void free_slow(void *p) {
     if (LP_UNLIKELY(in_pool(p))) return;
     ENSURE_REAL();
     struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
@@ -183,6 +206,14 @@ LP_EXPORT void free(void *p) {
     rec_free(t, t0, p);
 }
 
+LP_EXPORT void free(void *p) {
+    if (GATE_CLOSED()) {
+        real.free(p);
+        return;
+    }
+    free_slow(p);
+}
+
 /* realloc of a pool block: move it to the real allocator. */
 static void *pool_realloc(void *p, size_t n) {
     void *q = real.malloc(n);
@@ -193,7 +224,7 @@ static void *pool_realloc(void *p, size_t n) {
     return q;
 }
 
-LP_EXPORT void *realloc(void *p, size_t n) {
+__attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
     if (LP_UNLIKELY(real.realloc == NULL)) {
         if (resolving) {
             void *q = pool_alloc(n);
@@ -209,6 +240,11 @@ LP_EXPORT void *realloc(void *p, size_t n) {
     void *q = real.realloc(p, n);
     rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
     return q;
+}
+
+LP_EXPORT void *realloc(void *p, size_t n) {
+    if (GATE_CLOSED()) return real.realloc(p, n);
+    return realloc_slow(p, n);
 }
 
 /* Implemented over the next realloc (glibc does the same), so that a program with its own
@@ -229,6 +265,7 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
     return q;
 }
 
+/* The aligned allocators are rare; they share one plain shape. */
 LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     ENSURE_REAL();
     struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
@@ -239,7 +276,6 @@ LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     return rc;
 }
 
-/* The remaining aligned allocators share one shape. */
 #define ALIGNED_HOOK(fn, KIND, PARAMS, ARGS)                         \
     LP_EXPORT void *fn PARAMS {                                      \
         ENSURE_REAL();                                               \
