@@ -51,6 +51,7 @@ HOOK_SRCS += preload/hooks/alloc.c
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
 SHARED_SRCS += tools/convert.c
 SHARED_SRCS += tools/lpt.c
+SHARED_SRCS += tools/map.c
 SHARED_SRCS += tools/out.c
 
 REPORT_SRCS += tools/libprof-report.c
@@ -59,6 +60,7 @@ UNIT_TESTS += tests/unit/test_config.c
 UNIT_TESTS += tests/unit/test_out.c
 UNIT_TESTS += tests/unit/test_format.c
 UNIT_TESTS += tests/unit/test_tbuf.c
+UNIT_TESTS += tests/unit/test_map.c
 
 INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_programs.c

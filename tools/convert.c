@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "map.h"
 #include "out.h"
 
 #define SUB_BITS 6
@@ -63,81 +64,6 @@ static uint64_t percentile(const struct fnstat *f, double p) {
     return f->max_ns;
 }
 
-/* ---- live blocks: pointer -> size, linear probing with backward-shift deletion ----------- */
-
-struct live_map {
-    uint64_t *keys, *vals;
-    uint64_t cap, n;
-};
-
-static uint64_t hash_ptr(uint64_t p) {
-    p ^= p >> 33;
-    p *= UINT64_C(0xff51afd7ed558ccd);
-    p ^= p >> 33;
-    return p;
-}
-
-static int live_grow(struct live_map *m) {
-    uint64_t ncap = m->cap ? m->cap * 2 : 4096;
-    uint64_t *k = calloc(ncap, 8), *v = malloc(ncap * 8);
-    if (!k || !v) { free(k); free(v); return -1; }
-    for (uint64_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i]) continue;
-        uint64_t h = hash_ptr(m->keys[i]) & (ncap - 1);
-        while (k[h]) h = (h + 1) & (ncap - 1);
-        k[h] = m->keys[i];
-        v[h] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = k;
-    m->vals = v;
-    m->cap = ncap;
-    return 0;
-}
-
-/* Insert; returns the size of a block that was already live at `p` (+1), or 0. -1 on OOM. */
-static int64_t live_put(struct live_map *m, uint64_t p, uint64_t size, uint64_t *old) {
-    if ((m->n + 1) * 4 > m->cap * 3 && live_grow(m)) return -1;
-    uint64_t h = hash_ptr(p) & (m->cap - 1);
-    while (m->keys[h]) {
-        if (m->keys[h] == p) {
-            *old = m->vals[h];
-            m->vals[h] = size;
-            return 1;
-        }
-        h = (h + 1) & (m->cap - 1);
-    }
-    m->keys[h] = p;
-    m->vals[h] = size;
-    m->n++;
-    return 0;
-}
-
-/* Remove `p`; returns 1 and its size, or 0 if it was not live. */
-static int live_take(struct live_map *m, uint64_t p, uint64_t *size) {
-    if (!m->cap) return 0;
-    uint64_t mask = m->cap - 1, h = hash_ptr(p) & mask;
-    while (m->keys[h] != p) {
-        if (!m->keys[h]) return 0;
-        h = (h + 1) & mask;
-    }
-    *size = m->vals[h];
-    m->n--;
-    uint64_t i = h;
-    for (uint64_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-        uint64_t home = hash_ptr(m->keys[j]) & mask;
-        /* move j back into the hole at i if its home is not in (i, j] */
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
-            i = j;
-        }
-    }
-    m->keys[i] = 0;
-    return 1;
-}
-
 /* ---- the analysis state ------------------------------------------------------------------ */
 
 struct point { uint64_t ns, v; };
@@ -145,7 +71,7 @@ struct cbucket { int has; struct point min, max, last; };
 
 struct analysis {
     struct fnstat fn[LP_KIND_COUNT];
-    struct live_map live;
+    struct lp_map live; /* pointer -> requested size of every live block */
     uint64_t live_bytes, peak_bytes, peak_ns;
     uint64_t untracked_frees, reused_live;
     uint64_t size_hist[SIZE_BUCKETS];
@@ -182,7 +108,7 @@ static void heap_changed(struct analysis *a, uint64_t ns) {
 
 static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t ns) {
     uint64_t old = 0;
-    int64_t rc = live_put(&a->live, ptr, size, &old);
+    int rc = lp_map_put(&a->live, ptr, size, &old);
     if (rc < 0) { a->oom = 1; return; }
     if (rc == 1) { /* we missed its free (e.g. released through a path libprof does not see) */
         a->reused_live++;
@@ -195,7 +121,7 @@ static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t
 /* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
 static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
     uint64_t size;
-    if (!live_take(&a->live, ptr, &size)) {
+    if (!lp_map_take(&a->live, ptr, &size)) {
         a->untracked_frees++;
         return 0;
     }
@@ -598,8 +524,7 @@ oom:
 out:
     if (a) {
         for (unsigned k = 0; k < LP_KIND_COUNT; k++) free(a->fn[k].hist);
-        free(a->live.keys);
-        free(a->live.vals);
+        lp_map_free(&a->live);
         free(a->cb);
     }
     free(a);

@@ -5,6 +5,7 @@
  * chunk and sets `truncated`, which every consumer reports to the user. */
 #define _GNU_SOURCE
 #include "lpt.h"
+#include "map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,42 +52,19 @@ const char *const lp_family_names[LP_FAM_COUNT] = {
 
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
 
-/* tid -> thread index, open addressing; grown at half load. */
-struct tid_map {
-    uint32_t *keys, *vals, cap;
-};
-
-static int tid_map_get(struct lp_reader *r, struct tid_map *m, uint32_t tid, uint32_t *out) {
-    if ((r->nthreads + 1) * 2 > m->cap) {
-        uint32_t ncap = m->cap ? m->cap * 2 : 64;
-        uint32_t *k = calloc(ncap, sizeof *k), *v = calloc(ncap, sizeof *v);
-        if (!k || !v) { free(k); free(v); return -1; }
-        for (uint32_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i]) continue;
-            uint32_t h = (m->keys[i] * 2654435761u) & (ncap - 1);
-            while (k[h]) h = (h + 1) & (ncap - 1);
-            k[h] = m->keys[i];
-            v[h] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = k;
-        m->vals = v;
-        m->cap = ncap;
-    }
-    uint32_t key = tid + 1; /* 0 marks an empty slot */
-    uint32_t h = (key * 2654435761u) & (m->cap - 1);
-    while (m->keys[h]) {
-        if (m->keys[h] == key) { *out = m->vals[h]; return 0; }
-        h = (h + 1) & (m->cap - 1);
+/* The index of thread `tid` in r->threads, adding it when new. Returns 0 or -1 (out of memory). */
+static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uint32_t *out) {
+    uint64_t v;
+    if (lp_map_get(m, (uint64_t)tid + 1, &v)) { /* +1: key 0 means empty */
+        *out = (uint32_t)v;
+        return 0;
     }
     struct lp_thread_info *t = realloc(r->threads, (r->nthreads + 1) * sizeof *t);
     if (!t) return -1;
     r->threads = t;
     memset(&t[r->nthreads], 0, sizeof *t);
     t[r->nthreads].tid = tid;
-    m->keys[h] = key;
-    m->vals[h] = r->nthreads;
+    if (lp_map_put(m, (uint64_t)tid + 1, r->nthreads, NULL) < 0) return -1;
     *out = r->nthreads++;
     return 0;
 }
@@ -139,7 +117,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
         return -1;
     }
 
-    struct tid_map map = {0};
+    struct lp_map map = {0};
     uint64_t sync_ticks = 0, sync_ns = r->hdr.origin_mono_ns;
     uint64_t off = LP_FILE_HEADER_SIZE;
     const uint8_t *d = data;
@@ -157,7 +135,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 break;
             }
             uint32_t ti;
-            if (tid_map_get(r, &map, h.tid, &ti)) goto nomem;
+            if (thread_index(r, &map, h.tid, &ti)) goto nomem;
             if (r->nchunks == chunk_cap) {
                 chunk_cap = chunk_cap ? chunk_cap * 2 : 256;
                 struct lp_chunk_ref *c = realloc(r->chunks, chunk_cap * sizeof *c);
@@ -185,7 +163,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             else if (key == LP_STR_CMDLINE) { r->cmdline = s; r->cmdline_len = n; }
             else if (key == LP_STR_THREAD_NAME) {
                 uint32_t ti;
-                if (tid_map_get(r, &map, h.tid, &ti)) goto nomem;
+                if (thread_index(r, &map, h.tid, &ti)) goto nomem;
                 r->threads[ti].name = s;
                 r->threads[ti].name_len = n;
             }
@@ -202,8 +180,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
         off = payload + ROUND8(h.length);
     }
     r->valid_bytes = off > size ? size : off;
-    free(map.keys);
-    free(map.vals);
+    lp_map_free(&map);
 
     /* Clock fit through the origin and the latest sync pair. */
     r->mult = UINT64_C(1) << 32;
@@ -213,8 +190,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
     r->fit_ns = sync_ns - r->hdr.origin_mono_ns;
     return 0;
 nomem:
-    free(map.keys);
-    free(map.vals);
+    lp_map_free(&map);
     lp_reader_close(r);
     return oom(err, errlen);
 }

@@ -404,3 +404,62 @@ Test(alloc, alloc_timing_fills_the_duration_columns, .init = setup) {
     cr_expect_gt(total, 0);
     cr_expect_eq(bytes, 1058745);
 }
+
+Test(alloc, wrapper_runs_the_program_and_passes_its_status, .init = setup) {
+    char *out = strfmt("%s/w.json", dir);
+    const char *argv[] = {LP_BUILD_DIR "/libprof", "-o", out, "--", PROG("allocs"), NULL};
+    struct run r;
+    run_prog(&r, dir, NULL, argv);
+    cr_expect_eq(r.status, 7);
+    cr_expect_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_not_null(strstr(r.err, "libprof: wrote "), "%s", r.err);
+    cr_expect(python_json_ok(out));
+    run_free(&r);
+    /* a program killed by a signal: 128 + signal, like a shell */
+    const char *kill_argv[] = {LP_BUILD_DIR "/libprof", "-o", out, "--", "/bin/sh", "-c", "kill -TERM $$", NULL};
+    run_prog(&r, dir, NULL, kill_argv);
+    cr_expect_eq(r.status, 128 + 15, "status %d", r.status);
+    run_free(&r);
+    const char *help[] = {LP_BUILD_DIR "/libprof", "--help", NULL};
+    run_prog(&r, dir, NULL, help);
+    cr_expect_eq(r.status, 0);
+    cr_expect_not_null(strstr(r.out, "usage: libprof"));
+    run_free(&r);
+}
+
+Test(alloc, missing_directories_are_created, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/a/b/c/t_%%p.json", dir), *csv = strfmt("LIBPROF_CSV=%s/x/y/t.csv", dir);
+    struct run r;
+    run_allocs(&r, (const char *[]){out, csv, NULL});
+    cr_assert_eq(r.status, 7);
+    cr_expect_str_eq(r.err, "");
+    DIR *d = opendir(strfmt("%s/a/b/c", dir));
+    cr_assert_not_null(d);
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "t_", 2) && strstr(e->d_name, ".json")) found++;
+    closedir(d);
+    cr_expect_eq(found, 1);
+    cr_expect_eq(access(strfmt("%s/x/y/t.csv", dir), R_OK), 0);
+    run_free(&r);
+}
+
+Test(alloc, hostile_strings_keep_the_json_strict, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    /* arguments with quotes, backslashes, control characters and invalid UTF-8 end up in
+     * process_name and metadata.command */
+    const char *argv[] = {PROG("allocs"), "say \"hi\"", "back\\slash", "tab\tnl\nbell\a", "bad\xff\xc0utf8", "\xe2\x82", NULL};
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7);
+    char *path = strfmt("%s/t.json", dir);
+    cr_assert(python_json_ok(path));
+    cJSON *j = load_json(path);
+    cr_assert_not_null(j);
+    const char *cmd = cJSON_GetObjectItem(libprof_meta(j), "command")->valuestring;
+    cr_expect_not_null(strstr(cmd, "say \"hi\" back\\slash tab\tnl\nbell\a bad\xef\xbf\xbd\xef\xbf\xbdutf8"), "%s", cmd);
+    cJSON_Delete(j);
+    run_free(&r);
+}

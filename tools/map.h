@@ -1,0 +1,22 @@
+/* map.h: an open-addressing hash map from nonzero 64-bit keys to 64-bit values, used by the
+ * decoder (thread ids) and the converter (live blocks by pointer). */
+#ifndef LP_MAP_H
+#define LP_MAP_H
+
+#include <stdint.h>
+
+struct lp_map {
+    uint64_t *keys, *vals; /* key 0 marks an empty slot */
+    uint64_t cap, n;
+};
+
+/* Insert or replace `key` (nonzero). Returns 0 if it was new, 1 if it replaced a value (copied to
+ * `old` when not NULL), -1 when out of memory. */
+int lp_map_put(struct lp_map *m, uint64_t key, uint64_t val, uint64_t *old);
+/* 1 and the value in `val` if `key` is present, else 0. */
+int lp_map_get(const struct lp_map *m, uint64_t key, uint64_t *val);
+/* Remove `key`: 1 and its value in `val`, or 0 if absent. */
+int lp_map_take(struct lp_map *m, uint64_t key, uint64_t *val);
+void lp_map_free(struct lp_map *m);
+
+#endif
