@@ -135,8 +135,11 @@ deps:
 unit: all $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
 
+# Each integration test works in its own /tmp/libprof-test-* directory; they are removed after a
+# passing run and kept after a failing one, for inspection.
 integration: all $(INTEG_BINS) $(PROG_BINS)
 	@set -e; for t in $(INTEG_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@rm -rf /tmp/libprof-test-*
 
 test: deps
 	@$(MAKE) --no-print-directory unit

@@ -77,6 +77,7 @@ struct analysis {
     uint64_t size_hist[SIZE_BUCKETS];
     uint64_t events;
     uint64_t span_ns;
+    uint64_t bucket_mult; /* ns * bucket_mult >> 64 = counter bucket: no division per event */
     struct cbucket *cb;
     int oom;
 };
@@ -93,7 +94,7 @@ static void heap_changed(struct analysis *a, uint64_t ns) {
         a->peak_ns = ns;
     }
     if (!a->cb) return;
-    uint64_t b = (uint64_t)(((unsigned __int128)ns * COUNTER_BUCKETS) / (a->span_ns + 1));
+    uint64_t b = (uint64_t)(((unsigned __int128)ns * a->bucket_mult) >> 64);
     if (b >= COUNTER_BUCKETS) b = COUNTER_BUCKETS - 1;
     struct cbucket *c = &a->cb[b];
     struct point p = {ns, a->live_bytes};
@@ -447,6 +448,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!a) goto oom;
     uint64_t end_ticks = r->last_ticks;
     a->span_ns = lp_ticks_to_ns(r, end_ticks);
+    unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / (a->span_ns + 1);
+    a->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     if (o->chrome_path) {
         a->cb = calloc(COUNTER_BUCKETS, sizeof *a->cb);
         c = malloc(sizeof *c);
