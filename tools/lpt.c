@@ -50,6 +50,15 @@ const char *const lp_family_names[LP_FAM_COUNT] = {
 #undef LP_X
 };
 
+void lp_header_init(struct lp_file_header *h, uint32_t clock) {
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, LP_FORMAT_MAGIC, 8);
+    h->version = LP_FORMAT_VERSION;
+    h->byte_order = LP_BYTE_ORDER_MARK;
+    h->header_size = LP_FILE_HEADER_SIZE;
+    h->clock = clock;
+}
+
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
 
 /* The index of thread `tid` in r->threads, adding it when new. Returns 0 or -1 (out of memory). */

@@ -45,6 +45,10 @@ struct lp_reader {
     uint64_t fit_ticks, fit_ns;
 };
 
+/* Fill the constant fields of a file header (magic, version, byte order, size) and `clock`;
+ * everything else zero. The one place a header's identity is written. */
+void lp_header_init(struct lp_file_header *h, uint32_t clock);
+
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
 int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen);
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */

@@ -166,12 +166,7 @@ static int start_spool(void) {
     }
 
     struct lp_file_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, LP_FORMAT_MAGIC, 8);
-    h.version = LP_FORMAT_VERSION;
-    h.byte_order = LP_BYTE_ORDER_MARK;
-    h.header_size = LP_FILE_HEADER_SIZE;
-    h.clock = (uint32_t)lp_clock_kind;
+    lp_header_init(&h, (uint32_t)lp_clock_kind);
     h.pid = (uint32_t)lp_pid;
     h.ppid = (uint32_t)getppid();
     h.origin_ticks = lp_origin_ticks;

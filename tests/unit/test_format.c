@@ -15,12 +15,8 @@ static void put(struct buf *b, const void *p, size_t n) {
 }
 
 static void header(struct buf *b, int clock) {
-    struct lp_file_header h = {0};
-    memcpy(h.magic, LP_FORMAT_MAGIC, 8);
-    h.version = LP_FORMAT_VERSION;
-    h.byte_order = LP_BYTE_ORDER_MARK;
-    h.header_size = LP_FILE_HEADER_SIZE;
-    h.clock = (uint32_t)clock;
+    struct lp_file_header h;
+    lp_header_init(&h, (uint32_t)clock);
     h.pid = 100;
     h.origin_mono_ns = 1000000;
     put(b, &h, sizeof h);

@@ -45,12 +45,8 @@ static void setup(void) {
     lp_tbuf_init(4096);
     char chosen[256];
     cr_assert_eq(lp_spool_open(path, 0, chosen, sizeof chosen), 0);
-    struct lp_file_header h = {0};
-    memcpy(h.magic, LP_FORMAT_MAGIC, 8);
-    h.version = LP_FORMAT_VERSION;
-    h.byte_order = LP_BYTE_ORDER_MARK;
-    h.header_size = LP_FILE_HEADER_SIZE;
-    h.clock = (uint32_t)lp_clock_kind;
+    struct lp_file_header h;
+    lp_header_init(&h, (uint32_t)lp_clock_kind);
     h.origin_mono_ns = lp_origin_mono_ns;
     cr_assert_eq(pwrite(lp_spool_fd, &h, sizeof h, 0), (ssize_t)sizeof h);
     lp_spool_set_offset(sizeof h);
