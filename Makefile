@@ -20,6 +20,7 @@ DESTDIR ?=
 BUILD   ?= build
 V       ?= 0
 CC      ?= cc
+CXX     ?= c++
 CFLAGS  ?= -O2 -g
 
 BINDIR  = $(PREFIX)/bin
@@ -44,9 +45,11 @@ CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c
 CORE_SRCS += preload/core/core.c
 CORE_SRCS += preload/core/log.c
+CORE_SRCS += preload/core/names.c
 CORE_SRCS += preload/core/tbuf.c
 
 HOOK_SRCS += preload/hooks/alloc.c
+HOOK_SRCS += preload/hooks/annot.c
 
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
 SHARED_SRCS += tools/convert.c
@@ -65,11 +68,14 @@ UNIT_TESTS += tests/unit/test_map.c
 INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
+INTEGRATION_TESTS += tests/integration/test_annot.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
+PROGS += tests/progs/annotated.c
+PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
@@ -78,7 +84,8 @@ SHARED_OBJS = $(call obj,$(SHARED_SRCS))
 REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
-PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS))
+PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) \
+              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
@@ -123,10 +130,16 @@ $(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/ha
 	@$(if $(Q),echo '  TEST    $@')
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(SHARED_OBJS) -lcriterion -lcjson -lpthread
 
-$(BUILD)/progs/%: tests/progs/%.c $(FLAGS_STAMP)
+$(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread
+
+# C++ test programs: -fexceptions matters, the cleanup attribute must run during unwinding.
+$(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
 deps:
 	@scripts/install-deps

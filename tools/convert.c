@@ -72,6 +72,8 @@ struct cbucket { int has; struct point min, max, last; };
 struct analysis {
     struct fnstat fn[LP_KIND_COUNT];
     struct lp_map live; /* pointer -> requested size of every live block */
+    struct fnstat *ranges; /* per annotation name id */
+    uint32_t nranges;
     uint64_t live_bytes, peak_bytes, peak_ns;
     uint64_t untracked_frees, reused_live;
     uint64_t size_hist[SIZE_BUCKETS];
@@ -131,8 +133,8 @@ static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
     return size;
 }
 
-static void count_call(struct analysis *a, const struct lp_event *e, uint64_t bytes, int failed) {
-    struct fnstat *f = &a->fn[e->kind];
+/* Add one call to row `f`. */
+static void account(struct analysis *a, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
     f->count++;
     if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
     f->failed += (uint64_t)failed;
@@ -147,6 +149,10 @@ static void count_call(struct analysis *a, const struct lp_event *e, uint64_t by
     if (e->dur_ns < f->min_ns) f->min_ns = e->dur_ns;
     if (e->dur_ns > f->max_ns) f->max_ns = e->dur_ns;
     f->hist[hist_bucket(e->dur_ns)]++;
+}
+
+static void count_call(struct analysis *a, const struct lp_event *e, uint64_t bytes, int failed) {
+    account(a, &a->fn[e->kind], e, bytes, failed);
 }
 
 /* Apply one event. Returns the size of the block concerned (allocated or freed), for exporters. */
@@ -165,6 +171,24 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         count_call(a, e, s, 0);
         return s;
     }
+    case LP_SHAPE_RANGE: {
+        count_call(a, e, 0, 0);
+        uint64_t id = w[0];
+        if (id >= a->nranges) {
+            if (id > (1u << 24)) return 0;
+            struct fnstat *n = realloc(a->ranges, (id + 1) * sizeof *n);
+            if (!n) { a->oom = 1; return 0; }
+            memset(n + a->nranges, 0, (id + 1 - a->nranges) * sizeof *n);
+            a->ranges = n;
+            a->nranges = (uint32_t)id + 1;
+        }
+        account(a, &a->ranges[id], e, 0, 0);
+        return 0;
+    }
+    case LP_SHAPE_MARK:
+    case LP_SHAPE_COUNTER:
+        count_call(a, e, 0, 0);
+        return 0;
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
@@ -266,6 +290,36 @@ static void chrome_instant(struct chrome *c, const struct lp_event *e, uint64_t 
     lp_out_s(&c->o, "}}");
 }
 
+/* Annotation records: a range is an X slice, a mark an instant, a counter a C event. */
+static void chrome_annot(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
+    uint32_t len;
+    const char *name = lp_reader_name(r, e->w[0], &len);
+    int shape = lp_kind_shape[e->kind];
+    if (shape == LP_SHAPE_COUNTER) {
+        double v;
+        memcpy(&v, &e->w[1], sizeof v);
+        if (v != v || v - v != 0) return; /* NaN and infinities have no JSON spelling */
+    }
+    ev_begin(c);
+    lp_out_fmt(&c->o, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"cat\":\"annot\",\"name\":",
+               shape == LP_SHAPE_RANGE ? "X" : shape == LP_SHAPE_MARK ? "i" : "C", c->pid,
+               shape == LP_SHAPE_COUNTER ? c->pid : e->tid);
+    lp_out_json_str(&c->o, name, len);
+    lp_out_s(&c->o, ",\"ts\":");
+    lp_out_us(&c->o, e->start_ns);
+    if (shape == LP_SHAPE_RANGE) {
+        lp_out_s(&c->o, ",\"dur\":");
+        lp_out_us(&c->o, e->dur_ns);
+        lp_out_s(&c->o, "}");
+    } else if (shape == LP_SHAPE_MARK) {
+        lp_out_s(&c->o, ",\"s\":\"t\"}");
+    } else {
+        double v;
+        memcpy(&v, &e->w[1], sizeof v);
+        lp_out_fmt(&c->o, ",\"args\":{\"value\":%.17g}}", v);
+    }
+}
+
 static void chrome_counter_point(struct chrome *c, uint64_t ns, uint64_t v) {
     ev_begin(c);
     lp_out_fmt(&c->o, "{\"ph\":\"C\",\"pid\":%u,\"tid\":%u,\"name\":\"heap\",\"ts\":", c->pid, c->pid);
@@ -331,6 +385,20 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
                    (unsigned long long)f->failed, (unsigned long long)f->timed, (unsigned long long)f->total_ns);
         first = 0;
     }
+    lp_out_s(o, "},\"ranges\":{");
+    first = 1;
+    for (uint32_t id = 0; id < a->nranges; id++) {
+        const struct fnstat *f = &a->ranges[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *name = lp_reader_name(r, id, &len);
+        if (!first) lp_out_c(o, ',');
+        first = 0;
+        lp_out_json_str(o, name, len);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}",
+                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
+                   (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
+    }
     lp_out_s(o, "},\"size_histogram\":[");
     for (unsigned b = 0; b < SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
     lp_out_s(o, "]}");
@@ -338,22 +406,33 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
 
 /* Timing columns are empty for a function none of whose calls were timed (allocation calls
  * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls. */
-static void write_csv(struct lp_out *o, const struct analysis *a) {
+static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f);
+
+static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct analysis *a) {
     lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
-        const struct fnstat *f = &a->fn[k];
-        if (!f->count) continue;
-        lp_out_csv_str(o, lp_kind_names[k], strlen(lp_kind_names[k]));
-        lp_out_fmt(o, ",%s,%llu,", lp_family_names[lp_kind_family[k]], (unsigned long long)f->count);
-        if (f->timed)
-            lp_out_fmt(o, "%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)f->total_ns,
-                       (unsigned long long)(f->total_ns / f->timed), (unsigned long long)f->min_ns,
-                       (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
-                       (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns);
-        else
-            lp_out_s(o, ",,,,,,,");
-        lp_out_fmt(o, "%llu\n", (unsigned long long)f->bytes);
+        if (k == LP_EV_RANGE) continue; /* one row per range name below instead */
+        csv_row(o, lp_kind_names[k], strlen(lp_kind_names[k]), lp_family_names[lp_kind_family[k]], &a->fn[k]);
     }
+    for (uint32_t id = 0; id < a->nranges; id++) {
+        uint32_t len;
+        const char *name = lp_reader_name(r, id, &len);
+        csv_row(o, name, len, "annot", &a->ranges[id]);
+    }
+}
+
+static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f) {
+    if (!f->count) return;
+    lp_out_csv_str(o, name, len);
+    lp_out_fmt(o, ",%s,%llu,", category, (unsigned long long)f->count);
+    if (f->timed)
+        lp_out_fmt(o, "%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)f->total_ns,
+                   (unsigned long long)(f->total_ns / f->timed), (unsigned long long)f->min_ns,
+                   (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
+                   (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns);
+    else
+        lp_out_s(o, ",,,,,,,");
+    lp_out_fmt(o, "%llu\n", (unsigned long long)f->bytes);
 }
 
 static void human_bytes(char *buf, size_t len, uint64_t b) {
@@ -374,7 +453,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
                "p99 ns");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
-        if (!f->count) continue;
+        if (!f->count || k == LP_EV_RANGE) continue;
         lp_out_fmt(o, "  %-15s %12llu %14llu %8llu", lp_kind_names[k], (unsigned long long)f->count,
                    (unsigned long long)f->bytes, (unsigned long long)f->failed);
         if (f->timed)
@@ -382,6 +461,15 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
                        (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
         else
             lp_out_fmt(o, " %9s %9s %9s\n", "-", "-", "-");
+    }
+    for (uint32_t id = 0; id < a->nranges; id++) {
+        const struct fnstat *f = &a->ranges[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *name = lp_reader_name(r, id, &len);
+        lp_out_fmt(o, "  %-15.*s %12llu %14s %8s %9llu %9llu %9llu  (range)\n", (int)(len > 15 ? 15 : len), name,
+                   (unsigned long long)f->count, "", "", (unsigned long long)(f->total_ns / f->timed),
+                   (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
     }
     char peak[32], leak[32];
     human_bytes(peak, sizeof peak, a->peak_bytes);
@@ -470,7 +558,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     while (lp_iter_next(it, &e)) {
         uint64_t size = analyse(a, &e);
         if (e.phase == 1) a->events++;
-        if (c && size >= o->alloc_min && e.phase == 1) {
+        if (c && lp_kind_family[e.kind] == LP_FAM_ANNOT) {
+            chrome_annot(c, r, &e);
+        } else if (c && size >= o->alloc_min && e.phase == 1) {
             /* big allocations, and frees of big blocks, as instants on the thread's track */
             int shape = lp_kind_shape[e.kind];
             uint64_t ptr = shape == LP_SHAPE_FREE ? e.w[0] : e.w[1];
@@ -506,7 +596,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             rc = -1;
         } else {
             lp_out_init(co, fd);
-            write_csv(co, a);
+            write_csv(co, r, a);
             if (finish_tmp(co, ctmp, o->csv_path, err, errlen) != 0) rc = -1;
         }
         free(co);
@@ -527,6 +617,8 @@ oom:
 out:
     if (a) {
         for (unsigned k = 0; k < LP_KIND_COUNT; k++) free(a->fn[k].hist);
+        for (uint32_t id = 0; id < a->nranges; id++) free(a->ranges[id].hist);
+        free(a->ranges);
         lp_map_free(&a->live);
         free(a->cb);
     }

@@ -170,6 +170,20 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             if (key == LP_STR_HOSTNAME) { r->hostname = s; r->hostname_len = n; }
             else if (key == LP_STR_EXE) { r->exe = s; r->exe_len = n; }
             else if (key == LP_STR_CMDLINE) { r->cmdline = s; r->cmdline_len = n; }
+            else if (key == LP_STR_NAME && n >= 4) {
+                uint32_t id;
+                memcpy(&id, s, 4);
+                if (id >= r->nnames) {
+                    if (id > (1u << 24)) { r->truncated = 1; break; } /* not a name table */
+                    struct lp_name *nn = realloc(r->names, (id + 1) * sizeof *nn);
+                    if (!nn) goto nomem;
+                    memset(nn + r->nnames, 0, (id + 1 - r->nnames) * sizeof *nn);
+                    r->names = nn;
+                    r->nnames = id + 1;
+                }
+                r->names[id].s = s + 4;
+                r->names[id].len = n - 4;
+            }
             else if (key == LP_STR_THREAD_NAME) {
                 uint32_t ti;
                 if (thread_index(r, &map, h.tid, &ti)) goto nomem;
@@ -243,8 +257,18 @@ void lp_reader_close(struct lp_reader *r) {
     for (uint32_t i = 0; i < r->nthreads; i++) free(r->threads[i].chunks);
     free(r->threads);
     free(r->chunks);
+    free(r->names);
     if (r->mapped && r->data) munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
+}
+
+const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len) {
+    if (id < r->nnames && r->names[id].s) {
+        *len = r->names[id].len;
+        return r->names[id].s;
+    }
+    *len = 7;
+    return "(other)";
 }
 
 /* ---- merged iteration ------------------------------------------------------------------ */

@@ -35,6 +35,8 @@ struct lp_reader {
     uint32_t nthreads;
     struct lp_chunk_ref *chunks;
     uint32_t nchunks;
+    struct lp_name { const char *s; uint32_t len; } *names; /* annotation names by id (s NULL: unknown) */
+    uint32_t nnames;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
     int truncated;            /* the file stops in the middle of a chunk or has a damaged chunk */
@@ -54,6 +56,9 @@ int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errl
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */
 int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen);
 void lp_reader_close(struct lp_reader *r);
+
+/* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
+const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
 
 /* Ticks since origin to nanoseconds since origin. */
 static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {

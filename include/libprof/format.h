@@ -34,14 +34,15 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 2
+#define LP_FORMAT_VERSION 3
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
 /* Event families, selectable with LIBPROF_EVENTS. Later families (thread, io, blas, ...) are
  * appended here; the bit is the family's index. */
 #define LP_FAMILIES(X) \
-    X(ALLOC, "alloc")
+    X(ALLOC, "alloc") \
+    X(ANNOT, "annot")
 
 enum lp_family {
 #define LP_X(id, name) LP_FAM_##id,
@@ -55,6 +56,9 @@ enum lp_shape {
     LP_SHAPE_ALLOC,   /* size, ptr            : a block of `size` bytes now lives at ptr (0 = failed) */
     LP_SHAPE_FREE,    /* ptr                  : ptr released (0 = free(NULL)) */
     LP_SHAPE_REALLOC, /* size, ptr, old ptr   : old released (unless ptr==0 && size>0), ptr now lives */
+    LP_SHAPE_RANGE,   /* name id (timed)      : a named block of the program, pushed and popped */
+    LP_SHAPE_MARK,    /* name id              : a named instant */
+    LP_SHAPE_COUNTER, /* name id, value       : a named counter took `value` (IEEE double bits) */
 };
 
 /* Every record kind: id, name as shown to users, family, shape, payload words.
@@ -70,7 +74,10 @@ enum lp_shape {
     X(ALIGNED_ALLOC,  "aligned_alloc",  ALLOC, LP_SHAPE_ALLOC,   2) \
     X(MEMALIGN,       "memalign",       ALLOC, LP_SHAPE_ALLOC,   2) \
     X(VALLOC,         "valloc",         ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(PVALLOC,        "pvalloc",        ALLOC, LP_SHAPE_ALLOC,   2)
+    X(PVALLOC,        "pvalloc",        ALLOC, LP_SHAPE_ALLOC,   2) \
+    X(RANGE,          "range",          ANNOT, LP_SHAPE_RANGE,   1) \
+    X(MARK,           "mark",           ANNOT, LP_SHAPE_MARK,    1) \
+    X(COUNTER,        "counter",        ANNOT, LP_SHAPE_COUNTER, 2)
 
 enum lp_kind {
     LP_KIND_NONE = 0,
@@ -121,6 +128,7 @@ enum lp_string_key {
     LP_STR_EXE = 2,         /* absolute path of the executable */
     LP_STR_CMDLINE = 3,     /* argv, each argument NUL-terminated */
     LP_STR_THREAD_NAME = 4, /* name of thread `tid` */
+    LP_STR_NAME = 5,        /* u32 id, then the bytes: a name that annotation records refer to */
 };
 
 #define LP_CHUNK_HEADER_SIZE 32

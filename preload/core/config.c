@@ -174,7 +174,7 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
         uint32_t m;
         char bad[64];
         if (lp_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
-        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc)", v, bad);
+        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot)", v, bad);
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
         if (lp_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;

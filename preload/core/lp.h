@@ -84,6 +84,8 @@ static inline uint64_t lp_ticks(void) {
 
 /* ---- "tbuf.c": per-thread buffers, the thread registry and the spool file ------------------ */
 
+#define LP_RANGE_DEPTH 64
+
 /* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
  * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
 struct lp_tls {
@@ -97,6 +99,9 @@ struct lp_tls {
     uint64_t records;       /* records committed by this thread (for the END statistics) */
     struct lp_thread *thr;  /* registry node owning the chunk memory */
     uint64_t late_rec[16];  /* scratch for records written after the thread's destructors ran */
+    uint32_t range_depth;   /* open annotation ranges (annot.c), including unrecorded deep ones */
+    uint32_t range_id[LP_RANGE_DEPTH];
+    uint64_t range_t0[LP_RANGE_DEPTH];
 };
 
 enum lp_tls_state { LP_TLS_NEW = 0, LP_TLS_ACTIVE, LP_TLS_LATE, LP_TLS_FAILED };
@@ -181,6 +186,18 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
     uint64_t d = t1 - t0;
     return d > LP_DUR_MASK ? LP_DUR_MASK : d;
 }
+
+/* ---- "names.c": interned annotation names -------------------------------------------------- */
+
+LP_HIDDEN uint32_t lp_name_id(const char *name);
+
+/* ---- "hooks/annot.c": the exported ABI that include/libprof.h looks up with dlsym ---------- */
+
+LP_EXPORT void libprof_range_push(const char *name);
+LP_EXPORT void libprof_range_pop(void);
+LP_EXPORT void libprof_mark(const char *name);
+LP_EXPORT void libprof_counter(const char *name, double value);
+LP_EXPORT void libprof_thread_name(const char *name);
 
 /* ---- "hooks/": each family resolves the functions it wraps --------------------------------
  * The core calls these (weak: the unit tests link the core without hooks) before it opens the

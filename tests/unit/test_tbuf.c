@@ -123,3 +123,36 @@ Test(tbuf, buffers_of_exited_threads_are_reused) {
     cr_expect_eq(r.events, 200 * PER_THREAD);
     lp_reader_close(&r);
 }
+
+/* Threads interning the same names at once agree on their ids, and each name is spooled once. */
+static void *intern_many(void *arg) {
+    uint32_t *ids = arg;
+    char name[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(name, sizeof name, "name-%d", i);
+        ids[i] = lp_name_id(name);
+    }
+    return NULL;
+}
+
+Test(tbuf, names_are_interned_once_across_threads) {
+    static uint32_t ids[4][200];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, intern_many, ids[i]);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 200; i++) {
+        cr_assert_neq(ids[0][i], 0);
+        for (int t = 1; t < 4; t++) cr_assert_eq(ids[t][i], ids[0][i], "name-%d", i);
+        for (int j = 0; j < i; j++) cr_assert_neq(ids[0][j], ids[0][i]);
+    }
+    struct lp_reader r;
+    char err[256];
+    cr_assert_eq(lp_reader_open(&r, path, err, sizeof err), 0, "%s", err);
+    int spooled = 0;
+    for (uint32_t id = 0; id < r.nnames; id++) spooled += r.names[id].s != NULL;
+    cr_expect_eq(spooled, 200);
+    uint32_t len;
+    const char *n = lp_reader_name(&r, ids[0][42], &len);
+    cr_expect(len == 7 && !memcmp(n, "name-42", 7));
+    lp_reader_close(&r);
+}

@@ -1,0 +1,73 @@
+/* names.c: interning the names of annotations (ranges, marks, counters), so that a record carries
+ * a 32-bit id instead of a string.
+ *
+ * Lookups take no lock: a slot is published by a release store of its hash after its string and
+ * id are in place. Inserting a new name takes a spin lock and writes the name to the spool once
+ * (an LP_STR_NAME string chunk). Programs use few distinct names, so the table is fixed: when it
+ * or its string arena is full, further new names get id 0, which the trace shows as "(other)". */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "lp.h"
+
+#define SLOTS 4096                 /* power of two; at most 3/4 used */
+#define ARENA_BYTES (256 * 1024)
+#define MAX_NAME 255
+
+struct slot {
+    uint64_t hash; /* 0 = empty; published last */
+    const char *str;
+    uint32_t id, len;
+};
+
+static struct slot slots[SLOTS];
+static char arena[ARENA_BYTES];
+static size_t arena_used;
+static uint32_t next_id = 1;
+static int insert_lock;
+
+static uint64_t fnv1a(const char *s, size_t n) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
+    return h | 1; /* never 0 */
+}
+
+static const struct slot *find(const char *s, size_t n, uint64_t h, uint32_t *free_slot) {
+    for (uint32_t i = (uint32_t)h & (SLOTS - 1);; i = (i + 1) & (SLOTS - 1)) {
+        uint64_t sh = __atomic_load_n(&slots[i].hash, __ATOMIC_ACQUIRE);
+        if (sh == 0) {
+            *free_slot = i;
+            return NULL;
+        }
+        if (sh == h && slots[i].len == n && memcmp(slots[i].str, s, n) == 0) return &slots[i];
+    }
+}
+
+/* The id of `name` (at most 255 bytes are significant), interning it on first use. */
+uint32_t lp_name_id(const char *name) {
+    size_t n = strnlen(name, MAX_NAME);
+    uint64_t h = fnv1a(name, n);
+    uint32_t fs;
+    const struct slot *sl = find(name, n, h, &fs);
+    if (LP_LIKELY(sl != NULL)) return sl->id;
+
+    while (__atomic_exchange_n(&insert_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+    uint32_t id = 0;
+    sl = find(name, n, h, &fs); /* another thread may have added it meanwhile */
+    if (sl) {
+        id = sl->id;
+    } else if (next_id < SLOTS * 3 / 4 && arena_used + n <= ARENA_BYTES) {
+        char *copy = arena + arena_used;
+        memcpy(copy, name, n);
+        arena_used += n;
+        id = next_id++;
+        slots[fs].str = copy;
+        slots[fs].len = (uint32_t)n;
+        slots[fs].id = id;
+        uint32_t head[2] = {LP_STR_NAME, id};
+        lp_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, copy, n);
+        __atomic_store_n(&slots[fs].hash, h, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&insert_lock, 0, __ATOMIC_RELEASE);
+    return id;
+}
