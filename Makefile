@@ -43,6 +43,7 @@ PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -W
 # ---- sources, one per line ---------------------------------------------------------------------
 CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c
+CORE_SRCS += preload/core/control.c
 CORE_SRCS += preload/core/core.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
@@ -69,12 +70,14 @@ INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c
+INTEGRATION_TESTS += tests/integration/test_control.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
 PROGS += tests/progs/annotated.c
+PROGS += tests/progs/phases.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

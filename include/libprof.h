@@ -7,6 +7,8 @@
  *   libprof_mark("checkpoint");                                an instant
  *   libprof_counter("queue_depth", 17);                        a counter track
  *   libprof_thread_name("worker-3");                           names the calling thread
+ *   libprof_stop(); libprof_start();                           pause and resume recording
+ *   libprof_reset();                                           statistics start afresh here
  *
  * Ranges appear as slices on the thread's track in the Chrome trace and as rows (count, total,
  * percentiles) in the CSV. Record them with LIBPROF_EVENTS including "annot" (the default).
@@ -35,6 +37,9 @@ struct libprof__api {
     void (*mark)(const char *);
     void (*counter)(const char *, double);
     void (*thread_name)(const char *);
+    void (*start)(void);
+    void (*stop)(void);
+    void (*reset)(void);
 };
 
 /* One table per program (inline function with a static local: one instance across translation
@@ -48,6 +53,9 @@ static inline struct libprof__api *libprof__api(void) {
         *(void **)&api.mark = dlsym(RTLD_DEFAULT, "libprof_mark");
         *(void **)&api.counter = dlsym(RTLD_DEFAULT, "libprof_counter");
         *(void **)&api.thread_name = dlsym(RTLD_DEFAULT, "libprof_thread_name");
+        *(void **)&api.start = dlsym(RTLD_DEFAULT, "libprof_start");
+        *(void **)&api.stop = dlsym(RTLD_DEFAULT, "libprof_stop");
+        *(void **)&api.reset = dlsym(RTLD_DEFAULT, "libprof_reset");
         __atomic_store_n(&api.resolved, 1, __ATOMIC_RELEASE);
     }
     return &api;
@@ -76,6 +84,21 @@ static inline void libprof_counter(const char *name, double value) {
 static inline void libprof_thread_name(const char *name) {
     struct libprof__api *a = libprof__api();
     if (a->thread_name) a->thread_name(name);
+}
+
+static inline void libprof_start(void) {
+    struct libprof__api *a = libprof__api();
+    if (a->start) a->start();
+}
+
+static inline void libprof_stop(void) {
+    struct libprof__api *a = libprof__api();
+    if (a->stop) a->stop();
+}
+
+static inline void libprof_reset(void) {
+    struct libprof__api *a = libprof__api();
+    if (a->reset) a->reset();
 }
 
 static inline void libprof__scope_end(int *unused) {

@@ -78,6 +78,8 @@ struct analysis {
     uint64_t untracked_frees, reused_live;
     uint64_t size_hist[SIZE_BUCKETS];
     uint64_t events;
+    int counting;         /* 0 before the last libprof_reset: heap state only, no statistics */
+    uint64_t reset_ns, pauses;
     uint64_t span_ns;
     uint64_t bucket_mult; /* ns * bucket_mult >> 64 = counter bucket: no division per event */
     struct cbucket *cb;
@@ -91,6 +93,7 @@ static unsigned size_bucket(uint64_t s) {
 }
 
 static void heap_changed(struct analysis *a, uint64_t ns) {
+    if (!a->counting) return;
     if (a->live_bytes > a->peak_bytes) {
         a->peak_bytes = a->live_bytes;
         a->peak_ns = ns;
@@ -135,6 +138,7 @@ static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
 
 /* Add one call to row `f`. */
 static void account(struct analysis *a, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
+    if (!a->counting) return;
     f->count++;
     if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
     f->failed += (uint64_t)failed;
@@ -163,7 +167,7 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         count_call(a, e, w[0], w[1] == 0);
         if (w[1]) {
             block_born(a, w[1], w[0], e->ns);
-            a->size_hist[size_bucket(w[0])]++;
+            a->size_hist[size_bucket(w[0])] += (uint64_t)a->counting;
         }
         return w[0];
     case LP_SHAPE_FREE: {
@@ -189,6 +193,9 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
     case LP_SHAPE_COUNTER:
         count_call(a, e, 0, 0);
         return 0;
+    case LP_SHAPE_CONTROL:
+        a->pauses += e->kind == LP_EV_PAUSE;
+        return 0;
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
@@ -198,7 +205,7 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         count_call(a, e, size, np == 0 && size > 0);
         if (np) {
             block_born(a, np, size, e->ns);
-            a->size_hist[size_bucket(size)]++;
+            a->size_hist[size_bucket(size)] += (uint64_t)a->counting;
         }
         return size;
     }
@@ -290,6 +297,18 @@ static void chrome_instant(struct chrome *c, const struct lp_event *e, uint64_t 
     lp_out_s(&c->o, "}}");
 }
 
+static const char *const control_reasons[] = {"?", "api", "signal", "delay", "duration", "start"};
+
+/* Pauses, resumes and resets: instants on the whole process. */
+static void chrome_control(struct chrome *c, const struct lp_event *e) {
+    uint64_t reason = e->w[0] < 6 ? e->w[0] : 0;
+    ev_begin(c);
+    lp_out_fmt(&c->o, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%u,\"tid\":%u,\"cat\":\"control\",\"name\":\"%s\",\"ts\":",
+               c->pid, e->tid, lp_kind_names[e->kind]);
+    lp_out_us(&c->o, e->start_ns);
+    lp_out_fmt(&c->o, ",\"args\":{\"reason\":\"%s\"}}", control_reasons[reason]);
+}
+
 /* Annotation records: a range is an X slice, a mark an instant, a counter a C event. */
 static void chrome_annot(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
     uint32_t len;
@@ -370,6 +389,8 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
                (unsigned long long)a->live.n);
     lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
                (unsigned long long)a->reused_live);
+    lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
+               (unsigned long long)a->reset_ns);
     lp_out_fmt(o, "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
                (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
                (unsigned long long)(r->end ? r->end->events_dropped : 0), r->nchunks, r->nthreads);
@@ -411,7 +432,7 @@ static void csv_row(struct lp_out *o, const char *name, size_t len, const char *
 static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct analysis *a) {
     lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
-        if (k == LP_EV_RANGE) continue; /* one row per range name below instead */
+        if (k == LP_EV_RANGE || lp_kind_family[k] == LP_FAM_CONTROL) continue; /* ranges: per name below */
         csv_row(o, lp_kind_names[k], strlen(lp_kind_names[k]), lp_family_names[lp_kind_family[k]], &a->fn[k]);
     }
     for (uint32_t id = 0; id < a->nranges; id++) {
@@ -453,7 +474,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
                "p99 ns");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
-        if (!f->count || k == LP_EV_RANGE) continue;
+        if (!f->count || k == LP_EV_RANGE || lp_kind_family[k] == LP_FAM_CONTROL) continue;
         lp_out_fmt(o, "  %-15s %12llu %14llu %8llu", lp_kind_names[k], (unsigned long long)f->count,
                    (unsigned long long)f->bytes, (unsigned long long)f->failed);
         if (f->timed)
@@ -536,6 +557,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!a) goto oom;
     uint64_t end_ticks = r->last_ticks;
     a->span_ns = lp_ticks_to_ns(r, end_ticks);
+    a->reset_ns = r->reset_ticks ? lp_ticks_to_ns(r, r->reset_ticks) : 0;
+    a->counting = a->reset_ns == 0;
     unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / (a->span_ns + 1);
     a->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     if (o->chrome_path) {
@@ -556,9 +579,18 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     struct lp_event e;
     uint64_t instants = 0, next_progress = 1u << 20;
     while (lp_iter_next(it, &e)) {
+        if (!a->counting && e.ns >= a->reset_ns) { /* the last reset: statistics start here */
+            a->counting = 1;
+            a->peak_bytes = a->live_bytes;
+            a->peak_ns = e.ns;
+        }
         uint64_t size = analyse(a, &e);
         if (e.phase == 1) a->events++;
-        if (c && lp_kind_family[e.kind] == LP_FAM_ANNOT) {
+        if (c && lp_kind_family[e.kind] == LP_FAM_CONTROL) {
+            chrome_control(c, &e);
+        } else if (!a->counting) {
+            /* before the last reset: nothing to show */
+        } else if (c && lp_kind_family[e.kind] == LP_FAM_ANNOT) {
             chrome_annot(c, r, &e);
         } else if (c && size >= o->alloc_min && e.phase == 1) {
             /* big allocations, and frees of big blocks, as instants on the thread's track */

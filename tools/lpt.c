@@ -79,11 +79,13 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
 }
 
 /* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. */
-static int check_records(const uint64_t *w, size_t n, uint64_t *count) {
+static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t *reset) {
     size_t i = 0;
     uint64_t c = 0;
     while (i < n) {
-        if (lp_rec_kind(w[i]) == 0) return -1;
+        unsigned kind = lp_rec_kind(w[i]);
+        if (kind == 0) return -1;
+        if (kind == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
         i += lp_rec_words(w[i]);
         if (i > n) return -1;
         c++;
@@ -139,7 +141,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
         uint64_t payload = off + sizeof h;
         if (h.type == LP_CHUNK_EVENTS) {
             uint64_t count;
-            if (h.length % 8 || payload % 8 || check_records((const uint64_t *)(d + payload), h.length / 8, &count)) {
+            if (h.length % 8 || payload % 8 || check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
                 r->truncated = 1;
                 break;
             }

@@ -42,6 +42,7 @@ struct lp_reader {
     int truncated;            /* the file stops in the middle of a chunk or has a damaged chunk */
     uint64_t valid_bytes;     /* bytes decoded before the damage */
     uint64_t last_ticks;      /* largest tick value seen (chunk syncs, end) */
+    uint64_t reset_ticks;     /* time of the last libprof_reset (0 = none): statistics start there */
     /* clock fit: ns = (ticks * mult) >> 32 */
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;

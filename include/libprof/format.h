@@ -34,7 +34,7 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 3
+#define LP_FORMAT_VERSION 4
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
@@ -42,7 +42,8 @@
  * appended here; the bit is the family's index. */
 #define LP_FAMILIES(X) \
     X(ALLOC, "alloc") \
-    X(ANNOT, "annot")
+    X(ANNOT, "annot") \
+    X(CONTROL, "control") /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */
 
 enum lp_family {
 #define LP_X(id, name) LP_FAM_##id,
@@ -59,6 +60,15 @@ enum lp_shape {
     LP_SHAPE_RANGE,   /* name id (timed)      : a named block of the program, pushed and popped */
     LP_SHAPE_MARK,    /* name id              : a named instant */
     LP_SHAPE_COUNTER, /* name id, value       : a named counter took `value` (IEEE double bits) */
+    LP_SHAPE_CONTROL, /* reason (enum lp_control_reason): recording paused, resumed or reset */
+};
+
+enum lp_control_reason {
+    LP_CTL_API = 1,     /* libprof_start/stop/reset called by the program */
+    LP_CTL_SIGNAL = 2,  /* LIBPROF_SIGNAL delivered */
+    LP_CTL_DELAY = 3,   /* LIBPROF_DELAY elapsed, or the start of a delayed run */
+    LP_CTL_DURATION = 4,/* LIBPROF_DURATION elapsed */
+    LP_CTL_START = 5,   /* LIBPROF_START=paused */
 };
 
 /* Every record kind: id, name as shown to users, family, shape, payload words.
@@ -77,7 +87,10 @@ enum lp_shape {
     X(PVALLOC,        "pvalloc",        ALLOC, LP_SHAPE_ALLOC,   2) \
     X(RANGE,          "range",          ANNOT, LP_SHAPE_RANGE,   1) \
     X(MARK,           "mark",           ANNOT, LP_SHAPE_MARK,    1) \
-    X(COUNTER,        "counter",        ANNOT, LP_SHAPE_COUNTER, 2)
+    X(COUNTER,        "counter",        ANNOT, LP_SHAPE_COUNTER, 2) \
+    X(PAUSE,          "libprof paused", CONTROL, LP_SHAPE_CONTROL, 1) \
+    X(RESUME,         "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1) \
+    X(RESET,          "libprof reset",  CONTROL, LP_SHAPE_CONTROL, 1)
 
 enum lp_kind {
     LP_KIND_NONE = 0,

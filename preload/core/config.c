@@ -5,6 +5,7 @@
  * inside the first malloc call of the process, before the C runtime is fully up. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,37 @@ int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
     if (v < lo || v > hi) return -1;
     *out = v;
     return 0;
+}
+
+/* Parse a duration in seconds ("2", "0.5", "1e-3") into nanoseconds. Returns 0 or -1. */
+int lp_parse_seconds(const char *s, uint64_t *ns) {
+    if (!s || ((*s < '0' || *s > '9') && *s != '.')) return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0) || v > 1e7) return -1;
+    *ns = (uint64_t)(v * 1e9);
+    return 0;
+}
+
+/* Parse a signal usable for toggling: a name (SIGUSR2, USR2, ...) or a number from 1 to 64.
+ * Signals that mean a fault or cannot be caught are refused. Returns 0 or -1. */
+int lp_parse_signal(const char *s, int *sig) {
+    static const struct { const char *name; int sig; } names[] = {
+        {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+        {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"WINCH", SIGWINCH}, {"PROF", SIGPROF}, {"URG", SIGURG}};
+    if (!s || !*s) return -1;
+    if (strncasecmp(s, "SIG", 3) == 0) s += 3;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(s, names[i].name) == 0) { *sig = names[i].sig; return 0; }
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 1 || v > 64) return -1;
+    switch (v) {
+    case SIGKILL: case SIGSTOP: case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGABRT: case SIGCHLD:
+        return -1;
+    default: *sig = (int)v; return 0;
+    }
 }
 
 /* Parse a comma-separated family list ("alloc", "all", "none", or names) into `mask`.
@@ -170,11 +202,21 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
         if (lp_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
         else warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
     }
+    if ((v = get("LIBPROF_START")) && *v) {
+        if (strcasecmp(v, "paused") == 0) cfg->start_paused = 1;
+        else if (strcasecmp(v, "running") != 0) warn_bad("LIBPROF_START", v, "expected paused or running");
+    }
+    if ((v = get("LIBPROF_DELAY")) && *v && lp_parse_seconds(v, &cfg->delay_ns) != 0)
+        warn_bad("LIBPROF_DELAY", v, "expected seconds, e.g. 2.5");
+    if ((v = get("LIBPROF_DURATION")) && *v && lp_parse_seconds(v, &cfg->duration_ns) != 0)
+        warn_bad("LIBPROF_DURATION", v, "expected seconds, e.g. 10");
+    if ((v = get("LIBPROF_SIGNAL")) && *v && lp_parse_signal(v, &cfg->signal) != 0)
+        warn_bad("LIBPROF_SIGNAL", v, "expected a catchable signal such as SIGUSR2");
     if ((v = get("LIBPROF_EVENTS")) && *v) {
         uint32_t m;
         char bad[64];
         if (lp_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
-        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot)", v, bad);
+        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, control)", v, bad);
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
         if (lp_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;

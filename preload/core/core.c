@@ -74,6 +74,7 @@ static void atfork_child(void) {
     /* Tracing children into their own files is the process-control issue's work; here the child
      * stops recording so that it can never write into the parent's trace. */
     lp_gate_set(0);
+    lp_control_after_fork_child();
     lp_tbuf_after_fork_child();
     fini_done = 1;
 }
@@ -225,10 +226,11 @@ void lp_init_slow(void) {
     lp_tbuf_init(lp_cfg.buffer_bytes);
     if (start_spool() != 0) goto done;
     pthread_atfork(NULL, NULL, atfork_child);
+    uint32_t open_gate = lp_control_init(&lp_cfg);
     lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",
             lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
             lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
-    gate = lp_cfg.families;
+    gate = open_gate;
 done:
     lp_gate_set(gate);
     __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
@@ -238,6 +240,7 @@ done:
 
 __attribute__((constructor)) static void lp_constructor(void) {
     if (lp_gate & LP_GATE_UNINIT) lp_init_slow();
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) lp_control_start_timers();
 }
 
 /* Write `r`'s conversions (Chrome JSON, CSV, summary) as configured. Returns 0 or -1. */

@@ -32,6 +32,10 @@ struct lp_config {
     int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
     int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
     int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
+    int start_paused;      /* LIBPROF_START=paused */
+    int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    uint64_t delay_ns;     /* LIBPROF_DELAY */
+    uint64_t duration_ns;  /* LIBPROF_DURATION */
     uint32_t families;     /* LIBPROF_EVENTS mask */
     uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
     uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
@@ -52,6 +56,8 @@ typedef const char *(*lp_getenv_fn)(const char *name);
 LP_HIDDEN void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pattern_ctx *ctx);
 LP_HIDDEN int lp_parse_bool(const char *s, int *out);
 LP_HIDDEN int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+LP_HIDDEN int lp_parse_seconds(const char *s, uint64_t *ns);
+LP_HIDDEN int lp_parse_signal(const char *s, int *sig);
 LP_HIDDEN int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
 LP_HIDDEN int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *out, size_t outlen);
 LP_HIDDEN int lp_path_insert_pid(char *path, size_t len, long pid);
@@ -187,6 +193,16 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
     return d > LP_DUR_MASK ? LP_DUR_MASK : d;
 }
 
+/* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
+
+LP_HIDDEN uint32_t lp_control_init(const struct lp_config *cfg);
+LP_HIDDEN void lp_control_start_timers(void);
+LP_HIDDEN void lp_control_pause(unsigned reason, int from_signal);
+LP_HIDDEN void lp_control_resume(unsigned reason, int from_signal);
+LP_HIDDEN void lp_control_reset(unsigned reason);
+LP_HIDDEN void lp_control_after_fork_child(void);
+LP_HIDDEN uint64_t lp_control_markers_lost(void);
+
 /* ---- "names.c": interned annotation names -------------------------------------------------- */
 
 LP_HIDDEN uint32_t lp_name_id(const char *name);
@@ -198,6 +214,9 @@ LP_EXPORT void libprof_range_pop(void);
 LP_EXPORT void libprof_mark(const char *name);
 LP_EXPORT void libprof_counter(const char *name, double value);
 LP_EXPORT void libprof_thread_name(const char *name);
+LP_EXPORT void libprof_start(void);
+LP_EXPORT void libprof_stop(void);
+LP_EXPORT void libprof_reset(void);
 
 /* ---- "hooks/": each family resolves the functions it wraps --------------------------------
  * The core calls these (weak: the unit tests link the core without hooks) before it opens the

@@ -1,5 +1,5 @@
 /* annot.c: the public annotation API (family "annot") — what include/libprof.h resolves at run
- * time: named ranges ("blocks"), marks, counters and thread names.
+ * time: named ranges ("blocks"), marks, counters, thread names, and start/stop/reset.
  *
  * A range is recorded once, when it is popped, as a timed record (start = the push), so ranges of
  * one thread always nest. The stack of open ranges lives in the thread's TLS; pushes deeper than
@@ -75,3 +75,8 @@ LP_EXPORT void libprof_thread_name(const char *name) {
     n[sizeof n - 1] = '\0';
     pthread_setname_np(pthread_self(), n);
 }
+
+/* Recording control for programs that opt in; see core/control.c for the rules. */
+LP_EXPORT void libprof_start(void) { lp_control_resume(LP_CTL_API, 0); }
+LP_EXPORT void libprof_stop(void) { lp_control_pause(LP_CTL_API, 0); }
+LP_EXPORT void libprof_reset(void) { lp_control_reset(LP_CTL_API); }

@@ -362,7 +362,8 @@ Test(alloc, exported_symbols_are_only_the_interface) {
     run_prog(&r, NULL, NULL, argv);
     cr_assert_eq(r.status, 0);
     cr_expect_str_eq(r.out, "aligned_alloc calloc free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
-                            "libprof_thread_name malloc memalign posix_memalign pvalloc realloc reallocarray valloc ");
+                            "libprof_reset libprof_start libprof_stop libprof_thread_name malloc memalign "
+                            "posix_memalign pvalloc realloc reallocarray valloc ");
     run_free(&r);
 }
 
