@@ -78,6 +78,7 @@ PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
 PROGS += tests/progs/annotated.c
 PROGS += tests/progs/phases.c
+PROGS += tests/progs/annot_loop.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -166,20 +167,27 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo $(BUILD)
 
-bench: all
+bench: all $(PROG_BINS)
 	@scripts/bench $(BUILD)
 
+MANDIR  = $(PREFIX)/share/man/man1
+PCDIR   = $(LIBDIR)/pkgconfig
+
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR)/libprof
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR)/libprof $(DESTDIR)$(MANDIR) $(DESTDIR)$(PCDIR)
 	install -m 0755 $(BUILD)/libprof.so $(DESTDIR)$(LIBDIR)/libprof.so
 	install -m 0755 $(BUILD)/libprof-report $(DESTDIR)$(BINDIR)/libprof-report
 	sed 's|^LIBPROF_SO_DEFAULT=.*|LIBPROF_SO_DEFAULT=$(LIBDIR)/libprof.so|' scripts/libprof > $(DESTDIR)$(BINDIR)/libprof
 	chmod 0755 $(DESTDIR)$(BINDIR)/libprof
+	install -m 0644 include/libprof.h $(DESTDIR)$(INCDIR)/libprof.h
 	install -m 0644 include/libprof/format.h $(DESTDIR)$(INCDIR)/libprof/format.h
+	install -m 0644 scripts/libprof.1 $(DESTDIR)$(MANDIR)/libprof.1
+	sed 's|@PREFIX@|$(PREFIX)|' scripts/libprof.pc.in > $(DESTDIR)$(PCDIR)/libprof.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libprof.so $(DESTDIR)$(BINDIR)/libprof-report $(DESTDIR)$(BINDIR)/libprof
-	rm -f $(DESTDIR)$(INCDIR)/libprof/format.h
+	rm -f $(DESTDIR)$(INCDIR)/libprof.h $(DESTDIR)$(INCDIR)/libprof/format.h
+	rm -f $(DESTDIR)$(MANDIR)/libprof.1 $(DESTDIR)$(PCDIR)/libprof.pc
 	-rmdir $(DESTDIR)$(INCDIR)/libprof 2>/dev/null
 
 clean:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -114,4 +115,35 @@ Test(annot, family_can_be_switched_off) {
     cr_expect_eq(count(s, "slices", "inference"), 0);
     cr_expect_eq(count(s, "instants", "half"), 0);
     cJSON_Delete(s);
+}
+
+/* make install puts the header, pkg-config file, man page, library and commands in place; a
+ * program compiled against the installed header, run through the installed command, is traced. */
+Test(annot, installed_files_work_together) {
+    char *root = make_tmpdir();
+    char *cmd = strfmt("make -s -C %s install BUILD=%s PREFIX=/usr DESTDIR=%s >/dev/null && "
+                       "PKG_CONFIG_SYSROOT_DIR=%s PKG_CONFIG_PATH=%s/usr/lib/pkgconfig pkg-config --cflags --libs libprof",
+                       LP_SOURCE_DIR, LP_BUILD_DIR, root, root, root);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *flags = strdup(r.out);
+    flags[strcspn(flags, "\n")] = '\0';
+    cr_expect_not_null(strstr(flags, "/usr/include"), "%s", flags);
+    run_free(&r);
+    const char *files[] = {"/usr/lib/libprof.so", "/usr/bin/libprof", "/usr/bin/libprof-report", "/usr/include/libprof.h",
+                           "/usr/include/libprof/format.h", "/usr/share/man/man1/libprof.1", NULL};
+    for (int i = 0; files[i]; i++) cr_expect_eq(access(strfmt("%s%s", root, files[i]), R_OK), 0, "%s", files[i]);
+    char *build = strfmt("cc %s -o %s/annotated %s/tests/progs/annotated.c -lpthread && "
+                         "LIBPROF_SO=%s/usr/lib/libprof.so %s/usr/bin/libprof -q -o %s/t.json -- %s/annotated",
+                         flags, root, LP_SOURCE_DIR, root, root, root, root);
+    const char *argv2[] = {"/bin/sh", "-c", build, NULL};
+    run_prog(&r, root, NULL, argv2);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "done 5\n");
+    cJSON *s = check_trace(strfmt("%s/t.json", root));
+    cr_expect_eq(count(s, "slices", "inference"), 5);
+    cJSON_Delete(s);
+    run_free(&r);
 }
