@@ -178,6 +178,7 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
     cfg->buffer_bytes = DEFAULT_BUFFER_KB * 1024;
     cfg->alloc_min = DEFAULT_ALLOC_MIN;
     cfg->clock = -1;
+    cfg->children = 1;
 
     if ((v = get("LIBPROF_VERBOSE")) && *v) {
         if (lp_parse_bool(v, &b) == 0) cfg->verbose = b;
@@ -201,6 +202,10 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
     if ((v = get("LIBPROF_ALLOC_TIMING")) && *v) {
         if (lp_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
         else warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
+    }
+    if ((v = get("LIBPROF_CHILDREN")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->children = b;
+        else warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_START")) && *v) {
         if (strcasecmp(v, "paused") == 0) cfg->start_paused = 1;

@@ -5,6 +5,7 @@
  * environment, so allocations made by other libraries' constructors are not missed. Until then
  * the gate word holds LP_GATE_UNINIT and every hook passes straight through. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -238,9 +239,58 @@ done:
     errno = saved;
 }
 
+/* LIBPROF_CHILDREN=0: take libprof out of the environment that child processes inherit —
+ * its entry in LD_PRELOAD (other preloads stay) and every LIBPROF* variable. This runs in the
+ * constructor, once the C library is up; the program itself then sees the cleaned environment. */
+static void forget_children(void) {
+    Dl_info self;
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && dladdr((void *)lp_init_slow, &self) && self.dli_fname) {
+        char keep[PATH_MAX * 2];
+        size_t k = 0;
+        const char *p = pre;
+        while (*p) {
+            size_t n = strcspn(p, ": ");
+            int ours = n == strlen(self.dli_fname) && !strncmp(p, self.dli_fname, n);
+            if (n && !ours && k + n + 2 < sizeof keep) {
+                if (k) keep[k++] = ':';
+                memcpy(keep + k, p, n);
+                k += n;
+            }
+            p += n;
+            if (*p) p++;
+        }
+        keep[k] = '\0';
+        if (k) setenv("LD_PRELOAD", keep, 1);
+        else unsetenv("LD_PRELOAD");
+    }
+    for (;;) { /* unsetenv reshuffles environ: rescan until no LIBPROF* is left */
+        char name[128] = "";
+        for (char **e = environ; *e; e++) {
+            if (strncmp(*e, "LIBPROF", 7)) continue;
+            size_t n = strcspn(*e, "=");
+            if (n < sizeof name) {
+                memcpy(name, *e, n);
+                name[n] = '\0';
+            }
+            break;
+        }
+        if (!name[0]) break;
+        unsetenv(name);
+    }
+}
+
 __attribute__((constructor)) static void lp_constructor(void) {
     if (lp_gate & LP_GATE_UNINIT) lp_init_slow();
-    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) lp_control_start_timers();
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) {
+        lp_control_start_timers();
+        if (lp_cfg.enabled && !lp_cfg.children) {
+            uint8_t g = lp_tls.guard;
+            lp_tls.guard = 1; /* setenv's allocations are libprof's, not the program's */
+            forget_children();
+            lp_tls.guard = g;
+        }
+    }
 }
 
 /* Write `r`'s conversions (Chrome JSON, CSV, summary) as configured. Returns 0 or -1. */

@@ -36,6 +36,7 @@ struct lp_config {
     int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
     uint64_t delay_ns;     /* LIBPROF_DELAY */
     uint64_t duration_ns;  /* LIBPROF_DURATION */
+    int children;          /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
     uint32_t families;     /* LIBPROF_EVENTS mask */
     uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
     uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
