@@ -51,6 +51,7 @@ CORE_SRCS += preload/core/tbuf.c
 
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c
+HOOK_SRCS += preload/hooks/exit.c
 
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
 SHARED_SRCS += tools/convert.c

@@ -312,11 +312,12 @@ static int convert_at_exit(void) {
     return rc;
 }
 
-/* Runs from _dl_fini; a preloaded library is finalized after the program and its libraries, so
- * nearly every event reaches the trace. */
-__attribute__((destructor)) static void lp_destructor(void) {
+/* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
+ * and write the conversions. Runs once per process, from the destructor or from an _exit()
+ * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
+void lp_finish(int status) {
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0) return;
-    if ((long)getpid() != lp_pid) return; /* a child made by a raw clone/fork syscall */
+    if ((long)getpid() != lp_pid) return; /* a vfork child, or a raw clone */
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     int saved = errno;
     lp_tls.guard = 1;
@@ -328,7 +329,7 @@ __attribute__((destructor)) static void lp_destructor(void) {
         .events_written = lp_tbuf_events_written(),
         .events_dropped = __atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED),
         .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
-        .exit_status = -1,
+        .exit_status = status,
     };
     lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
     int rc = 0;
@@ -341,3 +342,10 @@ __attribute__((destructor)) static void lp_destructor(void) {
             (unsigned long long)e.events_dropped);
     errno = saved;
 }
+
+/* The status given to exit(), when the program called it (returning from main does not). */
+int lp_exit_status = -1;
+
+/* Runs from _dl_fini; a preloaded library is finalized after the program and its libraries, so
+ * nearly every event reaches the trace. */
+__attribute__((destructor)) static void lp_destructor(void) { lp_finish(lp_exit_status); }

@@ -219,6 +219,12 @@ LP_EXPORT void libprof_start(void);
 LP_EXPORT void libprof_stop(void);
 LP_EXPORT void libprof_reset(void);
 
+/* ---- "hooks/exit.c" --------------------------------------------------------------------------- */
+
+LP_EXPORT void exit(int status) __attribute__((noreturn));
+LP_EXPORT void _exit(int status) __attribute__((noreturn));
+LP_EXPORT void _Exit(int status) __attribute__((noreturn));
+
 /* ---- "hooks/": each family resolves the functions it wraps --------------------------------
  * The core calls these (weak: the unit tests link the core without hooks) before it opens the
  * gate, so a hook's fast path may call its real function without checking it. */
@@ -230,5 +236,7 @@ LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
 LP_HIDDEN extern struct lp_config lp_cfg;
 LP_HIDDEN extern int lp_alloc_timed; /* copy of lp_cfg.alloc_timing for the hot path */
 LP_HIDDEN extern long lp_pid;
+LP_HIDDEN extern int lp_exit_status;
+LP_HIDDEN void lp_finish(int status);
 
 #endif

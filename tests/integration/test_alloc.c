@@ -335,8 +335,13 @@ Test(alloc, path_patterns_and_children_get_their_own_files, .init = setup) {
     struct run r;
     run_prog(&r, dir, env, argv);
     cr_assert_eq(r.status, 0);
-    /* dash ends with _exit(), which skips destructors: its events stay in the raw spool
-     * (dash-HOST-100%.json.lpt) until the process-control issue flushes on _exit. */
+    /* dash ends with _exit(), which skips destructors: the _exit hook writes its trace, with the
+     * status it exits with */
+    char *shfile = strfmt("%s/dash-%s-100%%.json", dir, host);
+    cr_assert(python_json_ok(shfile), "no trace for the shell");
+    cJSON *sh = load_json(shfile);
+    cr_expect_eq(meta_num(libprof_meta(sh), "exit_status"), 0);
+    cJSON_Delete(sh);
     DIR *dd = opendir(dir);
     struct dirent *e;
     int children = 0;
@@ -356,12 +361,26 @@ Test(alloc, path_patterns_and_children_get_their_own_files, .init = setup) {
     run_free(&r);
 }
 
+Test(alloc, exit_status_reaches_the_trace, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {"/usr/bin/python3", "-c", "import sys; sys.exit(5)", NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 5);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_eq(meta_num(libprof_meta(j), "exit_status"), 5);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
 Test(alloc, exported_symbols_are_only_the_interface) {
     const char *argv[] = {"sh", "-c", "nm -D --defined-only " PRELOAD " | awk '{print $3}' | sort | tr '\\n' ' '", NULL};
     struct run r;
     run_prog(&r, NULL, NULL, argv);
     cr_assert_eq(r.status, 0);
-    cr_expect_str_eq(r.out, "aligned_alloc calloc free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
+    cr_expect_str_eq(r.out, "_Exit _exit aligned_alloc calloc exit free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
                             "libprof_reset libprof_start libprof_stop libprof_thread_name malloc memalign "
                             "posix_memalign pvalloc realloc reallocarray valloc ");
     run_free(&r);

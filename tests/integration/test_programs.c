@@ -107,7 +107,9 @@ Test(programs, xz_pipeline_exit_status_and_output) {
         cr_expect(python_json_ok(strfmt("%s/%s", dir, e->d_name)), "%s", e->d_name);
     }
     closedir(d);
-    cr_expect_eq(traces, 4, "head, xz, xz -d, md5sum: %d traces", traces);
+    /* the shell (x.json, written by the _exit hook) and head, xz, xz -d, md5sum (x.PID.json) */
+    cr_expect_eq(traces, 5, "sh, head, xz, xz -d, md5sum: %d traces", traces);
+    cr_expect(python_json_ok(strfmt("%s/x.json", dir)), "the shell's own trace");
     run_free(&r);
     run_free(&bare);
 }

@@ -1,0 +1,30 @@
+/* exit.c: the ways a process ends. exit() notes its status for the trace; _exit() and _Exit(),
+ * which skip destructors (dash ends every script that way), write the trace first.
+ *
+ * _exit may also be called from a signal handler. If this thread was inside libprof or inside a
+ * recorded allocation call (the guard is set), writing the trace could deadlock, so it is
+ * skipped: the raw spool keeps whatever was flushed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+LP_EXPORT void exit(int status) {
+    static void (*real_exit)(int);
+    lp_exit_status = status;
+    if (!real_exit) real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+    real_exit(status);
+    __builtin_unreachable();
+}
+
+__attribute__((noreturn)) static void finish_then_exit_group(int status) {
+    if (!lp_tls.guard) lp_finish(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+LP_EXPORT void _exit(int status) { finish_then_exit_group(status); }
+LP_EXPORT void _Exit(int status) { finish_then_exit_group(status); }
