@@ -132,7 +132,13 @@ void lp_control_start_timers(void) {
     pthread_attr_destroy(&a);
 }
 
-/* In a forked child the timer thread does not exist and the child does not record. */
-void lp_control_after_fork_child(void) { families_on = 0; }
+/* In a forked child the timer thread does not exist: the child keeps the parent's paused or
+ * recording state, and no timer will change it. */
+void lp_control_after_fork_child(void) { timers.delay_ns = timers.duration_ns = 0; }
+
+/* The gate a forked child opens once its own spool is ready. */
+uint32_t lp_control_child_gate(void) {
+    return __atomic_load_n(&paused, __ATOMIC_ACQUIRE) ? 0 : families_on;
+}
 
 uint64_t lp_control_markers_lost(void) { return __atomic_load_n(&markers_lost, __ATOMIC_RELAXED); }

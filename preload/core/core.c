@@ -71,13 +71,41 @@ static void write_string(uint32_t key, const char *s, size_t n) {
     lp_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, s, n);
 }
 
+static int start_spool(int forked);
+static struct lp_pattern_ctx pattern_ctx;
+
+/* The name a forked child gives `path` (expanded from `pattern`): the pattern expanded again
+ * with the child's pid when it has %p, else the parent's name with ".PID" inserted. */
+static void child_name(char *path, size_t len, const char *pattern) {
+    if (!path[0]) return;
+    if (pattern && *pattern && strstr(pattern, "%p") && lp_expand_pattern(pattern, &pattern_ctx, path, len) == 0) return;
+    lp_path_insert_pid(path, len, lp_pid);
+}
+
+/* In a forked child (glibc runs this before fork returns there): keep tracing, into a file of
+ * the child's own, with empty buffers. Only system calls and string formatting happen here, so
+ * it is safe in the child of a multi-threaded parent. */
 static void atfork_child(void) {
-    /* Tracing children into their own files is the process-control issue's work; here the child
-     * stops recording so that it can never write into the parent's trace. */
-    lp_gate_set(0);
-    lp_control_after_fork_child();
+    uint8_t g = lp_tls.guard;
+    lp_tls.guard = 1;
     lp_tbuf_after_fork_child();
-    fini_done = 1;
+    lp_control_after_fork_child();
+    lp_pid = (long)getpid();
+    pattern_ctx.pid = lp_pid;
+    if (lp_cfg.raw_output || lp_cfg.output[0] || lp_cfg.csv[0]) {
+        child_name(lp_cfg.output, sizeof lp_cfg.output, getenv("LIBPROF_OUTPUT"));
+        child_name(lp_cfg.csv, sizeof lp_cfg.csv, getenv("LIBPROF_CSV"));
+    }
+    lp_clock_init(lp_clock_kind);
+    fini_done = 0;
+    if (start_spool(1) == 0) {
+        lp_names_after_fork_child();
+        lp_gate_set(lp_control_child_gate());
+    } else {
+        lp_gate_set(0);
+        fini_done = 1;
+    }
+    lp_tls.guard = g;
 }
 
 /* Is `entry` ("NAME=value") in the environment our parent process started with? */
@@ -124,11 +152,12 @@ static void name_descendant(void) {
     if (lp_cfg.csv[0] && c && *c && !strstr(c, "%p")) lp_path_insert_pid(lp_cfg.csv, sizeof lp_cfg.csv, lp_pid);
 }
 
-/* Open the spool and write the file header. Returns 0 or -1 (warning already given). */
-static int start_spool(void) {
+/* Open the spool and write the file header (`forked`: a forked child, whose names are already
+ * its own). Returns 0 or -1 (warning already given). */
+static int start_spool(int forked) {
     char chosen[PATH_MAX];
     int temp = 0;
-    name_descendant();
+    if (!forked) name_descendant();
     if (lp_cfg.raw_output) {
         snprintf(spool_path, sizeof spool_path, "%s", lp_cfg.output);
     } else if (lp_cfg.output[0]) {
@@ -213,7 +242,7 @@ void lp_init_slow(void) {
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
     const char *base = strrchr(exe_path, '/');
-    struct lp_pattern_ctx ctx = {
+    struct lp_pattern_ctx ctx = pattern_ctx = (struct lp_pattern_ctx){
         .pid = lp_pid,
         .start_time = (long)(lp_real_ns() / 1000000000u),
         .host = host,
@@ -225,7 +254,7 @@ void lp_init_slow(void) {
     lp_alloc_timed = lp_cfg.alloc_timing;
     lp_clock_init(lp_cfg.clock);
     lp_tbuf_init(lp_cfg.buffer_bytes);
-    if (start_spool() != 0) goto done;
+    if (start_spool(0) != 0) goto done;
     pthread_atfork(NULL, NULL, atfork_child);
     uint32_t open_gate = lp_control_init(&lp_cfg);
     lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",

@@ -202,11 +202,13 @@ LP_HIDDEN void lp_control_pause(unsigned reason, int from_signal);
 LP_HIDDEN void lp_control_resume(unsigned reason, int from_signal);
 LP_HIDDEN void lp_control_reset(unsigned reason);
 LP_HIDDEN void lp_control_after_fork_child(void);
+LP_HIDDEN uint32_t lp_control_child_gate(void);
 LP_HIDDEN uint64_t lp_control_markers_lost(void);
 
 /* ---- "names.c": interned annotation names -------------------------------------------------- */
 
 LP_HIDDEN uint32_t lp_name_id(const char *name);
+LP_HIDDEN void lp_names_after_fork_child(void);
 
 /* ---- "hooks/annot.c": the exported ABI that include/libprof.h looks up with dlsym ---------- */
 

@@ -71,3 +71,15 @@ uint32_t lp_name_id(const char *name) {
     __atomic_store_n(&insert_lock, 0, __ATOMIC_RELEASE);
     return id;
 }
+
+/* A forked child writes a new spool: put every known name into it, so that records inherited
+ * by code running in the child still resolve. The insert lock may have been held by another
+ * thread of the parent at the fork; the child has no such thread, so it is simply released. */
+void lp_names_after_fork_child(void) {
+    insert_lock = 0;
+    for (uint32_t i = 0; i < SLOTS; i++) {
+        if (!slots[i].hash) continue;
+        uint32_t head[2] = {LP_STR_NAME, slots[i].id};
+        lp_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, slots[i].str, slots[i].len);
+    }
+}

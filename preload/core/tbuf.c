@@ -313,14 +313,24 @@ void lp_tbuf_write_thread_names(void) {
         if (__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE) && n->tls) write_thread_name(n->tid);
 }
 
-/* In a forked child: the parent's spool and the other threads' buffers are not ours to touch.
- * The forking thread's copied chunk holds parent events; forget them. */
+/* In a forked child: the parent's spool and the other threads' buffers are not ours to touch
+ * (their threads do not exist here, and their locks may have been held at the fork). Forget
+ * them all; the forking thread starts over with no buffer and a zero count, so none of the
+ * parent's events can reach the child's trace. */
 void lp_tbuf_after_fork_child(void) {
     if (lp_spool_fd >= 0) close(lp_spool_fd);
     lp_spool_fd = -1;
+    registry = NULL; /* the parent's nodes stay mapped, unused: copy-on-write, never touched */
+    lp_events_written = lp_events_dropped = lp_chunks_written = 0;
+    map_failed_warned = 0;
     struct lp_tls *t = &lp_tls;
     t->cur = t->end = NULL;
-    t->state = LP_TLS_FAILED;
+    t->thr = NULL;
+    t->records = 0;
+    t->range_depth = 0;
+    t->late = 0;
+    t->dtor_round = 0;
+    t->state = LP_TLS_NEW;
 }
 
 /* Chunks start after the file header, which core.c writes itself. */

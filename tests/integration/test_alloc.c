@@ -174,7 +174,7 @@ Test(alloc, threads_that_exit_early_lose_nothing, .init = setup) {
     run_free(&r);
 }
 
-Test(alloc, forked_child_never_writes_the_parent_trace, .init = setup) {
+Test(alloc, forked_child_traces_into_its_own_file, .init = setup) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
     const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_ALLOC_MIN=0", NULL};
     const char *argv[] = {PROG("forker"), NULL};
@@ -187,12 +187,33 @@ Test(alloc, forked_child_never_writes_the_parent_trace, .init = setup) {
     cJSON *m = libprof_meta(j);
     cr_expect_eq(meta_fn(m, "malloc", "count"), 41); /* 20 + 20 + stdout buffer */
     cr_expect_eq(meta_fn(m, "free", "count"), 40);
+    long long parent = meta_num(m, "pid");
     cJSON *ev;
     cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
         cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "size");
         cr_expect(!size || size->valuedouble != 3000, "a child event reached the parent's trace");
     }
     cJSON_Delete(j);
+    /* the child: t.PID.json, its own 500 allocations only (none of the parent's first 20), and
+     * the status it passed to exit() */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int children = 0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "t.", 2) || !strcmp(e->d_name, "t.json") || !strstr(e->d_name, ".json")) continue;
+        children++;
+        cJSON *c = load_json(strfmt("%s/%s", dir, e->d_name));
+        cr_assert_not_null(c, "%s", e->d_name);
+        cJSON *cm = libprof_meta(c);
+        cr_expect_eq(meta_num(cm, "ppid"), parent);
+        cr_expect_eq(meta_num(cm, "pid"), atoll(e->d_name + 2));
+        cr_expect_eq(meta_fn(cm, "malloc", "count"), 500);
+        cr_expect_eq(meta_fn(cm, "malloc", "bytes"), 500 * 3000);
+        cr_expect_eq(meta_num(cm, "exit_status"), 3);
+        cJSON_Delete(c);
+    }
+    closedir(d);
+    cr_expect_eq(children, 1);
     run_free(&r);
 }
 
