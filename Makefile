@@ -157,6 +157,7 @@ unit: all $(UNIT_BINS)
 # passing run and kept after a failing one, for inspection.
 integration: all $(INTEG_BINS) $(PROG_BINS)
 	@set -e; for t in $(INTEG_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
 	@rm -rf /tmp/libprof-test-*
 
 test: deps

@@ -383,7 +383,8 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     out_command(o, r, 1);
     lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
                (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)end_ns,
-               r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic", r->end && !r->truncated ? "true" : "false");
+               r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",
+               r->end && !r->truncated && !r->end->events_dropped ? "true" : "false");
     lp_out_fmt(o, "\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,",
                (unsigned long long)a->peak_bytes, (unsigned long long)a->peak_ns, (unsigned long long)a->live_bytes,
                (unsigned long long)a->live.n);

@@ -352,6 +352,7 @@ void lp_finish(int status) {
     lp_tls.guard = 1;
     lp_gate_set(0);
     lp_tbuf_flush_all();
+    lp_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
     lp_tbuf_write_thread_names();
     struct lp_end e = {
         .end_ticks = lp_ticks() - lp_origin_ticks,

@@ -141,6 +141,7 @@ LP_HIDDEN void lp_tbuf_write_thread_names(void);
 LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lp_tbuf_after_fork_child(void);
 LP_HIDDEN void lp_spool_set_offset(uint64_t off);
+LP_HIDDEN void lp_spool_recover(void);
 LP_HIDDEN uint64_t lp_tbuf_events_written(void);
 LP_HIDDEN uint32_t lp_gettid(void);
 LP_HIDDEN extern int lp_spool_fd;

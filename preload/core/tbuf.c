@@ -46,6 +46,7 @@ static struct lp_thread *registry;
 static uint32_t chunk_bytes;
 static uint64_t spool_off;
 static int spool_failed;
+static uint64_t fail_off = UINT64_MAX; /* where the first failed chunk began */
 static int map_failed_warned;
 static pthread_key_t dtor_key;
 static int dtor_key_ok;
@@ -90,6 +91,16 @@ int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chose
     return -1;
 }
 
+/* After a write failed (disk full): cut the file back to where the failed chunk began, so that
+ * it ends on a whole chunk and has room again for the END chunk, which then says how many events
+ * were dropped. Called once, at the end of the run. */
+void lp_spool_recover(void) {
+    if (lp_spool_fd < 0 || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
+    if (ftruncate(lp_spool_fd, (off_t)fail_off) != 0) return;
+    spool_off = fail_off;
+    spool_failed = 0;
+}
+
 /* Append one chunk made of `a` and `b` (either may be empty) to the spool. Safe to call from any
  * thread at any time; returns 0, or -1 once writing has failed (the failure is reported once). */
 int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen) {
@@ -109,11 +120,14 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
     struct iovec iov[4] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}, {(void *)&zeros, pad}};
     size_t total = sizeof h + alen + blen + pad;
     uint64_t off = __atomic_fetch_add(&spool_off, total, __ATOMIC_RELAXED);
+    const uint64_t start = off;
     int idx = 0, cnt = 4;
     while (cnt > 0) {
         ssize_t w = pwritev(lp_spool_fd, iov + idx, cnt, (off_t)off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
+            uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
+            while (start < prev && !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
             if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
                 lp_warn("cannot write the trace (%s); recording stops, the program carries on",
                         w < 0 ? strerror(errno) : "short write");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -532,4 +533,35 @@ Test(alloc, no_children_profiles_only_the_first_process, .init = setup) {
     cr_expect_eq(python, 1);
     cr_expect_eq(allocs, 0, "the child was profiled");
     run_free(&r);
+}
+
+/* A disk that fills up: one warning, the program unaffected, and a trace that says how many
+ * events it lost. Needs a tiny tmpfs (skipped where this sandbox cannot mount one). */
+Test(alloc, full_disk_is_reported_not_fatal, .init = setup) {
+    char *mnt = strfmt("%s/tiny", dir);
+    mkdir(mnt, 0755);
+    char *cmd = strfmt("mount -t tmpfs -o size=256k tmpfs %s 2>/dev/null", mnt);
+    if (system(cmd) != 0) cr_skip_test("cannot mount a tmpfs here");
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", mnt);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {PROG("threads"), "4", "100000", NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_expect_eq(r.status, 0);
+    cr_expect_str_eq(r.out, "ok 4\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof: cannot write the trace (No space left on device)"), 1, "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 1, "%s", r.err);
+    char *path = strfmt("%s/t.json", mnt);
+    cr_expect(python_json_ok(path));
+    cJSON *j = load_json(path);
+    cr_assert_not_null(j);
+    cJSON *m = libprof_meta(j);
+    long long written = meta_num(m, "events_written"), dropped = meta_num(m, "events_dropped");
+    cr_expect_gt(dropped, 0);
+    cr_expect_eq(meta_num(m, "events_decoded"), written);
+    cr_expect_geq(written + dropped, 2LL * 4 * 100004, "written %lld + dropped %lld", written, dropped);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(m, "complete")));
+    cJSON_Delete(j);
+    run_free(&r);
+    system(strfmt("umount %s", mnt));
 }
