@@ -72,6 +72,7 @@ INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c
 INTEGRATION_TESTS += tests/integration/test_control.c
+INTEGRATION_TESTS += tests/integration/test_stress.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -80,6 +81,7 @@ PROGS += tests/progs/forker.c
 PROGS += tests/progs/annotated.c
 PROGS += tests/progs/phases.c
 PROGS += tests/progs/annot_loop.c
+PROGS += tests/progs/stress.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

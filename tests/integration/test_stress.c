@@ -1,0 +1,89 @@
+/* Load cases for the recording core (tests/progs/stress): many threads at once, many short
+ * threads, fork while other threads allocate, malloc in a signal handler. Each must finish
+ * (Criterion's timeout catches a hang), print what it prints without libprof, and leave a trace
+ * with exactly the program's events. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+TestSuite(stress, .timeout = 120);
+
+static cJSON *run_mode(const char *mode, const char *want_out, char **dir_out) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {PROG("stress"), mode, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0, "%s: status %d, %s", mode, r.status, r.err);
+    cr_assert_str_eq(r.out, want_out);
+    cr_assert_str_eq(r.err, "");
+    run_free(&r);
+    char *path = strfmt("%s/t.json", dir);
+    cr_assert(python_json_ok(path));
+    cJSON *j = load_json(path);
+    cr_assert_not_null(j);
+    cr_expect_eq(meta_num(libprof_meta(j), "events_dropped"), 0);
+    cr_expect_eq(meta_num(libprof_meta(j), "events_decoded"), meta_num(libprof_meta(j), "events_written"));
+    *dir_out = dir;
+    return j;
+}
+
+Test(stress, sixty_four_threads_at_once) {
+    char *dir;
+    cJSON *j = run_mode("threads64", "ok\n", &dir);
+    cJSON *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 64 * 20000 + 1);
+    cr_expect_geq(meta_fn(m, "free", "count"), 64 * 20000);
+    cr_expect_geq(meta_num(m, "threads"), 65);
+    cJSON_Delete(j);
+}
+
+Test(stress, a_thousand_short_lived_threads) {
+    char *dir;
+    cJSON *j = run_mode("short1000", "ok\n", &dir);
+    cJSON *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 1000 * 100 + 1);
+    cr_expect_eq(meta_num(m, "untracked_frees"), 0);
+    cJSON_Delete(j);
+}
+
+Test(stress, fork_while_other_threads_allocate) {
+    char *dir;
+    cJSON *j = run_mode("forkmt", "children 20\n", &dir);
+    /* the parent never allocates 4242 bytes; each child exactly 10 times, in its own file */
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "size");
+        cr_expect(!size || size->valuedouble != 4242);
+    }
+    cJSON_Delete(j);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int children = 0;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "t.", 2) || !strcmp(de->d_name, "t.json") || !strstr(de->d_name, ".json")) continue;
+        children++;
+        cJSON *c = load_json(strfmt("%s/%s", dir, de->d_name));
+        cr_assert_not_null(c, "%s", de->d_name);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", de->d_name);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", de->d_name);
+        cJSON_Delete(c);
+    }
+    closedir(d);
+    cr_expect_eq(children, 20);
+}
+
+Test(stress, malloc_in_a_signal_handler) {
+    char *dir;
+    cJSON *j = run_mode("signal", "ok\n", &dir);
+    /* the handler's own calls are recorded unless they interrupt a recorded call (then they pass
+     * through): at least the main loop's 200000 and the stdio buffer */
+    cr_expect_geq(meta_fn(libprof_meta(j), "malloc", "count"), 200001);
+    cJSON_Delete(j);
+}
