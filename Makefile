@@ -52,6 +52,7 @@ CORE_SRCS += preload/core/tbuf.c
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c
 HOOK_SRCS += preload/hooks/exit.c
+HOOK_SRCS += preload/hooks/signal.c
 
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
 SHARED_SRCS += tools/convert.c
@@ -73,6 +74,7 @@ INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c
 INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
+INTEGRATION_TESTS += tests/integration/test_signals.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -82,6 +84,7 @@ PROGS += tests/progs/annotated.c
 PROGS += tests/progs/phases.c
 PROGS += tests/progs/annot_loop.c
 PROGS += tests/progs/stress.c
+PROGS += tests/progs/crash.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

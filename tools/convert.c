@@ -392,6 +392,8 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
                (unsigned long long)a->reused_live);
     if (r->end && r->end->exit_status >= 0) lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
     else lp_out_s(o, "\"exit_status\":null,");
+    if (r->end && r->end->signal) lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
+    else lp_out_s(o, "\"signal\":null,");
     lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
                (unsigned long long)a->reset_ns);
     lp_out_fmt(o, "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",

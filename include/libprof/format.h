@@ -34,7 +34,7 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 4
+#define LP_FORMAT_VERSION 5
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
@@ -160,8 +160,8 @@ struct lp_end {
     uint64_t events_written;
     uint64_t events_dropped;  /* lost to write errors; the trace says so rather than hiding it */
     uint64_t chunks_written;
-    int32_t exit_status;      /* reserved for the process-control issue; -1 = unknown */
-    uint32_t reserved;
+    int32_t exit_status;      /* status given to exit/_exit; -1 = unknown (returned from main) */
+    uint32_t signal;          /* the signal that ended the process, 0 if none */
 };
 
 /* Name, family and payload-word tables, indexed by kind (defined once in tools/lpt.c). */

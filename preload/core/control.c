@@ -106,13 +106,8 @@ uint32_t lp_control_init(const struct lp_config *cfg) {
         sigaction(cfg->signal, NULL, &old);
         if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
             lp_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", cfg->signal);
-        } else {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_handler = on_signal;
-            sa.sa_flags = SA_RESTART;
-            sigemptyset(&sa.sa_mask);
-            if (sigaction(cfg->signal, &sa, NULL) == 0) ctl_signal = cfg->signal;
+        } else if (lp_signal_install && lp_signal_install(cfg->signal, on_signal) == 0) {
+            ctl_signal = cfg->signal;
         }
     }
     return gate;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,7 @@ void lp_init_slow(void) {
     lp_tbuf_init(lp_cfg.buffer_bytes);
     if (start_spool(0) != 0) goto done;
     pthread_atfork(NULL, NULL, atfork_child);
+    if (lp_signals_init) lp_signals_init();
     uint32_t open_gate = lp_control_init(&lp_cfg);
     lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",
             lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
@@ -341,6 +343,44 @@ static int convert_at_exit(void) {
     return rc;
 }
 
+static void write_end(int status, int sig) {
+    struct lp_end e = {
+        .end_ticks = lp_ticks() - lp_origin_ticks,
+        .events_written = lp_tbuf_events_written(),
+        .events_dropped = __atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED),
+        .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
+        .exit_status = status,
+        .signal = (uint32_t)sig,
+    };
+    lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
+}
+
+/* A fatal signal: the async-signal-safe part of lp_finish — flush what every thread recorded
+ * and close the raw spool with an END chunk naming the signal. No conversion (it allocates):
+ * the spool stays on disk for libprof-report. */
+void lp_finish_signal(int sig) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0) return;
+    if ((long)getpid() != lp_pid) return;
+    if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
+    lp_tls.guard = 1;
+    lp_gate_set(0);
+    lp_tbuf_flush_all_async();
+    lp_spool_recover();
+    write_end(-1, sig);
+    if (!lp_cfg.raw_output) { /* say where the trace is: write(2) only, no formatting library */
+        char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ':', ' '};
+        const char *parts[] = {"libprof: signal ", num + (sig < 10), "raw trace kept in ", spool_path,
+                               " (convert it with libprof-report)\n"};
+        for (int i = 0; i < 5; i++) {
+            size_t n = i == 1 ? (size_t)(sig < 10 ? 3 : 4) : strlen(parts[i]); /* num has no NUL */
+            ssize_t w = write(STDERR_FILENO, parts[i], n);
+            (void)w;
+        }
+    }
+}
+
+int lp_finish_with_signal; /* the terminating signal lp_finish records, if any */
+
 /* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
  * and write the conversions. Runs once per process, from the destructor or from an _exit()
  * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
@@ -354,22 +394,15 @@ void lp_finish(int status) {
     lp_tbuf_flush_all();
     lp_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
     lp_tbuf_write_thread_names();
-    struct lp_end e = {
-        .end_ticks = lp_ticks() - lp_origin_ticks,
-        .events_written = lp_tbuf_events_written(),
-        .events_dropped = __atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED),
-        .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
-        .exit_status = status,
-    };
-    lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
+    write_end(status, lp_finish_with_signal);
     int rc = 0;
     if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary) rc = convert_at_exit();
     if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw) unlink(spool_path);
     close(lp_spool_fd);
     lp_spool_fd = -1;
     lp_info("trace: %s%s%s (%llu events, %llu dropped)", lp_cfg.raw_output ? spool_path : lp_cfg.output,
-            lp_cfg.csv[0] ? ", csv: " : "", lp_cfg.csv, (unsigned long long)e.events_written,
-            (unsigned long long)e.events_dropped);
+            lp_cfg.csv[0] ? ", csv: " : "", lp_cfg.csv, (unsigned long long)lp_tbuf_events_written(),
+            (unsigned long long)__atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED));
     errno = saved;
 }
 

@@ -137,6 +137,7 @@ LP_HIDDEN void lp_init_slow(void);
 LP_HIDDEN int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chosen_len);
 LP_HIDDEN int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
 LP_HIDDEN void lp_tbuf_flush_all(void);
+LP_HIDDEN void lp_tbuf_flush_all_async(void);
 LP_HIDDEN void lp_tbuf_write_thread_names(void);
 LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lp_tbuf_after_fork_child(void);
@@ -233,6 +234,9 @@ LP_EXPORT void _Exit(int status) __attribute__((noreturn));
  * gate, so a hook's fast path may call its real function without checking it. */
 
 LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
+/* "hooks/signal.c": fatal-signal handlers, and libprof's handlers hidden from the program */
+LP_HIDDEN void lp_signals_init(void) __attribute__((weak));
+LP_HIDDEN int lp_signal_install(int sig, void (*handler)(int)) __attribute__((weak));
 
 /* ---- "core.c": life cycle ------------------------------------------------------------------ */
 
@@ -241,5 +245,7 @@ LP_HIDDEN extern int lp_alloc_timed; /* copy of lp_cfg.alloc_timing for the hot 
 LP_HIDDEN extern long lp_pid;
 LP_HIDDEN extern int lp_exit_status;
 LP_HIDDEN void lp_finish(int status);
+LP_HIDDEN void lp_finish_signal(int sig);
+LP_HIDDEN extern int lp_finish_with_signal;
 
 #endif

@@ -321,6 +321,20 @@ void lp_tbuf_flush_all(void) {
     }
 }
 
+/* The same from a signal handler: a node whose lock is held (its owner was interrupted while
+ * flushing) is skipped rather than waited for. */
+void lp_tbuf_flush_all_async(void) {
+    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
+        if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
+        if (__atomic_exchange_n(&n->lock, 1, __ATOMIC_ACQUIRE)) continue;
+        if (n->tls) {
+            uint64_t *cur = __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE);
+            flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));
+        }
+        unlock(&n->lock);
+    }
+}
+
 /* Name every thread that still holds a buffer (exited threads wrote their name on the way out). */
 void lp_tbuf_write_thread_names(void) {
     for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next)

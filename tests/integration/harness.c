@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +71,8 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     for (size_t i = 0; i < extra; i++) envp[k++] = (char *)env[i];
     pid_t pid = fork();
     if (pid == 0) {
+        struct rlimit nocore = {0, 0}; /* crashing test programs leave no core files */
+        setrlimit(RLIMIT_CORE, &nocore);
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
         dup2(fo, 1);

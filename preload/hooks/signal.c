@@ -1,0 +1,121 @@
+/* signal.c: signals, without the program noticing libprof.
+ *
+ * libprof installs handlers only on signals the program has left at their default action: the
+ * fatal ones (so that a crash or a kill still leaves a trace) and LIBPROF_SIGNAL. sigaction()
+ * and signal() are interposed so that the program still sees SIG_DFL there (Python, for one,
+ * installs its KeyboardInterrupt handler only if SIGINT is at its default), and so that a
+ * handler the program installs simply replaces libprof's.
+ *
+ * On a fatal signal: for SIGTERM/SIGINT/SIGHUP, when this thread was not inside libprof or a
+ * recorded call, the whole trace is written as at exit; otherwise, and for faults, only the
+ * async-signal-safe flush of the raw spool happens. Then the default action runs as it would
+ * have: same exit status, same core dump. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "../core/lp.h"
+
+#define NSIG_MAX 65
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sighandler_t (*real_signal)(int, sighandler_t);
+static volatile sig_atomic_t ours[NSIG_MAX]; /* libprof's handler is installed on this signal */
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+
+static int is_fault(int sig) {
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    int saved = errno;
+    if (!is_fault(sig) && !lp_tls.guard) {
+        lp_finish_with_signal = sig;
+        lp_finish(-1);
+    } else {
+        lp_finish_signal(sig);
+    }
+    ours[sig] = 0;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    real_sigaction(sig, &dfl, NULL);
+    errno = saved;
+    /* A real fault re-executes its instruction on return and dies by it; a signal sent by
+     * kill/raise/abort (si_code <= 0) or an asynchronous one is raised again. */
+    if (!is_fault(sig) || si->si_code <= 0) raise(sig);
+}
+
+static int resolve(void) {
+    if (!real_sigaction) {
+        real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+        real_signal = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
+    }
+    return real_sigaction && real_signal ? 0 : -1;
+}
+
+/* Install `handler` on `sig` if the program left it at the default action. Returns 0 or -1. */
+int lp_signal_install(int sig, void (*handler)(int)) {
+    struct sigaction old, sa;
+    if (sig <= 0 || sig >= NSIG_MAX || resolve() || real_sigaction(sig, NULL, &old) != 0) return -1;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (real_sigaction(sig, &sa, NULL) != 0) return -1;
+    ours[sig] = 1;
+    return 0;
+}
+
+void lp_signals_init(void) {
+    if (resolve()) return;
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        int sig = fatal_signals[i];
+        struct sigaction old, sa;
+        if (real_sigaction(sig, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (real_sigaction(sig, &sa, NULL) == 0) ours[sig] = 1;
+    }
+}
+
+/* What the program would have seen had libprof not been there. */
+static void as_default(struct sigaction *old) {
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+    sigemptyset(&old->sa_mask);
+}
+
+LP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (resolve()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return real_sigaction(sig, act, old);
+    int rc = real_sigaction(sig, act, old);
+    if (rc == 0) {
+        if (old) as_default(old);
+        if (act) ours[sig] = 0; /* the program's handler (or SIG_DFL/SIG_IGN) now rules */
+    }
+    return rc;
+}
+
+LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+    if (resolve()) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return real_signal(sig, handler);
+    sighandler_t prev = real_signal(sig, handler);
+    if (prev == SIG_ERR) return prev;
+    ours[sig] = 0;
+    return SIG_DFL;
+}

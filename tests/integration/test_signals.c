@@ -1,0 +1,101 @@
+/* Endings by signal: the exit status is the one without libprof (128 + signal), every event
+ * recorded before the signal reaches the trace, and the program cannot tell libprof's handlers
+ * are there. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(signals, .timeout = 60);
+
+/* Run crash MODE bare and preloaded; returns the trace's metadata (converting the raw spool the
+ * preload left behind when it had to). */
+static cJSON *ending(const char *mode, int want_status, int want_json) {
+    char *dir = make_tmpdir();
+    const char *argv[] = {PROG("crash"), mode, NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(bare.status, want_status);
+    cr_assert_eq(r.status, want_status, "%s: status %d", mode, r.status);
+    cr_assert_str_eq(r.out, bare.out);
+    char *json = strfmt("%s/t.json", dir);
+    if (!want_json) {
+        cr_expect_eq(count_lines_with(r.err, "libprof: signal "), 1, "%s", r.err);
+        cr_expect_not_null(strstr(r.err, "raw trace kept in "), "%s", r.err);
+        char *lpt = strfmt("%s/t.json.lpt", dir);
+        const char *conv[] = {REPORT, lpt, "--chrome", json, "-q", NULL};
+        struct run c;
+        run_prog(&c, NULL, NULL, conv);
+        cr_assert_eq(c.status, 0, "%s", c.err);
+        run_free(&c);
+    } else {
+        cr_expect_str_eq(r.err, bare.err);
+    }
+    cr_assert(python_json_ok(json));
+    cJSON *j = load_json(json);
+    cr_assert_not_null(j);
+    run_free(&r);
+    run_free(&bare);
+    return j;
+}
+
+static void check(cJSON *j, int sig) {
+    cJSON *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 51);
+    cr_expect_eq(meta_fn(m, "free", "count"), 50);
+    cr_expect_eq(meta_num(m, "leaked_bytes"), 6666);
+    cr_expect_eq(meta_num(m, "signal"), sig);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "complete")));
+    cJSON_Delete(j);
+}
+
+Test(signals, segfault_keeps_every_event) { check(ending("segv", 128 + 11, 0), 11); }
+Test(signals, abort_keeps_every_event) { check(ending("abort", 128 + 6, 0), 6); }
+Test(signals, sent_segv_still_kills) { check(ending("sentsegv", 128 + 11, 0), 11); }
+Test(signals, sigterm_writes_the_whole_trace) { check(ending("term", 128 + 15, 1), 15); }
+
+Test(signals, the_programs_handler_runs) {
+    char *dir = make_tmpdir();
+    const char *argv[] = {PROG("crash"), "handler", NULL};
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_expect_eq(r.status, 7);
+    cr_expect_str_eq(r.out, "caught\n");
+    /* its handler ended the process with _exit: the trace is complete */
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_eq(meta_num(libprof_meta(j), "exit_status"), 7);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(signals, handlers_are_invisible) {
+    const char *argv[] = {PROG("crash"), "dispositions", NULL};
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, "LIBPROF_SUMMARY=0", "LIBPROF_CSV=/dev/null/x", NULL};
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    env[2] = out;
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_expect_str_eq(r.out, "segv 1 int 1 term 1\n");
+    run_free(&r);
+    /* Python installs its KeyboardInterrupt handler only over SIG_DFL */
+    const char *py[] = {"/usr/bin/python3", "-c",
+                        "import signal; print(signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGSEGV))", NULL};
+    struct run bare;
+    run_prog(&bare, dir, NULL, py);
+    run_prog(&r, dir, env, py);
+    cr_expect_str_eq(r.out, bare.out);
+    cr_expect_not_null(strstr(r.out, "default_int_handler"));
+    run_free(&r);
+    run_free(&bare);
+}
