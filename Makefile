@@ -13,6 +13,7 @@
 #   test       deps + all + every test (unit, integration); what CI runs
 #   demo       deps + all + profile a real program and print where the trace went
 #   bench      overhead benchmarks against bare runs, memusage and heaptrack
+#   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions)
 #   install / uninstall / clean
 
 PREFIX  ?= /usr/local
@@ -22,6 +23,8 @@ V       ?= 0
 CC      ?= cc
 CXX     ?= c++
 CFLAGS  ?= -O2 -g
+FUZZ_CC ?= clang
+FUZZ_RUNS ?= 6000
 
 BINDIR  = $(PREFIX)/bin
 LIBDIR  = $(PREFIX)/lib
@@ -99,7 +102,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) \
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test unit integration demo bench install uninstall clean
+.PHONY: all deps test unit integration fuzz demo bench install uninstall clean
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -151,6 +154,21 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
+# The fuzz target is built with clang, ASan and UBSan from the sources themselves.
+$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) $(wildcard tools/*.h) include/libprof/format.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  FUZZ    $@')
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
+		-o $@ tests/fuzz/fuzz_lpt.c $(SHARED_SRCS)
+
+# New inputs go to build/fuzz/corpus; tests/fuzz/corpus holds the committed seeds.
+fuzz: $(BUILD)/fuzz/fuzz_lpt
+	@mkdir -p $(BUILD)/fuzz/corpus
+	@echo "== $< ($(FUZZ_RUNS) runs)"
+	@$< -runs=$(FUZZ_RUNS) -max_len=65536 -timeout=10 $(BUILD)/fuzz/corpus tests/fuzz/corpus 2>$(BUILD)/fuzz/last.log \
+		|| { tail -40 $(BUILD)/fuzz/last.log; exit 1; }
+	@grep -E '^Done|^#[0-9]+ +DONE' $(BUILD)/fuzz/last.log | tail -1
+
 deps:
 	@scripts/install-deps
 
@@ -168,6 +186,7 @@ integration: all $(INTEG_BINS) $(PROG_BINS)
 test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory fuzz
 	@echo "all test suites passed"
 
 demo: deps

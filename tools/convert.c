@@ -67,7 +67,7 @@ static uint64_t percentile(const struct fnstat *f, double p) {
 /* ---- the analysis state ------------------------------------------------------------------ */
 
 struct point { uint64_t ns, v; };
-struct cbucket { int has; struct point min, max, last; };
+struct cbucket { struct point min, max, last; };
 
 struct analysis {
     struct fnstat fn[LP_KIND_COUNT];
@@ -82,7 +82,9 @@ struct analysis {
     uint64_t reset_ns, pauses;
     uint64_t span_ns;
     uint64_t bucket_mult; /* ns * bucket_mult >> 64 = counter bucket: no division per event */
-    struct cbucket *cb;
+    struct cbucket *cb;  /* not zeroed: only buckets marked in cb_used are valid, so a short
+                          * trace faults in only the pages it touches */
+    uint64_t cb_used[COUNTER_BUCKETS / 64];
     int oom;
 };
 
@@ -103,8 +105,8 @@ static void heap_changed(struct analysis *a, uint64_t ns) {
     if (b >= COUNTER_BUCKETS) b = COUNTER_BUCKETS - 1;
     struct cbucket *c = &a->cb[b];
     struct point p = {ns, a->live_bytes};
-    if (!c->has) {
-        c->has = 1;
+    if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) {
+        a->cb_used[b / 64] |= UINT64_C(1) << (b % 64);
         c->min = c->max = p;
     }
     if (p.v < c->min.v) c->min = p;
@@ -360,7 +362,7 @@ static uint64_t chrome_counter(struct chrome *c, const struct analysis *a) {
     chrome_counter_point(c, 0, 0);
     for (unsigned b = 0; b < COUNTER_BUCKETS; b++) {
         const struct cbucket *k = &a->cb[b];
-        if (!k->has) continue;
+        if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) continue;
         struct point p[3] = {k->min, k->max, k->last};
         qsort(p, 3, sizeof p[0], cmp_point);
         for (int i = 0; i < 3; i++) {
@@ -566,12 +568,12 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->counting = a->reset_ns == 0;
     unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / (a->span_ns + 1);
     a->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
-    if (o->chrome_path) {
-        a->cb = calloc(COUNTER_BUCKETS, sizeof *a->cb);
+    if (o->chrome_path || o->chrome_fd >= 0) {
+        a->cb = malloc(COUNTER_BUCKETS * sizeof *a->cb);
         c = malloc(sizeof *c);
         if (!a->cb || !c) goto oom;
         c->pid = r->hdr.pid;
-        int fd = open_tmp(o->chrome_path, tmp, sizeof tmp);
+        int fd = o->chrome_path ? open_tmp(o->chrome_path, tmp, sizeof tmp) : o->chrome_fd;
         if (fd < 0) {
             snprintf(err, errlen, "cannot create %s: %s", o->chrome_path, strerror(errno));
             goto out;
@@ -622,7 +624,11 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         lp_out_s(&c->o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"libprof\":");
         metadata_json(&c->o, r, a, end_ns, o->alloc_min, points, instants);
         lp_out_s(&c->o, "}}\n");
-        rc = finish_tmp(&c->o, tmp, o->chrome_path, err, errlen);
+        if (o->chrome_path) rc = finish_tmp(&c->o, tmp, o->chrome_path, err, errlen);
+        else if (lp_out_flush(&c->o) != 0) {
+            snprintf(err, errlen, "cannot write the Chrome trace: %s", strerror(c->o.err));
+            rc = -1;
+        }
     }
     if (o->csv_path) {
         struct lp_out *co = malloc(sizeof *co);

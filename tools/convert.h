@@ -10,6 +10,7 @@
 
 struct lp_convert_opts {
     const char *chrome_path; /* Chrome trace JSON to write, or NULL */
+    int chrome_fd;           /* ... or to this open descriptor when >= 0 (no temporary name) */
     const char *csv_path;    /* CSV summary to write, or NULL */
     int summary_fd;          /* human-readable table to this fd, or -1 */
     uint64_t alloc_min;      /* allocations at least this large become instant events */

@@ -111,6 +111,7 @@ int main(int argc, char **argv) {
                 (unsigned long long)r.events, (unsigned long long)r.valid_bytes, r.size);
     struct lp_convert_opts o = {
         .chrome_path = chrome,
+        .chrome_fd = -1,
         .csv_path = csv,
         .summary_fd = summary ? STDOUT_FILENO : -1,
         .alloc_min = have_min ? alloc_min : r.hdr.alloc_min,

@@ -100,9 +100,7 @@ static int oom(char *err, size_t errlen) {
 }
 
 int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
-    int mapped = r->mapped;
     memset(r, 0, sizeof *r);
-    r->mapped = mapped;
     r->data = data;
     r->size = size;
     if (size < 8 || memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
@@ -245,13 +243,13 @@ int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errl
         return -1;
     }
     madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-    r->mapped = 1;
     char e2[200];
     if (lp_reader_open_mem(r, m, (size_t)st.st_size, e2, sizeof e2) != 0) {
         snprintf(err, errlen, "%s: %s", path, e2);
         munmap(m, (size_t)st.st_size);
         return -1;
     }
+    r->mapped = 1; /* lp_reader_close unmaps it */
     return 0;
 }
 

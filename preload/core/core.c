@@ -333,6 +333,7 @@ static int convert_at_exit(void) {
         return -1;
     }
     struct lp_convert_opts o = {.chrome_path = lp_cfg.raw_output ? NULL : (lp_cfg.output[0] ? lp_cfg.output : NULL),
+                                .chrome_fd = -1,
                                 .csv_path = lp_cfg.csv[0] ? lp_cfg.csv : NULL,
                                 .summary_fd = lp_cfg.summary ? STDERR_FILENO : -1,
                                 .alloc_min = lp_cfg.alloc_min,
