@@ -180,8 +180,8 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
     case LP_SHAPE_RANGE: {
         count_call(a, e, 0, 0);
         uint64_t id = w[0];
+        if (id > LP_MAX_NAME_ID) id = 0; /* not a name a writer can produce: "(other)" */
         if (id >= a->nranges) {
-            if (id > (1u << 24)) return 0;
             struct fnstat *n = realloc(a->ranges, (id + 1) * sizeof *n);
             if (!n) { a->oom = 1; return 0; }
             memset(n + a->nranges, 0, (id + 1 - a->nranges) * sizeof *n);

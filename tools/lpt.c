@@ -174,7 +174,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 uint32_t id;
                 memcpy(&id, s, 4);
                 if (id >= r->nnames) {
-                    if (id > (1u << 24)) { r->truncated = 1; break; } /* not a name table */
+                    if (id > LP_MAX_NAME_ID) { r->truncated = 1; break; } /* not a name table */
                     struct lp_name *nn = realloc(r->names, (id + 1) * sizeof *nn);
                     if (!nn) goto nomem;
                     memset(nn + r->nnames, 0, (id + 1 - r->nnames) * sizeof *nn);

@@ -144,6 +144,9 @@ enum lp_string_key {
     LP_STR_NAME = 5,        /* u32 id, then the bytes: a name that annotation records refer to */
 };
 
+/* Annotation name ids are dense from 1; a reader may treat a larger id as damage. */
+#define LP_MAX_NAME_ID 65535
+
 #define LP_CHUNK_HEADER_SIZE 32
 struct lp_chunk_header {
     uint32_t magic;       /* LP_CHUNK_MAGIC */

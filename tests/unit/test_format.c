@@ -183,3 +183,22 @@ Test(format, damaged_and_foreign_files) {
     lp_reader_close(&r);
     free(c);
 }
+
+/* Found by fuzzing: a name id far beyond what a writer produces must not size the name table
+ * (it used to reach hundreds of megabytes). */
+Test(format, absurd_name_ids_are_damage_not_allocations) {
+    struct buf b = {0};
+    header(&b, LP_CLOCK_MONOTONIC);
+    uint8_t tmp[16];
+    uint32_t key = LP_STR_NAME, id = 1u << 24;
+    memcpy(tmp, &key, 4);
+    memcpy(tmp + 4, &id, 4);
+    memcpy(tmp + 8, "evil", 4);
+    chunk(&b, LP_CHUNK_STRING, 0, tmp, 12, 0, 1000000);
+    struct lp_reader r;
+    char err[128];
+    cr_assert_eq(lp_reader_open_mem(&r, b.d, b.n, err, sizeof err), 0);
+    cr_expect_eq(r.truncated, 1);
+    cr_expect_leq(r.nnames, LP_MAX_NAME_ID + 1);
+    lp_reader_close(&r);
+}
