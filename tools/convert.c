@@ -496,7 +496,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
         uint32_t len;
         const char *name = lp_reader_name(r, id, &len);
         lp_out_fmt(o, "  %-15.*s %12llu %14s %8s %9llu %9llu %9llu  (range)\n", (int)(len > 15 ? 15 : len), name,
-                   (unsigned long long)f->count, "", "", (unsigned long long)(f->total_ns / f->timed),
+                   (unsigned long long)f->count, "", "", (unsigned long long)(f->timed ? f->total_ns / f->timed : 0),
                    (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
     }
     char peak[32], leak[32];
