@@ -24,7 +24,7 @@ CC      ?= cc
 CXX     ?= c++
 CFLAGS  ?= -O2 -g
 FUZZ_CC ?= clang
-FUZZ_RUNS ?= 6000
+FUZZ_RUNS ?= 50000
 
 BINDIR  = $(PREFIX)/bin
 LIBDIR  = $(PREFIX)/lib
