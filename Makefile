@@ -54,6 +54,7 @@ CORE_SRCS += preload/core/tbuf.c
 
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c
+HOOK_SRCS += preload/hooks/exec.c
 HOOK_SRCS += preload/hooks/exit.c
 HOOK_SRCS += preload/hooks/signal.c
 
@@ -78,6 +79,7 @@ INTEGRATION_TESTS += tests/integration/test_annot.c
 INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
+INTEGRATION_TESTS += tests/integration/test_exec.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -88,6 +90,7 @@ PROGS += tests/progs/phases.c
 PROGS += tests/progs/annot_loop.c
 PROGS += tests/progs/stress.c
 PROGS += tests/progs/crash.c
+PROGS += tests/progs/execfail.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

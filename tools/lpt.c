@@ -218,26 +218,18 @@ nomem:
     return oom(err, errlen);
 }
 
-int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen) {
+int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: not a regular file", path);
-        close(fd);
         return -1;
     }
     if (st.st_size == 0) {
         snprintf(err, errlen, "%s: empty file", path);
-        close(fd);
         return -1;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (m == MAP_FAILED) {
         snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
         return -1;
@@ -251,6 +243,18 @@ int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errl
     }
     r->mapped = 1; /* lp_reader_close unmaps it */
     return 0;
+}
+
+int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = lp_reader_open_fd(r, fd, path, err, errlen);
+    close(fd);
+    return rc;
 }
 
 void lp_reader_close(struct lp_reader *r) {

@@ -54,6 +54,8 @@ void lp_header_init(struct lp_file_header *h, uint32_t clock);
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
 int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen);
+/* The same for an open descriptor (the file may already be unlinked). */
+int lp_reader_open_fd(struct lp_reader *r, int fd, const char *label, char *err, size_t errlen);
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */
 int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen);
 void lp_reader_close(struct lp_reader *r);

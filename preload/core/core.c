@@ -29,6 +29,7 @@ long lp_pid;
 static int init_state; /* 0 = not started, 1 = running, 2 = done */
 static int fini_done;
 static char spool_path[PATH_MAX + 16];
+static int spool_gone; /* the spool's name was given up before an exec that then failed */
 static char exe_path[PATH_MAX];
 static char host[256];
 
@@ -73,6 +74,7 @@ static void write_string(uint32_t key, const char *s, size_t n) {
 }
 
 static int start_spool(int forked);
+static void save_exec_env(void);
 static struct lp_pattern_ctx pattern_ctx;
 
 /* The name a forked child gives `path` (expanded from `pattern`): the pattern expanded again
@@ -251,6 +253,7 @@ void lp_init_slow(void) {
     };
     lp_config_load(&lp_cfg, env_get, &ctx);
     if (!lp_cfg.enabled) goto done;
+    save_exec_env();
 
     lp_alloc_timed = lp_cfg.alloc_timing;
     lp_clock_init(lp_cfg.clock);
@@ -324,17 +327,18 @@ __attribute__((constructor)) static void lp_constructor(void) {
     }
 }
 
-/* Write `r`'s conversions (Chrome JSON, CSV, summary) as configured. Returns 0 or -1. */
-static int convert_at_exit(void) {
+/* Write the spool's conversions (Chrome JSON, CSV, summary). Returns 0 or -1. */
+static int convert_to(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
-    if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
+    /* from the descriptor: before an exec the spool's name is already given away */
+    if (lp_reader_open_fd(&r, lp_spool_fd, spool_path, err, sizeof err) != 0) {
         lp_warn("cannot read back %s: %s", spool_path, err);
         return -1;
     }
-    struct lp_convert_opts o = {.chrome_path = lp_cfg.raw_output ? NULL : (lp_cfg.output[0] ? lp_cfg.output : NULL),
+    struct lp_convert_opts o = {.chrome_path = chrome,
                                 .chrome_fd = -1,
-                                .csv_path = lp_cfg.csv[0] ? lp_cfg.csv : NULL,
+                                .csv_path = csv,
                                 .summary_fd = lp_cfg.summary ? STDERR_FILENO : -1,
                                 .alloc_min = lp_cfg.alloc_min,
                                 .trace_label = lp_cfg.output[0] ? lp_cfg.output : NULL};
@@ -342,6 +346,11 @@ static int convert_at_exit(void) {
     if (rc != 0) lp_warn("%s", err);
     lp_reader_close(&r);
     return rc;
+}
+
+static int convert_at_exit(void) {
+    return convert_to(lp_cfg.raw_output ? NULL : (lp_cfg.output[0] ? lp_cfg.output : NULL),
+                      lp_cfg.csv[0] ? lp_cfg.csv : NULL);
 }
 
 static void write_end(int status, int sig) {
@@ -398,13 +407,143 @@ void lp_finish(int status) {
     write_end(status, lp_finish_with_signal);
     int rc = 0;
     if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary) rc = convert_at_exit();
-    if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw) unlink(spool_path);
+    if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw && !spool_gone) unlink(spool_path);
     close(lp_spool_fd);
     lp_spool_fd = -1;
     lp_info("trace: %s%s%s (%llu events, %llu dropped)", lp_cfg.raw_output ? spool_path : lp_cfg.output,
             lp_cfg.csv[0] ? ", csv: " : "", lp_cfg.csv, (unsigned long long)lp_tbuf_events_written(),
             (unsigned long long)__atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED));
     errno = saved;
+}
+
+/* ---- exec ------------------------------------------------------------------------------------
+ * The image that execs writes its trace under its name with ".exec-EXE" inserted; the program
+ * that replaces it (same pid) takes the plain name. So a launcher script that ends with
+ * `exec real-program` gives the user the real program's trace where they asked for it. */
+
+static char exec_json[PATH_MAX + 64], exec_csv[PATH_MAX + 64], exec_lpt[PATH_MAX + 64];
+
+static void exec_name(char *dst, size_t len, const char *src) {
+    dst[0] = '\0';
+    if (!src[0]) return;
+    char tag[96];
+    const char *slash = strrchr(exe_path, '/');
+    snprintf(tag, sizeof tag, "exec-%s", slash ? slash + 1 : "unknown");
+    snprintf(dst, len, "%s", src);
+    char *s2 = strrchr(dst, '/');
+    char *dot = strrchr(dst, '.');
+    if (!dot || (s2 && dot < s2)) dot = dst + strlen(dst);
+    char tail[PATH_MAX];
+    snprintf(tail, sizeof tail, "%s", dot);
+    size_t head = (size_t)(dot - dst);
+    snprintf(dst + head, len - head, ".%s%s", tag, tail);
+}
+
+/* Before an exec in this process: everything recorded so far becomes the outgoing image's
+ * trace. The spool stays open (closed by the exec itself) in case the exec fails. */
+void lp_exec_prepare(void) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0 || fini_done) return;
+    if ((long)getpid() != lp_pid) return;
+    int saved = errno;
+    uint8_t g = lp_tls.guard;
+    lp_tls.guard = 1;
+    lp_tbuf_flush_all();
+    lp_spool_recover();
+    lp_tbuf_write_thread_names();
+    write_end(-1, 0);
+    exec_name(exec_json, sizeof exec_json, lp_cfg.raw_output ? "" : lp_cfg.output);
+    exec_name(exec_csv, sizeof exec_csv, lp_cfg.csv);
+    if (lp_cfg.raw_output) { /* the spool is the trace: it moves to the exec name */
+        exec_name(exec_lpt, sizeof exec_lpt, spool_path);
+        if (rename(spool_path, exec_lpt) != 0) exec_lpt[0] = '\0';
+    } else {
+        convert_to(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
+        if (!lp_cfg.keep_raw) unlink(spool_path);
+    }
+    spool_gone = 1;
+    lp_tls.guard = g;
+    errno = saved;
+}
+
+/* The exec failed: the process goes on and its trace at exit will cover everything, under the
+ * plain name again; the outgoing-image files are removed. */
+void lp_exec_failed(void) {
+    if (!spool_gone || (long)getpid() != lp_pid) return;
+    int saved = errno;
+    if (exec_lpt[0] && rename(exec_lpt, spool_path) == 0) spool_gone = 0;
+    if (exec_json[0]) unlink(exec_json);
+    if (exec_csv[0]) unlink(exec_csv);
+    exec_lpt[0] = exec_json[0] = exec_csv[0] = '\0';
+    errno = saved;
+}
+
+/* What an exec'd program needs to be profiled too, saved at start-up while the environment is
+ * still the one libprof was started with: libprof's own path and every LIBPROF* variable. */
+static char inj_self[PATH_MAX];
+static char inj_arena[8192];
+static const char *inj_vars[48];
+static int inj_count;
+
+static void save_exec_env(void) {
+    Dl_info self;
+    if (dladdr((void *)lp_init_slow, &self) && self.dli_fname && self.dli_fname[0] == '/')
+        snprintf(inj_self, sizeof inj_self, "%s", self.dli_fname);
+    size_t used = 0;
+    for (char **e = environ; *e && inj_count < 48; e++) {
+        if (strncmp(*e, "LIBPROF", 7)) continue;
+        size_t n = strlen(*e) + 1;
+        if (used + n > sizeof inj_arena) break;
+        memcpy(inj_arena + used, *e, n);
+        inj_vars[inj_count++] = inj_arena + used;
+        used += n;
+    }
+}
+
+static int has_var(char *const envp[], const char *entry) {
+    size_t n = strcspn(entry, "=") + 1;
+    for (int i = 0; envp && envp[i]; i++)
+        if (!strncmp(envp[i], entry, n)) return 1;
+    return 0;
+}
+
+/* Does the LD_PRELOAD value `v` name libprof? */
+static int preload_has_self(const char *v) {
+    size_t self = strlen(inj_self);
+    for (const char *p = v; *p;) {
+        size_t n = strcspn(p, ": ");
+        if (n == self && !strncmp(p, inj_self, n)) return 1;
+        p += n;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+/* LIBPROF_CHILDREN=1 (the default): if `envp`, about to be passed to an exec, lost libprof (a
+ * program that cleans its children's environment), build in `out` (room for `outlen` pointers)
+ * a copy with libprof's LD_PRELOAD entry and the LIBPROF* variables put back, using `buf` for
+ * the new LD_PRELOAD string. Returns 1 when `out` is to be used, 0 when `envp` is fine as it is
+ * (or cannot be extended). No allocation: this runs in vfork children too. */
+int lp_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_cfg.enabled || !lp_cfg.children || !inj_self[0])
+        return 0;
+    const char *pre = NULL;
+    size_t n = 0;
+    for (; envp && envp[n]; n++)
+        if (!strncmp(envp[n], "LD_PRELOAD=", 11)) pre = envp[n] + 11;
+    int need_pre = !pre || !preload_has_self(pre), need_vars = 0;
+    for (int i = 0; i < inj_count; i++) need_vars |= !has_var(envp, inj_vars[i]);
+    if (!need_pre && !need_vars) return 0;
+    if (n + (size_t)inj_count + 2 > outlen) return 0;
+    int w = snprintf(buf, buflen, "LD_PRELOAD=%s%s%s", inj_self, pre && *pre ? ":" : "", pre ? pre : "");
+    if (w < 0 || (size_t)w >= buflen) return 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], "LD_PRELOAD=", 11)) out[k++] = envp[i];
+    out[k++] = buf;
+    for (int i = 0; i < inj_count; i++)
+        if (!has_var(envp, inj_vars[i])) out[k++] = (char *)inj_vars[i];
+    out[k] = NULL;
+    return 1;
 }
 
 /* The status given to exit(), when the program called it (returning from main does not). */

@@ -246,6 +246,9 @@ LP_HIDDEN extern long lp_pid;
 LP_HIDDEN extern int lp_exit_status;
 LP_HIDDEN void lp_finish(int status);
 LP_HIDDEN void lp_finish_signal(int sig);
+LP_HIDDEN void lp_exec_prepare(void);
+LP_HIDDEN void lp_exec_failed(void);
+LP_HIDDEN int lp_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen);
 LP_HIDDEN extern int lp_finish_with_signal;
 
 #endif

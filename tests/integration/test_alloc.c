@@ -402,7 +402,8 @@ Test(alloc, exported_symbols_are_only_the_interface) {
     struct run r;
     run_prog(&r, NULL, NULL, argv);
     cr_assert_eq(r.status, 0);
-    cr_expect_str_eq(r.out, "_Exit _exit aligned_alloc calloc exit free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
+    cr_expect_str_eq(r.out, "_Exit _exit aligned_alloc calloc execl execle execlp execv execve execvp execvpe exit "
+                            "fexecve free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
                             "libprof_reset libprof_start libprof_stop libprof_thread_name malloc memalign "
                             "posix_memalign pvalloc realloc reallocarray sigaction signal valloc ");
     run_free(&r);

@@ -1,0 +1,121 @@
+/* exec.c: the exec family. Before the process image is replaced, its trace is written (as
+ * "NAME.exec-EXE.json"; the new program takes NAME); if the exec fails, recording goes on. With
+ * LIBPROF_CHILDREN=1 an environment that lost libprof gets it back, so the new program is
+ * profiled too (uftrace does the same).
+ *
+ * glibc's execv/execvp/execl* call execve internally, not through the PLT, so each is wrapped
+ * here and routed to one place. In a vfork child (another pid sharing our memory) only the
+ * environment is touched, with no allocation. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+extern char **environ;
+
+#define MAX_ENV 1024 /* pointers on the stack; a larger environment is left as it is */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+
+static execve_fn real_execve, real_execvpe;
+static int (*real_fexecve)(int, char *const[], char *const[]);
+
+static void resolve(void) {
+    if (real_execve) return;
+    real_fexecve = (int (*)(int, char *const[], char *const[]))dlsym(RTLD_NEXT, "fexecve");
+    real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
+    real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
+}
+
+/* Run `fn` (execve or execvpe) with libprof's trace written first and the environment fixed. */
+static int run_exec(execve_fn fn, const char *path, char *const argv[], char *const envp[]) {
+    resolve();
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    char *env2[MAX_ENV];
+    char pre[PATH_MAX * 2 + 16];
+    char *const *use = envp;
+    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
+    lp_exec_prepare();
+    int rc = fn(path, argv, use);
+    lp_exec_failed(); /* still here: it failed */
+    return rc;
+}
+
+LP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    resolve();
+    return run_exec(real_execve, path, argv, envp);
+}
+
+LP_EXPORT int execv(const char *path, char *const argv[]) {
+    resolve();
+    return run_exec(real_execve, path, argv, environ);
+}
+
+LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    resolve();
+    return run_exec(real_execvpe, file, argv, envp);
+}
+
+LP_EXPORT int execvp(const char *file, char *const argv[]) {
+    resolve();
+    return run_exec(real_execvpe, file, argv, environ);
+}
+
+LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    resolve();
+    char *env2[MAX_ENV];
+    char pre[PATH_MAX * 2 + 16];
+    char *const *use = envp;
+    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
+    lp_exec_prepare();
+    int rc = real_fexecve ? real_fexecve(fd, argv, use) : (errno = ENOSYS, -1);
+    lp_exec_failed();
+    return rc;
+}
+
+/* The variadic forms: collect the arguments on the stack (no allocation: vfork children). */
+#define COLLECT_ARGS(first, ap, argv, n)                              \
+    do {                                                              \
+        va_start(ap, first);                                          \
+        (argv)[0] = (char *)(first);                                  \
+        (n) = 1;                                                      \
+        while ((n) < (int)(sizeof(argv) / sizeof(argv)[0]) - 1 &&    \
+               ((argv)[(n)] = va_arg(ap, char *)) != NULL)            \
+            (n)++;                                                    \
+        (argv)[(n)] = NULL;                                           \
+    } while (0)
+
+LP_EXPORT int execl(const char *path, const char *arg, ...) {
+    char *argv[1024];
+    va_list ap;
+    int n;
+    COLLECT_ARGS(arg, ap, argv, n);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+LP_EXPORT int execlp(const char *file, const char *arg, ...) {
+    char *argv[1024];
+    va_list ap;
+    int n;
+    COLLECT_ARGS(arg, ap, argv, n);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+LP_EXPORT int execle(const char *path, const char *arg, ...) {
+    char *argv[1024];
+    va_list ap;
+    int n;
+    COLLECT_ARGS(arg, ap, argv, n);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}

@@ -1,0 +1,114 @@
+/* exec: the image that execs leaves its trace as NAME.exec-EXE.json and the new program takes
+ * NAME; a cleaned environment gets libprof back (unless LIBPROF_CHILDREN=0); a failed exec
+ * changes nothing for the program and loses nothing from the trace. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(exec, .timeout = 60);
+
+static const char *exe_of(cJSON *j) {
+    const char *e = cJSON_GetObjectItem(libprof_meta(j), "executable")->valuestring;
+    const char *s = strrchr(e, '/');
+    return s ? s + 1 : e;
+}
+
+static int count_files(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+Test(exec, a_launcher_that_execs_leaves_the_name_to_the_program) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    char *cmd = strfmt("exec %s", PROG("allocs"));
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_assert_str_eq(r.err, "");
+    cJSON *prog = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(prog);
+    cr_expect_str_eq(exe_of(prog), "allocs");
+    cr_expect_eq(meta_fn(libprof_meta(prog), "malloc", "count"), 105);
+    char *sh = strfmt("%s/t.exec-dash.json", dir);
+    if (access(sh, F_OK) != 0) sh = strfmt("%s/t.exec-sh.json", dir);
+    cr_assert(python_json_ok(sh), "no trace of the shell before its exec");
+    cJSON *s = load_json(sh);
+    cr_expect_eq(meta_num(libprof_meta(s), "pid"), meta_num(libprof_meta(prog), "pid"));
+    cJSON_Delete(s);
+    cJSON_Delete(prog);
+    cr_expect_eq(count_files(dir), 2, "no spool left behind");
+    run_free(&r);
+}
+
+Test(exec, a_cleaned_environment_gets_libprof_back) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {"/usr/bin/env", "-i", PROG("allocs"), NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7);
+    cJSON *prog = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(prog, "env -i removed libprof and it was not put back");
+    cr_expect_str_eq(exe_of(prog), "allocs");
+    cr_expect_eq(meta_fn(libprof_meta(prog), "malloc", "count"), 105);
+    cJSON_Delete(prog);
+    cr_expect(python_json_ok(strfmt("%s/t.exec-env.json", dir)));
+    run_free(&r);
+}
+
+Test(exec, children_off_means_not_put_back) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_CHILDREN=0", NULL};
+    const char *argv[] = {"/usr/bin/env", "-i", PROG("allocs"), NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7);
+    cr_expect_neq(access(strfmt("%s/t.json", dir), F_OK), 0, "allocs was profiled");
+    cr_expect(python_json_ok(strfmt("%s/t.exec-env.json", dir)));
+    run_free(&r);
+}
+
+Test(exec, a_failed_exec_changes_nothing) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_ALLOC_MIN=0", NULL};
+    const char *argv[] = {PROG("execfail"), NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(r.out, "execv 1 execvp 1 execl 1\n");
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    int before = 0, after = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "size");
+        if (!size || strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "malloc")) continue;
+        before += size->valuedouble == 1111;
+        after += size->valuedouble == 2222;
+    }
+    cr_expect_eq(before, 10);
+    cr_expect_eq(after, 10);
+    cJSON_Delete(j);
+    cr_expect_eq(count_files(dir), 1, "exec-name files or the spool left behind");
+    run_free(&r);
+    run_free(&bare);
+}
