@@ -536,7 +536,10 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
 /* Open `path` for writing through a temporary name, so a reader never sees half a file. */
 static int open_tmp(const char *path, char *tmp, size_t len) {
     snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
-    return open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A new file, never an existing one or a symlink planted at the name; the rename that
+     * follows replaces a symlink at `path` rather than writing through it. */
+    unlink(tmp);
+    return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
 static int finish_tmp(struct lp_out *o, const char *tmp, const char *path, char *err, size_t errlen) {

@@ -67,7 +67,8 @@ static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = open(chosen, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        /* O_NOFOLLOW: a symlink planted at the name (in /tmp, say) is never written through */
+        int fd = open(chosen, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) return -1;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             if (ftruncate(fd, 0) != 0) {

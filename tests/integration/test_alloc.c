@@ -566,3 +566,32 @@ Test(alloc, full_disk_is_reported_not_fatal, .init = setup) {
     run_free(&r);
     system(strfmt("umount %s", mnt));
 }
+
+/* A symlink planted at the trace's name (think of a world-writable /tmp) is never written
+ * through: at the JSON's name it is replaced by the trace; at the spool's name libprof refuses
+ * to record, says so once, and the program runs on. */
+Test(alloc, symlinks_at_output_names_are_not_followed, .init = setup) {
+    char *target = strfmt("%s/precious", dir), *json = strfmt("%s/t.json", dir);
+    FILE *f = fopen(target, "w");
+    fputs("precious\n", f);
+    fclose(f);
+    cr_assert_eq(symlink(target, json), 0);
+    char *out = strfmt("LIBPROF_OUTPUT=%s", json);
+    struct run r;
+    run_allocs(&r, (const char *[]){out, NULL});
+    cr_assert_eq(r.status, 7);
+    cr_expect_str_eq(read_file(target, NULL), "precious\n");
+    struct stat st;
+    cr_assert_eq(lstat(json, &st), 0);
+    cr_expect(S_ISREG(st.st_mode), "the symlink should have been replaced by the trace");
+    cr_expect(python_json_ok(json));
+    run_free(&r);
+    unlink(json);
+    cr_assert_eq(symlink(target, strfmt("%s.lpt", json)), 0);
+    run_allocs(&r, (const char *[]){out, NULL});
+    cr_assert_eq(r.status, 7);
+    cr_expect_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 1, "%s", r.err);
+    cr_expect_str_eq(read_file(target, NULL), "precious\n");
+    run_free(&r);
+}
