@@ -91,6 +91,7 @@ PROGS += tests/progs/annot_loop.c
 PROGS += tests/progs/stress.c
 PROGS += tests/progs/crash.c
 PROGS += tests/progs/execfail.c
+PROGS += tests/progs/spawner.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

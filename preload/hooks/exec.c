@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -118,4 +119,30 @@ LP_EXPORT int execle(const char *path, const char *arg, ...) {
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
     return execve(path, argv, envp);
+}
+
+/* posix_spawn runs its child through glibc's internal exec, out of our reach: the environment is
+ * fixed here, in the parent, before the child is made. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+
+static int run_spawn(const char *name, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                     const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    spawn_fn fn = (spawn_fn)dlsym(RTLD_NEXT, name);
+    if (!fn) return ENOSYS;
+    char *env2[MAX_ENV];
+    char pre[PATH_MAX * 2 + 16];
+    char *const *use = envp;
+    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
+    return fn(pid, path, fa, attr, argv, use);
+}
+
+LP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    return run_spawn("posix_spawn", pid, path, fa, attr, argv, envp);
+}
+
+LP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    return run_spawn("posix_spawnp", pid, file, fa, attr, argv, envp);
 }

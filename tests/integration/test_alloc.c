@@ -405,7 +405,7 @@ Test(alloc, exported_symbols_are_only_the_interface) {
     cr_expect_str_eq(r.out, "_Exit _exit aligned_alloc calloc execl execle execlp execv execve execvp execvpe exit "
                             "fexecve free libprof_counter libprof_mark libprof_range_pop libprof_range_push "
                             "libprof_reset libprof_start libprof_stop libprof_thread_name malloc memalign "
-                            "posix_memalign pvalloc realloc reallocarray sigaction signal valloc ");
+                            "posix_memalign posix_spawn posix_spawnp pvalloc realloc reallocarray sigaction signal valloc ");
     run_free(&r);
 }
 

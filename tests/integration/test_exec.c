@@ -112,3 +112,30 @@ Test(exec, a_failed_exec_changes_nothing) {
     run_free(&r);
     run_free(&bare);
 }
+
+Test(exec, posix_spawn_with_a_cleaned_environment_is_profiled) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {PROG("spawner"), PROG("allocs"), NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 7, "%s", r.err);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int child = 0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "t.", 2) || !strcmp(e->d_name, "t.json") || !strstr(e->d_name, ".json")) continue;
+        cJSON *j = load_json(strfmt("%s/%s", dir, e->d_name));
+        cr_assert_not_null(j);
+        if (!strcmp(exe_of(j), "allocs")) {
+            child++;
+            cr_expect_eq(meta_fn(libprof_meta(j), "malloc", "count"), 105);
+        }
+        cJSON_Delete(j);
+    }
+    closedir(d);
+    cr_expect_eq(child, 1, "the spawned program was not profiled");
+    run_free(&r);
+}
