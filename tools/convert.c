@@ -569,7 +569,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->span_ns = lp_ticks_to_ns(r, end_ticks);
     a->reset_ns = r->reset_ticks ? lp_ticks_to_ns(r, r->reset_ticks) : 0;
     a->counting = a->reset_ns == 0;
-    unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / (a->span_ns + 1);
+    uint64_t span = a->span_ns == UINT64_MAX ? UINT64_MAX : a->span_ns + 1; /* a forged clock */
+    unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / span;
     a->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     if (o->chrome_path || o->chrome_fd >= 0) {
         a->cb = malloc(COUNTER_BUCKETS * sizeof *a->cb);
