@@ -177,21 +177,28 @@ deps:
 	@scripts/install-deps
 
 # Unit tests first: they pinpoint a broken core faster than a program run under the preload.
+# Each suite's output is also kept in $(BUILD)/test-logs, so `make test` can end with one total.
+RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do echo "== $$t"; \
+	$$t --jobs 2 > $(BUILD)/test-logs/$$(basename $$t).log 2>&1; rc=$$?; cat $(BUILD)/test-logs/$$(basename $$t).log; \
+	[ $$rc -eq 0 ] || exit $$rc; done
+
 unit: all $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@$(call RUN_SUITE,$(UNIT_BINS))
 
 # Each integration test works in its own /tmp/libprof-test-* directory; they are removed after a
 # passing run and kept after a failing one, for inspection.
 integration: all $(INTEG_BINS) $(PROG_BINS)
-	@set -e; for t in $(INTEG_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@$(call RUN_SUITE,$(INTEG_BINS))
 	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
 	@rm -rf /tmp/libprof-test-*
 
 test: deps
+	@rm -rf $(BUILD)/test-logs
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory fuzz
-	@echo "all test suites passed"
+	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
+		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
 
 demo: deps
 	@$(MAKE) --no-print-directory all
