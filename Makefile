@@ -92,6 +92,7 @@ PROGS += tests/progs/stress.c
 PROGS += tests/progs/crash.c
 PROGS += tests/progs/execfail.c
 PROGS += tests/progs/spawner.c
+PROGS += tests/progs/dlhost.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -101,7 +102,7 @@ SHARED_OBJS = $(call obj,$(SHARED_SRCS))
 REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
-PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) \
+PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
@@ -151,6 +152,11 @@ $(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread
+
+$(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -fPIC -shared -Wall -Wextra -o $@ $<
 
 # C++ test programs: -fexceptions matters, the cleanup attribute must run during unwinding.
 $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)

@@ -87,3 +87,31 @@ Test(stress, malloc_in_a_signal_handler) {
     cr_expect_geq(meta_fn(libprof_meta(j), "malloc", "count"), 200001);
     cJSON_Delete(j);
 }
+
+Test(stress, dlclose_of_a_library_that_allocated) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_ALLOC_MIN=0", NULL};
+    const char *argv[] = {PROG("dlhost"), LP_BUILD_DIR "/progs", NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "ok 2\n");
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    int plugin = 0, ctor = 0, freed_after = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "size");
+        if (!size) continue;
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        if (!strcmp(name, "malloc")) plugin += size->valuedouble == 3333, ctor += size->valuedouble == 3001;
+        if (!strcmp(name, "free")) freed_after += size->valuedouble == 3333;
+    }
+    cr_expect_eq(plugin, 10);
+    cr_expect_eq(ctor, 2);
+    cr_expect_eq(freed_after, 10, "every plugin block's free matched, also after dlclose");
+    cr_expect_eq(meta_num(libprof_meta(j), "untracked_frees"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
