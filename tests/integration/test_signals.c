@@ -99,3 +99,48 @@ Test(signals, handlers_are_invisible) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* SIGKILL cannot be caught: what was flushed must still decode, and the tool must say the trace
+ * was cut short. */
+Test(signals, sigkill_leaves_a_decodable_spool) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/t.json LIBPROF_BUFFER_KB=4 %s forever & "
+                       "sleep 0.5; kill -9 $!; wait $!; echo killed $?", PRELOAD, dir, PROG("stress"));
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct run r;
+    run_prog(&r, dir, NULL, argv);
+    cr_assert_str_eq(r.out, "running\nkilled 137\n", "%s", r.err);
+    run_free(&r);
+    char *lpt = strfmt("%s/t.json.lpt", dir), *json = strfmt("%s/k.json", dir);
+    const char *conv[] = {REPORT, lpt, "--chrome", json, NULL};
+    run_prog(&r, NULL, NULL, conv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "cut short"), "%s", r.err);
+    cr_assert(python_json_ok(json));
+    cJSON *j = load_json(json);
+    cJSON *m = libprof_meta(j);
+    cr_expect_gt(meta_fn(m, "malloc", "count"), 1000, "chunks flushed before the kill decode");
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(m, "complete")));
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* A setgid program runs in secure-execution mode: libprof must stay off and write nothing
+ * (ld.so ignores LD_PRELOAD paths there; libprof checks AT_SECURE as well). Needs root. */
+Test(signals, setgid_programs_are_not_profiled) {
+    if (geteuid() != 0) cr_skip_test("needs root to make a setgid program");
+    char *dir = make_tmpdir();
+    char *prog = strfmt("%s/allocs-sgid", dir);
+    char *cmd = strfmt("cp %s %s && chgrp nogroup %s && chmod g+s %s", PROG("allocs"), prog, prog, prog);
+    if (system(cmd) != 0) cr_skip_test("cannot make a setgid copy here");
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {prog, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_expect_eq(r.status, 7);
+    cr_expect_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+    cr_expect_neq(access(strfmt("%s/t.json", dir), F_OK), 0, "a setgid program was profiled");
+    cr_expect_neq(access(strfmt("%s/t.json.lpt", dir), F_OK), 0);
+    run_free(&r);
+}

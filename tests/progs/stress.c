@@ -6,7 +6,8 @@
  *   forkmt     4 threads allocate in a loop while main forks 20 children; each child mallocs
  *              10 blocks of 4242 bytes and exits; main waits for all       -> "children 20"
  *   signal     a 1 ms interval timer whose handler mallocs and frees 333 bytes, while main makes
- *              200000 malloc/free pairs of 64 bytes                        -> "ok" */
+ *              200000 malloc/free pairs of 64 bytes                        -> "ok"
+ *   forever    malloc/free pairs until killed (prints "running" first) */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -86,6 +87,10 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
         printf("children %d\n", done);
         return 0;
+    } else if (!strcmp(mode, "forever")) {
+        printf("running\n");
+        fflush(stdout);
+        for (;;) pairs((void *)1000000L);
     } else if (!strcmp(mode, "signal")) {
         signal(SIGALRM, on_alarm);
         struct itimerval it = {{0, 1000}, {0, 1000}};
