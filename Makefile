@@ -65,6 +65,7 @@ SHARED_SRCS += tools/map.c
 SHARED_SRCS += tools/out.c
 
 REPORT_SRCS += tools/libprof-report.c
+REPORT_SRCS += tools/chrome_in.c
 
 UNIT_TESTS += tests/unit/test_config.c
 UNIT_TESTS += tests/unit/test_out.c
@@ -128,7 +129,7 @@ $(BUILD)/libprof.so: $(CORE_OBJS) $(HOOK_OBJS) $(SHARED_OBJS) preload/libprof.ma
 
 $(BUILD)/libprof-report: $(REPORT_OBJS) $(SHARED_OBJS)
 	@$(if $(Q),echo '  LD      $@')
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcjson -lm
 
 $(BUILD)/libprof: scripts/libprof
 	@mkdir -p $(BUILD)
@@ -171,13 +172,21 @@ $(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) $(wildcard tools/*.
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
 		-o $@ tests/fuzz/fuzz_lpt.c $(SHARED_SRCS)
 
-# New inputs go to build/fuzz/corpus; tests/fuzz/corpus holds the committed seeds.
-fuzz: $(BUILD)/fuzz/fuzz_lpt
-	@mkdir -p $(BUILD)/fuzz/corpus
-	@echo "== $< ($(FUZZ_RUNS) runs)"
-	@$< -runs=$(FUZZ_RUNS) -max_len=65536 -timeout=10 $(BUILD)/fuzz/corpus tests/fuzz/corpus 2>$(BUILD)/fuzz/last.log \
-		|| { tail -40 $(BUILD)/fuzz/last.log; exit 1; }
-	@grep -E '^Done|^#[0-9]+ +DONE' $(BUILD)/fuzz/last.log | tail -1
+$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c tools/chrome_in.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  FUZZ    $@')
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
+		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c -lcjson -lm
+
+# New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
+FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \
+	$(1) -runs=$(FUZZ_RUNS) -max_len=65536 -timeout=10 -artifact_prefix=$(BUILD)/fuzz/ \
+		$(BUILD)/fuzz/$(2) tests/fuzz/$(2) 2>$(BUILD)/fuzz/last.log \
+		|| { tail -40 $(BUILD)/fuzz/last.log; exit 1; }; grep -E '^Done' $(BUILD)/fuzz/last.log | tail -1
+
+fuzz: $(BUILD)/fuzz/fuzz_lpt $(BUILD)/fuzz/fuzz_chrome
+	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_lpt,corpus)
+	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_chrome,corpus-json)
 
 deps:
 	@scripts/install-deps

@@ -8,14 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chrome_in.h"
 #include "convert.h"
 #include "lpt.h"
 
 static const char usage[] =
-    "usage: libprof-report TRACE.lpt [options]\n"
+    "usage: libprof-report TRACE [options]\n"
     "\n"
-    "Convert and summarise a raw libprof trace (LIBPROF_OUTPUT=trace.lpt).\n"
-    "With no output option the summary table is printed to stdout.\n"
+    "TRACE is a raw libprof trace (LIBPROF_OUTPUT=trace.lpt): convert and summarise it; with no\n"
+    "output option the summary table is printed to stdout. TRACE may also be Chrome trace JSON,\n"
+    "libprof's or another profiler's (PyTorch, ONNX Runtime, uftrace --chrome): its slices are\n"
+    "summarised per name (count, total, mean, p50, p90, p99, max).\n"
     "\n"
     "options:\n"
     "  --chrome FILE      write the Chrome trace JSON (open in ui.perfetto.dev or chrome://tracing)\n"
@@ -37,6 +40,92 @@ static void progress(uint64_t done, uint64_t total, void *arg) {
     fprintf(stderr, "\rlibprof-report: %llu / %llu events (%u%%)", (unsigned long long)done,
             (unsigned long long)total, (unsigned)(done * 100 / total));
     if (done >= total) fputc('\n', stderr);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct name_row { uint32_t name; size_t count; int64_t total; int64_t *durs; };
+
+static int cmp_total(const void *a, const void *b) {
+    const struct name_row *x = a, *y = b;
+    return x->total > y->total ? -1 : x->total < y->total;
+}
+
+/* Percentile `p` of the sorted `d[0..n)`, nearest rank. */
+static int64_t pct(const int64_t *d, size_t n, double p) {
+    size_t rank = (size_t)(p * (double)n + 0.999999);
+    if (rank < 1) rank = 1;
+    return d[rank - 1];
+}
+
+/* Summarise a Chrome trace JSON per slice name. Returns the exit status. */
+static int summarise_chrome(const char *path, const char *text, size_t len) {
+    struct lp_chrome c;
+    char err[256];
+    if (lp_chrome_load(text, len, &c, err, sizeof err) != 0) {
+        fprintf(stderr, "libprof-report: %s: %s\n", path, err);
+        return 1;
+    }
+    struct name_row *rows = calloc(c.nnames ? c.nnames : 1, sizeof *rows);
+    int64_t *durs = malloc((c.nslices ? c.nslices : 1) * sizeof *durs);
+    size_t *fill = calloc(c.nnames ? c.nnames : 1, sizeof *fill);
+    if (!rows || !durs || !fill) {
+        fprintf(stderr, "libprof-report: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < c.nslices; i++) rows[c.slices[i].name].count++;
+    size_t off = 0;
+    for (size_t n = 0; n < c.nnames; n++) {
+        rows[n].name = (uint32_t)n;
+        rows[n].durs = durs + off;
+        off += rows[n].count;
+    }
+    for (size_t i = 0; i < c.nslices; i++) {
+        struct name_row *r = &rows[c.slices[i].name];
+        r->durs[fill[c.slices[i].name]++] = c.slices[i].dur_ns;
+        r->total += c.slices[i].dur_ns;
+    }
+    qsort(rows, c.nnames, sizeof *rows, cmp_total);
+    printf("%s: %zu events, %zu slices, %zu names", path, c.events, c.nslices, c.nnames);
+    if (c.skipped) printf(", %zu events skipped (not slices)", c.skipped);
+    if (c.unmatched) printf(", %zu unmatched B/E", c.unmatched);
+    printf("\n  %-32s %9s %12s %10s %10s %10s %10s %10s\n", "name", "count", "total us", "mean us", "p50 us",
+           "p90 us", "p99 us", "max us");
+    for (size_t n = 0; n < c.nnames; n++) {
+        struct name_row *r = &rows[n];
+        if (!r->count) continue;
+        qsort(r->durs, r->count, sizeof *r->durs, cmp_i64);
+        printf("  %-32.32s %9zu %12.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", c.names[r->name], r->count,
+               (double)r->total / 1e3, (double)r->total / (double)r->count / 1e3, (double)pct(r->durs, r->count, 0.5) / 1e3,
+               (double)pct(r->durs, r->count, 0.9) / 1e3, (double)pct(r->durs, r->count, 0.99) / 1e3,
+               (double)r->durs[r->count - 1] / 1e3);
+    }
+    free(rows);
+    free(durs);
+    free(fill);
+    lp_chrome_free(&c);
+    return 0;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *b = malloc(cap);
+    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) { free(b); b = NULL; }
+            else b = nb;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return b;
 }
 
 static int parse_bytes(const char *s, uint64_t *out) {
@@ -99,6 +188,32 @@ int main(int argc, char **argv) {
     }
     if (!chrome && !csv) summary = 1;
 
+    /* Not a raw trace? Then perhaps Chrome trace JSON. */
+    FILE *probe = fopen(in, "rb");
+    char magic[8] = {0};
+    if (probe) {
+        size_t got = fread(magic, 1, sizeof magic, probe);
+        fclose(probe);
+        if (got > 0 && !(got == sizeof magic && memcmp(magic, LP_FORMAT_MAGIC, 8) == 0)) {
+            size_t i = 0;
+            while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
+            if (i < got && (magic[i] == '{' || magic[i] == '[')) {
+                if (chrome || csv) {
+                    fprintf(stderr, "libprof-report: %s: --chrome and --csv take a raw trace (.lpt)\n", in);
+                    return 2;
+                }
+                size_t len;
+                char *text = slurp(in, &len);
+                if (!text) {
+                    fprintf(stderr, "libprof-report: %s: %s\n", in, strerror(errno));
+                    return 1;
+                }
+                int rc = summarise_chrome(in, text, len);
+                free(text);
+                return rc;
+            }
+        }
+    }
     struct lp_reader r;
     char err[512];
     if (lp_reader_open(&r, in, err, sizeof err) != 0) {

@@ -103,3 +103,56 @@ Test(report, a_cut_trace_decodes_up_to_its_last_whole_chunk) {
     cr_expect(got > 1000 && got < 8017, "decoded %lld mallocs from half a trace", got);
     cJSON_Delete(j);
 }
+
+/* Chrome trace JSON as input: libprof's own (its range slices) and the shapes other profilers
+ * write (B/E pairs, string thread ids, a bare event array). */
+Test(report, summarises_chrome_json_traces) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/a.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *prog[] = {PROG("annotated"), NULL};
+    struct run r;
+    run_prog(&r, dir, env, prog);
+    cr_assert_eq(r.status, 0);
+    run_free(&r);
+    r = report((const char *[]){strfmt("%s/a.json", dir), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "  inference                                5 "), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "  background                               3 "), "%s", r.out);
+    run_free(&r);
+
+    char *be = strfmt("%s/be.json", dir);
+    FILE *f = fopen(be, "w");
+    fputs("[{\"ph\":\"B\",\"name\":\"step\",\"ts\":1,\"pid\":1,\"tid\":\"stream 7\"},"
+          "{\"ph\":\"B\",\"name\":\"inner\",\"ts\":2,\"pid\":1,\"tid\":\"stream 7\"},"
+          "{\"ph\":\"E\",\"ts\":2.5,\"pid\":1,\"tid\":\"stream 7\"},"
+          "{\"ph\":\"E\",\"ts\":4,\"pid\":1,\"tid\":\"stream 7\"},"
+          "{\"ph\":\"X\",\"name\":\"step\",\"ts\":10,\"dur\":1},"
+          "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":11}]", f);
+    fclose(f);
+    r = report((const char *[]){be, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "6 events, 3 slices, 2 names, 1 events skipped"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "  step                                     2        4.000      2.000"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "  inner                                    1        0.500"), "%s", r.out);
+    run_free(&r);
+
+    char *bad = strfmt("%s/bad.json", dir), *other = strfmt("%s/other.json", dir);
+    f = fopen(bad, "w");
+    fputs("{\"traceEvents\": [", f);
+    fclose(f);
+    f = fopen(other, "w");
+    fputs("{\"rows\": []}", f);
+    fclose(f);
+    r = report((const char *[]){bad, NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect_not_null(strstr(r.err, "not JSON"), "%s", r.err);
+    run_free(&r);
+    r = report((const char *[]){other, NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect_not_null(strstr(r.err, "not a Chrome trace"), "%s", r.err);
+    run_free(&r);
+    r = report((const char *[]){be, "--chrome", strfmt("%s/x.json", dir), NULL});
+    cr_expect_eq(r.status, 2);
+    run_free(&r);
+}

@@ -1,0 +1,159 @@
+/* chrome_in.c: Chrome trace JSON → slices. Parsing is cJSON's; what is done here is the
+ * tolerance real traces need: B/E pairs matched per thread, string thread ids (PyTorch writes
+ * "tid": "stream 7"), missing fields, and events this tool has no use for (skipped, counted). */
+#define _GNU_SOURCE
+#include "chrome_in.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+
+struct loader {
+    struct lp_chrome *c;
+    struct lp_map names;   /* string hash -> index+1 (collisions checked by strcmp) */
+    struct lp_map ids;     /* string pid/tid hash -> small number */
+    size_t cap;
+    struct open_b { int64_t pid, tid, ts; uint32_t name; } *open;
+    size_t nopen, capopen;
+    int oom;
+};
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * UINT64_C(0x100000001b3);
+    return h | 1;
+}
+
+static uint32_t intern(struct loader *l, const char *s) {
+    uint64_t h = hash_str(s), v;
+    for (uint64_t probe = h;; probe = probe * 31 + 7) {
+        probe |= 1;
+        if (!lp_map_get(&l->names, probe, &v)) {
+            char **n = realloc(l->c->names, (l->c->nnames + 1) * sizeof *n);
+            char *copy = strdup(s);
+            if (!n || !copy) {
+                free(copy);
+                if (n) l->c->names = n;
+                l->oom = 1;
+                return 0;
+            }
+            l->c->names = n;
+            n[l->c->nnames] = copy;
+            if (lp_map_put(&l->names, probe, l->c->nnames + 1, NULL) < 0) l->oom = 1;
+            return (uint32_t)l->c->nnames++;
+        }
+        if (!strcmp(l->c->names[v - 1], s)) return (uint32_t)(v - 1);
+    }
+}
+
+/* A pid or tid: integers as they are, strings mapped to numbers from 1,000,000,000 up, absent 0. */
+static int64_t id_of(struct loader *l, const cJSON *j) {
+    if (cJSON_IsNumber(j)) /* beyond int64 (or NaN): no real thread has that id */
+        return isfinite(j->valuedouble) && fabs(j->valuedouble) < 9e18 ? (int64_t)j->valuedouble : -1;
+    if (!cJSON_IsString(j)) return 0;
+    uint64_t h = hash_str(j->valuestring), v;
+    if (lp_map_get(&l->ids, h, &v)) return (int64_t)v;
+    v = 1000000000u + l->ids.n;
+    if (lp_map_put(&l->ids, h, v, NULL) < 0) l->oom = 1;
+    return (int64_t)v;
+}
+
+static int64_t us_to_ns(const cJSON *j) {
+    if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble)) return INT64_MIN;
+    double ns = j->valuedouble * 1000.0;
+    if (ns > 9e18 || ns < -9e18) return INT64_MIN;
+    return (int64_t)llround(ns);
+}
+
+static void add_slice(struct loader *l, uint32_t name, int64_t pid, int64_t tid, int64_t ts, int64_t dur) {
+    struct lp_chrome *c = l->c;
+    if (c->nslices == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 1024;
+        struct lp_slice *s = realloc(c->slices, ncap * sizeof *s);
+        if (!s) { l->oom = 1; return; }
+        c->slices = s;
+        l->cap = ncap;
+    }
+    c->slices[c->nslices++] = (struct lp_slice){name, pid, tid, ts, dur < 0 ? 0 : dur};
+}
+
+static void event(struct loader *l, const cJSON *e) {
+    l->c->events++;
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+    if (!cJSON_IsObject(e) || !cJSON_IsString(ph) || !ph->valuestring[0]) {
+        l->c->skipped++;
+        return;
+    }
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const char *name = cJSON_IsString(nm) ? nm->valuestring : "";
+    int64_t pid = id_of(l, cJSON_GetObjectItemCaseSensitive(e, "pid"));
+    int64_t tid = id_of(l, cJSON_GetObjectItemCaseSensitive(e, "tid"));
+    int64_t ts = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "ts"));
+    char p = ph->valuestring[0];
+    if ((p != 'X' && p != 'B' && p != 'E') || ts == INT64_MIN) {
+        l->c->skipped++;
+        return;
+    }
+    if (p == 'X') {
+        int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
+        add_slice(l, intern(l, name), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
+    } else if (p == 'B') {
+        if (l->nopen == l->capopen) {
+            size_t ncap = l->capopen ? l->capopen * 2 : 64;
+            struct open_b *o = realloc(l->open, ncap * sizeof *o);
+            if (!o) { l->oom = 1; return; }
+            l->open = o;
+            l->capopen = ncap;
+        }
+        l->open[l->nopen++] = (struct open_b){pid, tid, ts, intern(l, name)};
+    } else { /* E closes the innermost open B of the same thread */
+        for (size_t i = l->nopen; i-- > 0;) {
+            if (l->open[i].pid != pid || l->open[i].tid != tid) continue;
+            add_slice(l, l->open[i].name, pid, tid, l->open[i].ts, ts - l->open[i].ts);
+            memmove(&l->open[i], &l->open[i + 1], (l->nopen - i - 1) * sizeof *l->open);
+            l->nopen--;
+            return;
+        }
+        l->c->unmatched++;
+    }
+}
+
+int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) {
+        snprintf(err, errlen, "not JSON (error near byte %td)", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+        return -1;
+    }
+    const cJSON *events = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    if (!cJSON_IsArray(events)) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "JSON but not a Chrome trace (no traceEvents array)");
+        return -1;
+    }
+    struct loader l = {.c = out};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, events) event(&l, e);
+    out->unmatched += l.nopen;
+    free(l.open);
+    lp_map_free(&l.names);
+    lp_map_free(&l.ids);
+    cJSON_Delete(root);
+    if (l.oom) {
+        lp_chrome_free(out);
+        snprintf(err, errlen, "out of memory reading the trace");
+        return -1;
+    }
+    return 0;
+}
+
+void lp_chrome_free(struct lp_chrome *c) {
+    for (size_t i = 0; i < c->nnames; i++) free(c->names[i]);
+    free(c->names);
+    free(c->slices);
+    memset(c, 0, sizeof *c);
+}
