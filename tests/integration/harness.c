@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,6 +140,27 @@ long long meta_fn(cJSON *meta, const char *fn, const char *field) {
     cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "functions"), fn);
     if (!f) return -1;
     return meta_num(f, field);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char **child_traces(const char *dir, const char *prefix, int *n) {
+    DIR *d = opendir(dir);
+    char **out = NULL;
+    *n = 0;
+    if (!d) return NULL;
+    size_t pl = strlen(prefix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix, pl) || e->d_name[pl] != '.' || l < pl + 7 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        out = realloc(out, (size_t)(*n + 1) * sizeof *out);
+        out[(*n)++] = strfmt("%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    qsort(out, (size_t)*n, sizeof *out, cmp_str);
+    return out;
 }
 
 int count_lines_with(const char *text, const char *needle) {

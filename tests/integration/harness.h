@@ -28,6 +28,9 @@ cJSON *libprof_meta(cJSON *trace);       /* trace.metadata.libprof */
 long long meta_fn(cJSON *meta, const char *fn, const char *field); /* functions.fn.field, -1 if absent */
 long long meta_num(cJSON *meta, const char *field);
 int count_lines_with(const char *text, const char *needle);
+/* Paths of the traces in `dir` named like PREFIX.*.json (child processes of a run whose trace is
+ * PREFIX.json), sorted; their number in *n. */
+char **child_traces(const char *dir, const char *prefix, int *n);
 char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* memusage's counts for a program run: calls per function. Returns 0 or -1. */

@@ -197,23 +197,19 @@ Test(alloc, forked_child_traces_into_its_own_file, .init = setup) {
     cJSON_Delete(j);
     /* the child: t.PID.json, its own 500 allocations only (none of the parent's first 20), and
      * the status it passed to exit() */
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int children = 0;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "t.", 2) || !strcmp(e->d_name, "t.json") || !strstr(e->d_name, ".json")) continue;
-        children++;
-        cJSON *c = load_json(strfmt("%s/%s", dir, e->d_name));
-        cr_assert_not_null(c, "%s", e->d_name);
+    int children;
+    char **kids = child_traces(dir, "t", &children);
+    for (int i = 0; i < children; i++) {
+        cJSON *c = load_json(kids[i]);
+        cr_assert_not_null(c, "%s", kids[i]);
         cJSON *cm = libprof_meta(c);
         cr_expect_eq(meta_num(cm, "ppid"), parent);
-        cr_expect_eq(meta_num(cm, "pid"), atoll(e->d_name + 2));
+        cr_expect_eq(meta_num(cm, "pid"), atoll(strrchr(kids[i], '/') + 3));
         cr_expect_eq(meta_fn(cm, "malloc", "count"), 500);
         cr_expect_eq(meta_fn(cm, "malloc", "bytes"), 500 * 3000);
         cr_expect_eq(meta_num(cm, "exit_status"), 3);
         cJSON_Delete(c);
     }
-    closedir(d);
     cr_expect_eq(children, 1);
     run_free(&r);
 }

@@ -122,12 +122,10 @@ Test(exec, posix_spawn_with_a_cleaned_environment_is_profiled) {
     run_prog(&r, dir, env, argv);
     cr_assert_eq(r.status, 7, "%s", r.err);
     cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int child = 0;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "t.", 2) || !strcmp(e->d_name, "t.json") || !strstr(e->d_name, ".json")) continue;
-        cJSON *j = load_json(strfmt("%s/%s", dir, e->d_name));
+    int n, child = 0;
+    char **kids = child_traces(dir, "t", &n);
+    for (int i = 0; i < n; i++) {
+        cJSON *j = load_json(kids[i]);
         cr_assert_not_null(j);
         if (!strcmp(exe_of(j), "allocs")) {
             child++;
@@ -135,7 +133,6 @@ Test(exec, posix_spawn_with_a_cleaned_environment_is_profiled) {
         }
         cJSON_Delete(j);
     }
-    closedir(d);
     cr_expect_eq(child, 1, "the spawned program was not profiled");
     run_free(&r);
 }

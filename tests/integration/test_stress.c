@@ -63,19 +63,15 @@ Test(stress, fork_while_other_threads_allocate) {
         cr_expect(!size || size->valuedouble != 4242);
     }
     cJSON_Delete(j);
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    int children = 0;
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "t.", 2) || !strcmp(de->d_name, "t.json") || !strstr(de->d_name, ".json")) continue;
-        children++;
-        cJSON *c = load_json(strfmt("%s/%s", dir, de->d_name));
-        cr_assert_not_null(c, "%s", de->d_name);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", de->d_name);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", de->d_name);
+    int children;
+    char **kids = child_traces(dir, "t", &children);
+    for (int i = 0; i < children; i++) {
+        cJSON *c = load_json(kids[i]);
+        cr_assert_not_null(c, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", kids[i]);
         cJSON_Delete(c);
     }
-    closedir(d);
     cr_expect_eq(children, 20);
 }
 
