@@ -136,3 +136,25 @@ Test(exec, posix_spawn_with_a_cleaned_environment_is_profiled) {
     cr_expect_eq(child, 1, "the spawned program was not profiled");
     run_free(&r);
 }
+
+Test(exec, system_children_are_profiled) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    char *script = strfmt("import os; print(os.waitstatus_to_exitcode(os.system('%s')))", PROG("allocs"));
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n7\n");
+    int n, found = 0;
+    char **kids = child_traces(dir, "t", &n);
+    for (int i = 0; i < n; i++) {
+        cJSON *j = load_json(kids[i]);
+        cr_assert_not_null(j);
+        if (!strcmp(exe_of(j), "allocs")) found++;
+        cJSON_Delete(j);
+    }
+    cr_expect_eq(found, 1, "the program run by system() was not profiled");
+    run_free(&r);
+}

@@ -111,3 +111,23 @@ Test(stress, dlclose_of_a_library_that_allocated) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* Endings from another thread: exit() called by a worker, and pthread_exit() in main. */
+static void ending_case(const char *mode, int status, long long exit_status) {
+    char *dir = make_tmpdir();
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *argv[] = {PROG("stress"), mode, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, status, "%s: %d %s", mode, r.status, r.err);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j, "no trace");
+    cr_expect_geq(meta_fn(libprof_meta(j), "malloc", "count"), 1000);
+    cr_expect_eq(meta_num(libprof_meta(j), "exit_status"), exit_status);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+Test(stress, exit_from_another_thread) { ending_case("exitthread", 4, 4); }
+Test(stress, pthread_exit_in_main) { ending_case("mainexit", 0, -1); }

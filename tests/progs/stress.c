@@ -7,7 +7,10 @@
  *              10 blocks of 4242 bytes and exits; main waits for all       -> "children 20"
  *   signal     a 1 ms interval timer whose handler mallocs and frees 333 bytes, while main makes
  *              200000 malloc/free pairs of 64 bytes                        -> "ok"
- *   forever    malloc/free pairs until killed (prints "running" first) */
+ *   forever    malloc/free pairs until killed (prints "running" first)
+ *   exitthread a thread makes 1000 pairs, then calls exit(4) while main is blocked   -> status 4
+ *   mainexit   main starts a thread making 1000 pairs and calls pthread_exit(); the process ends
+ *              when the thread does (status 0) */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -49,6 +52,11 @@ static void *spin(void *arg) {
     return NULL;
 }
 
+static void *exiter(void *arg) {
+    pairs(arg);
+    exit(4);
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     void *p = malloc(333); /* not async-signal-safe in theory; real programs do it anyway */
@@ -87,6 +95,14 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
         printf("children %d\n", done);
         return 0;
+    } else if (!strcmp(mode, "exitthread")) {
+        pthread_t t;
+        pthread_create(&t, NULL, exiter, (void *)1000L);
+        pthread_join(t, NULL); /* never returns: the thread exits the process */
+    } else if (!strcmp(mode, "mainexit")) {
+        pthread_t t;
+        pthread_create(&t, NULL, pairs, (void *)1000L);
+        pthread_exit(NULL);
     } else if (!strcmp(mode, "forever")) {
         printf("running\n");
         fflush(stdout);
