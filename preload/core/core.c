@@ -276,17 +276,17 @@ done:
 /* LIBPROF_CHILDREN=0: take libprof out of the environment that child processes inherit —
  * its entry in LD_PRELOAD (other preloads stay) and every LIBPROF* variable. This runs in the
  * constructor, once the C library is up; the program itself then sees the cleaned environment. */
+static int is_self(const char *entry, size_t n);
+
 static void forget_children(void) {
-    Dl_info self;
     const char *pre = getenv("LD_PRELOAD");
-    if (pre && dladdr((void *)lp_init_slow, &self) && self.dli_fname) {
+    if (pre) {
         char keep[PATH_MAX * 2];
         size_t k = 0;
         const char *p = pre;
         while (*p) {
             size_t n = strcspn(p, ": ");
-            int ours = n == strlen(self.dli_fname) && !strncmp(p, self.dli_fname, n);
-            if (n && !ours && k + n + 2 < sizeof keep) {
+            if (n && !is_self(p, n) && k + n + 2 < sizeof keep) {
                 if (k) keep[k++] = ':';
                 memcpy(keep + k, p, n);
                 k += n;
@@ -374,7 +374,7 @@ void lp_finish_signal(int sig) {
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     lp_tls.guard = 1;
     lp_gate_set(0);
-    lp_tbuf_flush_all_async();
+    lp_tbuf_flush_all(1);
     lp_spool_recover();
     write_end(-1, sig);
     if (!lp_cfg.raw_output) { /* say where the trace is: write(2) only, no formatting library */
@@ -401,7 +401,7 @@ void lp_finish(int status) {
     int saved = errno;
     lp_tls.guard = 1;
     lp_gate_set(0);
-    lp_tbuf_flush_all();
+    lp_tbuf_flush_all(0);
     lp_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
     lp_tbuf_write_thread_names();
     write_end(status, lp_finish_with_signal);
@@ -447,7 +447,7 @@ void lp_exec_prepare(void) {
     int saved = errno;
     uint8_t g = lp_tls.guard;
     lp_tls.guard = 1;
-    lp_tbuf_flush_all();
+    lp_tbuf_flush_all(0);
     lp_spool_recover();
     lp_tbuf_write_thread_names();
     write_end(-1, 0);
@@ -506,12 +506,16 @@ static int has_var(char *const envp[], const char *entry) {
     return 0;
 }
 
+/* Is the LD_PRELOAD entry of `n` bytes at `entry` this libprof.so? */
+static int is_self(const char *entry, size_t n) {
+    return inj_self[0] && n == strlen(inj_self) && !strncmp(entry, inj_self, n);
+}
+
 /* Does the LD_PRELOAD value `v` name libprof? */
 static int preload_has_self(const char *v) {
-    size_t self = strlen(inj_self);
     for (const char *p = v; *p;) {
         size_t n = strcspn(p, ": ");
-        if (n == self && !strncmp(p, inj_self, n)) return 1;
+        if (is_self(p, n)) return 1;
         p += n;
         if (*p) p++;
     }

@@ -309,25 +309,17 @@ void lp_tbuf_init(uint32_t buffer_bytes) {
 }
 
 /* Flush every live thread's records (at exit; the other threads may still be running, which the
- * per-node lock and the release store in lp_commit make safe). */
-void lp_tbuf_flush_all(void) {
+ * per-node lock and the release store in lp_commit make safe). From a signal handler
+ * (`from_signal`), a node whose lock is held — its owner was interrupted while flushing — is
+ * skipped rather than waited for. */
+void lp_tbuf_flush_all(int from_signal) {
     for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
-        lock(&n->lock);
-        if (n->tls) {
-            uint64_t *cur = __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE);
-            flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));
+        if (from_signal) {
+            if (__atomic_exchange_n(&n->lock, 1, __ATOMIC_ACQUIRE)) continue;
+        } else {
+            lock(&n->lock);
         }
-        unlock(&n->lock);
-    }
-}
-
-/* The same from a signal handler: a node whose lock is held (its owner was interrupted while
- * flushing) is skipped rather than waited for. */
-void lp_tbuf_flush_all_async(void) {
-    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
-        if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
-        if (__atomic_exchange_n(&n->lock, 1, __ATOMIC_ACQUIRE)) continue;
         if (n->tls) {
             uint64_t *cur = __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE);
             flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));

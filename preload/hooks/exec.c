@@ -32,51 +32,49 @@ static void resolve(void) {
     real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
 }
 
-/* Run `fn` (execve or execvpe) with libprof's trace written first and the environment fixed. */
-static int run_exec(execve_fn fn, const char *path, char *const argv[], char *const envp[]) {
+/* The environment an exec or spawn is to get: `envp`, or a copy in `f` with libprof put back.
+ * `f` lives in the caller's frame (the stack: vfork children must not allocate). */
+struct env_fix {
+    char *env[MAX_ENV];
+    char pre[PATH_MAX * 2 + 16];
+};
+
+static char *const *fixed_env(struct env_fix *f, char *const envp[]) {
+    return lp_exec_env(envp, f->env, MAX_ENV, f->pre, sizeof f->pre) ? f->env : envp;
+}
+
+/* execve (search = 0) or execvpe (search = 1), with libprof's trace written first and the
+ * environment fixed. */
+static int run_exec(int search, const char *path, char *const argv[], char *const envp[]) {
     resolve();
+    execve_fn fn = search ? real_execvpe : real_execve;
     if (!fn) {
         errno = ENOSYS;
         return -1;
     }
-    char *env2[MAX_ENV];
-    char pre[PATH_MAX * 2 + 16];
-    char *const *use = envp;
-    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
+    struct env_fix f;
+    char *const *use = fixed_env(&f, envp);
     lp_exec_prepare();
     int rc = fn(path, argv, use);
     lp_exec_failed(); /* still here: it failed */
     return rc;
 }
 
-LP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    resolve();
-    return run_exec(real_execve, path, argv, envp);
-}
-
-LP_EXPORT int execv(const char *path, char *const argv[]) {
-    resolve();
-    return run_exec(real_execve, path, argv, environ);
-}
-
-LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    resolve();
-    return run_exec(real_execvpe, file, argv, envp);
-}
-
-LP_EXPORT int execvp(const char *file, char *const argv[]) {
-    resolve();
-    return run_exec(real_execvpe, file, argv, environ);
-}
+LP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) { return run_exec(0, path, argv, envp); }
+LP_EXPORT int execv(const char *path, char *const argv[]) { return run_exec(0, path, argv, environ); }
+LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) { return run_exec(1, file, argv, envp); }
+LP_EXPORT int execvp(const char *file, char *const argv[]) { return run_exec(1, file, argv, environ); }
 
 LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     resolve();
-    char *env2[MAX_ENV];
-    char pre[PATH_MAX * 2 + 16];
-    char *const *use = envp;
-    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
+    if (!real_fexecve) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct env_fix f;
+    char *const *use = fixed_env(&f, envp);
     lp_exec_prepare();
-    int rc = real_fexecve ? real_fexecve(fd, argv, use) : (errno = ENOSYS, -1);
+    int rc = real_fexecve(fd, argv, use);
     lp_exec_failed();
     return rc;
 }
@@ -130,11 +128,8 @@ static int run_spawn(const char *name, pid_t *pid, const char *path, const posix
                      const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
     spawn_fn fn = (spawn_fn)dlsym(RTLD_NEXT, name);
     if (!fn) return ENOSYS;
-    char *env2[MAX_ENV];
-    char pre[PATH_MAX * 2 + 16];
-    char *const *use = envp;
-    if (lp_exec_env(envp, env2, MAX_ENV, pre, sizeof pre)) use = env2;
-    return fn(pid, path, fa, attr, argv, use);
+    struct env_fix f;
+    return fn(pid, path, fa, attr, argv, fixed_env(&f, envp));
 }
 
 LP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -68,7 +68,7 @@ Test(tbuf, every_event_of_every_thread_reaches_the_file_in_order) {
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     /* the main thread records too and is still alive: only the exit-time flush gets these */
     for (uint64_t i = 0; i < 1000; i++) record(i, i);
-    lp_tbuf_flush_all();
+    lp_tbuf_flush_all(0);
     cr_expect_eq(lp_events_written, THREADS * PER_THREAD + 1000);
     cr_expect_eq(lp_events_dropped, 0);
 
@@ -115,7 +115,7 @@ Test(tbuf, buffers_of_exited_threads_are_reused) {
         pthread_create(&th, NULL, worker, (void *)(i + 1));
         pthread_join(th, NULL);
     }
-    lp_tbuf_flush_all();
+    lp_tbuf_flush_all(0);
     cr_expect_eq(lp_events_written, 200 * PER_THREAD);
     struct lp_reader r;
     char err[256];
