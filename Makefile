@@ -44,6 +44,7 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=
 PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -Wl,-z,nodelete
 
 # ---- sources, one per line ---------------------------------------------------------------------
+CORE_SRCS += preload/core/call.c
 CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c
 CORE_SRCS += preload/core/control.c
@@ -54,11 +55,21 @@ CORE_SRCS += preload/core/tbuf.c
 
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c
+HOOK_SRCS += preload/hooks/blas.c
+HOOK_SRCS += preload/hooks/dl.c
+HOOK_SRCS += preload/hooks/dnnl.c
 HOOK_SRCS += preload/hooks/exec.c
 HOOK_SRCS += preload/hooks/exit.c
+HOOK_SRCS += preload/hooks/io.c
+HOOK_SRCS += preload/hooks/omp.c
+HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
+HOOK_SRCS += preload/hooks/sync.c
+HOOK_SRCS += preload/hooks/thread.c
+HOOK_SRCS += preload/hooks/wait.c
 
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
+SHARED_SRCS += tools/calls.c
 SHARED_SRCS += tools/convert.c
 SHARED_SRCS += tools/lpt.c
 SHARED_SRCS += tools/map.c

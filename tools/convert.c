@@ -15,54 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "map.h"
 #include "out.h"
+#include "stats.h"
 
-#define SUB_BITS 6
-#define SUB (1u << SUB_BITS)
-#define HIST_BUCKETS ((64 - SUB_BITS + 1) * SUB)
 #define SIZE_BUCKETS 29
 #define COUNTER_BUCKETS 2048
-
-/* ---- duration histogram --------------------------------------------------------------- */
-
-static unsigned hist_bucket(uint64_t v) {
-    if (v < SUB) return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
-    return (e - SUB_BITS + 1) * SUB + (unsigned)((v >> (e - SUB_BITS)) & (SUB - 1));
-}
-
-/* Middle of bucket b. */
-static uint64_t hist_value(unsigned b) {
-    if (b < SUB) return b;
-    unsigned e = b / SUB + SUB_BITS - 1, m = b % SUB;
-    uint64_t lo = ((uint64_t)(SUB + m)) << (e - SUB_BITS);
-    uint64_t width = UINT64_C(1) << (e - SUB_BITS);
-    return lo + width / 2;
-}
-
-struct fnstat {
-    uint64_t count, failed, bytes;
-    uint64_t timed, total_ns, min_ns, max_ns; /* over the calls that carry a duration */
-    uint64_t *hist;
-};
-
-static uint64_t percentile(const struct fnstat *f, double p) {
-    if (f->timed == 0 || !f->hist) return 0;
-    uint64_t rank = (uint64_t)(p * (double)f->timed + 0.999999);
-    if (rank < 1) rank = 1;
-    uint64_t acc = 0;
-    for (unsigned b = 0; b < HIST_BUCKETS; b++) {
-        acc += f->hist[b];
-        if (acc >= rank) {
-            uint64_t v = hist_value(b);
-            if (v < f->min_ns) v = f->min_ns;
-            if (v > f->max_ns) v = f->max_ns;
-            return v;
-        }
-    }
-    return f->max_ns;
-}
+#define percentile lp_percentile
 
 /* ---- the analysis state ------------------------------------------------------------------ */
 
@@ -85,6 +45,7 @@ struct analysis {
     struct cbucket *cb;  /* not zeroed: only buckets marked in cb_used are valid, so a short
                           * trace faults in only the pages it touches */
     uint64_t cb_used[COUNTER_BUCKETS / 64];
+    struct lp_calls *calls; /* the runtime entry points (calls.c) */
     int oom;
 };
 
@@ -141,20 +102,8 @@ static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
 /* Add one call to row `f`. */
 static void account(struct analysis *a, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
     if (!a->counting) return;
-    f->count++;
-    if (!failed) f->bytes += bytes; /* bytes actually handed out (or released) */
-    f->failed += (uint64_t)failed;
-    if (!e->timed) return;
-    if (!f->hist) {
-        f->hist = calloc(HIST_BUCKETS, sizeof *f->hist);
-        if (!f->hist) { a->oom = 1; return; }
-        f->min_ns = UINT64_MAX;
-    }
-    f->timed++;
-    f->total_ns += e->dur_ns;
-    if (e->dur_ns < f->min_ns) f->min_ns = e->dur_ns;
-    if (e->dur_ns > f->max_ns) f->max_ns = e->dur_ns;
-    f->hist[hist_bucket(e->dur_ns)]++;
+    /* bytes: actually handed out (or released) */
+    if (lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) a->oom = 1;
 }
 
 static void count_call(struct analysis *a, const struct lp_event *e, uint64_t bytes, int failed) {
@@ -197,6 +146,8 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         return 0;
     case LP_SHAPE_CONTROL:
         a->pauses += e->kind == LP_EV_PAUSE;
+        return 0;
+    case LP_SHAPE_CALL: /* calls.c, from the main loop */
         return 0;
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
@@ -407,7 +358,7 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     int first = 1;
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
-        if (!f->count) continue;
+        if (!f->count || k == LP_EV_CALL) continue;
         lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"timed\":%llu,\"total_ns\":%llu}",
                    first ? "" : ",", lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
                    (unsigned long long)f->failed, (unsigned long long)f->timed, (unsigned long long)f->total_ns);
@@ -429,7 +380,9 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     }
     lp_out_s(o, "},\"size_histogram\":[");
     for (unsigned b = 0; b < SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
-    lp_out_s(o, "]}");
+    lp_out_s(o, "]");
+    lp_calls_metadata(a->calls, o);
+    lp_out_s(o, "}");
 }
 
 /* Timing columns are empty for a function none of whose calls were timed (allocation calls
@@ -437,9 +390,9 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
 static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f);
 
 static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct analysis *a) {
-    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes\n");
+    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops\n");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
-        if (k == LP_EV_RANGE || lp_kind_family[k] == LP_FAM_CONTROL) continue; /* ranges: per name below */
+        if (k == LP_EV_RANGE || k == LP_EV_CALL || lp_kind_family[k] == LP_FAM_CONTROL) continue; /* ranges: per name below */
         csv_row(o, lp_kind_names[k], strlen(lp_kind_names[k]), lp_family_names[lp_kind_family[k]], &a->fn[k]);
     }
     for (uint32_t id = 0; id < a->nranges; id++) {
@@ -447,6 +400,7 @@ static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct 
         const char *name = lp_reader_name(r, id, &len);
         csv_row(o, name, len, "annot", &a->ranges[id]);
     }
+    lp_calls_csv(a->calls, o);
 }
 
 static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f) {
@@ -460,7 +414,7 @@ static void csv_row(struct lp_out *o, const char *name, size_t len, const char *
                    (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns);
     else
         lp_out_s(o, ",,,,,,,");
-    lp_out_fmt(o, "%llu\n", (unsigned long long)f->bytes);
+    lp_out_fmt(o, "%llu,\n", (unsigned long long)f->bytes);
 }
 
 static void human_bytes(char *buf, size_t len, uint64_t b) {
@@ -481,7 +435,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
                "p99 ns");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
-        if (!f->count || k == LP_EV_RANGE || lp_kind_family[k] == LP_FAM_CONTROL) continue;
+        if (!f->count || k == LP_EV_RANGE || k == LP_EV_CALL || lp_kind_family[k] == LP_FAM_CONTROL) continue;
         lp_out_fmt(o, "  %-15s %12llu %14llu %8llu", lp_kind_names[k], (unsigned long long)f->count,
                    (unsigned long long)f->bytes, (unsigned long long)f->failed);
         if (f->timed)
@@ -508,6 +462,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
     if (a->untracked_frees || a->reused_live)
         lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
                    (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
+    lp_calls_summary(a->calls, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);
@@ -585,7 +540,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         lp_out_init(&c->o, fd);
         chrome_head(c, r);
     }
-    struct lp_iter *it = lp_iter_new(r);
+    a->calls = lp_calls_new(r);
+    struct lp_iter *it = a->calls ? lp_iter_new(r) : NULL;
     if (!it) goto oom;
     struct lp_event e;
     uint64_t instants = 0, next_progress = 1u << 20;
@@ -597,7 +553,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
         uint64_t size = analyse(a, &e);
         if (e.phase == 1) a->events++;
-        if (c && lp_kind_family[e.kind] == LP_FAM_CONTROL) {
+        if (lp_kind_shape[e.kind] == LP_SHAPE_CALL) {
+            struct lp_chrome_sink sink = {c ? &c->o : NULL, c ? &c->first : NULL, c ? c->pid : 0};
+            if (lp_calls_event(a->calls, &e, a->counting, c ? &sink : NULL) != 0) a->oom = 1;
+        } else if (c && lp_kind_family[e.kind] == LP_FAM_CONTROL) {
             chrome_control(c, &e);
         } else if (!a->counting) {
             /* before the last reset: nothing to show */
@@ -618,7 +577,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
     }
     lp_iter_free(it);
-    if (a->oom) goto oom;
+    if (a->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
     uint64_t end_ns = a->span_ns;
 
@@ -667,6 +626,7 @@ out:
         for (uint32_t id = 0; id < a->nranges; id++) free(a->ranges[id].hist);
         free(a->ranges);
         lp_map_free(&a->live);
+        lp_calls_free(a->calls);
         free(a->cb);
     }
     free(a);

@@ -44,6 +44,30 @@ const uint8_t lp_kind_words[LP_KIND_COUNT] = {
     LP_KINDS(LP_X)
 #undef LP_X
 };
+const char *const lp_call_names[LP_CALL_COUNT] = {
+    "none",
+#define LP_X(id, name, fam, role, args) name,
+    LP_CALLS(LP_X)
+#undef LP_X
+};
+const uint8_t lp_call_family[LP_CALL_COUNT] = {
+    0,
+#define LP_X(id, name, fam, role, args) LP_FAM_##fam,
+    LP_CALLS(LP_X)
+#undef LP_X
+};
+const uint8_t lp_call_role[LP_CALL_COUNT] = {
+    0,
+#define LP_X(id, name, fam, role, args) LP_ROLE_##role,
+    LP_CALLS(LP_X)
+#undef LP_X
+};
+const char *const lp_call_args[LP_CALL_COUNT] = {
+    "",
+#define LP_X(id, name, fam, role, args) args,
+    LP_CALLS(LP_X)
+#undef LP_X
+};
 const char *const lp_family_names[LP_FAM_COUNT] = {
 #define LP_X(id, name) name,
     LP_FAMILIES(LP_X)
@@ -83,11 +107,10 @@ static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t 
     size_t i = 0;
     uint64_t c = 0;
     while (i < n) {
-        unsigned kind = lp_rec_kind(w[i]);
-        if (kind == 0) return -1;
-        if (kind == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
-        i += lp_rec_words(w[i]);
-        if (i > n) return -1;
+        size_t len = lp_rec_size(w + i, n - i);
+        if (len == 0) return -1;
+        if (lp_rec_kind(w[i]) == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
+        i += len;
         c++;
     }
     *count = c;
@@ -190,6 +213,14 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 r->threads[ti].name = s;
                 r->threads[ti].name_len = n;
             }
+        } else if (h.type == LP_CHUNK_SHORT && h.length % sizeof(struct lp_short) == 0 && payload % 8 == 0) {
+            if (r->nshort_chunks % 16 == 0) {
+                struct lp_short_ref *sc = realloc(r->short_chunks, (r->nshort_chunks + 16) * sizeof *sc);
+                if (!sc) goto nomem;
+                r->short_chunks = sc;
+            }
+            r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
+                (const struct lp_short *)(d + payload), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
             r->end = (const struct lp_end *)(d + payload);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
@@ -262,6 +293,7 @@ void lp_reader_close(struct lp_reader *r) {
     free(r->threads);
     free(r->chunks);
     free(r->names);
+    free(r->short_chunks);
     if (r->mapped && r->data) munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
 }
@@ -368,7 +400,7 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     if (lp_kind_shape[kind] == LP_SHAPE_REALLOC && c->phase == 0) {
         c->phase = 1;
     } else {
-        c->p += lp_rec_words(w0);
+        c->p += lp_rec_size(c->p, (size_t)(c->end - c->p)); /* validated when the file was opened */
         c->phase = 0;
         it->consumed++;
     }

@@ -37,6 +37,8 @@ struct lp_reader {
     uint32_t nchunks;
     struct lp_name { const char *s; uint32_t len; } *names; /* annotation names by id (s NULL: unknown) */
     uint32_t nnames;
+    struct lp_short_ref { const struct lp_short *s; uint32_t n, tid; } *short_chunks; /* LIBPROF_MIN_NS tallies */
+    uint32_t nshort_chunks;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
     int truncated;            /* the file stops in the middle of a chunk or has a damaged chunk */

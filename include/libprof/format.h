@@ -30,20 +30,29 @@
 #ifndef LIBPROF_FORMAT_H
 #define LIBPROF_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 5
+#define LP_FORMAT_VERSION 6
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
-/* Event families, selectable with LIBPROF_EVENTS. Later families (thread, io, blas, ...) are
- * appended here; the bit is the family's index. */
+/* Event families, selectable with LIBPROF_EVENTS; the bit is the family's index. */
 #define LP_FAMILIES(X) \
     X(ALLOC, "alloc") \
     X(ANNOT, "annot") \
-    X(CONTROL, "control") /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */
+    X(CONTROL, "control") /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */ \
+    X(THREAD, "thread")   /* thread creation, lifetime, join */ \
+    X(SYNC, "sync")       /* lock waits: only calls that blocked */ \
+    X(DL, "dl")           /* dlopen, dlclose */ \
+    X(IO, "io")           /* POSIX and stdio file I/O, mmap */ \
+    X(PROC, "process")    /* fork, exec, spawn, system, wait */ \
+    X(WAIT, "wait")       /* sleeping and polling: off-CPU time */ \
+    X(BLAS, "blas")       /* CBLAS and Fortran BLAS level 1-3 */ \
+    X(DNNL, "dnnl")       /* oneDNN primitive execution */ \
+    X(OMP, "omp")         /* OpenMP parallel regions (libgomp) */
 
 enum lp_family {
 #define LP_X(id, name) LP_FAM_##id,
@@ -61,6 +70,7 @@ enum lp_shape {
     LP_SHAPE_MARK,    /* name id              : a named instant */
     LP_SHAPE_COUNTER, /* name id, value       : a named counter took `value` (IEEE double bits) */
     LP_SHAPE_CONTROL, /* reason (enum lp_control_reason): recording paused, resumed or reset */
+    LP_SHAPE_CALL,    /* call header word, args, string: an intercepted runtime entry point */
 };
 
 enum lp_control_reason {
@@ -90,7 +100,8 @@ enum lp_control_reason {
     X(COUNTER,        "counter",        ANNOT, LP_SHAPE_COUNTER, 2) \
     X(PAUSE,          "libprof paused", CONTROL, LP_SHAPE_CONTROL, 1) \
     X(RESUME,         "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1) \
-    X(RESET,          "libprof reset",  CONTROL, LP_SHAPE_CONTROL, 1)
+    X(RESET,          "libprof reset",  CONTROL, LP_SHAPE_CONTROL, 1) \
+    X(CALL,           "call",           CONTROL, LP_SHAPE_CALL,    1) /* family: lp_call_family */
 
 enum lp_kind {
     LP_KIND_NONE = 0,
@@ -104,6 +115,140 @@ enum lp_kind {
 #define LP_TS_BITS 56
 #define LP_TS_MASK ((UINT64_C(1) << LP_TS_BITS) - 1)
 #define LP_DUR_MASK ((UINT64_C(1) << 48) - 1)
+
+/* ---- CALL records: the runtime entry points --------------------------------------------------
+ * A CALL record's first payload word is its header:
+ *   bits 0-15  entry point (enum lp_call, position in LP_CALLS from 1)
+ *   bits 16-19 number of argument words that follow (<= LP_CALL_MAX_ARGS)
+ *   bits 20-31 bytes of the string that follows the arguments (<= LP_CALL_MAX_STR), padded to 8
+ *   bit  32    the string was cut to LP_CALL_MAX_STR bytes
+ * Arguments are u64 words named by the entry point's argument list below (a name ending in '-'
+ * is shown signed). The role tells the converter what the call means beyond its time: which
+ * arguments are a descriptor, a byte count, a block of memory; the converter keeps per-file and
+ * per-shape statistics from them. */
+enum lp_call_role {
+    LP_ROLE_NONE,
+    LP_ROLE_OPEN,    /* string path; args ..., ret fd */
+    LP_ROLE_FDPATH,  /* string path; args fd: a descriptor that was open before libprof started */
+    LP_ROLE_CLOSE,   /* args fd, ret */
+    LP_ROLE_READ,    /* args fd, count, [offset,] ret bytes */
+    LP_ROLE_WRITE,   /* same, for writes */
+    LP_ROLE_FDOP,    /* args fd, ...: another operation on a descriptor (lseek, fsync) */
+    LP_ROLE_FOPEN,   /* string path; args mode, ret stream */
+    LP_ROLE_FREAD,   /* args stream, bytes asked, bytes done */
+    LP_ROLE_FWRITE,
+    LP_ROLE_FOP,     /* args stream, ...: fflush */
+    LP_ROLE_FCLOSE,  /* args stream, ret */
+    LP_ROLE_MMAP,    /* args addr, len, prot, flags, fd, ret addr */
+    LP_ROLE_MUNMAP,  /* args addr, len, ret */
+    LP_ROLE_MREMAP,  /* args old, old len, new len, ret addr */
+    LP_ROLE_CREATE,  /* pthread_create: args ret, flow */
+    LP_ROLE_THREAD,  /* a thread's life: args creator tid, flow */
+    LP_ROLE_GEMM,    /* args m, n, k, op: see LP_GEMM_* */
+    LP_ROLE_GEMV,    /* args m, n, op */
+    LP_ROLE_VEC,     /* args n, op: dot, axpy */
+    LP_ROLE_DNNL,    /* args kind name id, shape name id, primitive */
+    LP_ROLE_OMP,     /* GOMP_parallel: args threads asked, team size, flow */
+    LP_ROLE_OMPWORK, /* a team member running a region: args thread number, flow */
+    LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
+};
+
+/* The `op` argument of BLAS roles: element type, transposes, layout. */
+#define LP_BLAS_S 0 /* float */
+#define LP_BLAS_D 1 /* double */
+#define LP_BLAS_C 2 /* complex float */
+#define LP_BLAS_Z 3 /* complex double */
+#define LP_BLAS_TA_SHIFT 4 /* 0 none, 1 transpose, 2 conjugate transpose */
+#define LP_BLAS_TB_SHIFT 6
+#define LP_BLAS_ROWMAJOR 0x100
+#define LP_BLAS_FORTRAN 0x200 /* called through the Fortran interface (sgemm_) */
+
+/* id, name shown, family, role, argument names. */
+#define LP_CALLS(X) \
+    X(PTHREAD_CREATE, "pthread_create", THREAD, CREATE, "ret-,flow") \
+    X(THREAD_LIFE,    "thread",         THREAD, THREAD, "creator,flow") \
+    X(PTHREAD_JOIN,   "pthread_join",   THREAD, NONE,   "ret-") \
+    X(PTHREAD_EXIT,   "pthread_exit",   THREAD, NONE,   "") \
+    X(MUTEX_LOCK,     "pthread_mutex_lock",    SYNC, NONE, "lock,ret-") \
+    X(RWLOCK_RD,      "pthread_rwlock_rdlock", SYNC, NONE, "lock,ret-") \
+    X(RWLOCK_WR,      "pthread_rwlock_wrlock", SYNC, NONE, "lock,ret-") \
+    X(COND_WAIT,      "pthread_cond_wait",     SYNC, NONE, "cond,ret-") \
+    X(COND_TIMEDWAIT, "pthread_cond_timedwait", SYNC, NONE, "cond,ret-") \
+    X(SEM_WAIT,       "sem_wait",              SYNC, NONE, "sem,ret-") \
+    X(BARRIER_WAIT,   "pthread_barrier_wait",  SYNC, NONE, "barrier,ret-") \
+    X(DLOPEN,         "dlopen",  DL, NONE, "flags,ret") \
+    X(DLCLOSE,        "dlclose", DL, NONE, "handle,ret-") \
+    X(FD,             "fd",      IO, FDPATH, "fd-") \
+    X(OPEN,           "open",    IO, OPEN,   "flags,ret-") \
+    X(OPENAT,         "openat",  IO, OPEN,   "dirfd-,flags,ret-") \
+    X(CREAT,          "creat",   IO, OPEN,   "mode,ret-") \
+    X(CLOSE,          "close",   IO, CLOSE,  "fd-,ret-") \
+    X(READ,           "read",    IO, READ,   "fd-,count,ret-") \
+    X(WRITE,          "write",   IO, WRITE,  "fd-,count,ret-") \
+    X(PREAD,          "pread",   IO, READ,   "fd-,count,offset-,ret-") \
+    X(PWRITE,         "pwrite",  IO, WRITE,  "fd-,count,offset-,ret-") \
+    X(READV,          "readv",   IO, READ,   "fd-,count,ret-") \
+    X(WRITEV,         "writev",  IO, WRITE,  "fd-,count,ret-") \
+    X(LSEEK,          "lseek",   IO, FDOP,   "fd-,offset-,whence,ret-") \
+    X(FSYNC,          "fsync",   IO, FDOP,   "fd-,ret-") \
+    X(FDATASYNC,      "fdatasync", IO, FDOP, "fd-,ret-") \
+    X(FOPEN,          "fopen",   IO, FOPEN,  "mode,ret") \
+    X(FREAD,          "fread",   IO, FREAD,  "stream,count,ret") \
+    X(FWRITE,         "fwrite",  IO, FWRITE, "stream,count,ret") \
+    X(FFLUSH,         "fflush",  IO, FOP,    "stream,ret-") \
+    X(FCLOSE,         "fclose",  IO, FCLOSE, "stream,ret-") \
+    X(MMAP,           "mmap",    IO, MMAP,   "addr,len,prot,flags,fd-,ret") \
+    X(MUNMAP,         "munmap",  IO, MUNMAP, "addr,len,ret-") \
+    X(MREMAP,         "mremap",  IO, MREMAP, "addr,len,new_len,ret") \
+    X(FORK,           "fork",    PROC, NONE, "ret-") \
+    X(VFORK,          "vfork",   PROC, NONE, "") \
+    X(EXEC,           "exec",    PROC, NONE, "") \
+    X(POSIX_SPAWN,    "posix_spawn", PROC, NONE, "ret-,pid-") \
+    X(SYSTEM,         "system",  PROC, NONE, "ret-") \
+    X(WAITPID,        "waitpid", PROC, WAITCHILD, "pid-,ret-,status") \
+    X(WAITID,         "waitid",  PROC, NONE, "id-,ret-") \
+    X(NANOSLEEP,      "nanosleep", WAIT, NONE, "ns,ret-") \
+    X(CLOCK_NANOSLEEP, "clock_nanosleep", WAIT, NONE, "ns,ret-") \
+    X(USLEEP,         "usleep",  WAIT, NONE, "ns,ret-") \
+    X(SLEEP,          "sleep",   WAIT, NONE, "ns,ret-") \
+    X(POLL,           "poll",    WAIT, NONE, "nfds,timeout_ms-,ret-") \
+    X(PPOLL,          "ppoll",   WAIT, NONE, "nfds,timeout_ns-,ret-") \
+    X(SELECT,         "select",  WAIT, NONE, "nfds,timeout_ns-,ret-") \
+    X(PSELECT,        "pselect", WAIT, NONE, "nfds,timeout_ns-,ret-") \
+    X(EPOLL_WAIT,     "epoll_wait", WAIT, NONE, "epfd-,maxevents,timeout_ms-,ret-") \
+    X(GEMM,           "gemm",    BLAS, GEMM, "m,n,k,op") \
+    X(GEMV,           "gemv",    BLAS, GEMV, "m,n,op") \
+    X(DOT,            "dot",     BLAS, VEC,  "n,op") \
+    X(AXPY,           "axpy",    BLAS, VEC,  "n,op") \
+    X(DNNL_EXEC,      "dnnl_primitive_execute", DNNL, DNNL, "kind,shape,primitive") \
+    X(OMP_PARALLEL,   "omp parallel", OMP, OMP, "threads_asked,team,flow") \
+    X(OMP_WORK,       "omp work",  OMP, OMPWORK, "thread_num,flow")
+
+enum lp_call {
+    LP_CALL_NONE = 0,
+#define LP_X(id, name, fam, role, args) LP_CALL_##id,
+    LP_CALLS(LP_X)
+#undef LP_X
+    LP_CALL_COUNT
+};
+
+#define LP_CALL_MAX_ARGS 15
+#define LP_CALL_MAX_STR 2048
+#define LP_CALL_STR_CUT (UINT64_C(1) << 32)
+
+static inline uint64_t lp_call_header(unsigned call, unsigned nargs, unsigned slen) {
+    return (uint64_t)call | (uint64_t)nargs << 16 | (uint64_t)slen << 20;
+}
+static inline unsigned lp_call_id(uint64_t h) { return (unsigned)(h & 0xffff); }
+static inline unsigned lp_call_nargs(uint64_t h) { return (unsigned)(h >> 16) & 15; }
+static inline unsigned lp_call_strlen(uint64_t h) { return (unsigned)(h >> 20) & 0xfff; }
+/* Words after the header word. */
+static inline unsigned lp_call_extra(uint64_t h) { return lp_call_nargs(h) + (lp_call_strlen(h) + 7) / 8; }
+
+extern const char *const lp_call_names[LP_CALL_COUNT];
+extern const uint8_t lp_call_family[LP_CALL_COUNT];
+extern const uint8_t lp_call_role[LP_CALL_COUNT];
+extern const char *const lp_call_args[LP_CALL_COUNT];
 
 /* Clock the ticks come from. */
 enum lp_clock {
@@ -134,6 +279,16 @@ enum lp_chunk_type {
     LP_CHUNK_EVENTS = 1, /* packed records of thread `tid` */
     LP_CHUNK_STRING = 2, /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
     LP_CHUNK_END = 3,    /* struct lp_end: the run finished and everything was flushed */
+    LP_CHUNK_SHORT = 4,  /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
+};
+
+/* Calls shorter than LIBPROF_MIN_NS are not recorded one by one; each thread counts them per
+ * entry point and writes the tallies (since its last SHORT chunk) when it is flushed. */
+struct lp_short {
+    uint32_t call;     /* enum lp_call */
+    uint32_t reserved;
+    uint64_t count;
+    uint64_t ticks;    /* their total duration */
 };
 
 enum lp_string_key {
@@ -180,9 +335,21 @@ static inline unsigned lp_rec_kind(uint64_t w0) {
     return k < LP_KIND_COUNT ? k : 0;
 }
 static inline unsigned lp_rec_timed(uint64_t w0) { return (unsigned)(w0 >> (LP_TS_BITS + 7)) & 1; }
-/* Words in the record that starts with `w0` (kind must be valid). */
-static inline unsigned lp_rec_words(uint64_t w0) {
-    return 1 + lp_rec_timed(w0) + lp_kind_words[lp_rec_kind(w0)];
+/* Words in the record at `w`, of which `avail` are readable; 0 if the record is damaged or
+ * does not fit. */
+static inline size_t lp_rec_size(const uint64_t *w, size_t avail) {
+    if (avail == 0) return 0;
+    unsigned k = lp_rec_kind(w[0]);
+    if (k == 0) return 0;
+    size_t n = 1 + lp_rec_timed(w[0]) + lp_kind_words[k];
+    if (n > avail) return 0;
+    if (lp_kind_shape[k] == LP_SHAPE_CALL) {
+        unsigned c = lp_call_id(w[n - 1]);
+        if (c == 0 || c >= LP_CALL_COUNT) return 0;
+        n += lp_call_extra(w[n - 1]);
+        if (n > avail) return 0;
+    }
+    return n;
 }
 
 #endif

@@ -221,7 +221,8 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
         uint32_t m;
         char bad[64];
         if (lp_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
-        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, control)", v, bad);
+        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, "
+                     "thread, sync, dl, io, process, wait, blas, dnnl, omp)", v, bad);
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
         if (lp_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;
@@ -230,6 +231,10 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
     if ((v = get("LIBPROF_ALLOC_MIN")) && *v) {
         if (lp_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
         else warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
+    }
+    if ((v = get("LIBPROF_MIN_NS")) && *v) {
+        if (lp_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0) cfg->min_ns = n;
+        else warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");
     }
     if ((v = get("LIBPROF_CLOCK")) && *v) {
         if (strcasecmp(v, "tsc") == 0) cfg->clock = LP_CLOCK_TSC;

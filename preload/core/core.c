@@ -257,6 +257,7 @@ void lp_init_slow(void) {
 
     lp_alloc_timed = lp_cfg.alloc_timing;
     lp_clock_init(lp_cfg.clock);
+    lp_call_init(lp_cfg.min_ns);
     lp_tbuf_init(lp_cfg.buffer_bytes);
     if (start_spool(0) != 0) goto done;
     pthread_atfork(NULL, NULL, atfork_child);
@@ -270,6 +271,8 @@ done:
     lp_gate_set(gate);
     __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
     lp_tls.guard = g;
+    /* descriptors the program already has (stdin/out/err, inherited ones): their paths */
+    if (!g && (gate & (1u << LP_FAM_IO)) && lp_io_start) lp_io_start();
     errno = saved;
 }
 

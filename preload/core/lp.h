@@ -40,6 +40,7 @@ struct lp_config {
     uint32_t families;     /* LIBPROF_EVENTS mask */
     uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
     uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
+    uint64_t min_ns;       /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
     char output[PATH_MAX]; /* expanded trace path ("" = none, e.g. summary only) */
     char csv[PATH_MAX];    /* expanded CSV path ("" = none) */
 };
@@ -105,7 +106,7 @@ struct lp_tls {
     uint32_t tid;
     uint64_t records;       /* records committed by this thread (for the END statistics) */
     struct lp_thread *thr;  /* registry node owning the chunk memory */
-    uint64_t late_rec[16];  /* scratch for records written after the thread's destructors ran */
+    uint64_t late_rec[24];  /* scratch for records written after the thread's destructors ran */
     uint32_t range_depth;   /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
@@ -164,6 +165,19 @@ static inline struct lp_tls *lp_hook_enter(unsigned fam) {
 
 static inline void lp_hook_leave(struct lp_tls *t) { t->guard = 0; }
 
+/* Hold the guard around libprof's own use of malloc/free: the compiler knows those builtins do
+ * not read program memory and would otherwise drop a plain store before them. */
+static inline uint8_t lp_guard_hold(struct lp_tls *t) {
+    uint8_t g = t->guard;
+    *(volatile uint8_t *)&t->guard = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return g;
+}
+static inline void lp_guard_restore(struct lp_tls *t, uint8_t g) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *(volatile uint8_t *)&t->guard = g;
+}
+
 /* Room for one record of `words` words in the thread's chunk, or NULL if it cannot be recorded
  * (then the event is counted as dropped). */
 static inline uint64_t *lp_reserve(struct lp_tls *t, unsigned words) {
@@ -193,6 +207,56 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
     if (LP_UNLIKELY(t1 < t0)) return 0;
     uint64_t d = t1 - t0;
     return d > LP_DUR_MASK ? LP_DUR_MASK : d;
+}
+
+/* ---- "call.c": records of the runtime entry points ----------------------------------------
+ * Every hook outside the allocation and annotation families has the same shape:
+ *
+ *     struct lp_tls *t = lp_call_begin(LP_FAM_IO);   // NULL: pass straight through
+ *     uint64_t t0 = t ? lp_ticks() : 0;
+ *     r = real.read(fd, buf, n);
+ *     if (t) { int e = errno; lp_call_record(t, LP_CALL_READ, t0, lp_ticks(), args...); errno = e; }
+ *
+ * The guard is NOT held while the real function runs, so interposed calls it makes (a GEMM that
+ * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
+ * inside the outer one: a thread's calls are strictly nested in time, so its slices nest. */
+
+static inline struct lp_tls *lp_call_begin(unsigned fam) {
+    uint32_t g = lp_gate;
+    if (LP_UNLIKELY(g & LP_GATE_UNINIT)) {
+        lp_init_slow();
+        g = lp_gate;
+    }
+    if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
+    struct lp_tls *t = &lp_tls;
+    return LP_UNLIKELY(t->guard) ? NULL : t;
+}
+
+/* Append a CALL record: timed from t0 to t1 (t1 == 0: an instant at t0), `nargs` argument words,
+ * and an optional string (cut to LP_CALL_MAX_STR bytes). Keeps errno. */
+LP_HIDDEN void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+                              const uint64_t *args, const char *str, size_t slen);
+/* The same without the checks, for libprof's own records made while it holds the guard. */
+LP_HIDDEN void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+                             const uint64_t *args, const char *str, size_t slen);
+LP_HIDDEN extern uint64_t lp_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
+LP_HIDDEN void lp_call_init(uint64_t min_ns);
+/* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
+LP_HIDDEN void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks);
+
+/* Find the next definition of `name` after libprof: dlsym(RTLD_NEXT), then every loaded object
+ * in load order (a library dlopen'ed RTLD_LOCAL, such as the BLAS numpy brings, is not in the
+ * global scope). NULL when nothing loaded defines it. */
+LP_HIDDEN void *lp_resolve(const char *name);
+/* lp_resolve once into *slot; an absent function stays NULL and is looked up again later
+ * (BLAS may be loaded after the first call that needed it). */
+static inline void *lp_real(void **slot, const char *name) {
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (LP_UNLIKELY(!f)) {
+        f = lp_resolve(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
 }
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
@@ -233,6 +297,7 @@ LP_EXPORT void _Exit(int status) __attribute__((noreturn));
  * gate, so a hook's fast path may call its real function without checking it. */
 
 LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
+LP_HIDDEN void lp_io_start(void) __attribute__((weak)); /* io.c: descriptors open at start */
 /* "hooks/signal.c": fatal-signal handlers, and libprof's handlers hidden from the program */
 LP_HIDDEN void lp_signals_init(void) __attribute__((weak));
 LP_HIDDEN int lp_signal_install(int sig, void (*handler)(int)) __attribute__((weak));

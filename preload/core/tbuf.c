@@ -37,6 +37,8 @@ struct lp_thread {
     int lock;               /* serialises flushes by the owner and by the exit path */
     int in_use;
     uint32_t tid;
+    uint32_t nshort;        /* entries of `shorts` with a count, since the last SHORT chunk */
+    struct { uint64_t count, ticks; } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
 };
 
 int lp_spool_fd = -1;
@@ -153,7 +155,30 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
 
 /* Write the node's unflushed records (up to `upto`, the owner's `records` count there) as one
  * EVENTS chunk. Caller holds node->lock. */
+static void flush_shorts(struct lp_thread *n) {
+    struct lp_short out[LP_CALL_COUNT];
+    uint32_t k = 0;
+    for (uint32_t c = 1; c < LP_CALL_COUNT; c++) {
+        if (!n->shorts[c].count) continue;
+        out[k++] = (struct lp_short){c, 0, n->shorts[c].count, n->shorts[c].ticks};
+        n->shorts[c].count = n->shorts[c].ticks = 0;
+    }
+    n->nshort = 0;
+    if (k && lp_spool_write(LP_CHUNK_SHORT, n->tid, out, k * sizeof out[0], NULL, 0) != 0)
+        __atomic_fetch_add(&lp_events_dropped, k, __ATOMIC_RELAXED);
+}
+
+/* Count a call under LIBPROF_MIN_NS instead of recording it (the owner thread only). */
+void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks) {
+    struct lp_thread *n = t->thr;
+    if (!n) return;
+    n->shorts[call].count++;
+    n->shorts[call].ticks += ticks;
+    n->nshort = 1;
+}
+
 static void flush_node(struct lp_thread *n, uint64_t *upto, uint64_t records) {
+    if (n->nshort) flush_shorts(n);
     if (upto <= n->flushed) return;
     size_t words = (size_t)(upto - n->flushed);
     uint64_t recs = records - n->flushed_records;
@@ -193,6 +218,8 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
     lock(&n->lock);
     n->tid = t->tid;
     n->tls = t;
+    memset(n->shorts, 0, sizeof n->shorts);
+    n->nshort = 0;
     n->flushed = n->base;
     n->flushed_records = t->records;
     t->cur = n->base;

@@ -43,6 +43,26 @@ static char *const *fixed_env(struct env_fix *f, char *const envp[]) {
     return lp_exec_env(envp, f->env, MAX_ENV, f->pre, sizeof f->pre) ? f->env : envp;
 }
 
+/* The command line of an exec or spawn, for its record: path, then argv[1..] (on the stack). */
+static size_t command_line(char *buf, size_t len, const char *path, char *const argv[]) {
+    size_t o = 0;
+    for (const char *p = path ? path : ""; *p && o < len; p++) buf[o++] = *p;
+    for (size_t i = 1; argv && argv[0] && argv[i] && o < len; i++) {
+        buf[o++] = ' ';
+        for (const char *p = argv[i]; *p && o < len; p++) buf[o++] = *p;
+    }
+    return o;
+}
+
+/* An exec is an instant of the process family: what ran next (the trace ends here). */
+static void record_exec(const char *path, char *const argv[]) {
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    if (!t) return;
+    char buf[LP_CALL_MAX_STR];
+    size_t n = command_line(buf, sizeof buf, path, argv);
+    lp_call_record(t, LP_CALL_EXEC, lp_ticks(), 0, 0, NULL, buf, n);
+}
+
 /* execve (search = 0) or execvpe (search = 1), with libprof's trace written first and the
  * environment fixed. */
 static int run_exec(int search, const char *path, char *const argv[], char *const envp[]) {
@@ -54,6 +74,7 @@ static int run_exec(int search, const char *path, char *const argv[], char *cons
     }
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
+    record_exec(path, argv);
     lp_exec_prepare();
     int rc = fn(path, argv, use);
     lp_exec_failed(); /* still here: it failed */
@@ -73,6 +94,7 @@ LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     }
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
+    record_exec("(fexecve)", argv);
     lp_exec_prepare();
     int rc = real_fexecve(fd, argv, use);
     lp_exec_failed();
@@ -129,7 +151,18 @@ static int run_spawn(const char *name, pid_t *pid, const char *path, const posix
     spawn_fn fn = (spawn_fn)dlsym(RTLD_NEXT, name);
     if (!fn) return ENOSYS;
     struct env_fix f;
-    return fn(pid, path, fa, attr, argv, fixed_env(&f, envp));
+    char *const *use = fixed_env(&f, envp);
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t child = 0;
+    int r = fn(pid ? pid : &child, path, fa, attr, argv, use);
+    if (t) {
+        char buf[LP_CALL_MAX_STR];
+        size_t n = command_line(buf, sizeof buf, path, argv);
+        uint64_t a[2] = {(uint64_t)(int64_t)r, (uint64_t)(int64_t)(r == 0 ? (pid ? *pid : child) : 0)};
+        lp_call_record(t, LP_CALL_POSIX_SPAWN, t0, lp_ticks(), 2, a, buf, n);
+    }
+    return r;
 }
 
 LP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -1,0 +1,119 @@
+/* dl.c: the dl family — dlopen and dlclose, timed, with the path and flags: the "model loading"
+ * time of an inference program, and the moment each plugin arrived.
+ *
+ * Two things make an interposed dlopen differ from the real one, and both are undone here:
+ * - RTLD_DEEPBIND would let the library bind to its own malloc/free before libprof's, so its
+ *   allocations would bypass the profiler (and mix with blocks libprof tracks). The flag is
+ *   dropped, with one warning, as heaptrack does.
+ * - glibc searches a bare library name ("libfoo.so") in the DT_RUNPATH/DT_RPATH of the object
+ *   that called dlopen — which is now libprof. When the real dlopen fails for a bare name, the
+ *   caller's own RUNPATH/RPATH (with $ORIGIN) is searched, so the program finds what it would
+ *   have found without libprof. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+static void *real_dlopen, *real_dlclose;
+#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+
+static int deepbind_warned;
+
+/* Try `name` in each directory of `list` (colon-separated, $ORIGIN / ${ORIGIN} = `origin`). */
+static void *try_dirs(const char *list, const char *origin, const char *name, int flags) {
+    char dir[PATH_MAX], path[PATH_MAX];
+    while (list && *list) {
+        const char *end = strchr(list, ':');
+        size_t n = end ? (size_t)(end - list) : strlen(list);
+        size_t o = 0;
+        for (size_t i = 0; i < n && o < sizeof dir - 1;) {
+            if (!strncmp(list + i, "$ORIGIN", 7) || !strncmp(list + i, "${ORIGIN}", 9)) {
+                o += (size_t)snprintf(dir + o, sizeof dir - o, "%s", origin);
+                if (o >= sizeof dir) o = sizeof dir - 1;
+                i += list[i + 1] == '{' ? 9 : 7;
+            } else {
+                dir[o++] = list[i++];
+            }
+        }
+        dir[o] = '\0';
+        if (o && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && access(path, F_OK) == 0) {
+            void *h = REAL(dlopen)(path, flags);
+            if (h) return h;
+        }
+        list = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* The caller's RUNPATH, or RPATH when it has none. */
+static void *search_caller(const void *caller, const char *name, int flags) {
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_ld) return NULL;
+    const char *strtab = NULL;
+    ElfW(Addr) runpath = 0, rpath = 0;
+    int has_runpath = 0, has_rpath = 0;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB) strtab = (const char *)d->d_un.d_ptr;
+        else if (d->d_tag == DT_RUNPATH) { runpath = d->d_un.d_val; has_runpath = 1; }
+        else if (d->d_tag == DT_RPATH) { rpath = d->d_un.d_val; has_rpath = 1; }
+    }
+    if (!strtab || (!has_runpath && !has_rpath)) return NULL;
+    char origin[PATH_MAX];
+    const char *obj = lm->l_name && lm->l_name[0] ? lm->l_name : NULL;
+    if (obj) {
+        snprintf(origin, sizeof origin, "%s", obj);
+    } else { /* the main program */
+        ssize_t n = readlink("/proc/self/exe", origin, sizeof origin - 1);
+        origin[n > 0 ? n : 0] = '\0';
+    }
+    char *slash = strrchr(origin, '/');
+    if (slash) *slash = '\0';
+    return try_dirs(strtab + (has_runpath ? runpath : rpath), origin, name, flags);
+}
+
+LP_EXPORT void *dlopen(const char *path, int flags) {
+    const void *caller = __builtin_return_address(0);
+    if (!REAL(dlopen)) return NULL;
+#ifdef RTLD_DEEPBIND
+    if (flags & RTLD_DEEPBIND) {
+        flags &= ~RTLD_DEEPBIND;
+        if (!__atomic_exchange_n(&deepbind_warned, 1, __ATOMIC_RELAXED))
+            lp_warn("dlopen(\"%s\", RTLD_DEEPBIND): flag dropped so that the library's allocations stay visible",
+                    path ? path : "NULL");
+    }
+#endif
+    struct lp_tls *t = lp_call_begin(LP_FAM_DL);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    void *h = REAL(dlopen)(path, flags);
+    if (!h && path && !strchr(path, '/')) {
+        int saved = errno;
+        h = search_caller(caller, path, flags);
+        if (!h) REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
+        errno = saved;
+    }
+    if (t) {
+        uint64_t a[2] = {(uint64_t)(unsigned)flags, (uint64_t)(uintptr_t)h};
+        lp_call_record(t, LP_CALL_DLOPEN, t0, lp_ticks(), 2, a, path, path ? strlen(path) : 0);
+    }
+    return h;
+}
+
+LP_EXPORT int dlclose(void *h) {
+    if (!REAL(dlclose)) return -1;
+    struct lp_tls *t = lp_call_begin(LP_FAM_DL);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    int r = REAL(dlclose)(h);
+    if (t) {
+        uint64_t a[2] = {(uint64_t)(uintptr_t)h, (uint64_t)(int64_t)r};
+        lp_call_record(t, LP_CALL_DLCLOSE, t0, lp_ticks(), 2, a, NULL, 0);
+    }
+    return r;
+}

@@ -1,0 +1,381 @@
+/* io.c: the I/O family — POSIX descriptors (open/openat/creat/close, read/write, pread/pwrite,
+ * readv/writev, lseek, fsync/fdatasync), stdio streams (fopen/fread/fwrite/fflush/fclose) and
+ * memory mappings (mmap/munmap/mremap).
+ *
+ * Records carry the descriptor or stream and the bytes asked and done; the path is recorded
+ * once, when the file is opened, and the converter keeps the descriptor -> path table (so the
+ * per-file totals, Darshan's POSIX module in spirit, cost nothing here). Descriptors the program
+ * inherited are named from /proc/self/fd when libprof starts.
+ *
+ * The 64-bit-offset aliases (open64, pread64, ...) and glibc's fortified entry points
+ * (__open_2, __read_chk, ...) are separate symbols that programs built with
+ * _FILE_OFFSET_BITS=64 or _FORTIFY_SOURCE call instead, so each is wrapped and forwarded to its
+ * own real definition. glibc's internal calls (fread -> read) do not go through these symbols,
+ * so a stdio call shows as one slice; calls another library makes do, and nest. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+/* Fortified entry points (declared by glibc's headers only under _FORTIFY_SOURCE). */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *stream);
+
+#define REALS(X) \
+    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2) X(__openat64_2) \
+    X(creat) X(creat64) X(close) X(read) X(__read_chk) X(write) X(pread) X(pread64) X(__pread_chk) \
+    X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) \
+    X(fdatasync) X(fopen) X(fopen64) X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) X(mmap) \
+    X(mmap64) X(munmap) X(mremap)
+#define X(fn) static void *real_##fn;
+REALS(X)
+#undef X
+#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+
+/* A wrapper whose real function is missing fails the way a missing system call would. */
+#define NOFN(ret) do { errno = ENOSYS; return ret; } while (0)
+
+#define BEGIN struct lp_tls *t = lp_call_begin(LP_FAM_IO); uint64_t t0 = t ? lp_ticks() : 0
+#define RECORD(call, ...) do { \
+        if (t) { uint64_t a_[] = {__VA_ARGS__}; \
+                 lp_call_record(t, call, t0, lp_ticks(), sizeof a_ / 8, a_, NULL, 0); } \
+    } while (0)
+#define RECORD_PATH(call, path, ...) do { \
+        if (t) { uint64_t a_[] = {__VA_ARGS__}; const char *p_ = (path); \
+                 lp_call_record(t, call, t0, lp_ticks(), sizeof a_ / 8, a_, p_, p_ ? strlen(p_) : 0); } \
+    } while (0)
+
+#define I(x) ((uint64_t)(int64_t)(x)) /* signed values travel sign-extended */
+#define U(x) ((uint64_t)(uintptr_t)(x))
+
+/* ---- opening and closing ------------------------------------------------------------------- */
+
+static int mode_arg(int flags, va_list ap) {
+    return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE ? va_arg(ap, int) : 0;
+}
+
+#define OPEN_WRAPPER(fn)                                                                     \
+    LP_EXPORT int fn(const char *path, int flags, ...) {                                     \
+        va_list ap;                                                                          \
+        va_start(ap, flags);                                                                 \
+        int mode = mode_arg(flags, ap);                                                      \
+        va_end(ap);                                                                          \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        int r = REAL(fn)(path, flags, mode);                                                 \
+        RECORD_PATH(LP_CALL_OPEN, path, U(flags), I(r));                                     \
+        return r;                                                                            \
+    }
+OPEN_WRAPPER(open)
+OPEN_WRAPPER(open64)
+
+#define OPENAT_WRAPPER(fn)                                                                   \
+    LP_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                          \
+        va_list ap;                                                                          \
+        va_start(ap, flags);                                                                 \
+        int mode = mode_arg(flags, ap);                                                      \
+        va_end(ap);                                                                          \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        int r = REAL(fn)(dirfd, path, flags, mode);                                          \
+        RECORD_PATH(LP_CALL_OPENAT, path, I(dirfd), U(flags), I(r));                         \
+        return r;                                                                            \
+    }
+OPENAT_WRAPPER(openat)
+OPENAT_WRAPPER(openat64)
+
+#define OPEN2_WRAPPER(fn)                                                                    \
+    LP_EXPORT int fn(const char *path, int flags) {                                          \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        int r = REAL(fn)(path, flags);                                                       \
+        RECORD_PATH(LP_CALL_OPEN, path, U(flags), I(r));                                     \
+        return r;                                                                            \
+    }
+OPEN2_WRAPPER(__open_2)
+OPEN2_WRAPPER(__open64_2)
+
+#define OPENAT2_WRAPPER(fn)                                                                  \
+    LP_EXPORT int fn(int dirfd, const char *path, int flags) {                               \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        int r = REAL(fn)(dirfd, path, flags);                                                \
+        RECORD_PATH(LP_CALL_OPENAT, path, I(dirfd), U(flags), I(r));                         \
+        return r;                                                                            \
+    }
+OPENAT2_WRAPPER(__openat_2)
+OPENAT2_WRAPPER(__openat64_2)
+
+#define CREAT_WRAPPER(fn)                                                                    \
+    LP_EXPORT int fn(const char *path, mode_t mode) {                                        \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        int r = REAL(fn)(path, mode);                                                        \
+        RECORD_PATH(LP_CALL_CREAT, path, U(mode), I(r));                                     \
+        return r;                                                                            \
+    }
+CREAT_WRAPPER(creat)
+CREAT_WRAPPER(creat64)
+
+LP_EXPORT int close(int fd) {
+    if (!REAL(close)) NOFN(-1);
+    BEGIN;
+    int r = REAL(close)(fd);
+    RECORD(LP_CALL_CLOSE, I(fd), I(r));
+    return r;
+}
+
+/* ---- reading and writing ------------------------------------------------------------------- */
+
+LP_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    if (!REAL(read)) NOFN(-1);
+    BEGIN;
+    ssize_t r = REAL(read)(fd, buf, n);
+    RECORD(LP_CALL_READ, I(fd), U(n), I(r));
+    return r;
+}
+
+LP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    if (!REAL(__read_chk)) NOFN(-1);
+    BEGIN;
+    ssize_t r = REAL(__read_chk)(fd, buf, n, buflen);
+    RECORD(LP_CALL_READ, I(fd), U(n), I(r));
+    return r;
+}
+
+LP_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    if (!REAL(write)) NOFN(-1);
+    BEGIN;
+    ssize_t r = REAL(write)(fd, buf, n);
+    RECORD(LP_CALL_WRITE, I(fd), U(n), I(r));
+    return r;
+}
+
+#define PREAD_WRAPPER(fn, offt)                                                              \
+    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off) {                            \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        ssize_t r = REAL(fn)(fd, buf, n, off);                                               \
+        RECORD(LP_CALL_PREAD, I(fd), U(n), I(off), I(r));                                    \
+        return r;                                                                            \
+    }
+PREAD_WRAPPER(pread, off_t)
+PREAD_WRAPPER(pread64, off64_t)
+
+#define PREAD_CHK_WRAPPER(fn, offt)                                                          \
+    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off, size_t buflen) {             \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        ssize_t r = REAL(fn)(fd, buf, n, off, buflen);                                       \
+        RECORD(LP_CALL_PREAD, I(fd), U(n), I(off), I(r));                                    \
+        return r;                                                                            \
+    }
+PREAD_CHK_WRAPPER(__pread_chk, off_t)
+PREAD_CHK_WRAPPER(__pread64_chk, off64_t)
+
+#define PWRITE_WRAPPER(fn, offt)                                                             \
+    LP_EXPORT ssize_t fn(int fd, const void *buf, size_t n, offt off) {                      \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        ssize_t r = REAL(fn)(fd, buf, n, off);                                               \
+        RECORD(LP_CALL_PWRITE, I(fd), U(n), I(off), I(r));                                   \
+        return r;                                                                            \
+    }
+PWRITE_WRAPPER(pwrite, off_t)
+PWRITE_WRAPPER(pwrite64, off64_t)
+
+/* Bytes asked by a vector; read only after the call succeeded (so the vector was valid). */
+static uint64_t iov_bytes(const struct iovec *iov, int cnt, ssize_t r) {
+    uint64_t n = 0;
+    if (r < 0) return 0;
+    for (int i = 0; i < cnt; i++) n += iov[i].iov_len;
+    return n;
+}
+
+LP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+    if (!REAL(readv)) NOFN(-1);
+    BEGIN;
+    ssize_t r = REAL(readv)(fd, iov, cnt);
+    RECORD(LP_CALL_READV, I(fd), t ? iov_bytes(iov, cnt, r) : 0, I(r));
+    return r;
+}
+
+LP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    if (!REAL(writev)) NOFN(-1);
+    BEGIN;
+    ssize_t r = REAL(writev)(fd, iov, cnt);
+    RECORD(LP_CALL_WRITEV, I(fd), t ? iov_bytes(iov, cnt, r) : 0, I(r));
+    return r;
+}
+
+#define LSEEK_WRAPPER(fn, offt)                                                              \
+    LP_EXPORT offt fn(int fd, offt off, int whence) {                                        \
+        if (!REAL(fn)) NOFN(-1);                                                             \
+        BEGIN;                                                                               \
+        offt r = REAL(fn)(fd, off, whence);                                                  \
+        RECORD(LP_CALL_LSEEK, I(fd), I(off), U(whence), I(r));                               \
+        return r;                                                                            \
+    }
+LSEEK_WRAPPER(lseek, off_t)
+LSEEK_WRAPPER(lseek64, off64_t)
+
+LP_EXPORT int fsync(int fd) {
+    if (!REAL(fsync)) NOFN(-1);
+    BEGIN;
+    int r = REAL(fsync)(fd);
+    RECORD(LP_CALL_FSYNC, I(fd), I(r));
+    return r;
+}
+
+LP_EXPORT int fdatasync(int fd) {
+    if (!REAL(fdatasync)) NOFN(-1);
+    BEGIN;
+    int r = REAL(fdatasync)(fd);
+    RECORD(LP_CALL_FDATASYNC, I(fd), I(r));
+    return r;
+}
+
+/* ---- stdio --------------------------------------------------------------------------------- */
+
+/* The mode string packed into one word (it is at most a few characters). */
+static uint64_t mode_word(const char *m) {
+    uint64_t w = 0;
+    if (m) memcpy(&w, m, strnlen(m, sizeof w));
+    return w;
+}
+
+#define FOPEN_WRAPPER(fn)                                                                    \
+    LP_EXPORT FILE *fn(const char *path, const char *mode) {                                 \
+        if (!REAL(fn)) NOFN(NULL);                                                           \
+        BEGIN;                                                                               \
+        FILE *r = REAL(fn)(path, mode);                                                      \
+        RECORD_PATH(LP_CALL_FOPEN, path, t ? mode_word(mode) : 0, U(r));                     \
+        return r;                                                                            \
+    }
+FOPEN_WRAPPER(fopen)
+FOPEN_WRAPPER(fopen64)
+
+LP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *f) {
+    if (!REAL(fread)) NOFN(0);
+    BEGIN;
+    size_t r = REAL(fread)(ptr, size, n, f);
+    RECORD(LP_CALL_FREAD, U(f), U(size * n), U(r * size));
+    return r;
+}
+
+LP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f) {
+    if (!REAL(__fread_chk)) NOFN(0);
+    BEGIN;
+    size_t r = REAL(__fread_chk)(ptr, ptrlen, size, n, f);
+    RECORD(LP_CALL_FREAD, U(f), U(size * n), U(r * size));
+    return r;
+}
+
+LP_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f) {
+    if (!REAL(fwrite)) NOFN(0);
+    BEGIN;
+    size_t r = REAL(fwrite)(ptr, size, n, f);
+    RECORD(LP_CALL_FWRITE, U(f), U(size * n), U(r * size));
+    return r;
+}
+
+LP_EXPORT int fflush(FILE *f) {
+    if (!REAL(fflush)) NOFN(EOF);
+    BEGIN;
+    int r = REAL(fflush)(f);
+    RECORD(LP_CALL_FFLUSH, U(f), I(r));
+    return r;
+}
+
+LP_EXPORT int fclose(FILE *f) {
+    if (!REAL(fclose)) NOFN(EOF);
+    BEGIN;
+    int r = REAL(fclose)(f);
+    RECORD(LP_CALL_FCLOSE, U(f), I(r));
+    return r;
+}
+
+/* ---- mappings ------------------------------------------------------------------------------ */
+
+#define MMAP_WRAPPER(fn, offt)                                                               \
+    LP_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, offt off) {     \
+        if (!REAL(fn)) NOFN(MAP_FAILED);                                                     \
+        BEGIN;                                                                               \
+        void *r = REAL(fn)(addr, len, prot, flags, fd, off);                                 \
+        RECORD(LP_CALL_MMAP, U(addr), U(len), U(prot), U(flags), I(fd), U(r));               \
+        return r;                                                                            \
+    }
+MMAP_WRAPPER(mmap, off_t)
+MMAP_WRAPPER(mmap64, off64_t)
+
+LP_EXPORT int munmap(void *addr, size_t len) {
+    if (!REAL(munmap)) NOFN(-1);
+    BEGIN;
+    int r = REAL(munmap)(addr, len);
+    RECORD(LP_CALL_MUNMAP, U(addr), U(len), I(r));
+    return r;
+}
+
+LP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (!REAL(mremap)) NOFN(MAP_FAILED);
+    BEGIN;
+    void *r = REAL(mremap)(old, old_len, new_len, flags, want);
+    RECORD(LP_CALL_MREMAP, U(old), U(old_len), U(new_len), U(r));
+    return r;
+}
+
+/* ---- descriptors open before libprof started ------------------------------------------------
+ * Raw system calls: this runs inside libprof (guard held) and must not recurse into the hooks. */
+void lp_io_start(void) {
+    struct lp_tls *t = &lp_tls;
+    if (t->guard) return;
+    t->guard = 1;
+    int saved = errno;
+    int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        char buf[4096];
+        long n;
+        uint64_t now = lp_ticks();
+        while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                struct dirent64 *d = (struct dirent64 *)(buf + off);
+                off += d->d_reclen;
+                char *end;
+                long fd = strtol(d->d_name, &end, 10);
+                if (*end || end == d->d_name || fd == dfd) continue;
+                char link[64], path[1024];
+                snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
+                long len = syscall(SYS_readlink, link, path, sizeof path);
+                if (len <= 0) continue;
+                uint64_t a = (uint64_t)fd;
+                lp_call_write(t, LP_CALL_FD, now, 0, 1, &a, path, (size_t)len);
+            }
+        }
+        syscall(SYS_close, dfd);
+    }
+    errno = saved;
+    t->guard = 0;
+}

@@ -1,0 +1,129 @@
+/* process.c: the process family — fork, vfork, system, and waiting for children (wait, waitpid,
+ * wait3, wait4, waitid). exec and posix_spawn are recorded by exec.c, which already wraps them.
+ *
+ * fork is a slice in the parent (the child starts a trace of its own, see core.c). vfork cannot
+ * be wrapped by a C function — the child would return through the wrapper's frame and the
+ * parent would resume on a clobbered stack — so on x86-64 a few instructions record an instant
+ * and then jump to the real vfork, which returns straight to the program. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../core/lp.h"
+
+#define REALS(X) X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid)
+#define X(fn) static void *real_##fn;
+REALS(X)
+#undef X
+#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define I(x) ((uint64_t)(int64_t)(x))
+
+LP_EXPORT pid_t fork(void) {
+    if (!REAL(fork)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t r = REAL(fork)();
+    if (t && r != 0) { /* in the child, the parent's clock origin and buffers are gone */
+        uint64_t a = I(r);
+        lp_call_record(t, LP_CALL_FORK, t0, lp_ticks(), 1, &a, NULL, 0);
+    }
+    return r;
+}
+
+#if defined(__x86_64__)
+static void *real_vfork;
+/* Called by the vfork stub below: record, and return the real vfork's address. */
+LP_HIDDEN void *lp_vfork_note(void);
+void *lp_vfork_note(void) {
+    int saved = errno;
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    if (t) lp_call_record(t, LP_CALL_VFORK, lp_ticks(), 0, 0, NULL, NULL, 0);
+    void *f = lp_real(&real_vfork, "vfork");
+    if (!f) f = lp_real(&real_fork, "fork"); /* cannot happen with glibc; fork is a valid vfork */
+    errno = saved;
+    return f;
+}
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    .cfi_startproc\n"
+        "    subq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    call lp_vfork_note\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    jmp *%rax\n"
+        "    .cfi_endproc\n"
+        ".size vfork, .-vfork\n");
+#endif
+
+LP_EXPORT int system(const char *cmd) {
+    if (!REAL(system)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    int r = REAL(system)(cmd);
+    if (t) {
+        uint64_t a = I(r);
+        lp_call_record(t, LP_CALL_SYSTEM, t0, lp_ticks(), 1, &a, cmd, cmd ? strlen(cmd) : 0);
+    }
+    return r;
+}
+
+static void rec_wait(struct lp_tls *t, uint64_t t0, long asked, pid_t r, const int *status) {
+    uint64_t a[3] = {I(asked), I(r), r > 0 && status ? (uint64_t)(unsigned)*status : 0};
+    lp_call_record(t, LP_CALL_WAITPID, t0, lp_ticks(), 3, a, NULL, 0);
+}
+
+LP_EXPORT pid_t wait(int *status) {
+    if (!REAL(wait)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t r = REAL(wait)(status);
+    if (t) rec_wait(t, t0, -1, r, status);
+    return r;
+}
+
+LP_EXPORT pid_t waitpid(pid_t pid, int *status, int options) {
+    if (!REAL(waitpid)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t r = REAL(waitpid)(pid, status, options);
+    if (t) rec_wait(t, t0, pid, r, status);
+    return r;
+}
+
+LP_EXPORT pid_t wait3(int *status, int options, struct rusage *ru) {
+    if (!REAL(wait3)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t r = REAL(wait3)(status, options, ru);
+    if (t) rec_wait(t, t0, -1, r, status);
+    return r;
+}
+
+LP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) {
+    if (!REAL(wait4)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    pid_t r = REAL(wait4)(pid, status, options, ru);
+    if (t) rec_wait(t, t0, pid, r, status);
+    return r;
+}
+
+LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
+    if (!REAL(waitid)) { errno = ENOSYS; return -1; }
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    int r = REAL(waitid)(type, id, info, options);
+    if (t) {
+        uint64_t a[2] = {I(id), I(r)};
+        lp_call_record(t, LP_CALL_WAITID, t0, lp_ticks(), 2, a, NULL, 0);
+    }
+    return r;
+}

@@ -1,0 +1,93 @@
+/* thread.c: the thread family — pthread_create, the created thread's life, pthread_join and
+ * pthread_exit.
+ *
+ * pthread_create starts the new thread in a trampoline that records, when the thread ends
+ * (returning, pthread_exit or cancellation: a cleanup handler), one "thread" slice covering its
+ * whole life, with the creator's tid and a flow id that links it to the pthread_create slice
+ * (an arrow in Perfetto). Thread names come from the kernel (tbuf.c reads them when a thread
+ * exits and at the end), so pthread_setname_np, prctl(PR_SET_NAME) and names set before
+ * libprof saw the thread all show without hooks of their own. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "../core/lp.h"
+
+static void *real_pthread_create, *real_pthread_join, *real_pthread_exit;
+#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+
+static uint64_t next_flow;
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    uint64_t creator, flow;
+};
+
+struct life {
+    uint64_t t0, creator, flow;
+};
+
+static void thread_end(void *p) {
+    const struct life *l = p;
+    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
+    if (!t) return;
+    uint64_t a[2] = {l->creator, l->flow};
+    lp_call_record(t, LP_CALL_THREAD_LIFE, l->t0, lp_ticks(), 2, a, NULL, 0);
+}
+
+static void *trampoline(void *p) {
+    struct start s = *(struct start *)p;
+    uint8_t g = lp_guard_hold(&lp_tls); /* libprof's own block, not the program's */
+    free(p);
+    lp_guard_restore(&lp_tls, g);
+    struct life l = {lp_ticks(), s.creator, s.flow};
+    void *ret;
+    pthread_cleanup_push(thread_end, &l);
+    ret = s.fn(s.arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
+LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    if (!REAL(pthread_create)) return ENOSYS;
+    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
+    if (!t) return REAL(pthread_create)(th, attr, fn, arg);
+    uint64_t t0 = lp_ticks();
+    uint8_t g = lp_guard_hold(t);
+    struct start *s = malloc(sizeof *s);
+    lp_guard_restore(t, g);
+    if (!s) return REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
+    uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lp_pid << 32;
+    *s = (struct start){fn, arg, t->tid ? t->tid : lp_gettid(), flow};
+    int r = REAL(pthread_create)(th, attr, trampoline, s);
+    if (r != 0) {
+        g = lp_guard_hold(t);
+        free(s);
+        lp_guard_restore(t, g);
+    }
+    uint64_t a[2] = {(uint64_t)(int64_t)r, r == 0 ? flow : 0};
+    lp_call_record(t, LP_CALL_PTHREAD_CREATE, t0, lp_ticks(), 2, a, NULL, 0);
+    return r;
+}
+
+LP_EXPORT int pthread_join(pthread_t th, void **ret) {
+    if (!REAL(pthread_join)) return ENOSYS;
+    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
+    uint64_t t0 = t ? lp_ticks() : 0;
+    int r = REAL(pthread_join)(th, ret);
+    if (t) {
+        uint64_t a = (uint64_t)(int64_t)r;
+        lp_call_record(t, LP_CALL_PTHREAD_JOIN, t0, lp_ticks(), 1, &a, NULL, 0);
+    }
+    return r;
+}
+
+LP_EXPORT void pthread_exit(void *ret) {
+    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
+    if (t) lp_call_record(t, LP_CALL_PTHREAD_EXIT, lp_ticks(), 0, 0, NULL, NULL, 0);
+    void (*f)(void *) = REAL(pthread_exit);
+    if (f) f(ret);
+    abort(); /* unreachable: the C library always has pthread_exit */
+}

@@ -1,0 +1,721 @@
+/* calls.c: what CALL records mean to a reader — see calls.h.
+ *
+ * Descriptors and streams are mapped to the file they were opened on as the pass goes (the
+ * runtime records a path only at open), so every read or write is charged to its file. A
+ * descriptor libprof never saw opened (a socket, a pipe, a dup) is charged to one pseudo-file
+ * per kind; GEMM shapes and files are keyed by a hash checked against the stored value. */
+#define _GNU_SOURCE
+#include "calls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "map.h"
+#include "stats.h"
+
+#define MAX_ARGS LP_CALL_MAX_ARGS
+#define MMAP_POINTS_MAX 20000
+
+struct file {
+    const char *path; /* in the trace's memory */
+    uint32_t len;
+    uint64_t opens, reads, rbytes, writes, wbytes, other, time_ns;
+};
+
+struct shape {
+    uint64_t m, n, k, op;
+    unsigned call;
+    struct fnstat st;
+};
+
+struct argdesc {
+    char name[24];
+    int is_signed;
+};
+
+struct lp_calls {
+    const struct lp_reader *r;
+    struct fnstat fn[LP_CALL_COUNT];
+    struct argdesc args[LP_CALL_COUNT][MAX_ARGS];
+    unsigned nargs[LP_CALL_COUNT];
+    struct file *files;
+    uint32_t nfiles, capfiles;
+    struct lp_map path_ix, fd_ix, stream_ix; /* path hash -> file; fd+1 -> file; stream -> file */
+    uint32_t unknown_fd, unknown_stream;      /* pseudo-files, 0 = not made yet (index + 1) */
+    struct shape *shapes;
+    uint32_t nshapes, capshapes;
+    struct lp_map shape_ix;
+    struct fnstat *dnnl_kind, *dnnl_shape; /* by name id */
+    uint32_t ndnnl_kind, ndnnl_shape;
+    struct lp_map maps; /* anonymous mapping address -> length */
+    uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed, mmap_points;
+    int mmap_capped;
+    uint64_t threads_made, short_calls;
+    int oom;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+struct lp_calls *lp_calls_new(const struct lp_reader *r) {
+    struct lp_calls *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->r = r;
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
+        const char *s = lp_call_args[k];
+        unsigned n = 0;
+        while (*s && n < MAX_ARGS) {
+            const char *e = strchr(s, ',');
+            size_t len = e ? (size_t)(e - s) : strlen(s);
+            struct argdesc *a = &c->args[k][n++];
+            a->is_signed = len > 0 && s[len - 1] == '-';
+            if (a->is_signed) len--;
+            if (len >= sizeof a->name) len = sizeof a->name - 1;
+            memcpy(a->name, s, len);
+            a->name[len] = '\0';
+            s = e ? e + 1 : s + strlen(s);
+        }
+        c->nargs[k] = n;
+    }
+    return c;
+}
+
+void lp_calls_free(struct lp_calls *c) {
+    if (!c) return;
+    for (unsigned k = 0; k < LP_CALL_COUNT; k++) free(c->fn[k].hist);
+    for (uint32_t i = 0; i < c->nshapes; i++) free(c->shapes[i].st.hist);
+    for (uint32_t i = 0; i < c->ndnnl_kind; i++) free(c->dnnl_kind[i].hist);
+    for (uint32_t i = 0; i < c->ndnnl_shape; i++) free(c->dnnl_shape[i].hist);
+    free(c->files);
+    free(c->shapes);
+    free(c->dnnl_kind);
+    free(c->dnnl_shape);
+    lp_map_free(&c->path_ix);
+    lp_map_free(&c->fd_ix);
+    lp_map_free(&c->stream_ix);
+    lp_map_free(&c->shape_ix);
+    lp_map_free(&c->maps);
+    free(c);
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static uint32_t new_file(struct lp_calls *c, const char *path, uint32_t len) {
+    if (c->nfiles == c->capfiles) {
+        uint32_t cap = c->capfiles ? c->capfiles * 2 : 64;
+        struct file *f = realloc(c->files, cap * sizeof *f);
+        if (!f) { c->oom = 1; return UINT32_MAX; }
+        c->files = f;
+        c->capfiles = cap;
+    }
+    struct file *f = &c->files[c->nfiles];
+    memset(f, 0, sizeof *f);
+    f->path = path;
+    f->len = len;
+    return c->nfiles++;
+}
+
+/* The file entry for `path`, made on first sight. */
+static uint32_t file_for(struct lp_calls *c, const char *path, uint32_t len) {
+    uint64_t h = hash_bytes(path, len, 0xcbf29ce484222325ull) | 1;
+    for (;; h += 2) {
+        uint64_t ix;
+        if (!lp_map_get(&c->path_ix, h, &ix)) break;
+        const struct file *f = &c->files[ix];
+        if (f->len == len && memcmp(f->path, path, len) == 0) return (uint32_t)ix;
+    }
+    uint32_t ix = new_file(c, path, len);
+    if (ix != UINT32_MAX && lp_map_put(&c->path_ix, h, ix, NULL) < 0) c->oom = 1;
+    return ix;
+}
+
+static struct file *fd_file(struct lp_calls *c, int64_t fd, int stream, uint64_t key) {
+    uint64_t ix;
+    struct lp_map *m = stream ? &c->stream_ix : &c->fd_ix;
+    if (lp_map_get(m, stream ? key : (uint64_t)fd + 1, &ix)) return &c->files[ix];
+    uint32_t *u = stream ? &c->unknown_stream : &c->unknown_fd;
+    if (!*u) {
+        const char *label = stream ? "(streams not opened by fopen)" : "(descriptors not opened by open: sockets, pipes, dups)";
+        uint32_t i = new_file(c, label, (uint32_t)strlen(label));
+        if (i == UINT32_MAX) return NULL;
+        *u = i + 1;
+    }
+    return &c->files[*u - 1];
+}
+
+static void bind(struct lp_calls *c, struct lp_map *m, uint64_t key, uint32_t file) {
+    if (file != UINT32_MAX && lp_map_put(m, key, file, NULL) < 0) c->oom = 1;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------ */
+
+static const char *blas_name(unsigned call, uint64_t op) {
+    static const char *const names[4][4] = {
+        {"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
+        {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
+    unsigned row = call == LP_CALL_GEMM ? 0 : call == LP_CALL_GEMV ? 1 : call == LP_CALL_DOT ? 2 : 3;
+    return names[row][op & 3];
+}
+
+static uint64_t flops(const struct shape *s) {
+    uint64_t base = s->call == LP_CALL_GEMM ? 2 * s->m * s->n * s->k : s->call == LP_CALL_GEMV ? 2 * s->m * s->n : 2 * s->m;
+    return (s->op & 3) >= LP_BLAS_C ? base * 4 : base;
+}
+
+static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, uint64_t n, uint64_t k, uint64_t op) {
+    uint64_t key[5] = {call, m, n, k, op & ~(uint64_t)LP_BLAS_FORTRAN};
+    uint64_t h = hash_bytes(key, sizeof key, 0xcbf29ce484222325ull) | 1;
+    for (;; h += 2) {
+        uint64_t ix;
+        if (!lp_map_get(&c->shape_ix, h, &ix)) break;
+        struct shape *s = &c->shapes[ix];
+        if (s->call == call && s->m == m && s->n == n && s->k == k && s->op == key[4]) return s;
+    }
+    if (c->nshapes == c->capshapes) {
+        uint32_t cap = c->capshapes ? c->capshapes * 2 : 32;
+        struct shape *s = realloc(c->shapes, cap * sizeof *s);
+        if (!s) { c->oom = 1; return NULL; }
+        c->shapes = s;
+        c->capshapes = cap;
+    }
+    struct shape *s = &c->shapes[c->nshapes];
+    memset(s, 0, sizeof *s);
+    *s = (struct shape){.m = m, .n = n, .k = k, .op = key[4], .call = call};
+    if (lp_map_put(&c->shape_ix, h, c->nshapes, NULL) < 0) { c->oom = 1; return NULL; }
+    c->nshapes++;
+    return s;
+}
+
+static struct fnstat *by_id(struct lp_calls *c, struct fnstat **arr, uint32_t *n, uint64_t id) {
+    if (id > LP_MAX_NAME_ID) id = 0;
+    if (id >= *n) {
+        struct fnstat *a = realloc(*arr, (id + 1) * sizeof *a);
+        if (!a) { c->oom = 1; return NULL; }
+        memset(a + *n, 0, (id + 1 - *n) * sizeof *a);
+        *arr = a;
+        *n = (uint32_t)id + 1;
+    }
+    return &(*arr)[id];
+}
+
+static void add(struct lp_calls *c, struct fnstat *f, const struct lp_event *e, uint64_t bytes) {
+    if (f && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, 0) != 0) c->oom = 1;
+}
+
+/* ---- Chrome output ------------------------------------------------------------------------ */
+
+static void ev_begin(const struct lp_chrome_sink *s) {
+    lp_out_s(s->o, *s->first ? "\n" : ",\n");
+    *s->first = 0;
+}
+
+static int is_pointer_arg(unsigned call, const char *name) {
+    static const char *const ptrs[] = {"lock", "cond", "sem", "barrier", "addr", "stream", "primitive", "handle"};
+    for (unsigned i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (!strcmp(name, ptrs[i])) return 1;
+    if (!strcmp(name, "ret")) {
+        unsigned role = lp_call_role[call];
+        return role == LP_ROLE_MMAP || role == LP_ROLE_MREMAP || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN;
+    }
+    return 0;
+}
+
+static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, const struct lp_event *e, unsigned call,
+                        const uint64_t *a, unsigned nargs, const char *str, unsigned slen, int cut,
+                        const struct file *file) {
+    struct lp_out *o = s->o;
+    unsigned role = lp_call_role[call];
+    uint32_t nlen = 0;
+    const char *name = lp_call_names[call];
+    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) name = blas_name(call, a[nargs - 1]);
+    if (role == LP_ROLE_DNNL && nargs >= 1) name = lp_reader_name(c->r, a[0], &nlen);
+    else nlen = (uint32_t)strlen(name);
+    ev_begin(s);
+    lp_out_fmt(o, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"cat\":\"%s\",\"name\":", e->timed ? "X" : "i", s->pid,
+               e->tid, lp_family_names[lp_call_family[call]]);
+    lp_out_json_str(o, name, nlen);
+    lp_out_s(o, ",\"ts\":");
+    lp_out_us(o, e->start_ns);
+    if (e->timed) {
+        lp_out_s(o, ",\"dur\":");
+        lp_out_us(o, e->dur_ns);
+    } else {
+        lp_out_s(o, ",\"s\":\"t\"");
+    }
+    lp_out_s(o, ",\"args\":{");
+    int first = 1;
+    for (unsigned i = 0; i < nargs && i < c->nargs[call]; i++) {
+        const struct argdesc *d = &c->args[call][i];
+        lp_out_fmt(o, "%s\"%s\":", first ? "" : ",", d->name);
+        first = 0;
+        if (role == LP_ROLE_FOPEN && !strcmp(d->name, "mode")) {
+            char m[9] = {0};
+            memcpy(m, &a[i], 8);
+            lp_out_json_str(o, m, strnlen(m, 8));
+        } else if (role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) {
+            uint32_t len;
+            const char *v = lp_reader_name(c->r, a[i], &len);
+            lp_out_json_str(o, v, len);
+        } else if (!strcmp(d->name, "op")) {
+            static const char tr[] = "NTC?";
+            lp_out_fmt(o, "\"%s%s%c%c\"", a[i] & LP_BLAS_ROWMAJOR ? "row-major " : a[i] & LP_BLAS_FORTRAN ? "fortran " : "col-major ",
+                       "", tr[(a[i] >> LP_BLAS_TA_SHIFT) & 3], tr[(a[i] >> LP_BLAS_TB_SHIFT) & 3]);
+        } else if (is_pointer_arg(call, d->name)) {
+            lp_out_fmt(o, "\"0x%llx\"", (unsigned long long)a[i]);
+        } else if (d->is_signed) {
+            lp_out_fmt(o, "%lld", (long long)(int64_t)a[i]);
+        } else {
+            lp_out_u64(o, a[i]);
+        }
+    }
+    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) {
+        struct shape tmp = {.m = a[0], .n = nargs > 2 ? a[1] : 0, .k = nargs > 3 ? a[2] : 0, .op = a[nargs - 1], .call = call};
+        if (e->dur_ns) lp_out_fmt(o, ",\"gflops\":%.3f", (double)flops(&tmp) / (double)e->dur_ns);
+    }
+    if (slen) {
+        const char *key = role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path" : "command";
+        lp_out_fmt(o, "%s\"%s\":", first ? "" : ",", key);
+        first = 0;
+        lp_out_json_str(o, str, slen);
+        if (cut) lp_out_s(o, ",\"cut\":true");
+    }
+    if (file && role != LP_ROLE_OPEN && role != LP_ROLE_FOPEN) {
+        lp_out_fmt(o, "%s\"file\":", first ? "" : ",");
+        lp_out_json_str(o, file->path, file->len);
+    }
+    lp_out_s(o, "}}");
+    /* thread creation: an arrow from pthread_create to the new thread's life */
+    if ((role == LP_ROLE_CREATE && a[1]) || role == LP_ROLE_THREAD) {
+        uint64_t flow = a[1];
+        ev_begin(s);
+        lp_out_fmt(o, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
+                   role == LP_ROLE_CREATE ? "s" : "f", s->pid, e->tid, (unsigned long long)flow);
+        lp_out_us(o, role == LP_ROLE_CREATE ? e->start_ns + e->dur_ns / 2 : e->start_ns);
+        lp_out_s(o, role == LP_ROLE_THREAD ? ",\"bp\":\"e\"}" : "}");
+    }
+}
+
+static void mmap_point(struct lp_calls *c, const struct lp_chrome_sink *s, uint64_t ns) {
+    if (!s) return;
+    if (c->mmap_points >= MMAP_POINTS_MAX) { c->mmap_capped = 1; return; }
+    c->mmap_points++;
+    ev_begin(s);
+    lp_out_fmt(s->o, "{\"ph\":\"C\",\"pid\":%u,\"tid\":%u,\"name\":\"mmap anon\",\"ts\":", s->pid, s->pid);
+    lp_out_us(s->o, ns);
+    lp_out_s(s->o, ",\"args\":{\"bytes\":");
+    lp_out_u64(s->o, c->mmap_live);
+    lp_out_s(s->o, "}}");
+}
+
+static void mmap_changed(struct lp_calls *c, const struct lp_chrome_sink *s, uint64_t ns) {
+    if (c->mmap_live > c->mmap_peak) {
+        c->mmap_peak = c->mmap_live;
+        c->mmap_peak_ns = ns;
+    }
+    mmap_point(c, s, ns);
+}
+
+/* ---- the pass ------------------------------------------------------------------------------ */
+
+int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, const struct lp_chrome_sink *sink) {
+    uint64_t h = e->w[0];
+    unsigned call = lp_call_id(h), nargs = lp_call_nargs(h), slen = lp_call_strlen(h);
+    if (call == 0 || call >= LP_CALL_COUNT) return 0; /* validated by the reader; be safe */
+    const uint64_t *a = e->w + 1;
+    const char *str = (const char *)(a + nargs);
+    uint64_t z[MAX_ARGS] = {0};
+    if (nargs < c->nargs[call]) { /* fewer words than the list names: read zeros for the rest */
+        memcpy(z, a, nargs * 8);
+        a = z;
+        nargs = c->nargs[call];
+    }
+    unsigned role = lp_call_role[call];
+    struct file *file = NULL;
+    uint64_t bytes = 0;
+    int64_t ret = (int64_t)a[nargs ? nargs - 1 : 0];
+    switch (role) {
+    case LP_ROLE_FDPATH:
+        bind(c, &c->fd_ix, a[0] + 1, file_for(c, str, slen));
+        return c->oom ? -1 : 0; /* a mapping, not an event */
+    case LP_ROLE_OPEN: {
+        uint32_t ix = file_for(c, str, slen);
+        if (ix != UINT32_MAX) {
+            file = &c->files[ix];
+            if (ret >= 0) {
+                file->opens += (uint64_t)counting;
+                bind(c, &c->fd_ix, (uint64_t)ret + 1, ix);
+            }
+        }
+        break;
+    }
+    case LP_ROLE_FOPEN: {
+        uint32_t ix = file_for(c, str, slen);
+        if (ix != UINT32_MAX) {
+            file = &c->files[ix];
+            if (ret) {
+                file->opens += (uint64_t)counting;
+                bind(c, &c->stream_ix, (uint64_t)ret, ix);
+            }
+        }
+        break;
+    }
+    case LP_ROLE_CLOSE:
+    case LP_ROLE_READ:
+    case LP_ROLE_WRITE:
+    case LP_ROLE_FDOP:
+        file = fd_file(c, (int64_t)a[0], 0, 0);
+        if (file && counting) {
+            if (role == LP_ROLE_READ && ret > 0) { file->reads++; file->rbytes += (uint64_t)ret; bytes = (uint64_t)ret; }
+            else if (role == LP_ROLE_READ) file->reads++;
+            else if (role == LP_ROLE_WRITE) { file->writes++; if (ret > 0) { file->wbytes += (uint64_t)ret; bytes = (uint64_t)ret; } }
+            else file->other++;
+        }
+        if (role == LP_ROLE_CLOSE && ret == 0) {
+            uint64_t dummy;
+            lp_map_take(&c->fd_ix, a[0] + 1, &dummy);
+        }
+        break;
+    case LP_ROLE_FREAD:
+    case LP_ROLE_FWRITE:
+    case LP_ROLE_FOP:
+    case LP_ROLE_FCLOSE:
+        file = fd_file(c, 0, 1, a[0]);
+        if (file && counting) {
+            bytes = role == LP_ROLE_FREAD || role == LP_ROLE_FWRITE ? a[2] : 0;
+            if (role == LP_ROLE_FREAD) { file->reads++; file->rbytes += bytes; }
+            else if (role == LP_ROLE_FWRITE) { file->writes++; file->wbytes += bytes; }
+            else file->other++;
+        }
+        if (role == LP_ROLE_FCLOSE) {
+            uint64_t dummy;
+            lp_map_take(&c->stream_ix, a[0], &dummy);
+        }
+        break;
+    case LP_ROLE_MMAP:
+        if ((a[3] & MAP_ANONYMOUS) && a[5] != (uint64_t)(uintptr_t)MAP_FAILED) {
+            uint64_t old = 0;
+            int rc = lp_map_put(&c->maps, a[5], a[1], &old);
+            if (rc < 0) c->oom = 1;
+            if (rc == 1) c->mmap_live -= old;
+            c->mmap_live += a[1];
+            c->maps_made++;
+            bytes = a[1];
+            mmap_changed(c, counting ? sink : NULL, e->ns);
+        } else if ((int64_t)a[4] >= 0) {
+            file = fd_file(c, (int64_t)a[4], 0, 0);
+        }
+        break;
+    case LP_ROLE_MUNMAP: {
+        uint64_t len;
+        if ((int64_t)a[2] == 0 && lp_map_take(&c->maps, a[0], &len)) {
+            uint64_t gone = a[1] < len ? a[1] : len;
+            if (gone < len && lp_map_put(&c->maps, a[0] + gone, len - gone, NULL) < 0) c->oom = 1;
+            c->mmap_live -= gone;
+            c->maps_removed++;
+            bytes = gone;
+            mmap_changed(c, counting ? sink : NULL, e->ns);
+        }
+        break;
+    }
+    case LP_ROLE_MREMAP: {
+        uint64_t len;
+        if (a[3] != (uint64_t)(uintptr_t)MAP_FAILED && lp_map_take(&c->maps, a[0], &len)) {
+            c->mmap_live = c->mmap_live - len + a[2];
+            if (lp_map_put(&c->maps, a[3], a[2], NULL) < 0) c->oom = 1;
+            mmap_changed(c, counting ? sink : NULL, e->ns);
+        }
+        break;
+    }
+    case LP_ROLE_CREATE:
+        c->threads_made += ret == 0;
+        break;
+    case LP_ROLE_GEMM:
+    case LP_ROLE_GEMV:
+    case LP_ROLE_VEC:
+        if (counting) {
+            struct shape *s = role == LP_ROLE_GEMM ? shape_for(c, call, a[0], a[1], a[2], a[3])
+                            : role == LP_ROLE_GEMV ? shape_for(c, call, a[0], a[1], 0, a[2])
+                                                   : shape_for(c, call, a[0], 0, 0, a[1]);
+            if (s) add(c, &s->st, e, 0);
+        }
+        break;
+    case LP_ROLE_DNNL:
+        if (counting) {
+            add(c, by_id(c, &c->dnnl_kind, &c->ndnnl_kind, a[0]), e, 0);
+            add(c, by_id(c, &c->dnnl_shape, &c->ndnnl_shape, a[1]), e, 0);
+        }
+        break;
+    default:
+        break;
+    }
+    if (file && counting && e->timed) file->time_ns += e->dur_ns;
+    if (counting) add(c, &c->fn[call], e, bytes);
+    if (sink && counting)
+        chrome_call(c, sink, e, call, a, nargs, str, slen, (h & LP_CALL_STR_CUT) != 0, file);
+    return c->oom ? -1 : 0;
+}
+
+int lp_calls_finish(struct lp_calls *c) {
+    const struct lp_reader *r = c->r;
+    for (uint32_t i = 0; i < r->nshort_chunks; i++) {
+        const struct lp_short_ref *sc = &r->short_chunks[i];
+        for (uint32_t j = 0; j < sc->n; j++) {
+            struct lp_short s;
+            memcpy(&s, &sc->s[j], sizeof s);
+            if (s.call == 0 || s.call >= LP_CALL_COUNT || s.count == 0) continue;
+            /* ticks -> ns with the trace's clock fit; each placed at the group's mean */
+            uint64_t total = lp_ticks_to_ns(r, s.ticks);
+            if (lp_fnstat_add(&c->fn[s.call], s.count, 1, total / s.count, 0, 0) != 0) return -1;
+            c->fn[s.call].total_ns += total - (total / s.count) * s.count; /* keep the exact total */
+            c->short_calls += s.count;
+        }
+    }
+    return 0;
+}
+
+/* ---- reports ------------------------------------------------------------------------------ */
+
+static int cmp_file_time(const void *x, const void *y) {
+    const struct file *a = *(const struct file *const *)x, *b = *(const struct file *const *)y;
+    return a->time_ns < b->time_ns ? 1 : a->time_ns > b->time_ns ? -1 : 0;
+}
+
+static int cmp_shape_time(const void *x, const void *y) {
+    const struct shape *a = *(const struct shape *const *)x, *b = *(const struct shape *const *)y;
+    return a->st.total_ns < b->st.total_ns ? 1 : a->st.total_ns > b->st.total_ns ? -1 : 0;
+}
+
+static const struct file **sorted_files(const struct lp_calls *c) {
+    const struct file **v = malloc((c->nfiles + 1) * sizeof *v);
+    if (!v) return NULL;
+    for (uint32_t i = 0; i < c->nfiles; i++) v[i] = &c->files[i];
+    qsort(v, c->nfiles, sizeof *v, cmp_file_time);
+    return v;
+}
+
+static const struct shape **sorted_shapes(const struct lp_calls *c) {
+    const struct shape **v = malloc((c->nshapes + 1) * sizeof *v);
+    if (!v) return NULL;
+    for (uint32_t i = 0; i < c->nshapes; i++) v[i] = &c->shapes[i];
+    qsort(v, c->nshapes, sizeof *v, cmp_shape_time);
+    return v;
+}
+
+static int file_used(const struct file *f) { return f->opens || f->reads || f->writes || f->other; }
+
+static void shape_label(const struct shape *s, char *buf, size_t len) {
+    static const char tr[] = "NTC?";
+    const char *n = blas_name(s->call, s->op);
+    if (s->call == LP_CALL_GEMM)
+        snprintf(buf, len, "%s %llux%llux%llu %c%c", n, (unsigned long long)s->m, (unsigned long long)s->n,
+                 (unsigned long long)s->k, tr[(s->op >> LP_BLAS_TA_SHIFT) & 3], tr[(s->op >> LP_BLAS_TB_SHIFT) & 3]);
+    else if (s->call == LP_CALL_GEMV)
+        snprintf(buf, len, "%s %llux%llu %c", n, (unsigned long long)s->m, (unsigned long long)s->n,
+                 tr[(s->op >> LP_BLAS_TA_SHIFT) & 3]);
+    else
+        snprintf(buf, len, "%s %llu", n, (unsigned long long)s->m);
+}
+
+static double gflops(const struct shape *s) {
+    return s->st.total_ns ? (double)flops(s) * (double)s->st.timed / (double)s->st.total_ns : 0;
+}
+
+void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
+    lp_out_s(o, ",\"calls\":{");
+    int first = 1;
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
+        const struct fnstat *f = &c->fn[k];
+        if (!f->count) continue;
+        lp_out_fmt(o, "%s\"%s\":{\"family\":\"%s\",\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,\"bytes\":%llu}",
+                   first ? "" : ",", lp_call_names[k], lp_family_names[lp_call_family[k]], (unsigned long long)f->count,
+                   (unsigned long long)f->total_ns, (unsigned long long)lp_percentile(f, 0.5),
+                   (unsigned long long)lp_percentile(f, 0.99), (unsigned long long)f->bytes);
+        first = 0;
+    }
+    lp_out_fmt(o, "},\"calls_under_min_ns\":%llu,\"threads_created\":%llu,", (unsigned long long)c->short_calls,
+               (unsigned long long)c->threads_made);
+    lp_out_fmt(o, "\"mmap_anon\":{\"maps\":%llu,\"unmaps\":%llu,\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"live_at_exit\":%llu,\"counter_capped\":%s},",
+               (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (unsigned long long)c->mmap_peak,
+               (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, c->mmap_capped ? "true" : "false");
+    lp_out_s(o, "\"files\":[");
+    const struct file **fv = sorted_files(c);
+    first = 1;
+    for (uint32_t i = 0; fv && i < c->nfiles; i++) {
+        const struct file *f = fv[i];
+        if (!file_used(f)) continue;
+        lp_out_s(o, first ? "{\"path\":" : ",{\"path\":");
+        first = 0;
+        lp_out_json_str(o, f->path, f->len);
+        lp_out_fmt(o, ",\"opens\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,\"other\":%llu,\"time_ns\":%llu}",
+                   (unsigned long long)f->opens, (unsigned long long)f->reads, (unsigned long long)f->rbytes,
+                   (unsigned long long)f->writes, (unsigned long long)f->wbytes, (unsigned long long)f->other,
+                   (unsigned long long)f->time_ns);
+    }
+    free(fv);
+    lp_out_s(o, "],\"blas\":[");
+    const struct shape **sv = sorted_shapes(c);
+    for (uint32_t i = 0; sv && i < c->nshapes; i++) {
+        const struct shape *s = sv[i];
+        char label[128];
+        shape_label(s, label, sizeof label);
+        lp_out_fmt(o, "%s{\"name\":\"%s\",\"routine\":\"%s\",\"m\":%llu,\"n\":%llu,\"k\":%llu,\"count\":%llu,\"total_ns\":%llu,\"gflops\":%.3f}",
+                   i ? "," : "", label, blas_name(s->call, s->op), (unsigned long long)s->m, (unsigned long long)s->n,
+                   (unsigned long long)s->k, (unsigned long long)s->st.count, (unsigned long long)s->st.total_ns, gflops(s));
+    }
+    free(sv);
+    lp_out_s(o, "],\"dnnl\":{\"kinds\":{");
+    first = 1;
+    for (uint32_t id = 0; id < c->ndnnl_kind; id++) {
+        const struct fnstat *f = &c->dnnl_kind[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *n = lp_reader_name(c->r, id, &len);
+        if (!first) lp_out_c(o, ',');
+        first = 0;
+        lp_out_json_str(o, n, len);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
+    }
+    lp_out_s(o, "},\"shapes\":{");
+    first = 1;
+    for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
+        const struct fnstat *f = &c->dnnl_shape[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *n = lp_reader_name(c->r, id, &len);
+        if (!first) lp_out_c(o, ',');
+        first = 0;
+        lp_out_json_str(o, n, len);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
+    }
+    lp_out_s(o, "}}");
+}
+
+/* CSV rows in the core's columns, plus `gflops` (BLAS shape rows only). */
+static void csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gf) {
+    if (!f->count) return;
+    lp_out_csv_str(o, name, len);
+    lp_out_fmt(o, ",%s,%llu,", cat, (unsigned long long)f->count);
+    if (f->timed)
+        lp_out_fmt(o, "%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)f->total_ns,
+                   (unsigned long long)(f->total_ns / f->timed), (unsigned long long)f->min_ns,
+                   (unsigned long long)lp_percentile(f, 0.50), (unsigned long long)lp_percentile(f, 0.90),
+                   (unsigned long long)lp_percentile(f, 0.99), (unsigned long long)f->max_ns);
+    else
+        lp_out_s(o, ",,,,,,,");
+    lp_out_fmt(o, "%llu,", (unsigned long long)f->bytes);
+    if (gf > 0) lp_out_fmt(o, "%.3f", gf);
+    lp_out_c(o, '\n');
+}
+
+void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++)
+        if (lp_call_role[k] != LP_ROLE_FDPATH)
+            csv_row(o, lp_call_names[k], strlen(lp_call_names[k]), lp_family_names[lp_call_family[k]], &c->fn[k], 0);
+    const struct shape **sv = sorted_shapes(c);
+    for (uint32_t i = 0; sv && i < c->nshapes; i++) {
+        char label[128];
+        shape_label(sv[i], label, sizeof label);
+        csv_row(o, label, strlen(label), "blas_shape", &sv[i]->st, gflops(sv[i]));
+    }
+    free(sv);
+    for (uint32_t id = 0; id < c->ndnnl_kind; id++) {
+        uint32_t len;
+        const char *n = lp_reader_name(c->r, id, &len);
+        csv_row(o, n, len, "dnnl_kind", &c->dnnl_kind[id], 0);
+    }
+    for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
+        uint32_t len;
+        const char *n = lp_reader_name(c->r, id, &len);
+        csv_row(o, n, len, "dnnl_shape", &c->dnnl_shape[id], 0);
+    }
+    const struct file **fv = sorted_files(c);
+    for (uint32_t i = 0; fv && i < c->nfiles; i++) {
+        const struct file *f = fv[i];
+        if (!file_used(f)) continue;
+        struct fnstat st = {.count = f->opens + f->reads + f->writes + f->other, .bytes = f->rbytes + f->wbytes};
+        lp_out_csv_str(o, f->path, f->len);
+        lp_out_fmt(o, ",file,%llu,%llu,,,,,,,%llu,\n", (unsigned long long)st.count, (unsigned long long)f->time_ns,
+                   (unsigned long long)st.bytes);
+    }
+    free(fv);
+}
+
+static void fmt_ns(char *buf, size_t len, uint64_t ns) {
+    if (ns < 10000) snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+    else if (ns < 10000000) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+    else if (ns < 10000000000ull) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+}
+
+void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
+    int any = 0;
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) any |= c->fn[k].count && lp_call_role[k] != LP_ROLE_FDPATH;
+    if (!any) return;
+    lp_out_fmt(o, "  %-24s %-8s %10s %11s %11s %11s %11s\n", "entry point", "family", "calls", "total", "mean", "p50",
+               "p99");
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
+        const struct fnstat *f = &c->fn[k];
+        if (!f->count || lp_call_role[k] == LP_ROLE_FDPATH) continue;
+        char tot[24] = "-", mean[24] = "-", p50[24] = "-", p99[24] = "-";
+        if (f->timed) {
+            fmt_ns(tot, sizeof tot, f->total_ns);
+            fmt_ns(mean, sizeof mean, f->total_ns / f->timed);
+            fmt_ns(p50, sizeof p50, lp_percentile(f, 0.5));
+            fmt_ns(p99, sizeof p99, lp_percentile(f, 0.99));
+        }
+        lp_out_fmt(o, "  %-24s %-8s %10llu %11s %11s %11s %11s\n", lp_call_names[k], lp_family_names[lp_call_family[k]],
+                   (unsigned long long)f->count, tot, mean, p50, p99);
+    }
+    if (c->short_calls)
+        lp_out_fmt(o, "  (%llu calls under LIBPROF_MIN_NS are counted above but not in the trace)\n",
+                   (unsigned long long)c->short_calls);
+    const struct file **fv = sorted_files(c);
+    int shown = 0;
+    for (uint32_t i = 0; fv && i < c->nfiles && shown < 12; i++) {
+        const struct file *f = fv[i];
+        if (!file_used(f)) continue;
+        if (!shown++) lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", "file", "opens", "reads", "read", "writes",
+                                 "written", "time");
+        char t[24], rb[24], wb[24];
+        fmt_ns(t, sizeof t, f->time_ns);
+        snprintf(rb, sizeof rb, "%.1f KiB", (double)f->rbytes / 1024);
+        snprintf(wb, sizeof wb, "%.1f KiB", (double)f->wbytes / 1024);
+        uint32_t len = f->len;
+        const char *p = f->path;
+        if (len > 44) { p += len - 41; len = 41; }
+        lp_out_fmt(o, "  %s%-*.*s %6llu %8llu %10s %8llu %10s %10s\n", f->len > 44 ? "..." : "", f->len > 44 ? 41 : 44,
+                   (int)len, p, (unsigned long long)f->opens, (unsigned long long)f->reads, rb,
+                   (unsigned long long)f->writes, wb, t);
+    }
+    free(fv);
+    if (c->maps_made)
+        lp_out_fmt(o, "  anonymous mmap: %llu maps, %llu unmaps, peak %.1f MiB, %.1f MiB mapped at exit\n",
+                   (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (double)c->mmap_peak / 1048576.0,
+                   (double)c->mmap_live / 1048576.0);
+    const struct shape **sv = sorted_shapes(c);
+    for (uint32_t i = 0; sv && i < c->nshapes && i < 12; i++) {
+        if (i == 0) lp_out_fmt(o, "  %-32s %10s %11s %11s %9s\n", "BLAS shape", "calls", "total", "mean", "GFLOP/s");
+        char label[128], t[24], m[24];
+        shape_label(sv[i], label, sizeof label);
+        fmt_ns(t, sizeof t, sv[i]->st.total_ns);
+        fmt_ns(m, sizeof m, sv[i]->st.timed ? sv[i]->st.total_ns / sv[i]->st.timed : 0);
+        lp_out_fmt(o, "  %-32s %10llu %11s %11s %9.2f\n", label, (unsigned long long)sv[i]->st.count, t, m, gflops(sv[i]));
+    }
+    free(sv);
+    int dn = 0;
+    for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
+        const struct fnstat *f = &c->dnnl_shape[id];
+        if (!f->count) continue;
+        if (!dn++) lp_out_fmt(o, "  %-64s %8s %11s\n", "oneDNN primitive", "calls", "total");
+        uint32_t len;
+        const char *n = lp_reader_name(c->r, id, &len);
+        char t[24];
+        fmt_ns(t, sizeof t, f->total_ns);
+        lp_out_fmt(o, "  %-64.*s %8llu %11s\n", (int)(len > 64 ? 64 : len), n, (unsigned long long)f->count, t);
+    }
+}

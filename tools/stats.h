@@ -1,0 +1,71 @@
+/* stats.h: per-name call statistics shared by the converters — exact count, total, min and max,
+ * and a log-linear duration histogram (64 sub-buckets per power of two, so a percentile is within
+ * 1.6 % of the true value) because a trace may hold far more events than memory. */
+#ifndef LP_STATS_H
+#define LP_STATS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#define LP_SUB_BITS 6
+#define LP_SUB (1u << LP_SUB_BITS)
+#define LP_HIST_BUCKETS ((64 - LP_SUB_BITS + 1) * LP_SUB)
+
+struct fnstat {
+    uint64_t count, failed, bytes;
+    uint64_t timed, total_ns, min_ns, max_ns; /* over the calls that carry a duration */
+    uint64_t *hist;
+};
+
+static inline unsigned lp_hist_bucket(uint64_t v) {
+    if (v < LP_SUB) return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= LP_SUB_BITS */
+    return (e - LP_SUB_BITS + 1) * LP_SUB + (unsigned)((v >> (e - LP_SUB_BITS)) & (LP_SUB - 1));
+}
+
+/* Middle of bucket b. */
+static inline uint64_t lp_hist_value(unsigned b) {
+    if (b < LP_SUB) return b;
+    unsigned e = b / LP_SUB + LP_SUB_BITS - 1, m = b % LP_SUB;
+    uint64_t lo = ((uint64_t)(LP_SUB + m)) << (e - LP_SUB_BITS);
+    uint64_t width = UINT64_C(1) << (e - LP_SUB_BITS);
+    return lo + width / 2;
+}
+
+static inline uint64_t lp_percentile(const struct fnstat *f, double p) {
+    if (f->timed == 0 || !f->hist) return 0;
+    uint64_t rank = (uint64_t)(p * (double)f->timed + 0.999999);
+    if (rank < 1) rank = 1;
+    uint64_t acc = 0;
+    for (unsigned b = 0; b < LP_HIST_BUCKETS; b++) {
+        acc += f->hist[b];
+        if (acc >= rank) {
+            uint64_t v = lp_hist_value(b);
+            if (v < f->min_ns) v = f->min_ns;
+            if (v > f->max_ns) v = f->max_ns;
+            return v;
+        }
+    }
+    return f->max_ns;
+}
+
+/* Add `n` calls that took `dur_ns` each (when timed). Returns -1 when out of memory. */
+static inline int lp_fnstat_add(struct fnstat *f, uint64_t n, int timed, uint64_t dur_ns, uint64_t bytes, int failed) {
+    f->count += n;
+    if (!failed) f->bytes += bytes;
+    f->failed += failed ? n : 0;
+    if (!timed) return 0;
+    if (!f->hist) {
+        f->hist = calloc(LP_HIST_BUCKETS, sizeof *f->hist);
+        if (!f->hist) return -1;
+        f->min_ns = UINT64_MAX;
+    }
+    f->timed += n;
+    f->total_ns += dur_ns * n;
+    if (dur_ns < f->min_ns) f->min_ns = dur_ns;
+    if (dur_ns > f->max_ns) f->max_ns = dur_ns;
+    f->hist[lp_hist_bucket(dur_ns)] += n;
+    return 0;
+}
+
+#endif
