@@ -85,6 +85,7 @@ UNIT_TESTS += tests/unit/test_tbuf.c
 UNIT_TESTS += tests/unit/test_map.c
 
 INTEGRATION_TESTS += tests/integration/test_alloc.c
+INTEGRATION_TESTS += tests/integration/test_calls.c
 INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c
@@ -95,6 +96,7 @@ INTEGRATION_TESTS += tests/integration/test_exec.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
+PROGS += tests/progs/calls.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
 PROGS += tests/progs/annotated.c
@@ -163,7 +165,7 @@ $(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/ha
 $(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
-	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread -ldl
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -50,6 +50,7 @@ struct lp_calls {
     struct fnstat *dnnl_kind, *dnnl_shape; /* by name id */
     uint32_t ndnnl_kind, ndnnl_shape;
     struct lp_map maps; /* anonymous mapping address -> length */
+    struct lp_map flow_ts, flow_tid; /* thread-creation flow id -> where its arrow starts */
     uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed, mmap_points;
     int mmap_capped;
     uint64_t threads_made, short_calls;
@@ -100,6 +101,8 @@ void lp_calls_free(struct lp_calls *c) {
     lp_map_free(&c->stream_ix);
     lp_map_free(&c->shape_ix);
     lp_map_free(&c->maps);
+    lp_map_free(&c->flow_ts);
+    lp_map_free(&c->flow_tid);
     free(c);
 }
 
@@ -289,14 +292,24 @@ static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, cons
         lp_out_json_str(o, file->path, file->len);
     }
     lp_out_s(o, "}}");
-    /* thread creation: an arrow from pthread_create to the new thread's life */
-    if ((role == LP_ROLE_CREATE && a[1]) || role == LP_ROLE_THREAD) {
-        uint64_t flow = a[1];
+    /* thread creation: an arrow from pthread_create to the new thread's life, drawn when both
+     * ends are known (a thread that never ran under libprof gets none) */
+    uint64_t flow = a[1], ts, tid;
+    if (role == LP_ROLE_CREATE && flow) {
+        if (lp_map_put(&c->flow_ts, flow, e->start_ns + e->dur_ns / 2 + 1, NULL) < 0 ||
+            lp_map_put(&c->flow_tid, flow, e->tid, NULL) < 0)
+            c->oom = 1;
+    } else if (role == LP_ROLE_THREAD && flow && lp_map_take(&c->flow_ts, flow, &ts) && lp_map_take(&c->flow_tid, flow, &tid)) {
         ev_begin(s);
-        lp_out_fmt(o, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
-                   role == LP_ROLE_CREATE ? "s" : "f", s->pid, e->tid, (unsigned long long)flow);
-        lp_out_us(o, role == LP_ROLE_CREATE ? e->start_ns + e->dur_ns / 2 : e->start_ns);
-        lp_out_s(o, role == LP_ROLE_THREAD ? ",\"bp\":\"e\"}" : "}");
+        lp_out_fmt(o, "{\"ph\":\"s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
+                   s->pid, (unsigned)tid, (unsigned long long)flow);
+        lp_out_us(o, ts - 1);
+        lp_out_s(o, "}");
+        ev_begin(s);
+        lp_out_fmt(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
+                   s->pid, e->tid, (unsigned long long)flow);
+        lp_out_us(o, e->start_ns);
+        lp_out_s(o, "}");
     }
 }
 

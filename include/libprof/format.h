@@ -166,7 +166,7 @@ enum lp_call_role {
 /* id, name shown, family, role, argument names. */
 #define LP_CALLS(X) \
     X(PTHREAD_CREATE, "pthread_create", THREAD, CREATE, "ret-,flow") \
-    X(THREAD_LIFE,    "thread",         THREAD, THREAD, "creator,flow") \
+    X(THREAD_LIFE,    "thread",         THREAD, THREAD, "creator,flow,running_at_exit") \
     X(PTHREAD_JOIN,   "pthread_join",   THREAD, NONE,   "ret-") \
     X(PTHREAD_EXIT,   "pthread_exit",   THREAD, NONE,   "") \
     X(MUTEX_LOCK,     "pthread_mutex_lock",    SYNC, NONE, "lock,ret-") \

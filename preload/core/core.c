@@ -405,6 +405,7 @@ void lp_finish(int status) {
     lp_tls.guard = 1;
     lp_gate_set(0);
     lp_tbuf_flush_all(0);
+    lp_tbuf_close_lives();
     lp_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
     lp_tbuf_write_thread_names();
     write_end(status, lp_finish_with_signal);

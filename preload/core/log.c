@@ -26,7 +26,9 @@ static void emit(const char *fmt, va_list ap) {
     n += m;
     if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
     buf[n++] = '\n';
+    uint8_t g = lp_guard_hold(&lp_tls); /* libprof's own write, not the program's */
     ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+    lp_guard_restore(&lp_tls, g);
     (void)w;
     errno = saved;
 }

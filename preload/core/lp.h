@@ -107,6 +107,7 @@ struct lp_tls {
     uint64_t records;       /* records committed by this thread (for the END statistics) */
     struct lp_thread *thr;  /* registry node owning the chunk memory */
     uint64_t late_rec[24];  /* scratch for records written after the thread's destructors ran */
+    uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
     uint32_t range_depth;   /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
@@ -139,6 +140,7 @@ LP_HIDDEN int lp_spool_open(const char *path, int allow_rename, char *chosen, si
 LP_HIDDEN int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
 LP_HIDDEN void lp_tbuf_flush_all(int from_signal);
 LP_HIDDEN void lp_tbuf_write_thread_names(void);
+LP_HIDDEN void lp_tbuf_close_lives(void);
 LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lp_tbuf_after_fork_child(void);
 LP_HIDDEN void lp_spool_set_offset(uint64_t off);

@@ -355,6 +355,26 @@ void lp_tbuf_flush_all(int from_signal) {
     }
 }
 
+/* The life of every thread libprof saw created and that is still running (an OpenMP worker, a
+ * pool thread): its "thread" record ends now. Written as a one-record chunk of that thread after
+ * its last flush, so its records stay in time order. */
+void lp_tbuf_close_lives(void) {
+    uint64_t now = lp_ticks();
+    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
+        if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
+        lock(&n->lock);
+        struct lp_tls *t = n->tls;
+        if (t && t != &lp_tls && t->life_flow) {
+            uint64_t rec[6] = {lp_word0_timed(LP_EV_CALL, t->life_t0), lp_word1(t->life_t0, now),
+                               lp_call_header(LP_CALL_THREAD_LIFE, 3, 0), t->life_creator, t->life_flow, 1};
+            t->life_flow = 0;
+            if (lp_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
+                __atomic_fetch_add(&lp_events_written, 1, __ATOMIC_RELAXED);
+        }
+        unlock(&n->lock);
+    }
+}
+
 /* Name every thread that still holds a buffer (exited threads wrote their name on the way out). */
 void lp_tbuf_write_thread_names(void) {
     for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next)
@@ -376,6 +396,7 @@ void lp_tbuf_after_fork_child(void) {
     t->thr = NULL;
     t->records = 0;
     t->range_depth = 0;
+    t->life_flow = 0; /* this thread was not created in the child */
     t->late = 0;
     t->dtor_round = 0;
     t->state = LP_TLS_NEW;

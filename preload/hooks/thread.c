@@ -25,26 +25,29 @@ struct start {
     uint64_t creator, flow;
 };
 
-struct life {
-    uint64_t t0, creator, flow;
-};
-
+/* The life is kept in the thread's TLS so that a thread still running when the process ends
+ * (a pool or OpenMP worker) gets its slice closed by the exit path (tbuf.c). */
 static void thread_end(void *p) {
-    const struct life *l = p;
+    (void)p;
+    struct lp_tls *me = &lp_tls;
+    uint64_t a[3] = {me->life_creator, me->life_flow, 0};
+    uint64_t t0 = me->life_t0;
+    me->life_flow = 0;
     struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
-    if (!t) return;
-    uint64_t a[2] = {l->creator, l->flow};
-    lp_call_record(t, LP_CALL_THREAD_LIFE, l->t0, lp_ticks(), 2, a, NULL, 0);
+    if (t && a[1]) lp_call_record(t, LP_CALL_THREAD_LIFE, t0, lp_ticks(), 3, a, NULL, 0);
 }
 
 static void *trampoline(void *p) {
     struct start s = *(struct start *)p;
     uint8_t g = lp_guard_hold(&lp_tls); /* libprof's own block, not the program's */
     free(p);
+    (void)lp_reserve(&lp_tls, 1); /* a buffer now, so the exit path can close this life */
     lp_guard_restore(&lp_tls, g);
-    struct life l = {lp_ticks(), s.creator, s.flow};
+    lp_tls.life_creator = s.creator;
+    lp_tls.life_t0 = lp_ticks();
+    lp_tls.life_flow = s.flow;
     void *ret;
-    pthread_cleanup_push(thread_end, &l);
+    pthread_cleanup_push(thread_end, NULL);
     ret = s.fn(s.arg);
     pthread_cleanup_pop(1);
     return ret;

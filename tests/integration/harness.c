@@ -205,3 +205,18 @@ int run_memusage(struct memusage *m, const char *const *env, const char *const *
     run_free(&r);
     return 0;
 }
+
+cJSON *check_trace_py(const char *path, char **err) {
+    const char *argv[] = {"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_trace.py", path, NULL};
+    struct run r;
+    *err = NULL;
+    if (run_prog(&r, NULL, NULL, argv) != 0) {
+        *err = strdup("cannot run /usr/bin/python3");
+        return NULL;
+    }
+    cJSON *j = NULL;
+    if (r.status != 0) *err = strdup(r.err ? r.err : "check_trace.py failed");
+    else if (!(j = cJSON_Parse(r.out))) *err = strdup("check_trace.py printed no JSON");
+    run_free(&r);
+    return j;
+}

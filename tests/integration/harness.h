@@ -31,6 +31,9 @@ int count_lines_with(const char *text, const char *needle);
 /* Paths of the traces in `dir` named like PREFIX.*.json (child processes of a run whose trace is
  * PREFIX.json), sorted; their number in *n. */
 char **child_traces(const char *dir, const char *prefix, int *n);
+/* tests/integration/check_trace.py's summary of a Chrome trace (strict JSON, integer ids, nested
+ * slices, paired flows), or NULL with the reason in *err (caller frees both). */
+cJSON *check_trace_py(const char *path, char **err);
 char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* memusage's counts for a program run: calls per function. Returns 0 or -1. */

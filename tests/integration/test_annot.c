@@ -14,13 +14,9 @@ TestSuite(annot, .timeout = 60);
 
 /* Run tests/integration/check_trace.py on `path`; returns its summary (caller deletes). */
 static cJSON *check_trace(const char *path) {
-    const char *argv[] = {"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_trace.py", path, NULL};
-    struct run r;
-    cr_assert_eq(run_prog(&r, NULL, NULL, argv), 0);
-    cr_assert_eq(r.status, 0, "trace check failed: %s", r.err);
-    cJSON *j = cJSON_Parse(r.out);
-    cr_assert_not_null(j);
-    run_free(&r);
+    char *err;
+    cJSON *j = check_trace_py(path, &err);
+    cr_assert_not_null(j, "trace check failed: %s", err);
     return j;
 }
 
