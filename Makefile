@@ -97,6 +97,7 @@ TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
 PROGS += tests/progs/calls.c
+PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
 PROGS += tests/progs/annotated.c

@@ -85,14 +85,20 @@ int lp_parse_signal(const char *s, int *sig) {
     }
 }
 
-/* Parse a comma-separated family list ("alloc", "all", "none", or names) into `mask`.
+/* Parse a comma-separated family list ("alloc", "all", "none", or names) into `mask`, left to
+ * right; "-name" removes a family ("all,-io"), and a list that starts with one starts from all.
  * On an unknown name copies it to `bad` and returns -1. */
 int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
-    uint32_t m = 0;
+    uint32_t m = *s == '-' ? (1u << LP_FAM_COUNT) - 1 : 0;
     const char *p = s;
     while (*p) {
         const char *q = strchr(p, ',');
         size_t n = q ? (size_t)(q - p) : strlen(p);
+        int drop = n > 1 && *p == '-';
+        if (drop) {
+            p++;
+            n--;
+        }
         if (n == 3 && strncasecmp(p, "all", 3) == 0) {
             m = (1u << LP_FAM_COUNT) - 1;
         } else if (n == 4 && strncasecmp(p, "none", 4) == 0) {
@@ -101,7 +107,8 @@ int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
             int found = 0;
             for (int f = 0; f < LP_FAM_COUNT; f++) {
                 if (strlen(lp_family_names[f]) == n && strncasecmp(p, lp_family_names[f], n) == 0) {
-                    m |= 1u << f;
+                    if (drop) m &= ~(1u << f);
+                    else m |= 1u << f;
                     found = 1;
                 }
             }

@@ -242,6 +242,26 @@ LP_HIDDEN void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint
 LP_HIDDEN void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                              const uint64_t *args, const char *str, size_t slen);
 LP_HIDDEN extern uint64_t lp_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
+
+/* The common case of lp_call_record, inlined into the hooks: a timed call with arguments and no
+ * string. Nothing here touches errno (lp_reserve's slow path keeps it), so it is not saved. */
+static inline void lp_call_record_args(struct lp_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
+                                       unsigned nargs, const uint64_t *args) {
+    if (LP_UNLIKELY(t->guard || !(lp_gate & (1u << fam)) || lp_min_ticks || t->late)) {
+        lp_call_record(t, call, t0, t1, nargs, args, NULL, 0);
+        return;
+    }
+    t->guard = 1;
+    uint64_t *r = lp_reserve(t, 3 + nargs);
+    if (LP_LIKELY(r != NULL)) {
+        r[0] = lp_word0_timed(LP_EV_CALL, t0);
+        r[1] = lp_word1(t0, t1);
+        r[2] = lp_call_header(call, nargs, 0);
+        for (unsigned i = 0; i < nargs; i++) r[3 + i] = args[i];
+        lp_commit(t, r + 3 + nargs);
+    }
+    t->guard = 0;
+}
 LP_HIDDEN void lp_call_init(uint64_t min_ns);
 /* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
 LP_HIDDEN void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks);

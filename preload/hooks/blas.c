@@ -53,7 +53,7 @@ static inline struct lp_tls *blas_begin(uint64_t *t0) {
 }
 
 static inline void blas_end(struct lp_tls *t, unsigned call, uint64_t t0, unsigned n, const uint64_t *a) {
-    lp_call_record(t, call, t0, lp_ticks(), n, a, NULL, 0);
+    lp_call_record_args(t, LP_FAM_BLAS, call, t0, lp_ticks(), n, a);
 }
 
 #define GEMM_C(fn, T, type)                                                                  \

@@ -54,7 +54,7 @@ REALS(X)
 #define BEGIN struct lp_tls *t = lp_call_begin(LP_FAM_IO); uint64_t t0 = t ? lp_ticks() : 0
 #define RECORD(call, ...) do { \
         if (t) { uint64_t a_[] = {__VA_ARGS__}; \
-                 lp_call_record(t, call, t0, lp_ticks(), sizeof a_ / 8, a_, NULL, 0); } \
+                 lp_call_record_args(t, LP_FAM_IO, call, t0, lp_ticks(), sizeof a_ / 8, a_); } \
     } while (0)
 #define RECORD_PATH(call, path, ...) do { \
         if (t) { uint64_t a_[] = {__VA_ARGS__}; const char *p_ = (path); \

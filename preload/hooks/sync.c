@@ -26,7 +26,7 @@ REALS(X)
 
 static void rec(struct lp_tls *t, unsigned call, uint64_t t0, const void *obj, int r) {
     uint64_t a[2] = {U(obj), I(r)};
-    lp_call_record(t, call, t0, lp_ticks(), 2, a, NULL, 0);
+    lp_call_record_args(t, LP_FAM_SYNC, call, t0, lp_ticks(), 2, a);
 }
 
 /* Try first; block (timed) only when the try says busy. `busy` is the try's "would block". */

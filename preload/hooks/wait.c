@@ -32,7 +32,7 @@ static int64_t ts_ns(const struct timespec *ts) {
     uint64_t t0 = t ? lp_ticks() : 0
 #define RECORD(call, ...) do {                                                               \
         if (t) { uint64_t a_[] = {__VA_ARGS__};                                              \
-                 lp_call_record(t, call, t0, lp_ticks(), sizeof a_ / 8, a_, NULL, 0); }     \
+                 lp_call_record_args(t, LP_FAM_WAIT, call, t0, lp_ticks(), sizeof a_ / 8, a_); }     \
     } while (0)
 
 LP_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {

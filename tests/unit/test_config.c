@@ -40,6 +40,13 @@ Test(config, families) {
     cr_expect_eq(lp_parse_families("ALLOC,,", &m, bad, sizeof bad), 0); cr_expect_eq(m, 1u << LP_FAM_ALLOC);
     cr_expect_eq(lp_parse_families("alloc,gpu", &m, bad, sizeof bad), -1);
     cr_expect_str_eq(bad, "gpu");
+    cr_expect_eq(lp_parse_families("io,blas,dnnl", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, (1u << LP_FAM_IO) | (1u << LP_FAM_BLAS) | (1u << LP_FAM_DNNL));
+    cr_expect_eq(lp_parse_families("-io,-sync", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, ((1u << LP_FAM_COUNT) - 1) & ~((1u << LP_FAM_IO) | (1u << LP_FAM_SYNC)));
+    cr_expect_eq(lp_parse_families("all,-alloc", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, ((1u << LP_FAM_COUNT) - 1) & ~(1u << LP_FAM_ALLOC));
+    cr_expect_eq(lp_parse_families("-", &m, bad, sizeof bad), -1);
 }
 
 static const struct lp_pattern_ctx ctx = {.pid = 4242, .start_time = 1700000000, .host = "box", .exe = "sqlite3"};
