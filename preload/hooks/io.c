@@ -365,7 +365,7 @@ void lp_io_start(void) {
                 off += d->d_reclen;
                 char *end;
                 long fd = strtol(d->d_name, &end, 10);
-                if (*end || end == d->d_name || fd == dfd) continue;
+                if (*end || end == d->d_name || fd == dfd || fd == lp_spool_fd) continue;
                 char link[64], path[1024];
                 snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
                 long len = syscall(SYS_readlink, link, path, sizeof path);

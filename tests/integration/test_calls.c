@@ -85,13 +85,18 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     cJSON *s = checked(path), *j = load_json(path);
     cr_assert_not_null(j);
     cJSON *m = libprof_meta(j);
-    /* threads: three created, three lives with their creator, three arrows */
-    cr_expect_eq(num(s, "slices", "pthread_create"), 3);
-    cr_expect_eq(num(s, "slices", "thread"), 3);
-    cr_expect_eq(num(s, "slices", "pthread_join"), 3);
-    cr_expect_eq(num(s, "flows", NULL), 3);
+    /* threads: four created, four lives with their creator (one ended by pthread_exit), four
+     * arrows */
+    cr_expect_eq(num(s, "slices", "pthread_create"), 4);
+    cr_expect_eq(num(s, "slices", "thread"), 4);
+    cr_expect_eq(num(s, "slices", "pthread_join"), 4);
+    cr_expect_eq(num(s, "instants", "pthread_exit"), 1);
+    cr_expect_eq(num(s, "flows", NULL), 4);
     long long pid = num(m, "pid", NULL);
-    for (int i = 0; i < 3; i++) cr_expect_eq(arg(slice(j, "thread", i), "creator"), pid);
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(arg(slice(j, "thread", i), "creator"), pid);
+        cr_expect_eq(arg(slice(j, "thread", i), "running_at_exit"), 0);
+    }
     /* sync: only the waits — 1000 uncontended locks leave no record */
     cr_expect_eq(num(s, "slices", "pthread_mutex_lock"), 1);
     cr_expect_eq(num(s, "slices", "pthread_rwlock_rdlock"), 1);
@@ -154,6 +159,34 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     cr_expect_not_null(strstr(c, "\npthread_mutex_lock,sync,1,"), "%s", c);
     cr_expect_not_null(strstr(c, "\nwrite,io,3,"), "%s", c);
     cr_expect_not_null(strstr(c, "/data.bin,file,15,"), "%s", c);
+    cJSON_Delete(s);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* Python's subprocess: vfork (the asm stub) and the exec attempts along PATH, the wait. */
+Test(calls, python_subprocess_vfork_exec_wait, .init = setup) {
+    const char *argv[] = {"/usr/bin/python3", "-c",
+                          "import subprocess; r = subprocess.run(['sh', '-c', 'exit 6']); print(r.returncode)", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "PATH=/usr/bin:/bin", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "6\n");
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *s = checked(strfmt("%s/t.json", dir)), *j = load_json(strfmt("%s/t.json", dir));
+    long long forks = num(s, "instants", "vfork") + 1 + num(s, "slices", "fork") + 1;
+    cr_expect_geq(forks, 1, "a vfork or fork");
+    cr_expect_geq(num(s, "instants", "exec"), 1);
+    int found = 0;
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "waitpid")) continue;
+        if (arg(ev, "status") == 6 << 8) found = 1;
+    }
+    cr_expect(found, "a waitpid with the child's status");
     cJSON_Delete(s);
     cJSON_Delete(j);
     run_free(&r);

@@ -2,7 +2,8 @@
  * check each record. Output is deterministic (no addresses, no timings).
  *
  * usage: calls DIR PLUGIN.so
- *   threads: 3 workers created and joined (pthread_create/join, thread lives)
+ *   threads: 4 workers created and joined (pthread_create/join, thread lives), one of which
+ *            ends with pthread_exit
  *   sync:    one deliberately contended mutex (held until a worker is seen blocked on it), 1000
  *            uncontended locks, a condition wait, a semaphore wait (each made certain to block),
  *            a barrier of 2, a contended rwlock
@@ -89,6 +90,10 @@ static void *reader(void *arg) {
     return NULL;
 }
 
+static void *exiter(void *arg) {
+    pthread_exit(arg);
+}
+
 static void check(int ok, const char *what) {
     if (!ok) {
         printf("FAILED %s (errno %d)\n", what, errno);
@@ -135,6 +140,11 @@ int main(int argc, char **argv) {
     until_sleeping(reader_tid); /* blocked on the write-held rwlock */
     pthread_rwlock_unlock(&rw);
     pthread_join(t3, NULL);
+    pthread_t t4;
+    void *ret = NULL;
+    pthread_create(&t4, NULL, exiter, (void *)&main_tid);
+    pthread_join(t4, &ret);
+    check(ret == (void *)&main_tid, "pthread_exit value");
     printf("threads ok\n");
 
     /* dl */
