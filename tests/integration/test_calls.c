@@ -101,7 +101,9 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     cr_expect_eq(num(s, "slices", "pthread_mutex_lock"), 1);
     cr_expect_eq(num(s, "slices", "pthread_rwlock_rdlock"), 1);
     cr_expect_geq(num(s, "slices", "pthread_cond_wait"), 1);
-    cr_expect_eq(num(s, "slices", "sem_wait"), 2);
+    /* the semaphore the signaller posts once main sleeps on it; the start-up one may not block */
+    cr_expect_geq(num(s, "slices", "sem_wait"), 1);
+    cr_expect_leq(num(s, "slices", "sem_wait"), 2);
     cr_expect_eq(num(s, "slices", "pthread_barrier_wait"), 2);
     cr_expect_eq(num(s, "slices", "pthread_rwlock_wrlock"), -1, "the write lock was free");
     cJSON *lock = slice(j, "pthread_mutex_lock", 0);
