@@ -51,6 +51,7 @@ CORE_SRCS += preload/core/control.c
 CORE_SRCS += preload/core/core.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
+CORE_SRCS += preload/core/stacks.c
 CORE_SRCS += preload/core/tbuf.c
 
 HOOK_SRCS += preload/hooks/alloc.c
@@ -71,6 +72,8 @@ HOOK_SRCS += preload/hooks/wait.c
 # Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
 SHARED_SRCS += tools/calls.c
 SHARED_SRCS += tools/convert.c
+SHARED_SRCS += tools/sites.c
+SHARED_SRCS += tools/symbols.c
 SHARED_SRCS += tools/lpt.c
 SHARED_SRCS += tools/map.c
 SHARED_SRCS += tools/out.c
@@ -86,6 +89,7 @@ UNIT_TESTS += tests/unit/test_map.c
 
 INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_calls.c
+INTEGRATION_TESTS += tests/integration/test_stacks.c
 INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c
@@ -97,6 +101,7 @@ TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
 PROGS += tests/progs/calls.c
+PROGS += tests/progs/sites.c
 PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
@@ -117,7 +122,7 @@ SHARED_OBJS = $(call obj,$(SHARED_SRCS))
 REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
-PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so \
+PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
@@ -167,6 +172,13 @@ $(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -Iinclude -o $@ $< -lpthread -ldl
+
+# The sites program again, with libstdc++ loaded: heaptrack's preload loads it into every program
+# it runs, so the heap peaks compare only when both runs have it.
+$(BUILD)/progs/sites_cxx: tests/progs/sites.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -o $@ $< -Wl,--no-as-needed -lstdc++
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "calls.h"
+#include "sites.h"
 #include "map.h"
 #include "out.h"
 #include "stats.h"
@@ -46,6 +47,8 @@ struct analysis {
                           * trace faults in only the pages it touches */
     uint64_t cb_used[COUNTER_BUCKETS / 64];
     struct lp_calls *calls; /* the runtime entry points (calls.c) */
+    struct lp_sites *sites; /* allocation call stacks (sites.c), NULL without them */
+    uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
     int oom;
 };
 
@@ -60,6 +63,7 @@ static void heap_changed(struct analysis *a, uint64_t ns) {
     if (a->live_bytes > a->peak_bytes) {
         a->peak_bytes = a->live_bytes;
         a->peak_ns = ns;
+        a->peak_count = a->yields + 1;
     }
     if (!a->cb) return;
     uint64_t b = (uint64_t)(((unsigned __int128)ns * a->bucket_mult) >> 64);
@@ -75,7 +79,8 @@ static void heap_changed(struct analysis *a, uint64_t ns) {
     c->last = p;
 }
 
-static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t ns) {
+static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t stack) {
+    if (a->sites && lp_sites_born(a->sites, ptr, size, stack, a->counting) != 0) a->oom = 1;
     uint64_t old = 0;
     int rc = lp_map_put(&a->live, ptr, size, &old);
     if (rc < 0) { a->oom = 1; return; }
@@ -90,6 +95,7 @@ static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t
 /* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
 static uint64_t block_died(struct analysis *a, uint64_t ptr, uint64_t ns) {
     uint64_t size;
+    if (a->sites) lp_sites_died(a->sites, ptr);
     if (!lp_map_take(&a->live, ptr, &size)) {
         a->untracked_frees++;
         return 0;
@@ -117,7 +123,7 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
     case LP_SHAPE_ALLOC:
         count_call(a, e, w[0], w[1] == 0);
         if (w[1]) {
-            block_born(a, w[1], w[0], e->ns);
+            block_born(a, w[1], w[0], e->ns, e->stack);
             a->size_hist[size_bucket(w[0])] += (uint64_t)a->counting;
         }
         return w[0];
@@ -157,7 +163,7 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         }
         count_call(a, e, size, np == 0 && size > 0);
         if (np) {
-            block_born(a, np, size, e->ns);
+            block_born(a, np, size, e->ns, e->stack);
             a->size_hist[size_bucket(size)] += (uint64_t)a->counting;
         }
         return size;
@@ -382,6 +388,7 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     for (unsigned b = 0; b < SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
     lp_out_s(o, "]");
     lp_calls_metadata(a->calls, o);
+    if (a->sites) lp_sites_metadata(a->sites, o);
     lp_out_s(o, "}");
 }
 
@@ -401,6 +408,7 @@ static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct 
         csv_row(o, name, len, "annot", &a->ranges[id]);
     }
     lp_calls_csv(a->calls, o);
+    if (a->sites) lp_sites_csv(a->sites, o);
 }
 
 static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f) {
@@ -463,6 +471,7 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
         lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
                    (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
     lp_calls_summary(a->calls, o);
+    if (a->sites) lp_sites_summary(a->sites, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);
@@ -541,6 +550,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         chrome_head(c, r);
     }
     a->calls = lp_calls_new(r);
+    a->sites = lp_sites_new(r); /* NULL: no stacks in this trace */
     struct lp_iter *it = a->calls ? lp_iter_new(r) : NULL;
     if (!it) goto oom;
     struct lp_event e;
@@ -550,8 +560,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             a->counting = 1;
             a->peak_bytes = a->live_bytes;
             a->peak_ns = e.ns;
+            a->peak_count = a->yields;
         }
         uint64_t size = analyse(a, &e);
+        a->yields++;
         if (e.phase == 1) a->events++;
         if (lp_kind_shape[e.kind] == LP_SHAPE_CALL) {
             struct lp_chrome_sink sink = {c ? &c->o : NULL, c ? &c->first : NULL, c ? c->pid : 0};
@@ -578,6 +590,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     }
     lp_iter_free(it);
     if (a->oom || lp_calls_finish(a->calls) != 0) goto oom;
+    if (a->sites && lp_sites_finish(a->sites, a->peak_count) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
     uint64_t end_ns = a->span_ns;
 
@@ -607,6 +620,34 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
         free(co);
     }
+    const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
+    for (int k = 0; k < 3; k++) {
+        if (!flame[k]) continue;
+        if (!a->sites) {
+            snprintf(err, errlen, "%s: the trace has no call stacks (record with LIBPROF_STACKS=16)", flame[k]);
+            rc = -1;
+            continue;
+        }
+        struct lp_out *fo = malloc(sizeof *fo);
+        char ftmp[4096 + 32];
+        int fd = fo ? open_tmp(flame[k], ftmp, sizeof ftmp) : -1;
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot create %s: %s", flame[k], fo ? strerror(errno) : "out of memory");
+            rc = -1;
+        } else {
+            lp_out_init(fo, fd);
+            if (k < 2) lp_sites_folded(a->sites, fo, k == 1);
+            else {
+                char name[512];
+                uint32_t bl;
+                const char *b = basename_of(r->exe ? r->exe : "libprof", r->exe ? r->exe_len : 7, &bl);
+                snprintf(name, sizeof name, "%.*s allocations", (int)bl, b);
+                lp_sites_speedscope(a->sites, fo, name);
+            }
+            if (finish_tmp(fo, ftmp, flame[k], err, errlen) != 0) rc = -1;
+        }
+        free(fo);
+    }
     if (o->summary_fd >= 0) {
         struct lp_out *so = malloc(sizeof *so);
         if (so) {
@@ -627,6 +668,7 @@ out:
         free(a->ranges);
         lp_map_free(&a->live);
         lp_calls_free(a->calls);
+        lp_sites_free(a->sites);
         free(a->cb);
     }
     free(a);

@@ -15,6 +15,10 @@ struct lp_convert_opts {
     int summary_fd;          /* human-readable table to this fd, or -1 */
     uint64_t alloc_min;      /* allocations at least this large become instant events */
     const char *trace_label; /* where the trace went, for the summary's first line */
+    /* flame graphs of allocation call stacks (traces with stacks only), or NULL */
+    const char *folded_path;       /* allocated bytes, collapsed-stack format */
+    const char *folded_leaks_path; /* leaked bytes, collapsed-stack format */
+    const char *speedscope_path;   /* both, speedscope JSON */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;

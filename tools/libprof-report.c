@@ -24,6 +24,10 @@ static const char usage[] =
     "  --chrome FILE      write the Chrome trace JSON (open in ui.perfetto.dev or chrome://tracing)\n"
     "  --csv FILE         write the CSV summary (one row per function, see README)\n"
     "  --summary          print the summary table to stdout (also with --chrome/--csv)\n"
+    "  --folded FILE      flame graph of allocated bytes by call stack, collapsed format\n"
+    "                     (flamegraph.pl, speedscope, inferno); needs LIBPROF_STACKS\n"
+    "  --folded-leaks FILE  the same for bytes leaked at exit\n"
+    "  --speedscope FILE  both as a speedscope JSON file (unit bytes)\n"
     "  --alloc-min BYTES  allocations at least this large become instant events (default:\n"
     "                     the value the trace was recorded with; K/M/G suffixes allowed)\n"
     "  -q, --quiet        no progress or notices on stderr\n"
@@ -144,7 +148,7 @@ static int parse_bytes(const char *s, uint64_t *out) {
 }
 
 int main(int argc, char **argv) {
-    const char *in = NULL, *chrome = NULL, *csv = NULL;
+    const char *in = NULL, *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL;
     int summary = 0;
     int have_min = 0;
     uint64_t alloc_min = 0;
@@ -156,7 +160,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--version")) {
             printf("libprof-report %s (trace format %d)\n", LIBPROF_VERSION, LP_FORMAT_VERSION);
             return 0;
-        } else if (!strcmp(a, "--chrome") || !strcmp(a, "--csv") || !strcmp(a, "--alloc-min")) {
+        } else if (!strcmp(a, "--chrome") || !strcmp(a, "--csv") || !strcmp(a, "--alloc-min") || !strcmp(a, "--folded") ||
+                   !strcmp(a, "--folded-leaks") || !strcmp(a, "--speedscope")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "libprof-report: %s needs an argument\n%s", a, usage);
                 return 2;
@@ -164,6 +169,9 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             if (!strcmp(a, "--chrome")) chrome = v;
             else if (!strcmp(a, "--csv")) csv = v;
+            else if (!strcmp(a, "--folded")) folded = v;
+            else if (!strcmp(a, "--folded-leaks")) folded_leaks = v;
+            else if (!strcmp(a, "--speedscope")) speedscope = v;
             else if (parse_bytes(v, &alloc_min) != 0) {
                 fprintf(stderr, "libprof-report: bad --alloc-min value '%s'\n", v);
                 return 2;
@@ -186,7 +194,8 @@ int main(int argc, char **argv) {
         fputs(usage, stderr);
         return 2;
     }
-    if (!chrome && !csv) summary = 1;
+    int outputs = chrome || csv || folded || folded_leaks || speedscope;
+    if (!outputs) summary = 1;
 
     /* Not a raw trace? Then perhaps Chrome trace JSON. */
     FILE *probe = fopen(in, "rb");
@@ -198,8 +207,8 @@ int main(int argc, char **argv) {
             size_t i = 0;
             while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
             if (i < got && (magic[i] == '{' || magic[i] == '[')) {
-                if (chrome || csv) {
-                    fprintf(stderr, "libprof-report: %s: --chrome and --csv take a raw trace (.lpt)\n", in);
+                if (outputs) {
+                    fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in);
                     return 2;
                 }
                 size_t len;
@@ -231,6 +240,9 @@ int main(int argc, char **argv) {
         .summary_fd = summary ? STDOUT_FILENO : -1,
         .alloc_min = have_min ? alloc_min : r.hdr.alloc_min,
         .trace_label = in,
+        .folded_path = folded,
+        .folded_leaks_path = folded_leaks,
+        .speedscope_path = speedscope,
         .progress = isatty(STDERR_FILENO) ? progress : NULL,
     };
     int rc = lp_convert(&r, &o, err, sizeof err);

@@ -109,9 +109,11 @@ static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t 
     while (i < n) {
         size_t len = lp_rec_size(w + i, n - i);
         if (len == 0) return -1;
-        if (lp_rec_kind(w[i]) == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
+        unsigned k = lp_rec_kind(w[i]);
+        if (k == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
+        if (k == LP_EV_STACK && (i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1; /* belongs to a record */
         i += len;
-        c++;
+        c += k != LP_EV_STACK; /* a stack word is part of the record that follows */
     }
     *count = c;
     return 0;
@@ -221,6 +223,37 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             }
             r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
                 (const struct lp_short *)(d + payload), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
+        } else if (h.type == LP_CHUNK_STACKS && h.length % 8 == 0 && payload % 8 == 0) {
+            const uint64_t *w = (const uint64_t *)(d + payload);
+            size_t nw = h.length / 8;
+            for (size_t i = 0; i < nw;) {
+                uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
+                if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) { r->truncated = 1; break; }
+                if (id >= r->nstacks) {
+                    uint32_t cap = id + 1 > r->nstacks * 2 ? id + 1 : r->nstacks * 2;
+                    struct lp_stack *ns = realloc(r->stacks, cap * sizeof *ns);
+                    if (!ns) goto nomem;
+                    memset(ns + r->nstacks, 0, (cap - r->nstacks) * sizeof *ns);
+                    r->stacks = ns;
+                    r->nstacks = cap;
+                }
+                r->stacks[id].frames = w + i + 1;
+                r->stacks[id].n = k;
+                i += 1 + k;
+            }
+            if (r->truncated) break;
+        } else if (h.type == LP_CHUNK_MODULES && h.length >= sizeof(struct lp_module)) {
+            struct lp_module m;
+            memcpy(&m, d + payload, sizeof m);
+            if (sizeof m + (size_t)m.path_len + m.build_id_len <= h.length && m.lo < m.hi) {
+                if (r->nmodules % 64 == 0) {
+                    struct lp_module_ref *nm = realloc(r->modules, (r->nmodules + 64) * sizeof *nm);
+                    if (!nm) goto nomem;
+                    r->modules = nm;
+                }
+                const char *path = (const char *)d + payload + sizeof m;
+                r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
+            }
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
             r->end = (const struct lp_end *)(d + payload);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
@@ -294,6 +327,8 @@ void lp_reader_close(struct lp_reader *r) {
     free(r->chunks);
     free(r->names);
     free(r->short_chunks);
+    free(r->stacks);
+    free(r->modules);
     if (r->mapped && r->data) munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
 }
@@ -311,7 +346,7 @@ const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len
 
 struct cursor {
     const uint64_t *p, *end;
-    uint32_t thread, next_chunk;
+    uint32_t thread, next_chunk, stack;
     uint8_t phase;
     uint64_t key; /* effect time in ticks */
 };
@@ -332,6 +367,10 @@ static int cursor_settle(const struct lp_reader *r, struct cursor *c) {
         c->p = (const uint64_t *)(r->data + ch->offset);
         c->end = c->p + ch->length / 8;
         c->phase = 0;
+    }
+    if (lp_rec_kind(c->p[0]) == LP_EV_STACK) { /* validated: a record follows in this chunk */
+        c->stack = (uint32_t)(c->p[0] & LP_TS_MASK);
+        c->p++;
     }
     uint64_t w0 = c->p[0];
     unsigned kind = lp_rec_kind(w0);
@@ -392,6 +431,7 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     ev->phase = c->phase;
     ev->thread = c->thread;
     ev->tid = r->threads[c->thread].tid;
+    ev->stack = c->stack;
     ev->w = c->p + 1 + timed;
     ev->start_ns = lp_ticks_to_ns(r, start);
     ev->dur_ns = lp_ticks_to_ns(r, start + dur) - ev->start_ns;
@@ -402,6 +442,7 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     } else {
         c->p += lp_rec_size(c->p, (size_t)(c->end - c->p)); /* validated when the file was opened */
         c->phase = 0;
+        c->stack = 0;
         it->consumed++;
     }
     if (cursor_settle(r, c)) {

@@ -38,6 +38,10 @@ struct lp_reader {
     struct lp_name { const char *s; uint32_t len; } *names; /* annotation names by id (s NULL: unknown) */
     uint32_t nnames;
     struct lp_short_ref { const struct lp_short *s; uint32_t n, tid; } *short_chunks; /* LIBPROF_MIN_NS tallies */
+    struct lp_stack { const uint64_t *frames; uint32_t n; } *stacks; /* by stack id (frames NULL: unknown) */
+    uint32_t nstacks;
+    struct lp_module_ref { struct lp_module m; const char *path; const uint8_t *build_id; } *modules;
+    uint32_t nmodules;
     uint32_t nshort_chunks;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
@@ -65,6 +69,9 @@ void lp_reader_close(struct lp_reader *r);
 /* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
 
+/* Largest stack id a reader accepts (the preload makes at most 2^19). */
+#define LP_MAX_STACK_ID (1u << 22)
+
 /* Ticks since origin to nanoseconds since origin. */
 static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {
     return (uint64_t)(((unsigned __int128)ticks * r->mult) >> 32);
@@ -81,6 +88,7 @@ struct lp_event {
     uint64_t dur_ns;   /* 0 for untimed records */
     uint32_t tid;
     uint32_t thread; /* index into lp_reader.threads */
+    uint32_t stack;  /* call stack id (0 = none) */
     uint16_t kind;
     uint8_t phase;
     uint8_t timed;   /* dur_ns is meaningful */

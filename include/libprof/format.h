@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 6
+#define LP_FORMAT_VERSION 7
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
@@ -71,6 +71,8 @@ enum lp_shape {
     LP_SHAPE_COUNTER, /* name id, value       : a named counter took `value` (IEEE double bits) */
     LP_SHAPE_CONTROL, /* reason (enum lp_control_reason): recording paused, resumed or reset */
     LP_SHAPE_CALL,    /* call header word, args, string: an intercepted runtime entry point */
+    LP_SHAPE_STACKREF,/* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
+                       * to the next record of the same thread (LIBPROF_STACKS) */
 };
 
 enum lp_control_reason {
@@ -101,7 +103,8 @@ enum lp_control_reason {
     X(PAUSE,          "libprof paused", CONTROL, LP_SHAPE_CONTROL, 1) \
     X(RESUME,         "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1) \
     X(RESET,          "libprof reset",  CONTROL, LP_SHAPE_CONTROL, 1) \
-    X(CALL,           "call",           CONTROL, LP_SHAPE_CALL,    1) /* family: lp_call_family */
+    X(CALL,           "call",           CONTROL, LP_SHAPE_CALL,    1) /* family: lp_call_family */ \
+    X(STACK,          "stack",          ALLOC, LP_SHAPE_STACKREF, 0)
 
 enum lp_kind {
     LP_KIND_NONE = 0,
@@ -280,7 +283,20 @@ enum lp_chunk_type {
     LP_CHUNK_STRING = 2, /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
     LP_CHUNK_END = 3,    /* struct lp_end: the run finished and everything was flushed */
     LP_CHUNK_SHORT = 4,  /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
+    LP_CHUNK_STACKS = 5, /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
+    LP_CHUNK_MODULES = 6,/* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
 };
+
+/* One loaded object (dl_iterate_phdr), to symbolise addresses offline against the same files.
+ * An address A inside [lo, hi) is at ELF virtual address A - base in `path`. */
+struct lp_module {
+    uint64_t base;        /* dlpi_addr: load bias */
+    uint64_t lo, hi;      /* lowest and highest address of its PT_LOAD segments */
+    uint16_t path_len;
+    uint16_t build_id_len;
+    uint32_t reserved;
+};
+#define LP_STACK_MAX_DEPTH 128
 
 /* Calls shorter than LIBPROF_MIN_NS are not recorded one by one; each thread counts them per
  * entry point and writes the tallies (since its last SHORT chunk) when it is flushed. */
@@ -320,6 +336,8 @@ struct lp_end {
     uint64_t chunks_written;
     int32_t exit_status;      /* status given to exit/_exit; -1 = unknown (returned from main) */
     uint32_t signal;          /* the signal that ended the process, 0 if none */
+    uint64_t stacks_unique;   /* LIBPROF_STACKS: distinct call stacks recorded */
+    uint64_t stacks_dropped;  /* allocations whose stack did not fit the table (stack id 0) */
 };
 
 /* Name, family and payload-word tables, indexed by kind (defined once in tools/lpt.c). */

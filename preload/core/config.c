@@ -239,6 +239,14 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
         if (lp_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
         else warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
     }
+    if ((v = get("LIBPROF_STACKS")) && *v) {
+        if (lp_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0) cfg->stacks = (unsigned)n;
+        else warn_bad("LIBPROF_STACKS", v, "expected a number of frames from 0 to 128");
+    }
+    if ((v = get("LIBPROF_FLAMEGRAPH")) && *v) {
+        if (lp_parse_bool(v, &b) == 0) cfg->flamegraph = b;
+        else warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
+    }
     if ((v = get("LIBPROF_MIN_NS")) && *v) {
         if (lp_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0) cfg->min_ns = n;
         else warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");

@@ -93,6 +93,7 @@ static void atfork_child(void) {
     lp_tls.guard = 1;
     lp_tbuf_after_fork_child();
     lp_control_after_fork_child();
+    lp_stacks_after_fork_child();
     lp_pid = (long)getpid();
     pattern_ctx.pid = lp_pid;
     if (lp_cfg.raw_output || lp_cfg.output[0] || lp_cfg.csv[0]) {
@@ -102,7 +103,7 @@ static void atfork_child(void) {
     lp_clock_init(lp_clock_kind);
     fini_done = 0;
     if (start_spool(1) == 0) {
-        lp_names_after_fork_child();
+        lp_names_after_fork_child(); /* modules: at the end (the loader's lock may be held here) */
         lp_gate_set(lp_control_child_gate());
     } else {
         lp_gate_set(0);
@@ -260,6 +261,7 @@ void lp_init_slow(void) {
     lp_call_init(lp_cfg.min_ns);
     lp_tbuf_init(lp_cfg.buffer_bytes);
     if (start_spool(0) != 0) goto done;
+    if (lp_cfg.stacks && lp_stacks_init(lp_cfg.stacks) == 0) lp_modules_write();
     pthread_atfork(NULL, NULL, atfork_child);
     if (lp_signals_init) lp_signals_init();
     uint32_t open_gate = lp_control_init(&lp_cfg);
@@ -330,10 +332,27 @@ __attribute__((constructor)) static void lp_constructor(void) {
     }
 }
 
-/* Write the spool's conversions (Chrome JSON, CSV, summary). Returns 0 or -1. */
+/* LIBPROF_FLAMEGRAPH: NAME.ext -> NAME.alloc.folded, NAME.leaks.folded, NAME.speedscope.json */
+static void flame_name(char *dst, size_t len, const char *trace, const char *suffix) {
+    snprintf(dst, len, "%s", trace);
+    char *slash = strrchr(dst, '/'), *dot = strrchr(dst, '.');
+    if (dot && (!slash || dot > slash)) *dot = '\0';
+    size_t n = strlen(dst);
+    snprintf(dst + n, len - n, "%s", suffix);
+}
+
+/* Write the spool's conversions (Chrome JSON, CSV, summary, flame graphs). Returns 0 or -1. */
 static int convert_to(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
+    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32];
+    int flame = lp_cfg.flamegraph && lp_stack_depth;
+    if (flame) {
+        const char *base = chrome ? chrome : lp_cfg.raw_output ? lp_cfg.output : csv ? csv : spool_path;
+        flame_name(fold, sizeof fold, base, ".alloc.folded");
+        flame_name(leaks, sizeof leaks, base, ".leaks.folded");
+        flame_name(ss, sizeof ss, base, ".speedscope.json");
+    }
     /* from the descriptor: before an exec the spool's name is already given away */
     if (lp_reader_open_fd(&r, lp_spool_fd, spool_path, err, sizeof err) != 0) {
         lp_warn("cannot read back %s: %s", spool_path, err);
@@ -344,7 +363,10 @@ static int convert_to(const char *chrome, const char *csv) {
                                 .csv_path = csv,
                                 .summary_fd = lp_cfg.summary ? STDERR_FILENO : -1,
                                 .alloc_min = lp_cfg.alloc_min,
-                                .trace_label = lp_cfg.output[0] ? lp_cfg.output : NULL};
+                                .trace_label = lp_cfg.output[0] ? lp_cfg.output : NULL,
+                                .folded_path = flame ? fold : NULL,
+                                .folded_leaks_path = flame ? leaks : NULL,
+                                .speedscope_path = flame ? ss : NULL};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lp_warn("%s", err);
     lp_reader_close(&r);
@@ -364,6 +386,8 @@ static void write_end(int status, int sig) {
         .chunks_written = __atomic_load_n(&lp_chunks_written, __ATOMIC_RELAXED),
         .exit_status = status,
         .signal = (uint32_t)sig,
+        .stacks_unique = lp_stacks_unique(),
+        .stacks_dropped = lp_stacks_dropped(),
     };
     lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
 }
@@ -379,6 +403,7 @@ void lp_finish_signal(int sig) {
     lp_gate_set(0);
     lp_tbuf_flush_all(1);
     lp_spool_recover();
+    lp_stacks_write();
     write_end(-1, sig);
     if (!lp_cfg.raw_output) { /* say where the trace is: write(2) only, no formatting library */
         char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ':', ' '};
@@ -407,10 +432,12 @@ void lp_finish(int status) {
     lp_tbuf_flush_all(0);
     lp_tbuf_close_lives();
     lp_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
+    lp_modules_write();
+    lp_stacks_write();
     lp_tbuf_write_thread_names();
     write_end(status, lp_finish_with_signal);
     int rc = 0;
-    if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary) rc = convert_at_exit();
+    if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary || lp_cfg.flamegraph) rc = convert_at_exit();
     if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw && !spool_gone) unlink(spool_path);
     close(lp_spool_fd);
     lp_spool_fd = -1;
@@ -454,6 +481,8 @@ void lp_exec_prepare(void) {
     lp_tbuf_flush_all(0);
     lp_spool_recover();
     lp_tbuf_write_thread_names();
+    lp_modules_write();
+    lp_stacks_write();
     write_end(-1, 0);
     exec_name(exec_json, sizeof exec_json, lp_cfg.raw_output ? "" : lp_cfg.output);
     exec_name(exec_csv, sizeof exec_csv, lp_cfg.csv);

@@ -41,6 +41,8 @@ struct lp_config {
     uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
     uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
     uint64_t min_ns;       /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
+    unsigned stacks;       /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    int flamegraph;        /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
     char output[PATH_MAX]; /* expanded trace path ("" = none, e.g. summary only) */
     char csv[PATH_MAX];    /* expanded CSV path ("" = none) */
 };
@@ -280,6 +282,20 @@ static inline void *lp_real(void **slot, const char *name) {
     }
     return f;
 }
+
+/* ---- "stacks.c": allocation call stacks (LIBPROF_STACKS) ---------------------------------- */
+
+LP_HIDDEN extern unsigned lp_stack_depth; /* 0 = no stacks */
+LP_HIDDEN int lp_stacks_init(unsigned depth);
+LP_HIDDEN uint32_t lp_stack_capture(void);
+LP_HIDDEN void lp_stacks_write(void);
+LP_HIDDEN void lp_modules_write(void);
+LP_HIDDEN void lp_stacks_after_fork_child(void);
+LP_HIDDEN uint64_t lp_stacks_unique(void);
+LP_HIDDEN uint64_t lp_stacks_dropped(void);
+
+/* The word that gives the next record of this thread its call stack. */
+static inline uint64_t lp_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 

@@ -91,10 +91,31 @@ static void resolve(void) {
 
 static inline uint64_t alloc_t0(void) { return LP_UNLIKELY(lp_alloc_timed) ? lp_ticks() : 0; }
 
+/* An allocation record preceded by its stack word (one reservation, so they stay together). */
+__attribute__((noinline)) static void rec_alloc_stack(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1,
+                                                      size_t size, void *p) {
+    uint32_t sid = p ? lp_stack_capture() : 0; /* a failed call allocated nothing */
+    unsigned timed = lp_alloc_timed != 0, n = 4 + timed;
+    uint64_t *r = lp_reserve(t, n);
+    if (r == NULL) return;
+    r[0] = lp_word_stack(sid);
+    if (timed) {
+        r[1] = lp_word0_timed(kind, t0);
+        r[2] = lp_word1(t0, t1);
+    } else {
+        r[1] = lp_word0(kind, t1);
+    }
+    r[2 + timed] = size;
+    r[3 + timed] = (uintptr_t)p;
+    lp_commit(t, r + n);
+}
+
 static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p) {
     uint64_t t1 = lp_ticks();
     uint64_t *r;
-    if (LP_LIKELY(!lp_alloc_timed)) {
+    if (LP_UNLIKELY(lp_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
+        rec_alloc_stack(t, kind, t0, t1, size, p);
+    } else if (LP_LIKELY(!lp_alloc_timed)) {
         if (LP_LIKELY((r = lp_reserve(t, 3)) != NULL)) {
             r[0] = lp_word0(kind, t1);
             r[1] = size;
@@ -111,7 +132,6 @@ static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_
     lp_hook_leave(t);
 }
 
-/* A release is stamped before the call (when the block stops being ours). */
 static inline void rec_free(struct lp_tls *t, uint64_t t0, void *p) {
     uint64_t *r;
     if (LP_LIKELY(!lp_alloc_timed)) {
@@ -133,8 +153,11 @@ static inline void rec_free(struct lp_tls *t, uint64_t t0, void *p) {
  * with one, another thread's reuse of the released block could appear to come first. */
 static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
     uint64_t t1 = lp_ticks();
-    uint64_t *r = lp_reserve(t, 5);
+    uint32_t sid = LP_UNLIKELY(lp_stack_depth) && p ? lp_stack_capture() : 0;
+    unsigned s = sid != 0;
+    uint64_t *r = lp_reserve(t, 5 + s);
     if (LP_LIKELY(r != NULL)) {
+        if (s) *r++ = lp_word_stack(sid);
         r[0] = lp_word0_timed(kind, t0);
         r[1] = lp_word1(t0, t1);
         r[2] = size;

@@ -99,6 +99,11 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         if (!h) REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
         errno = saved;
     }
+    if (h && lp_stack_depth) { /* new objects join the module map, for symbolising stacks */
+        uint8_t g = lp_guard_hold(&lp_tls);
+        lp_modules_write();
+        lp_guard_restore(&lp_tls, g);
+    }
     if (t) {
         uint64_t a[2] = {(uint64_t)(unsigned)flags, (uint64_t)(uintptr_t)h};
         lp_call_record(t, LP_CALL_DLOPEN, t0, lp_ticks(), 2, a, path, path ? strlen(path) : 0);

@@ -1,0 +1,243 @@
+/* stacks.c: allocation call stacks (LIBPROF_STACKS=N) — capture with libunwind, deduplication
+ * into a process-wide table, and the module map that lets a reader symbolise them offline.
+ *
+ * Capture: libunwind's unw_backtrace with its per-thread cache (the same fast path heaptrack
+ * uses). libunwind is dlopen'ed RTLD_LOCAL when stacks are asked for, never linked: linked into
+ * a preload it would join the program's global scope and its exported `backtrace` and
+ * `_Unwind_Backtrace` would replace the C library's for the whole program.
+ *
+ * Deduplication: a stack is hashed; an open-addressing table of 64-bit slots (hash bits | id)
+ * maps it to a dense id. Finding a stack already seen reads the table and compares the frames:
+ * no lock, no allocation. A new stack takes its id and arena space with atomic adds, writes its
+ * frames, then publishes its slot with a compare-and-swap; two threads inserting the same new
+ * stack at once may give it two ids (the reader merges by content). The table and arena are
+ * fixed-size mappings reserved at start (touched lazily); when either is full, new stacks get
+ * id 0 ("unknown") and are counted. Events carry only the id (one word). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lp.h"
+
+#define SLOTS (1u << 20)          /* hash slots (8 MiB reserved) */
+#define MAX_IDS (1u << 19)        /* distinct stacks */
+#define ARENA_WORDS (1u << 23)    /* frames of all stacks (64 MiB reserved) */
+
+unsigned lp_stack_depth;
+static int (*unw_bt)(void **, int);
+static uint64_t *slots;           /* (hash high 32 bits) << 32 | id */
+static uint64_t *arena;           /* per stack: n, frames[n] */
+static uint32_t *offset_of;       /* id -> 1 + arena offset of its n (0: not written yet) */
+static uint32_t next_id = 1, arena_used;
+static uint64_t full_drops, captured;
+static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t me = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (me >= lo && me < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Returns 0, or -1 (with one warning) when stacks cannot be captured here. */
+int lp_stacks_init(unsigned depth) {
+    if (depth == 0) return 0;
+    if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
+    void *h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+    if (!h) {
+        lp_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
+        return -1;
+    }
+    unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+    int (*policy)(void *, int) = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
+    void **space = (void **)dlsym(h, "_ULx86_64_local_addr_space");
+    if (!unw_bt) {
+        lp_warn("LIBPROF_STACKS: libunwind has no unw_backtrace; recording without call stacks");
+        return -1;
+    }
+    if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+    slots = mmap(NULL, SLOTS * 8ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    arena = mmap(NULL, ARENA_WORDS * 8ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    offset_of = mmap(NULL, MAX_IDS * 4ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (slots == MAP_FAILED || arena == MAP_FAILED || offset_of == MAP_FAILED) {
+        lp_warn("LIBPROF_STACKS: out of memory for the stack table; recording without call stacks");
+        return -1;
+    }
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&lp_stacks_init);
+    lp_stack_depth = depth;
+    return 0;
+}
+
+static uint64_t hash_frames(void *const *f, unsigned n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (unsigned i = 0; i < n; i++) {
+        h ^= (uint64_t)(uintptr_t)f[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static int same(uint32_t id, void *const *f, unsigned n) {
+    uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
+    if (off-- == 0 || arena[off] != n) return 0;
+    return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
+}
+
+/* The calling thread's stack (below libprof's own frames) as an id; 0 when unknown. Called
+ * inside a hook, with the guard held. */
+uint32_t lp_stack_capture(void) {
+    void *buf[LP_STACK_MAX_DEPTH + 8];
+    int got = unw_bt(buf, (int)lp_stack_depth + 8);
+    int skip = 0;
+    while (skip < got && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi) skip++;
+    unsigned n = (unsigned)(got - skip);
+    if (n > lp_stack_depth) n = lp_stack_depth;
+    void **f = buf + skip;
+    uint64_t h = hash_frames(f, n);
+    uint64_t tag = (h >> 32) << 32;
+    uint32_t s = (uint32_t)h & (SLOTS - 1);
+    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (SLOTS - 1)) {
+        uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
+        if (v == 0) {
+            /* new: take an id and room, write the frames, then publish */
+            uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+            uint32_t off = __atomic_fetch_add(&arena_used, n + 1, __ATOMIC_RELAXED);
+            if (id >= MAX_IDS || off + n + 1 > ARENA_WORDS) {
+                __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
+                return 0;
+            }
+            arena[off] = n;
+            memcpy(&arena[off + 1], f, n * sizeof(void *));
+            __atomic_store_n(&offset_of[id], off + 1, __ATOMIC_RELEASE);
+            uint64_t want = tag | id, expect = 0;
+            if (__atomic_compare_exchange_n(&slots[s], &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                __atomic_fetch_add(&captured, 1, __ATOMIC_RELAXED);
+                return id;
+            }
+            /* another thread took the slot meanwhile: keep our id (published through the
+             * record that uses it) and carry on probing from the winner */
+            v = expect;
+            if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n)) return (uint32_t)v;
+            return id;
+        }
+        if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n)) return (uint32_t)v;
+    }
+    __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* Write every stack recorded so far (STACKS chunks of up to 64 KiB). Async-signal-safe. */
+void lp_stacks_write(void) {
+    if (!lp_stack_depth) return;
+    uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
+    if (n > MAX_IDS) n = MAX_IDS;
+    uint64_t buf[8192];
+    size_t used = 0;
+    for (uint32_t id = 1; id < n; id++) {
+        uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
+        if (off-- == 0) continue; /* not written yet (in flight), or never (table full) */
+        uint64_t k = arena[off];
+        if (used + 1 + k > sizeof buf / 8) {
+            lp_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+            used = 0;
+        }
+        buf[used++] = (uint64_t)id | k << 32;
+        memcpy(&buf[used], &arena[off + 1], k * 8);
+        used += k;
+    }
+    if (used) lp_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+}
+
+uint64_t lp_stacks_unique(void) { return __atomic_load_n(&captured, __ATOMIC_RELAXED); }
+uint64_t lp_stacks_dropped(void) { return __atomic_load_n(&full_drops, __ATOMIC_RELAXED); }
+
+/* ---- the module map --------------------------------------------------------------------- */
+
+/* Objects already written (by load range), so each dlopen adds only what is new. */
+#define SEEN 4096
+static uint64_t seen[SEEN];
+static int seen_before(uint64_t lo, uint64_t hi) {
+    uint64_t key = (lo ^ (hi * 0x9E3779B97F4A7C15ull)) | 1;
+    for (unsigned i = 0, s = (unsigned)(key >> 20) & (SEEN - 1); i < SEEN; i++, s = (s + 1) & (SEEN - 1)) {
+        if (seen[s] == key) return 1;
+        if (seen[s] == 0) {
+            seen[s] = key;
+            return 0;
+        }
+    }
+    return 0; /* full: write again, the reader de-duplicates */
+}
+
+static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    struct lp_module m = {.base = info->dlpi_addr, .lo = UINT64_MAX, .hi = 0};
+    const char *build_id = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            if (lo < m.lo) m.lo = lo;
+            if (hi > m.hi) m.hi = hi;
+        } else if (ph->p_type == PT_NOTE && !build_id) {
+            const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+            while (p + sizeof(ElfW(Nhdr)) <= end) {
+                const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+                const char *name = p + sizeof *nh, *desc = name + ((nh->n_namesz + 3) & ~3u);
+                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) && nh->n_descsz <= 64) {
+                    build_id = desc;
+                    m.build_id_len = (uint16_t)nh->n_descsz;
+                    break;
+                }
+                p = desc + ((nh->n_descsz + 3) & ~3u);
+            }
+        }
+    }
+    if (m.hi == 0 || seen_before(m.lo, m.hi)) return 0;
+    char path[4096];
+    const char *name = info->dlpi_name;
+    if (!name || !name[0]) { /* the main program */
+        ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[k > 0 ? k : 0] = '\0';
+        name = path;
+    }
+    size_t len = strlen(name);
+    if (len > 4000) len = 4000;
+    m.path_len = (uint16_t)len;
+    char tail[4096 + 64];
+    memcpy(tail, name, len);
+    if (build_id) memcpy(tail + len, build_id, m.build_id_len);
+    lp_spool_write(LP_CHUNK_MODULES, 0, &m, sizeof m, tail, len + m.build_id_len);
+    return 0;
+}
+
+/* Write the loaded objects not written yet (at start, after each dlopen, at the end). Not from
+ * a signal handler: dl_iterate_phdr takes the loader's lock. Serialised by a flag: a second
+ * thread arriving meanwhile skips (what it would add is written by the next call). */
+static int modules_busy;
+void lp_modules_write(void) {
+    if (!lp_stack_depth || lp_spool_fd < 0) return;
+    if (__atomic_exchange_n(&modules_busy, 1, __ATOMIC_ACQUIRE)) return;
+    int saved = errno;
+    dl_iterate_phdr(write_module, NULL);
+    errno = saved;
+    __atomic_store_n(&modules_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* A forked child writes its own spool: everything again. */
+void lp_stacks_after_fork_child(void) { memset(seen, 0, sizeof seen); }

@@ -1,0 +1,304 @@
+/* Allocation call stacks (issue 4): LIBPROF_STACKS on tests/progs/sites, whose sites, counts,
+ * bytes and leaks are known exactly; symbol names, memory per library, the flame-graph files
+ * (folded, speedscope) read back independently; totals against heaptrack_print on the same
+ * program; stacks on threads and on python3 leave the host unchanged. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(stacks, .timeout = 120);
+
+static char *dir;
+static void setup(void) { dir = make_tmpdir(); }
+
+static long long num(cJSON *o, const char *k) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+/* The n-th alloc_sites entry whose innermost frames are f0 (and f1 when not NULL). */
+static cJSON *site(cJSON *meta, const char *f0, const char *f1, int n) {
+    cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(meta, "alloc_sites")) {
+        cJSON *fr = cJSON_GetObjectItem(s, "frames");
+        cJSON *a = cJSON_GetArrayItem(fr, 0), *b = cJSON_GetArrayItem(fr, 1);
+        if (!a || strcmp(a->valuestring, f0)) continue;
+        if (f1 && (!b || strcmp(b->valuestring, f1))) continue;
+        if (n-- == 0) return s;
+    }
+    return NULL;
+}
+
+/* Sum of the integers ending each line of a folded file; lines in *lines; first line in *first. */
+static long long folded_total(const char *text, int *lines, char **first) {
+    long long sum = 0;
+    *lines = 0;
+    *first = NULL;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        const char *sp = nl;
+        while (sp > p && sp[-1] != ' ') sp--;
+        if (!*first) *first = strndup(p, (size_t)(nl - p));
+        sum += atoll(sp);
+        (*lines)++;
+        p = nl + 1;
+    }
+    return sum;
+}
+
+Test(stacks, sites_exact, .init = setup) {
+    struct run bare, r;
+    const char *argv[] = {PROG("sites"), NULL};
+    run_prog(&bare, dir, NULL, argv);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir), *csv = strfmt("LIBPROF_CSV=%s/t.csv", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "ok\n");
+    cr_assert_str_eq(r.out, bare.out);
+    cr_expect_str_eq(r.err, "");
+    char *path = strfmt("%s/t.json", dir);
+    cr_assert(python_json_ok(path));
+    cJSON *j = load_json(path), *m = libprof_meta(j);
+    cr_assert_not_null(m);
+    cJSON *st = cJSON_GetObjectItem(m, "stacks");
+    cr_expect_geq(num(st, "unique"), 7);
+    cr_expect_eq(num(st, "allocations_without_stack"), 0);
+    cr_expect_eq(num(st, "table_full_drops"), 0);
+    struct { const char *f0, *f1; long long calls, bytes, leaked, blocks, peak; } want[] = {
+        {"site_a", "main", 1000, 1000000, 0, 0, 0},
+        {"site_b", "main", 10, 50000, 50000, 10, 50000},
+        {"site_c", "c1", 300, 19200, 0, 0, 0},
+        {"site_c", "c2", 200, 12800, 12800, 200, 12800},
+        {"site_peak", "main", 16, 1048576, 0, 0, 1048576},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cJSON *s = site(m, want[i].f0, want[i].f1, 0);
+        cr_assert_not_null(s, "no site %s < %s", want[i].f0, want[i].f1);
+        cr_expect_eq(num(s, "calls"), want[i].calls, "%s < %s calls", want[i].f0, want[i].f1);
+        cr_expect_eq(num(s, "bytes"), want[i].bytes, "%s < %s bytes", want[i].f0, want[i].f1);
+        cr_expect_eq(num(s, "leaked_bytes"), want[i].leaked, "%s < %s leaked", want[i].f0, want[i].f1);
+        cr_expect_eq(num(s, "leaked_blocks"), want[i].blocks, "%s < %s blocks", want[i].f0, want[i].f1);
+        cr_expect_eq(num(s, "peak_bytes"), want[i].peak, "%s < %s peak", want[i].f0, want[i].f1);
+        cr_expect_str_eq(cJSON_GetObjectItem(s, "library")->valuestring, "sites");
+    }
+    /* calloc (10 x 100 B) and realloc (to 300 B) from site_grow: two stacks */
+    cJSON *g0 = site(m, "site_grow", "main", 0), *g1 = site(m, "site_grow", "main", 1);
+    cr_assert(g0 && g1);
+    cr_expect_eq(num(g0, "bytes") + num(g1, "bytes"), 1000 + 3000);
+    /* memory per library: the program itself, all of it (stdio's buffer is charged to main) */
+    cJSON *lib = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "alloc_libraries"), 0);
+    cr_assert_not_null(lib);
+    cr_expect_str_eq(cJSON_GetObjectItem(lib, "library")->valuestring, "sites");
+    cJSON *fns = cJSON_GetObjectItem(m, "functions");
+    long long total = num(cJSON_GetObjectItem(fns, "malloc"), "bytes") + num(cJSON_GetObjectItem(fns, "calloc"), "bytes") +
+                      num(cJSON_GetObjectItem(fns, "realloc"), "bytes");
+    cr_expect_eq(num(lib, "bytes"), total);
+    cr_expect_eq(num(lib, "leaked_bytes"), num(m, "leaked_bytes"));
+    cr_expect_eq(num(lib, "peak_bytes"), num(m, "peak_bytes"));
+
+    /* flame graphs beside the trace: folded (allocated, leaked) and speedscope */
+    int lines;
+    char *first;
+    char *fa = read_file(strfmt("%s/t.alloc.folded", dir), NULL), *fl = read_file(strfmt("%s/t.leaks.folded", dir), NULL);
+    cr_assert(fa && fl);
+    cr_expect_eq(folded_total(fa, &lines, &first), total);
+    cr_expect_not_null(strchr(first, ';'), "first line is a single frame: %s", first);
+    cr_expect_not_null(strstr(fa, ";main;site_peak 1048576\n"), "%s", fa);
+    cr_expect_not_null(strstr(fa, ";main;c1;site_c 19200\n"), "%s", fa);
+    cr_expect_eq(folded_total(fl, &lines, &first), num(m, "leaked_bytes"));
+    cr_expect_not_null(strstr(fl, ";main;c2;site_c 12800\n"), "%s", fl);
+    char *sp = strfmt("%s/t.speedscope.json", dir);
+    /* speedscope's file format, checked by Python: frames, sampled profiles, indices in range */
+    const char *check[] = {"/usr/bin/python3", "-c",
+                           "import json,sys\n"
+                           "d=json.load(open(sys.argv[1],encoding='utf-8'))\n"
+                           "assert d['$schema']=='https://www.speedscope.app/file-format-schema.json'\n"
+                           "fr=d['shared']['frames']; assert all(isinstance(f['name'],str) for f in fr)\n"
+                           "for p in d['profiles']:\n"
+                           "  assert p['type']=='sampled' and p['unit']=='bytes'\n"
+                           "  assert len(p['samples'])==len(p['weights'])\n"
+                           "  assert all(0<=i<len(fr) for s in p['samples'] for i in s)\n"
+                           "  assert p['endValue']-p['startValue']==sum(p['weights'])\n",
+                           sp, NULL};
+    struct run pc;
+    run_prog(&pc, NULL, NULL, check);
+    cr_expect_eq(pc.status, 0, "speedscope file: %s", pc.err);
+    run_free(&pc);
+    cJSON *ss = load_json(sp);
+    cr_assert_not_null(ss);
+    cJSON *profiles = cJSON_GetObjectItem(ss, "profiles");
+    cr_assert_eq(cJSON_GetArraySize(profiles), 2);
+    for (int k = 0; k < 2; k++) {
+        cJSON *p = cJSON_GetArrayItem(profiles, k), *w;
+        cr_expect_str_eq(cJSON_GetObjectItem(p, "unit")->valuestring, "bytes");
+        long long sum = 0;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItem(p, "weights")) sum += (long long)w->valuedouble;
+        cr_expect_eq(sum, k == 0 ? total : num(m, "leaked_bytes"));
+        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "samples")), cJSON_GetArraySize(cJSON_GetObjectItem(p, "weights")));
+    }
+    /* CSV rows */
+    char *c = read_file(strfmt("%s/t.csv", dir), NULL);
+    cr_expect_not_null(strstr(c, "\nsite_a < main < "), "%s", c);
+    cr_expect_not_null(strstr(c, ",alloc_site,1000,,,,,,,,1000000,\n"), "%s", c);
+    cr_expect_not_null(strstr(c, "\nsites,alloc_library,"), "%s", c);
+    cJSON_Delete(ss);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* libprof-report on the raw trace writes the same flame graph the run wrote. */
+Test(stacks, report_folded_from_raw, .init = setup) {
+    struct run r, rep;
+    const char *argv[] = {PROG("sites"), NULL};
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.lpt", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=8", "LIBPROF_FLAMEGRAPH=1", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *f2 = strfmt("%s/again.folded", dir);
+    const char *rargv[] = {REPORT, strfmt("%s/t.lpt", dir), "--folded", f2, "--summary", NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    char *a = read_file(strfmt("%s/t.alloc.folded", dir), NULL), *b = read_file(f2, NULL);
+    cr_assert(a && b);
+    cr_expect_str_eq(a, b);
+    cr_expect_not_null(strstr(rep.out, "allocation sites by bytes allocated"), "%s", rep.out);
+    cr_expect_not_null(strstr(rep.out, "leaks by allocation site"), "%s", rep.out);
+    cr_expect_not_null(strstr(rep.out, "site_b < main"), "%s", rep.out);
+    /* a trace without stacks: a clear error, exit 1 */
+    struct run r2, rep2;
+    char *out2 = strfmt("LIBPROF_OUTPUT=%s/plain.lpt", dir);
+    run_prog(&r2, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out2, NULL}, argv);
+    const char *r2argv[] = {REPORT, strfmt("%s/plain.lpt", dir), "--folded", strfmt("%s/x.folded", dir), NULL};
+    run_prog(&rep2, dir, NULL, r2argv);
+    cr_expect_eq(rep2.status, 1);
+    cr_expect_not_null(strstr(rep2.err, "no call stacks"), "%s", rep2.err);
+    run_free(&r);
+    run_free(&rep);
+    run_free(&r2);
+    run_free(&rep2);
+}
+
+/* heaptrack_print's number like "1.18M" or "66.90K" (base 1000) in bytes; -1 if absent. */
+static double heaptrack_value(const char *text, const char *label) {
+    const char *p = strstr(text, label);
+    if (!p) return -1;
+    p += strlen(label);
+    char *end;
+    double v = strtod(p, &end);
+    switch (*end) {
+    case 'K': v *= 1e3; break;
+    case 'M': v *= 1e6; break;
+    case 'G': v *= 1e9; break;
+    default: break;
+    }
+    return v;
+}
+
+static void heaptrack_run(const char *prog, double *peak, double *leaked) {
+    char *cmd = strfmt("cd %s && heaptrack -o %s/ht %s >/dev/null 2>&1 && heaptrack_print %s/ht.zst 2>/dev/null || "
+                       "heaptrack_print %s/ht.gz 2>/dev/null", dir, dir, prog, dir, dir);
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    *peak = heaptrack_value(r.out, "peak heap memory consumption: ");
+    *leaked = heaptrack_value(r.out, "total memory leaked: ");
+    run_free(&r);
+    char *rm = strfmt("rm -f %s/ht.*", dir);
+    const char *rmv[] = {"sh", "-c", rm, NULL};
+    run_prog(&r, NULL, NULL, rmv);
+    run_free(&r);
+}
+
+static void libprof_run(const char *prog, long long *peak, long long *leaked) {
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/lp.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, (const char *[]){prog, NULL});
+    cJSON *j = load_json(strfmt("%s/lp.json", dir));
+    cr_assert_not_null(j);
+    *peak = num(libprof_meta(j), "peak_bytes");
+    *leaked = num(libprof_meta(j), "leaked_bytes");
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* Totals agree with heaptrack's on the same program: leaks on the plain C program, the peak on
+ * the variant that loads libstdc++ as heaptrack's own preload does (its emergency exception pool
+ * is then in both heaps; heaptrack frees it at exit, so leaks compare on the plain program). */
+Test(stacks, agrees_with_heaptrack, .init = setup) {
+    if (access("/usr/bin/heaptrack", X_OK) != 0) cr_skip_test("heaptrack is not installed");
+    double hpeak, hleak, hpeak2, hleak2;
+    long long peak, leak, peak2, leak2;
+    heaptrack_run(PROG("sites"), &hpeak, &hleak);
+    heaptrack_run(PROG("sites_cxx"), &hpeak2, &hleak2);
+    libprof_run(PROG("sites"), &peak, &leak);
+    libprof_run(PROG("sites_cxx"), &peak2, &leak2);
+    cr_assert_gt(hpeak, 0, "heaptrack_print gave no peak");
+    cr_expect_leq(leak > hleak ? leak - hleak : hleak - leak, hleak * 0.01, "leaked: libprof %lld heaptrack %.0f", leak, hleak);
+    cr_expect_leq(peak2 > hpeak2 ? peak2 - hpeak2 : hpeak2 - peak2, hpeak2 * 0.01, "peak: libprof %lld heaptrack %.0f", peak2,
+                  hpeak2);
+}
+
+/* Stacks with 16 threads, and on python3: exact counts, no drops, same output. */
+Test(stacks, threads_and_python, .init = setup) {
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=32", NULL},
+             (const char *[]){PROG("threads"), "16", "2000", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "ok 16\n");
+    cJSON *j = load_json(strfmt("%s/t.json", dir)), *m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 16 * 2004 + 1);
+    cr_expect_eq(num(m, "events_dropped"), 0);
+    cr_expect_eq(num(cJSON_GetObjectItem(m, "stacks"), "allocations_without_stack"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+
+    const char *py[] = {"/usr/bin/python3", "-c", "import json; print(len(json.dumps([{'a': i} for i in range(20000)])))", NULL};
+    struct run bare, pr;
+    run_prog(&bare, dir, NULL, py);
+    char *out2 = strfmt("LIBPROF_OUTPUT=%s/p.json", dir);
+    run_prog(&pr, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out2, "LIBPROF_STACKS=16", NULL}, py);
+    cr_assert_eq(pr.status, 0, "%s", pr.err);
+    cr_assert_str_eq(pr.out, bare.out);
+    cJSON *pj = load_json(strfmt("%s/p.json", dir)), *pm = libprof_meta(pj);
+    cr_assert_not_null(pm);
+    /* python3's own code allocates most of its memory */
+    cJSON *lib = cJSON_GetArrayItem(cJSON_GetObjectItem(pm, "alloc_libraries"), 0);
+    cr_assert_not_null(lib);
+    cr_expect_not_null(strstr(cJSON_GetObjectItem(lib, "library")->valuestring, "python3"), "%s",
+                       cJSON_GetObjectItem(lib, "library")->valuestring);
+    cJSON_Delete(pj);
+    run_free(&pr);
+    run_free(&bare);
+}
+
+Test(stacks, bad_value_warns_and_runs_without, .init = setup) {
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=lots", NULL}, (const char *[]){PROG("sites"), NULL});
+    cr_assert_eq(r.status, 0);
+    cr_expect_str_eq(r.out, "ok\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_STACKS"), 1, "%s", r.err);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_expect_null(cJSON_GetObjectItem(libprof_meta(j), "alloc_sites"));
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* The command: --stacks and --flamegraph. */
+Test(stacks, command_line_flags, .init = setup) {
+    struct run r;
+    char *o = strfmt("%s/c.json", dir);
+    run_prog(&r, dir, NULL, (const char *[]){LP_BUILD_DIR "/libprof", "--stacks", "12", "--flamegraph", "-o", o, "--", PROG("sites"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "allocation sites by bytes allocated"), "%s", r.err);
+    cr_expect_eq(access(strfmt("%s/c.alloc.folded", dir), F_OK), 0);
+    cr_expect_eq(access(strfmt("%s/c.speedscope.json", dir), F_OK), 0);
+    run_free(&r);
+}

@@ -1,0 +1,412 @@
+/* sites.c: see sites.h. */
+#define _GNU_SOURCE
+#include "sites.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+#include "symbols.h"
+
+#define TOP 10          /* rows per view in the summary */
+#define META_SITES 50   /* sites described in the metadata */
+#define SIZE_SHIFT 22   /* live map value: size << 22 | stack id (ids < LP_MAX_STACK_ID) */
+
+struct site {
+    uint64_t calls, bytes, live, live_blocks, peak;
+    const char *library;
+};
+
+struct lp_sites {
+    const struct lp_reader *r;
+    struct site *site; /* by stack id */
+    uint32_t nsite;
+    struct lp_map live; /* ptr -> size << 22 | stack */
+    uint64_t with_stack, without_stack;
+    struct lp_syms *syms;
+    int oom;
+};
+
+struct lp_sites *lp_sites_new(const struct lp_reader *r) {
+    if (r->nstacks == 0) return NULL;
+    struct lp_sites *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->r = r;
+    s->nsite = r->nstacks;
+    s->site = calloc(s->nsite, sizeof *s->site);
+    if (!s->site) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void lp_sites_free(struct lp_sites *s) {
+    if (!s) return;
+    free(s->site);
+    lp_map_free(&s->live);
+    lp_syms_free(s->syms);
+    free(s);
+}
+
+static struct site *site_of(struct lp_sites *s, uint32_t stack) {
+    return stack < s->nsite ? &s->site[stack] : &s->site[0]; /* ids without a stack entry: "unknown" */
+}
+
+int lp_sites_born(struct lp_sites *s, uint64_t ptr, uint64_t size, uint32_t stack, int counting) {
+    if (stack >= s->nsite) stack = 0;
+    lp_sites_died(s, ptr); /* reused without a free we saw */
+    struct site *t = site_of(s, stack);
+    if (counting) {
+        t->calls++;
+        t->bytes += size;
+        if (stack) s->with_stack++;
+        else s->without_stack++;
+    }
+    t->live += size;
+    t->live_blocks++;
+    uint64_t v = (size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size) << SIZE_SHIFT | stack;
+    if (lp_map_put(&s->live, ptr, v, NULL) < 0) s->oom = 1;
+    return s->oom ? -1 : 0;
+}
+
+void lp_sites_died(struct lp_sites *s, uint64_t ptr) {
+    uint64_t v;
+    if (!lp_map_take(&s->live, ptr, &v)) return;
+    struct site *t = site_of(s, (uint32_t)(v & ((1u << SIZE_SHIFT) - 1)));
+    t->live -= v >> SIZE_SHIFT;
+    t->live_blocks--;
+}
+
+/* Live bytes per stack at the heap's peak: the allocation events replayed up to it. */
+static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
+    struct lp_map live = {0};
+    uint64_t *at = calloc(s->nsite, sizeof *at);
+    struct lp_iter *it = lp_iter_new(s->r);
+    if (!at || !it) {
+        free(at);
+        lp_iter_free(it);
+        return -1;
+    }
+    struct lp_event e;
+    uint64_t pos = 0;
+    while (pos++ < peak_count && lp_iter_next(it, &e)) {
+        const uint64_t *w = e.w;
+        uint64_t v, ptr = 0, size = 0;
+        int shape = lp_kind_shape[e.kind];
+        if (shape == LP_SHAPE_FREE || (shape == LP_SHAPE_REALLOC && e.phase == 0)) {
+            uint64_t p = shape == LP_SHAPE_FREE ? w[0] : w[2];
+            if (shape == LP_SHAPE_REALLOC && (!w[2] || (w[1] == 0 && w[0] > 0))) continue;
+            if (p && lp_map_take(&live, p, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
+            continue;
+        }
+        if (shape == LP_SHAPE_ALLOC) ptr = w[1], size = w[0];
+        else if (shape == LP_SHAPE_REALLOC) ptr = w[1], size = w[0];
+        else continue;
+        if (!ptr) continue;
+        uint32_t st = e.stack < s->nsite ? e.stack : 0;
+        if (lp_map_take(&live, ptr, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
+        uint64_t sz = size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size;
+        if (lp_map_put(&live, ptr, sz << SIZE_SHIFT | st, NULL) < 0) break;
+        at[st] += sz;
+    }
+    for (uint32_t i = 0; i < s->nsite; i++) s->site[i].peak = at[i];
+    free(at);
+    lp_iter_free(it);
+    lp_map_free(&live);
+    return 0;
+}
+
+int lp_sites_finish(struct lp_sites *s, uint64_t peak_count) {
+    if (s->oom || replay_to_peak(s, peak_count) != 0) return -1;
+    s->syms = lp_syms_new(s->r);
+    if (!s->syms) return -1;
+    for (uint32_t id = 1; id < s->nsite; id++) {
+        const struct lp_stack *st = &s->r->stacks[id];
+        struct site *t = &s->site[id];
+        if (!st->frames || !t->calls) continue;
+        t->library = "?";
+        for (uint32_t i = 0; i < st->n; i++) {
+            if (i == 0) t->library = lp_syms_module(s->syms, st->frames[0]);
+            if (!lp_syms_is_runtime(s->syms, st->frames[i])) {
+                t->library = lp_syms_module(s->syms, st->frames[i]);
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- views ------------------------------------------------------------------------------- */
+
+enum order { BY_BYTES, BY_CALLS, BY_PEAK, BY_LEAK };
+static const struct lp_sites *sort_sites;
+static enum order sort_order;
+
+static uint64_t key(const struct site *t, enum order o) {
+    return o == BY_BYTES ? t->bytes : o == BY_CALLS ? t->calls : o == BY_PEAK ? t->peak : t->live;
+}
+
+static int cmp_site(const void *x, const void *y) {
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    uint64_t ka = key(&sort_sites->site[a], sort_order), kb = key(&sort_sites->site[b], sort_order);
+    return ka < kb ? 1 : ka > kb ? -1 : (a > b) - (a < b);
+}
+
+/* Stack ids with a non-zero key, heaviest first; their number in *n. */
+static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
+    uint32_t *v = malloc((s->nsite + 1) * sizeof *v), k = 0;
+    if (!v) { *n = 0; return NULL; }
+    for (uint32_t id = 0; id < s->nsite; id++)
+        if (key(&s->site[id], o)) v[k++] = id;
+    sort_sites = s;
+    sort_order = o;
+    qsort(v, k, sizeof *v, cmp_site);
+    *n = k;
+    return v;
+}
+
+/* "leaf < caller < ..." (at most `max` frames) */
+static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, uint32_t max, const char *sep) {
+    const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+    size_t o = 0;
+    buf[0] = '\0';
+    if (!st || !st->frames) {
+        snprintf(buf, len, "(unknown stack)");
+        return;
+    }
+    for (uint32_t i = 0; i < st->n && i < max && o + 8 < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->frames[i], 1));
+    if (o >= len) buf[len - 1] = '\0';
+}
+
+static const char *library_of(const struct lp_sites *s, uint32_t id) {
+    return id && id < s->nsite && s->site[id].library ? s->site[id].library : "?";
+}
+
+struct lib { const char *name; uint64_t calls, bytes, peak, live; };
+
+static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t cap) {
+    uint32_t n = 0;
+    for (uint32_t id = 0; id < s->nsite; id++) {
+        const struct site *t = &s->site[id];
+        if (!t->calls && !t->live) continue;
+        const char *name = library_of(s, id);
+        uint32_t i = 0;
+        while (i < n && strcmp(out[i].name, name)) i++;
+        if (i == n) {
+            if (n == cap) continue;
+            out[n++] = (struct lib){name, 0, 0, 0, 0};
+        }
+        out[i].calls += t->calls;
+        out[i].bytes += t->bytes;
+        out[i].peak += t->peak;
+        out[i].live += t->live;
+    }
+    for (uint32_t i = 1; i < n; i++) /* by bytes allocated, insertion sort (few libraries) */
+        for (uint32_t j = i; j > 0 && out[j].bytes > out[j - 1].bytes; j--) {
+            struct lib t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
+    uint64_t unknown_calls = s->site[0].calls;
+    lp_out_fmt(o, ",\"stacks\":{\"unique\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
+               s->r->nstacks ? s->r->nstacks - 1 : 0, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
+    if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
+    lp_out_s(o, "},\"alloc_sites\":[");
+    /* the union of the top sites of every view */
+    uint8_t *pick = calloc(s->nsite, 1);
+    uint32_t n, chosen = 0;
+    for (int ord = BY_BYTES; ord <= BY_LEAK && pick; ord++) {
+        uint32_t *v = ranked(s, (enum order)ord, &n);
+        for (uint32_t i = 0; i < n && i < META_SITES / 4; i++) pick[v[i]] = 1;
+        free(v);
+    }
+    uint32_t *v = ranked(s, BY_BYTES, &n);
+    for (uint32_t i = 0; pick && v && i < n; i++) {
+        uint32_t id = v[i];
+        if (!pick[id]) continue;
+        const struct site *t = &s->site[id];
+        lp_out_fmt(o, "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,\"library\":",
+                   chosen++ ? "," : "", id, (unsigned long long)t->calls, (unsigned long long)t->bytes,
+                   (unsigned long long)t->peak, (unsigned long long)t->live, (unsigned long long)t->live_blocks);
+        const char *lib = library_of(s, id);
+        lp_out_json_str(o, lib, strlen(lib));
+        lp_out_s(o, ",\"frames\":[");
+        const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+        for (uint32_t f = 0; st && st->frames && f < st->n; f++) {
+            const char *fn = lp_syms_function(s->syms, st->frames[f], 1);
+            if (f) lp_out_c(o, ',');
+            lp_out_json_str(o, fn, strlen(fn));
+        }
+        lp_out_s(o, "]}");
+    }
+    free(v);
+    free(pick);
+    lp_out_s(o, "],\"alloc_libraries\":[");
+    struct lib libs[256];
+    uint32_t nl = libraries(s, libs, 256);
+    for (uint32_t i = 0; i < nl; i++) {
+        lp_out_s(o, i ? ",{\"library\":" : "{\"library\":");
+        lp_out_json_str(o, libs[i].name, strlen(libs[i].name));
+        lp_out_fmt(o, ",\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu}",
+                   (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes, (unsigned long long)libs[i].peak,
+                   (unsigned long long)libs[i].live);
+    }
+    lp_out_s(o, "]");
+}
+
+void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
+    uint32_t n;
+    uint32_t *v = ranked(s, BY_BYTES, &n);
+    char buf[2048];
+    for (uint32_t i = 0; v && i < n; i++) {
+        const struct site *t = &s->site[v[i]];
+        if (!t->calls) continue;
+        frames_text(s, v[i], buf, sizeof buf, 6, " < ");
+        lp_out_csv_str(o, buf, strlen(buf));
+        lp_out_fmt(o, ",alloc_site,%llu,,,,,,,,%llu,\n", (unsigned long long)t->calls, (unsigned long long)t->bytes);
+    }
+    free(v);
+    struct lib libs[256];
+    uint32_t nl = libraries(s, libs, 256);
+    for (uint32_t i = 0; i < nl; i++) {
+        lp_out_csv_str(o, libs[i].name, strlen(libs[i].name));
+        lp_out_fmt(o, ",alloc_library,%llu,,,,,,,,%llu,\n", (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes);
+    }
+}
+
+static void human(char *buf, size_t len, uint64_t b) {
+    if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);
+    else if (b < 10ull * 1024 * 1024) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    else snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+}
+
+void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
+    static const char *const titles[] = {"allocation sites by bytes allocated", "allocation sites by calls",
+                                         "allocation sites by share of the peak", "leaks by allocation site"};
+    char buf[512], b1[32], b2[32], b3[32];
+    for (int ord = BY_BYTES; ord <= BY_LEAK; ord++) {
+        uint32_t n;
+        uint32_t *v = ranked(s, (enum order)ord, &n);
+        if (!v || n == 0 || (n == 1 && v[0] == 0 && ord != BY_CALLS)) {
+            free(v);
+            continue;
+        }
+        lp_out_fmt(o, "  %s:\n  %10s %10s %10s %10s  %s\n", titles[ord], "calls", "allocated", "at peak", "leaked",
+                   "stack (innermost first)");
+        for (uint32_t i = 0; i < n && i < TOP; i++) {
+            const struct site *t = &s->site[v[i]];
+            frames_text(s, v[i], buf, sizeof buf, 4, " < ");
+            human(b1, sizeof b1, t->bytes);
+            human(b2, sizeof b2, t->peak);
+            human(b3, sizeof b3, t->live);
+            lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t->calls, b1, b2, b3, buf);
+        }
+        free(v);
+    }
+    struct lib libs[256];
+    uint32_t nl = libraries(s, libs, 256);
+    if (nl) lp_out_fmt(o, "  memory per library (the first caller outside the C/C++ runtime):\n  %10s %10s %10s %10s  %s\n",
+                       "calls", "allocated", "at peak", "leaked", "library");
+    for (uint32_t i = 0; i < nl && i < TOP; i++) {
+        human(b1, sizeof b1, libs[i].bytes);
+        human(b2, sizeof b2, libs[i].peak);
+        human(b3, sizeof b3, libs[i].live);
+        lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)libs[i].calls, b1, b2, b3, libs[i].name);
+    }
+}
+
+/* A frame's name made safe for the folded format (';' separates frames, a newline ends lines). */
+static void folded_name(struct lp_out *o, const char *n) {
+    for (; *n; n++) lp_out_c(o, *n == ';' ? ':' : *n == '\n' ? ' ' : *n);
+}
+
+void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int leaks) {
+    uint32_t n;
+    uint32_t *v = ranked(s, leaks ? BY_LEAK : BY_BYTES, &n);
+    for (uint32_t i = 0; v && i < n; i++) {
+        uint32_t id = v[i];
+        const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+        if (!st || !st->frames || st->n == 0) {
+            lp_out_s(o, "[unknown stack]");
+        } else {
+            for (uint32_t f = st->n; f-- > 0;) { /* root first */
+                folded_name(o, lp_syms_function(s->syms, st->frames[f], 1));
+                if (f) lp_out_c(o, ';');
+            }
+        }
+        lp_out_fmt(o, " %llu\n", (unsigned long long)key(&s->site[id], leaks ? BY_LEAK : BY_BYTES));
+    }
+    free(v);
+}
+
+/* Frames are one per function name (several return addresses share a function). */
+static uint64_t name_key(const char *n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *n; n++) h = (h ^ (unsigned char)*n) * 0x100000001b3ull;
+    return h | 1;
+}
+
+void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name) {
+    /* frames: one per distinct function name, indexed through a map of name pointers (interned) */
+    struct lp_map ix = {0};
+    uint64_t nframes = 0;
+    lp_out_s(o, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"libprof\",\"name\":");
+    lp_out_json_str(o, name, strlen(name));
+    lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+    for (uint32_t id = 1; id < s->nsite; id++) {
+        const struct lp_stack *st = &s->r->stacks[id];
+        if (!st->frames || (!s->site[id].bytes && !s->site[id].live)) continue;
+        for (uint32_t f = 0; f < st->n; f++) {
+            const char *fn = lp_syms_function(s->syms, st->frames[f], 1);
+            uint64_t k = name_key(fn), dummy;
+            if (lp_map_get(&ix, k, &dummy)) continue;
+            lp_map_put(&ix, k, nframes, NULL);
+            lp_out_s(o, nframes++ ? ",{\"name\":" : "{\"name\":");
+            lp_out_json_str(o, fn, strlen(fn));
+            lp_out_s(o, "}");
+        }
+    }
+    lp_out_fmt(o, ",{\"name\":\"[unknown stack]\"}]},\"profiles\":[");
+    for (int leaks = 0; leaks < 2; leaks++) {
+        uint64_t total = 0;
+        for (uint32_t id = 0; id < s->nsite; id++) total += key(&s->site[id], leaks ? BY_LEAK : BY_BYTES);
+        lp_out_fmt(o, "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+                   leaks ? "," : "", leaks ? "leaked bytes" : "allocated bytes", (unsigned long long)total);
+        int first = 1;
+        for (uint32_t id = 0; id < s->nsite; id++) {
+            if (!key(&s->site[id], leaks ? BY_LEAK : BY_BYTES)) continue;
+            const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+            lp_out_s(o, first ? "[" : ",[");
+            first = 0;
+            if (!st || !st->frames || !st->n) {
+                lp_out_u64(o, nframes);
+            } else {
+                for (uint32_t f = st->n; f-- > 0;) {
+                    uint64_t k;
+                    lp_map_get(&ix, name_key(lp_syms_function(s->syms, st->frames[f], 1)), &k);
+                    lp_out_u64(o, k);
+                    if (f) lp_out_c(o, ',');
+                }
+            }
+            lp_out_c(o, ']');
+        }
+        lp_out_s(o, "],\"weights\":[");
+        first = 1;
+        for (uint32_t id = 0; id < s->nsite; id++) {
+            uint64_t w = key(&s->site[id], leaks ? BY_LEAK : BY_BYTES);
+            if (!w) continue;
+            lp_out_fmt(o, "%s%llu", first ? "" : ",", (unsigned long long)w);
+            first = 0;
+        }
+        lp_out_s(o, "]}");
+    }
+    lp_out_s(o, "]}\n");
+    lp_map_free(&ix);
+}

@@ -1,0 +1,252 @@
+/* symbols.c: see symbols.h. A small ELF reader (64-bit, host byte order), enough for symbol
+ * tables; every failure (missing file, stripped object, damaged ELF) degrades to module+offset. */
+#define _GNU_SOURCE
+#include "symbols.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "map.h"
+
+struct sym {
+    uint64_t value, size;
+    const char *name;
+};
+
+struct module {
+    const struct lp_module_ref *ref;
+    const char *base; /* basename */
+    int loaded, runtime;
+    struct sym *syms;
+    size_t nsyms;
+    void *map[2];
+    size_t map_len[2];
+};
+
+struct lp_syms {
+    const struct lp_reader *r;
+    struct module *mods; /* sorted by lo */
+    uint32_t nmods;
+    struct lp_map cache;  /* addr*2+ret -> 1 + offset in pool */
+    char *pool;
+    size_t pool_len, pool_cap;
+    char *(*demangle)(const char *, char *, size_t *, int *);
+};
+
+static int cmp_mod(const void *a, const void *b) {
+    const struct module *x = a, *y = b;
+    return x->ref->m.lo < y->ref->m.lo ? -1 : x->ref->m.lo > y->ref->m.lo;
+}
+
+static int cmp_sym(const void *a, const void *b) {
+    const struct sym *x = a, *y = b;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+static const char *const runtime_prefixes[] = {"libc.so", "libc-", "libstdc++", "ld-linux", "ld-", "libunwind",
+                                               "libprof", "libgcc_s", "libpthread", "libm.so", "libdl.so"};
+
+struct lp_syms *lp_syms_new(const struct lp_reader *r) {
+    struct lp_syms *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->r = r;
+    s->mods = calloc(r->nmodules + 1, sizeof *s->mods);
+    if (!s->mods) {
+        free(s);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < r->nmodules; i++) {
+        const struct lp_module_ref *m = &r->modules[i];
+        int dup = 0; /* written twice (fork child, full seen-table): keep one */
+        for (uint32_t j = 0; j < s->nmods && !dup; j++)
+            dup = s->mods[j].ref->m.lo == m->m.lo && s->mods[j].ref->m.hi == m->m.hi;
+        if (dup) continue;
+        struct module *mm = &s->mods[s->nmods++];
+        mm->ref = m;
+        const char *b = m->path;
+        for (uint32_t k = 0; k < m->m.path_len; k++)
+            if (m->path[k] == '/') b = m->path + k + 1;
+        size_t blen = (size_t)(m->path + m->m.path_len - b);
+        char *copy = malloc(blen + 1);
+        if (copy) {
+            memcpy(copy, b, blen);
+            copy[blen] = '\0';
+        }
+        mm->base = copy ? copy : "?";
+        for (size_t k = 0; k < sizeof runtime_prefixes / sizeof *runtime_prefixes; k++)
+            if (!strncmp(mm->base, runtime_prefixes[k], strlen(runtime_prefixes[k]))) mm->runtime = 1;
+    }
+    qsort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
+    s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!s->demangle) {
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle");
+    }
+    return s;
+}
+
+void lp_syms_free(struct lp_syms *s) {
+    if (!s) return;
+    for (uint32_t i = 0; i < s->nmods; i++) {
+        struct module *m = &s->mods[i];
+        if (m->base && strcmp(m->base, "?")) free((void *)m->base);
+        free(m->syms);
+        for (int k = 0; k < 2; k++)
+            if (m->map[k]) munmap(m->map[k], m->map_len[k]);
+    }
+    free(s->mods);
+    free(s->pool);
+    lp_map_free(&s->cache);
+    free(s);
+}
+
+static struct module *module_of(struct lp_syms *s, uint64_t addr) {
+    uint32_t lo = 0, hi = s->nmods;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (s->mods[mid].ref->m.lo <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    for (uint32_t i = lo; i-- > 0;) { /* the nearest module starting below; ranges rarely nest */
+        if (addr < s->mods[i].ref->m.hi) return &s->mods[i];
+        if (lo - i > 4) break;
+    }
+    return NULL;
+}
+
+/* Map `path` and add its function symbols (.symtab, else .dynsym) to m. Returns 0 or -1. */
+static int load_elf(struct module *m, const char *path, int slot) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return -1;
+    }
+    size_t len = (size_t)st.st_size;
+    const uint8_t *d = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (d == MAP_FAILED) return -1;
+    m->map[slot] = (void *)d;
+    m->map_len[slot] = len;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff > len || (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
+        return -1;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+    int pick = -1;
+    for (int want = SHT_SYMTAB; want >= SHT_SYMTAB && pick < 0; want = want == SHT_SYMTAB ? SHT_DYNSYM : -1)
+        for (unsigned i = 0; i < eh->e_shnum; i++)
+            if (sh[i].sh_type == (unsigned)want) { pick = (int)i; break; }
+    if (pick < 0) return -1;
+    const Elf64_Shdr *sym = &sh[pick];
+    if (sym->sh_link >= eh->e_shnum) return -1;
+    const Elf64_Shdr *str = &sh[sym->sh_link];
+    if (sym->sh_offset > len || sym->sh_size > len - sym->sh_offset || str->sh_offset > len ||
+        str->sh_size > len - str->sh_offset || sym->sh_entsize != sizeof(Elf64_Sym))
+        return -1;
+    size_t n = sym->sh_size / sizeof(Elf64_Sym);
+    const Elf64_Sym *ss = (const Elf64_Sym *)(d + sym->sh_offset);
+    const char *strs = (const char *)d + str->sh_offset;
+    struct sym *out = realloc(m->syms, (m->nsyms + n) * sizeof *out);
+    if (!out) return -1;
+    m->syms = out;
+    for (size_t i = 0; i < n; i++) {
+        unsigned type = ELF64_ST_TYPE(ss[i].st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || ss[i].st_value == 0 || ss[i].st_name >= str->sh_size) continue;
+        const char *name = strs + ss[i].st_name;
+        if (!memchr(name, '\0', str->sh_size - ss[i].st_name)) continue;
+        out[m->nsyms++] = (struct sym){ss[i].st_value, ss[i].st_size, name};
+    }
+    return 0;
+}
+
+static void load(struct module *m) {
+    m->loaded = 1;
+    const struct lp_module_ref *r = m->ref;
+    char path[4200];
+    /* a separate debug file, by build-id, has the static functions a stripped object lacks */
+    if (r->m.build_id_len >= 2) {
+        int o = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", r->build_id[0]);
+        for (unsigned i = 1; i < r->m.build_id_len && o < (int)sizeof path - 8; i++)
+            o += snprintf(path + o, sizeof path - (size_t)o, "%02x", r->build_id[i]);
+        snprintf(path + o, sizeof path - (size_t)o, ".debug");
+        load_elf(m, path, 1);
+    }
+    snprintf(path, sizeof path, "%.*s", (int)r->m.path_len, r->path);
+    if (m->nsyms == 0) load_elf(m, path, 0);
+    qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_sym);
+}
+
+static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
+    size_t n = strlen(text) + 1;
+    if (s->pool_len + n > s->pool_cap) {
+        size_t cap = s->pool_cap ? s->pool_cap * 2 : 65536;
+        while (cap < s->pool_len + n) cap *= 2;
+        char *p = realloc(s->pool, cap);
+        if (!p) return "?";
+        s->pool = p;
+        s->pool_cap = cap;
+    }
+    memcpy(s->pool + s->pool_len, text, n);
+    lp_map_put(&s->cache, key, s->pool_len + 1, NULL);
+    s->pool_len += n;
+    return s->pool + s->pool_len - n;
+}
+
+const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
+    uint64_t key = addr * 2 + (ret != 0) + 2, off;
+    if (lp_map_get(&s->cache, key, &off)) return s->pool + off - 1;
+    uint64_t at = ret && addr ? addr - 1 : addr;
+    struct module *m = module_of(s, at);
+    char buf[1024];
+    if (!m) {
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)addr);
+        return intern(s, key, buf);
+    }
+    if (!m->loaded) load(m);
+    uint64_t v = at - m->ref->m.base;
+    const struct sym *best = NULL;
+    size_t lo = 0, hi = m->nsyms;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->syms[mid].value <= v) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0) {
+        const struct sym *c = &m->syms[lo - 1];
+        /* inside its size, or (size unknown) the nearest symbol below */
+        if (v < c->value + c->size || c->size == 0) best = c;
+        else if (lo >= 2 && m->syms[lo - 2].value == c->value && v < m->syms[lo - 2].value + m->syms[lo - 2].size)
+            best = &m->syms[lo - 2];
+    }
+    if (best) {
+        char *dem = NULL;
+        int status = -1;
+        if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z') dem = s->demangle(best->name, NULL, NULL, &status);
+        snprintf(buf, sizeof buf, "%s", dem && status == 0 ? dem : best->name);
+        free(dem);
+        char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */
+        if (ver && ver != buf) *ver = '\0';
+    } else {
+        snprintf(buf, sizeof buf, "%s+0x%llx", m->base, (unsigned long long)v);
+    }
+    return intern(s, key, buf);
+}
+
+const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
+    struct module *m = module_of(s, addr ? addr - 1 : addr);
+    return m ? m->base : "?";
+}
+
+int lp_syms_is_runtime(struct lp_syms *s, uint64_t addr) {
+    struct module *m = module_of(s, addr ? addr - 1 : addr);
+    return m ? m->runtime : 0;
+}
