@@ -29,24 +29,28 @@
 #define ARENA_WORDS (1u << 23)    /* frames of all stacks (64 MiB reserved) */
 
 unsigned lp_stack_depth;
-static int (*unw_bt)(void **, int);
+int (*lp_unw_backtrace)(void **, int);
 static uint64_t *slots;           /* (hash high 32 bits) << 32 | id */
 static uint64_t *arena;           /* per stack: n, frames[n] */
 static uint32_t *offset_of;       /* id -> 1 + arena offset of its n (0: not written yet) */
 static uint32_t next_id = 1, arena_used;
 static uint64_t full_drops, captured;
 static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
+static uintptr_t unw_lo, unw_hi;   /* libunwind's, likewise */
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+struct range { uintptr_t inside, lo, hi; };
+
+/* The executable segment of the object containing `inside`. */
+static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
-    uintptr_t me = (uintptr_t)arg;
+    struct range *r = arg;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (me >= lo && me < hi) {
-            self_lo = lo;
-            self_hi = hi;
+        if (r->inside >= lo && r->inside < hi) {
+            r->lo = lo;
+            r->hi = hi;
             return 1;
         }
     }
@@ -62,7 +66,7 @@ int lp_stacks_init(unsigned depth) {
         lp_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
         return -1;
     }
-    unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+    int (*unw_bt)(void **, int) = (int (*)(void **, int))dlsym(h, "unw_backtrace");
     int (*policy)(void *, int) = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
     void **space = (void **)dlsym(h, "_ULx86_64_local_addr_space");
     if (!unw_bt) {
@@ -77,7 +81,14 @@ int lp_stacks_init(unsigned depth) {
         lp_warn("LIBPROF_STACKS: out of memory for the stack table; recording without call stacks");
         return -1;
     }
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)&lp_stacks_init);
+    struct range me = {(uintptr_t)&lp_stacks_init, 0, 0}, unw = {(uintptr_t)unw_bt, 0, 0};
+    dl_iterate_phdr(find_range, &me);
+    dl_iterate_phdr(find_range, &unw);
+    self_lo = me.lo;
+    self_hi = me.hi;
+    unw_lo = unw.lo;
+    unw_hi = unw.hi;
+    lp_unw_backtrace = unw_bt;
     lp_stack_depth = depth;
     return 0;
 }
@@ -98,13 +109,13 @@ static int same(uint32_t id, void *const *f, unsigned n) {
     return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
 }
 
-/* The calling thread's stack (below libprof's own frames) as an id; 0 when unknown. Called
- * inside a hook, with the guard held. */
-uint32_t lp_stack_capture(void) {
-    void *buf[LP_STACK_MAX_DEPTH + 8];
-    int got = unw_bt(buf, (int)lp_stack_depth + 8);
+static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a >= unw_lo && a < unw_hi); }
+
+/* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
+ * frames first); 0 when unknown. Called inside a hook, with the guard held. */
+uint32_t lp_stack_intern(void **buf, int got) {
     int skip = 0;
-    while (skip < got && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi) skip++;
+    while (skip < got && ours((uintptr_t)buf[skip])) skip++;
     unsigned n = (unsigned)(got - skip);
     if (n > lp_stack_depth) n = lp_stack_depth;
     void **f = buf + skip;

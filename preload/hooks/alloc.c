@@ -91,10 +91,12 @@ static void resolve(void) {
 
 static inline uint64_t alloc_t0(void) { return LP_UNLIKELY(lp_alloc_timed) ? lp_ticks() : 0; }
 
-/* An allocation record preceded by its stack word (one reservation, so they stay together). */
-__attribute__((noinline)) static void rec_alloc_stack(struct lp_tls *t, unsigned kind, uint64_t t0, uint64_t t1,
-                                                      size_t size, void *p) {
-    uint32_t sid = p ? lp_stack_capture() : 0; /* a failed call allocated nothing */
+/* An allocation record preceded by its stack word (one reservation, so they stay together).
+ * Inlined into the hook's slow path, where the stack is captured. */
+__attribute__((always_inline)) static inline void rec_alloc_stack(struct lp_tls *t, unsigned kind, uint64_t t0,
+                                                                  uint64_t t1, size_t size, void *p) {
+    uint32_t sid = 0;
+    if (p) LP_STACK_CAPTURE(sid); /* a failed call allocated nothing */
     unsigned timed = lp_alloc_timed != 0, n = 4 + timed;
     uint64_t *r = lp_reserve(t, n);
     if (r == NULL) return;
@@ -110,7 +112,8 @@ __attribute__((noinline)) static void rec_alloc_stack(struct lp_tls *t, unsigned
     lp_commit(t, r + n);
 }
 
-static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p) {
+__attribute__((always_inline)) static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size,
+                                                           void *p) {
     uint64_t t1 = lp_ticks();
     uint64_t *r;
     if (LP_UNLIKELY(lp_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
@@ -153,7 +156,8 @@ static inline void rec_free(struct lp_tls *t, uint64_t t0, void *p) {
  * with one, another thread's reuse of the released block could appear to come first. */
 static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
     uint64_t t1 = lp_ticks();
-    uint32_t sid = LP_UNLIKELY(lp_stack_depth) && p ? lp_stack_capture() : 0;
+    uint32_t sid = 0;
+    if (LP_UNLIKELY(lp_stack_depth) && p) LP_STACK_CAPTURE(sid);
     unsigned s = sid != 0;
     uint64_t *r = lp_reserve(t, 5 + s);
     if (LP_LIKELY(r != NULL)) {
