@@ -14,6 +14,7 @@
 
 #include "map.h"
 #include "stats.h"
+#include "symbols.h"
 
 #define MAX_ARGS LP_CALL_MAX_ARGS
 #define MMAP_POINTS_MAX 20000
@@ -54,6 +55,7 @@ struct lp_calls {
     uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed, mmap_points;
     int mmap_capped;
     uint64_t threads_made, short_calls;
+    struct lp_syms *syms; /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
     int oom;
 };
 
@@ -101,6 +103,7 @@ void lp_calls_free(struct lp_calls *c) {
     lp_map_free(&c->stream_ix);
     lp_map_free(&c->shape_ix);
     lp_map_free(&c->maps);
+    lp_syms_free(c->syms);
     lp_map_free(&c->flow_ts);
     lp_map_free(&c->flow_tid);
     free(c);
@@ -289,7 +292,18 @@ static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, cons
     }
     if (file && role != LP_ROLE_OPEN && role != LP_ROLE_FOPEN) {
         lp_out_fmt(o, "%s\"file\":", first ? "" : ",");
+        first = 0;
         lp_out_json_str(o, file->path, file->len);
+    }
+    const struct lp_stack *st = e->stack && e->stack < c->r->nstacks ? &c->r->stacks[e->stack] : NULL;
+    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(c->r)))) { /* the call site */
+        lp_out_fmt(o, "%s\"stack\":[", first ? "" : ",");
+        for (uint32_t i = 0; i < st->n && i < 12; i++) {
+            const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
+            if (i) lp_out_c(o, ',');
+            lp_out_json_str(o, fn, strlen(fn));
+        }
+        lp_out_c(o, ']');
     }
     lp_out_s(o, "}}");
     /* thread creation: an arrow from pthread_create to the new thread's life, drawn when both

@@ -44,6 +44,21 @@ void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, u
 
 void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                    const uint64_t *args, const char *str, size_t slen) {
+    lp_call_write_stack(t, 0, call, t0, t1, nargs, args, str, slen);
+}
+
+void lp_call_record_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+                          const uint64_t *args) {
+    if (t->guard || !(lp_gate & (1u << lp_call_family[call]))) return;
+    int saved = errno;
+    t->guard = 1;
+    lp_call_write_stack(t, stack, call, t0, t1, nargs, args, NULL, 0);
+    t->guard = 0;
+    errno = saved;
+}
+
+void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+                         const uint64_t *args, const char *str, size_t slen) {
     if (t1 && t1 >= t0 && t1 - t0 < lp_min_ticks && t->state == LP_TLS_ACTIVE) {
         lp_tbuf_count_short(t, call, t1 - t0);
     } else {
@@ -54,11 +69,12 @@ void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, un
             slen = room;
             cut = LP_CALL_STR_CUT;
         }
-        unsigned timed = t1 != 0;
-        size_t words = 2 + timed + nargs + (slen + 7) / 8;
+        unsigned timed = t1 != 0, sw = stack != 0;
+        size_t words = sw + 2 + timed + nargs + (slen + 7) / 8;
         uint64_t *r = lp_reserve(t, (unsigned)words);
         if (LP_LIKELY(r != NULL)) {
             uint64_t *p = r;
+            if (sw) *p++ = lp_word_stack(stack);
             if (timed) {
                 *p++ = lp_word0_timed(LP_EV_CALL, t0);
                 *p++ = lp_word1(t0, t1);

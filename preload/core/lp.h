@@ -243,6 +243,11 @@ LP_HIDDEN void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint
 /* The same without the checks, for libprof's own records made while it holds the guard. */
 LP_HIDDEN void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                              const uint64_t *args, const char *str, size_t slen);
+/* With the call stack `stack` (LIBPROF_STACKS, captured by the hook): BLAS and oneDNN calls. */
+LP_HIDDEN void lp_call_record_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
+                                    unsigned nargs, const uint64_t *args);
+LP_HIDDEN void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
+                                   unsigned nargs, const uint64_t *args, const char *str, size_t slen);
 LP_HIDDEN extern uint64_t lp_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
 
 /* The common case of lp_call_record, inlined into the hooks: a timed call with arguments and no

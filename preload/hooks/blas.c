@@ -52,8 +52,19 @@ static inline struct lp_tls *blas_begin(uint64_t *t0) {
     return t;
 }
 
-static inline void blas_end(struct lp_tls *t, unsigned call, uint64_t t0, unsigned n, const uint64_t *a) {
-    lp_call_record_args(t, LP_FAM_BLAS, call, t0, lp_ticks(), n, a);
+/* With LIBPROF_STACKS the call gets its call site (captured here, in the hook's frame). */
+__attribute__((always_inline)) static inline void blas_end(struct lp_tls *t, unsigned call, uint64_t t0, unsigned n,
+                                                           const uint64_t *a) {
+    uint64_t t1 = lp_ticks();
+    if (LP_UNLIKELY(lp_stack_depth)) {
+        uint32_t sid;
+        uint8_t g = lp_guard_hold(t);
+        LP_STACK_CAPTURE(sid);
+        lp_guard_restore(t, g);
+        lp_call_record_stack(t, sid, call, t0, t1, n, a);
+        return;
+    }
+    lp_call_record_args(t, LP_FAM_BLAS, call, t0, t1, n, a);
 }
 
 #define GEMM_C(fn, T, type)                                                                  \

@@ -114,7 +114,13 @@ LP_EXPORT dnnl_status_t dnnl_primitive_execute(const void *prim, void *stream, i
         uint64_t v = lookup(prim);
         lp_guard_restore(t, g);
         uint64_t a[3] = {v & 0xffffffffu, v >> 32, (uint64_t)(uintptr_t)prim};
-        lp_call_record(t, LP_CALL_DNNL_EXEC, t0, t1, 3, a, NULL, 0);
+        uint32_t sid = 0;
+        if (LP_UNLIKELY(lp_stack_depth)) { /* the call site of the primitive */
+            g = lp_guard_hold(t);
+            LP_STACK_CAPTURE(sid);
+            lp_guard_restore(t, g);
+        }
+        lp_call_record_stack(t, sid, LP_CALL_DNNL_EXEC, t0, t1, 3, a);
     }
     return r;
 }

@@ -302,3 +302,30 @@ Test(stacks, command_line_flags, .init = setup) {
     cr_expect_eq(access(strfmt("%s/c.speedscope.json", dir), F_OK), 0);
     run_free(&r);
 }
+
+/* With stacks, BLAS calls carry their call site: numpy's GEMM comes from numpy's own module. */
+Test(stacks, gemm_call_site, .init = setup) {
+    const char *py[] = {"/usr/bin/python3", "-c",
+                        "import numpy as np\na = np.ones((64, 32), np.float32)\nb = np.ones((32, 8), np.float32)\nprint((a @ b).sum())", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, py);
+    if (bare.status != 0) cr_skip_test("numpy is not installed");
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, py);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *j = load_json(strfmt("%s/t.json", dir)), *ev;
+    int found = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "sgemm")) continue;
+        cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "stack");
+        cJSON *f0 = cJSON_GetArrayItem(st, 0);
+        cr_assert_not_null(f0, "sgemm without a call site");
+        cr_expect_not_null(strstr(f0->valuestring, "_multiarray_umath"), "%s", f0->valuestring);
+        found++;
+    }
+    cr_expect_eq(found, 1);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
