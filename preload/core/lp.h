@@ -273,6 +273,16 @@ LP_HIDDEN void lp_call_init(uint64_t min_ns);
 /* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
 LP_HIDDEN void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks);
 
+/* The pass-through of a hook whose family is off: one load of the real function (resolved by
+ * the hook's first call), one of the gate, a tail jump — the off cost of every entry point. The
+ * rest (resolving, recording) lives in the hook's noinline slow function. */
+#define LP_PASS(fam, fn, ...)                                                                \
+    do {                                                                                     \
+        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED); \
+        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lp_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) \
+            return f_(__VA_ARGS__);                                                          \
+    } while (0)
+
 /* Find the next definition of `name` after libprof: dlsym(RTLD_NEXT), then every loaded object
  * in load order (a library dlopen'ed RTLD_LOCAL, such as the BLAS numpy brings, is not in the
  * global scope). NULL when nothing loaded defines it. */

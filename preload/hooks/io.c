@@ -71,69 +71,89 @@ static int mode_arg(int flags, va_list ap) {
 }
 
 #define OPEN_WRAPPER(fn)                                                                     \
-    LP_EXPORT int fn(const char *path, int flags, ...) {                                     \
-        va_list ap;                                                                          \
-        va_start(ap, flags);                                                                 \
-        int mode = mode_arg(flags, ap);                                                      \
-        va_end(ap);                                                                          \
+    __attribute__((noinline)) static int fn##_slow(const char *path, int flags, int mode) {  \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         int r = REAL(fn)(path, flags, mode);                                                 \
         RECORD_PATH(LP_CALL_OPEN, path, U(flags), I(r));                                     \
         return r;                                                                            \
+    }                                                                                        \
+    LP_EXPORT int fn(const char *path, int flags, ...) {                                     \
+        va_list ap;                                                                          \
+        va_start(ap, flags);                                                                 \
+        int mode = mode_arg(flags, ap);                                                      \
+        va_end(ap);                                                                          \
+        LP_PASS(LP_FAM_IO, fn, path, flags, mode);                                           \
+        return fn##_slow(path, flags, mode);                                                 \
     }
 OPEN_WRAPPER(open)
 OPEN_WRAPPER(open64)
 
 #define OPENAT_WRAPPER(fn)                                                                   \
-    LP_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                          \
-        va_list ap;                                                                          \
-        va_start(ap, flags);                                                                 \
-        int mode = mode_arg(flags, ap);                                                      \
-        va_end(ap);                                                                          \
+    __attribute__((noinline)) static int fn##_slow(int dirfd, const char *path, int flags, int mode) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         int r = REAL(fn)(dirfd, path, flags, mode);                                          \
         RECORD_PATH(LP_CALL_OPENAT, path, I(dirfd), U(flags), I(r));                         \
         return r;                                                                            \
+    }                                                                                        \
+    LP_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                          \
+        va_list ap;                                                                          \
+        va_start(ap, flags);                                                                 \
+        int mode = mode_arg(flags, ap);                                                      \
+        va_end(ap);                                                                          \
+        LP_PASS(LP_FAM_IO, fn, dirfd, path, flags, mode);                                    \
+        return fn##_slow(dirfd, path, flags, mode);                                          \
     }
 OPENAT_WRAPPER(openat)
 OPENAT_WRAPPER(openat64)
 
 #define OPEN2_WRAPPER(fn)                                                                    \
-    LP_EXPORT int fn(const char *path, int flags) {                                          \
+    __attribute__((noinline)) static int fn##_slow(const char *path, int flags) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         int r = REAL(fn)(path, flags);                                                       \
         RECORD_PATH(LP_CALL_OPEN, path, U(flags), I(r));                                     \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT int fn(const char *path, int flags) { \
+        LP_PASS(LP_FAM_IO, fn, path, flags); \
+        return fn##_slow(path, flags); \
     }
 OPEN2_WRAPPER(__open_2)
 OPEN2_WRAPPER(__open64_2)
 
 #define OPENAT2_WRAPPER(fn)                                                                  \
-    LP_EXPORT int fn(int dirfd, const char *path, int flags) {                               \
+    __attribute__((noinline)) static int fn##_slow(int dirfd, const char *path, int flags) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         int r = REAL(fn)(dirfd, path, flags);                                                \
         RECORD_PATH(LP_CALL_OPENAT, path, I(dirfd), U(flags), I(r));                         \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT int fn(int dirfd, const char *path, int flags) { \
+        LP_PASS(LP_FAM_IO, fn, dirfd, path, flags); \
+        return fn##_slow(dirfd, path, flags); \
     }
 OPENAT2_WRAPPER(__openat_2)
 OPENAT2_WRAPPER(__openat64_2)
 
 #define CREAT_WRAPPER(fn)                                                                    \
-    LP_EXPORT int fn(const char *path, mode_t mode) {                                        \
+    __attribute__((noinline)) static int fn##_slow(const char *path, mode_t mode) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         int r = REAL(fn)(path, mode);                                                        \
         RECORD_PATH(LP_CALL_CREAT, path, U(mode), I(r));                                     \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT int fn(const char *path, mode_t mode) { \
+        LP_PASS(LP_FAM_IO, fn, path, mode); \
+        return fn##_slow(path, mode); \
     }
 CREAT_WRAPPER(creat)
 CREAT_WRAPPER(creat64)
 
-LP_EXPORT int close(int fd) {
+__attribute__((noinline)) static int close_slow(int fd) {
     if (!REAL(close)) NOFN(-1);
     BEGIN;
     int r = REAL(close)(fd);
@@ -141,9 +161,14 @@ LP_EXPORT int close(int fd) {
     return r;
 }
 
+LP_EXPORT int close(int fd) {
+    LP_PASS(LP_FAM_IO, close, fd);
+    return close_slow(fd);
+}
+
 /* ---- reading and writing ------------------------------------------------------------------- */
 
-LP_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+__attribute__((noinline)) static ssize_t read_slow(int fd, void *buf, size_t n) {
     if (!REAL(read)) NOFN(-1);
     BEGIN;
     ssize_t r = REAL(read)(fd, buf, n);
@@ -151,7 +176,12 @@ LP_EXPORT ssize_t read(int fd, void *buf, size_t n) {
     return r;
 }
 
-LP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+LP_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    LP_PASS(LP_FAM_IO, read, fd, buf, n);
+    return read_slow(fd, buf, n);
+}
+
+__attribute__((noinline)) static ssize_t __read_chk_slow(int fd, void *buf, size_t n, size_t buflen) {
     if (!REAL(__read_chk)) NOFN(-1);
     BEGIN;
     ssize_t r = REAL(__read_chk)(fd, buf, n, buflen);
@@ -159,7 +189,12 @@ LP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
     return r;
 }
 
-LP_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+LP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    LP_PASS(LP_FAM_IO, __read_chk, fd, buf, n, buflen);
+    return __read_chk_slow(fd, buf, n, buflen);
+}
+
+__attribute__((noinline)) static ssize_t write_slow(int fd, const void *buf, size_t n) {
     if (!REAL(write)) NOFN(-1);
     BEGIN;
     ssize_t r = REAL(write)(fd, buf, n);
@@ -167,35 +202,52 @@ LP_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     return r;
 }
 
+LP_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    LP_PASS(LP_FAM_IO, write, fd, buf, n);
+    return write_slow(fd, buf, n);
+}
+
 #define PREAD_WRAPPER(fn, offt)                                                              \
-    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off) {                            \
+    __attribute__((noinline)) static ssize_t fn##_slow(int fd, void *buf, size_t n, offt off) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         ssize_t r = REAL(fn)(fd, buf, n, off);                                               \
         RECORD(LP_CALL_PREAD, I(fd), U(n), I(off), I(r));                                    \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off) { \
+        LP_PASS(LP_FAM_IO, fn, fd, buf, n, off); \
+        return fn##_slow(fd, buf, n, off); \
     }
 PREAD_WRAPPER(pread, off_t)
 PREAD_WRAPPER(pread64, off64_t)
 
 #define PREAD_CHK_WRAPPER(fn, offt)                                                          \
-    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off, size_t buflen) {             \
+    __attribute__((noinline)) static ssize_t fn##_slow(int fd, void *buf, size_t n, offt off, size_t buflen) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         ssize_t r = REAL(fn)(fd, buf, n, off, buflen);                                       \
         RECORD(LP_CALL_PREAD, I(fd), U(n), I(off), I(r));                                    \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT ssize_t fn(int fd, void *buf, size_t n, offt off, size_t buflen) { \
+        LP_PASS(LP_FAM_IO, fn, fd, buf, n, off, buflen); \
+        return fn##_slow(fd, buf, n, off, buflen); \
     }
 PREAD_CHK_WRAPPER(__pread_chk, off_t)
 PREAD_CHK_WRAPPER(__pread64_chk, off64_t)
 
 #define PWRITE_WRAPPER(fn, offt)                                                             \
-    LP_EXPORT ssize_t fn(int fd, const void *buf, size_t n, offt off) {                      \
+    __attribute__((noinline)) static ssize_t fn##_slow(int fd, const void *buf, size_t n, offt off) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         ssize_t r = REAL(fn)(fd, buf, n, off);                                               \
         RECORD(LP_CALL_PWRITE, I(fd), U(n), I(off), I(r));                                   \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT ssize_t fn(int fd, const void *buf, size_t n, offt off) { \
+        LP_PASS(LP_FAM_IO, fn, fd, buf, n, off); \
+        return fn##_slow(fd, buf, n, off); \
     }
 PWRITE_WRAPPER(pwrite, off_t)
 PWRITE_WRAPPER(pwrite64, off64_t)
@@ -208,7 +260,7 @@ static uint64_t iov_bytes(const struct iovec *iov, int cnt, ssize_t r) {
     return n;
 }
 
-LP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+__attribute__((noinline)) static ssize_t readv_slow(int fd, const struct iovec *iov, int cnt) {
     if (!REAL(readv)) NOFN(-1);
     BEGIN;
     ssize_t r = REAL(readv)(fd, iov, cnt);
@@ -216,7 +268,12 @@ LP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
     return r;
 }
 
-LP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+LP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+    LP_PASS(LP_FAM_IO, readv, fd, iov, cnt);
+    return readv_slow(fd, iov, cnt);
+}
+
+__attribute__((noinline)) static ssize_t writev_slow(int fd, const struct iovec *iov, int cnt) {
     if (!REAL(writev)) NOFN(-1);
     BEGIN;
     ssize_t r = REAL(writev)(fd, iov, cnt);
@@ -224,18 +281,27 @@ LP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
     return r;
 }
 
+LP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    LP_PASS(LP_FAM_IO, writev, fd, iov, cnt);
+    return writev_slow(fd, iov, cnt);
+}
+
 #define LSEEK_WRAPPER(fn, offt)                                                              \
-    LP_EXPORT offt fn(int fd, offt off, int whence) {                                        \
+    __attribute__((noinline)) static offt fn##_slow(int fd, offt off, int whence) { \
         if (!REAL(fn)) NOFN(-1);                                                             \
         BEGIN;                                                                               \
         offt r = REAL(fn)(fd, off, whence);                                                  \
         RECORD(LP_CALL_LSEEK, I(fd), I(off), U(whence), I(r));                               \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT offt fn(int fd, offt off, int whence) { \
+        LP_PASS(LP_FAM_IO, fn, fd, off, whence); \
+        return fn##_slow(fd, off, whence); \
     }
 LSEEK_WRAPPER(lseek, off_t)
 LSEEK_WRAPPER(lseek64, off64_t)
 
-LP_EXPORT int fsync(int fd) {
+__attribute__((noinline)) static int fsync_slow(int fd) {
     if (!REAL(fsync)) NOFN(-1);
     BEGIN;
     int r = REAL(fsync)(fd);
@@ -243,12 +309,22 @@ LP_EXPORT int fsync(int fd) {
     return r;
 }
 
-LP_EXPORT int fdatasync(int fd) {
+LP_EXPORT int fsync(int fd) {
+    LP_PASS(LP_FAM_IO, fsync, fd);
+    return fsync_slow(fd);
+}
+
+__attribute__((noinline)) static int fdatasync_slow(int fd) {
     if (!REAL(fdatasync)) NOFN(-1);
     BEGIN;
     int r = REAL(fdatasync)(fd);
     RECORD(LP_CALL_FDATASYNC, I(fd), I(r));
     return r;
+}
+
+LP_EXPORT int fdatasync(int fd) {
+    LP_PASS(LP_FAM_IO, fdatasync, fd);
+    return fdatasync_slow(fd);
 }
 
 /* ---- stdio --------------------------------------------------------------------------------- */
@@ -261,17 +337,21 @@ static uint64_t mode_word(const char *m) {
 }
 
 #define FOPEN_WRAPPER(fn)                                                                    \
-    LP_EXPORT FILE *fn(const char *path, const char *mode) {                                 \
+    __attribute__((noinline)) static FILE * fn##_slow(const char *path, const char *mode) { \
         if (!REAL(fn)) NOFN(NULL);                                                           \
         BEGIN;                                                                               \
         FILE *r = REAL(fn)(path, mode);                                                      \
         RECORD_PATH(LP_CALL_FOPEN, path, t ? mode_word(mode) : 0, U(r));                     \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT FILE * fn(const char *path, const char *mode) { \
+        LP_PASS(LP_FAM_IO, fn, path, mode); \
+        return fn##_slow(path, mode); \
     }
 FOPEN_WRAPPER(fopen)
 FOPEN_WRAPPER(fopen64)
 
-LP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *f) {
+__attribute__((noinline)) static size_t fread_slow(void *ptr, size_t size, size_t n, FILE *f) {
     if (!REAL(fread)) NOFN(0);
     BEGIN;
     size_t r = REAL(fread)(ptr, size, n, f);
@@ -279,7 +359,12 @@ LP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *f) {
     return r;
 }
 
-LP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f) {
+LP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *f) {
+    LP_PASS(LP_FAM_IO, fread, ptr, size, n, f);
+    return fread_slow(ptr, size, n, f);
+}
+
+__attribute__((noinline)) static size_t __fread_chk_slow(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f) {
     if (!REAL(__fread_chk)) NOFN(0);
     BEGIN;
     size_t r = REAL(__fread_chk)(ptr, ptrlen, size, n, f);
@@ -287,7 +372,12 @@ LP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FI
     return r;
 }
 
-LP_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f) {
+LP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f) {
+    LP_PASS(LP_FAM_IO, __fread_chk, ptr, ptrlen, size, n, f);
+    return __fread_chk_slow(ptr, ptrlen, size, n, f);
+}
+
+__attribute__((noinline)) static size_t fwrite_slow(const void *ptr, size_t size, size_t n, FILE *f) {
     if (!REAL(fwrite)) NOFN(0);
     BEGIN;
     size_t r = REAL(fwrite)(ptr, size, n, f);
@@ -295,7 +385,12 @@ LP_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f) {
     return r;
 }
 
-LP_EXPORT int fflush(FILE *f) {
+LP_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f) {
+    LP_PASS(LP_FAM_IO, fwrite, ptr, size, n, f);
+    return fwrite_slow(ptr, size, n, f);
+}
+
+__attribute__((noinline)) static int fflush_slow(FILE *f) {
     if (!REAL(fflush)) NOFN(EOF);
     BEGIN;
     int r = REAL(fflush)(f);
@@ -303,7 +398,12 @@ LP_EXPORT int fflush(FILE *f) {
     return r;
 }
 
-LP_EXPORT int fclose(FILE *f) {
+LP_EXPORT int fflush(FILE *f) {
+    LP_PASS(LP_FAM_IO, fflush, f);
+    return fflush_slow(f);
+}
+
+__attribute__((noinline)) static int fclose_slow(FILE *f) {
     if (!REAL(fclose)) NOFN(EOF);
     BEGIN;
     int r = REAL(fclose)(f);
@@ -311,24 +411,46 @@ LP_EXPORT int fclose(FILE *f) {
     return r;
 }
 
+LP_EXPORT int fclose(FILE *f) {
+    LP_PASS(LP_FAM_IO, fclose, f);
+    return fclose_slow(f);
+}
+
 /* ---- mappings ------------------------------------------------------------------------------ */
 
 #define MMAP_WRAPPER(fn, offt)                                                               \
-    LP_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, offt off) {     \
+    __attribute__((noinline)) static void * fn##_slow(void *addr, size_t len, int prot, int flags, int fd, offt off) { \
         if (!REAL(fn)) NOFN(MAP_FAILED);                                                     \
         BEGIN;                                                                               \
         void *r = REAL(fn)(addr, len, prot, flags, fd, off);                                 \
         RECORD(LP_CALL_MMAP, U(addr), U(len), U(prot), U(flags), I(fd), U(r));               \
         return r;                                                                            \
+    }                                                                                \
+    LP_EXPORT void * fn(void *addr, size_t len, int prot, int flags, int fd, offt off) { \
+        LP_PASS(LP_FAM_IO, fn, addr, len, prot, flags, fd, off); \
+        return fn##_slow(addr, len, prot, flags, fd, off); \
     }
 MMAP_WRAPPER(mmap, off_t)
 MMAP_WRAPPER(mmap64, off64_t)
 
-LP_EXPORT int munmap(void *addr, size_t len) {
+__attribute__((noinline)) static int munmap_slow(void *addr, size_t len) {
     if (!REAL(munmap)) NOFN(-1);
     BEGIN;
     int r = REAL(munmap)(addr, len);
     RECORD(LP_CALL_MUNMAP, U(addr), U(len), I(r));
+    return r;
+}
+
+LP_EXPORT int munmap(void *addr, size_t len) {
+    LP_PASS(LP_FAM_IO, munmap, addr, len);
+    return munmap_slow(addr, len);
+}
+
+__attribute__((noinline)) static void *mremap_slow(void *old, size_t old_len, size_t new_len, int flags, void *want) {
+    if (!REAL(mremap)) NOFN(MAP_FAILED);
+    BEGIN;
+    void *r = REAL(mremap)(old, old_len, new_len, flags, want);
+    RECORD(LP_CALL_MREMAP, U(old), U(old_len), U(new_len), U(r));
     return r;
 }
 
@@ -340,11 +462,8 @@ LP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         want = va_arg(ap, void *);
         va_end(ap);
     }
-    if (!REAL(mremap)) NOFN(MAP_FAILED);
-    BEGIN;
-    void *r = REAL(mremap)(old, old_len, new_len, flags, want);
-    RECORD(LP_CALL_MREMAP, U(old), U(old_len), U(new_len), U(r));
-    return r;
+    LP_PASS(LP_FAM_IO, mremap, old, old_len, new_len, flags, want);
+    return mremap_slow(old, old_len, new_len, flags, want);
 }
 
 /* ---- descriptors open before libprof started ------------------------------------------------

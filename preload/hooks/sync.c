@@ -42,20 +42,35 @@ static void rec(struct lp_tls *t, unsigned call, uint64_t t0, const void *obj, i
         return r;                                                                            \
     } while (0)
 
-LP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
+__attribute__((noinline)) static int pthread_mutex_lock_slow(pthread_mutex_t *m) {
     TRY_THEN_WAIT(LP_CALL_MUTEX_LOCK, pthread_mutex_lock, pthread_mutex_trylock, m, EBUSY);
 }
 
-LP_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+LP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
+    LP_PASS(LP_FAM_SYNC, pthread_mutex_lock, m);
+    return pthread_mutex_lock_slow(m);
+}
+
+__attribute__((noinline)) static int pthread_rwlock_rdlock_slow(pthread_rwlock_t *l) {
     TRY_THEN_WAIT(LP_CALL_RWLOCK_RD, pthread_rwlock_rdlock, pthread_rwlock_tryrdlock, l, EBUSY);
 }
 
-LP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
+LP_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+    LP_PASS(LP_FAM_SYNC, pthread_rwlock_rdlock, l);
+    return pthread_rwlock_rdlock_slow(l);
+}
+
+__attribute__((noinline)) static int pthread_rwlock_wrlock_slow(pthread_rwlock_t *l) {
     TRY_THEN_WAIT(LP_CALL_RWLOCK_WR, pthread_rwlock_wrlock, pthread_rwlock_trywrlock, l, EBUSY);
 }
 
+LP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
+    LP_PASS(LP_FAM_SYNC, pthread_rwlock_wrlock, l);
+    return pthread_rwlock_wrlock_slow(l);
+}
+
 /* sem_trywait reports "would block" as -1 with errno EAGAIN; that errno must not leak. */
-LP_EXPORT int sem_wait(sem_t *s) {
+__attribute__((noinline)) static int sem_wait_slow(sem_t *s) {
     struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
     if (!t) return REAL(sem_wait)(s);
     int saved = errno;
@@ -68,7 +83,12 @@ LP_EXPORT int sem_wait(sem_t *s) {
     return r;
 }
 
-LP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+LP_EXPORT int sem_wait(sem_t *s) {
+    LP_PASS(LP_FAM_SYNC, sem_wait, s);
+    return sem_wait_slow(s);
+}
+
+__attribute__((noinline)) static int pthread_cond_wait_slow(pthread_cond_t *c, pthread_mutex_t *m) {
     struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
     uint64_t t0 = t ? lp_ticks() : 0;
     int r = REAL(pthread_cond_wait)(c, m);
@@ -76,12 +96,22 @@ LP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
     return r;
 }
 
-LP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
+LP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+    LP_PASS(LP_FAM_SYNC, pthread_cond_wait, c, m);
+    return pthread_cond_wait_slow(c, m);
+}
+
+__attribute__((noinline)) static int pthread_cond_timedwait_slow(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
     struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
     uint64_t t0 = t ? lp_ticks() : 0;
     int r = REAL(pthread_cond_timedwait)(c, m, ts);
     if (t) rec(t, LP_CALL_COND_TIMEDWAIT, t0, c, r);
     return r;
+}
+
+LP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
+    LP_PASS(LP_FAM_SYNC, pthread_cond_timedwait, c, m, ts);
+    return pthread_cond_timedwait_slow(c, m, ts);
 }
 
 LP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts) {
@@ -93,10 +123,15 @@ LP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
     return r;
 }
 
-LP_EXPORT int pthread_barrier_wait(pthread_barrier_t *b) {
+__attribute__((noinline)) static int pthread_barrier_wait_slow(pthread_barrier_t *b) {
     struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
     uint64_t t0 = t ? lp_ticks() : 0;
     int r = REAL(pthread_barrier_wait)(b);
     if (t) rec(t, LP_CALL_BARRIER_WAIT, t0, b, r);
     return r;
+}
+
+LP_EXPORT int pthread_barrier_wait(pthread_barrier_t *b) {
+    LP_PASS(LP_FAM_SYNC, pthread_barrier_wait, b);
+    return pthread_barrier_wait_slow(b);
 }
