@@ -123,7 +123,8 @@ static struct module *module_of(struct lp_syms *s, uint64_t addr) {
 
 /* Map `path` and add its function symbols (.symtab, else .dynsym) to m. Returns 0 or -1. */
 static int load_elf(struct module *m, const char *path, int slot) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a damaged trace may name a FIFO; regular files ignore the flag */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
