@@ -80,6 +80,8 @@ SHARED_SRCS += tools/out.c
 
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/chrome_in.c
+REPORT_SRCS += tools/report.c
+REPORT_SRCS += tools/html.c
 
 UNIT_TESTS += tests/unit/test_config.c
 UNIT_TESTS += tests/unit/test_out.c

@@ -12,12 +12,12 @@
 
 #include "map.h"
 
-struct loader {
+struct lp_chrome_builder {
     struct lp_chrome *c;
     struct lp_map names;   /* string hash -> index+1 (collisions checked by strcmp) */
     struct lp_map ids;     /* string pid/tid hash -> small number */
     size_t cap;
-    struct open_b { int64_t pid, tid, ts; uint32_t name; } *open;
+    struct open_b { int64_t pid, tid, ts; uint32_t name, cat; } *open;
     size_t nopen, capopen;
     int oom;
 };
@@ -28,7 +28,7 @@ static uint64_t hash_str(const char *s) {
     return h | 1;
 }
 
-static uint32_t intern(struct loader *l, const char *s) {
+static uint32_t intern(struct lp_chrome_builder *l, const char *s) {
     uint64_t h = hash_str(s), v;
     for (uint64_t probe = h;; probe = probe * 31 + 7) {
         probe |= 1;
@@ -51,7 +51,7 @@ static uint32_t intern(struct loader *l, const char *s) {
 }
 
 /* A pid or tid: integers as they are, strings mapped to numbers from 1,000,000,000 up, absent 0. */
-static int64_t id_of(struct loader *l, const cJSON *j) {
+static int64_t id_of(struct lp_chrome_builder *l, const cJSON *j) {
     if (cJSON_IsNumber(j)) /* beyond int64 (or NaN): no real thread has that id */
         return isfinite(j->valuedouble) && fabs(j->valuedouble) < 9e18 ? (int64_t)j->valuedouble : -1;
     if (!cJSON_IsString(j)) return 0;
@@ -69,7 +69,8 @@ static int64_t us_to_ns(const cJSON *j) {
     return (int64_t)llround(ns);
 }
 
-static void add_slice(struct loader *l, uint32_t name, int64_t pid, int64_t tid, int64_t ts, int64_t dur) {
+static void add_slice(struct lp_chrome_builder *l, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts,
+                      int64_t dur) {
     struct lp_chrome *c = l->c;
     if (c->nslices == l->cap) {
         size_t ncap = l->cap ? l->cap * 2 : 1024;
@@ -78,10 +79,10 @@ static void add_slice(struct loader *l, uint32_t name, int64_t pid, int64_t tid,
         c->slices = s;
         l->cap = ncap;
     }
-    c->slices[c->nslices++] = (struct lp_slice){name, pid, tid, ts, dur < 0 ? 0 : dur};
+    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur};
 }
 
-static void event(struct loader *l, const cJSON *e) {
+static void event(struct lp_chrome_builder *l, const cJSON *e) {
     l->c->events++;
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
     if (!cJSON_IsObject(e) || !cJSON_IsString(ph) || !ph->valuestring[0]) {
@@ -93,6 +94,8 @@ static void event(struct loader *l, const cJSON *e) {
     int64_t pid = id_of(l, cJSON_GetObjectItemCaseSensitive(e, "pid"));
     int64_t tid = id_of(l, cJSON_GetObjectItemCaseSensitive(e, "tid"));
     int64_t ts = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "ts"));
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(e, "cat");
+    const char *cat = cJSON_IsString(ct) ? ct->valuestring : "";
     char p = ph->valuestring[0];
     if ((p != 'X' && p != 'B' && p != 'E') || ts == INT64_MIN) {
         l->c->skipped++;
@@ -100,7 +103,7 @@ static void event(struct loader *l, const cJSON *e) {
     }
     if (p == 'X') {
         int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
-        add_slice(l, intern(l, name), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
+        add_slice(l, intern(l, name), intern(l, cat), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
     } else if (p == 'B') {
         if (l->nopen == l->capopen) {
             size_t ncap = l->capopen ? l->capopen * 2 : 64;
@@ -109,11 +112,11 @@ static void event(struct loader *l, const cJSON *e) {
             l->open = o;
             l->capopen = ncap;
         }
-        l->open[l->nopen++] = (struct open_b){pid, tid, ts, intern(l, name)};
+        l->open[l->nopen++] = (struct open_b){pid, tid, ts, intern(l, name), intern(l, cat)};
     } else { /* E closes the innermost open B of the same thread */
         for (size_t i = l->nopen; i-- > 0;) {
             if (l->open[i].pid != pid || l->open[i].tid != tid) continue;
-            add_slice(l, l->open[i].name, pid, tid, l->open[i].ts, ts - l->open[i].ts);
+            add_slice(l, l->open[i].name, l->open[i].cat, pid, tid, l->open[i].ts, ts - l->open[i].ts);
             memmove(&l->open[i], &l->open[i + 1], (l->nopen - i - 1) * sizeof *l->open);
             l->nopen--;
             return;
@@ -135,7 +138,7 @@ int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *er
         snprintf(err, errlen, "JSON but not a Chrome trace (no traceEvents array)");
         return -1;
     }
-    struct loader l = {.c = out};
+    struct lp_chrome_builder l = {.c = out};
     const cJSON *e;
     cJSON_ArrayForEach(e, events) event(&l, e);
     out->unmatched += l.nopen;
@@ -156,4 +159,28 @@ void lp_chrome_free(struct lp_chrome *c) {
     free(c->names);
     free(c->slices);
     memset(c, 0, sizeof *c);
+}
+
+struct lp_chrome_builder *lp_chrome_builder_new(struct lp_chrome *out) {
+    memset(out, 0, sizeof *out);
+    struct lp_chrome_builder *b = calloc(1, sizeof *b);
+    if (b) b->c = out;
+    return b;
+}
+
+uint32_t lp_chrome_intern(struct lp_chrome_builder *b, const char *name) { return intern(b, name); }
+
+void lp_chrome_add(struct lp_chrome_builder *b, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts_ns,
+                   int64_t dur_ns) {
+    add_slice(b, name, cat, pid, tid, ts_ns, dur_ns);
+}
+
+int lp_chrome_builder_end(struct lp_chrome_builder *b) {
+    int oom = b->oom;
+    lp_map_free(&b->names);
+    lp_map_free(&b->ids);
+    free(b->open);
+    if (oom) lp_chrome_free(b->c);
+    free(b);
+    return oom ? -1 : 0;
 }

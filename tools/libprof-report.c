@@ -1,38 +1,61 @@
-/* libprof-report: the post-processor for libprof traces. Today it converts a raw trace (.lpt)
- * into the Chrome trace JSON, the CSV summary and the summary table, with the same code the
- * preload runs at exit. */
+/* libprof-report: the post-processor. Reads libprof raw traces (.lpt, also cut-short ones),
+ * libprof's Chrome traces and other profilers' Chrome traces (PyTorch, ONNX Runtime, uftrace,
+ * RAF/Neural Engine style), and answers: tables per name with self time and percentiles, per
+ * thread busy time and framework tax, iterations, what-if, memory and I/O (raw traces), diff of
+ * two runs, merge of the processes of one run; exports CSV, events CSV, Chrome JSON, flame graphs
+ * and a self-contained HTML page. The analyses live in report.c and html.c; the raw-trace
+ * conversion is the preload's own (convert.c). */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "chrome_in.h"
 #include "convert.h"
 #include "lpt.h"
+#include "report.h"
 
 static const char usage[] =
-    "usage: libprof-report TRACE [options]\n"
+    "usage: libprof-report TRACE... [options]\n"
     "\n"
-    "TRACE is a raw libprof trace (LIBPROF_OUTPUT=trace.lpt): convert and summarise it; with no\n"
-    "output option the summary table is printed to stdout. TRACE may also be Chrome trace JSON,\n"
-    "libprof's or another profiler's (PyTorch, ONNX Runtime, uftrace --chrome): its slices are\n"
-    "summarised per name (count, total, mean, p50, p90, p99, max).\n"
+    "TRACE: a raw libprof trace (LIBPROF_OUTPUT=trace.lpt), or Chrome trace JSON — libprof's or\n"
+    "another profiler's (PyTorch export_chrome_trace, ONNX Runtime, uftrace dump --chrome, ...).\n"
+    "Without an output option the report is printed: per name count, total, self, mean, min,\n"
+    "p10/p50/p90/p95/p99/p99.9, max; per thread busy time and framework tax; and for raw traces\n"
+    "the memory, I/O per file, BLAS shapes, oneDNN primitives and allocation sites.\n"
     "\n"
-    "options:\n"
-    "  --chrome FILE      write the Chrome trace JSON (open in ui.perfetto.dev or chrome://tracing)\n"
-    "  --csv FILE         write the CSV summary (one row per function, see README)\n"
-    "  --summary          print the summary table to stdout (also with --chrome/--csv)\n"
-    "  --folded FILE      flame graph of allocated bytes by call stack, collapsed format\n"
-    "                     (flamegraph.pl, speedscope, inferno); needs LIBPROF_STACKS\n"
+    "report:\n"
+    "  --top N            rows per table (default: all; 20 in the iteration table)\n"
+    "  --sort KEY         total (default), self, count, mean, p50, p99, max, name\n"
+    "  --filter REGEX     only names matching REGEX (POSIX extended)\n"
+    "  --units U          auto (default), ns, us, ms, s\n"
+    "  --iterations REGEX each slice matching REGEX is one iteration: ops per iteration as\n"
+    "                     columns, statistics across iterations, latency and framework tax\n"
+    "  --skip N           leave the first N iterations (warm-up) out of the statistics\n"
+    "  --kernels REGEX    names that count as kernels for the framework tax, beside BLAS,\n"
+    "                     oneDNN and OpenMP regions (and PyTorch's \"kernel\" category)\n"
+    "  --what-if 'REGEX=RATIO'  estimated latency if matching slices ran RATIO x faster\n"
+    "                     (repeatable; model in the README)\n"
+    "  --diff BASE        compare TRACE against BASE per name (count, total, p50, p99), by impact\n"
+    "  --merge            several TRACEs (processes of one run) on one timeline, aligned by\n"
+    "                     their wall-clock start; with --chrome FILE writes the merged trace\n"
+    "exports:\n"
+    "  --chrome FILE      Chrome trace JSON (convert a raw trace, or write the --merge result)\n"
+    "  --csv FILE         CSV summary (raw trace; one row per function, see README)\n"
+    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr)\n"
+    "  --html FILE        one self-contained page: tables, heap over time, iterations, flame graph\n"
+    "  --folded FILE      flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)\n"
     "  --folded-leaks FILE  the same for bytes leaked at exit\n"
-    "  --speedscope FILE  both as a speedscope JSON file (unit bytes)\n"
-    "  --alloc-min BYTES  allocations at least this large become instant events (default:\n"
-    "                     the value the trace was recorded with; K/M/G suffixes allowed)\n"
+    "  --speedscope FILE  both as a speedscope JSON file\n"
+    "  --summary          print the report too when writing files\n"
+    "  --alloc-min BYTES  allocations at least this large become instants in --chrome\n"
     "  -q, --quiet        no progress or notices on stderr\n"
-    "  -h, --help         this text\n"
-    "  --version          print the version\n"
+    "  -h, --help, --version\n"
     "\n"
     "exit status: 0 done, 1 bad input or output error, 2 bad usage\n";
 
@@ -46,88 +69,21 @@ static void progress(uint64_t done, uint64_t total, void *arg) {
     if (done >= total) fputc('\n', stderr);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-struct name_row { uint32_t name; size_t count; int64_t total; int64_t *durs; };
-
-static int cmp_total(const void *a, const void *b) {
-    const struct name_row *x = a, *y = b;
-    return x->total > y->total ? -1 : x->total < y->total;
-}
-
-/* Percentile `p` of the sorted `d[0..n)`, nearest rank. */
-static int64_t pct(const int64_t *d, size_t n, double p) {
-    size_t rank = (size_t)(p * (double)n + 0.999999);
-    if (rank < 1) rank = 1;
-    return d[rank - 1];
-}
-
-/* Summarise a Chrome trace JSON per slice name. Returns the exit status. */
-static int summarise_chrome(const char *path, const char *text, size_t len) {
-    struct lp_chrome c;
-    char err[256];
-    if (lp_chrome_load(text, len, &c, err, sizeof err) != 0) {
-        fprintf(stderr, "libprof-report: %s: %s\n", path, err);
-        return 1;
-    }
-    struct name_row *rows = calloc(c.nnames ? c.nnames : 1, sizeof *rows);
-    int64_t *durs = malloc((c.nslices ? c.nslices : 1) * sizeof *durs);
-    size_t *fill = calloc(c.nnames ? c.nnames : 1, sizeof *fill);
-    if (!rows || !durs || !fill) {
-        fprintf(stderr, "libprof-report: out of memory\n");
-        return 1;
-    }
-    for (size_t i = 0; i < c.nslices; i++) rows[c.slices[i].name].count++;
-    size_t off = 0;
-    for (size_t n = 0; n < c.nnames; n++) {
-        rows[n].name = (uint32_t)n;
-        rows[n].durs = durs + off;
-        off += rows[n].count;
-    }
-    for (size_t i = 0; i < c.nslices; i++) {
-        struct name_row *r = &rows[c.slices[i].name];
-        r->durs[fill[c.slices[i].name]++] = c.slices[i].dur_ns;
-        r->total += c.slices[i].dur_ns;
-    }
-    qsort(rows, c.nnames, sizeof *rows, cmp_total);
-    printf("%s: %zu events, %zu slices, %zu names", path, c.events, c.nslices, c.nnames);
-    if (c.skipped) printf(", %zu events skipped (not slices)", c.skipped);
-    if (c.unmatched) printf(", %zu unmatched B/E", c.unmatched);
-    printf("\n  %-32s %9s %12s %10s %10s %10s %10s %10s\n", "name", "count", "total us", "mean us", "p50 us",
-           "p90 us", "p99 us", "max us");
-    for (size_t n = 0; n < c.nnames; n++) {
-        struct name_row *r = &rows[n];
-        if (!r->count) continue;
-        qsort(r->durs, r->count, sizeof *r->durs, cmp_i64);
-        printf("  %-32.32s %9zu %12.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", c.names[r->name], r->count,
-               (double)r->total / 1e3, (double)r->total / (double)r->count / 1e3, (double)pct(r->durs, r->count, 0.5) / 1e3,
-               (double)pct(r->durs, r->count, 0.9) / 1e3, (double)pct(r->durs, r->count, 0.99) / 1e3,
-               (double)r->durs[r->count - 1] / 1e3);
-    }
-    free(rows);
-    free(durs);
-    free(fill);
-    lp_chrome_free(&c);
-    return 0;
-}
-
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, n = 0, k;
-    char *b = malloc(cap);
+    char *b = malloc(cap + 1);
     while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
         n += k;
         if (n == cap) {
-            char *nb = realloc(b, cap *= 2);
+            char *nb = realloc(b, (cap *= 2) + 1);
             if (!nb) { free(b); b = NULL; }
             else b = nb;
         }
     }
     fclose(f);
+    if (b) b[n] = '\0';
     *len = n;
     return b;
 }
@@ -147,11 +103,215 @@ static int parse_bytes(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* One input, loaded: a raw trace keeps its reader (memory, I/O, conversions), any trace has its
+ * slices. */
+struct input {
+    const char *path;
+    int raw;
+    struct lp_reader r;
+    struct lp_chrome c;
+};
+
+/* 1 raw, 0 JSON, -1 neither (message printed). */
+static int kind_of(const char *path) {
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char magic[8] = {0};
+    size_t got = fread(magic, 1, sizeof magic, probe);
+    fclose(probe);
+    if (got == sizeof magic && memcmp(magic, LP_FORMAT_MAGIC, 8) == 0) return 1;
+    if (got >= 7 && memcmp(magic, LP_FORMAT_MAGIC, 7) == 0) return 1; /* the reader says which version */
+    size_t i = 0;
+    while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
+    if (i < got && (magic[i] == '{' || magic[i] == '[')) return 0;
+    fprintf(stderr, "libprof-report: %s: neither a libprof raw trace nor Chrome trace JSON\n", path);
+    return -1;
+}
+
+static int load(struct input *in, const char *path, int need_slices) {
+    memset(in, 0, sizeof *in);
+    in->path = path;
+    int k = kind_of(path);
+    if (k < 0) return -1;
+    char err[512];
+    if (k == 1) {
+        in->raw = 1;
+        if (lp_reader_open(&in->r, path, err, sizeof err) != 0) {
+            fprintf(stderr, "libprof-report: %s\n", err);
+            return -1;
+        }
+        if (!quiet && (in->r.truncated || !in->r.end))
+            fprintf(stderr, "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
+                    path, in->r.truncated ? "damaged or partial last chunk" : "the process did not finish",
+                    (unsigned long long)in->r.events, (unsigned long long)in->r.valid_bytes, in->r.size);
+        if (need_slices && rp_slices_from_lpt(&in->r, &in->c, err, sizeof err) != 0) {
+            fprintf(stderr, "libprof-report: %s: %s\n", path, err);
+            return -1;
+        }
+        return 0;
+    }
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text) {
+        fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = lp_chrome_load(text, len, &in->c, err, sizeof err);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "libprof-report: %s: %s\n", path, err);
+        return -1;
+    }
+    return 0;
+}
+
+static void unload(struct input *in) {
+    if (in->raw) lp_reader_close(&in->r);
+    lp_chrome_free(&in->c);
+}
+
+/* The converter's text report (memory, I/O, BLAS, oneDNN, sites) into a string, for --html. */
+static char *summary_text(const struct lp_reader *r, const char *label) {
+    FILE *t = tmpfile();
+    if (!t) return NULL;
+    struct lp_convert_opts o = {.chrome_fd = -1, .summary_fd = fileno(t), .alloc_min = r->hdr.alloc_min, .trace_label = label};
+    char err[256];
+    if (lp_convert(r, &o, err, sizeof err) != 0) {
+        fclose(t);
+        return NULL;
+    }
+    long n = lseek(fileno(t), 0, SEEK_END);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && pread(fileno(t), s, (size_t)n, 0) == n) s[n] = '\0';
+    else { free(s); s = NULL; }
+    fclose(t);
+    return s;
+}
+
+/* Folded allocation stacks of a raw trace into a string (NULL without stacks). */
+static char *folded_text(const struct lp_reader *r) {
+    if (!r->nstacks) return NULL;
+    char path[] = "/tmp/libprof-report-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    close(fd);
+    struct lp_convert_opts o = {.chrome_fd = -1, .summary_fd = -1, .alloc_min = r->hdr.alloc_min, .folded_path = path};
+    char err[256];
+    size_t len;
+    char *s = lp_convert(r, &o, err, sizeof err) == 0 ? slurp(path, &len) : NULL;
+    unlink(path);
+    return s;
+}
+
+/* --merge --chrome: every input's Chrome events on one timeline. A raw trace is converted first;
+ * events are shifted by their file's wall-clock start relative to the earliest one. */
+static int write_merged(struct input *in, int n, const char *out) {
+    cJSON *root = cJSON_CreateObject(), *events = cJSON_AddArrayToObject(root, "traceEvents");
+    cJSON *files = cJSON_CreateArray();
+    int64_t t0 = INT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns < t0) t0 = in[i].c.origin_real_ns;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        if (in[i].raw) {
+            FILE *t = tmpfile();
+            struct lp_convert_opts o = {.chrome_fd = t ? fileno(t) : -1, .summary_fd = -1, .alloc_min = in[i].r.hdr.alloc_min};
+            char err[256];
+            if (!t || lp_convert(&in[i].r, &o, err, sizeof err) != 0) {
+                fprintf(stderr, "libprof-report: %s: cannot convert\n", in[i].path);
+                rc = 1;
+            } else {
+                long m = lseek(fileno(t), 0, SEEK_END);
+                text = m > 0 ? malloc((size_t)m + 1) : NULL;
+                if (text && pread(fileno(t), text, (size_t)m, 0) == m) len = (size_t)m;
+            }
+            if (t) fclose(t);
+        } else {
+            text = slurp(in[i].path, &len);
+        }
+        cJSON *doc = text ? cJSON_ParseWithLength(text, len) : NULL;
+        free(text);
+        if (!doc) {
+            if (!rc) fprintf(stderr, "libprof-report: %s: cannot read it back as JSON\n", in[i].path);
+            rc = 1;
+            break;
+        }
+        double shift_us = in[i].c.origin_real_ns && t0 != INT64_MAX ? (double)(in[i].c.origin_real_ns - t0) / 1e3 : 0;
+        cJSON *evs = cJSON_IsArray(doc) ? doc : cJSON_GetObjectItemCaseSensitive(doc, "traceEvents"), *e;
+        while (evs && (e = cJSON_DetachItemFromArray(evs, 0)) != NULL) {
+            cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
+            if (cJSON_IsNumber(ts)) cJSON_SetNumberValue(ts, ts->valuedouble + shift_us);
+            cJSON_AddItemToArray(events, e);
+        }
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "file", in[i].path);
+        cJSON_AddNumberToObject(f, "shift_us", shift_us);
+        cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "libprof");
+        if (meta) cJSON_AddItemToObject(f, "libprof", meta);
+        cJSON_AddItemToArray(files, f);
+        cJSON_Delete(doc);
+    }
+    cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
+    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
+    cJSON_AddItemToObject(md, "libprof_merge", files);
+    if (rc == 0) {
+        char *s = cJSON_PrintUnformatted(root);
+        FILE *f = s ? fopen(out, "w") : NULL;
+        if (!f || fputs(s, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "libprof-report: cannot write %s: %s\n", out, strerror(errno));
+            rc = 1;
+        }
+        free(s);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* All inputs' slices as one trace, shifted to the earliest wall-clock start. */
+static int merged_slices(struct input *in, int n, struct lp_chrome *out) {
+    struct lp_chrome_builder *b = lp_chrome_builder_new(out);
+    if (!b) return -1;
+    int64_t t0 = INT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns < t0) t0 = in[i].c.origin_real_ns;
+    for (int i = 0; i < n; i++) {
+        const struct lp_chrome *c = &in[i].c;
+        int64_t shift = c->origin_real_ns && t0 != INT64_MAX ? c->origin_real_ns - t0 : 0;
+        for (size_t k = 0; k < c->nslices; k++) {
+            const struct lp_slice *s = &c->slices[k];
+            lp_chrome_add(b, lp_chrome_intern(b, c->names[s->name]), lp_chrome_intern(b, c->names[s->cat]), s->pid, s->tid,
+                          s->ts_ns + shift, s->dur_ns);
+        }
+        out->skipped += c->skipped;
+        out->unmatched += c->unmatched;
+    }
+    out->origin_real_ns = t0 == INT64_MAX ? 0 : t0;
+    return lp_chrome_builder_end(b);
+}
+
+static int compile(regex_t *re, const char *s, const char *opt) {
+    int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char msg[128];
+        regerror(rc, re, msg, sizeof msg);
+        fprintf(stderr, "libprof-report: bad %s regular expression '%s': %s\n", opt, s, msg);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    const char *in = NULL, *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL;
-    int summary = 0;
-    int have_min = 0;
+    const char *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL;
+    const char *events_csv = NULL, *html = NULL, *diff = NULL;
+    const char *inputs[64];
+    int ninputs = 0, summary = 0, have_min = 0, merge = 0;
     uint64_t alloc_min = 0;
+    struct rp_opts o = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -160,10 +320,24 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--version")) {
             printf("libprof-report %s (trace format %d)\n", LIBPROF_VERSION, LP_FORMAT_VERSION);
             return 0;
-        } else if (!strcmp(a, "--chrome") || !strcmp(a, "--csv") || !strcmp(a, "--alloc-min") || !strcmp(a, "--folded") ||
-                   !strcmp(a, "--folded-leaks") || !strcmp(a, "--speedscope")) {
+        } else if (!strcmp(a, "--summary")) {
+            summary = 1;
+        } else if (!strcmp(a, "--merge")) {
+            merge = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            static const char *const valued[] = {"--chrome", "--csv", "--alloc-min", "--folded", "--folded-leaks", "--speedscope",
+                                                 "--events-csv", "--html", "--diff", "--top", "--sort", "--filter", "--units",
+                                                 "--iterations", "--skip", "--kernels", "--what-if"};
+            int known = 0;
+            for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+            if (!known) {
+                fprintf(stderr, "libprof-report: unknown option '%s' (try --help)\n", a);
+                return 2;
+            }
             if (i + 1 >= argc) {
-                fprintf(stderr, "libprof-report: %s needs an argument\n%s", a, usage);
+                fprintf(stderr, "libprof-report: %s needs an argument (try --help)\n", a);
                 return 2;
             }
             const char *v = argv[++i];
@@ -172,84 +346,188 @@ int main(int argc, char **argv) {
             else if (!strcmp(a, "--folded")) folded = v;
             else if (!strcmp(a, "--folded-leaks")) folded_leaks = v;
             else if (!strcmp(a, "--speedscope")) speedscope = v;
-            else if (parse_bytes(v, &alloc_min) != 0) {
-                fprintf(stderr, "libprof-report: bad --alloc-min value '%s'\n", v);
-                return 2;
-            } else have_min = 1;
-        } else if (!strcmp(a, "--summary")) {
-            summary = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "libprof-report: unknown option '%s'\n%s", a, usage);
-            return 2;
-        } else if (!in) {
-            in = a;
+            else if (!strcmp(a, "--events-csv")) events_csv = v;
+            else if (!strcmp(a, "--html")) html = v;
+            else if (!strcmp(a, "--diff")) diff = v;
+            else if (!strcmp(a, "--alloc-min")) {
+                if (parse_bytes(v, &alloc_min) != 0) {
+                    fprintf(stderr, "libprof-report: bad --alloc-min value '%s'\n", v);
+                    return 2;
+                }
+                have_min = 1;
+            } else if (!strcmp(a, "--top") || !strcmp(a, "--skip")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || end == v || n < 0 || n > 1000000000) {
+                    fprintf(stderr, "libprof-report: bad %s value '%s'\n", a, v);
+                    return 2;
+                }
+                if (!strcmp(a, "--top")) o.top = (int)n;
+                else o.skip = (int)n;
+            } else if (!strcmp(a, "--sort")) {
+                static const char *const keys[] = {"total", "self", "count", "mean", "p50", "p99", "max", "name"};
+                int k = -1;
+                for (int j = 0; j < 8; j++)
+                    if (!strcmp(v, keys[j])) k = j;
+                if (k < 0) {
+                    fprintf(stderr, "libprof-report: bad --sort key '%s' (total self count mean p50 p99 max name)\n", v);
+                    return 2;
+                }
+                o.sort = (enum rp_sort)k;
+            } else if (!strcmp(a, "--units")) {
+                static const char *const units[] = {"auto", "ns", "us", "ms", "s"};
+                int k = -1;
+                for (int j = 0; j < 5; j++)
+                    if (!strcmp(v, units[j])) k = j;
+                if (k < 0) {
+                    fprintf(stderr, "libprof-report: bad --units '%s' (auto ns us ms s)\n", v);
+                    return 2;
+                }
+                o.units = (enum rp_units)k;
+            } else if (!strcmp(a, "--filter")) {
+                if (compile(&o.filter, v, a) != 0) return 2;
+                o.have_filter = 1;
+            } else if (!strcmp(a, "--iterations")) {
+                if (compile(&o.iter_re, v, a) != 0) return 2;
+                o.iterations = v;
+            } else if (!strcmp(a, "--kernels")) {
+                if (compile(&o.kernels, v, a) != 0) return 2;
+                o.have_kernels = 1;
+            } else if (!strcmp(a, "--what-if")) {
+                const char *eq = strrchr(v, '=');
+                char *end = NULL;
+                double ratio = eq ? strtod(eq + 1, &end) : 0;
+                if (!eq || eq == v || !end || *end || !(ratio > 0) || o.nwhatif == RP_MAX_WHATIF) {
+                    fprintf(stderr, "libprof-report: bad --what-if '%s' (expected REGEX=RATIO, RATIO > 0)\n", v);
+                    return 2;
+                }
+                char *re = strndup(v, (size_t)(eq - v));
+                if (!re || compile(&o.whatif_re[o.nwhatif], re, a) != 0) return 2;
+                free(re);
+                o.whatif_ratio[o.nwhatif] = ratio;
+                o.whatif_text[o.nwhatif++] = v;
+            }
         } else {
-            fprintf(stderr, "libprof-report: one trace at a time (got '%s' and '%s')\n", in, a);
-            return 2;
+            if (ninputs == 64) {
+                fprintf(stderr, "libprof-report: at most 64 traces at once\n");
+                return 2;
+            }
+            inputs[ninputs++] = a;
         }
     }
-    if (!in) {
+    if (!ninputs) {
         fputs(usage, stderr);
         return 2;
     }
-    int outputs = chrome || csv || folded || folded_leaks || speedscope;
-    if (!outputs) summary = 1;
+    int converts = csv || folded || folded_leaks || speedscope || (chrome && !merge);
+    if (ninputs > 1 && !merge && (converts || events_csv || html || diff)) {
+        fprintf(stderr, "libprof-report: several traces: use --merge (or one trace per run of the tool)\n");
+        return 2;
+    }
+    if (diff && merge) {
+        fprintf(stderr, "libprof-report: --diff compares one trace with BASE; --merge cannot be combined with it\n");
+        return 2;
+    }
+    int report = summary || !(converts || events_csv || html || (merge && chrome));
 
-    /* Not a raw trace? Then perhaps Chrome trace JSON. */
-    FILE *probe = fopen(in, "rb");
-    char magic[8] = {0};
-    if (probe) {
-        size_t got = fread(magic, 1, sizeof magic, probe);
-        fclose(probe);
-        if (got > 0 && !(got == sizeof magic && memcmp(magic, LP_FORMAT_MAGIC, 8) == 0)) {
-            size_t i = 0;
-            while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
-            if (i < got && (magic[i] == '{' || magic[i] == '[')) {
-                if (outputs) {
-                    fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in);
-                    return 2;
-                }
-                size_t len;
-                char *text = slurp(in, &len);
-                if (!text) {
-                    fprintf(stderr, "libprof-report: %s: %s\n", in, strerror(errno));
-                    return 1;
-                }
-                int rc = summarise_chrome(in, text, len);
-                free(text);
-                return rc;
+    struct input *in = calloc((size_t)ninputs, sizeof *in);
+    if (!in) return 1;
+    int rc = 0;
+    for (int i = 0; i < ninputs && rc == 0; i++) {
+        /* slices are needed for the tables, merge, diff, html and a JSON input's events CSV */
+        if (load(&in[i], inputs[i], report || merge || diff || html || events_csv) != 0) rc = 1;
+    }
+    if (rc == 0 && converts) {
+        if (!in[0].raw) {
+            fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in[0].path);
+            rc = 2;
+        } else {
+            struct lp_convert_opts co = {
+                .chrome_path = chrome,
+                .chrome_fd = -1,
+                .csv_path = csv,
+                .summary_fd = -1,
+                .alloc_min = have_min ? alloc_min : in[0].r.hdr.alloc_min,
+                .trace_label = in[0].path,
+                .folded_path = folded,
+                .folded_leaks_path = folded_leaks,
+                .speedscope_path = speedscope,
+                .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL,
+            };
+            char err[512];
+            if (lp_convert(&in[0].r, &co, err, sizeof err) != 0) {
+                fprintf(stderr, "libprof-report: %s\n", err);
+                rc = 1;
             }
         }
     }
-    struct lp_reader r;
-    char err[512];
-    if (lp_reader_open(&r, in, err, sizeof err) != 0) {
-        fprintf(stderr, "libprof-report: %s\n", err);
-        return 1;
+    if (rc == 0 && merge && chrome) rc = write_merged(in, ninputs, chrome);
+    if (rc == 0 && events_csv) {
+        FILE *f = fopen(events_csv, "w");
+        if (!f || (in[0].raw ? rp_events_csv_lpt(f, &in[0].r) : rp_events_csv(f, &in[0].c)) != 0 || fclose(f) != 0) {
+            fprintf(stderr, "libprof-report: cannot write %s: %s\n", events_csv, strerror(errno));
+            rc = 1;
+        }
     }
-    if (!quiet && (r.truncated || !r.end))
-        fprintf(stderr, "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
-                in, r.truncated ? "damaged or partial last chunk" : "the process did not finish",
-                (unsigned long long)r.events, (unsigned long long)r.valid_bytes, r.size);
-    struct lp_convert_opts o = {
-        .chrome_path = chrome,
-        .chrome_fd = -1,
-        .csv_path = csv,
-        .summary_fd = summary ? STDOUT_FILENO : -1,
-        .alloc_min = have_min ? alloc_min : r.hdr.alloc_min,
-        .trace_label = in,
-        .folded_path = folded,
-        .folded_leaks_path = folded_leaks,
-        .speedscope_path = speedscope,
-        .progress = isatty(STDERR_FILENO) ? progress : NULL,
-    };
-    int rc = lp_convert(&r, &o, err, sizeof err);
-    lp_reader_close(&r);
-    if (rc != 0) {
-        fprintf(stderr, "libprof-report: %s\n", err);
-        return 1;
+    if (rc == 0 && html) {
+        FILE *f = fopen(html, "w");
+        char *sum = in[0].raw ? summary_text(&in[0].r, in[0].path) : NULL;
+        char *fold = in[0].raw ? folded_text(&in[0].r) : NULL;
+        if (!f || rp_html(f, in[0].path, &in[0].c, in[0].raw ? &in[0].r : NULL, sum, fold, &o) != 0 || fclose(f) != 0) {
+            fprintf(stderr, "libprof-report: cannot write %s: %s\n", html, strerror(errno));
+            rc = 1;
+        }
+        free(sum);
+        free(fold);
     }
-    return 0;
+    if (rc == 0 && diff) {
+        struct input base;
+        if (load(&base, diff, 1) != 0) rc = 1;
+        else {
+            printf("diff: %s -> %s\n", diff, in[0].path);
+            if (rp_diff(stdout, &base.c, &in[0].c, &o) != 0) rc = 1;
+            unload(&base);
+        }
+        report = summary;
+    }
+    if (rc == 0 && report) {
+        if (merge && ninputs > 1) {
+            struct lp_chrome all;
+            if (merged_slices(in, ninputs, &all) != 0) {
+                fprintf(stderr, "libprof-report: out of memory\n");
+                rc = 1;
+            } else {
+                char label[64];
+                snprintf(label, sizeof label, "%d traces merged", ninputs);
+                if (rp_print(stdout, label, &all, &o) != 0) rc = 1;
+                lp_chrome_free(&all);
+            }
+        } else {
+            for (int i = 0; i < ninputs && rc == 0; i++) {
+                if (i) putchar('\n');
+                if (in[i].raw) { /* the memory, I/O, BLAS and site tables first */
+                    fflush(stdout);
+                    struct lp_convert_opts co = {.chrome_fd = -1, .summary_fd = STDOUT_FILENO, .alloc_min = in[i].r.hdr.alloc_min,
+                                                 .trace_label = in[i].path,
+                                                 .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
+                    char err[512];
+                    if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {
+                        fprintf(stderr, "libprof-report: %s\n", err);
+                        rc = 1;
+                        break;
+                    }
+                    if (in[i].c.nslices == 0) continue; /* no timed calls: nothing more to say */
+                    putchar('\n');
+                }
+                if (rp_print(stdout, in[i].path, &in[i].c, &o) != 0) rc = 1;
+            }
+        }
+    }
+    if (fflush(stdout) != 0 && rc == 0) {
+        fprintf(stderr, "libprof-report: cannot write the report: %s\n", strerror(errno));
+        rc = 1;
+    }
+    for (int i = 0; i < ninputs; i++) unload(&in[i]);
+    free(in);
+    return rc;
 }

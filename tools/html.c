@@ -1,0 +1,278 @@
+/* html.c: libprof-report --html — one self-contained page (inline CSS and SVG, no script, no
+ * network): the top entry points, per-thread busy and kernel shares, the heap over time, the
+ * iteration latencies, the memory / I/O / BLAS tables, and a flame graph of allocated bytes by
+ * call stack. Plots are drawn here as SVG so the page opens anywhere, offline. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+#include "report.h"
+
+int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+                void *arg);
+int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
+
+static void esc(FILE *f, const char *s, size_t n) {
+    for (size_t i = 0; i < n && s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '<') fputs("&lt;", f);
+        else if (ch == '>') fputs("&gt;", f);
+        else if (ch == '&') fputs("&amp;", f);
+        else if (ch == '"') fputs("&quot;", f);
+        else if (ch < 0x20 && ch != '\n' && ch != '\t') fputc(' ', f);
+        else fputc(ch, f);
+    }
+}
+
+static void dur(char *b, size_t n, int64_t ns) {
+    if (ns < 10000) snprintf(b, n, "%lld ns", (long long)ns);
+    else if (ns < 10000000) snprintf(b, n, "%.1f us", (double)ns / 1e3);
+    else if (ns < 10000000000LL) snprintf(b, n, "%.1f ms", (double)ns / 1e6);
+    else snprintf(b, n, "%.2f s", (double)ns / 1e9);
+}
+
+static void bytes(char *b, size_t n, double v) {
+    if (v < 10 * 1024) snprintf(b, n, "%.0f B", v);
+    else if (v < 10.0 * 1024 * 1024) snprintf(b, n, "%.1f KiB", v / 1024);
+    else if (v < 10.0 * 1024 * 1024 * 1024) snprintf(b, n, "%.1f MiB", v / 1048576);
+    else snprintf(b, n, "%.2f GiB", v / 1073741824.0);
+}
+
+static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {
+    FILE *f = arg;
+    fputs("<tr><td class=n>", f);
+    esc(f, name, strlen(name));
+    fprintf(f, "</td><td>%zu</td>", count);
+    for (int k = 0; k < 6; k++) {
+        char b[32];
+        dur(b, sizeof b, v[k]);
+        fprintf(f, "<td>%s</td>", b);
+    }
+    fputs("</tr>\n", f);
+}
+
+struct bars { FILE *f; int y; };
+static void thread_emit(void *arg, int64_t pid, int64_t tid, int64_t wall, int64_t busy, int64_t kernel) {
+    struct bars *b = arg;
+    double bw = wall > 0 ? 600.0 * (double)busy / (double)wall : 0, kw = wall > 0 ? 600.0 * (double)kernel / (double)wall : 0;
+    char w[32];
+    dur(w, sizeof w, wall);
+    fprintf(b->f,
+            "<text x=0 y=%d>%lld/%lld</text><rect x=160 y=%d width=600 height=16 fill=#eee/>"
+            "<rect x=160 y=%d width=%.1f height=16 fill=#9ecae1><title>busy %.1f%%</title></rect>"
+            "<rect x=160 y=%d width=%.1f height=16 fill=#3182bd><title>kernel %.1f%%</title></rect>"
+            "<text x=770 y=%d>%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
+            b->y + 13, (long long)pid, (long long)tid, b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6, kw / 6);
+    b->y += 22;
+}
+
+/* The live heap over time from a raw trace: up to 1000 points (the maximum of each bucket). */
+static void heap_plot(FILE *f, const struct lp_reader *r) {
+    struct lp_iter *it = lp_iter_new(r);
+    if (!it) return;
+    enum { N = 1000 };
+    double *mx = calloc(N, sizeof *mx);
+    uint8_t *has = calloc(N, 1);
+    struct lp_map live = {0};
+    uint64_t span = lp_ticks_to_ns(r, r->last_ticks) + 1, cur = 0, peak = 0;
+    struct lp_event e;
+    while (mx && has && lp_iter_next(it, &e)) {
+        int shape = lp_kind_shape[e.kind];
+        uint64_t v;
+        if (shape == LP_SHAPE_FREE || (shape == LP_SHAPE_REALLOC && e.phase == 0)) {
+            uint64_t p = shape == LP_SHAPE_FREE ? e.w[0] : e.w[2];
+            if (shape == LP_SHAPE_REALLOC && (!e.w[2] || (e.w[1] == 0 && e.w[0] > 0))) continue;
+            if (p && lp_map_take(&live, p, &v)) cur -= v;
+        } else if ((shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) && e.w[1]) {
+            if (lp_map_take(&live, e.w[1], &v)) cur -= v;
+            lp_map_put(&live, e.w[1], e.w[0], NULL);
+            cur += e.w[0];
+        } else {
+            continue;
+        }
+        size_t b = (size_t)((double)e.ns / (double)span * N);
+        if (b >= N) b = N - 1;
+        if (!has[b] || cur > mx[b]) mx[b] = (double)cur;
+        has[b] = 1;
+        if (cur > peak) peak = cur;
+    }
+    if (peak > 0) {
+        char pk[32], sp[32];
+        bytes(pk, sizeof pk, (double)peak);
+        dur(sp, sizeof sp, (int64_t)span);
+        fprintf(f, "<h2>Heap over time</h2><p>live requested bytes; peak %s; run %s</p>\n", pk, sp);
+        fprintf(f, "<svg width=820 height=240 viewBox=\"0 0 820 240\" role=img aria-label=\"heap over time\">"
+                   "<rect x=60 y=10 width=740 height=200 fill=#fafafa stroke=#ccc/>"
+                   "<text x=0 y=20>%s</text><text x=0 y=210>0</text><text x=60 y=230>0</text><text x=740 y=230>%s</text>"
+                   "<polyline fill=none stroke=#d62728 stroke-width=1.5 points=\"",
+                pk, sp);
+        double last = 0;
+        for (int b = 0; b < N; b++) {
+            if (has[b]) last = mx[b];
+            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (N - 1), 210 - 200.0 * last / (double)peak);
+        }
+        fputs("\"/></svg>\n", f);
+    }
+    free(mx);
+    free(has);
+    lp_map_free(&live);
+    lp_iter_free(it);
+}
+
+static void iteration_chart(FILE *f, const struct lp_chrome *c, const struct rp_opts *o) {
+    size_t n;
+    int64_t *lat = rp_iteration_latencies(c, o, &n);
+    if (!lat || !n) { free(lat); return; }
+    int64_t mx = 1;
+    for (size_t i = 0; i < n; i++) mx = lat[i] > mx ? lat[i] : mx;
+    size_t show = n > 200 ? 200 : n;
+    double bw = 740.0 / (double)show;
+    char m[32];
+    dur(m, sizeof m, mx);
+    fprintf(f, "<h2>Iterations</h2><p>latency of each <code>");
+    esc(f, o->iterations, strlen(o->iterations));
+    fprintf(f, "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=820 height=240 viewBox=\"0 0 820 240\" role=img "
+               "aria-label=\"iteration latencies\"><text x=0 y=20>%s</text>", n, n > show ? ", first 200 shown" : "", o->skip, m);
+    for (size_t i = 0; i < show; i++) {
+        double h = 200.0 * (double)lat[i] / (double)mx;
+        char d[32];
+        dur(d, sizeof d, lat[i]);
+        fprintf(f, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=%s><title>iteration %zu: %s</title></rect>", 60 + bw * (double)i,
+                210 - h, bw * 0.8, h, (int)i < o->skip ? "#bbb" : "#2ca02c", i, d);
+    }
+    fputs("</svg>\n", f);
+    free(lat);
+}
+
+/* ---- flame graph from folded stacks ---------------------------------------------------------- */
+
+struct node { const char *name; size_t len; uint64_t value; int first, next; };
+
+struct tree { struct node *v; int n, cap; };
+
+static int child(struct tree *t, int parent, const char *name, size_t len) {
+    for (int k = t->v[parent].first; k >= 0; k = t->v[k].next)
+        if (t->v[k].len == len && !memcmp(t->v[k].name, name, len)) return k;
+    if (t->n == t->cap) {
+        int cap = t->cap * 2;
+        struct node *nv = realloc(t->v, (size_t)cap * sizeof *nv);
+        if (!nv) return -1;
+        t->v = nv;
+        t->cap = cap;
+    }
+    t->v[t->n] = (struct node){name, len, 0, -1, t->v[parent].first};
+    t->v[parent].first = t->n;
+    return t->n++;
+}
+
+static void flame_node(FILE *f, const struct tree *t, int k, double x, double w, int depth, uint64_t total) {
+    const struct node *nd = &t->v[k];
+    if (depth >= 0 && w >= 0.5) {
+        double y = 20.0 + depth * 18.0;
+        unsigned hue = 0;
+        for (size_t i = 0; i < nd->len; i++) hue = hue * 31 + (unsigned char)nd->name[i];
+        char b[32];
+        bytes(b, sizeof b, (double)nd->value);
+        fputs("<g><title>", f);
+        esc(f, nd->name, nd->len);
+        fprintf(f, " — %s (%.1f%%)</title><rect x=%.1f y=%.1f width=%.1f height=17 fill=\"hsl(%u,70%%,%u%%)\"/>", b,
+                100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
+        if (w > 40) {
+            size_t fit = (size_t)(w / 6.5);
+            fprintf(f, "<text x=%.1f y=%.1f font-size=11>", x + 3, y + 13);
+            esc(f, nd->name, nd->len < fit ? nd->len : fit);
+            fputs("</text>", f);
+        }
+        fputs("</g>\n", f);
+    }
+    if (depth > 40) return;
+    double cx = x;
+    for (int c = nd->first; c >= 0; c = t->v[c].next) {
+        double cw = nd->value ? w * (double)t->v[c].value / (double)nd->value : 0;
+        flame_node(f, t, c, cx, cw, depth + 1, total);
+        cx += cw;
+    }
+}
+
+static void flame(FILE *f, const char *folded) {
+    struct tree t = {malloc(256 * sizeof *t.v), 1, 256};
+    if (!t.v) return;
+    t.v[0] = (struct node){"all", 3, 0, -1, -1};
+    int depth = 0;
+    for (const char *p = folded; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        const char *sp = nl;
+        while (sp > p && sp[-1] != ' ') sp--;
+        uint64_t v = strtoull(sp, NULL, 10);
+        int cur = 0, d = 0;
+        t.v[0].value += v;
+        for (const char *s = p; s < sp - 1 && cur >= 0;) {
+            const char *semi = memchr(s, ';', (size_t)(sp - 1 - s));
+            const char *e = semi ? semi : sp - 1;
+            cur = child(&t, cur, s, (size_t)(e - s));
+            if (cur >= 0) t.v[cur].value += v;
+            d++;
+            s = semi ? semi + 1 : sp;
+        }
+        if (d > depth) depth = d;
+        p = nl + 1;
+    }
+    if (t.v[0].value) {
+        if (depth > 40) depth = 40;
+        char b[32];
+        bytes(b, sizeof b, (double)t.v[0].value);
+        fprintf(f, "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
+                   "all); hover a frame for its share</p>\n<svg width=1000 height=%d viewBox=\"0 0 1000 %d\" role=img "
+                   "aria-label=\"flame graph\" font-family=monospace>\n",
+                b, 40 + depth * 18, 40 + depth * 18);
+        flame_node(f, &t, 0, 0, 1000, -1, t.v[0].value);
+        fputs("</svg>\n", f);
+    }
+    free(t.v);
+}
+
+int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
+            const char *folded, const struct rp_opts *o) {
+    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>libprof report: ", f);
+    esc(f, label, strlen(label));
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}"
+          "td,th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right}td.n,th.n{text-align:left;font-family:monospace}"
+          "pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}svg{font-size:12px}</style></head><body>\n",
+          f);
+    fputs("<h1>libprof report</h1><p>", f);
+    esc(f, label, strlen(label));
+    fprintf(f, " — %zu slices, %zu names</p>\n", c->nslices, c->nnames);
+    fputs("<h2>Top entry points</h2><table><tr><th class=n>name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
+          "<th>p50</th><th>p99</th><th>max</th></tr>\n",
+          f);
+    struct rp_opts top = *o;
+    if (top.top <= 0) top.top = 25;
+    rp_top_rows(c, &top, row_emit, f);
+    fputs("</table>\n<h2>Threads</h2><p>share of each thread's wall time spent in traced calls (light) and in kernels "
+          "(dark); the rest is framework tax</p>\n<svg width=1000 height=",
+          f);
+    /* the height needs the thread count: draw into a second pass */
+    struct bars b = {f, 0};
+    long pos = ftell(f);
+    fputs("000000 role=img aria-label=\"threads\">\n", f);
+    rp_thread_shares(c, o, thread_emit, &b);
+    fputs("</svg>\n", f);
+    long end = ftell(f);
+    if (pos >= 0 && end >= 0 && fseek(f, pos, SEEK_SET) == 0) { /* patch the height in place */
+        fprintf(f, "%06d", b.y + 4);
+        fseek(f, end, SEEK_SET);
+    }
+    if (r) heap_plot(f, r);
+    if (o->iterations) iteration_chart(f, c, o);
+    if (folded) flame(f, folded);
+    if (summary && *summary) {
+        fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites</h2><pre>", f);
+        esc(f, summary, strlen(summary));
+        fputs("</pre>\n", f);
+    }
+    fputs("<p><small>written by libprof-report " LIBPROF_VERSION "</small></p></body></html>\n", f);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,814 @@
+/* report.c: libprof-report's analyses over slices — see report.h.
+ *
+ * Everything starts from one index: the slices of each thread sorted by start (longest first on
+ * ties), walked with a stack to give every slice its parent. From that come self time (a slice's
+ * duration minus its direct children's), busy time (slices at the top of a thread, a libprof
+ * "thread" life not counting as work), kernel time (outermost kernel slices) and the iteration
+ * windows. Percentiles are exact: each name's durations are sorted. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+
+/* ---- raw trace -> slices ------------------------------------------------------------------ */
+
+static const char *blas_routine(unsigned call, uint64_t op) {
+    static const char *const names[4][4] = {{"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
+                                            {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
+    unsigned row = call == LP_CALL_GEMM ? 0 : call == LP_CALL_GEMV ? 1 : call == LP_CALL_DOT ? 2 : 3;
+    return names[row][op & 3];
+}
+
+int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen) {
+    struct lp_chrome_builder *b = lp_chrome_builder_new(out);
+    struct lp_iter *it = b ? lp_iter_new(r) : NULL;
+    if (!it) {
+        if (b) lp_chrome_builder_end(b);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint32_t fam[LP_FAM_COUNT], annot = lp_chrome_intern(b, "annot");
+    for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_chrome_intern(b, lp_family_names[f]);
+    uint32_t callname[LP_CALL_COUNT];
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) callname[k] = lp_chrome_intern(b, lp_call_names[k]);
+    struct lp_map range_ix = {0}; /* annotation name id + 1 -> interned */
+    struct lp_event e;
+    char tmp[64];
+    while (lp_iter_next(it, &e)) {
+        if (!e.timed || e.phase != 1) continue;
+        int shape = lp_kind_shape[e.kind];
+        uint32_t name, cat;
+        if (shape == LP_SHAPE_RANGE) {
+            uint64_t v;
+            if (!lp_map_get(&range_ix, e.w[0] + 1, &v)) {
+                uint32_t len;
+                const char *n = lp_reader_name(r, e.w[0], &len);
+                char *s = strndup(n, len);
+                v = s ? lp_chrome_intern(b, s) : 0;
+                free(s);
+                lp_map_put(&range_ix, e.w[0] + 1, v, NULL);
+            }
+            name = (uint32_t)v;
+            cat = annot;
+        } else if (shape == LP_SHAPE_CALL) {
+            unsigned call = lp_call_id(e.w[0]), nargs = lp_call_nargs(e.w[0]);
+            const uint64_t *a = e.w + 1;
+            unsigned role = lp_call_role[call];
+            if ((role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) && nargs) {
+                snprintf(tmp, sizeof tmp, "%s", blas_routine(call, a[nargs - 1]));
+                name = lp_chrome_intern(b, tmp);
+            } else if (role == LP_ROLE_DNNL && nargs) {
+                uint32_t len;
+                const char *n = lp_reader_name(r, a[0], &len);
+                char *s = strndup(n, len);
+                name = s ? lp_chrome_intern(b, s) : callname[call];
+                free(s);
+            } else {
+                name = callname[call];
+            }
+            cat = fam[lp_call_family[call]];
+        } else {
+            continue; /* allocations: the memory report covers them */
+        }
+        lp_chrome_add(b, name, cat, r->hdr.pid, e.tid, (int64_t)e.start_ns, (int64_t)e.dur_ns);
+    }
+    lp_iter_free(it);
+    lp_map_free(&range_ix);
+    out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;
+    out->pid = r->hdr.pid;
+    if (lp_chrome_builder_end(b) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the index ---------------------------------------------------------------------------- */
+
+struct an {
+    const struct lp_chrome *c;
+    const struct rp_opts *o;
+    uint32_t *order;  /* slices by thread, start, longest first */
+    int64_t *parent;  /* index of the enclosing slice, -1 at the top */
+    int64_t *self;
+    uint8_t *life;    /* a libprof thread life: not work */
+    uint8_t *kernel;  /* a kernel entry point */
+    uint8_t *outer_kernel;
+    size_t n;
+};
+
+static const struct lp_chrome *sort_c;
+static int cmp_order(const void *x, const void *y) {
+    const struct lp_slice *a = &sort_c->slices[*(const uint32_t *)x], *b = &sort_c->slices[*(const uint32_t *)y];
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->ts_ns != b->ts_ns) return a->ts_ns < b->ts_ns ? -1 : 1;
+    if (a->dur_ns != b->dur_ns) return a->dur_ns > b->dur_ns ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static int is_kernel_cat(const char *cat) {
+    static const char *const cats[] = {"blas", "dnnl", "omp", "kernel", "Kernel", "gpu_op", "cuda_runtime"};
+    for (size_t i = 0; i < sizeof cats / sizeof *cats; i++)
+        if (!strcmp(cat, cats[i])) return 1;
+    return 0;
+}
+
+static void an_free(struct an *a) {
+    free(a->order);
+    free(a->parent);
+    free(a->self);
+    free(a->life);
+    free(a->kernel);
+    free(a->outer_kernel);
+}
+
+static int an_build(struct an *a, const struct lp_chrome *c, const struct rp_opts *o) {
+    memset(a, 0, sizeof *a);
+    a->c = c;
+    a->o = o;
+    a->n = c->nslices;
+    size_t n = a->n ? a->n : 1;
+    a->order = malloc(n * sizeof *a->order);
+    a->parent = malloc(n * sizeof *a->parent);
+    a->self = malloc(n * sizeof *a->self);
+    a->life = calloc(n, 1);
+    a->kernel = calloc(n, 1);
+    a->outer_kernel = calloc(n, 1);
+    int64_t *stack = malloc(n * sizeof *stack);
+    if (!a->order || !a->parent || !a->self || !a->life || !a->kernel || !a->outer_kernel || !stack) {
+        free(stack);
+        an_free(a);
+        return -1;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct lp_slice *s = &c->slices[i];
+        a->order[i] = (uint32_t)i;
+        a->self[i] = s->dur_ns;
+        const char *cat = c->names[s->cat], *name = c->names[s->name];
+        a->life[i] = !strcmp(cat, "thread") && !strcmp(name, "thread");
+        a->kernel[i] = is_kernel_cat(cat) || (o->have_kernels && regexec(&o->kernels, name, 0, NULL, 0) == 0);
+    }
+    sort_c = c;
+    qsort(a->order, a->n, sizeof *a->order, cmp_order);
+    size_t depth = 0;
+    for (size_t k = 0; k < a->n; k++) {
+        uint32_t i = a->order[k];
+        const struct lp_slice *s = &c->slices[i];
+        if (k > 0) {
+            const struct lp_slice *prev = &c->slices[a->order[k - 1]];
+            if (prev->pid != s->pid || prev->tid != s->tid) depth = 0; /* another thread */
+        }
+        while (depth > 0) {
+            const struct lp_slice *top = &c->slices[stack[depth - 1]];
+            if (s->ts_ns < top->ts_ns + top->dur_ns) break;
+            depth--;
+        }
+        a->parent[i] = depth ? stack[depth - 1] : -1;
+        if (depth) a->self[stack[depth - 1]] -= s->dur_ns; /* partial overlaps: clipped below */
+        int outer = a->kernel[i];
+        for (size_t d = 0; d < depth && outer; d++)
+            if (a->kernel[stack[d]]) outer = 0;
+        a->outer_kernel[i] = (uint8_t)outer;
+        stack[depth++] = i;
+    }
+    for (size_t i = 0; i < a->n; i++)
+        if (a->self[i] < 0) a->self[i] = 0;
+    free(stack);
+    return 0;
+}
+
+/* Work at the top of its thread: no parent, or only a thread life above. */
+static int top_work(const struct an *a, size_t i) {
+    if (a->life[i]) return 0;
+    int64_t p = a->parent[i];
+    return p < 0 || a->life[p];
+}
+
+/* ---- formatting --------------------------------------------------------------------------- */
+
+static const char *unit_name(enum rp_units u) {
+    return u == RP_NS ? "ns" : u == RP_US ? "us" : u == RP_MS ? "ms" : u == RP_S ? "s" : "";
+}
+
+static void fmt_dur(char *buf, size_t len, int64_t ns, enum rp_units u) {
+    switch (u) {
+    case RP_NS: snprintf(buf, len, "%lld", (long long)ns); return;
+    case RP_US: snprintf(buf, len, "%.3f", (double)ns / 1e3); return;
+    case RP_MS: snprintf(buf, len, "%.3f", (double)ns / 1e6); return;
+    case RP_S: snprintf(buf, len, "%.6f", (double)ns / 1e9); return;
+    default: break;
+    }
+    int64_t a = ns < 0 ? -ns : ns;
+    if (a < 10000) snprintf(buf, len, "%lld ns", (long long)ns);
+    else if (a < 10000000) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+    else if (a < 10000000000LL) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+}
+
+static int shown(const struct rp_opts *o, const char *name) {
+    return !o->have_filter || regexec(&o->filter, name, 0, NULL, 0) == 0;
+}
+
+/* ---- per-name statistics ------------------------------------------------------------------ */
+
+struct row {
+    uint32_t name;
+    size_t count;
+    int64_t total, self, min, max, p10, p50, p90, p95, p99, p999;
+};
+
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int64_t pct(const int64_t *d, size_t n, double p) {
+    size_t rank = (size_t)ceil(p * (double)n);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    return d[rank - 1];
+}
+
+/* One row per name (indexed by name id; rows with count 0 unused). */
+static struct row *name_rows(const struct an *a) {
+    const struct lp_chrome *c = a->c;
+    struct row *rows = calloc(c->nnames ? c->nnames : 1, sizeof *rows);
+    size_t *start = calloc(c->nnames + 1, sizeof *start);
+    int64_t *d = malloc((a->n ? a->n : 1) * sizeof *d);
+    if (!rows || !start || !d) {
+        free(rows);
+        free(start);
+        free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < a->n; i++) start[c->slices[i].name + 1]++;
+    for (size_t k = 1; k <= c->nnames; k++) start[k] += start[k - 1];
+    size_t *fill = calloc(c->nnames ? c->nnames : 1, sizeof *fill);
+    if (!fill) {
+        free(rows);
+        free(start);
+        free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct lp_slice *s = &c->slices[i];
+        struct row *r = &rows[s->name];
+        d[start[s->name] + fill[s->name]++] = s->dur_ns;
+        r->count++;
+        r->total += s->dur_ns;
+        r->self += a->self[i];
+    }
+    for (size_t k = 0; k < c->nnames; k++) {
+        struct row *r = &rows[k];
+        r->name = (uint32_t)k;
+        if (!r->count) continue;
+        int64_t *v = d + start[k];
+        qsort(v, r->count, sizeof *v, cmp_i64);
+        r->min = v[0];
+        r->max = v[r->count - 1];
+        r->p10 = pct(v, r->count, 0.10);
+        r->p50 = pct(v, r->count, 0.50);
+        r->p90 = pct(v, r->count, 0.90);
+        r->p95 = pct(v, r->count, 0.95);
+        r->p99 = pct(v, r->count, 0.99);
+        r->p999 = pct(v, r->count, 0.999);
+    }
+    free(fill);
+    free(start);
+    free(d);
+    return rows;
+}
+
+static enum rp_sort sort_by;
+static const struct lp_chrome *sort_names;
+static int64_t row_key(const struct row *r) {
+    switch (sort_by) {
+    case RP_SELF: return r->self;
+    case RP_COUNT: return (int64_t)r->count;
+    case RP_MEAN: return r->count ? r->total / (int64_t)r->count : 0;
+    case RP_P50: return r->p50;
+    case RP_P99: return r->p99;
+    case RP_MAX: return r->max;
+    default: return r->total;
+    }
+}
+static int cmp_row(const void *x, const void *y) {
+    const struct row *a = x, *b = y;
+    if (sort_by == RP_NAME) return strcmp(sort_names->names[a->name], sort_names->names[b->name]);
+    int64_t ka = row_key(a), kb = row_key(b);
+    return ka > kb ? -1 : ka < kb ? 1 : strcmp(sort_names->names[a->name], sort_names->names[b->name]);
+}
+
+/* Rows to show, sorted, filtered, cut to --top; their number in *n. Caller frees. */
+static struct row *ranked_rows(const struct an *a, size_t *n) {
+    struct row *rows = name_rows(a);
+    if (!rows) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < a->c->nnames; i++)
+        if (rows[i].count && shown(a->o, a->c->names[rows[i].name])) rows[k++] = rows[i];
+    sort_by = a->o->sort;
+    sort_names = a->c;
+    qsort(rows, k, sizeof *rows, cmp_row);
+    if (a->o->top > 0 && (size_t)a->o->top < k) k = (size_t)a->o->top;
+    *n = k;
+    return rows;
+}
+
+static int name_width(const struct lp_chrome *c, const struct row *rows, size_t n) {
+    size_t w = 4;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(c->names[rows[i].name]);
+        if (l > w) w = l;
+    }
+    return (int)(w > 60 ? 60 : w);
+}
+
+static void print_table(FILE *f, const struct an *a) {
+    size_t n;
+    struct row *rows = ranked_rows(a, &n);
+    if (!rows) return;
+    const struct rp_opts *o = a->o;
+    int w = name_width(a->c, rows, n);
+    static const char *const cols[] = {"total", "self", "mean", "min", "p10", "p50", "p90", "p95", "p99", "p99.9", "max"};
+    fprintf(f, "%-*s %9s", w, "name", "count");
+    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) fprintf(f, " %10s", cols[k]);
+    if (o->units != RP_AUTO) fprintf(f, "   (%s)", unit_name(o->units));
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->min, r->p10, r->p50, r->p90, r->p95, r->p99, r->p999, r->max};
+        fprintf(f, "%-*.*s %9zu", w, w, a->c->names[r->name], r->count);
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+            char b[32];
+            fmt_dur(b, sizeof b, v[k], o->units);
+            fprintf(f, " %10s", b);
+        }
+        fputc('\n', f);
+    }
+    free(rows);
+}
+
+/* ---- threads: busy time and framework tax ------------------------------------------------- */
+
+struct thr {
+    int64_t pid, tid, first, last, busy, kernel, life;
+};
+
+static struct thr *threads(const struct an *a, size_t *n) {
+    struct thr *t = NULL;
+    size_t k = 0, cap = 0;
+    for (size_t j = 0; j < a->n; j++) {
+        const struct lp_slice *s = &a->c->slices[a->order[j]];
+        if (!k || t[k - 1].pid != s->pid || t[k - 1].tid != s->tid) {
+            if (k == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct thr *nt = realloc(t, cap * sizeof *nt);
+                if (!nt) { free(t); return NULL; }
+                t = nt;
+            }
+            t[k++] = (struct thr){s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0};
+        }
+        struct thr *x = &t[k - 1];
+        uint32_t i = a->order[j];
+        if (s->ts_ns + s->dur_ns > x->last) x->last = s->ts_ns + s->dur_ns;
+        if (top_work(a, i)) x->busy += s->dur_ns;
+        if (a->outer_kernel[i]) x->kernel += s->dur_ns;
+        if (a->life[i]) x->life = 1;
+    }
+    *n = k;
+    return t;
+}
+
+static void print_threads(FILE *f, const struct an *a) {
+    size_t n;
+    struct thr *t = threads(a, &n);
+    if (!t || !n) { free(t); return; }
+    fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, oneDNN,\n"
+               "OpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
+    fprintf(f, "%8s %10s %11s %11s %7s %11s %7s %9s\n", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%", "tax%");
+    for (size_t i = 0; i < n; i++) {
+        int64_t wall = t[i].last - t[i].first;
+        char w[32], b[32], k[32];
+        fmt_dur(w, sizeof w, wall, RP_AUTO);
+        fmt_dur(b, sizeof b, t[i].busy, RP_AUTO);
+        fmt_dur(k, sizeof k, t[i].kernel, RP_AUTO);
+        double bp = wall ? 100.0 * (double)t[i].busy / (double)wall : 0, kp = wall ? 100.0 * (double)t[i].kernel / (double)wall : 0;
+        fprintf(f, "%8lld %10lld %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", (long long)t[i].pid, (long long)t[i].tid, w, b, bp, k, kp,
+                100.0 - kp);
+    }
+    free(t);
+}
+
+/* ---- what-if -------------------------------------------------------------------------------
+ * Model: the matching slices (outermost matches only) run RATIO x faster; each thread's timeline
+ * shrinks by what its own matching slices save, nothing else moves. The run's end-to-end time
+ * becomes the latest thread end after shrinking. Cross-thread waits are not modelled: a thread
+ * waiting on a faster one is not sped up unless its wait is itself a matching slice. */
+
+static int whatif_match(const struct rp_opts *o, const char *name, double *ratio) {
+    for (int k = 0; k < o->nwhatif; k++)
+        if (regexec(&o->whatif_re[k], name, 0, NULL, 0) == 0) {
+            *ratio = o->whatif_ratio[k];
+            return 1;
+        }
+    return 0;
+}
+
+/* Time saved by slice i (0 when it is not an outermost match). */
+static int64_t saved_by(const struct an *a, size_t i) {
+    double ratio;
+    const struct lp_slice *s = &a->c->slices[i];
+    if (a->life[i] || !whatif_match(a->o, a->c->names[s->name], &ratio)) return 0;
+    for (int64_t p = a->parent[i]; p >= 0; p = a->parent[p]) {
+        double r2;
+        if (whatif_match(a->o, a->c->names[a->c->slices[p].name], &r2)) return 0;
+    }
+    return (int64_t)((double)s->dur_ns * (1.0 - 1.0 / ratio));
+}
+
+static void print_whatif(FILE *f, const struct an *a) {
+    if (!a->o->nwhatif || !a->n) return;
+    size_t n;
+    struct thr *t = threads(a, &n);
+    if (!t) return;
+    int64_t *saved = calloc(n ? n : 1, sizeof *saved);
+    int64_t start = INT64_MAX, end = INT64_MIN, matched = 0, matched_time = 0;
+    size_t ti = 0;
+    /* a thread's end here is its last work, not its life slice: a pool thread alive until the
+     * process exits does not hold the estimate back */
+    for (size_t k = 0; k < n; k++) t[k].last = INT64_MIN;
+    for (size_t j = 0; j < a->n; j++) {
+        uint32_t i = a->order[j];
+        const struct lp_slice *s = &a->c->slices[i];
+        while (ti < n && (t[ti].pid != s->pid || t[ti].tid != s->tid)) ti++;
+        if (a->life[i]) continue;
+        if (ti < n && s->ts_ns + s->dur_ns > t[ti].last) t[ti].last = s->ts_ns + s->dur_ns;
+        if (s->ts_ns < start) start = s->ts_ns;
+        if (s->ts_ns + s->dur_ns > end) end = s->ts_ns + s->dur_ns;
+        int64_t sv = saved_by(a, i);
+        if (sv) {
+            matched++;
+            matched_time += s->dur_ns;
+            if (ti < n) saved[ti] += sv;
+        }
+    }
+    int64_t after_end = INT64_MIN;
+    for (size_t k = 0; k < n; k++)
+        if (t[k].last != INT64_MIN && t[k].last - saved[k] > after_end) after_end = t[k].last - saved[k];
+    if (after_end == INT64_MIN) after_end = end;
+    char b[32], c2[32], m[32];
+    fmt_dur(b, sizeof b, end - start, RP_AUTO);
+    fmt_dur(c2, sizeof c2, after_end - start, RP_AUTO);
+    fmt_dur(m, sizeof m, matched_time, RP_AUTO);
+    fprintf(f, "\nwhat-if");
+    for (int k = 0; k < a->o->nwhatif; k++) fprintf(f, " '%s'", a->o->whatif_text[k]);
+    fprintf(f, ": %lld matching slices, %s\n  total latency %s -> estimated %s (%.1f%% less)\n", (long long)matched, m, b, c2,
+            end > start ? 100.0 * (double)((end - start) - (after_end - start)) / (double)(end - start) : 0);
+    free(saved);
+    free(t);
+}
+
+/* ---- iterations ---------------------------------------------------------------------------- */
+
+struct iter { size_t slice; int64_t ts, end, latency, kernel, saved; };
+
+static int cmp_iter(const void *x, const void *y) {
+    const struct iter *a = x, *b = y;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+static void print_iterations(FILE *f, const struct an *a) {
+    const struct rp_opts *o = a->o;
+    const struct lp_chrome *c = a->c;
+    struct iter *it = NULL;
+    size_t ni = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->life[i] || regexec(&o->iter_re, c->names[c->slices[i].name], 0, NULL, 0) != 0) continue;
+        int nested = 0; /* an iteration inside an iteration: count the outer one */
+        for (int64_t p = a->parent[i]; p >= 0 && !nested; p = a->parent[p])
+            nested = regexec(&o->iter_re, c->names[c->slices[p].name], 0, NULL, 0) == 0;
+        if (nested) continue;
+        struct iter *n2 = realloc(it, (ni + 1) * sizeof *n2);
+        if (!n2) { free(it); return; }
+        it = n2;
+        it[ni++] = (struct iter){i, c->slices[i].ts_ns, c->slices[i].ts_ns + c->slices[i].dur_ns, c->slices[i].dur_ns, 0, 0};
+    }
+    fprintf(f, "\niterations /%s/: %zu", o->iterations, ni);
+    if (!ni) {
+        fprintf(f, " (no slice matches)\n");
+        free(it);
+        return;
+    }
+    qsort(it, ni, sizeof *it, cmp_iter);
+    size_t skip = (size_t)o->skip < ni ? (size_t)o->skip : ni;
+    fprintf(f, ", first %zu left out of the statistics (--skip)\n", skip);
+    /* per iteration: ops inside the window (any thread), kernel time and what-if savings on the
+     * iteration's own thread */
+    size_t nn = c->nnames;
+    int64_t *per = calloc(ni * (nn ? nn : 1), sizeof *per);
+    if (!per) { free(it); return; }
+    for (size_t k = 0; k < ni; k++) {
+        const struct lp_slice *w = &c->slices[it[k].slice];
+        for (size_t i = 0; i < a->n; i++) {
+            const struct lp_slice *s = &c->slices[i];
+            if (i == it[k].slice || a->life[i] || s->ts_ns < it[k].ts || s->ts_ns + s->dur_ns > it[k].end) continue;
+            per[k * nn + s->name] += s->dur_ns;
+            if (s->pid == w->pid && s->tid == w->tid) {
+                if (a->outer_kernel[i]) it[k].kernel += s->dur_ns;
+                if (o->nwhatif) it[k].saved += saved_by(a, i);
+            }
+        }
+    }
+    /* ops ranked by their mean over the kept iterations */
+    size_t kept = ni - skip;
+    struct row *rows = calloc(nn ? nn : 1, sizeof *rows);
+    size_t nr = 0;
+    for (size_t n = 0; n < nn && rows; n++) {
+        int64_t tot = 0;
+        for (size_t k = skip; k < ni; k++) tot += per[k * nn + n];
+        if (tot <= 0 || !shown(o, c->names[n])) continue;
+        rows[nr].name = (uint32_t)n;
+        rows[nr].total = tot;
+        nr++;
+    }
+    sort_by = RP_TOTAL;
+    sort_names = c;
+    if (rows) qsort(rows, nr, sizeof *rows, cmp_row);
+    size_t top = o->top > 0 ? (size_t)o->top : 20;
+    if (nr > top) nr = top;
+    size_t cols = ni < 8 ? ni : 8;
+    int w = 13; /* "framework tax" */
+    for (size_t r = 0; r < nr; r++) {
+        int l = (int)strlen(c->names[rows[r].name]);
+        if (l > w) w = l > 48 ? 48 : l;
+    }
+    fprintf(f, "%-*s", w, "");
+    for (size_t k = 0; k < cols; k++) {
+        char h[24];
+        snprintf(h, sizeof h, "%sIteration %zu", k < skip ? "*" : "", k);
+        fprintf(f, " %12s", h);
+    }
+    fprintf(f, " %11s %11s %11s %11s\n", "mean", "p50", "min", "max");
+    int64_t *vals = malloc((ni ? ni : 1) * sizeof *vals);
+    for (int line = -3; line < (int)nr && vals; line++) {
+        const char *label;
+        for (size_t k = 0; k < ni; k++) {
+            if (line == -3) vals[k] = it[k].latency;
+            else if (line == -2) vals[k] = it[k].latency ? (int64_t)(1000.0 * (double)(it[k].latency - it[k].kernel) / (double)it[k].latency) : 0;
+            else if (line == -1) vals[k] = it[k].latency - it[k].saved;
+            else vals[k] = per[k * nn + rows[line].name];
+        }
+        if (line == -1 && !o->nwhatif) continue;
+        label = line == -3 ? "latency" : line == -2 ? "framework tax" : line == -1 ? "what-if" : c->names[rows[line].name];
+        fprintf(f, "%-*.*s", w, w, label);
+        for (size_t k = 0; k < cols; k++) {
+            char b[32];
+            if (line == -2) snprintf(b, sizeof b, "%.1f%%", (double)vals[k] / 10.0);
+            else fmt_dur(b, sizeof b, vals[k], o->units);
+            fprintf(f, " %12s", b);
+        }
+        int64_t sum = 0, mn = INT64_MAX, mx = INT64_MIN;
+        for (size_t k = skip; k < ni; k++) {
+            sum += vals[k];
+            if (vals[k] < mn) mn = vals[k];
+            if (vals[k] > mx) mx = vals[k];
+        }
+        int64_t med = 0;
+        if (kept) {
+            int64_t *s2 = malloc(kept * sizeof *s2);
+            if (s2) {
+                memcpy(s2, vals + skip, kept * sizeof *s2);
+                qsort(s2, kept, sizeof *s2, cmp_i64);
+                med = pct(s2, kept, 0.5);
+                free(s2);
+            }
+        }
+        int64_t st[4] = {kept ? sum / (int64_t)kept : 0, med, kept ? mn : 0, kept ? mx : 0};
+        for (int k = 0; k < 4; k++) {
+            char b[32];
+            if (line == -2) snprintf(b, sizeof b, "%.1f%%", (double)st[k] / 10.0);
+            else fmt_dur(b, sizeof b, st[k], o->units);
+            fprintf(f, " %11s", b);
+        }
+        fputc('\n', f);
+    }
+    if (ni > cols) fprintf(f, "(columns: the first %zu of %zu iterations; statistics over all kept ones)\n", cols, ni);
+    free(vals);
+    free(rows);
+    free(per);
+    free(it);
+}
+
+/* ---- the default report -------------------------------------------------------------------- */
+
+int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o) {
+    struct an a;
+    if (an_build(&a, c, o) != 0) return -1;
+    fprintf(f, "%s: %zu slices, %zu names", label, c->nslices, c->nnames);
+    if (c->skipped) fprintf(f, ", %zu events skipped (not slices)", c->skipped);
+    if (c->unmatched) fprintf(f, ", %zu unmatched B/E", c->unmatched);
+    fputc('\n', f);
+    print_table(f, &a);
+    print_threads(f, &a);
+    if (o->iterations) print_iterations(f, &a);
+    print_whatif(f, &a);
+    an_free(&a);
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- diff ---------------------------------------------------------------------------------- */
+
+struct drow { const char *name; const struct row *b, *c; int64_t impact; };
+
+static int cmp_drow(const void *x, const void *y) {
+    const struct drow *a = x, *b = y;
+    int64_t ia = a->impact < 0 ? -a->impact : a->impact, ib = b->impact < 0 ? -b->impact : b->impact;
+    return ia > ib ? -1 : ia < ib ? 1 : strcmp(a->name, b->name);
+}
+
+int rp_diff(FILE *f, const struct lp_chrome *base, const struct lp_chrome *cur, const struct rp_opts *o) {
+    struct an ab, ac;
+    if (an_build(&ab, base, o) != 0) return -1;
+    if (an_build(&ac, cur, o) != 0) { an_free(&ab); return -1; }
+    struct row *rb = name_rows(&ab), *rc = name_rows(&ac);
+    struct drow *d = malloc((base->nnames + cur->nnames + 1) * sizeof *d);
+    if (!rb || !rc || !d) { free(rb); free(rc); free(d); an_free(&ab); an_free(&ac); return -1; }
+    size_t n = 0;
+    for (size_t i = 0; i < cur->nnames; i++) {
+        if (!rc[i].count || !shown(o, cur->names[i])) continue;
+        const struct row *match = NULL;
+        for (size_t j = 0; j < base->nnames && !match; j++)
+            if (rb[j].count && !strcmp(base->names[j], cur->names[i])) match = &rb[j];
+        d[n++] = (struct drow){cur->names[i], match, &rc[i], rc[i].total - (match ? match->total : 0)};
+    }
+    for (size_t j = 0; j < base->nnames; j++) {
+        if (!rb[j].count || !shown(o, base->names[j])) continue;
+        int found = 0;
+        for (size_t i = 0; i < cur->nnames && !found; i++) found = rc[i].count && !strcmp(base->names[j], cur->names[i]);
+        if (!found) d[n++] = (struct drow){base->names[j], &rb[j], NULL, -rb[j].total};
+    }
+    qsort(d, n, sizeof *d, cmp_drow);
+    if (o->top > 0 && (size_t)o->top < n) n = (size_t)o->top;
+    size_t w = 4;
+    for (size_t i = 0; i < n; i++) w = strlen(d[i].name) > w ? strlen(d[i].name) : w;
+    if (w > 50) w = 50;
+    fprintf(f, "%-*s %9s %9s %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, "name (by impact)", "count", "->", "total",
+            "->", "delta", "", "p50", "->", "p99", "->");
+    for (size_t i = 0; i < n; i++) {
+        const struct row *b = d[i].b, *c = d[i].c;
+        char t0[32], t1[32], dt[32], a50[32], b50[32], a99[32], b99[32], pc[16];
+        fmt_dur(t0, sizeof t0, b ? b->total : 0, o->units);
+        fmt_dur(t1, sizeof t1, c ? c->total : 0, o->units);
+        fmt_dur(dt, sizeof dt, d[i].impact, o->units);
+        fmt_dur(a50, sizeof a50, b ? b->p50 : 0, o->units);
+        fmt_dur(b50, sizeof b50, c ? c->p50 : 0, o->units);
+        fmt_dur(a99, sizeof a99, b ? b->p99 : 0, o->units);
+        fmt_dur(b99, sizeof b99, c ? c->p99 : 0, o->units);
+        if (b && b->total) snprintf(pc, sizeof pc, "%+.1f%%", 100.0 * (double)d[i].impact / (double)b->total);
+        else snprintf(pc, sizeof pc, "new");
+        if (!c) snprintf(pc, sizeof pc, "gone");
+        fprintf(f, "%-*.*s %9zu %9zu %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, (int)w, d[i].name, b ? b->count : 0,
+                c ? c->count : 0, t0, t1, dt, pc, a50, b50, a99, b99);
+    }
+    free(d);
+    free(rb);
+    free(rc);
+    an_free(&ab);
+    an_free(&ac);
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- events CSV ---------------------------------------------------------------------------- */
+
+static void csv_str(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+#define EVENTS_CSV_HEADER "pid,tid,ts_ns,dur_ns,category,name,size,ptr\n"
+
+int rp_events_csv(FILE *f, const struct lp_chrome *c) {
+    fputs(EVENTS_CSV_HEADER, f);
+    for (size_t i = 0; i < c->nslices; i++) {
+        const struct lp_slice *s = &c->slices[i];
+        fprintf(f, "%lld,%lld,%lld,%lld,", (long long)s->pid, (long long)s->tid, (long long)s->ts_ns, (long long)s->dur_ns);
+        csv_str(f, c->names[s->cat]);
+        fputc(',', f);
+        csv_str(f, c->names[s->name]);
+        fputs(",,\n", f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* Every event of a raw trace, streamed: allocations with their size and pointer, calls and ranges
+ * with their duration. */
+int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
+    struct lp_iter *it = lp_iter_new(r);
+    if (!it) return -1;
+    fputs(EVENTS_CSV_HEADER, f);
+    struct lp_event e;
+    while (lp_iter_next(it, &e)) {
+        int shape = lp_kind_shape[e.kind];
+        if (e.phase != 1 || shape == LP_SHAPE_CONTROL) continue;
+        const char *cat = lp_family_names[lp_kind_family[e.kind]], *name = lp_kind_names[e.kind];
+        char nbuf[256];
+        uint64_t size = 0, ptr = 0;
+        int has_mem = 0;
+        if (shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) { size = e.w[0]; ptr = e.w[1]; has_mem = 1; }
+        else if (shape == LP_SHAPE_FREE) { ptr = e.w[0]; has_mem = 1; }
+        else if (shape == LP_SHAPE_RANGE || shape == LP_SHAPE_MARK || shape == LP_SHAPE_COUNTER) {
+            uint32_t len;
+            const char *n = lp_reader_name(r, e.w[0], &len);
+            snprintf(nbuf, sizeof nbuf, "%.*s", (int)len, n);
+            name = nbuf;
+        } else if (shape == LP_SHAPE_CALL) {
+            unsigned call = lp_call_id(e.w[0]);
+            cat = lp_family_names[lp_call_family[call]];
+            name = lp_call_names[call];
+        }
+        fprintf(f, "%u,%u,%llu,", r->hdr.pid, e.tid, (unsigned long long)e.start_ns);
+        if (e.timed) fprintf(f, "%llu", (unsigned long long)e.dur_ns);
+        fputc(',', f);
+        csv_str(f, cat);
+        fputc(',', f);
+        csv_str(f, name);
+        if (has_mem) fprintf(f, ",%llu,0x%llx\n", (unsigned long long)size, (unsigned long long)ptr);
+        else fputs(",,\n", f);
+    }
+    lp_iter_free(it);
+    return ferror(f) ? -1 : 0;
+}
+
+int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts *o, size_t *n) {
+    struct an a;
+    *n = 0;
+    if (!o->iterations || an_build(&a, c, o) != 0) return NULL;
+    struct iter *it = NULL;
+    size_t ni = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        if (a.life[i] || regexec(&o->iter_re, c->names[c->slices[i].name], 0, NULL, 0) != 0) continue;
+        int nested = 0;
+        for (int64_t p = a.parent[i]; p >= 0 && !nested; p = a.parent[p])
+            nested = regexec(&o->iter_re, c->names[c->slices[p].name], 0, NULL, 0) == 0;
+        if (nested) continue;
+        struct iter *n2 = realloc(it, (ni + 1) * sizeof *n2);
+        if (!n2) break;
+        it = n2;
+        it[ni++] = (struct iter){i, c->slices[i].ts_ns, 0, c->slices[i].dur_ns, 0, 0};
+    }
+    an_free(&a);
+    if (!ni) { free(it); return NULL; }
+    qsort(it, ni, sizeof *it, cmp_iter);
+    int64_t *lat = malloc(ni * sizeof *lat);
+    for (size_t k = 0; lat && k < ni; k++) lat[k] = it[k].latency;
+    free(it);
+    *n = lat ? ni : 0;
+    return lat;
+}
+
+/* For the HTML page: the top rows as the table shows them. */
+int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+                void *arg);
+int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+                void *arg) {
+    struct an a;
+    if (an_build(&a, c, o) != 0) return -1;
+    size_t n;
+    struct row *rows = ranked_rows(&a, &n);
+    for (size_t i = 0; rows && i < n; i++) {
+        const struct row *r = &rows[i];
+        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->p50, r->p99, r->max};
+        emit(arg, c->names[r->name], r->count, v);
+    }
+    free(rows);
+    an_free(&a);
+    return 0;
+}
+
+/* For the HTML page: per thread busy and kernel shares. */
+int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
+int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg) {
+    struct an a;
+    if (an_build(&a, c, o) != 0) return -1;
+    size_t n;
+    struct thr *t = threads(&a, &n);
+    for (size_t i = 0; t && i < n; i++) emit(arg, t[i].pid, t[i].tid, t[i].last - t[i].first, t[i].busy, t[i].kernel);
+    free(t);
+    an_free(&a);
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* report.h: libprof-report's analyses over a trace seen as time slices (struct lp_chrome):
+ * per-name statistics with self time and percentiles, per-thread busy time, iterations,
+ * framework tax, what-if, diff, events CSV, merge, HTML. A raw libprof trace becomes slices
+ * through rp_slices_from_lpt; other profilers' Chrome traces through chrome_in.c. */
+#ifndef LP_REPORT_H
+#define LP_REPORT_H
+
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chrome_in.h"
+#include "lpt.h"
+
+enum rp_sort { RP_TOTAL, RP_SELF, RP_COUNT, RP_MEAN, RP_P50, RP_P99, RP_MAX, RP_NAME };
+enum rp_units { RP_AUTO, RP_NS, RP_US, RP_MS, RP_S };
+
+#define RP_MAX_WHATIF 8
+
+struct rp_opts {
+    int top;                  /* rows per table (0 = all) */
+    enum rp_sort sort;
+    enum rp_units units;
+    int have_filter;
+    regex_t filter;           /* --filter: names shown */
+    const char *iterations;   /* --iterations REGEX, or NULL */
+    regex_t iter_re;
+    int skip;                 /* --skip N: warm-up iterations left out of the statistics */
+    int have_kernels;
+    regex_t kernels;          /* --kernels: names that count as kernels, beside the default families */
+    int nwhatif;
+    regex_t whatif_re[RP_MAX_WHATIF];
+    double whatif_ratio[RP_MAX_WHATIF];
+    const char *whatif_text[RP_MAX_WHATIF];
+};
+
+/* The timed events of a raw trace as slices: runtime entry points (named as in the Chrome
+ * trace: "sgemm", the oneDNN primitive kind, ...), annotation ranges, thread lives. */
+int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen);
+
+/* The report printed by default (tables), on `f`. */
+int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o);
+/* --diff: `base` → `cur`, per name, by impact. */
+int rp_diff(FILE *f, const struct lp_chrome *base, const struct lp_chrome *cur, const struct rp_opts *o);
+/* --events-csv for slices (a raw trace streams its own, see rp_events_csv_lpt). */
+int rp_events_csv(FILE *f, const struct lp_chrome *c);
+int rp_events_csv_lpt(FILE *f, const struct lp_reader *r);
+/* --html: one self-contained file (inline CSS and SVG, no script, no network). `r` (may be NULL)
+ * adds the heap-over-time plot; `summary` (may be NULL) the memory/I/O/BLAS tables as text;
+ * `folded` (may be NULL) the allocation flame graph. */
+int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
+            const char *folded, const struct rp_opts *o);
+/* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
+int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts *o, size_t *n);
+
+#endif
