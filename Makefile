@@ -92,6 +92,7 @@ UNIT_TESTS += tests/unit/test_map.c
 INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_calls.c
 INTEGRATION_TESTS += tests/integration/test_stacks.c
+INTEGRATION_TESTS += tests/integration/test_analysis.c
 INTEGRATION_TESTS += tests/integration/test_programs.c
 INTEGRATION_TESTS += tests/integration/test_report.c
 INTEGRATION_TESTS += tests/integration/test_annot.c

@@ -141,6 +141,12 @@ int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *er
     struct lp_chrome_builder l = {.c = out};
     const cJSON *e;
     cJSON_ArrayForEach(e, events) event(&l, e);
+    /* libprof's metadata: where the trace sits in wall-clock time (for --merge) */
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "metadata"), "libprof");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(meta, "start_time_unix_ns");
+    const cJSON *pidj = cJSON_GetObjectItemCaseSensitive(meta, "pid");
+    if (cJSON_IsNumber(st) && st->valuedouble > 0 && st->valuedouble < 9e18) out->origin_real_ns = (int64_t)st->valuedouble;
+    if (cJSON_IsNumber(pidj) && pidj->valuedouble > 0 && pidj->valuedouble < 4e9) out->pid = (int64_t)pidj->valuedouble;
     out->unmatched += l.nopen;
     free(l.open);
     lp_map_free(&l.names);

@@ -42,7 +42,7 @@ static void bytes(char *b, size_t n, double v) {
 
 static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {
     FILE *f = arg;
-    fputs("<tr><td class=n>", f);
+    fputs("<tr><td class=\"n\">", f);
     esc(f, name, strlen(name));
     fprintf(f, "</td><td>%zu</td>", count);
     for (int k = 0; k < 6; k++) {
@@ -60,10 +60,10 @@ static void thread_emit(void *arg, int64_t pid, int64_t tid, int64_t wall, int64
     char w[32];
     dur(w, sizeof w, wall);
     fprintf(b->f,
-            "<text x=0 y=%d>%lld/%lld</text><rect x=160 y=%d width=600 height=16 fill=#eee/>"
-            "<rect x=160 y=%d width=%.1f height=16 fill=#9ecae1><title>busy %.1f%%</title></rect>"
-            "<rect x=160 y=%d width=%.1f height=16 fill=#3182bd><title>kernel %.1f%%</title></rect>"
-            "<text x=770 y=%d>%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
+            "<text x=\"0\" y=\"%d\">%lld/%lld</text><rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
+            "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy %.1f%%</title></rect>"
+            "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel %.1f%%</title></rect>"
+            "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
             b->y + 13, (long long)pid, (long long)tid, b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6, kw / 6);
     b->y += 22;
 }
@@ -103,10 +103,10 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
         bytes(pk, sizeof pk, (double)peak);
         dur(sp, sizeof sp, (int64_t)span);
         fprintf(f, "<h2>Heap over time</h2><p>live requested bytes; peak %s; run %s</p>\n", pk, sp);
-        fprintf(f, "<svg width=820 height=240 viewBox=\"0 0 820 240\" role=img aria-label=\"heap over time\">"
-                   "<rect x=60 y=10 width=740 height=200 fill=#fafafa stroke=#ccc/>"
-                   "<text x=0 y=20>%s</text><text x=0 y=210>0</text><text x=60 y=230>0</text><text x=740 y=230>%s</text>"
-                   "<polyline fill=none stroke=#d62728 stroke-width=1.5 points=\"",
+        fprintf(f, "<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" aria-label=\"heap over time\">"
+                   "<rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
+                   "<text x=\"0\" y=\"20\">%s</text><text x=\"0\" y=\"210\">0</text><text x=\"60\" y=\"230\">0</text><text x=\"740\" y=\"230\">%s</text>"
+                   "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"",
                 pk, sp);
         double last = 0;
         for (int b = 0; b < N; b++) {
@@ -133,13 +133,13 @@ static void iteration_chart(FILE *f, const struct lp_chrome *c, const struct rp_
     dur(m, sizeof m, mx);
     fprintf(f, "<h2>Iterations</h2><p>latency of each <code>");
     esc(f, o->iterations, strlen(o->iterations));
-    fprintf(f, "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=820 height=240 viewBox=\"0 0 820 240\" role=img "
-               "aria-label=\"iteration latencies\"><text x=0 y=20>%s</text>", n, n > show ? ", first 200 shown" : "", o->skip, m);
+    fprintf(f, "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
+               "aria-label=\"iteration latencies\"><text x=\"0\" y=\"20\">%s</text>", n, n > show ? ", first 200 shown" : "", o->skip, m);
     for (size_t i = 0; i < show; i++) {
         double h = 200.0 * (double)lat[i] / (double)mx;
         char d[32];
         dur(d, sizeof d, lat[i]);
-        fprintf(f, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=%s><title>iteration %zu: %s</title></rect>", 60 + bw * (double)i,
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>iteration %zu: %s</title></rect>", 60 + bw * (double)i,
                 210 - h, bw * 0.8, h, (int)i < o->skip ? "#bbb" : "#2ca02c", i, d);
     }
     fputs("</svg>\n", f);
@@ -177,11 +177,11 @@ static void flame_node(FILE *f, const struct tree *t, int k, double x, double w,
         bytes(b, sizeof b, (double)nd->value);
         fputs("<g><title>", f);
         esc(f, nd->name, nd->len);
-        fprintf(f, " — %s (%.1f%%)</title><rect x=%.1f y=%.1f width=%.1f height=17 fill=\"hsl(%u,70%%,%u%%)\"/>", b,
+        fprintf(f, " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" fill=\"hsl(%u,70%%,%u%%)\"/>", b,
                 100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
         if (w > 40) {
             size_t fit = (size_t)(w / 6.5);
-            fprintf(f, "<text x=%.1f y=%.1f font-size=11>", x + 3, y + 13);
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 3, y + 13);
             esc(f, nd->name, nd->len < fit ? nd->len : fit);
             fputs("</text>", f);
         }
@@ -225,7 +225,7 @@ static void flame(FILE *f, const char *folded) {
         char b[32];
         bytes(b, sizeof b, (double)t.v[0].value);
         fprintf(f, "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
-                   "all); hover a frame for its share</p>\n<svg width=1000 height=%d viewBox=\"0 0 1000 %d\" role=img "
+                   "all); hover a frame for its share</p>\n<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" role=\"img\" "
                    "aria-label=\"flame graph\" font-family=monospace>\n",
                 b, 40 + depth * 18, 40 + depth * 18);
         flame_node(f, &t, 0, 0, 1000, -1, t.v[0].value);
@@ -236,7 +236,7 @@ static void flame(FILE *f, const char *folded) {
 
 int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
             const char *folded, const struct rp_opts *o) {
-    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>libprof report: ", f);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
     esc(f, label, strlen(label));
     fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}"
           "td,th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right}td.n,th.n{text-align:left;font-family:monospace}"
@@ -245,25 +245,27 @@ int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct 
     fputs("<h1>libprof report</h1><p>", f);
     esc(f, label, strlen(label));
     fprintf(f, " — %zu slices, %zu names</p>\n", c->nslices, c->nnames);
-    fputs("<h2>Top entry points</h2><table><tr><th class=n>name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
-          "<th>p50</th><th>p99</th><th>max</th></tr>\n",
-          f);
-    struct rp_opts top = *o;
-    if (top.top <= 0) top.top = 25;
-    rp_top_rows(c, &top, row_emit, f);
-    fputs("</table>\n<h2>Threads</h2><p>share of each thread's wall time spent in traced calls (light) and in kernels "
-          "(dark); the rest is framework tax</p>\n<svg width=1000 height=",
-          f);
-    /* the height needs the thread count: draw into a second pass */
-    struct bars b = {f, 0};
-    long pos = ftell(f);
-    fputs("000000 role=img aria-label=\"threads\">\n", f);
-    rp_thread_shares(c, o, thread_emit, &b);
-    fputs("</svg>\n", f);
-    long end = ftell(f);
-    if (pos >= 0 && end >= 0 && fseek(f, pos, SEEK_SET) == 0) { /* patch the height in place */
-        fprintf(f, "%06d", b.y + 4);
-        fseek(f, end, SEEK_SET);
+    if (c->nslices) { /* timed calls and ranges: absent from an allocation-only trace */
+        fputs("<h2>Top entry points</h2><table><tr><th class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
+              "<th>p50</th><th>p99</th><th>max</th></tr>\n",
+              f);
+        struct rp_opts top = *o;
+        if (top.top <= 0) top.top = 25;
+        rp_top_rows(c, &top, row_emit, f);
+        fputs("</table>\n<h2>Threads</h2><p>share of each thread's wall time spent in traced calls (light) and in kernels "
+              "(dark); the rest is framework tax</p>\n<svg width=\"1000\" height=",
+              f);
+        /* the height needs the thread count: draw into a second pass */
+        struct bars b = {f, 0};
+        long pos = ftell(f);
+        fputs("000000 role=img aria-label=\"threads\">\n", f);
+        rp_thread_shares(c, o, thread_emit, &b);
+        fputs("</svg>\n", f);
+        long end = ftell(f);
+        if (pos >= 0 && end >= 0 && fseek(f, pos, SEEK_SET) == 0) { /* patch the height in place */
+            fprintf(f, "%06d", b.y + 4);
+            fseek(f, end, SEEK_SET);
+        }
     }
     if (r) heap_plot(f, r);
     if (o->iterations) iteration_chart(f, c, o);

@@ -654,7 +654,7 @@ int rp_diff(FILE *f, const struct lp_chrome *base, const struct lp_chrome *cur, 
     }
     qsort(d, n, sizeof *d, cmp_drow);
     if (o->top > 0 && (size_t)o->top < n) n = (size_t)o->top;
-    size_t w = 4;
+    size_t w = 16; /* "name (by impact)" */
     for (size_t i = 0; i < n; i++) w = strlen(d[i].name) > w ? strlen(d[i].name) : w;
     if (w > 50) w = 50;
     fprintf(f, "%-*s %9s %9s %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, "name (by impact)", "count", "->", "total",
