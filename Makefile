@@ -195,17 +195,17 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
 # The fuzz target is built with clang, ASan and UBSan from the sources themselves.
-$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) $(wildcard tools/*.h) include/libprof/format.h
+$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) tools/report.c tools/chrome_in.c $(wildcard tools/*.h) include/libprof/format.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_lpt.c $(SHARED_SRCS)
+		-o $@ tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
 
-$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c tools/chrome_in.h
+$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c tools/report.c $(SHARED_SRCS) $(wildcard tools/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c -lcjson -lm
+		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(SHARED_SRCS) -lcjson -lm
 
 # New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
 FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \

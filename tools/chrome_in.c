@@ -79,6 +79,11 @@ static void add_slice(struct lp_chrome_builder *l, uint32_t name, uint32_t cat, 
         c->slices = s;
         l->cap = ncap;
     }
+    /* |ts| and dur within 2^61 ns (73 years): sums of two never overflow downstream */
+    const int64_t lim = INT64_C(1) << 61;
+    if (ts > lim) ts = lim;
+    if (ts < -lim) ts = -lim;
+    if (dur > lim) dur = lim;
     c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur};
 }
 

@@ -244,7 +244,7 @@ int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct 
           f);
     fputs("<h1>libprof report</h1><p>", f);
     esc(f, label, strlen(label));
-    fprintf(f, " — %zu slices, %zu names</p>\n", c->nslices, c->nnames);
+    fprintf(f, " — %zu slices</p>\n", c->nslices);
     if (c->nslices) { /* timed calls and ranges: absent from an allocation-only trace */
         fputs("<h2>Top entry points</h2><table><tr><th class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
               "<th>p50</th><th>p99</th><th>max</th></tr>\n",

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "chrome_in.h"
@@ -114,6 +115,15 @@ struct input {
 
 /* 1 raw, 0 JSON, -1 neither (message printed). */
 static int kind_of(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "libprof-report: %s: not a regular file\n", path);
+        return -1;
+    }
+    if (stat(path, &st) == 0 && st.st_size == 0) {
+        fprintf(stderr, "libprof-report: %s: empty file\n", path);
+        return -1;
+    }
     FILE *probe = fopen(path, "rb");
     if (!probe) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
@@ -127,7 +137,7 @@ static int kind_of(const char *path) {
     size_t i = 0;
     while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
     if (i < got && (magic[i] == '{' || magic[i] == '[')) return 0;
-    fprintf(stderr, "libprof-report: %s: neither a libprof raw trace nor Chrome trace JSON\n", path);
+    fprintf(stderr, "libprof-report: %s: neither a libprof raw trace (bad magic) nor Chrome trace JSON\n", path);
     return -1;
 }
 

@@ -74,7 +74,9 @@ int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *e
         } else {
             continue; /* allocations: the memory report covers them */
         }
-        lp_chrome_add(b, name, cat, r->hdr.pid, e.tid, (int64_t)e.start_ns, (int64_t)e.dur_ns);
+        const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_chrome_add clamps too */
+        lp_chrome_add(b, name, cat, r->hdr.pid, e.tid, (int64_t)(e.start_ns > lim ? lim : e.start_ns),
+                      (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
     }
     lp_iter_free(it);
     lp_map_free(&range_ix);
@@ -86,6 +88,13 @@ int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *e
     }
     return 0;
 }
+
+/* Sums of durations saturate rather than overflow (a forged trace can hold huge ones). */
+static inline int64_t sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+#define ADD(x, v) ((x) = sat((x), (v)))
 
 /* ---- the index ---------------------------------------------------------------------------- */
 
@@ -109,6 +118,11 @@ static int cmp_order(const void *x, const void *y) {
     if (a->ts_ns != b->ts_ns) return a->ts_ns < b->ts_ns ? -1 : 1;
     if (a->dur_ns != b->dur_ns) return a->dur_ns > b->dur_ns ? -1 : 1;
     return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static int cmp_ts(const void *x, const void *y) {
+    const struct lp_slice *a = &sort_c->slices[*(const uint32_t *)x], *b = &sort_c->slices[*(const uint32_t *)y];
+    return a->ts_ns < b->ts_ns ? -1 : a->ts_ns > b->ts_ns;
 }
 
 static int is_kernel_cat(const char *cat) {
@@ -169,7 +183,7 @@ static int an_build(struct an *a, const struct lp_chrome *c, const struct rp_opt
             depth--;
         }
         a->parent[i] = depth ? stack[depth - 1] : -1;
-        if (depth) a->self[stack[depth - 1]] -= s->dur_ns; /* partial overlaps: clipped below */
+        if (depth) a->self[stack[depth - 1]] = sat(a->self[stack[depth - 1]], -s->dur_ns); /* overlaps: clipped below */
         int outer = a->kernel[i];
         for (size_t d = 0; d < depth && outer; d++)
             if (a->kernel[stack[d]]) outer = 0;
@@ -260,8 +274,8 @@ static struct row *name_rows(const struct an *a) {
         struct row *r = &rows[s->name];
         d[start[s->name] + fill[s->name]++] = s->dur_ns;
         r->count++;
-        r->total += s->dur_ns;
-        r->self += a->self[i];
+        ADD(r->total, s->dur_ns);
+        ADD(r->self, a->self[i]);
     }
     for (size_t k = 0; k < c->nnames; k++) {
         struct row *r = &rows[k];
@@ -376,8 +390,8 @@ static struct thr *threads(const struct an *a, size_t *n) {
         struct thr *x = &t[k - 1];
         uint32_t i = a->order[j];
         if (s->ts_ns + s->dur_ns > x->last) x->last = s->ts_ns + s->dur_ns;
-        if (top_work(a, i)) x->busy += s->dur_ns;
-        if (a->outer_kernel[i]) x->kernel += s->dur_ns;
+        if (top_work(a, i)) ADD(x->busy, s->dur_ns);
+        if (a->outer_kernel[i]) ADD(x->kernel, s->dur_ns);
         if (a->life[i]) x->life = 1;
     }
     *n = k;
@@ -453,8 +467,8 @@ static void print_whatif(FILE *f, const struct an *a) {
         int64_t sv = saved_by(a, i);
         if (sv) {
             matched++;
-            matched_time += s->dur_ns;
-            if (ti < n) saved[ti] += sv;
+            ADD(matched_time, s->dur_ns);
+            if (ti < n) ADD(saved[ti], sv);
         }
     }
     int64_t after_end = INT64_MIN;
@@ -512,25 +526,39 @@ static void print_iterations(FILE *f, const struct an *a) {
     size_t nn = c->nnames;
     int64_t *per = calloc(ni * (nn ? nn : 1), sizeof *per);
     if (!per) { free(it); return; }
+    /* slices by start time: each window is a binary search and a scan of what starts in it */
+    uint32_t *byts = malloc((a->n ? a->n : 1) * sizeof *byts);
+    if (!byts) { free(per); free(it); return; }
+    for (size_t i = 0; i < a->n; i++) byts[i] = (uint32_t)i;
+    sort_c = c;
+    qsort(byts, a->n, sizeof *byts, cmp_ts);
     for (size_t k = 0; k < ni; k++) {
         const struct lp_slice *w = &c->slices[it[k].slice];
-        for (size_t i = 0; i < a->n; i++) {
+        size_t lo = 0, hi = a->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (c->slices[byts[mid]].ts_ns < it[k].ts) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t j = lo; j < a->n && c->slices[byts[j]].ts_ns < it[k].end; j++) {
+            size_t i = byts[j];
             const struct lp_slice *s = &c->slices[i];
-            if (i == it[k].slice || a->life[i] || s->ts_ns < it[k].ts || s->ts_ns + s->dur_ns > it[k].end) continue;
-            per[k * nn + s->name] += s->dur_ns;
+            if (i == it[k].slice || a->life[i] || s->ts_ns + s->dur_ns > it[k].end) continue;
+            ADD(per[k * nn + s->name], s->dur_ns);
             if (s->pid == w->pid && s->tid == w->tid) {
-                if (a->outer_kernel[i]) it[k].kernel += s->dur_ns;
-                if (o->nwhatif) it[k].saved += saved_by(a, i);
+                if (a->outer_kernel[i]) ADD(it[k].kernel, s->dur_ns);
+                if (o->nwhatif) ADD(it[k].saved, saved_by(a, i));
             }
         }
     }
+    free(byts);
     /* ops ranked by their mean over the kept iterations */
     size_t kept = ni - skip;
     struct row *rows = calloc(nn ? nn : 1, sizeof *rows);
     size_t nr = 0;
     for (size_t n = 0; n < nn && rows; n++) {
         int64_t tot = 0;
-        for (size_t k = skip; k < ni; k++) tot += per[k * nn + n];
+        for (size_t k = skip; k < ni; k++) ADD(tot, per[k * nn + n]);
         if (tot <= 0 || !shown(o, c->names[n])) continue;
         rows[nr].name = (uint32_t)n;
         rows[nr].total = tot;
@@ -574,7 +602,7 @@ static void print_iterations(FILE *f, const struct an *a) {
         }
         int64_t sum = 0, mn = INT64_MAX, mx = INT64_MIN;
         for (size_t k = skip; k < ni; k++) {
-            sum += vals[k];
+            ADD(sum, vals[k]);
             if (vals[k] < mn) mn = vals[k];
             if (vals[k] > mx) mx = vals[k];
         }
@@ -609,7 +637,15 @@ static void print_iterations(FILE *f, const struct an *a) {
 int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;
-    fprintf(f, "%s: %zu slices, %zu names", label, c->nslices, c->nnames);
+    size_t names = 0; /* distinct slice names (the table also holds categories) */
+    uint8_t *seen = calloc(c->nnames ? c->nnames : 1, 1);
+    for (size_t i = 0; seen && i < c->nslices; i++)
+        if (!seen[c->slices[i].name]) {
+            seen[c->slices[i].name] = 1;
+            names++;
+        }
+    free(seen);
+    fprintf(f, "%s: %zu slices, %zu names", label, c->nslices, names);
     if (c->skipped) fprintf(f, ", %zu events skipped (not slices)", c->skipped);
     if (c->unmatched) fprintf(f, ", %zu unmatched B/E", c->unmatched);
     fputc('\n', f);

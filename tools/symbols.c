@@ -183,7 +183,7 @@ static void load(struct module *m) {
     }
     snprintf(path, sizeof path, "%.*s", (int)r->m.path_len, r->path);
     if (m->nsyms == 0) load_elf(m, path, 0);
-    qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_sym);
+    if (m->nsyms) qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_sym);
 }
 
 static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {

@@ -10,8 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdio.h>
+
 #include "tools/convert.h"
 #include "tools/lpt.h"
+#include "tools/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,6 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (lp_reader_open_mem(&r, buf, size, err, sizeof err) == 0) {
         struct lp_convert_opts o = {.chrome_fd = devnull, .summary_fd = devnull, .alloc_min = 0};
         lp_convert(&r, &o, err, sizeof err);
+        /* libprof-report's analyses of the same trace */
+        static FILE *null;
+        static struct rp_opts ro;
+        if (!null) null = fopen("/dev/null", "w");
+        struct lp_chrome c;
+        if (rp_slices_from_lpt(&r, &c, err, sizeof err) == 0) {
+            rp_print(null, "fuzz", &c, &ro);
+            lp_chrome_free(&c);
+        }
+        rp_events_csv_lpt(null, &r);
         lp_reader_close(&r);
     }
     free(buf);

@@ -265,7 +265,7 @@ Test(analysis, bad_input_is_a_clear_error, .init = setup) {
     run_free(&r);
     report(&r, (const char *[]){garbage, NULL});
     cr_expect_eq(r.status, 1);
-    cr_expect_not_null(strstr(r.err, "neither a libprof raw trace nor Chrome trace JSON"), "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "neither a libprof raw trace (bad magic) nor Chrome trace JSON"), "%s", r.err);
     run_free(&r);
     report(&r, (const char *[]){"tests/golden/small.json", "--diff", "/nonexistent.json", NULL});
     cr_expect_eq(r.status, 1);
