@@ -351,6 +351,7 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
                (unsigned long long)a->reused_live);
     if (r->end && r->end->exit_status >= 0) lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
     else lp_out_s(o, "\"exit_status\":null,");
+    if (r->end && r->end->max_rss_kib) lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
     if (r->end && r->end->signal) lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
     else lp_out_s(o, "\"signal\":null,");
     lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
@@ -467,6 +468,12 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
     lp_out_fmt(o, "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n", peak,
                (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak, (unsigned long long)a->live_bytes,
                (unsigned long long)a->live.n);
+    if (r->end && r->end->max_rss_kib) {
+        char rss[32];
+        human_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);
+        lp_out_fmt(o, "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n", rss,
+                   peak);
+    }
     if (a->untracked_frees || a->reused_live)
         lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
                    (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);

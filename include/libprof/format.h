@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 7
+#define LP_FORMAT_VERSION 8
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
@@ -338,6 +338,7 @@ struct lp_end {
     uint32_t signal;          /* the signal that ended the process, 0 if none */
     uint64_t stacks_unique;   /* LIBPROF_STACKS: distinct call stacks recorded */
     uint64_t stacks_dropped;  /* allocations whose stack did not fit the table (stack id 0) */
+    uint64_t max_rss_kib;     /* getrusage's ru_maxrss at the end: all memory the process used */
 };
 
 /* Name, family and payload-word tables, indexed by kind (defined once in tools/lpt.c). */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,6 +379,12 @@ static int convert_at_exit(void) {
                       lp_cfg.csv[0] ? lp_cfg.csv : NULL);
 }
 
+/* The peak resident set of the process so far ("max used", beside the heap's "max allocated"). */
+static uint64_t max_rss_kib(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss : 0;
+}
+
 static void write_end(int status, int sig) {
     struct lp_end e = {
         .end_ticks = lp_ticks() - lp_origin_ticks,
@@ -388,6 +395,7 @@ static void write_end(int status, int sig) {
         .signal = (uint32_t)sig,
         .stacks_unique = lp_stacks_unique(),
         .stacks_dropped = lp_stacks_dropped(),
+        .max_rss_kib = max_rss_kib(),
     };
     lp_spool_write(LP_CHUNK_END, lp_gettid(), &e, sizeof e, NULL, 0);
 }

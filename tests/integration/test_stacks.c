@@ -66,6 +66,8 @@ Test(stacks, sites_exact, .init = setup) {
     cr_assert(python_json_ok(path));
     cJSON *j = load_json(path), *m = libprof_meta(j);
     cr_assert_not_null(m);
+    /* "max used" (the process's peak RSS) beside "max allocated" (the heap's peak) */
+    cr_expect_gt(num(m, "max_rss_bytes"), num(m, "peak_bytes"));
     cJSON *st = cJSON_GetObjectItem(m, "stacks");
     cr_expect_geq(num(st, "unique"), 7);
     cr_expect_eq(num(st, "allocations_without_stack"), 0);
