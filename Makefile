@@ -126,6 +126,7 @@ REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
+              $(BUILD)/progs/rpath_dlopen \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
@@ -182,6 +183,12 @@ $(BUILD)/progs/sites_cxx: tests/progs/sites.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -o $@ $< -Wl,--no-as-needed -lstdc++
+
+# Finds libplugin.so only through its own DT_RUNPATH ($$ORIGIN): see tests/progs/rpath_dlopen.c.
+$(BUILD)/progs/rpath_dlopen: tests/progs/rpath_dlopen.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN'
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -52,6 +52,7 @@ struct lp_calls {
     uint32_t ndnnl_kind, ndnnl_shape;
     struct lp_map maps; /* anonymous mapping address -> length */
     struct lp_map flow_ts, flow_tid; /* thread-creation flow id -> where its arrow starts */
+    struct lp_map life_ts, life_tid; /* ... -> where it ends, when the thread ended first */
     uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed, mmap_points;
     int mmap_capped;
     uint64_t threads_made, short_calls;
@@ -106,6 +107,8 @@ void lp_calls_free(struct lp_calls *c) {
     lp_syms_free(c->syms);
     lp_map_free(&c->flow_ts);
     lp_map_free(&c->flow_tid);
+    lp_map_free(&c->life_ts);
+    lp_map_free(&c->life_tid);
     free(c);
 }
 
@@ -307,23 +310,30 @@ static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, cons
     }
     lp_out_s(o, "}}");
     /* thread creation: an arrow from pthread_create to the new thread's life, drawn when both
-     * ends are known (a thread that never ran under libprof gets none) */
+     * ends are known — in either order: a short thread can end before pthread_create returns,
+     * and events come in the order they ended (a thread that never ran under libprof gets none) */
     uint64_t flow = a[1], ts, tid;
-    if (role == LP_ROLE_CREATE && flow) {
-        if (lp_map_put(&c->flow_ts, flow, e->start_ns + e->dur_ns / 2 + 1, NULL) < 0 ||
-            lp_map_put(&c->flow_tid, flow, e->tid, NULL) < 0)
+    if ((role == LP_ROLE_CREATE || role == LP_ROLE_THREAD) && flow) {
+        int create = role == LP_ROLE_CREATE;
+        uint64_t my_ts = create ? e->start_ns + e->dur_ns / 2 : e->start_ns;
+        struct lp_map *mine_ts = create ? &c->flow_ts : &c->life_ts, *mine_tid = create ? &c->flow_tid : &c->life_tid;
+        struct lp_map *other_ts = create ? &c->life_ts : &c->flow_ts, *other_tid = create ? &c->life_tid : &c->flow_tid;
+        if (lp_map_take(other_ts, flow, &ts) && lp_map_take(other_tid, flow, &tid)) {
+            uint64_t s_ts = create ? my_ts : ts - 1, f_ts = create ? ts - 1 : my_ts;
+            uint64_t s_tid = create ? e->tid : tid, f_tid = create ? tid : e->tid;
+            ev_begin(s);
+            lp_out_fmt(o, "{\"ph\":\"s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
+                       s->pid, (unsigned)s_tid, (unsigned long long)flow);
+            lp_out_us(o, s_ts);
+            lp_out_s(o, "}");
+            ev_begin(s);
+            lp_out_fmt(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
+                       s->pid, (unsigned)f_tid, (unsigned long long)flow);
+            lp_out_us(o, f_ts);
+            lp_out_s(o, "}");
+        } else if (lp_map_put(mine_ts, flow, my_ts + 1, NULL) < 0 || lp_map_put(mine_tid, flow, e->tid, NULL) < 0) {
             c->oom = 1;
-    } else if (role == LP_ROLE_THREAD && flow && lp_map_take(&c->flow_ts, flow, &ts) && lp_map_take(&c->flow_tid, flow, &tid)) {
-        ev_begin(s);
-        lp_out_fmt(o, "{\"ph\":\"s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
-                   s->pid, (unsigned)tid, (unsigned long long)flow);
-        lp_out_us(o, ts - 1);
-        lp_out_s(o, "}");
-        ev_begin(s);
-        lp_out_fmt(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
-                   s->pid, e->tid, (unsigned long long)flow);
-        lp_out_us(o, e->start_ns);
-        lp_out_s(o, "}");
+        }
     }
 }
 

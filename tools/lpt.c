@@ -111,7 +111,8 @@ static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t 
         if (len == 0) return -1;
         unsigned k = lp_rec_kind(w[i]);
         if (k == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
-        if (k == LP_EV_STACK && (i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1; /* belongs to a record */
+        /* a stack word is one untimed word, and belongs to the record that follows it */
+        if (k == LP_EV_STACK && (lp_rec_timed(w[i]) || i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1;
         i += len;
         c += k != LP_EV_STACK; /* a stack word is part of the record that follows */
     }
@@ -440,7 +441,8 @@ int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     if (lp_kind_shape[kind] == LP_SHAPE_REALLOC && c->phase == 0) {
         c->phase = 1;
     } else {
-        c->p += lp_rec_size(c->p, (size_t)(c->end - c->p)); /* validated when the file was opened */
+        size_t len = lp_rec_size(c->p, (size_t)(c->end - c->p)); /* validated when the file was opened */
+        c->p = len ? c->p + len : c->end; /* (never 0; if it were, end the chunk rather than spin) */
         c->phase = 0;
         c->stack = 0;
         it->consumed++;

@@ -415,6 +415,19 @@ static void print_threads(FILE *f, const struct an *a) {
         fprintf(f, "%8lld %10lld %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", (long long)t[i].pid, (long long)t[i].tid, w, b, bp, k, kp,
                 100.0 - kp);
     }
+    /* overall: all threads' wall time together (a thread that only waits for work counts too) */
+    int64_t wall = 0, busy = 0, kern = 0;
+    for (size_t i = 0; i < n; i++) {
+        ADD(wall, t[i].last - t[i].first);
+        ADD(busy, t[i].busy);
+        ADD(kern, t[i].kernel);
+    }
+    char w[32], b[32], k[32];
+    fmt_dur(w, sizeof w, wall, RP_AUTO);
+    fmt_dur(b, sizeof b, busy, RP_AUTO);
+    fmt_dur(k, sizeof k, kern, RP_AUTO);
+    double bp = wall ? 100.0 * (double)busy / (double)wall : 0, kp = wall ? 100.0 * (double)kern / (double)wall : 0;
+    fprintf(f, "%19s %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", "overall", w, b, bp, k, kp, 100.0 - kp);
     free(t);
 }
 

@@ -341,3 +341,46 @@ Test(calls, pytorch_conv_linear, .init = setup, .timeout = 300) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* dlopen stays transparent: a bare name found through the caller's own RUNPATH ($ORIGIN). */
+Test(calls, dlopen_honours_the_callers_runpath, .init = setup) {
+    struct run bare, r;
+    const char *argv[] = {PROG("rpath_dlopen"), NULL};
+    run_prog(&bare, "/", NULL, argv);
+    cr_assert_eq(bare.status, 0, "without libprof: %s", bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, "/", (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
+    cr_assert_eq(r.status, 0, "under libprof: %s", r.err);
+    cr_assert_str_eq(r.out, "ok\n");
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cJSON *d = slice(j, "dlopen", 0);
+    cr_assert_not_null(d);
+    cr_expect_str_eq(sarg(d, "path"), "libplugin.so");
+    cr_expect_str_neq(sarg(d, "ret"), "0x0");
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* A descriptor the program inherited is named from /proc/self/fd when libprof starts. */
+Test(calls, inherited_descriptor_has_its_path, .init = setup) {
+    char *file = strfmt("%s/inherited.txt", dir);
+    FILE *f = fopen(file, "w");
+    fputs("twelve bytes", f);
+    fclose(f);
+    char *cmd = strfmt("exec 3< %s; exec /usr/bin/python3 -c 'import os; print(len(os.read(3, 100)))'", file);
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "12\n");
+    /* python3 took the trace's name; the shell's part is NAME.exec-dash.json */
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cJSON *fe = file_entry(libprof_meta(j), "/inherited.txt");
+    cr_assert_not_null(fe, "no entry for the inherited descriptor's file");
+    cr_expect_eq(num(fe, "read_bytes", NULL), 12);
+    cr_expect_eq(num(fe, "opens", NULL), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}

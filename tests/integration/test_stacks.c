@@ -331,3 +331,18 @@ Test(stacks, gemm_call_site, .init = setup) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* C++: frames are demangled (std::runtime_error's constructor allocates its message). */
+Test(stacks, cxx_names_demangled, .init = setup) {
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, (const char *[]){PROG("annotated_cpp"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "handled 4 errors 2\n");
+    char *text = read_file(strfmt("%s/t.json", dir), NULL);
+    cr_assert_not_null(text);
+    cr_expect_not_null(strstr(text, "\"operator new(unsigned long)\""), "no demangled operator new");
+    cr_expect_not_null(strstr(text, "\"std::runtime_error::runtime_error(char const*)\""), "no demangled constructor");
+    cr_expect_null(strstr(text, "\"_Znwm\""), "a mangled name left");
+    run_free(&r);
+}
