@@ -562,6 +562,23 @@ static double gflops(const struct shape *s) {
     return s->st.total_ns ? (double)flops(s) * (double)s->st.timed / (double)s->st.total_ns : 0;
 }
 
+/* {"name":{"count":N,"total_ns":T},...} for statistics indexed by interned name id */
+static void named_stats_json(const struct lp_calls *c, struct lp_out *o, const struct fnstat *st, uint32_t n) {
+    int first = 1;
+    lp_out_c(o, '{');
+    for (uint32_t id = 0; id < n; id++) {
+        const struct fnstat *f = &st[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *name = lp_reader_name(c->r, id, &len);
+        if (!first) lp_out_c(o, ',');
+        first = 0;
+        lp_out_json_str(o, name, len);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
+    }
+    lp_out_c(o, '}');
+}
+
 void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
     lp_out_s(o, ",\"calls\":{");
     int first = 1;
@@ -605,35 +622,15 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
                    (unsigned long long)s->k, (unsigned long long)s->st.count, (unsigned long long)s->st.total_ns, gflops(s));
     }
     free(sv);
-    lp_out_s(o, "],\"dnnl\":{\"kinds\":{");
-    first = 1;
-    for (uint32_t id = 0; id < c->ndnnl_kind; id++) {
-        const struct fnstat *f = &c->dnnl_kind[id];
-        if (!f->count) continue;
-        uint32_t len;
-        const char *n = lp_reader_name(c->r, id, &len);
-        if (!first) lp_out_c(o, ',');
-        first = 0;
-        lp_out_json_str(o, n, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
-    }
-    lp_out_s(o, "},\"shapes\":{");
-    first = 1;
-    for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
-        const struct fnstat *f = &c->dnnl_shape[id];
-        if (!f->count) continue;
-        uint32_t len;
-        const char *n = lp_reader_name(c->r, id, &len);
-        if (!first) lp_out_c(o, ',');
-        first = 0;
-        lp_out_json_str(o, n, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
-    }
-    lp_out_s(o, "}}");
+    lp_out_s(o, "],\"dnnl\":{\"kinds\":");
+    named_stats_json(c, o, c->dnnl_kind, c->ndnnl_kind);
+    lp_out_s(o, ",\"shapes\":");
+    named_stats_json(c, o, c->dnnl_shape, c->ndnnl_shape);
+    lp_out_s(o, "}");
 }
 
-/* CSV rows in the core's columns, plus `gflops` (BLAS shape rows only). */
-static void csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gf) {
+/* One CSV row in the core's columns, plus `gflops` (BLAS shape rows only); shared with convert.c. */
+void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gf) {
     if (!f->count) return;
     lp_out_csv_str(o, name, len);
     lp_out_fmt(o, ",%s,%llu,", cat, (unsigned long long)f->count);
@@ -652,23 +649,23 @@ static void csv_row(struct lp_out *o, const char *name, size_t len, const char *
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
     for (unsigned k = 1; k < LP_CALL_COUNT; k++)
         if (lp_call_role[k] != LP_ROLE_FDPATH)
-            csv_row(o, lp_call_names[k], strlen(lp_call_names[k]), lp_family_names[lp_call_family[k]], &c->fn[k], 0);
+            lp_csv_row(o, lp_call_names[k], strlen(lp_call_names[k]), lp_family_names[lp_call_family[k]], &c->fn[k], 0);
     const struct shape **sv = sorted_shapes(c);
     for (uint32_t i = 0; sv && i < c->nshapes; i++) {
         char label[128];
         shape_label(sv[i], label, sizeof label);
-        csv_row(o, label, strlen(label), "blas_shape", &sv[i]->st, gflops(sv[i]));
+        lp_csv_row(o, label, strlen(label), "blas_shape", &sv[i]->st, gflops(sv[i]));
     }
     free(sv);
     for (uint32_t id = 0; id < c->ndnnl_kind; id++) {
         uint32_t len;
         const char *n = lp_reader_name(c->r, id, &len);
-        csv_row(o, n, len, "dnnl_kind", &c->dnnl_kind[id], 0);
+        lp_csv_row(o, n, len, "dnnl_kind", &c->dnnl_kind[id], 0);
     }
     for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
         uint32_t len;
         const char *n = lp_reader_name(c->r, id, &len);
-        csv_row(o, n, len, "dnnl_shape", &c->dnnl_shape[id], 0);
+        lp_csv_row(o, n, len, "dnnl_shape", &c->dnnl_shape[id], 0);
     }
     const struct file **fv = sorted_files(c);
     for (uint32_t i = 0; fv && i < c->nfiles; i++) {

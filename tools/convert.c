@@ -394,37 +394,23 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
 }
 
 /* Timing columns are empty for a function none of whose calls were timed (allocation calls
- * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls. */
-static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f);
+ * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls (lp_csv_row, calls.c). */
 
 static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct analysis *a) {
     lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops\n");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         if (k == LP_EV_RANGE || k == LP_EV_CALL || lp_kind_family[k] == LP_FAM_CONTROL) continue; /* ranges: per name below */
-        csv_row(o, lp_kind_names[k], strlen(lp_kind_names[k]), lp_family_names[lp_kind_family[k]], &a->fn[k]);
+        lp_csv_row(o, lp_kind_names[k], strlen(lp_kind_names[k]), lp_family_names[lp_kind_family[k]], &a->fn[k], 0);
     }
     for (uint32_t id = 0; id < a->nranges; id++) {
         uint32_t len;
         const char *name = lp_reader_name(r, id, &len);
-        csv_row(o, name, len, "annot", &a->ranges[id]);
+        lp_csv_row(o, name, len, "annot", &a->ranges[id], 0);
     }
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
 }
 
-static void csv_row(struct lp_out *o, const char *name, size_t len, const char *category, const struct fnstat *f) {
-    if (!f->count) return;
-    lp_out_csv_str(o, name, len);
-    lp_out_fmt(o, ",%s,%llu,", category, (unsigned long long)f->count);
-    if (f->timed)
-        lp_out_fmt(o, "%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)f->total_ns,
-                   (unsigned long long)(f->total_ns / f->timed), (unsigned long long)f->min_ns,
-                   (unsigned long long)percentile(f, 0.50), (unsigned long long)percentile(f, 0.90),
-                   (unsigned long long)percentile(f, 0.99), (unsigned long long)f->max_ns);
-    else
-        lp_out_s(o, ",,,,,,,");
-    lp_out_fmt(o, "%llu,\n", (unsigned long long)f->bytes);
-}
 
 static void human_bytes(char *buf, size_t len, uint64_t b) {
     if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);

@@ -154,16 +154,10 @@ LP_HIDDEN extern uint64_t lp_events_written, lp_events_dropped, lp_chunks_writte
 
 /* Enter a hook of family `fam`: returns the thread's state when this call is to be recorded,
  * NULL when it is to pass straight through (family off, libprof off, or re-entered). */
+static inline struct lp_tls *lp_call_begin(unsigned fam);
 static inline struct lp_tls *lp_hook_enter(unsigned fam) {
-    uint32_t g = lp_gate;
-    if (LP_UNLIKELY(g & LP_GATE_UNINIT)) {
-        lp_init_slow();
-        g = lp_gate;
-    }
-    if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
-    struct lp_tls *t = &lp_tls;
-    if (LP_UNLIKELY(t->guard)) return NULL;
-    t->guard = 1;
+    struct lp_tls *t = lp_call_begin(fam);
+    if (t) t->guard = 1;
     return t;
 }
 
