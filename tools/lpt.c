@@ -238,6 +238,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                     r->stacks = ns;
                     r->nstacks = cap;
                 }
+                if (!r->stacks[id].frames) r->nstacks_found++;
                 r->stacks[id].frames = w + i + 1;
                 r->stacks[id].n = k;
                 i += 1 + k;

@@ -39,7 +39,8 @@ struct lp_reader {
     uint32_t nnames;
     struct lp_short_ref { const struct lp_short *s; uint32_t n, tid; } *short_chunks; /* LIBPROF_MIN_NS tallies */
     struct lp_stack { const uint64_t *frames; uint32_t n; } *stacks; /* by stack id (frames NULL: unknown) */
-    uint32_t nstacks;
+    uint32_t nstacks;        /* size of `stacks` (ids below it) */
+    uint32_t nstacks_found;  /* distinct stack ids the trace defines */
     struct lp_module_ref { struct lp_module m; const char *path; const uint8_t *build_id; } *modules;
     uint32_t nmodules;
     uint32_t nshort_chunks;
@@ -69,7 +70,7 @@ void lp_reader_close(struct lp_reader *r);
 /* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
 
-/* Largest stack id a reader accepts (the preload makes at most 2^19). */
+/* Largest stack id a reader accepts (the preload makes at most 2^20). */
 #define LP_MAX_STACK_ID (1u << 22)
 
 /* Ticks since origin to nanoseconds since origin. */

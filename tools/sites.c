@@ -216,7 +216,7 @@ static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t ca
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     uint64_t unknown_calls = s->site[0].calls;
     lp_out_fmt(o, ",\"stacks\":{\"unique\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
-               s->r->nstacks ? s->r->nstacks - 1 : 0, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
+               s->r->nstacks_found, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
     if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
     lp_out_s(o, "},\"alloc_sites\":[");
     /* the union of the top sites of every view */

@@ -24,9 +24,12 @@
 
 #include "lp.h"
 
-#define SLOTS (1u << 20)          /* hash slots (8 MiB reserved) */
-#define MAX_IDS (1u << 19)        /* distinct stacks */
-#define ARENA_WORDS (1u << 23)    /* frames of all stacks (64 MiB reserved) */
+/* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
+ * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
+ * call site of its own — about 70 MB of frames). */
+#define SLOTS (1u << 21)          /* hash slots (16 MiB reserved; at most half full) */
+#define MAX_IDS (1u << 20)        /* distinct stacks (4 MiB reserved) */
+#define ARENA_WORDS (1u << 25)    /* frames of all stacks (256 MiB reserved) */
 
 unsigned lp_stack_depth;
 int (*lp_unw_backtrace)(void **, int);

@@ -346,3 +346,26 @@ Test(stacks, cxx_names_demangled, .init = setup) {
     cr_expect_null(strstr(text, "\"_Znwm\""), "a mangled name left");
     run_free(&r);
 }
+
+/* A PyTorch import: ~1 M allocations from hundreds of thousands of distinct stacks (every static
+ * initialiser of its libraries is a call site). The table holds them all. */
+Test(stacks, pytorch_import_fits_the_table, .init = setup, .timeout = 300) {
+    const char *py[] = {"/usr/bin/python3", "-c", "import torch; print('ok')", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, py);
+    if (bare.status != 0) cr_skip_test("python3-torch is not installed");
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, py);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "ok\n");
+    cJSON *j = load_json(strfmt("%s/t.json", dir)), *st = cJSON_GetObjectItem(libprof_meta(j), "stacks");
+    cr_assert_not_null(st);
+    cr_expect_gt(num(st, "unique"), 100000);
+    cr_expect_eq(num(st, "table_full_drops"), 0);
+    cr_expect_eq(num(st, "allocations_without_stack"), 0);
+    cJSON *lib = cJSON_GetArrayItem(cJSON_GetObjectItem(libprof_meta(j), "alloc_libraries"), 0);
+    cr_assert_not_null(lib);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
