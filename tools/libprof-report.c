@@ -440,6 +440,7 @@ int main(int argc, char **argv) {
     }
     int report = summary || !(converts || events_csv || html || (merge && chrome));
 
+    if (isatty(STDERR_FILENO) && !quiet) rp_progress = progress;
     struct input *in = calloc((size_t)ninputs, sizeof *in);
     if (!in) return 1;
     int rc = 0;

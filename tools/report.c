@@ -23,6 +23,8 @@ static const char *blas_routine(unsigned call, uint64_t op) {
     return names[row][op & 3];
 }
 
+void (*rp_progress)(uint64_t done, uint64_t total, void *arg);
+
 int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen) {
     struct lp_chrome_builder *b = lp_chrome_builder_new(out);
     struct lp_iter *it = b ? lp_iter_new(r) : NULL;
@@ -38,7 +40,12 @@ int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *e
     struct lp_map range_ix = {0}; /* annotation name id + 1 -> interned */
     struct lp_event e;
     char tmp[64];
+    uint64_t next_progress = 1u << 20;
     while (lp_iter_next(it, &e)) {
+        if (rp_progress && lp_iter_position(it) >= next_progress) {
+            rp_progress(lp_iter_position(it), r->events, NULL);
+            next_progress += 1u << 20;
+        }
         if (!e.timed || e.phase != 1) continue;
         int shape = lp_kind_shape[e.kind];
         uint32_t name, cat;
@@ -78,6 +85,7 @@ int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *e
         lp_chrome_add(b, name, cat, r->hdr.pid, e.tid, (int64_t)(e.start_ns > lim ? lim : e.start_ns),
                       (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
     }
+    if (rp_progress) rp_progress(r->events, r->events, NULL);
     lp_iter_free(it);
     lp_map_free(&range_ix);
     out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;

@@ -37,6 +37,8 @@ struct rp_opts {
 /* The timed events of a raw trace as slices: runtime entry points (named as in the Chrome
  * trace: "sgemm", the oneDNN primitive kind, ...), annotation ranges, thread lives. */
 int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen);
+/* Called about every million events while rp_slices_from_lpt reads (NULL: none). */
+extern void (*rp_progress)(uint64_t done, uint64_t total, void *arg);
 
 /* The report printed by default (tables), on `f`. */
 int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o);
