@@ -53,6 +53,7 @@ CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
 CORE_SRCS += preload/core/stacks.c
 CORE_SRCS += preload/core/tbuf.c
+CORE_SRCS += preload/core/unhook.c
 
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c
@@ -104,6 +105,7 @@ TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
 PROGS += tests/progs/calls.c
+PROGS += tests/progs/bound.c
 PROGS += tests/progs/sites.c
 PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c

@@ -238,6 +238,7 @@ void lp_init_slow(void) {
     lp_tls.guard = 1;
 
     uint32_t gate = 0;
+    int on = 0;
     lp_pid = (long)getpid();
     if (lp_alloc_resolve) lp_alloc_resolve();
     if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
@@ -270,7 +271,9 @@ void lp_init_slow(void) {
             lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
             lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
     gate = open_gate;
+    on = 1;
 done:
+    if (!on) lp_unhook(); /* off for good: the hottest hooks leave the program's way */
     lp_gate_set(gate);
     __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
     lp_tls.guard = g;

@@ -315,6 +315,10 @@ LP_HIDDEN uint64_t lp_stacks_dropped(void);
 /* The word that gives the next record of this thread its call stack. */
 static inline uint64_t lp_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
 
+/* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
+
+LP_HIDDEN void lp_unhook(void);
+
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 
 LP_HIDDEN uint32_t lp_control_init(const struct lp_config *cfg);

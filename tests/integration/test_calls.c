@@ -384,3 +384,22 @@ Test(calls, inherited_descriptor_has_its_path, .init = setup) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* Off for good, the hottest pass-through hooks are unbound from the program (core/unhook.c):
+ * its calls go straight to the C library; recording, they reach libprof. */
+Test(calls, off_unbinds_hot_hooks, .init = setup) {
+    struct run off, on, zero;
+    const char *argv[] = {PROG("bound"), NULL};
+    run_prog(&off, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, NULL}, argv);
+    cr_assert_eq(off.status, 0, "%s", off.err);
+    cr_expect_str_eq(off.out, "libc.so.6 libc.so.6\n");
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&on, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
+    cr_assert_eq(on.status, 0, "%s", on.err);
+    cr_expect_str_eq(on.out, "libprof.so libprof.so\n");
+    run_prog(&zero, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF=0", NULL}, argv);
+    cr_expect_str_eq(zero.out, "libc.so.6 libc.so.6\n");
+    run_free(&off);
+    run_free(&on);
+    run_free(&zero);
+}

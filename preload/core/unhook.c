@@ -1,0 +1,114 @@
+/* unhook.c: when libprof is off for good (no LIBPROF* asks for a profile), take its hottest
+ * pass-through hooks out of the program's way by pointing the callers' GOT slots back at the C
+ * library, so an uninterested process pays nothing per call.
+ *
+ * Why: a hook that records nothing still costs a few instructions per call, and some programs
+ * make millions of such calls (sqlite takes a mutex around every allocation: 0.6 % of its
+ * instructions went to the pass-through). A GNU indirect function would decide at binding time,
+ * but the dynamic loader refuses one that a library relocated before libprof refers to; so the
+ * decision is made here, at libprof's start-up, on the relocations already done.
+ *
+ * Only slots that hold exactly libprof's hook are rewritten (the slot's value says which hook it
+ * is bound to: no symbol names are compared); slots inside PT_GNU_RELRO are made
+ * writable for the one store and read-only again; other slots are already writable. libprof's
+ * own slots and objects loaded later (dlopen) keep the hooks, which simply pass through. The
+ * allocation family is never unhooked (its pool blocks must still reach libprof's free). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lp.h"
+
+/* The hooks worth unhooking: called often, pure pass-through when libprof is off. */
+#define UNHOOK(X) X(pthread_mutex_lock) X(pthread_cond_wait) X(pthread_cond_timedwait) X(read) X(write) \
+    X(pread64) X(pwrite64) X(poll) X(nanosleep) X(close)
+
+struct target { const char *name; void *hook, *real; };
+
+static struct target targets[16];
+static unsigned ntargets;
+static uintptr_t self_base;
+
+/* The target whose hook a bound GOT slot holds (the slot's value identifies it: no names). */
+static const struct target *bound_to(const void *v) {
+    for (unsigned i = 0; i < ntargets; i++)
+        if (targets[i].hook == v) return &targets[i];
+    return NULL;
+}
+
+static void patch(uintptr_t slot, const struct target *t, uintptr_t relro_lo, uintptr_t relro_hi) {
+    void **p = (void **)slot;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t start = slot & ~(uintptr_t)(page - 1);
+    int ro = slot >= relro_lo && slot < relro_hi;
+    if (ro && mprotect((void *)start, (size_t)page, PROT_READ | PROT_WRITE) != 0) return; /* keep the hook */
+    __atomic_store_n(p, t->real, __ATOMIC_RELEASE); /* one aligned store: callers see one or the other */
+    if (ro) mprotect((void *)start, (size_t)page, PROT_READ);
+}
+
+static void relocs(const ElfW(Rela) *r, size_t bytes, uintptr_t base, uintptr_t relro_lo, uintptr_t relro_hi) {
+    for (size_t i = 0; i < bytes / sizeof *r; i++) {
+        unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
+        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+        uintptr_t slot = base + r[i].r_offset;
+        const struct target *t = bound_to(__atomic_load_n((void **)slot, __ATOMIC_RELAXED));
+        if (t) patch(slot, t, relro_lo, relro_hi);
+    }
+}
+
+static int object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    uintptr_t base = info->dlpi_addr, relro_lo = 0, relro_hi = 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+        if (ph->p_type == PT_GNU_RELRO) {
+            relro_lo = base + ph->p_vaddr;
+            relro_hi = relro_lo + ph->p_memsz;
+        }
+    }
+    if (!dyn || base == self_base) return 0;
+    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    size_t jmpsz = 0, relasz = 0;
+    /* the loader has already made these addresses absolute in the dynamic section */
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_JMPREL: jmprel = (const ElfW(Rela) *)d->d_un.d_ptr; break;
+        case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
+        case DT_RELA: rela = (const ElfW(Rela) *)d->d_un.d_ptr; break;
+        case DT_RELASZ: relasz = d->d_un.d_val; break;
+        default: break;
+        }
+    }
+    /* an object whose dynamic section was left relative (read-only .dynamic) is left alone */
+    if (jmprel && (uintptr_t)jmprel >= base) relocs(jmprel, jmpsz, base, relro_lo, relro_hi);
+    if (rela && (uintptr_t)rela >= base) relocs(rela, relasz, base, relro_lo, relro_hi);
+    return 0;
+}
+
+void lp_unhook(void) {
+#if defined(__x86_64__)
+    Dl_info me;
+    if (!dladdr((void *)&lp_unhook, &me)) return;
+    self_base = (uintptr_t)me.dli_fbase;
+    ntargets = 0;
+#define X(fn)                                                                                \
+    do {                                                                                     \
+        void *real = lp_resolve(#fn);                                                        \
+        if (real && ntargets < sizeof targets / sizeof *targets)                             \
+            targets[ntargets++] = (struct target){#fn, (void *)&fn, real};                   \
+    } while (0);
+    UNHOOK(X)
+#undef X
+    if (ntargets) dl_iterate_phdr(object, NULL);
+#endif
+}
