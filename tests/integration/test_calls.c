@@ -65,7 +65,7 @@ static void run_calls(struct run *r, const char *const *extra) {
     run_prog(r, dir, env, argv);
 }
 
-static const char *const CALLS_OUT = "threads ok\ndl ok\nio ok\nmmap ok\nprocess ok\nwait ok\n";
+static const char *const CALLS_OUT = "threads ok\ndl ok\nio ok\nmmap ok\nprocess ok\nwait ok\nmore ok\n";
 
 Test(calls, every_family_with_its_arguments, .init = setup) {
     struct run bare, r;
@@ -137,8 +137,8 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     cr_expect_eq(arg(slice(j, "pread", 0), "offset"), 50);
     cr_expect_str_eq(sarg(slice(j, "fopen", 0), "mode"), "w");
     cr_expect_eq(arg(slice(j, "fread", 0), "ret"), 5000);
-    /* anonymous mappings: the program's one MiB */
-    cr_expect_eq(num(m, "mmap_anon", "maps"), 1);
+    /* anonymous mappings: the program's one MiB, then 64 KiB grown to 128 KiB */
+    cr_expect_eq(num(m, "mmap_anon", "maps"), 2);
     cr_expect_eq(num(m, "mmap_anon", "peak_bytes"), 1048576);
     cr_expect_eq(num(m, "mmap_anon", "live_at_exit"), 0);
     cr_expect_geq(num(s, "counters", "mmap anon"), 2);
@@ -155,6 +155,29 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     cr_expect_eq(arg(slice(j, "usleep", 0), "ns"), 1000000);
     cr_expect_eq(arg(slice(j, "poll", 0), "timeout_ms"), 1);
     cr_expect_eq(arg(slice(j, "select", 0), "timeout_ns"), 1000000);
+    /* more of each family */
+    cJSON *mf = file_entry(m, "/more.bin");
+    cr_assert_not_null(mf);
+    cr_expect_eq(num(mf, "opens", NULL), 1);
+    cr_expect_eq(num(mf, "write_bytes", NULL), 30);
+    cr_expect_eq(num(mf, "read_bytes", NULL), 30);
+    cr_expect_eq(num(mf, "other", NULL), 3); /* lseek, fdatasync, close */
+    cr_expect_eq(arg(slice(j, "writev", 0), "count"), 30);
+    cr_expect_eq(arg(slice(j, "readv", 0), "ret"), 30);
+    cr_expect_not_null(strstr(sarg(slice(j, "openat", 0), "path"), "/more.bin"));
+    cr_expect_not_null(strstr(sarg(slice(j, "creat", 0), "path"), "/more2.bin"));
+    cr_expect_eq(arg(slice(j, "mremap", 0), "new_len"), 131072);
+    cr_expect_eq(arg(slice(j, "epoll_wait", 0), "timeout_ms"), 1);
+    cr_expect_eq(arg(slice(j, "ppoll", 0), "timeout_ns"), 1000000);
+    cr_expect_eq(arg(slice(j, "pselect", 0), "timeout_ns"), 1000000);
+    cr_expect_eq(arg(slice(j, "clock_nanosleep", 0), "ns"), 1000000);
+    cr_expect_eq(arg(slice(j, "pthread_cond_timedwait", 0), "ret"), 110 /* ETIMEDOUT */);
+    cJSON *sp = slice(j, "posix_spawn", 0);
+    cr_assert_not_null(sp);
+    cr_expect_eq(arg(sp, "ret"), 0);
+    cr_expect_gt(arg(sp, "pid"), 0);
+    cr_expect_str_eq(sarg(sp, "command"), "/bin/true");
+    cr_expect_eq(arg(slice(j, "waitid", 0), "id"), arg(sp, "pid"));
     /* CSV rows in the core's columns */
     char *c = read_file(strfmt("%s/t.csv", dir), NULL);
     cr_assert_not_null(c);
@@ -229,7 +252,7 @@ Test(calls, families_are_selected_by_libprof_events, .init = setup) {
     cr_expect_eq(num(s, "categories", "dl"), -1);
     cr_expect_eq(num(s, "categories", "process"), -1);
     cr_expect_gt(num(s, "categories", "io"), 10);
-    cr_expect_eq(num(s, "categories", "wait"), 4);
+    cr_expect_eq(num(s, "categories", "wait"), 8);
     cJSON_Delete(s);
     run_free(&r);
 }

@@ -13,7 +13,12 @@
  *            and read of a bad descriptor (EBADF), errno checked
  *   mmap:    1 MiB anonymous, touched, unmapped
  *   process: fork + waitpid (child exits 3), system("exit 4")
- *   wait:    nanosleep 1 ms, usleep 1000, poll 1 ms, select 1 ms */
+ *   wait:    nanosleep 1 ms, usleep 1000, poll 1 ms, select 1 ms
+ *   more:    DIR/more.bin through openat, writev (10+20 B), lseek, readv (30 B), fdatasync, close;
+ *            creat of DIR/more2.bin; a 64 KiB anonymous mapping grown to 128 KiB by mremap;
+ *            epoll_wait, ppoll, pselect, clock_nanosleep of 1 ms each; a 1 ms
+ *            pthread_cond_timedwait that times out; posix_spawn of /bin/true and waitid */
+extern char **environ;
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -209,5 +217,50 @@ int main(int argc, char **argv) {
     struct timeval tv = {0, 1000};
     select(0, NULL, NULL, NULL, &tv);
     printf("wait ok\n");
+
+    /* more of each family */
+    char more[4096], more2[4096];
+    snprintf(more, sizeof more, "%s/more.bin", argv[1]);
+    snprintf(more2, sizeof more2, "%s/more2.bin", argv[1]);
+    int fd2 = openat(AT_FDCWD, more, O_CREAT | O_TRUNC | O_RDWR, 0644);
+    check(fd2 >= 0, "openat");
+    char a10[10] = "0123456789", b20[20] = "abcdefghijklmnopqrst";
+    struct iovec wv[2] = {{a10, 10}, {b20, 20}};
+    check(writev(fd2, wv, 2) == 30, "writev");
+    check(lseek(fd2, 0, SEEK_SET) == 0, "lseek more");
+    char r10[10], r20[20];
+    struct iovec rv[2] = {{r10, 10}, {r20, 20}};
+    check(readv(fd2, rv, 2) == 30 && !memcmp(r20, b20, 20), "readv");
+    check(fdatasync(fd2) == 0, "fdatasync");
+    check(close(fd2) == 0, "close more");
+    int fd3 = creat(more2, 0644);
+    check(fd3 >= 0, "creat");
+    close(fd3);
+    char *mm = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    check(mm != MAP_FAILED, "mmap 64K");
+    mm = mremap(mm, 65536, 131072, MREMAP_MAYMOVE);
+    check(mm != MAP_FAILED, "mremap");
+    check(munmap(mm, 131072) == 0, "munmap 128K");
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    check(epoll_wait(ep, &ev, 1, 1) == 0, "epoll_wait");
+    close(ep);
+    struct timespec ms = {0, 1000000};
+    check(ppoll(NULL, 0, &ms, NULL) == 0, "ppoll");
+    check(pselect(0, NULL, NULL, NULL, &ms, NULL) == 0, "pselect");
+    check(clock_nanosleep(CLOCK_MONOTONIC, 0, &ms, NULL) == 0, "clock_nanosleep");
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 1000000;
+    if (until.tv_nsec >= 1000000000) { until.tv_sec++; until.tv_nsec -= 1000000000; }
+    pthread_mutex_lock(&cm);
+    check(pthread_cond_timedwait(&cv, &cm, &until) == ETIMEDOUT, "cond timedwait");
+    pthread_mutex_unlock(&cm);
+    pid_t sp;
+    char *targv[] = {"true", NULL};
+    check(posix_spawn(&sp, "/bin/true", NULL, NULL, targv, environ) == 0, "posix_spawn");
+    siginfo_t si;
+    check(waitid(P_PID, (id_t)sp, &si, WEXITED) == 0 && si.si_status == 0, "waitid");
+    printf("more ok\n");
     return 0;
 }
