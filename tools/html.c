@@ -9,11 +9,6 @@
 #include "map.h"
 #include "report.h"
 
-int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
-                void *arg);
-int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
-                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
-
 static void esc(FILE *f, const char *s, size_t n) {
     for (size_t i = 0; i < n && s[i]; i++) {
         unsigned char ch = (unsigned char)s[i];

@@ -836,9 +836,6 @@ int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts 
     return lat;
 }
 
-/* For the HTML page: the top rows as the table shows them. */
-int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
-                void *arg);
 int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
                 void *arg) {
     struct an a;
@@ -855,9 +852,6 @@ int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)
     return 0;
 }
 
-/* For the HTML page: per thread busy and kernel shares. */
-int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
-                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
 int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
                      void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg) {
     struct an a;

@@ -52,6 +52,12 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r);
  * `folded` (may be NULL) the allocation flame graph. */
 int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
             const char *folded, const struct rp_opts *o);
+/* For the HTML page: the top rows as the table shows them (name, count, total, self, mean, p50,
+ * p99, max), and each thread's wall, busy and kernel time. */
+int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+                void *arg);
+int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
 int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts *o, size_t *n);
 
