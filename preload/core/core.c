@@ -273,7 +273,9 @@ void lp_init_slow(void) {
     gate = open_gate;
     on = 1;
 done:
-    if (!on) lp_unhook(); /* off for good: the hottest hooks leave the program's way */
+    /* hooks that can never record leave the program's way: all of them when libprof is off for
+     * good, else those of the families LIBPROF_EVENTS left out */
+    lp_unhook(on ? lp_cfg.families : 0);
     lp_gate_set(gate);
     __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
     lp_tls.guard = g;

@@ -317,7 +317,7 @@ static inline uint64_t lp_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STAC
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 
-LP_HIDDEN void lp_unhook(void);
+LP_HIDDEN void lp_unhook(uint32_t families); /* keeps the hooks of `families` */
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 

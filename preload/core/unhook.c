@@ -1,6 +1,7 @@
-/* unhook.c: when libprof is off for good (no LIBPROF* asks for a profile), take its hottest
- * pass-through hooks out of the program's way by pointing the callers' GOT slots back at the C
- * library, so an uninterested process pays nothing per call.
+/* unhook.c: take libprof's hottest pass-through hooks out of the program's way when they can
+ * never record — libprof off for good (no LIBPROF* asks for a profile), or their family left out
+ * of LIBPROF_EVENTS — by pointing the callers' GOT slots back at the C library, so a process pays
+ * nothing per call for what it does not profile.
  *
  * Why: a hook that records nothing still costs a few instructions per call, and some programs
  * make millions of such calls (sqlite takes a mutex around every allocation: 0.6 % of its
@@ -26,9 +27,9 @@
 
 #include "lp.h"
 
-/* The hooks worth unhooking: called often, pure pass-through when libprof is off. */
-#define UNHOOK(X) X(pthread_mutex_lock) X(pthread_cond_wait) X(pthread_cond_timedwait) X(read) X(write) \
-    X(pread64) X(pwrite64) X(poll) X(nanosleep) X(close)
+/* The hooks worth unhooking: called often, pure pass-through when their family does not record. */
+#define UNHOOK(X) X(pthread_mutex_lock, SYNC) X(pthread_cond_wait, SYNC) X(pthread_cond_timedwait, SYNC) \
+    X(read, IO) X(write, IO) X(pread64, IO) X(pwrite64, IO) X(poll, WAIT) X(nanosleep, WAIT) X(close, IO)
 
 struct target { const char *name; void *hook, *real; };
 
@@ -95,14 +96,15 @@ static int object(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-void lp_unhook(void) {
+void lp_unhook(uint32_t families) {
 #if defined(__x86_64__)
     Dl_info me;
     if (!dladdr((void *)&lp_unhook, &me)) return;
     self_base = (uintptr_t)me.dli_fbase;
     ntargets = 0;
-#define X(fn)                                                                                \
+#define X(fn, fam)                                                                           \
     do {                                                                                     \
+        if (families & (1u << LP_FAM_##fam)) break; /* this family records: keep its hook */ \
         void *real = lp_resolve(#fn);                                                        \
         if (real && ntargets < sizeof targets / sizeof *targets)                             \
             targets[ntargets++] = (struct target){#fn, (void *)&fn, real};                   \

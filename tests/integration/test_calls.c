@@ -408,8 +408,8 @@ Test(calls, inherited_descriptor_has_its_path, .init = setup) {
     run_free(&r);
 }
 
-/* Off for good, the hottest pass-through hooks are unbound from the program (core/unhook.c):
- * its calls go straight to the C library; recording, they reach libprof. */
+/* Hooks that can never record are unbound from the program (core/unhook.c): all of the hottest
+ * ones when libprof is off for good, those of families left out of LIBPROF_EVENTS otherwise. */
 Test(calls, off_unbinds_hot_hooks, .init = setup) {
     struct run off, on, zero;
     const char *argv[] = {PROG("bound"), NULL};
@@ -421,6 +421,13 @@ Test(calls, off_unbinds_hot_hooks, .init = setup) {
     cr_assert_eq(on.status, 0, "%s", on.err);
     cr_expect_str_eq(on.out, "libprof.so libprof.so\n");
     run_prog(&zero, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF=0", NULL}, argv);
+    cr_expect_str_eq(zero.out, "libc.so.6 libc.so.6\n");
+    run_free(&zero);
+    /* recording, but not every family: the others' hooks leave too */
+    run_prog(&zero, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_EVENTS=io", NULL}, argv);
+    cr_expect_str_eq(zero.out, "libc.so.6 libprof.so\n");
+    run_free(&zero);
+    run_prog(&zero, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_EVENTS=alloc", NULL}, argv);
     cr_expect_str_eq(zero.out, "libc.so.6 libc.so.6\n");
     run_free(&off);
     run_free(&on);
