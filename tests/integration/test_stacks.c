@@ -301,6 +301,8 @@ Test(stacks, command_line_flags, .init = setup) {
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_not_null(strstr(r.err, "allocation sites by bytes allocated"), "%s", r.err);
     cr_expect_eq(access(strfmt("%s/c.alloc.folded", dir), F_OK), 0);
+    cr_expect_not_null(strstr(r.err, "libprof: wrote "), "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "c.alloc.folded\n"), "the command lists the flame graphs it wrote: %s", r.err);
     cr_expect_eq(access(strfmt("%s/c.speedscope.json", dir), F_OK), 0);
     run_free(&r);
 }
