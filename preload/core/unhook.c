@@ -73,8 +73,11 @@ static int object(struct dl_phdr_info *info, size_t size, void *arg) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
         if (ph->p_type == PT_GNU_RELRO) {
-            relro_lo = base + ph->p_vaddr;
-            relro_hi = relro_lo + ph->p_memsz;
+            /* what the loader made read-only: whole pages only (its end is rounded down, so a
+             * last partial page stays writable — and must stay so) */
+            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+            relro_lo = (base + ph->p_vaddr) & ~(page - 1);
+            relro_hi = (base + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
         }
     }
     if (!dyn || base == self_base) return 0;
