@@ -37,7 +37,7 @@ LP_EXPORT pid_t fork(void) {
 
 #if defined(__x86_64__)
 static void *real_vfork;
-/* Called by the vfork stub below: record, and return the real vfork's address. */
+/* Called by the vfork trampoline below: record, and return the real vfork's address. */
 LP_HIDDEN void *lp_vfork_note(void);
 void *lp_vfork_note(void) {
     int saved = errno;

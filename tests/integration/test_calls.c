@@ -190,7 +190,7 @@ Test(calls, every_family_with_its_arguments, .init = setup) {
     run_free(&bare);
 }
 
-/* Python's subprocess: vfork (the asm stub) and the exec attempts along PATH, the wait. */
+/* Python's subprocess: vfork (the asm trampoline) and the exec attempts along PATH, the wait. */
 Test(calls, python_subprocess_vfork_exec_wait, .init = setup) {
     const char *argv[] = {"/usr/bin/python3", "-c",
                           "import subprocess; r = subprocess.run(['sh', '-c', 'exit 6']); print(r.returncode)", NULL};
