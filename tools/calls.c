@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "map.h"
+#include "fmt.h"
 #include "stats.h"
 #include "symbols.h"
 
@@ -163,7 +164,7 @@ static void bind(struct lp_calls *c, struct lp_map *m, uint64_t key, uint32_t fi
 
 /* ---- shapes ------------------------------------------------------------------------------ */
 
-static const char *blas_name(unsigned call, uint64_t op) {
+const char *lp_blas_name(unsigned call, uint64_t op) {
     static const char *const names[4][4] = {
         {"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
         {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
@@ -241,7 +242,7 @@ static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, cons
     unsigned role = lp_call_role[call];
     uint32_t nlen = 0;
     const char *name = lp_call_names[call];
-    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) name = blas_name(call, a[nargs - 1]);
+    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) name = lp_blas_name(call, a[nargs - 1]);
     if (role == LP_ROLE_DNNL && nargs >= 1) name = lp_reader_name(c->r, a[0], &nlen);
     else nlen = (uint32_t)strlen(name);
     ev_begin(s);
@@ -547,7 +548,7 @@ static int file_used(const struct file *f) { return f->opens || f->reads || f->w
 
 static void shape_label(const struct shape *s, char *buf, size_t len) {
     static const char tr[] = "NTC?";
-    const char *n = blas_name(s->call, s->op);
+    const char *n = lp_blas_name(s->call, s->op);
     if (s->call == LP_CALL_GEMM)
         snprintf(buf, len, "%s %llux%llux%llu %c%c", n, (unsigned long long)s->m, (unsigned long long)s->n,
                  (unsigned long long)s->k, tr[(s->op >> LP_BLAS_TA_SHIFT) & 3], tr[(s->op >> LP_BLAS_TB_SHIFT) & 3]);
@@ -618,7 +619,7 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
         char label[128];
         shape_label(s, label, sizeof label);
         lp_out_fmt(o, "%s{\"name\":\"%s\",\"routine\":\"%s\",\"m\":%llu,\"n\":%llu,\"k\":%llu,\"count\":%llu,\"total_ns\":%llu,\"gflops\":%.3f}",
-                   i ? "," : "", label, blas_name(s->call, s->op), (unsigned long long)s->m, (unsigned long long)s->n,
+                   i ? "," : "", label, lp_blas_name(s->call, s->op), (unsigned long long)s->m, (unsigned long long)s->n,
                    (unsigned long long)s->k, (unsigned long long)s->st.count, (unsigned long long)s->st.total_ns, gflops(s));
     }
     free(sv);
@@ -679,13 +680,6 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
     free(fv);
 }
 
-static void fmt_ns(char *buf, size_t len, uint64_t ns) {
-    if (ns < 10000) snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-    else if (ns < 10000000) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-    else if (ns < 10000000000ull) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-}
-
 void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
     int any = 0;
     for (unsigned k = 1; k < LP_CALL_COUNT; k++) any |= c->fn[k].count && lp_call_role[k] != LP_ROLE_FDPATH;
@@ -697,10 +691,10 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         if (!f->count || lp_call_role[k] == LP_ROLE_FDPATH) continue;
         char tot[24] = "-", mean[24] = "-", p50[24] = "-", p99[24] = "-";
         if (f->timed) {
-            fmt_ns(tot, sizeof tot, f->total_ns);
-            fmt_ns(mean, sizeof mean, f->total_ns / f->timed);
-            fmt_ns(p50, sizeof p50, lp_percentile(f, 0.5));
-            fmt_ns(p99, sizeof p99, lp_percentile(f, 0.99));
+            lp_fmt_ns(tot, sizeof tot, f->total_ns);
+            lp_fmt_ns(mean, sizeof mean, f->total_ns / f->timed);
+            lp_fmt_ns(p50, sizeof p50, lp_percentile(f, 0.5));
+            lp_fmt_ns(p99, sizeof p99, lp_percentile(f, 0.99));
         }
         lp_out_fmt(o, "  %-24s %-8s %10llu %11s %11s %11s %11s\n", lp_call_names[k], lp_family_names[lp_call_family[k]],
                    (unsigned long long)f->count, tot, mean, p50, p99);
@@ -716,7 +710,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         if (!shown++) lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", "file", "opens", "reads", "read", "writes",
                                  "written", "time");
         char t[24], rb[24], wb[24];
-        fmt_ns(t, sizeof t, f->time_ns);
+        lp_fmt_ns(t, sizeof t, f->time_ns);
         snprintf(rb, sizeof rb, "%.1f KiB", (double)f->rbytes / 1024);
         snprintf(wb, sizeof wb, "%.1f KiB", (double)f->wbytes / 1024);
         uint32_t len = f->len;
@@ -736,8 +730,8 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         if (i == 0) lp_out_fmt(o, "  %-32s %10s %11s %11s %9s\n", "BLAS shape", "calls", "total", "mean", "GFLOP/s");
         char label[128], t[24], m[24];
         shape_label(sv[i], label, sizeof label);
-        fmt_ns(t, sizeof t, sv[i]->st.total_ns);
-        fmt_ns(m, sizeof m, sv[i]->st.timed ? sv[i]->st.total_ns / sv[i]->st.timed : 0);
+        lp_fmt_ns(t, sizeof t, sv[i]->st.total_ns);
+        lp_fmt_ns(m, sizeof m, sv[i]->st.timed ? sv[i]->st.total_ns / sv[i]->st.timed : 0);
         lp_out_fmt(o, "  %-32s %10llu %11s %11s %9.2f\n", label, (unsigned long long)sv[i]->st.count, t, m, gflops(sv[i]));
     }
     free(sv);
@@ -749,7 +743,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         uint32_t len;
         const char *n = lp_reader_name(c->r, id, &len);
         char t[24];
-        fmt_ns(t, sizeof t, f->total_ns);
+        lp_fmt_ns(t, sizeof t, f->total_ns);
         lp_out_fmt(o, "  %-64.*s %8llu %11s\n", (int)(len > 64 ? 64 : len), n, (unsigned long long)f->count, t);
     }
 }

@@ -29,6 +29,8 @@ int lp_calls_finish(struct lp_calls *c);
 void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o);
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o);
 struct fnstat;
+/* The BLAS routine's name for a call and its `op` word ("sgemm", "dgemv", ...). */
+const char *lp_blas_name(unsigned call, uint64_t op);
 /* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops (gflops <= 0: empty). */
 void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gflops);
 void lp_calls_summary(const struct lp_calls *c, struct lp_out *o);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "calls.h"
+#include "fmt.h"
 #include "sites.h"
 #include "map.h"
 #include "out.h"
@@ -412,13 +413,6 @@ static void write_csv(struct lp_out *o, const struct lp_reader *r, const struct 
 }
 
 
-static void human_bytes(char *buf, size_t len, uint64_t b) {
-    if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);
-    else if (b < 10ull * 1024 * 1024) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-    else if (b < 10ull * 1024 * 1024 * 1024) snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
-    else snprintf(buf, len, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
-}
-
 static void write_summary(struct lp_out *o, const struct lp_reader *r, const struct analysis *a, uint64_t end_ns,
                           const char *label) {
     uint32_t bl;
@@ -449,14 +443,14 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
                    (unsigned long long)percentile(f, 0.5), (unsigned long long)percentile(f, 0.99));
     }
     char peak[32], leak[32];
-    human_bytes(peak, sizeof peak, a->peak_bytes);
-    human_bytes(leak, sizeof leak, a->live_bytes);
+    lp_fmt_bytes(peak, sizeof peak, a->peak_bytes);
+    lp_fmt_bytes(leak, sizeof leak, a->live_bytes);
     lp_out_fmt(o, "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n", peak,
                (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak, (unsigned long long)a->live_bytes,
                (unsigned long long)a->live.n);
     if (r->end && r->end->max_rss_kib) {
         char rss[32];
-        human_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);
+        lp_fmt_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);
         lp_out_fmt(o, "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n", rss,
                    peak);
     }
@@ -480,8 +474,8 @@ static void write_summary(struct lp_out *o, const struct lp_reader *r, const str
         if (!c) continue;
         char lo[16], hi[16];
         uint64_t l = b == 0 ? 0 : UINT64_C(1) << (b + 3), h = (UINT64_C(1) << (b + 4)) - 1;
-        human_bytes(lo, sizeof lo, l);
-        human_bytes(hi, sizeof hi, h);
+        lp_fmt_bytes(lo, sizeof lo, l);
+        lp_fmt_bytes(hi, sizeof hi, h);
         int bar = (int)((c * 40 + maxc - 1) / maxc);
         lp_out_fmt(o, "  %10s-%-10s %10llu %3llu%% ", lo, b == SIZE_BUCKETS - 1 ? "" : hi, (unsigned long long)c,
                    (unsigned long long)(c * 100 / total));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "map.h"
 #include "report.h"
 
@@ -21,20 +22,6 @@ static void esc(FILE *f, const char *s, size_t n) {
     }
 }
 
-static void dur(char *b, size_t n, int64_t ns) {
-    if (ns < 10000) snprintf(b, n, "%lld ns", (long long)ns);
-    else if (ns < 10000000) snprintf(b, n, "%.1f us", (double)ns / 1e3);
-    else if (ns < 10000000000LL) snprintf(b, n, "%.1f ms", (double)ns / 1e6);
-    else snprintf(b, n, "%.2f s", (double)ns / 1e9);
-}
-
-static void bytes(char *b, size_t n, double v) {
-    if (v < 10 * 1024) snprintf(b, n, "%.0f B", v);
-    else if (v < 10.0 * 1024 * 1024) snprintf(b, n, "%.1f KiB", v / 1024);
-    else if (v < 10.0 * 1024 * 1024 * 1024) snprintf(b, n, "%.1f MiB", v / 1048576);
-    else snprintf(b, n, "%.2f GiB", v / 1073741824.0);
-}
-
 static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {
     FILE *f = arg;
     fputs("<tr><td class=\"n\">", f);
@@ -42,7 +29,7 @@ static void row_emit(void *arg, const char *name, size_t count, const int64_t *v
     fprintf(f, "</td><td>%zu</td>", count);
     for (int k = 0; k < 6; k++) {
         char b[32];
-        dur(b, sizeof b, v[k]);
+        lp_fmt_ns(b, sizeof b, v[k]);
         fprintf(f, "<td>%s</td>", b);
     }
     fputs("</tr>\n", f);
@@ -53,7 +40,7 @@ static void thread_emit(void *arg, int64_t pid, int64_t tid, int64_t wall, int64
     struct bars *b = arg;
     double bw = wall > 0 ? 600.0 * (double)busy / (double)wall : 0, kw = wall > 0 ? 600.0 * (double)kernel / (double)wall : 0;
     char w[32];
-    dur(w, sizeof w, wall);
+    lp_fmt_ns(w, sizeof w, wall);
     fprintf(b->f,
             "<text x=\"0\" y=\"%d\">%lld/%lld</text><rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
             "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy %.1f%%</title></rect>"
@@ -74,18 +61,14 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
     uint64_t span = lp_ticks_to_ns(r, r->last_ticks) + 1, cur = 0, peak = 0;
     struct lp_event e;
     while (mx && has && lp_iter_next(it, &e)) {
-        int shape = lp_kind_shape[e.kind];
-        uint64_t v;
-        if (shape == LP_SHAPE_FREE || (shape == LP_SHAPE_REALLOC && e.phase == 0)) {
-            uint64_t p = shape == LP_SHAPE_FREE ? e.w[0] : e.w[2];
-            if (shape == LP_SHAPE_REALLOC && (!e.w[2] || (e.w[1] == 0 && e.w[0] > 0))) continue;
-            if (p && lp_map_take(&live, p, &v)) cur -= v;
-        } else if ((shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) && e.w[1]) {
-            if (lp_map_take(&live, e.w[1], &v)) cur -= v;
-            lp_map_put(&live, e.w[1], e.w[0], NULL);
-            cur += e.w[0];
-        } else {
-            continue;
+        uint64_t v, freed, born, size;
+        lp_event_blocks(&e, &freed, &born, &size);
+        if (!freed && !born) continue;
+        if (freed && lp_map_take(&live, freed, &v)) cur -= v;
+        if (born) {
+            if (lp_map_take(&live, born, &v)) cur -= v;
+            lp_map_put(&live, born, size, NULL);
+            cur += size;
         }
         size_t b = (size_t)((double)e.ns / (double)span * N);
         if (b >= N) b = N - 1;
@@ -95,8 +78,8 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
     }
     if (peak > 0) {
         char pk[32], sp[32];
-        bytes(pk, sizeof pk, (double)peak);
-        dur(sp, sizeof sp, (int64_t)span);
+        lp_fmt_bytes(pk, sizeof pk, (uint64_t)peak);
+        lp_fmt_ns(sp, sizeof sp, (int64_t)span);
         fprintf(f, "<h2>Heap over time</h2><p>live requested bytes; peak %s; run %s</p>\n", pk, sp);
         fprintf(f, "<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" aria-label=\"heap over time\">"
                    "<rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
@@ -125,7 +108,7 @@ static void iteration_chart(FILE *f, const struct lp_chrome *c, const struct rp_
     size_t show = n > 200 ? 200 : n;
     double bw = 740.0 / (double)show;
     char m[32];
-    dur(m, sizeof m, mx);
+    lp_fmt_ns(m, sizeof m, mx);
     fprintf(f, "<h2>Iterations</h2><p>latency of each <code>");
     esc(f, o->iterations, strlen(o->iterations));
     fprintf(f, "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
@@ -133,7 +116,7 @@ static void iteration_chart(FILE *f, const struct lp_chrome *c, const struct rp_
     for (size_t i = 0; i < show; i++) {
         double h = 200.0 * (double)lat[i] / (double)mx;
         char d[32];
-        dur(d, sizeof d, lat[i]);
+        lp_fmt_ns(d, sizeof d, lat[i]);
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>iteration %zu: %s</title></rect>", 60 + bw * (double)i,
                 210 - h, bw * 0.8, h, (int)i < o->skip ? "#bbb" : "#2ca02c", i, d);
     }
@@ -169,7 +152,7 @@ static void flame_node(FILE *f, const struct tree *t, int k, double x, double w,
         unsigned hue = 0;
         for (size_t i = 0; i < nd->len; i++) hue = hue * 31 + (unsigned char)nd->name[i];
         char b[32];
-        bytes(b, sizeof b, (double)nd->value);
+        lp_fmt_bytes(b, sizeof b, (uint64_t)nd->value);
         fputs("<g><title>", f);
         esc(f, nd->name, nd->len);
         fprintf(f, " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" fill=\"hsl(%u,70%%,%u%%)\"/>", b,
@@ -218,7 +201,7 @@ static void flame(FILE *f, const char *folded) {
     if (t.v[0].value) {
         if (depth > 40) depth = 40;
         char b[32];
-        bytes(b, sizeof b, (double)t.v[0].value);
+        lp_fmt_bytes(b, sizeof b, (uint64_t)t.v[0].value);
         fprintf(f, "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
                    "all); hover a frame for its share</p>\n<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" role=\"img\" "
                    "aria-label=\"flame graph\" font-family=monospace>\n",

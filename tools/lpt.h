@@ -96,6 +96,23 @@ struct lp_event {
     const uint64_t *w; /* payload words */
 };
 
+/* What event `e` does to the heap: the block it releases (*freed, 0 for none) and the block it
+ * makes (*born of *size bytes, 0 for none). A realloc releases at phase 0 (unless it failed, or
+ * returned NULL for size 0 — then the old block lives on) and makes at phase 1. */
+static inline void lp_event_blocks(const struct lp_event *e, uint64_t *freed, uint64_t *born, uint64_t *size) {
+    const uint64_t *w = e->w;
+    *freed = *born = *size = 0;
+    switch (lp_kind_shape[e->kind]) {
+    case LP_SHAPE_FREE: *freed = w[0]; break;
+    case LP_SHAPE_ALLOC: *born = w[1]; *size = w[0]; break;
+    case LP_SHAPE_REALLOC:
+        if (e->phase == 0) *freed = !(w[1] == 0 && w[0] > 0) ? w[2] : 0;
+        else { *born = w[1]; *size = w[0]; }
+        break;
+    default: break;
+    }
+}
+
 struct lp_iter;
 struct lp_iter *lp_iter_new(const struct lp_reader *r);
 int lp_iter_next(struct lp_iter *it, struct lp_event *ev); /* 1 = event, 0 = end */

@@ -12,16 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
+#include "fmt.h"
 #include "map.h"
 
 /* ---- raw trace -> slices ------------------------------------------------------------------ */
-
-static const char *blas_routine(unsigned call, uint64_t op) {
-    static const char *const names[4][4] = {{"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
-                                            {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
-    unsigned row = call == LP_CALL_GEMM ? 0 : call == LP_CALL_GEMV ? 1 : call == LP_CALL_DOT ? 2 : 3;
-    return names[row][op & 3];
-}
 
 void (*rp_progress)(uint64_t done, uint64_t total, void *arg);
 
@@ -66,7 +61,7 @@ int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *e
             const uint64_t *a = e.w + 1;
             unsigned role = lp_call_role[call];
             if ((role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) && nargs) {
-                snprintf(tmp, sizeof tmp, "%s", blas_routine(call, a[nargs - 1]));
+                snprintf(tmp, sizeof tmp, "%s", lp_blas_name(call, a[nargs - 1]));
                 name = lp_chrome_intern(b, tmp);
             } else if (role == LP_ROLE_DNNL && nargs) {
                 uint32_t len;
@@ -225,11 +220,7 @@ static void fmt_dur(char *buf, size_t len, int64_t ns, enum rp_units u) {
     case RP_S: snprintf(buf, len, "%.6f", (double)ns / 1e9); return;
     default: break;
     }
-    int64_t a = ns < 0 ? -ns : ns;
-    if (a < 10000) snprintf(buf, len, "%lld ns", (long long)ns);
-    else if (a < 10000000) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-    else if (a < 10000000000LL) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+    lp_fmt_ns(buf, len, ns);
 }
 
 static int shown(const struct rp_opts *o, const char *name) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "map.h"
 #include "symbols.h"
 
@@ -92,18 +93,9 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
     struct lp_event e;
     uint64_t pos = 0;
     while (pos++ < peak_count && lp_iter_next(it, &e)) {
-        const uint64_t *w = e.w;
-        uint64_t v, ptr = 0, size = 0;
-        int shape = lp_kind_shape[e.kind];
-        if (shape == LP_SHAPE_FREE || (shape == LP_SHAPE_REALLOC && e.phase == 0)) {
-            uint64_t p = shape == LP_SHAPE_FREE ? w[0] : w[2];
-            if (shape == LP_SHAPE_REALLOC && (!w[2] || (w[1] == 0 && w[0] > 0))) continue;
-            if (p && lp_map_take(&live, p, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
-            continue;
-        }
-        if (shape == LP_SHAPE_ALLOC) ptr = w[1], size = w[0];
-        else if (shape == LP_SHAPE_REALLOC) ptr = w[1], size = w[0];
-        else continue;
+        uint64_t v, freed, ptr, size;
+        lp_event_blocks(&e, &freed, &ptr, &size);
+        if (freed && lp_map_take(&live, freed, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
         if (!ptr) continue;
         uint32_t st = e.stack < s->nsite ? e.stack : 0;
         if (lp_map_take(&live, ptr, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
@@ -281,12 +273,6 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     }
 }
 
-static void human(char *buf, size_t len, uint64_t b) {
-    if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);
-    else if (b < 10ull * 1024 * 1024) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-    else snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
-}
-
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     static const char *const titles[] = {"allocation sites by bytes allocated", "allocation sites by calls",
                                          "allocation sites by share of the peak", "leaks by allocation site"};
@@ -303,9 +289,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
         for (uint32_t i = 0; i < n && i < TOP; i++) {
             const struct site *t = &s->site[v[i]];
             frames_text(s, v[i], buf, sizeof buf, 4, " < ");
-            human(b1, sizeof b1, t->bytes);
-            human(b2, sizeof b2, t->peak);
-            human(b3, sizeof b3, t->live);
+            lp_fmt_bytes(b1, sizeof b1, t->bytes);
+            lp_fmt_bytes(b2, sizeof b2, t->peak);
+            lp_fmt_bytes(b3, sizeof b3, t->live);
             lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t->calls, b1, b2, b3, buf);
         }
         free(v);
@@ -315,9 +301,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     if (nl) lp_out_fmt(o, "  memory per library (the first caller outside the C/C++ runtime):\n  %10s %10s %10s %10s  %s\n",
                        "calls", "allocated", "at peak", "leaked", "library");
     for (uint32_t i = 0; i < nl && i < TOP; i++) {
-        human(b1, sizeof b1, libs[i].bytes);
-        human(b2, sizeof b2, libs[i].peak);
-        human(b3, sizeof b3, libs[i].live);
+        lp_fmt_bytes(b1, sizeof b1, libs[i].bytes);
+        lp_fmt_bytes(b2, sizeof b2, libs[i].peak);
+        lp_fmt_bytes(b3, sizeof b3, libs[i].live);
         lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)libs[i].calls, b1, b2, b3, libs[i].name);
     }
 }
