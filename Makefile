@@ -51,6 +51,7 @@ CORE_SRCS += preload/core/control.c
 CORE_SRCS += preload/core/core.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
+CORE_SRCS += preload/core/spawn.c
 CORE_SRCS += preload/core/stacks.c
 CORE_SRCS += preload/core/tbuf.c
 CORE_SRCS += preload/core/unhook.c
@@ -101,6 +102,7 @@ INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
+INTEGRATION_TESTS += tests/integration/test_coexist.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -128,7 +130,7 @@ REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
-              $(BUILD)/progs/rpath_dlopen \
+              $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
@@ -191,6 +193,19 @@ $(BUILD)/progs/rpath_dlopen: tests/progs/rpath_dlopen.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN'
+
+# An allocator built into the executable (exported malloc family), first used by the
+# constructor of a library it links: see tests/progs/ownalloc.c.
+$(BUILD)/progs/ownalloc: tests/progs/ownalloc.c $(BUILD)/progs/libownalloc_dep.so $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Wl,--export-dynamic -o $@ $< -Wl,--no-as-needed \
+		-L$(BUILD)/progs -lownalloc_dep -Wl,-rpath,'$$ORIGIN'
+
+$(BUILD)/progs/libownalloc_dep.so: tests/progs/ownalloc_dep.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -fPIC -shared -Wall -Wextra -o $@ $<
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

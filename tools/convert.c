@@ -333,7 +333,7 @@ static uint64_t chrome_counter(struct chrome *c, const struct analysis *a) {
 }
 
 static void metadata_json(struct lp_out *o, const struct lp_reader *r, const struct analysis *a, uint64_t end_ns,
-                          uint64_t alloc_min, uint64_t counter_points, uint64_t instants) {
+                          uint64_t alloc_min, uint64_t counter_points, uint64_t instants, int killed_by) {
     lp_out_fmt(o, "{\"version\":\"%s\",\"format_version\":%u,\"pid\":%u,\"ppid\":%u,\"hostname\":", LIBPROF_VERSION,
                r->hdr.version, r->hdr.pid, r->hdr.ppid);
     lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
@@ -354,6 +354,7 @@ static void metadata_json(struct lp_out *o, const struct lp_reader *r, const str
     else lp_out_s(o, "\"exit_status\":null,");
     if (r->end && r->end->max_rss_kib) lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
     if (r->end && r->end->signal) lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
+    else if (killed_by) lp_out_fmt(o, "\"signal\":%d,", killed_by);
     else lp_out_s(o, "\"signal\":null,");
     lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
                (unsigned long long)a->reset_ns);
@@ -585,7 +586,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (c) {
         uint64_t points = chrome_counter(c, a);
         lp_out_s(&c->o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"libprof\":");
-        metadata_json(&c->o, r, a, end_ns, o->alloc_min, points, instants);
+        metadata_json(&c->o, r, a, end_ns, o->alloc_min, points, instants, o->killed_by);
         lp_out_s(&c->o, "}}\n");
         if (o->chrome_path) rc = finish_tmp(&c->o, tmp, o->chrome_path, err, errlen);
         else if (lp_out_flush(&c->o) != 0) {

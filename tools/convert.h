@@ -19,6 +19,7 @@ struct lp_convert_opts {
     const char *folded_path;       /* allocated bytes, collapsed-stack format */
     const char *folded_leaks_path; /* leaked bytes, collapsed-stack format */
     const char *speedscope_path;   /* both, speedscope JSON */
+    int killed_by;           /* the process died by this signal (known to its parent), 0 if not */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;

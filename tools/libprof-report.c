@@ -55,6 +55,9 @@ static const char usage[] =
     "  --speedscope FILE  both as a speedscope JSON file\n"
     "  --summary          print the report too when writing files\n"
     "  --alloc-min BYTES  allocations at least this large become instants in --chrome\n"
+    "  --killed-by SIG    the process died by signal SIG (metadata.libprof.signal), as its\n"
+    "                     parent saw it; for traces cut short\n"
+    "  --remove-raw       remove the raw trace once --chrome/--csv are written\n"
     "  -q, --quiet        no progress or notices on stderr\n"
     "  -h, --help, --version\n"
     "\n"
@@ -318,9 +321,14 @@ static int compile(regex_t *re, const char *s, const char *opt) {
 int main(int argc, char **argv) {
     const char *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL;
     const char *events_csv = NULL, *html = NULL, *diff = NULL;
-    const char *inputs[64];
+    const char **inputs = calloc((size_t)argc, sizeof *inputs); /* any number of traces */
     int ninputs = 0, summary = 0, have_min = 0, merge = 0;
+    if (!inputs) {
+        fprintf(stderr, "libprof-report: out of memory\n");
+        return 1;
+    }
     uint64_t alloc_min = 0;
+    int killed_by = 0, remove_raw = 0;
     struct rp_opts o = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -336,10 +344,12 @@ int main(int argc, char **argv) {
             merge = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(a, "--remove-raw")) {
+            remove_raw = 1;
         } else if (a[0] == '-' && a[1]) {
             static const char *const valued[] = {"--chrome", "--csv", "--alloc-min", "--folded", "--folded-leaks", "--speedscope",
                                                  "--events-csv", "--html", "--diff", "--top", "--sort", "--filter", "--units",
-                                                 "--iterations", "--skip", "--kernels", "--what-if"};
+                                                 "--iterations", "--skip", "--kernels", "--what-if", "--killed-by"};
             int known = 0;
             for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
             if (!known) {
@@ -365,6 +375,14 @@ int main(int argc, char **argv) {
                     return 2;
                 }
                 have_min = 1;
+            } else if (!strcmp(a, "--killed-by")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || end == v || n < 1 || n > 64) {
+                    fprintf(stderr, "libprof-report: bad --killed-by value '%s' (a signal number)\n", v);
+                    return 2;
+                }
+                killed_by = (int)n;
             } else if (!strcmp(a, "--top") || !strcmp(a, "--skip")) {
                 char *end;
                 long n = strtol(v, &end, 10);
@@ -418,10 +436,6 @@ int main(int argc, char **argv) {
                 o.whatif_text[o.nwhatif++] = v;
             }
         } else {
-            if (ninputs == 64) {
-                fprintf(stderr, "libprof-report: at most 64 traces at once\n");
-                return 2;
-            }
             inputs[ninputs++] = a;
         }
     }
@@ -463,11 +477,15 @@ int main(int argc, char **argv) {
                 .folded_path = folded,
                 .folded_leaks_path = folded_leaks,
                 .speedscope_path = speedscope,
+                .killed_by = killed_by,
                 .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL,
             };
             char err[512];
             if (lp_convert(&in[0].r, &co, err, sizeof err) != 0) {
                 fprintf(stderr, "libprof-report: %s\n", err);
+                rc = 1;
+            } else if (remove_raw && (chrome || csv) && unlink(in[0].path) != 0) {
+                fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in[0].path, strerror(errno));
                 rc = 1;
             }
         }
@@ -540,5 +558,6 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < ninputs; i++) unload(&in[i]);
     free(in);
+    free(inputs);
     return rc;
 }

@@ -90,7 +90,7 @@ static void *timer_thread(void *arg) {
 }
 
 /* Decide the initial state (called at the end of a successful start-up, with the gate still
- * closed) and install the signal handler. Returns the gate to open. */
+ * closed). Returns the gate to open. */
 uint32_t lp_control_init(const struct lp_config *cfg) {
     families_on = cfg->families;
     uint32_t gate = families_on;
@@ -101,6 +101,12 @@ uint32_t lp_control_init(const struct lp_config *cfg) {
     }
     timers.delay_ns = cfg->delay_ns;
     timers.duration_ns = cfg->duration_ns;
+    return gate;
+}
+
+/* LIBPROF_SIGNAL's handler: part of the set-up that runs from a safe place (sigaction is looked
+ * up with dlsym). */
+void lp_control_init_signal(const struct lp_config *cfg) {
     if (cfg->signal) {
         struct sigaction old;
         sigaction(cfg->signal, NULL, &old);
@@ -110,7 +116,6 @@ uint32_t lp_control_init(const struct lp_config *cfg) {
             ctl_signal = cfg->signal;
         }
     }
-    return gate;
 }
 
 /* Start the timer thread if LIBPROF_DELAY or LIBPROF_DURATION asked for one. Called from the

@@ -17,9 +17,11 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lp.h"
+#include "sys.h"
 #include "../../tools/convert.h"
 
 volatile uint32_t lp_gate = LP_GATE_UNINIT;
@@ -27,10 +29,14 @@ struct lp_config lp_cfg;
 int lp_alloc_timed;
 long lp_pid;
 
-static int init_state; /* 0 = not started, 1 = running, 2 = done */
+static int init_state;  /* 0 = not started, 1 = running, 2 = done */
+static int heavy_state; /* the pending set-up (LP_GATE_PENDING): 0 = not run, 1 = running, 2 = done */
 static int fini_done;
-static char spool_path[PATH_MAX + 16];
-static int spool_gone; /* the spool's name was given up before an exec that then failed */
+static char spool_path[PATH_MAX + 32];
+static int spool_gone; /* the spool's name was given up before an exec (see lp_exec_prepare) */
+static int exec_fd = -1; /* the spool's content while an exec is under way */
+static int pid_named;    /* the output names carry this process's pid (%p, or .PID inserted) */
+static uint64_t start_real_ns; /* CLOCK_REALTIME when the spool was made */
 static char exe_path[PATH_MAX];
 static char host[256];
 
@@ -48,25 +54,27 @@ static int make_parent_dirs(const char *path) {
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        int rc = lp_sys_mkdir(tmp, 0755);
+        if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
         *p = '/';
     }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    int rc = lp_sys_mkdir(tmp, 0755);
+    if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
     return 0;
 }
 
 /* Read /proc/self/cmdline into `buf` (arguments NUL-separated). Returns its length. */
 static size_t read_cmdline(char *buf, size_t len) {
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = lp_sys_open("/proc/self/cmdline", O_RDONLY, 0);
     if (fd < 0) return 0;
     size_t n = 0;
     while (n < len) {
-        ssize_t r = read(fd, buf + n, len - n);
-        if (r < 0 && errno == EINTR) continue;
+        long r = lp_sys_read(fd, buf + n, len - n);
+        if (r == -EINTR) continue;
         if (r <= 0) break;
         n += (size_t)r;
     }
-    close(fd);
+    lp_sys_close(fd);
     return n;
 }
 
@@ -82,6 +90,7 @@ static struct lp_pattern_ctx pattern_ctx;
  * with the child's pid when it has %p, else the parent's name with ".PID" inserted. */
 static void child_name(char *path, size_t len, const char *pattern) {
     if (!path[0]) return;
+    pid_named = 1;
     if (pattern && *pattern && strstr(pattern, "%p") && lp_expand_pattern(pattern, &pattern_ctx, path, len) == 0) return;
     lp_path_insert_pid(path, len, lp_pid);
 }
@@ -95,7 +104,7 @@ static void atfork_child(void) {
     lp_tbuf_after_fork_child();
     lp_control_after_fork_child();
     lp_stacks_after_fork_child();
-    lp_pid = (long)getpid();
+    lp_pid = lp_sys_getpid();
     pattern_ctx.pid = lp_pid;
     if (lp_cfg.raw_output || lp_cfg.output[0] || lp_cfg.csv[0]) {
         child_name(lp_cfg.output, sizeof lp_cfg.output, getenv("LIBPROF_OUTPUT"));
@@ -117,12 +126,12 @@ static void atfork_child(void) {
 static int parent_env_has(const char *entry) {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%ld/environ", (long)getppid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = lp_sys_open(path, O_RDONLY, 0);
     if (fd < 0) return 0;
     size_t want = strlen(entry) + 1, have = 0; /* bytes of the current entry matched so far */
     int match = 1, found = 0;
-    ssize_t n;
-    while (!found && (n = read(fd, buf, sizeof buf)) > 0) {
+    long n;
+    while (!found && (n = lp_sys_read(fd, buf, sizeof buf)) > 0) {
         for (ssize_t i = 0; i < n && !found; i++) {
             char c = buf[i];
             if (match && have < want && c == (have + 1 == want ? '\0' : entry[have])) {
@@ -134,7 +143,7 @@ static int parent_env_has(const char *entry) {
             if (c == '\0') { have = 0; match = 1; }
         }
     }
-    close(fd);
+    lp_sys_close(fd);
     return found;
 }
 
@@ -155,23 +164,74 @@ static void name_descendant(void) {
     const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
     if (lp_cfg.output[0] && o && *o && !strstr(o, "%p")) lp_path_insert_pid(lp_cfg.output, sizeof lp_cfg.output, lp_pid);
     if (lp_cfg.csv[0] && c && *c && !strstr(c, "%p")) lp_path_insert_pid(lp_cfg.csv, sizeof lp_cfg.csv, lp_pid);
+    pid_named = 1;
 }
 
-/* Open the spool and write the file header (`forked`: a forked child, whose names are already
- * its own). Returns 0 or -1 (warning already given). */
+/* Outputs named after the pid must not overwrite the trace of an earlier process that had the
+ * same pid (pids are reused within a long run: 32768 of them here). Such a name that already
+ * exists gets ".2", ".3" ... inserted. Returns 0, or -1 when no free name was found. */
+static int avoid_reused_pid(void) {
+    if (!pid_named) return 0;
+    char out[sizeof lp_cfg.output], csv[sizeof lp_cfg.csv];
+    struct stat st;
+    for (long k = 1; k < 100; k++) {
+        snprintf(out, sizeof out, "%s", lp_cfg.output);
+        snprintf(csv, sizeof csv, "%s", lp_cfg.csv);
+        if (k > 1 && ((out[0] && lp_path_insert_pid(out, sizeof out, k)) || (csv[0] && lp_path_insert_pid(csv, sizeof csv, k))))
+            return -1;
+        int taken = (out[0] && lp_sys_stat(out, &st) == 0) || (csv[0] && lp_sys_stat(csv, &st) == 0);
+        if (!lp_cfg.raw_output && out[0]) { /* a killed process's spool holds the name too */
+            char spool[sizeof out + 8];
+            snprintf(spool, sizeof spool, "%s.lpt", out);
+            taken |= lp_sys_stat(spool, &st) == 0;
+        }
+        if (!taken) {
+            snprintf(lp_cfg.output, sizeof lp_cfg.output, "%s", out);
+            snprintf(lp_cfg.csv, sizeof lp_cfg.csv, "%s", csv);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Make `path` absolute against the current directory: the spool is reopened for every write and
+ * the outputs are written at exit, after the program may have changed directory. */
+static void make_absolute(char *path, size_t len) {
+    if (!path[0] || path[0] == '/') return;
+    char cwd[PATH_MAX], tmp[PATH_MAX];
+    long n = LP_SYS(SYS_getcwd, cwd, sizeof cwd, 0);
+    if (n <= 0 || cwd[0] != '/') return;
+    if (snprintf(tmp, sizeof tmp, "%s/%s", cwd, path) >= (int)sizeof tmp) return;
+    snprintf(path, len, "%s", tmp);
+}
+
+/* Create the spool with its file header (`forked`: a forked child, whose names are already its
+ * own). Returns 0 or -1 (warning already given). */
 static int start_spool(int forked) {
-    char chosen[PATH_MAX];
+    char chosen[PATH_MAX + 32];
     int temp = 0;
-    if (!forked) name_descendant();
+    if (!forked) {
+        make_absolute(lp_cfg.output, sizeof lp_cfg.output);
+        make_absolute(lp_cfg.csv, sizeof lp_cfg.csv);
+        const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
+        pid_named = (o && strstr(o, "%p")) || (c && strstr(c, "%p"));
+        name_descendant();
+    }
+    if (avoid_reused_pid() != 0) {
+        lp_warn("every variant of %s is taken; not profiling", lp_cfg.output[0] ? lp_cfg.output : lp_cfg.csv);
+        return -1;
+    }
     if (lp_cfg.raw_output) {
         snprintf(spool_path, sizeof spool_path, "%s", lp_cfg.output);
     } else if (lp_cfg.output[0]) {
         snprintf(spool_path, sizeof spool_path, "%s.lpt", lp_cfg.output);
     } else if (lp_cfg.csv[0]) {
         snprintf(spool_path, sizeof spool_path, "%s.lpt", lp_cfg.csv);
-    } else {
+    } else { /* summary only: a private name in TMPDIR */
         const char *dir = getenv("TMPDIR");
-        snprintf(spool_path, sizeof spool_path, "%s/libprof-%ld-XXXXXX", dir && *dir ? dir : "/tmp", lp_pid);
+        snprintf(spool_path, sizeof spool_path, "%s/libprof-%ld-%llx.lpt", dir && *dir ? dir : "/tmp", lp_pid,
+                 (unsigned long long)(lp_ticks() & 0xffffffffffull));
+        make_absolute(spool_path, sizeof spool_path);
         temp = 1;
     }
     if (lp_cfg.output[0] && make_parent_dirs(lp_cfg.output) != 0) {
@@ -182,16 +242,20 @@ static int start_spool(int forked) {
         lp_warn("cannot create the directory for %s (%s); not writing the CSV", lp_cfg.csv, strerror(errno));
         lp_cfg.csv[0] = '\0';
     }
-    if (temp) {
-        int fd = mkostemp(spool_path, O_CLOEXEC);
-        if (fd < 0) {
-            lp_warn("cannot create a spool file in %s (%s); not profiling", spool_path, strerror(errno));
-            return -1;
-        }
-        close(fd);
-    }
-    if (lp_spool_open(spool_path, !temp, chosen, sizeof chosen) != 0) {
-        lp_warn("cannot open %s (%s); not profiling", spool_path, strerror(errno));
+
+    struct lp_file_header h;
+    lp_header_init(&h, (uint32_t)lp_clock_kind);
+    h.pid = (uint32_t)lp_pid;
+    h.ppid = (uint32_t)getppid();
+    h.origin_ticks = lp_origin_ticks;
+    h.origin_mono_ns = lp_origin_mono_ns;
+    h.origin_real_ns = start_real_ns = lp_real_ns();
+    h.families = lp_cfg.families;
+    h.buffer_bytes = lp_cfg.buffer_bytes;
+    h.alloc_min = lp_cfg.alloc_min;
+    /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
+    if (lp_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
+        lp_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
         return -1;
     }
     if (strcmp(chosen, spool_path) != 0) {
@@ -200,25 +264,6 @@ static int start_spool(int forked) {
         if (lp_cfg.output[0]) lp_path_insert_pid(lp_cfg.output, sizeof lp_cfg.output, lp_pid);
         if (lp_cfg.csv[0]) lp_path_insert_pid(lp_cfg.csv, sizeof lp_cfg.csv, lp_pid);
     }
-
-    struct lp_file_header h;
-    lp_header_init(&h, (uint32_t)lp_clock_kind);
-    h.pid = (uint32_t)lp_pid;
-    h.ppid = (uint32_t)getppid();
-    h.origin_ticks = lp_origin_ticks;
-    h.origin_mono_ns = lp_origin_mono_ns;
-    h.origin_real_ns = lp_real_ns();
-    h.families = lp_cfg.families;
-    h.buffer_bytes = lp_cfg.buffer_bytes;
-    h.alloc_min = lp_cfg.alloc_min;
-    /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
-    if (pwrite(lp_spool_fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-        lp_warn("cannot write %s (%s); not profiling", spool_path, strerror(errno));
-        close(lp_spool_fd);
-        lp_spool_fd = -1;
-        return -1;
-    }
-    lp_spool_set_offset(sizeof h);
     write_string(LP_STR_HOSTNAME, host, strlen(host));
     write_string(LP_STR_EXE, exe_path, strlen(exe_path));
     char cmd[8192];
@@ -227,60 +272,91 @@ static int start_spool(int forked) {
     return 0;
 }
 
-/* First hooked call of the process (or our constructor, whichever comes first). */
-void lp_init_slow(void) {
-    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 0) return;
-    if (environ == NULL) return; /* too early (inside the dynamic loader): try again next call */
+static void init_heavy(void);
+static void sweep_orphans(void);
+static char inj_self[PATH_MAX]; /* this libprof.so's path (see save_exec_env) */
+
+/* Start-up, in two parts.
+ * The first hooked call of the process (or the constructor, whichever comes first) reads the
+ * environment, picks the clock and creates the spool: system calls and string formatting only,
+ * so it is safe wherever a hook runs, even inside a program's own allocator that is setting
+ * itself up. Recording starts there.
+ * The rest may allocate or look symbols up (dlsym, dlopen of libunwind, dl_iterate_phdr,
+ * pthread_atfork, sigaction): it runs from libprof's constructor or from an allocation hook,
+ * whichever comes first (LP_GATE_PENDING) — never from the mmap family or any other hook an
+ * allocator may call on its way up (chromium's built-in allocator hung there, issue 12). */
+void lp_init_slow(int safe) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 0 && environ != NULL) {
+        /* environ NULL: too early (inside the dynamic loader): try again next call */
+        int expect = 0;
+        if (__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            int saved = errno;
+            uint8_t g = lp_tls.guard;
+            lp_tls.guard = 1;
+            uint32_t gate = 0;
+            lp_pid = lp_sys_getpid();
+            if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
+
+            long n = lp_sys_readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+            exe_path[n > 0 ? n : 0] = '\0';
+            if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+            host[sizeof host - 1] = '\0';
+            const char *base = strrchr(exe_path, '/');
+            struct lp_pattern_ctx ctx = pattern_ctx = (struct lp_pattern_ctx){
+                .pid = lp_pid,
+                .start_time = (long)(lp_real_ns() / 1000000000u),
+                .host = host,
+                .exe = base ? base + 1 : (exe_path[0] ? exe_path : "unknown"),
+            };
+            lp_config_load(&lp_cfg, env_get, &ctx);
+            if (!lp_cfg.enabled) goto done;
+
+            lp_alloc_timed = lp_cfg.alloc_timing;
+            lp_clock_init(lp_cfg.clock);
+            lp_call_init(lp_cfg.min_ns);
+            lp_tbuf_init(lp_cfg.buffer_bytes);
+            if (start_spool(0) != 0) goto done;
+            gate = lp_control_init(&lp_cfg);
+            lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",
+                    lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
+                    lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
+        done:
+            __atomic_fetch_or(&lp_gate, LP_GATE_PENDING, __ATOMIC_RELAXED);
+            lp_gate_set(gate); /* clears LP_GATE_UNINIT: recording starts */
+            __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+            lp_tls.guard = g;
+            errno = saved;
+        }
+    }
+    if (safe && __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) init_heavy();
+}
+
+/* The set-up that may allocate or look symbols up; once, from a safe place (see lp_init_slow). */
+static void init_heavy(void) {
     int expect = 0;
-    if (!__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_compare_exchange_n(&heavy_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
     int saved = errno;
     uint8_t g = lp_tls.guard;
     lp_tls.guard = 1;
-
-    uint32_t gate = 0;
-    int on = 0;
-    lp_pid = (long)getpid();
     if (lp_alloc_resolve) lp_alloc_resolve();
-    if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
-
-    ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
-    exe_path[n > 0 ? n : 0] = '\0';
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = '\0';
-    const char *base = strrchr(exe_path, '/');
-    struct lp_pattern_ctx ctx = pattern_ctx = (struct lp_pattern_ctx){
-        .pid = lp_pid,
-        .start_time = (long)(lp_real_ns() / 1000000000u),
-        .host = host,
-        .exe = base ? base + 1 : (exe_path[0] ? exe_path : "unknown"),
-    };
-    lp_config_load(&lp_cfg, env_get, &ctx);
-    if (!lp_cfg.enabled) goto done;
-    save_exec_env();
-
-    lp_alloc_timed = lp_cfg.alloc_timing;
-    lp_clock_init(lp_cfg.clock);
-    lp_call_init(lp_cfg.min_ns);
-    lp_tbuf_init(lp_cfg.buffer_bytes);
-    if (start_spool(0) != 0) goto done;
-    if (lp_cfg.stacks && lp_stacks_init(lp_cfg.stacks) == 0) lp_modules_write();
-    pthread_atfork(NULL, NULL, atfork_child);
-    if (lp_signals_init) lp_signals_init();
-    uint32_t open_gate = lp_control_init(&lp_cfg);
-    lp_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lp_cfg.output[0] ? lp_cfg.output : "",
-            lp_cfg.csv[0] ? " and CSV " : "", lp_cfg.csv, spool_path,
-            lp_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lp_cfg.buffer_bytes / 1024);
-    gate = open_gate;
-    on = 1;
-done:
+    if (lp_io_resolve) lp_io_resolve();
+    int on = lp_spool_on;
+    if (on) {
+        save_exec_env();
+        lp_spawn_init(inj_self);
+        if (lp_cfg.stacks && lp_stacks_init(lp_cfg.stacks) == 0) lp_modules_write();
+        pthread_atfork(NULL, NULL, atfork_child);
+        if (lp_signals_init) lp_signals_init();
+        lp_control_init_signal(&lp_cfg);
+    }
     /* hooks that can never record leave the program's way: all of them when libprof is off for
      * good, else those of the families LIBPROF_EVENTS left out */
     lp_unhook(on ? lp_cfg.families : 0);
-    lp_gate_set(gate);
-    __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&lp_gate, ~LP_GATE_PENDING, __ATOMIC_RELEASE);
+    __atomic_store_n(&heavy_state, 2, __ATOMIC_RELEASE);
     lp_tls.guard = g;
     /* descriptors the program already has (stdin/out/err, inherited ones): their paths */
-    if (!g && (gate & (1u << LP_FAM_IO)) && lp_io_start) lp_io_start();
+    if (!g && on && (lp_gate & (1u << LP_FAM_IO)) && lp_io_start) lp_io_start();
     errno = saved;
 }
 
@@ -326,7 +402,7 @@ static void forget_children(void) {
 }
 
 __attribute__((constructor)) static void lp_constructor(void) {
-    if (lp_gate & LP_GATE_UNINIT) lp_init_slow();
+    lp_init_slow(1);
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) {
         lp_control_start_timers();
         if (lp_cfg.enabled && !lp_cfg.children) {
@@ -359,8 +435,7 @@ static int convert_to(const char *chrome, const char *csv) {
         flame_name(leaks, sizeof leaks, base, ".leaks.folded");
         flame_name(ss, sizeof ss, base, ".speedscope.json");
     }
-    /* from the descriptor: before an exec the spool's name is already given away */
-    if (lp_reader_open_fd(&r, lp_spool_fd, spool_path, err, sizeof err) != 0) {
+    if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
         lp_warn("cannot read back %s: %s", spool_path, err);
         return -1;
     }
@@ -409,8 +484,8 @@ static void write_end(int status, int sig) {
  * and close the raw spool with an END chunk naming the signal. No conversion (it allocates):
  * the spool stays on disk for libprof-report. */
 void lp_finish_signal(int sig) {
-    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0) return;
-    if ((long)getpid() != lp_pid) return;
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_spool_on) return;
+    if (lp_sys_getpid() != lp_pid) return;
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     lp_tls.guard = 1;
     lp_gate_set(0);
@@ -424,8 +499,7 @@ void lp_finish_signal(int sig) {
                                " (convert it with libprof-report)\n"};
         for (int i = 0; i < 5; i++) {
             size_t n = i == 1 ? (size_t)(sig < 10 ? 3 : 4) : strlen(parts[i]); /* num has no NUL */
-            ssize_t w = write(STDERR_FILENO, parts[i], n);
-            (void)w;
+            lp_sys_write(STDERR_FILENO, parts[i], n);
         }
     }
 }
@@ -436,8 +510,8 @@ int lp_finish_with_signal; /* the terminating signal lp_finish records, if any *
  * and write the conversions. Runs once per process, from the destructor or from an _exit()
  * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
 void lp_finish(int status) {
-    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0) return;
-    if ((long)getpid() != lp_pid) return; /* a vfork child, or a raw clone */
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_spool_on) return;
+    if (lp_sys_getpid() != lp_pid) return; /* a vfork child, or a raw clone */
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     int saved = errno;
     lp_tls.guard = 1;
@@ -451,13 +525,213 @@ void lp_finish(int status) {
     write_end(status, lp_finish_with_signal);
     int rc = 0;
     if (!lp_cfg.raw_output || lp_cfg.csv[0] || lp_cfg.summary || lp_cfg.flamegraph) rc = convert_at_exit();
-    if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw && !spool_gone) unlink(spool_path);
-    close(lp_spool_fd);
-    lp_spool_fd = -1;
+    lp_spool_stop();
+    if (rc == 0 && !lp_cfg.raw_output && !lp_cfg.keep_raw) lp_sys_unlink(spool_path);
+    else if (rc != 0 && !lp_cfg.raw_output)
+        lp_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
+    sweep_orphans();
     lp_info("trace: %s%s%s (%llu events, %llu dropped)", lp_cfg.raw_output ? spool_path : lp_cfg.output,
             lp_cfg.csv[0] ? ", csv: " : "", lp_cfg.csv, (unsigned long long)lp_tbuf_events_written(),
             (unsigned long long)__atomic_load_n(&lp_events_dropped, __ATOMIC_RELAXED));
     errno = saved;
+}
+
+/* ---- giving up privileges -------------------------------------------------------------------
+ * A process that changes its user (a daemon dropping root, CPython's subprocess with user=)
+ * reopens its spool and writes its outputs as the new user from then on. If that user can write
+ * where the trace goes, the spool is handed to it and recording goes on; otherwise the trace is
+ * written now, while the process still can, and recording ends there (said once). */
+
+/* Can `uid` create files in the directory of `path`? By the mode bits: owner or other write
+ * permission (group membership is not looked up: a group-writable directory counts as no). */
+static int dir_writable_by(const char *path, unsigned uid) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    struct stat st;
+    if (lp_sys_stat(dir, &st) != 0) return 0;
+    if (uid == 0) return 1;
+    return (st.st_uid == uid && (st.st_mode & S_IWUSR)) || (st.st_mode & S_IWOTH);
+}
+
+void lp_uid_change(unsigned new_euid) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_spool_on || fini_done) return;
+    if (lp_sys_getpid() != lp_pid) return;
+    unsigned cur = (unsigned)LP_SYS(SYS_geteuid, 0, 0, 0);
+    if (new_euid == cur) return;
+    int ok = dir_writable_by(spool_path, new_euid) && (!lp_cfg.output[0] || dir_writable_by(lp_cfg.output, new_euid)) &&
+             (!lp_cfg.csv[0] || dir_writable_by(lp_cfg.csv, new_euid));
+    if (ok) {
+        int rc = (int)LP_SYS(SYS_chown, spool_path, new_euid, -1);
+        if (rc == 0) return;
+        struct stat st;
+        if (lp_sys_stat(spool_path, &st) == 0 && st.st_uid == new_euid) return;
+    }
+    lp_warn("the process takes user id %u, which cannot write %s: its trace ends here", new_euid,
+            lp_cfg.output[0] ? lp_cfg.output : spool_path);
+    lp_finish(-1);
+}
+
+/* ---- children that were killed -------------------------------------------------------------
+ * A child killed by SIGKILL (a test runner's timeout, chromium shutting down its renderers)
+ * cannot write its own trace; one killed in the middle of its conversion leaves a half-written
+ * temporary file. When a profiled parent reaps a child that died by a signal, it looks for that
+ * child's spool beside its own outputs and converts it (cut short at the child's last written
+ * chunk: metadata.libprof.complete is false and .signal says which signal), so no raw file is
+ * left behind unasked. Only JSON/CSV spools are converted; a raw trace (.lpt output) is the
+ * trace the user asked for. */
+
+/* Does the spool at `path` belong to process `pid`? */
+static int spool_of(const char *path, int pid) {
+    int fd = lp_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return 0;
+    struct lp_file_header h;
+    long n = lp_sys_pread(fd, &h, sizeof h, 0);
+    lp_sys_close(fd);
+    return n == (long)sizeof h && !memcmp(h.magic, LP_FORMAT_MAGIC, 8) && (int)h.pid == pid;
+}
+
+static void convert_orphan(const char *spool, int pid, int sig) {
+    char out[PATH_MAX + 64], tmp[PATH_MAX + 96], csv[PATH_MAX + 64];
+    size_t n = strlen(spool);
+    if (n < 5 || n >= sizeof out) return;
+    memcpy(out, spool, n - 4);
+    out[n - 4] = '\0'; /* NAME.json, or NAME.csv */
+    const char *dot = strrchr(out, '.');
+    int is_csv = dot && !strcmp(dot, ".csv");
+    int with_csv = 0;
+    if (!is_csv && dot && lp_cfg.csv[0] && lp_cfg.output[0]) { /* LIBPROF=1: NAME.csv beside NAME.json */
+        size_t a = strlen(lp_cfg.output), b = strlen(lp_cfg.csv);
+        with_csv = a == b && a > 5 && !strncmp(lp_cfg.output, lp_cfg.csv, a - 5);
+        snprintf(csv, sizeof csv, "%.*s.csv", (int)(dot - out), out);
+    }
+    /* what the child's own conversion left half-written */
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", out, pid);
+    lp_sys_unlink(tmp);
+    if (with_csv) {
+        snprintf(tmp, sizeof tmp, "%s.tmp%d", csv, pid);
+        lp_sys_unlink(tmp);
+    }
+    /* in a process of its own, so that the parent (chromium's browser, a test runner) does not
+     * wait for it; in this process only when libprof-report cannot be found */
+    char sigtxt[16];
+    snprintf(sigtxt, sizeof sigtxt, "%d", sig);
+    const char *args[16];
+    int k = 0;
+    args[k++] = spool;
+    args[k++] = is_csv ? "--csv" : "--chrome";
+    args[k++] = out;
+    if (with_csv) {
+        args[k++] = "--csv";
+        args[k++] = csv;
+    }
+    if (sig) {
+        args[k++] = "--killed-by";
+        args[k++] = sigtxt;
+    }
+    args[k++] = "--remove-raw";
+    args[k++] = "-q";
+    args[k] = NULL;
+    if (lp_spawn_report(args, -1) == 0) {
+        lp_info("process %d ended without writing its trace (signal %d): converting %s", pid, sig, spool);
+        return;
+    }
+    struct lp_reader r;
+    char err[256];
+    if (lp_reader_open(&r, spool, err, sizeof err) != 0) {
+        lp_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
+                spool, err);
+        return;
+    }
+    struct lp_convert_opts o = {.chrome_path = is_csv ? NULL : out, .chrome_fd = -1,
+                                .csv_path = is_csv ? out : with_csv ? csv : NULL, .summary_fd = -1,
+                                .alloc_min = r.hdr.alloc_min, .killed_by = sig};
+    int rc = lp_convert(&r, &o, err, sizeof err);
+    lp_reader_close(&r);
+    if (rc == 0) {
+        lp_sys_unlink(spool);
+        lp_info("process %d ended without writing its trace (signal %d); converted, cut short, to %s", pid, sig, out);
+    } else {
+        lp_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
+                spool, err);
+    }
+}
+
+/* Call `fn` for every spool (*.lpt, not ours) in the directory of our own spool whose name
+ * contains `needle` (NULL: any); stops when `fn` returns nonzero. */
+static void each_spool(const char *needle, int (*fn)(const char *path, void *arg), void *arg) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", spool_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+    int dfd = lp_sys_open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY, 0);
+    if (dfd < 0) return;
+    char buf[8192];
+    long k;
+    int stop = 0;
+    while (!stop && (k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < k && !stop;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + off);
+            off += d->reclen;
+            size_t len = strlen(d->name);
+            if (len < 5 || strcmp(d->name + len - 4, ".lpt") || (needle && !strstr(d->name, needle))) continue;
+            char path[PATH_MAX + 64];
+            if (snprintf(path, sizeof path, "%s/%s", dir, d->name) >= (int)sizeof path || !strcmp(path, spool_path)) continue;
+            stop = fn(path, arg);
+        }
+    }
+    lp_sys_close(dfd);
+}
+
+struct reaped { int pid, sig; };
+
+static int convert_if_reaped(const char *path, void *arg) {
+    struct reaped *c = arg;
+    if (!spool_of(path, c->pid)) return 0;
+    convert_orphan(path, c->pid, c->sig);
+    return 1;
+}
+
+/* A child `pid` was reaped with wait status `status` (from the wait family's hooks). */
+void lp_child_reaped(int pid, int status) {
+    if (pid <= 0 || !WIFSIGNALED(status)) return;
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_spool_on || fini_done) return;
+    if (lp_cfg.raw_output || lp_sys_getpid() != lp_pid) return;
+    int saved = errno;
+    uint8_t g = lp_guard_hold(&lp_tls);
+    char pidtxt[24];
+    snprintf(pidtxt, sizeof pidtxt, "%d", pid);
+    struct reaped c = {pid, WTERMSIG(status)};
+    each_spool(pidtxt, convert_if_reaped, &c); /* the child's name carries its pid (%p, .PID) */
+    lp_guard_restore(&lp_tls, g);
+    errno = saved;
+}
+
+/* At exit: spools of this run whose process is gone without converting them — killed while no
+ * profiled parent was there to reap it (an orphan of a killed shell, say). "Of this run": begun
+ * after this process began; "gone": no such pid any more (a zombie still counts as alive, so a
+ * process still converting its own trace is never touched). */
+static int convert_if_orphan(const char *path, void *arg) {
+    uint64_t since = *(uint64_t *)arg;
+    int fd = lp_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return 0;
+    struct lp_file_header h;
+    long n = lp_sys_pread(fd, &h, sizeof h, 0);
+    lp_sys_close(fd);
+    if (n != (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) || h.origin_real_ns < since || !h.pid) return 0;
+    if (lp_sys_kill((int)h.pid, 0) != -ESRCH) return 0;
+    convert_orphan(path, (int)h.pid, 0);
+    return 0;
+}
+
+static void sweep_orphans(void) {
+    if (lp_cfg.raw_output) return;
+    uint64_t since = start_real_ns;
+    each_spool(NULL, convert_if_orphan, &since);
 }
 
 /* ---- exec ------------------------------------------------------------------------------------
@@ -484,10 +758,14 @@ static void exec_name(char *dst, size_t len, const char *src) {
 }
 
 /* Before an exec in this process: everything recorded so far becomes the outgoing image's
- * trace. The spool stays open (closed by the exec itself) in case the exec fails. */
+ * trace. The spool must not outlive a successful exec (nobody would remove it), yet a failed
+ * exec must find everything again; so the spool's content is held through one close-on-exec
+ * descriptor while its name is given up: a successful exec closes it and the file is gone, a
+ * failed one writes it back (lp_exec_failed). Writes of other threads in that window are counted
+ * as dropped. */
 void lp_exec_prepare(void) {
-    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || lp_spool_fd < 0 || fini_done) return;
-    if ((long)getpid() != lp_pid) return;
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lp_spool_on || fini_done) return;
+    if (lp_sys_getpid() != lp_pid) return;
     int saved = errno;
     uint8_t g = lp_tls.guard;
     lp_tls.guard = 1;
@@ -499,33 +777,65 @@ void lp_exec_prepare(void) {
     write_end(-1, 0);
     exec_name(exec_json, sizeof exec_json, lp_cfg.raw_output ? "" : lp_cfg.output);
     exec_name(exec_csv, sizeof exec_csv, lp_cfg.csv);
-    if (lp_cfg.raw_output) { /* the spool is the trace: it moves to the exec name */
+    exec_lpt[0] = '\0';
+    if (!lp_cfg.raw_output) convert_to(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
+    lp_spool_stop();
+    if (lp_cfg.raw_output || lp_cfg.keep_raw) { /* the raw trace is wanted: it moves to the exec name */
         exec_name(exec_lpt, sizeof exec_lpt, spool_path);
-        if (rename(spool_path, exec_lpt) != 0) exec_lpt[0] = '\0';
+        if (lp_sys_rename(spool_path, exec_lpt) != 0) exec_lpt[0] = '\0';
     } else {
-        convert_to(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
-        if (!lp_cfg.keep_raw) unlink(spool_path);
+        exec_fd = lp_sys_open(spool_path, O_RDONLY, 0);
+        lp_sys_unlink(spool_path);
     }
     spool_gone = 1;
     lp_tls.guard = g;
     errno = saved;
 }
 
+/* Write the held spool content back under its name; 0 or -1. */
+static int restore_spool(int from) {
+    int to = lp_sys_open(spool_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+    if (to < 0) return -1;
+    long n;
+    while ((n = lp_sys_copy_file_range(from, to, 1 << 30)) > 0) {}
+    if (n < 0) { /* no copy_file_range here: copy through a buffer */
+        char buf[16384];
+        uint64_t off = 0;
+        while ((n = lp_sys_pread(from, buf, sizeof buf, off)) > 0 && lp_sys_write(to, buf, (size_t)n) == n) off += (uint64_t)n;
+    }
+    lp_sys_close(to);
+    return n == 0 ? 0 : -1;
+}
+
 /* The exec failed: the process goes on and its trace at exit will cover everything, under the
  * plain name again; the outgoing-image files are removed. */
 void lp_exec_failed(void) {
-    if (!spool_gone || (long)getpid() != lp_pid) return;
+    if (!spool_gone || lp_sys_getpid() != lp_pid) return;
     int saved = errno;
-    if (exec_lpt[0] && rename(exec_lpt, spool_path) == 0) spool_gone = 0;
-    if (exec_json[0]) unlink(exec_json);
-    if (exec_csv[0]) unlink(exec_csv);
+    uint8_t g = lp_tls.guard;
+    lp_tls.guard = 1;
+    int back = 0;
+    if (exec_lpt[0]) back = lp_sys_rename(exec_lpt, spool_path) == 0;
+    else if (exec_fd >= 0) back = restore_spool(exec_fd) == 0;
+    if (exec_fd >= 0) lp_sys_close(exec_fd);
+    exec_fd = -1;
+    if (back) {
+        spool_gone = 0;
+        lp_spool_resume();
+    } else {
+        lp_warn("the trace could not be kept across a failed exec; recording stops");
+        fini_done = 1;
+        lp_gate_set(0);
+    }
+    if (exec_json[0]) lp_sys_unlink(exec_json);
+    if (exec_csv[0]) lp_sys_unlink(exec_csv);
     exec_lpt[0] = exec_json[0] = exec_csv[0] = '\0';
+    lp_tls.guard = g;
     errno = saved;
 }
 
 /* What an exec'd program needs to be profiled too, saved at start-up while the environment is
  * still the one libprof was started with: libprof's own path and every LIBPROF* variable. */
-static char inj_self[PATH_MAX];
 static char inj_arena[8192];
 static const char *inj_vars[48];
 static int inj_count;

@@ -127,29 +127,42 @@ LP_HIDDEN extern LP_TLS struct lp_tls lp_tls;
 #define LP_GATE_SLOWPATH (1u << 30)
 LP_HIDDEN extern volatile uint32_t lp_gate;
 
-/* Open or close families without losing LP_GATE_SLOWPATH. */
+/* Set while the part of libprof's set-up that may allocate or look symbols up (libunwind,
+ * the module map, signal handlers, unhooking) has not run: only the allocation family's hooks
+ * and libprof's constructor do it, never a hook that a program's own allocator may call while it
+ * initialises itself (mmap, a lock, a read of /proc). Only the allocation hooks test this bit. */
+#define LP_GATE_PENDING (1u << 29)
+#define LP_GATE_STICKY (LP_GATE_SLOWPATH | LP_GATE_PENDING)
+
+/* Open or close families without losing the sticky bits. */
 static inline void lp_gate_set(uint32_t families) {
     uint32_t old = lp_gate, want;
     do {
-        want = families | (old & LP_GATE_SLOWPATH);
+        want = families | (old & LP_GATE_STICKY);
     } while (!__atomic_compare_exchange_n(&lp_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
 LP_HIDDEN uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words);
 LP_HIDDEN void lp_commit_late(struct lp_tls *t);
-LP_HIDDEN void lp_init_slow(void);
-LP_HIDDEN int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chosen_len);
+/* Start libprof: the first hooked call of the process (`safe`: an allocation hook, which may also
+ * run the pending set-up) or the constructor. */
+LP_HIDDEN void lp_init_slow(int safe);
+LP_HIDDEN int lp_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
+                              size_t chosen_len);
 LP_HIDDEN int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+LP_HIDDEN const char *lp_spool_name(void);
+LP_HIDDEN void lp_spool_stop(void);
+LP_HIDDEN void lp_spool_resume(void);
+LP_HIDDEN uint64_t lp_spool_offset(void);
 LP_HIDDEN void lp_tbuf_flush_all(int from_signal);
 LP_HIDDEN void lp_tbuf_write_thread_names(void);
 LP_HIDDEN void lp_tbuf_close_lives(void);
 LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lp_tbuf_after_fork_child(void);
-LP_HIDDEN void lp_spool_set_offset(uint64_t off);
 LP_HIDDEN void lp_spool_recover(void);
 LP_HIDDEN uint64_t lp_tbuf_events_written(void);
 LP_HIDDEN uint32_t lp_gettid(void);
-LP_HIDDEN extern int lp_spool_fd;
+LP_HIDDEN extern int lp_spool_on; /* a spool is open for writing (this process's own) */
 LP_HIDDEN extern uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
 
 /* Enter a hook of family `fam`: returns the thread's state when this call is to be recorded,
@@ -221,8 +234,8 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
 
 static inline struct lp_tls *lp_call_begin(unsigned fam) {
     uint32_t g = lp_gate;
-    if (LP_UNLIKELY(g & LP_GATE_UNINIT)) {
-        lp_init_slow();
+    if (LP_UNLIKELY(g & (LP_GATE_UNINIT | (fam == LP_FAM_ALLOC ? LP_GATE_PENDING : 0)))) {
+        lp_init_slow(fam == LP_FAM_ALLOC);
         g = lp_gate;
     }
     if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
@@ -322,6 +335,7 @@ LP_HIDDEN void lp_unhook(uint32_t families); /* keeps the hooks of `families` */
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 
 LP_HIDDEN uint32_t lp_control_init(const struct lp_config *cfg);
+LP_HIDDEN void lp_control_init_signal(const struct lp_config *cfg);
 LP_HIDDEN void lp_control_start_timers(void);
 LP_HIDDEN void lp_control_pause(unsigned reason, int from_signal);
 LP_HIDDEN void lp_control_resume(unsigned reason, int from_signal);
@@ -358,9 +372,16 @@ LP_EXPORT void _Exit(int status) __attribute__((noreturn));
 
 LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
 LP_HIDDEN void lp_io_start(void) __attribute__((weak)); /* io.c: descriptors open at start */
+LP_HIDDEN void lp_io_resolve(void) __attribute__((weak)); /* io.c: the mmap family's real functions */
 /* "hooks/signal.c": fatal-signal handlers, and libprof's handlers hidden from the program */
 LP_HIDDEN void lp_signals_init(void) __attribute__((weak));
 LP_HIDDEN int lp_signal_install(int sig, void (*handler)(int)) __attribute__((weak));
+
+/* ---- "spawn.c": libprof-report in a process of its own, unseen by the program --------------- */
+
+LP_HIDDEN void lp_spawn_init(const char *self_path);
+LP_HIDDEN int lp_spawn_available(void);
+LP_HIDDEN int lp_spawn_report(const char *const *args, int wait_ms);
 
 /* ---- "core.c": life cycle ------------------------------------------------------------------ */
 
@@ -373,6 +394,8 @@ LP_HIDDEN void lp_finish_signal(int sig);
 LP_HIDDEN void lp_exec_prepare(void);
 LP_HIDDEN void lp_exec_failed(void);
 LP_HIDDEN int lp_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen);
+LP_HIDDEN void lp_uid_change(unsigned new_euid);       /* before setuid & co. take effect */
+LP_HIDDEN void lp_child_reaped(int pid, int status);   /* the wait family reaped a child */
 LP_HIDDEN extern int lp_finish_with_signal;
 
 #endif

@@ -245,7 +245,7 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
  * thread arriving meanwhile skips (what it would add is written by the next call). */
 static int modules_busy;
 void lp_modules_write(void) {
-    if (!lp_stack_depth || lp_spool_fd < 0) return;
+    if (!lp_stack_depth || !lp_spool_on) return;
     if (__atomic_exchange_n(&modules_busy, 1, __ATOMIC_ACQUIRE)) return;
     int saved = errno;
     dl_iterate_phdr(write_module, NULL);

@@ -16,13 +16,14 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lp.h"
+#include "sys.h"
 
 LP_TLS struct lp_tls lp_tls;
 
@@ -41,9 +42,11 @@ struct lp_thread {
     struct { uint64_t count, ticks; } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
 };
 
-int lp_spool_fd = -1;
+int lp_spool_on;
 uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
 
+static char spool_path[PATH_MAX + 32]; /* absolute: the program may chdir */
+static int spool_pid;                  /* the process that owns the spool */
 static struct lp_thread *registry;
 static uint32_t chunk_bytes;
 static uint64_t spool_off;
@@ -53,7 +56,7 @@ static int map_failed_warned;
 static pthread_key_t dtor_key;
 static int dtor_key_ok;
 
-uint32_t lp_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
+uint32_t lp_gettid(void) { return (uint32_t)lp_sys_gettid(); }
 
 static void lock(int *l) {
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
@@ -62,53 +65,121 @@ static void lock(int *l) {
 }
 static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
-/* Open the spool at `path` and take an exclusive lock on it, so that two live processes never
- * write one file: if another process (a child that inherited LIBPROF_OUTPUT without %p) holds it,
- * and `allow_rename`, the name gets ".PID" inserted and the new name is copied to `chosen`.
+/* ---- the spool file ---------------------------------------------------------------------------
+ * libprof holds no descriptor on the spool between writes: each chunk is written through a
+ * descriptor opened (close-on-exec) for that write and closed right after. So a program that
+ * dup2s onto a low descriptor, closes every descriptor before an exec (CPython's subprocess,
+ * node's child_process, chromium's launcher) or lists its open descriptors never meets one of
+ * libprof's, and a descriptor number the program reuses can never receive libprof's bytes.
+ * The cost is one open and one close per chunk (128 KiB by default): well under 1 % of the time
+ * that chunk's events took to record.
+ *
+ * Without a held descriptor there is no flock either; a live process's spool is told apart by
+ * its header, which names its pid (see claim). */
+
+/* May this process take the existing file at `path`? 1 yes (ours, stale, or not a trace), 0 no
+ * (the spool of another live process, or one being created this very moment), or -errno. */
+static int claim(const char *path) {
+    int fd = lp_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return fd == -ENOENT ? 1 : fd;
+    struct stat st;
+    struct lp_file_header h;
+    int rc = lp_sys_fstat(fd, &st);
+    long n = rc == 0 && S_ISREG(st.st_mode) ? lp_sys_pread(fd, &h, sizeof h, 0) : -EINVAL;
+    lp_sys_close(fd);
+    if (rc < 0) return rc;
+    if (n < 0) return (int)n;
+    if (n < (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) != 0) {
+        /* an empty file created in the last two seconds may be another process's spool whose
+         * header is not written yet; anything else that is not a trace is overwritten, as a
+         * trace at that name would be */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        return !(n == 0 && now.tv_sec - st.st_mtim.tv_sec < 2);
+    }
+    if ((int)h.pid == lp_sys_getpid()) return 1; /* ours: the image before an exec */
+    return lp_sys_kill((int)h.pid, 0) == -ESRCH;  /* its writer is gone: a stale spool */
+}
+
+/* Create the spool at `path` and write the file header `h` to it. If another live process owns
+ * that name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
+ * inserted; the name taken is copied to `chosen`. A symlink at the name is never followed.
  * Returns 0 or -1 (errno set). */
-int lp_spool_open(const char *path, int allow_rename, char *chosen, size_t chosen_len) {
+int lp_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen, size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
-        /* O_NOFOLLOW: a symlink planted at the name (in /tmp, say) is never written through */
-        int fd = open(chosen, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0) return -1;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            if (ftruncate(fd, 0) != 0) {
-                int e = errno;
-                close(fd);
-                errno = e;
+        int fd = lp_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        if (fd == -EEXIST) {
+            int c = claim(chosen);
+            if (c < 0) { errno = -c; return -1; }
+            if (c == 1) fd = lp_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
+            else if (!allow_rename || attempt == 1 || lp_path_insert_pid(chosen, chosen_len, (long)lp_sys_getpid()) != 0) {
+                errno = EBUSY;
                 return -1;
+            } else {
+                continue;
             }
-            lp_spool_fd = fd;
-            spool_off = 0;
-            spool_failed = 0;
-            return 0;
         }
-        close(fd);
-        if (!allow_rename || attempt == 1 || lp_path_insert_pid(chosen, chosen_len, (long)getpid()) != 0) {
-            errno = EBUSY;
+        if (fd < 0) { errno = -fd; return -1; }
+        long w = lp_sys_pwritev(fd, &(struct iovec){(void *)h, sizeof *h}, 1, 0);
+        lp_sys_close(fd);
+        if (w != (long)sizeof *h) {
+            lp_sys_unlink(chosen);
+            errno = w < 0 ? (int)-w : EIO;
             return -1;
         }
+        snprintf(spool_path, sizeof spool_path, "%s", chosen);
+        spool_pid = lp_sys_getpid();
+        spool_off = sizeof *h;
+        spool_failed = 0;
+        fail_off = UINT64_MAX;
+        __atomic_store_n(&lp_spool_on, 1, __ATOMIC_RELEASE);
+        return 0;
     }
     errno = EBUSY;
     return -1;
+}
+
+const char *lp_spool_name(void) { return spool_path; }
+
+/* No more writes (the run is over, an exec is under way, or a forked child starts its own
+ * spool); lp_spool_resume takes them up again (the exec failed). */
+void lp_spool_stop(void) { __atomic_store_n(&lp_spool_on, 0, __ATOMIC_RELEASE); }
+void lp_spool_resume(void) { __atomic_store_n(&lp_spool_on, 1, __ATOMIC_RELEASE); }
+
+/* Writes from another process than the spool's owner: a vfork child shares the owner's memory,
+ * offsets included, and may write; the child of a raw clone() (fork without the C library's
+ * atfork handlers) has a copy of them, so its writes would land on the owner's chunks. */
+static int may_write(void) {
+    int me = lp_sys_getpid();
+    if (LP_LIKELY(me == spool_pid)) return 1;
+    return lp_syscall6(SYS_kcmp, me, spool_pid, 1 /* KCMP_VM */, 0, 0, 0) == 0;
 }
 
 /* After a write failed (disk full): cut the file back to where the failed chunk began, so that
  * it ends on a whole chunk and has room again for the END chunk, which then says how many events
  * were dropped. Called once, at the end of the run. */
 void lp_spool_recover(void) {
-    if (lp_spool_fd < 0 || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
-    if (ftruncate(lp_spool_fd, (off_t)fail_off) != 0) return;
+    if (!lp_spool_on || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
+    if (lp_sys_truncate(spool_path, fail_off) != 0) return;
     spool_off = fail_off;
     spool_failed = 0;
 }
 
+static void write_failed(uint64_t start, long why) {
+    uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
+    while (start < prev && !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
+        lp_warn("cannot write the trace (%s); recording stops, the program carries on",
+                why < 0 ? strerror((int)-why) : "short write");
+}
+
 /* Append one chunk made of `a` and `b` (either may be empty) to the spool. Safe to call from any
- * thread at any time; returns 0, or -1 once writing has failed (the failure is reported once). */
+ * thread at any time, and from a signal handler; returns 0, or -1 once writing has failed (the
+ * failure is reported once). Touches neither errno nor any descriptor of the program's. */
 int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen) {
-    if (lp_spool_fd < 0 || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED)) return -1;
-    int saved = errno;
+    if (!__atomic_load_n(&lp_spool_on, __ATOMIC_ACQUIRE) || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED)) return -1;
+    if (!may_write()) return -1;
     struct lp_chunk_header h = {
         .magic = LP_CHUNK_MAGIC,
         .type = type,
@@ -124,22 +195,23 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
     size_t total = sizeof h + alen + blen + pad;
     uint64_t off = __atomic_fetch_add(&spool_off, total, __ATOMIC_RELAXED);
     const uint64_t start = off;
+    int fd = lp_sys_open(spool_path, O_WRONLY | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        write_failed(start, fd);
+        return -1;
+    }
     int idx = 0, cnt = 4;
     while (cnt > 0) {
-        ssize_t w = pwritev(lp_spool_fd, iov + idx, cnt, (off_t)off);
-        if (w < 0 && errno == EINTR) continue;
+        long w = lp_sys_pwritev(fd, iov + idx, cnt, off);
+        if (w == -EINTR) continue;
         if (w <= 0) {
-            uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
-            while (start < prev && !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-            if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
-                lp_warn("cannot write the trace (%s); recording stops, the program carries on",
-                        w < 0 ? strerror(errno) : "short write");
-            errno = saved;
+            lp_sys_close(fd);
+            write_failed(start, w);
             return -1;
         }
         off += (uint64_t)w;
         while (cnt > 0 && (size_t)w >= iov[idx].iov_len) {
-            w -= (ssize_t)iov[idx].iov_len;
+            w -= (long)iov[idx].iov_len;
             idx++;
             cnt--;
         }
@@ -148,8 +220,8 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
             iov[idx].iov_len -= (size_t)w;
         }
     }
+    lp_sys_close(fd);
     __atomic_fetch_add(&lp_chunks_written, 1, __ATOMIC_RELAXED);
-    errno = saved;
     return 0;
 }
 
@@ -205,8 +277,8 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
         /* the node sits in front of its record area, rounded to a cache line */
         const size_t head = (sizeof *n + 63) & ~(size_t)63;
         size_t bytes = head + (size_t)chunk_bytes;
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) return NULL;
+        void *m = lp_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (lp_sys_failed((long)m)) return NULL;
         n = m;
         n->map_bytes = bytes;
         n->base = (uint64_t *)((char *)m + head);
@@ -287,10 +359,10 @@ void lp_commit_late(struct lp_tls *t) {
 static void write_thread_name(uint32_t tid) {
     char path[64], name[32];
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = lp_sys_open(path, O_RDONLY, 0);
     if (fd < 0) return;
-    ssize_t n = read(fd, name, sizeof name - 1);
-    close(fd);
+    long n = lp_sys_read(fd, name, sizeof name - 1);
+    lp_sys_close(fd);
     if (n <= 0) return;
     while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) n--;
     uint32_t key = LP_STR_THREAD_NAME;
@@ -386,8 +458,7 @@ void lp_tbuf_write_thread_names(void) {
  * them all; the forking thread starts over with no buffer and a zero count, so none of the
  * parent's events can reach the child's trace. */
 void lp_tbuf_after_fork_child(void) {
-    if (lp_spool_fd >= 0) close(lp_spool_fd);
-    lp_spool_fd = -1;
+    lp_spool_stop(); /* the parent's: the child makes its own */
     registry = NULL; /* the parent's nodes stay mapped, unused: copy-on-write, never touched */
     lp_events_written = lp_events_dropped = lp_chunks_written = 0;
     map_failed_warned = 0;
@@ -402,5 +473,5 @@ void lp_tbuf_after_fork_child(void) {
     t->state = LP_TLS_NEW;
 }
 
-/* Chunks start after the file header, which core.c writes itself. */
-void lp_spool_set_offset(uint64_t off) { spool_off = off; }
+/* Where the next chunk goes: after a failed exec the spool was copied back (core.c). */
+uint64_t lp_spool_offset(void) { return __atomic_load_n(&spool_off, __ATOMIC_RELAXED); }

@@ -177,7 +177,7 @@ static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, siz
  * and a tail jump to the real function (the core resolves `real` before it opens the gate). The
  * rest lives in a separate *_slow function so the fast path needs no stack frame. */
 
-#define GATE_CLOSED() LP_LIKELY(!(lp_gate & (LP_GATE_UNINIT | LP_GATE_SLOWPATH | (1u << LP_FAM_ALLOC))))
+#define GATE_CLOSED() LP_LIKELY(!(lp_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
 
 __attribute__((noinline)) static void *malloc_slow(size_t n) {
     if (LP_UNLIKELY(real.malloc == NULL)) {

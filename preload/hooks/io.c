@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../core/lp.h"
+#include "../core/sys.h"
 
 /* Fortified entry points (declared by glibc's headers only under _FORTIFY_SOURCE). */
 int __open_2(const char *path, int flags);
@@ -416,27 +417,66 @@ LP_EXPORT int fclose(FILE *f) {
     return fclose_slow(f);
 }
 
-/* ---- mappings ------------------------------------------------------------------------------ */
+/* ---- mappings --------------------------------------------------------------------------------
+ * An allocator maps its memory through these, also while it sets itself up (chromium's built-in
+ * PartitionAlloc, a statically linked jemalloc): so they never look a symbol up and never run
+ * the part of libprof's set-up that may allocate (only the first part, system calls only, see
+ * core.c). Until that set-up has found the C library's functions (lp_io_resolve), the call is
+ * made as the raw system call the C library would make. */
+
+static void *map_result(long r) {
+    if (lp_sys_failed(r)) {
+        errno = (int)-r;
+        return MAP_FAILED;
+    }
+    return (void *)r;
+}
+
+static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return map_result((long)lp_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off));
+}
+static void *raw_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+    return raw_mmap(addr, len, prot, flags, fd, (off_t)off);
+}
+static int raw_munmap(void *addr, size_t len) {
+    int r = lp_sys_munmap(addr, len);
+    if (r < 0) {
+        errno = -r;
+        return -1;
+    }
+    return 0;
+}
+static void *raw_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want) {
+    return map_result((long)lp_sys_mremap(old, old_len, new_len, flags, want));
+}
+
+/* The real function if found, else the raw call; never a lookup. */
+#define MAPFN(fn) (__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE) ? (__typeof__(&raw_##fn))real_##fn : raw_##fn)
+
+void lp_io_resolve(void) {
+    (void)REAL(mmap);
+    (void)REAL(mmap64);
+    (void)REAL(munmap);
+    (void)REAL(mremap);
+}
 
 #define MMAP_WRAPPER(fn, offt)                                                               \
     __attribute__((noinline)) static void * fn##_slow(void *addr, size_t len, int prot, int flags, int fd, offt off) { \
-        if (!REAL(fn)) NOFN(MAP_FAILED);                                                     \
-        BEGIN;                                                                               \
-        void *r = REAL(fn)(addr, len, prot, flags, fd, off);                                 \
+        BEGIN;                                                                           \
+        void *r = MAPFN(fn)(addr, len, prot, flags, fd, off);                                \
         RECORD(LP_CALL_MMAP, U(addr), U(len), U(prot), U(flags), I(fd), U(r));               \
         return r;                                                                            \
-    }                                                                                \
-    LP_EXPORT void * fn(void *addr, size_t len, int prot, int flags, int fd, offt off) { \
-        LP_PASS(LP_FAM_IO, fn, addr, len, prot, flags, fd, off); \
-        return fn##_slow(addr, len, prot, flags, fd, off); \
+    }                                                                                        \
+    LP_EXPORT void * fn(void *addr, size_t len, int prot, int flags, int fd, offt off) {     \
+        LP_PASS(LP_FAM_IO, fn, addr, len, prot, flags, fd, off);                             \
+        return fn##_slow(addr, len, prot, flags, fd, off);                                   \
     }
 MMAP_WRAPPER(mmap, off_t)
 MMAP_WRAPPER(mmap64, off64_t)
 
 __attribute__((noinline)) static int munmap_slow(void *addr, size_t len) {
-    if (!REAL(munmap)) NOFN(-1);
     BEGIN;
-    int r = REAL(munmap)(addr, len);
+    int r = MAPFN(munmap)(addr, len);
     RECORD(LP_CALL_MUNMAP, U(addr), U(len), I(r));
     return r;
 }
@@ -447,9 +487,9 @@ LP_EXPORT int munmap(void *addr, size_t len) {
 }
 
 __attribute__((noinline)) static void *mremap_slow(void *old, size_t old_len, size_t new_len, int flags, void *want) {
-    if (!REAL(mremap)) NOFN(MAP_FAILED);
     BEGIN;
-    void *r = REAL(mremap)(old, old_len, new_len, flags, want);
+    void *(*f)(void *, size_t, size_t, int, ...) = __atomic_load_n(&real_mremap, __ATOMIC_ACQUIRE);
+    void *r = f ? f(old, old_len, new_len, flags, want) : raw_mremap(old, old_len, new_len, flags, want);
     RECORD(LP_CALL_MREMAP, U(old), U(old_len), U(new_len), U(r));
     return r;
 }
@@ -484,7 +524,7 @@ void lp_io_start(void) {
                 off += d->d_reclen;
                 char *end;
                 long fd = strtol(d->d_name, &end, 10);
-                if (*end || end == d->d_name || fd == dfd || fd == lp_spool_fd) continue;
+                if (*end || end == d->d_name || fd == dfd) continue;
                 char link[64], path[1024];
                 snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
                 long len = syscall(SYS_readlink, link, path, sizeof path);

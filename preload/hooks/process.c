@@ -16,7 +16,8 @@
 
 #include "../core/lp.h"
 
-#define REALS(X) X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid)
+#define REALS(X) X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid) \
+    X(setuid) X(seteuid) X(setreuid) X(setresuid)
 #define X(fn) static void *real_##fn;
 REALS(X)
 #undef X
@@ -80,39 +81,38 @@ static void rec_wait(struct lp_tls *t, uint64_t t0, long asked, pid_t r, const i
     lp_call_record(t, LP_CALL_WAITPID, t0, lp_ticks(), 3, a, NULL, 0);
 }
 
+/* Each wait reports the child it reaped to the core (a child killed by a signal gets its trace
+ * converted there), also when the caller passed no status: then libprof's own is used. */
+#define WAIT_HOOK(ret_pid, asked, call)                                                      \
+    int mine_;                                                                               \
+    if (!status) status = &mine_;                                                            \
+    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);                                           \
+    uint64_t t0 = t ? lp_ticks() : 0;                                                        \
+    pid_t ret_pid = call;                                                                    \
+    if (t) rec_wait(t, t0, asked, ret_pid, status);                                          \
+    if (ret_pid > 0) lp_child_reaped(ret_pid, *status)
+
 LP_EXPORT pid_t wait(int *status) {
     if (!REAL(wait)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
-    pid_t r = REAL(wait)(status);
-    if (t) rec_wait(t, t0, -1, r, status);
+    WAIT_HOOK(r, -1, REAL(wait)(status));
     return r;
 }
 
 LP_EXPORT pid_t waitpid(pid_t pid, int *status, int options) {
     if (!REAL(waitpid)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
-    pid_t r = REAL(waitpid)(pid, status, options);
-    if (t) rec_wait(t, t0, pid, r, status);
+    WAIT_HOOK(r, pid, REAL(waitpid)(pid, status, options));
     return r;
 }
 
 LP_EXPORT pid_t wait3(int *status, int options, struct rusage *ru) {
     if (!REAL(wait3)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
-    pid_t r = REAL(wait3)(status, options, ru);
-    if (t) rec_wait(t, t0, -1, r, status);
+    WAIT_HOOK(r, -1, REAL(wait3)(status, options, ru));
     return r;
 }
 
 LP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) {
     if (!REAL(wait4)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
-    pid_t r = REAL(wait4)(pid, status, options, ru);
-    if (t) rec_wait(t, t0, pid, r, status);
+    WAIT_HOOK(r, pid, REAL(wait4)(pid, status, options, ru));
     return r;
 }
 
@@ -125,5 +125,35 @@ LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
         uint64_t a[2] = {I(id), I(r)};
         lp_call_record(t, LP_CALL_WAITID, t0, lp_ticks(), 2, a, NULL, 0);
     }
+    /* a reaped child (WNOWAIT leaves it to a later wait) */
+    if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT) &&
+        (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED))
+        lp_child_reaped(info->si_pid, info->si_status & 0x7f); /* a wait status "killed by signal N" */
     return r;
+}
+
+/* ---- user changes: the core hands the spool over, or writes the trace first -------------- */
+
+LP_EXPORT int setuid(uid_t uid) {
+    if (!REAL(setuid)) { errno = ENOSYS; return -1; }
+    lp_uid_change((unsigned)uid);
+    return REAL(setuid)(uid);
+}
+
+LP_EXPORT int seteuid(uid_t uid) {
+    if (!REAL(seteuid)) { errno = ENOSYS; return -1; }
+    lp_uid_change((unsigned)uid);
+    return REAL(seteuid)(uid);
+}
+
+LP_EXPORT int setreuid(uid_t ruid, uid_t euid) {
+    if (!REAL(setreuid)) { errno = ENOSYS; return -1; }
+    if (euid != (uid_t)-1) lp_uid_change((unsigned)euid);
+    return REAL(setreuid)(ruid, euid);
+}
+
+LP_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
+    if (!REAL(setresuid)) { errno = ENOSYS; return -1; }
+    if (euid != (uid_t)-1) lp_uid_change((unsigned)euid);
+    return REAL(setresuid)(ruid, euid, suid);
 }

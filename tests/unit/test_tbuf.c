@@ -41,22 +41,21 @@ static void *worker(void *arg) {
 static void setup(void) {
     int fd = mkstemp(path);
     close(fd);
+    unlink(path); /* a fresh name: the spool is created there */
     lp_clock_init(-1);
     lp_tbuf_init(4096);
     char chosen[256];
-    cr_assert_eq(lp_spool_open(path, 0, chosen, sizeof chosen), 0);
     struct lp_file_header h;
     lp_header_init(&h, (uint32_t)lp_clock_kind);
     h.origin_mono_ns = lp_origin_mono_ns;
-    cr_assert_eq(pwrite(lp_spool_fd, &h, sizeof h, 0), (ssize_t)sizeof h);
-    lp_spool_set_offset(sizeof h);
+    h.pid = (uint32_t)getpid();
+    cr_assert_eq(lp_spool_create(path, 0, &h, chosen, sizeof chosen), 0);
     lp_gate = 1u << LP_FAM_ALLOC;
 }
 
 static void teardown(void) {
     lp_gate = 0;
-    close(lp_spool_fd);
-    lp_spool_fd = -1;
+    lp_spool_stop();
     if (!getenv("KEEP")) unlink(path);
 }
 
