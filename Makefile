@@ -40,7 +40,7 @@ endif
 # leave the shared object. initial-exec TLS: one %fs-relative access on the hot path.
 WARN     = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-             -Iinclude -MMD -MP
+             -I. -Iinclude -MMD -MP
 PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -Wl,-z,nodelete
 
 # ---- sources, one per line ---------------------------------------------------------------------
@@ -71,14 +71,17 @@ HOOK_SRCS += preload/hooks/sync.c
 HOOK_SRCS += preload/hooks/thread.c
 HOOK_SRCS += preload/hooks/wait.c
 
-# Decoder and exporters: linked into the preload (conversion at exit) and into the tools.
-SHARED_SRCS += tools/calls.c
-SHARED_SRCS += tools/convert.c
-SHARED_SRCS += tools/sites.c
-SHARED_SRCS += tools/symbols.c
-SHARED_SRCS += tools/lpt.c
-SHARED_SRCS += tools/map.c
-SHARED_SRCS += tools/out.c
+# lib/: what the recorder and the tools share — the format's tables, the decoder, the converter
+# and its writers — compiled into libprof.so (the conversion at exit) and into libprof-report
+# (uftrace's utils/ idea): neither re-implements the format.
+LIB_SRCS += lib/format.c
+LIB_SRCS += lib/reader.c
+LIB_SRCS += lib/convert.c
+LIB_SRCS += lib/calls.c
+LIB_SRCS += lib/sites.c
+LIB_SRCS += lib/symbols.c
+LIB_SRCS += lib/map.c
+LIB_SRCS += lib/out.c
 
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/chrome_in.c
@@ -125,7 +128,7 @@ PROGS_CXX += tests/progs/annotated_cpp.cpp
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
 HOOK_OBJS   = $(call obj,$(HOOK_SRCS))
-SHARED_OBJS = $(call obj,$(SHARED_SRCS))
+LIB_OBJS = $(call obj,$(LIB_SRCS))
 REPORT_OBJS = $(call obj,$(REPORT_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
@@ -150,11 +153,11 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@$(if $(Q),echo '  CC      $<')
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libprof.so: $(CORE_OBJS) $(HOOK_OBJS) $(SHARED_OBJS) preload/libprof.map
+$(BUILD)/libprof.so: $(CORE_OBJS) $(HOOK_OBJS) $(LIB_OBJS) preload/libprof.map
 	@$(if $(Q),echo '  LD      $@')
-	$(Q)$(CC) $(ALL_CFLAGS) $(PRELOAD_LDFLAGS) $(LDFLAGS) -o $@ $(CORE_OBJS) $(HOOK_OBJS) $(SHARED_OBJS) -ldl -lpthread
+	$(Q)$(CC) $(ALL_CFLAGS) $(PRELOAD_LDFLAGS) $(LDFLAGS) -o $@ $(CORE_OBJS) $(HOOK_OBJS) $(LIB_OBJS) -ldl -lpthread
 
-$(BUILD)/libprof-report: $(REPORT_OBJS) $(SHARED_OBJS)
+$(BUILD)/libprof-report: $(REPORT_OBJS) $(LIB_OBJS)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcjson -lm
 
@@ -166,15 +169,15 @@ $(BUILD)/libprof: scripts/libprof
 TEST_CFLAGS = $(ALL_CFLAGS) -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspath $(BUILD))"' \
               -DLP_SOURCE_DIR='"$(abspath .)"'
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(SHARED_OBJS) $(FLAGS_STAMP)
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(LIB_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  TEST    $@')
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(SHARED_OBJS) -lcriterion -lcjson -lpthread -ldl
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(LIB_OBJS) -lcriterion -lcjson -lpthread -ldl
 
-$(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(SHARED_OBJS) $(FLAGS_STAMP)
+$(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(LIB_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  TEST    $@')
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(SHARED_OBJS) -lcriterion -lcjson -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(LIB_OBJS) -lcriterion -lcjson -lpthread
 
 $(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -219,17 +222,17 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
 # The fuzz target is built with clang, ASan and UBSan from the sources themselves.
-$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) tools/report.c tools/chrome_in.c $(wildcard tools/*.h) include/libprof/format.h
+$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_lpt.c $(SHARED_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
+		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
 
-$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/map.c tools/report.c $(SHARED_SRCS) $(wildcard tools/*.h)
+$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(wildcard tools/*.h lib/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(SHARED_SRCS) -lcjson -lm
+		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) -lcjson -lm
 
 # New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
 FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "map.h"
+#include "lib/map.h"
 
 struct lp_chrome_builder {
     struct lp_chrome *c;

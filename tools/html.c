@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fmt.h"
-#include "map.h"
+#include "lib/fmt.h"
+#include "lib/map.h"
 #include "report.h"
 
 static void esc(FILE *f, const char *s, size_t n) {

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "chrome_in.h"
-#include "convert.h"
-#include "lpt.h"
+#include "lib/convert.h"
+#include "lib/reader.h"
 #include "report.h"
 
 static const char usage[] =

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calls.h"
-#include "fmt.h"
-#include "map.h"
+#include "lib/calls.h"
+#include "lib/fmt.h"
+#include "lib/map.h"
 
 /* ---- raw trace -> slices ------------------------------------------------------------------ */
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "chrome_in.h"
-#include "lpt.h"
+#include "lib/reader.h"
 
 enum rp_sort { RP_TOTAL, RP_SELF, RP_COUNT, RP_MEAN, RP_P50, RP_P99, RP_MAX, RP_NAME };
 enum rp_units { RP_AUTO, RP_NS, RP_US, RP_MS, RP_S };

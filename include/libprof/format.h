@@ -341,7 +341,11 @@ struct lp_end {
     uint64_t max_rss_kib;     /* getrusage's ru_maxrss at the end: all memory the process used */
 };
 
-/* Name, family and payload-word tables, indexed by kind (defined once in tools/lpt.c). */
+/* Fill the constant fields of a file header (magic, version, byte order, size) and `clock`;
+ * everything else zero. The one place a header's identity is written (lib/format.c). */
+void lp_header_init(struct lp_file_header *h, uint32_t clock);
+
+/* Name, family and payload-word tables, indexed by kind (defined once in lib/format.c). */
 extern const char *const lp_kind_names[LP_KIND_COUNT];
 extern const uint8_t lp_kind_family[LP_KIND_COUNT];
 extern const uint8_t lp_kind_shape[LP_KIND_COUNT];

@@ -22,7 +22,7 @@
 
 #include "lp.h"
 #include "sys.h"
-#include "../../tools/convert.h"
+#include "lib/convert.h"
 
 volatile uint32_t lp_gate = LP_GATE_UNINIT;
 struct lp_config lp_cfg;

@@ -12,8 +12,8 @@
 
 #include <stdio.h>
 
-#include "tools/convert.h"
-#include "tools/lpt.h"
+#include "lib/convert.h"
+#include "lib/reader.h"
 #include "tools/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/lpt.h"
+#include "lib/reader.h"
 
 struct buf { uint8_t *d; size_t n; };
 

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "tools/map.h"
+#include "lib/map.h"
 
 #define KEYS 5000
 

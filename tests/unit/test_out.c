@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/out.h"
+#include "lib/out.h"
 
 /* Encode `s` with lp_out_json_str and return what was written. */
 static char *encode(const char *s, size_t n, void (*fn)(struct lp_out *, const char *, size_t)) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "preload/core/lp.h"
-#include "tools/lpt.h"
+#include "lib/reader.h"
 #include <stdio.h>
 
 #define THREADS 8

@@ -1,10 +1,10 @@
-/* lpt.c: decoding raw libprof traces. See include/libprof/format.h for the layout.
+/* reader.c: decoding raw libprof traces. See include/libprof/format.h for the layout.
  *
  * lp_reader_open validates the whole file once (every chunk header and every record), so the
  * iterator can trust what it walks; damage or a cut-off tail ends the index at the last whole
  * chunk and sets `truncated`, which every consumer reports to the user. */
 #define _GNU_SOURCE
-#include "lpt.h"
+#include "reader.h"
 #include "map.h"
 
 #include <errno.h>
@@ -15,73 +15,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-_Static_assert(sizeof(struct lp_file_header) == LP_FILE_HEADER_SIZE, "file header layout");
-_Static_assert(sizeof(struct lp_chunk_header) == LP_CHUNK_HEADER_SIZE, "chunk header layout");
-_Static_assert(sizeof(struct lp_end) % 8 == 0, "end record layout");
-
-const char *const lp_kind_names[LP_KIND_COUNT] = {
-    "none",
-#define LP_X(id, name, fam, shape, words) name,
-    LP_KINDS(LP_X)
-#undef LP_X
-};
-const uint8_t lp_kind_family[LP_KIND_COUNT] = {
-    0,
-#define LP_X(id, name, fam, shape, words) LP_FAM_##fam,
-    LP_KINDS(LP_X)
-#undef LP_X
-};
-const uint8_t lp_kind_shape[LP_KIND_COUNT] = {
-    0,
-#define LP_X(id, name, fam, shape, words) shape,
-    LP_KINDS(LP_X)
-#undef LP_X
-};
-const uint8_t lp_kind_words[LP_KIND_COUNT] = {
-    0,
-#define LP_X(id, name, fam, shape, words) words,
-    LP_KINDS(LP_X)
-#undef LP_X
-};
-const char *const lp_call_names[LP_CALL_COUNT] = {
-    "none",
-#define LP_X(id, name, fam, role, args) name,
-    LP_CALLS(LP_X)
-#undef LP_X
-};
-const uint8_t lp_call_family[LP_CALL_COUNT] = {
-    0,
-#define LP_X(id, name, fam, role, args) LP_FAM_##fam,
-    LP_CALLS(LP_X)
-#undef LP_X
-};
-const uint8_t lp_call_role[LP_CALL_COUNT] = {
-    0,
-#define LP_X(id, name, fam, role, args) LP_ROLE_##role,
-    LP_CALLS(LP_X)
-#undef LP_X
-};
-const char *const lp_call_args[LP_CALL_COUNT] = {
-    "",
-#define LP_X(id, name, fam, role, args) args,
-    LP_CALLS(LP_X)
-#undef LP_X
-};
-const char *const lp_family_names[LP_FAM_COUNT] = {
-#define LP_X(id, name) name,
-    LP_FAMILIES(LP_X)
-#undef LP_X
-};
-
-void lp_header_init(struct lp_file_header *h, uint32_t clock) {
-    memset(h, 0, sizeof *h);
-    memcpy(h->magic, LP_FORMAT_MAGIC, 8);
-    h->version = LP_FORMAT_VERSION;
-    h->byte_order = LP_BYTE_ORDER_MARK;
-    h->header_size = LP_FILE_HEADER_SIZE;
-    h->clock = clock;
-}
 
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
 

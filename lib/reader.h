@@ -1,8 +1,8 @@
-/* lpt.h: reading raw libprof traces (.lpt) — validation, the chunk index, the clock fit, and a
+/* reader.h: reading raw libprof traces (.lpt) — validation, the chunk index, the clock fit, and a
  * time-ordered event iterator over all threads. Used by libprof-report and by the preload itself
  * when it converts its spool at exit, so both decode with the same code. */
-#ifndef LP_LPT_H
-#define LP_LPT_H
+#ifndef LP_READER_H
+#define LP_READER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,10 +54,6 @@ struct lp_reader {
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
 };
-
-/* Fill the constant fields of a file header (magic, version, byte order, size) and `clock`;
- * everything else zero. The one place a header's identity is written. */
-void lp_header_init(struct lp_file_header *h, uint32_t clock);
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
 int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen);

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "lpt.h"
+#include "reader.h"
 #include "out.h"
 
 struct lp_sites;

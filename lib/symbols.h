@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "lpt.h"
+#include "reader.h"
 
 struct lp_syms;
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "lpt.h"
+#include "reader.h"
 
 struct lp_convert_opts {
     const char *chrome_path; /* Chrome trace JSON to write, or NULL */
