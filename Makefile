@@ -48,9 +48,12 @@ CORE_SRCS += preload/core/call.c
 CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c
 CORE_SRCS += preload/core/control.c
-CORE_SRCS += preload/core/core.c
+CORE_SRCS += preload/core/life.c
+CORE_SRCS += preload/core/lineage.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
+CORE_SRCS += preload/core/os.c
+CORE_SRCS += preload/core/real.c
 CORE_SRCS += preload/core/spawn.c
 CORE_SRCS += preload/core/stacks.c
 CORE_SRCS += preload/core/tbuf.c
@@ -82,6 +85,10 @@ LIB_SRCS += lib/sites.c
 LIB_SRCS += lib/symbols.c
 LIB_SRCS += lib/map.c
 LIB_SRCS += lib/out.c
+LIB_SRCS += lib/vec.c
+
+# lib/os.h for the tools: the C library itself (inside the program, preload/core/os.c).
+TOOL_OS_SRCS += lib/os_libc.c
 
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/chrome_in.c
@@ -129,7 +136,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
 HOOK_OBJS   = $(call obj,$(HOOK_SRCS))
 LIB_OBJS = $(call obj,$(LIB_SRCS))
-REPORT_OBJS = $(call obj,$(REPORT_SRCS))
+REPORT_OBJS = $(call obj,$(REPORT_SRCS) $(TOOL_OS_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
@@ -174,10 +181,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(LIB_OBJS) $(FLAGS_STAMP)
 	@$(if $(Q),echo '  TEST    $@')
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_OBJS) $(LIB_OBJS) -lcriterion -lcjson -lpthread -ldl
 
-$(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(LIB_OBJS) $(FLAGS_STAMP)
+TOOL_OS_OBJS = $(call obj,$(TOOL_OS_SRCS))
+$(BUILD)/tests/%: tests/integration/%.c $(TEST_HELPER_SRCS) tests/integration/harness.h $(LIB_OBJS) $(TOOL_OS_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  TEST    $@')
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(LIB_OBJS) -lcriterion -lcjson -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(LIB_OBJS) $(TOOL_OS_OBJS) -lcriterion -lcjson -lpthread
 
 $(BUILD)/progs/%: tests/progs/%.c include/libprof.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -226,13 +234,13 @@ $(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
+		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
 
 $(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(wildcard tools/*.h lib/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) -lcjson -lm
+		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(TOOL_OS_SRCS) -lcjson -lm
 
 # New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
 FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \

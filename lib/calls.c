@@ -6,6 +6,7 @@
  * per kind; GEMM shapes and files are keyed by a hash checked against the stored value. */
 #define _GNU_SOURCE
 #include "calls.h"
+#include "os.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
 }
 
 struct lp_calls *lp_calls_new(const struct lp_reader *r) {
-    struct lp_calls *c = calloc(1, sizeof *c);
+    struct lp_calls *c = lp_os_calloc(1, sizeof *c);
     if (!c) return NULL;
     c->r = r;
     for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
@@ -92,14 +93,14 @@ struct lp_calls *lp_calls_new(const struct lp_reader *r) {
 
 void lp_calls_free(struct lp_calls *c) {
     if (!c) return;
-    for (unsigned k = 0; k < LP_CALL_COUNT; k++) free(c->fn[k].hist);
-    for (uint32_t i = 0; i < c->nshapes; i++) free(c->shapes[i].st.hist);
-    for (uint32_t i = 0; i < c->ndnnl_kind; i++) free(c->dnnl_kind[i].hist);
-    for (uint32_t i = 0; i < c->ndnnl_shape; i++) free(c->dnnl_shape[i].hist);
-    free(c->files);
-    free(c->shapes);
-    free(c->dnnl_kind);
-    free(c->dnnl_shape);
+    for (unsigned k = 0; k < LP_CALL_COUNT; k++) lp_os_free(c->fn[k].hist);
+    for (uint32_t i = 0; i < c->nshapes; i++) lp_os_free(c->shapes[i].st.hist);
+    for (uint32_t i = 0; i < c->ndnnl_kind; i++) lp_os_free(c->dnnl_kind[i].hist);
+    for (uint32_t i = 0; i < c->ndnnl_shape; i++) lp_os_free(c->dnnl_shape[i].hist);
+    lp_os_free(c->files);
+    lp_os_free(c->shapes);
+    lp_os_free(c->dnnl_kind);
+    lp_os_free(c->dnnl_shape);
     lp_map_free(&c->path_ix);
     lp_map_free(&c->fd_ix);
     lp_map_free(&c->stream_ix);
@@ -110,7 +111,7 @@ void lp_calls_free(struct lp_calls *c) {
     lp_map_free(&c->flow_tid);
     lp_map_free(&c->life_ts);
     lp_map_free(&c->life_tid);
-    free(c);
+    lp_os_free(c);
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -118,7 +119,7 @@ void lp_calls_free(struct lp_calls *c) {
 static uint32_t new_file(struct lp_calls *c, const char *path, uint32_t len) {
     if (c->nfiles == c->capfiles) {
         uint32_t cap = c->capfiles ? c->capfiles * 2 : 64;
-        struct file *f = realloc(c->files, cap * sizeof *f);
+        struct file *f = lp_os_realloc(c->files, cap * sizeof *f);
         if (!f) { c->oom = 1; return UINT32_MAX; }
         c->files = f;
         c->capfiles = cap;
@@ -188,7 +189,7 @@ static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, ui
     }
     if (c->nshapes == c->capshapes) {
         uint32_t cap = c->capshapes ? c->capshapes * 2 : 32;
-        struct shape *s = realloc(c->shapes, cap * sizeof *s);
+        struct shape *s = lp_os_realloc(c->shapes, cap * sizeof *s);
         if (!s) { c->oom = 1; return NULL; }
         c->shapes = s;
         c->capshapes = cap;
@@ -204,7 +205,7 @@ static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, ui
 static struct fnstat *by_id(struct lp_calls *c, struct fnstat **arr, uint32_t *n, uint64_t id) {
     if (id > LP_MAX_NAME_ID) id = 0;
     if (id >= *n) {
-        struct fnstat *a = realloc(*arr, (id + 1) * sizeof *a);
+        struct fnstat *a = lp_os_realloc(*arr, (id + 1) * sizeof *a);
         if (!a) { c->oom = 1; return NULL; }
         memset(a + *n, 0, (id + 1 - *n) * sizeof *a);
         *arr = a;
@@ -529,7 +530,7 @@ static int cmp_shape_time(const void *x, const void *y) {
 }
 
 static const struct file **sorted_files(const struct lp_calls *c) {
-    const struct file **v = malloc((c->nfiles + 1) * sizeof *v);
+    const struct file **v = lp_os_malloc((c->nfiles + 1) * sizeof *v);
     if (!v) return NULL;
     for (uint32_t i = 0; i < c->nfiles; i++) v[i] = &c->files[i];
     qsort(v, c->nfiles, sizeof *v, cmp_file_time);
@@ -537,7 +538,7 @@ static const struct file **sorted_files(const struct lp_calls *c) {
 }
 
 static const struct shape **sorted_shapes(const struct lp_calls *c) {
-    const struct shape **v = malloc((c->nshapes + 1) * sizeof *v);
+    const struct shape **v = lp_os_malloc((c->nshapes + 1) * sizeof *v);
     if (!v) return NULL;
     for (uint32_t i = 0; i < c->nshapes; i++) v[i] = &c->shapes[i];
     qsort(v, c->nshapes, sizeof *v, cmp_shape_time);
@@ -611,7 +612,7 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
                    (unsigned long long)f->writes, (unsigned long long)f->wbytes, (unsigned long long)f->other,
                    (unsigned long long)f->time_ns);
     }
-    free(fv);
+    lp_os_free(fv);
     lp_out_s(o, "],\"blas\":[");
     const struct shape **sv = sorted_shapes(c);
     for (uint32_t i = 0; sv && i < c->nshapes; i++) {
@@ -622,7 +623,7 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
                    i ? "," : "", label, lp_blas_name(s->call, s->op), (unsigned long long)s->m, (unsigned long long)s->n,
                    (unsigned long long)s->k, (unsigned long long)s->st.count, (unsigned long long)s->st.total_ns, gflops(s));
     }
-    free(sv);
+    lp_os_free(sv);
     lp_out_s(o, "],\"dnnl\":{\"kinds\":");
     named_stats_json(c, o, c->dnnl_kind, c->ndnnl_kind);
     lp_out_s(o, ",\"shapes\":");
@@ -657,7 +658,7 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
         shape_label(sv[i], label, sizeof label);
         lp_csv_row(o, label, strlen(label), "blas_shape", &sv[i]->st, gflops(sv[i]));
     }
-    free(sv);
+    lp_os_free(sv);
     for (uint32_t id = 0; id < c->ndnnl_kind; id++) {
         uint32_t len;
         const char *n = lp_reader_name(c->r, id, &len);
@@ -677,7 +678,7 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
         lp_out_fmt(o, ",file,%llu,%llu,,,,,,,%llu,\n", (unsigned long long)st.count, (unsigned long long)f->time_ns,
                    (unsigned long long)st.bytes);
     }
-    free(fv);
+    lp_os_free(fv);
 }
 
 void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
@@ -720,7 +721,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
                    (int)len, p, (unsigned long long)f->opens, (unsigned long long)f->reads, rb,
                    (unsigned long long)f->writes, wb, t);
     }
-    free(fv);
+    lp_os_free(fv);
     if (c->maps_made)
         lp_out_fmt(o, "  anonymous mmap: %llu maps, %llu unmaps, peak %.1f MiB, %.1f MiB mapped at exit\n",
                    (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (double)c->mmap_peak / 1048576.0,
@@ -734,7 +735,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         lp_fmt_ns(m, sizeof m, sv[i]->st.timed ? sv[i]->st.total_ns / sv[i]->st.timed : 0);
         lp_out_fmt(o, "  %-32s %10llu %11s %11s %9.2f\n", label, (unsigned long long)sv[i]->st.count, t, m, gflops(sv[i]));
     }
-    free(sv);
+    lp_os_free(sv);
     int dn = 0;
     for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
         const struct fnstat *f = &c->dnnl_shape[id];

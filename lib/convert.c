@@ -7,6 +7,7 @@
  * events than memory. */
 #define _GNU_SOURCE
 #include "convert.h"
+#include "os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,7 +86,7 @@ static void block_born(struct analysis *a, uint64_t ptr, uint64_t size, uint64_t
     uint64_t old = 0;
     int rc = lp_map_put(&a->live, ptr, size, &old);
     if (rc < 0) { a->oom = 1; return; }
-    if (rc == 1) { /* we missed its free (e.g. released through a path libprof does not see) */
+    if (rc == 1) { /* we missed its lp_os_free(e.g. released through a path libprof does not see) */
         a->reused_live++;
         a->live_bytes -= old;
     }
@@ -138,7 +139,7 @@ static uint64_t analyse(struct analysis *a, const struct lp_event *e) {
         uint64_t id = w[0];
         if (id > LP_MAX_NAME_ID) id = 0; /* not a name a writer can produce: "(other)" */
         if (id >= a->nranges) {
-            struct fnstat *n = realloc(a->ranges, (id + 1) * sizeof *n);
+            struct fnstat *n = lp_os_realloc(a->ranges, (id + 1) * sizeof *n);
             if (!n) { a->oom = 1; return 0; }
             memset(n + a->nranges, 0, (id + 1 - a->nranges) * sizeof *n);
             a->ranges = n;
@@ -185,7 +186,7 @@ static const char *basename_of(const char *s, uint32_t n, uint32_t *len) {
 
 /* The command line with arguments separated by spaces. */
 static void out_command(struct lp_out *o, const struct lp_reader *r, int json) {
-    char *tmp = malloc(r->cmdline_len + 1);
+    char *tmp = lp_os_malloc(r->cmdline_len + 1);
     uint32_t n = 0;
     if (tmp && r->cmdline_len) {
         memcpy(tmp, r->cmdline, r->cmdline_len);
@@ -201,7 +202,7 @@ static void out_command(struct lp_out *o, const struct lp_reader *r, int json) {
     }
     if (json) lp_out_json_str(o, s ? s : "", n);
     else lp_out_write(o, s ? s : "", n);
-    free(tmp);
+    lp_os_free(tmp);
 }
 
 static void thread_label(const struct lp_reader *r, const struct lp_thread_info *t, char *buf, size_t len) {
@@ -230,6 +231,7 @@ static void chrome_head(struct chrome *c, const struct lp_reader *r) {
     lp_out_s(&c->o, "}}");
     for (uint32_t i = 0; i < r->nthreads; i++) {
         char name[64];
+        if (r->threads[i].tid == 0) continue; /* the process itself (libprof's timer markers) */
         thread_label(r, &r->threads[i], name, sizeof name);
         ev_begin(c);
         lp_out_fmt(&c->o, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":", c->pid,
@@ -264,7 +266,7 @@ static void chrome_control(struct chrome *c, const struct lp_event *e) {
     uint64_t reason = e->w[0] < 6 ? e->w[0] : 0;
     ev_begin(c);
     lp_out_fmt(&c->o, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%u,\"tid\":%u,\"cat\":\"control\",\"name\":\"%s\",\"ts\":",
-               c->pid, e->tid, lp_kind_names[e->kind]);
+               c->pid, e->tid ? e->tid : c->pid, lp_kind_names[e->kind]);
     lp_out_us(&c->o, e->start_ns);
     lp_out_fmt(&c->o, ",\"args\":{\"reason\":\"%s\"}}", control_reasons[reason]);
 }
@@ -490,29 +492,29 @@ static int open_tmp(const char *path, char *tmp, size_t len) {
     snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
     /* A new file, never an existing one or a symlink planted at the name; the rename that
      * follows replaces a symlink at `path` rather than writing through it. */
-    unlink(tmp);
-    return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    lp_os_unlink(tmp);
+    return lp_os_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
 static int finish_tmp(struct lp_out *o, const char *tmp, const char *path, char *err, size_t errlen) {
     int rc = lp_out_flush(o);
-    if (close(o->fd) != 0 && rc == 0) {
+    if (lp_os_close(o->fd) != 0 && rc == 0) {
         rc = -1;
         o->err = errno;
     }
-    if (rc == 0 && rename(tmp, path) != 0) {
+    if (rc == 0 && lp_os_rename(tmp, path) != 0) {
         rc = -1;
         o->err = errno;
     }
     if (rc != 0) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(o->err));
-        unlink(tmp);
+        lp_os_unlink(tmp);
     }
     return rc;
 }
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
-    struct analysis *a = calloc(1, sizeof *a);
+    struct analysis *a = lp_os_calloc(1, sizeof *a);
     struct chrome *c = NULL;
     char tmp[4096 + 32];
     int rc = -1;
@@ -525,8 +527,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     unsigned __int128 mult = ((unsigned __int128)COUNTER_BUCKETS << 64) / span;
     a->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     if (o->chrome_path || o->chrome_fd >= 0) {
-        a->cb = malloc(COUNTER_BUCKETS * sizeof *a->cb);
-        c = malloc(sizeof *c);
+        a->cb = lp_os_malloc(COUNTER_BUCKETS * sizeof *a->cb);
+        c = lp_os_malloc(sizeof *c);
         if (!a->cb || !c) goto oom;
         c->pid = r->hdr.pid;
         int fd = o->chrome_path ? open_tmp(o->chrome_path, tmp, sizeof tmp) : o->chrome_fd;
@@ -595,7 +597,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
     }
     if (o->csv_path) {
-        struct lp_out *co = malloc(sizeof *co);
+        struct lp_out *co = lp_os_malloc(sizeof *co);
         char ctmp[4096 + 32];
         int fd = co ? open_tmp(o->csv_path, ctmp, sizeof ctmp) : -1;
         if (fd < 0) {
@@ -606,7 +608,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             write_csv(co, r, a);
             if (finish_tmp(co, ctmp, o->csv_path, err, errlen) != 0) rc = -1;
         }
-        free(co);
+        lp_os_free(co);
     }
     const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
     for (int k = 0; k < 3; k++) {
@@ -616,7 +618,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             rc = -1;
             continue;
         }
-        struct lp_out *fo = malloc(sizeof *fo);
+        struct lp_out *fo = lp_os_malloc(sizeof *fo);
         char ftmp[4096 + 32];
         int fd = fo ? open_tmp(flame[k], ftmp, sizeof ftmp) : -1;
         if (fd < 0) {
@@ -634,15 +636,15 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             }
             if (finish_tmp(fo, ftmp, flame[k], err, errlen) != 0) rc = -1;
         }
-        free(fo);
+        lp_os_free(fo);
     }
     if (o->summary_fd >= 0) {
-        struct lp_out *so = malloc(sizeof *so);
+        struct lp_out *so = lp_os_malloc(sizeof *so);
         if (so) {
             lp_out_init(so, o->summary_fd);
             write_summary(so, r, a, end_ns, o->trace_label);
             lp_out_flush(so);
-            free(so);
+            lp_os_free(so);
         }
     }
     goto out;
@@ -651,15 +653,15 @@ oom:
     rc = -1;
 out:
     if (a) {
-        for (unsigned k = 0; k < LP_KIND_COUNT; k++) free(a->fn[k].hist);
-        for (uint32_t id = 0; id < a->nranges; id++) free(a->ranges[id].hist);
-        free(a->ranges);
+        for (unsigned k = 0; k < LP_KIND_COUNT; k++) lp_os_free(a->fn[k].hist);
+        for (uint32_t id = 0; id < a->nranges; id++) lp_os_free(a->ranges[id].hist);
+        lp_os_free(a->ranges);
         lp_map_free(&a->live);
         lp_calls_free(a->calls);
         lp_sites_free(a->sites);
-        free(a->cb);
+        lp_os_free(a->cb);
     }
-    free(a);
-    free(c);
+    lp_os_free(a);
+    lp_os_free(c);
     return rc;
 }

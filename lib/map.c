@@ -1,6 +1,7 @@
 /* map.c: linear probing, grown at 3/4 load, with backward-shift deletion so that no tombstones
  * accumulate over millions of malloc/free pairs. */
 #include "map.h"
+#include "os.h"
 
 #include <stdlib.h>
 
@@ -13,10 +14,10 @@ static uint64_t slot_of(uint64_t k, uint64_t mask) {
 
 static int grow(struct lp_map *m) {
     uint64_t ncap = m->cap ? m->cap * 2 : 1024;
-    uint64_t *k = calloc(ncap, sizeof *k), *v = malloc(ncap * sizeof *v);
+    uint64_t *k = lp_os_calloc(ncap, sizeof *k), *v = lp_os_malloc(ncap * sizeof *v);
     if (!k || !v) {
-        free(k);
-        free(v);
+        lp_os_free(k);
+        lp_os_free(v);
         return -1;
     }
     for (uint64_t i = 0; i < m->cap; i++) {
@@ -26,8 +27,8 @@ static int grow(struct lp_map *m) {
         k[h] = m->keys[i];
         v[h] = m->vals[i];
     }
-    free(m->keys);
-    free(m->vals);
+    lp_os_free(m->keys);
+    lp_os_free(m->vals);
     m->keys = k;
     m->vals = v;
     m->cap = ncap;
@@ -87,8 +88,8 @@ int lp_map_take(struct lp_map *m, uint64_t key, uint64_t *val) {
 }
 
 void lp_map_free(struct lp_map *m) {
-    free(m->keys);
-    free(m->vals);
+    lp_os_free(m->keys);
+    lp_os_free(m->vals);
     m->keys = m->vals = NULL;
     m->cap = m->n = 0;
 }

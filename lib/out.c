@@ -1,6 +1,7 @@
 /* out.c: buffered output and string encoders for the exporters (Chrome JSON, CSV, tables). */
 #define _GNU_SOURCE
 #include "out.h"
+#include "os.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -19,7 +20,7 @@ void lp_out_init(struct lp_out *o, int fd) {
 static void drain(struct lp_out *o) {
     size_t off = 0;
     while (off < o->n && !o->failed) {
-        ssize_t w = write(o->fd, o->buf + off, o->n - off);
+        ssize_t w = lp_os_write(o->fd, o->buf + off, o->n - off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             o->failed = 1;

@@ -5,6 +5,7 @@
  * chunk and sets `truncated`, which every consumer reports to the user. */
 #define _GNU_SOURCE
 #include "reader.h"
+#include "os.h"
 #include "map.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
         *out = (uint32_t)v;
         return 0;
     }
-    struct lp_thread_info *t = realloc(r->threads, (r->nthreads + 1) * sizeof *t);
+    struct lp_thread_info *t = lp_os_realloc(r->threads, (r->nthreads + 1) * sizeof *t);
     if (!t) return -1;
     r->threads = t;
     memset(&t[r->nthreads], 0, sizeof *t);
@@ -106,14 +107,14 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             if (thread_index(r, &map, h.tid, &ti)) goto nomem;
             if (r->nchunks == chunk_cap) {
                 chunk_cap = chunk_cap ? chunk_cap * 2 : 256;
-                struct lp_chunk_ref *c = realloc(r->chunks, chunk_cap * sizeof *c);
+                struct lp_chunk_ref *c = lp_os_realloc(r->chunks, chunk_cap * sizeof *c);
                 if (!c) goto nomem;
                 r->chunks = c;
             }
             struct lp_thread_info *t = &r->threads[ti];
             if (t->nchunks == t->cap) {
                 t->cap = t->cap ? t->cap * 2 : 8;
-                uint32_t *c = realloc(t->chunks, t->cap * sizeof *c);
+                uint32_t *c = lp_os_realloc(t->chunks, t->cap * sizeof *c);
                 if (!c) goto nomem;
                 t->chunks = c;
             }
@@ -134,7 +135,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 memcpy(&id, s, 4);
                 if (id >= r->nnames) {
                     if (id > LP_MAX_NAME_ID) { r->truncated = 1; break; } /* not a name table */
-                    struct lp_name *nn = realloc(r->names, (id + 1) * sizeof *nn);
+                    struct lp_name *nn = lp_os_realloc(r->names, (id + 1) * sizeof *nn);
                     if (!nn) goto nomem;
                     memset(nn + r->nnames, 0, (id + 1 - r->nnames) * sizeof *nn);
                     r->names = nn;
@@ -151,7 +152,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             }
         } else if (h.type == LP_CHUNK_SHORT && h.length % sizeof(struct lp_short) == 0 && payload % 8 == 0) {
             if (r->nshort_chunks % 16 == 0) {
-                struct lp_short_ref *sc = realloc(r->short_chunks, (r->nshort_chunks + 16) * sizeof *sc);
+                struct lp_short_ref *sc = lp_os_realloc(r->short_chunks, (r->nshort_chunks + 16) * sizeof *sc);
                 if (!sc) goto nomem;
                 r->short_chunks = sc;
             }
@@ -165,7 +166,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) { r->truncated = 1; break; }
                 if (id >= r->nstacks) {
                     uint32_t cap = id + 1 > r->nstacks * 2 ? id + 1 : r->nstacks * 2;
-                    struct lp_stack *ns = realloc(r->stacks, cap * sizeof *ns);
+                    struct lp_stack *ns = lp_os_realloc(r->stacks, cap * sizeof *ns);
                     if (!ns) goto nomem;
                     memset(ns + r->nstacks, 0, (cap - r->nstacks) * sizeof *ns);
                     r->stacks = ns;
@@ -182,7 +183,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             memcpy(&m, d + payload, sizeof m);
             if (sizeof m + (size_t)m.path_len + m.build_id_len <= h.length && m.lo < m.hi) {
                 if (r->nmodules % 64 == 0) {
-                    struct lp_module_ref *nm = realloc(r->modules, (r->nmodules + 64) * sizeof *nm);
+                    struct lp_module_ref *nm = lp_os_realloc(r->modules, (r->nmodules + 64) * sizeof *nm);
                     if (!nm) goto nomem;
                     r->modules = nm;
                 }
@@ -228,7 +229,7 @@ int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, 
         snprintf(err, errlen, "%s: empty file", path);
         return -1;
     }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *m = lp_os_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
         snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
         return -1;
@@ -237,7 +238,7 @@ int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, 
     char e2[200];
     if (lp_reader_open_mem(r, m, (size_t)st.st_size, e2, sizeof e2) != 0) {
         snprintf(err, errlen, "%s: %s", path, e2);
-        munmap(m, (size_t)st.st_size);
+        lp_os_munmap(m, (size_t)st.st_size);
         return -1;
     }
     r->mapped = 1; /* lp_reader_close unmaps it */
@@ -246,25 +247,25 @@ int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, 
 
 int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = lp_os_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     int rc = lp_reader_open_fd(r, fd, path, err, errlen);
-    close(fd);
+    lp_os_close(fd);
     return rc;
 }
 
 void lp_reader_close(struct lp_reader *r) {
-    for (uint32_t i = 0; i < r->nthreads; i++) free(r->threads[i].chunks);
-    free(r->threads);
-    free(r->chunks);
-    free(r->names);
-    free(r->short_chunks);
-    free(r->stacks);
-    free(r->modules);
-    if (r->mapped && r->data) munmap((void *)r->data, r->size);
+    for (uint32_t i = 0; i < r->nthreads; i++) lp_os_free(r->threads[i].chunks);
+    lp_os_free(r->threads);
+    lp_os_free(r->chunks);
+    lp_os_free(r->names);
+    lp_os_free(r->short_chunks);
+    lp_os_free(r->stacks);
+    lp_os_free(r->modules);
+    if (r->mapped && r->data) lp_os_munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
 }
 
@@ -340,11 +341,11 @@ static void sift_down(struct lp_iter *it, uint32_t i) {
 }
 
 struct lp_iter *lp_iter_new(const struct lp_reader *r) {
-    struct lp_iter *it = calloc(1, sizeof *it);
+    struct lp_iter *it = lp_os_calloc(1, sizeof *it);
     if (!it) return NULL;
     it->r = r;
-    it->c = calloc(r->nthreads ? r->nthreads : 1, sizeof *it->c);
-    it->heap = calloc(r->nthreads ? r->nthreads : 1, sizeof *it->heap);
+    it->c = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->c);
+    it->heap = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->heap);
     if (!it->c || !it->heap) { lp_iter_free(it); return NULL; }
     for (uint32_t i = 0; i < r->nthreads; i++) {
         it->c[i].thread = i;
@@ -394,7 +395,7 @@ uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; }
 
 void lp_iter_free(struct lp_iter *it) {
     if (!it) return;
-    free(it->c);
-    free(it->heap);
-    free(it);
+    lp_os_free(it->c);
+    lp_os_free(it->heap);
+    lp_os_free(it);
 }

@@ -1,6 +1,7 @@
 /* sites.c: see sites.h. */
 #define _GNU_SOURCE
 #include "sites.h"
+#include "os.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,13 +32,13 @@ struct lp_sites {
 
 struct lp_sites *lp_sites_new(const struct lp_reader *r) {
     if (r->nstacks == 0) return NULL;
-    struct lp_sites *s = calloc(1, sizeof *s);
+    struct lp_sites *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
     s->nsite = r->nstacks;
-    s->site = calloc(s->nsite, sizeof *s->site);
+    s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
-        free(s);
+        lp_os_free(s);
         return NULL;
     }
     return s;
@@ -45,10 +46,10 @@ struct lp_sites *lp_sites_new(const struct lp_reader *r) {
 
 void lp_sites_free(struct lp_sites *s) {
     if (!s) return;
-    free(s->site);
+    lp_os_free(s->site);
     lp_map_free(&s->live);
     lp_syms_free(s->syms);
-    free(s);
+    lp_os_free(s);
 }
 
 static struct site *site_of(struct lp_sites *s, uint32_t stack) {
@@ -83,10 +84,10 @@ void lp_sites_died(struct lp_sites *s, uint64_t ptr) {
 /* Live bytes per stack at the heap's peak: the allocation events replayed up to it. */
 static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
     struct lp_map live = {0};
-    uint64_t *at = calloc(s->nsite, sizeof *at);
+    uint64_t *at = lp_os_calloc(s->nsite, sizeof *at);
     struct lp_iter *it = lp_iter_new(s->r);
     if (!at || !it) {
-        free(at);
+        lp_os_free(at);
         lp_iter_free(it);
         return -1;
     }
@@ -104,7 +105,7 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
         at[st] += sz;
     }
     for (uint32_t i = 0; i < s->nsite; i++) s->site[i].peak = at[i];
-    free(at);
+    lp_os_free(at);
     lp_iter_free(it);
     lp_map_free(&live);
     return 0;
@@ -148,7 +149,7 @@ static int cmp_site(const void *x, const void *y) {
 
 /* Stack ids with a non-zero key, heaviest first; their number in *n. */
 static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
-    uint32_t *v = malloc((s->nsite + 1) * sizeof *v), k = 0;
+    uint32_t *v = lp_os_malloc((s->nsite + 1) * sizeof *v), k = 0;
     if (!v) { *n = 0; return NULL; }
     for (uint32_t id = 0; id < s->nsite; id++)
         if (key(&s->site[id], o)) v[k++] = id;
@@ -212,12 +213,12 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
     lp_out_s(o, "},\"alloc_sites\":[");
     /* the union of the top sites of every view */
-    uint8_t *pick = calloc(s->nsite, 1);
+    uint8_t *pick = lp_os_calloc(s->nsite, 1);
     uint32_t n, chosen = 0;
     for (int ord = BY_BYTES; ord <= BY_LEAK && pick; ord++) {
         uint32_t *v = ranked(s, (enum order)ord, &n);
         for (uint32_t i = 0; i < n && i < META_SITES / 4; i++) pick[v[i]] = 1;
-        free(v);
+        lp_os_free(v);
     }
     uint32_t *v = ranked(s, BY_BYTES, &n);
     for (uint32_t i = 0; pick && v && i < n; i++) {
@@ -238,8 +239,8 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
         }
         lp_out_s(o, "]}");
     }
-    free(v);
-    free(pick);
+    lp_os_free(v);
+    lp_os_free(pick);
     lp_out_s(o, "],\"alloc_libraries\":[");
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
@@ -264,7 +265,7 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
         lp_out_csv_str(o, buf, strlen(buf));
         lp_out_fmt(o, ",alloc_site,%llu,,,,,,,,%llu,\n", (unsigned long long)t->calls, (unsigned long long)t->bytes);
     }
-    free(v);
+    lp_os_free(v);
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
     for (uint32_t i = 0; i < nl; i++) {
@@ -281,7 +282,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
         uint32_t n;
         uint32_t *v = ranked(s, (enum order)ord, &n);
         if (!v || n == 0 || (n == 1 && v[0] == 0 && ord != BY_CALLS)) {
-            free(v);
+            lp_os_free(v);
             continue;
         }
         lp_out_fmt(o, "  %s:\n  %10s %10s %10s %10s  %s\n", titles[ord], "calls", "allocated", "at peak", "leaked",
@@ -294,7 +295,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
             lp_fmt_bytes(b3, sizeof b3, t->live);
             lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t->calls, b1, b2, b3, buf);
         }
-        free(v);
+        lp_os_free(v);
     }
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
@@ -329,7 +330,7 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int leaks) {
         }
         lp_out_fmt(o, " %llu\n", (unsigned long long)key(&s->site[id], leaks ? BY_LEAK : BY_BYTES));
     }
-    free(v);
+    lp_os_free(v);
 }
 
 /* Frames are one per function name (several return addresses share a function). */

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "os.h"
+
 #define LP_SUB_BITS 6
 #define LP_SUB (1u << LP_SUB_BITS)
 #define LP_HIST_BUCKETS ((64 - LP_SUB_BITS + 1) * LP_SUB)
@@ -56,7 +58,7 @@ static inline int lp_fnstat_add(struct fnstat *f, uint64_t n, int timed, uint64_
     f->failed += failed ? n : 0;
     if (!timed) return 0;
     if (!f->hist) {
-        f->hist = calloc(LP_HIST_BUCKETS, sizeof *f->hist);
+        f->hist = lp_os_calloc(LP_HIST_BUCKETS, sizeof *f->hist);
         if (!f->hist) return -1;
         f->min_ns = UINT64_MAX;
     }

@@ -2,6 +2,7 @@
  * tables; every failure (missing file, stripped object, damaged ELF) degrades to module+offset. */
 #define _GNU_SOURCE
 #include "symbols.h"
+#include "os.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -54,12 +55,12 @@ static const char *const runtime_prefixes[] = {"libc.so", "libc-", "libstdc++", 
                                                "libprof", "libgcc_s", "libpthread", "libm.so", "libdl.so"};
 
 struct lp_syms *lp_syms_new(const struct lp_reader *r) {
-    struct lp_syms *s = calloc(1, sizeof *s);
+    struct lp_syms *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
-    s->mods = calloc(r->nmodules + 1, sizeof *s->mods);
+    s->mods = lp_os_calloc(r->nmodules + 1, sizeof *s->mods);
     if (!s->mods) {
-        free(s);
+        lp_os_free(s);
         return NULL;
     }
     for (uint32_t i = 0; i < r->nmodules; i++) {
@@ -74,7 +75,7 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
         for (uint32_t k = 0; k < m->m.path_len; k++)
             if (m->path[k] == '/') b = m->path + k + 1;
         size_t blen = (size_t)(m->path + m->m.path_len - b);
-        char *copy = malloc(blen + 1);
+        char *copy = lp_os_malloc(blen + 1);
         if (copy) {
             memcpy(copy, b, blen);
             copy[blen] = '\0';
@@ -86,7 +87,7 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
     qsort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
     s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (!s->demangle) {
-        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        void *h = lp_os_dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
         if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle");
     }
     return s;
@@ -96,15 +97,15 @@ void lp_syms_free(struct lp_syms *s) {
     if (!s) return;
     for (uint32_t i = 0; i < s->nmods; i++) {
         struct module *m = &s->mods[i];
-        if (m->base && strcmp(m->base, "?")) free((void *)m->base);
-        free(m->syms);
+        if (m->base && strcmp(m->base, "?")) lp_os_free((void *)m->base);
+        lp_os_free(m->syms);
         for (int k = 0; k < 2; k++)
-            if (m->map[k]) munmap(m->map[k], m->map_len[k]);
+            if (m->map[k]) lp_os_munmap(m->map[k], m->map_len[k]);
     }
-    free(s->mods);
-    free(s->pool);
+    lp_os_free(s->mods);
+    lp_os_free(s->pool);
     lp_map_free(&s->cache);
-    free(s);
+    lp_os_free(s);
 }
 
 static struct module *module_of(struct lp_syms *s, uint64_t addr) {
@@ -124,16 +125,16 @@ static struct module *module_of(struct lp_syms *s, uint64_t addr) {
 /* Map `path` and add its function symbols (.symtab, else .dynsym) to m. Returns 0 or -1. */
 static int load_elf(struct module *m, const char *path, int slot) {
     /* O_NONBLOCK: a damaged trace may name a FIFO; regular files ignore the flag */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = lp_os_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
+        lp_os_close(fd);
         return -1;
     }
     size_t len = (size_t)st.st_size;
-    const uint8_t *d = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
+    const uint8_t *d = lp_os_mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    lp_os_close(fd);
     if (d == MAP_FAILED) return -1;
     m->map[slot] = (void *)d;
     m->map_len[slot] = len;
@@ -156,7 +157,7 @@ static int load_elf(struct module *m, const char *path, int slot) {
     size_t n = sym->sh_size / sizeof(Elf64_Sym);
     const Elf64_Sym *ss = (const Elf64_Sym *)(d + sym->sh_offset);
     const char *strs = (const char *)d + str->sh_offset;
-    struct sym *out = realloc(m->syms, (m->nsyms + n) * sizeof *out);
+    struct sym *out = lp_os_realloc(m->syms, (m->nsyms + n) * sizeof *out);
     if (!out) return -1;
     m->syms = out;
     for (size_t i = 0; i < n; i++) {
@@ -191,7 +192,7 @@ static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     if (s->pool_len + n > s->pool_cap) {
         size_t cap = s->pool_cap ? s->pool_cap * 2 : 65536;
         while (cap < s->pool_len + n) cap *= 2;
-        char *p = realloc(s->pool, cap);
+        char *p = lp_os_realloc(s->pool, cap);
         if (!p) return "?";
         s->pool = p;
         s->pool_cap = cap;
@@ -233,7 +234,7 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
         int status = -1;
         if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z') dem = s->demangle(best->name, NULL, NULL, &status);
         snprintf(buf, sizeof buf, "%s", dem && status == 0 ? dem : best->name);
-        free(dem);
+        lp_os_free(dem);
         char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */
         if (ver && ver != buf) *ver = '\0';
     } else {

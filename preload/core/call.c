@@ -12,55 +12,55 @@
 
 #include "lp.h"
 
-uint64_t lp_min_ticks;
+uint64_t lpr_min_ticks;
 
 /* LIBPROF_MIN_NS in ticks. With the TSC the rate is measured over 2 ms, once, and only when
  * the option is used. */
-void lp_call_init(uint64_t min_ns) {
-    lp_min_ticks = 0;
+void lpr_call_init(uint64_t min_ns) {
+    lpr_min_ticks = 0;
     if (min_ns == 0) return;
-    if (lp_clock_kind != LP_CLOCK_TSC) {
-        lp_min_ticks = min_ns;
+    if (lpr_clock_kind != LP_CLOCK_TSC) {
+        lpr_min_ticks = min_ns;
         return;
     }
-    uint64_t m0 = lp_mono_ns(), k0 = lp_ticks(), m1, k1;
+    uint64_t m0 = lpr_mono_ns(), k0 = lpr_ticks(), m1, k1;
     do {
-        m1 = lp_mono_ns();
-        k1 = lp_ticks();
+        m1 = lpr_mono_ns();
+        k1 = lpr_ticks();
     } while (m1 - m0 < 2000000);
-    lp_min_ticks = (uint64_t)((double)min_ns * (double)(k1 - k0) / (double)(m1 - m0));
-    if (lp_min_ticks == 0) lp_min_ticks = 1;
+    lpr_min_ticks = (uint64_t)((double)min_ns * (double)(k1 - k0) / (double)(m1 - m0));
+    if (lpr_min_ticks == 0) lpr_min_ticks = 1;
 }
 
-void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                     const uint64_t *args, const char *str, size_t slen) {
-    if (t->guard || !(lp_gate & (1u << lp_call_family[call]))) return; /* paused meanwhile */
+    if (t->guard || !(lpr_gate & (1u << lp_call_family[call]))) return; /* paused meanwhile */
     int saved = errno;
     t->guard = 1;
-    lp_call_write(t, call, t0, t1, nargs, args, str, slen);
+    lpr_call_write(t, call, t0, t1, nargs, args, str, slen);
     t->guard = 0;
     errno = saved;
 }
 
-void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+void lpr_call_write(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                    const uint64_t *args, const char *str, size_t slen) {
-    lp_call_write_stack(t, 0, call, t0, t1, nargs, args, str, slen);
+    lpr_call_write_stack(t, 0, call, t0, t1, nargs, args, str, slen);
 }
 
-void lp_call_record_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                           const uint64_t *args) {
-    if (t->guard || !(lp_gate & (1u << lp_call_family[call]))) return;
+    if (t->guard || !(lpr_gate & (1u << lp_call_family[call]))) return;
     int saved = errno;
     t->guard = 1;
-    lp_call_write_stack(t, stack, call, t0, t1, nargs, args, NULL, 0);
+    lpr_call_write_stack(t, stack, call, t0, t1, nargs, args, NULL, 0);
     t->guard = 0;
     errno = saved;
 }
 
-void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                          const uint64_t *args, const char *str, size_t slen) {
-    if (t1 && t1 >= t0 && t1 - t0 < lp_min_ticks && t->state == LP_TLS_ACTIVE) {
-        lp_tbuf_count_short(t, call, t1 - t0);
+    if (t1 && t1 >= t0 && t1 - t0 < lpr_min_ticks && t->state == LP_TLS_ACTIVE) {
+        lpr_tbuf_count_short(t, call, t1 - t0);
     } else {
         uint64_t cut = 0;
         if (!str) slen = 0;
@@ -71,15 +71,15 @@ void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64
         }
         unsigned timed = t1 != 0, sw = stack != 0;
         size_t words = sw + 2 + timed + nargs + (slen + 7) / 8;
-        uint64_t *r = lp_reserve(t, (unsigned)words);
+        uint64_t *r = lpr_reserve(t, (unsigned)words);
         if (LP_LIKELY(r != NULL)) {
             uint64_t *p = r;
-            if (sw) *p++ = lp_word_stack(stack);
+            if (sw) *p++ = lpr_word_stack(stack);
             if (timed) {
-                *p++ = lp_word0_timed(LP_EV_CALL, t0);
-                *p++ = lp_word1(t0, t1);
+                *p++ = lpr_word0_timed(LP_EV_CALL, t0);
+                *p++ = lpr_word1(t0, t1);
             } else {
-                *p++ = lp_word0(LP_EV_CALL, t0);
+                *p++ = lpr_word0(LP_EV_CALL, t0);
             }
             *p++ = lp_call_header(call, nargs, (unsigned)slen) | cut;
             for (unsigned i = 0; i < nargs; i++) *p++ = args[i];
@@ -87,7 +87,7 @@ void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64
                 p[(slen - 1) / 8] = 0; /* the padding after the string */
                 memcpy(p, str, slen);
             }
-            lp_commit(t, r + words);
+            lpr_commit(t, r + words);
         }
     }
 }
@@ -105,25 +105,26 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-void *lp_resolve(const char *name) {
-    uint8_t g = lp_guard_hold(&lp_tls); /* what dlsym allocates is libprof's business, not the program's */
+void *lpr_resolve(const char *name) {
+    uint8_t g = lpr_guard_hold(&lpr_tls); /* what dlsym allocates is libprof's business, not the program's */
     int saved = errno;
     void *f = dlsym(RTLD_NEXT, name);
     if (!f) {
         Dl_info self, other;
         struct scan s;
         s.n = 0;
+        lpr_real_resolve();
         if (dladdr(&self_marker, &self) && dl_iterate_phdr(collect, &s) == 0) {
             for (unsigned i = 0; i < s.n && !f; i++) {
-                void *h = dlopen(s.names[i], RTLD_LAZY | RTLD_NOLOAD);
+                void *h = lpr_real.dlopen(s.names[i], RTLD_LAZY | RTLD_NOLOAD);
                 if (!h) continue;
                 void *c = dlsym(h, name);
                 if (c && dladdr(c, &other) && other.dli_fbase != self.dli_fbase) f = c;
-                dlclose(h);
+                lpr_real.dlclose(h);
             }
         }
     }
     errno = saved;
-    lp_guard_restore(&lp_tls, g);
+    lpr_guard_restore(&lpr_tls, g);
     return f;
 }

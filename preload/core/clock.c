@@ -11,9 +11,9 @@
 
 #include "lp.h"
 
-int lp_clock_kind = LP_CLOCK_MONOTONIC;
-uint64_t lp_origin_ticks;
-uint64_t lp_origin_mono_ns;
+int lpr_clock_kind = LP_CLOCK_MONOTONIC;
+uint64_t lpr_origin_ticks;
+uint64_t lpr_origin_mono_ns;
 
 static int tsc_invariant(void) {
 #if defined(__x86_64__)
@@ -26,23 +26,23 @@ static int tsc_invariant(void) {
 #endif
 }
 
-uint64_t lp_mono_ns(void) {
+uint64_t lpr_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t lp_real_ns(void) {
+uint64_t lpr_real_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Pick the clock (`requested` is an enum lp_clock or -1 for the best one) and set the origin. */
-void lp_clock_init(int requested) {
+void lpr_clock_init(int requested) {
     int tsc = tsc_invariant();
-    if (requested == LP_CLOCK_TSC && !tsc) lp_warn("LIBPROF_CLOCK=tsc: this CPU has no invariant TSC; using CLOCK_MONOTONIC");
-    lp_clock_kind = (requested != LP_CLOCK_MONOTONIC && tsc) ? LP_CLOCK_TSC : LP_CLOCK_MONOTONIC;
-    lp_origin_ticks = lp_ticks();
-    lp_origin_mono_ns = lp_mono_ns();
+    if (requested == LP_CLOCK_TSC && !tsc) lpr_warn("LIBPROF_CLOCK=tsc: this CPU has no invariant TSC; using CLOCK_MONOTONIC");
+    lpr_clock_kind = (requested != LP_CLOCK_MONOTONIC && tsc) ? LP_CLOCK_TSC : LP_CLOCK_MONOTONIC;
+    lpr_origin_ticks = lpr_ticks();
+    lpr_origin_mono_ns = lpr_mono_ns();
 }

@@ -19,7 +19,7 @@
 #define DEFAULT_STEM "profile_%e_%t_%p"
 
 /* Parse a boolean: 1/true/yes/on and 0/false/no/off, any case. Returns 0 or -1. */
-int lp_parse_bool(const char *s, int *out) {
+int lpr_parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < 4; i++) {
@@ -31,7 +31,7 @@ int lp_parse_bool(const char *s, int *out) {
 
 /* Parse a size with an optional K/M/G suffix (powers of 1024, optional trailing B/iB) into
  * `out`, which must land in [lo, hi]. Returns 0 or -1; `out` is untouched on error. */
-int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+int lpr_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
     if (s == NULL || *s < '0' || *s > '9') return -1; /* no sign, no space, no empty string */
     errno = 0;
     char *end;
@@ -55,7 +55,7 @@ int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
 }
 
 /* Parse a duration in seconds ("2", "0.5", "1e-3") into nanoseconds. Returns 0 or -1. */
-int lp_parse_seconds(const char *s, uint64_t *ns) {
+int lpr_parse_seconds(const char *s, uint64_t *ns) {
     if (!s || ((*s < '0' || *s > '9') && *s != '.')) return -1;
     errno = 0;
     char *end;
@@ -67,7 +67,7 @@ int lp_parse_seconds(const char *s, uint64_t *ns) {
 
 /* Parse a signal usable for toggling: a name (SIGUSR2, USR2, ...) or a number from 1 to 64.
  * Signals that mean a fault or cannot be caught are refused. Returns 0 or -1. */
-int lp_parse_signal(const char *s, int *sig) {
+int lpr_parse_signal(const char *s, int *sig) {
     static const struct { const char *name; int sig; } names[] = {
         {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
         {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"WINCH", SIGWINCH}, {"PROF", SIGPROF}, {"URG", SIGURG}};
@@ -88,7 +88,7 @@ int lp_parse_signal(const char *s, int *sig) {
 /* Parse a comma-separated family list ("alloc", "all", "none", or names) into `mask`, left to
  * right; "-name" removes a family ("all,-io"), and a list that starts with one starts from all.
  * On an unknown name copies it to `bad` and returns -1. */
-int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
+int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
     uint32_t m = *s == '-' ? (1u << LP_FAM_COUNT) - 1 : 0;
     const char *p = s;
     while (*p) {
@@ -126,7 +126,7 @@ int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) {
 
 /* Expand %p %h %t %e %% in `pat` into `out`. Returns 0, or -1 if the result does not fit or the
  * pattern has an unknown %-sequence. */
-int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *out, size_t outlen) {
+int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char *out, size_t outlen) {
     size_t o = 0;
     for (const char *p = pat; *p; p++) {
         char tmp[32];
@@ -155,7 +155,7 @@ int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *o
 
 /* Make `path` unique to process `pid` by inserting ".PID" before its extension
  * (trace.json -> trace.1234.json). Used when another live process already owns the name. */
-int lp_path_insert_pid(char *path, size_t len, long pid) {
+int lpr_path_insert_pid(char *path, size_t len, long pid) {
     char *slash = strrchr(path, '/');
     char *dot = strrchr(path, '.');
     if (dot == NULL || (slash && dot < slash) || dot == path || dot[-1] == '/') dot = path + strlen(path);
@@ -172,11 +172,11 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 static void warn_bad(const char *name, const char *value, const char *why) {
-    lp_warn("ignoring %s=\"%s\" (%s)", name, value, why);
+    lpr_warn("ignoring %s=\"%s\" (%s)", name, value, why);
 }
 
 /* Read every LIBPROF_* variable through `get` into `cfg`. */
-void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pattern_ctx *ctx) {
+void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr_pattern_ctx *ctx) {
     const char *v;
     int b;
     uint64_t n;
@@ -188,67 +188,67 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
     cfg->children = 1;
 
     if ((v = get("LIBPROF_VERBOSE")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->verbose = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->verbose = b;
         else warn_bad("LIBPROF_VERBOSE", v, "expected 0 or 1");
     }
-    lp_verbose = cfg->verbose;
+    lpr_verbose = cfg->verbose;
 
     int master = -1; /* LIBPROF=1 turns on the default paths; LIBPROF=0 turns everything off */
     if ((v = get("LIBPROF")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) master = b;
+        if (lpr_parse_bool(v, &b) == 0) master = b;
         else warn_bad("LIBPROF", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_SUMMARY")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->summary = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->summary = b;
         else warn_bad("LIBPROF_SUMMARY", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_KEEP_RAW")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->keep_raw = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->keep_raw = b;
         else warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_ALLOC_TIMING")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
         else warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_CHILDREN")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->children = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->children = b;
         else warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_START")) && *v) {
         if (strcasecmp(v, "paused") == 0) cfg->start_paused = 1;
         else if (strcasecmp(v, "running") != 0) warn_bad("LIBPROF_START", v, "expected paused or running");
     }
-    if ((v = get("LIBPROF_DELAY")) && *v && lp_parse_seconds(v, &cfg->delay_ns) != 0)
+    if ((v = get("LIBPROF_DELAY")) && *v && lpr_parse_seconds(v, &cfg->delay_ns) != 0)
         warn_bad("LIBPROF_DELAY", v, "expected seconds, e.g. 2.5");
-    if ((v = get("LIBPROF_DURATION")) && *v && lp_parse_seconds(v, &cfg->duration_ns) != 0)
+    if ((v = get("LIBPROF_DURATION")) && *v && lpr_parse_seconds(v, &cfg->duration_ns) != 0)
         warn_bad("LIBPROF_DURATION", v, "expected seconds, e.g. 10");
-    if ((v = get("LIBPROF_SIGNAL")) && *v && lp_parse_signal(v, &cfg->signal) != 0)
+    if ((v = get("LIBPROF_SIGNAL")) && *v && lpr_parse_signal(v, &cfg->signal) != 0)
         warn_bad("LIBPROF_SIGNAL", v, "expected a catchable signal such as SIGUSR2");
     if ((v = get("LIBPROF_EVENTS")) && *v) {
         uint32_t m;
         char bad[64];
-        if (lp_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
-        else lp_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, "
+        if (lpr_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
+        else lpr_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, "
                      "thread, sync, dl, io, process, wait, blas, dnnl, omp)", v, bad);
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
-        if (lp_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;
+        if (lpr_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;
         else warn_bad("LIBPROF_BUFFER_KB", v, "expected a number of KiB from 4 to 262144");
     }
     if ((v = get("LIBPROF_ALLOC_MIN")) && *v) {
-        if (lp_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
+        if (lpr_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
         else warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
     }
     if ((v = get("LIBPROF_STACKS")) && *v) {
-        if (lp_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0) cfg->stacks = (unsigned)n;
+        if (lpr_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0) cfg->stacks = (unsigned)n;
         else warn_bad("LIBPROF_STACKS", v, "expected a number of frames from 0 to 128");
     }
     if ((v = get("LIBPROF_FLAMEGRAPH")) && *v) {
-        if (lp_parse_bool(v, &b) == 0) cfg->flamegraph = b;
+        if (lpr_parse_bool(v, &b) == 0) cfg->flamegraph = b;
         else warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_MIN_NS")) && *v) {
-        if (lp_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0) cfg->min_ns = n;
+        if (lpr_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0) cfg->min_ns = n;
         else warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");
     }
     if ((v = get("LIBPROF_CLOCK")) && *v) {
@@ -263,23 +263,23 @@ void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pat
     if (csv && !*csv) csv = NULL;
     if (master == 0) return; /* explicit off switch wins */
     if (out) {
-        if (lp_expand_pattern(out, ctx, cfg->output, sizeof cfg->output) != 0) {
+        if (lpr_expand_pattern(out, ctx, cfg->output, sizeof cfg->output) != 0) {
             warn_bad("LIBPROF_OUTPUT", out, "bad %-pattern or too long; use %p %h %t %e %%");
             out = NULL;
             if (master != 1) master = 1; /* still profile, into the default place */
         }
     }
     if (!out && master == 1) {
-        lp_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".json", ctx, cfg->output, sizeof cfg->output);
-        if (!csv) lp_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".csv", ctx, cfg->csv, sizeof cfg->csv);
+        lpr_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".json", ctx, cfg->output, sizeof cfg->output);
+        if (!csv) lpr_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".csv", ctx, cfg->csv, sizeof cfg->csv);
     }
-    if (csv && lp_expand_pattern(csv, ctx, cfg->csv, sizeof cfg->csv) != 0) {
+    if (csv && lpr_expand_pattern(csv, ctx, cfg->csv, sizeof cfg->csv) != 0) {
         warn_bad("LIBPROF_CSV", csv, "bad %-pattern or too long");
         cfg->csv[0] = '\0';
     }
     cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");
     cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
     if (cfg->enabled && cfg->families == 0) {
-        lp_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
+        lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
     }
 }

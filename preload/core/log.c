@@ -11,10 +11,11 @@
 #include <unistd.h>
 
 #include "lp.h"
+#include "sys.h"
 
 #define MAX_WARNINGS 16
 
-int lp_verbose;
+int lpr_verbose;
 static int warnings;
 
 static void emit(const char *fmt, va_list ap) {
@@ -26,15 +27,12 @@ static void emit(const char *fmt, va_list ap) {
     n += m;
     if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
     buf[n++] = '\n';
-    uint8_t g = lp_guard_hold(&lp_tls); /* libprof's own write, not the program's */
-    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
-    lp_guard_restore(&lp_tls, g);
-    (void)w;
+    lpr_sys_write(STDERR_FILENO, buf, (size_t)n); /* libprof's own write: not through the hook */
     errno = saved;
 }
 
 /* A problem the user should know about; the program carries on. */
-void lp_warn(const char *fmt, ...) {
+void lpr_warn(const char *fmt, ...) {
     if (__atomic_fetch_add(&warnings, 1, __ATOMIC_RELAXED) >= MAX_WARNINGS) return;
     va_list ap;
     va_start(ap, fmt);
@@ -43,8 +41,8 @@ void lp_warn(const char *fmt, ...) {
 }
 
 /* A diagnostic shown only with LIBPROF_VERBOSE=1. */
-void lp_info(const char *fmt, ...) {
-    if (!lp_verbose) return;
+void lpr_info(const char *fmt, ...) {
+    if (!lpr_verbose) return;
     va_list ap;
     va_start(ap, fmt);
     emit(fmt, ap);

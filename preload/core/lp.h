@@ -1,7 +1,7 @@
 /* Private interface of the libprof preload: the recording core that every hook module sits on.
  *
  * Functions are grouped under the file that owns them. A hook module includes only this header,
- * and touches the core through lp_hook_enter / lp_reserve / lp_commit / lp_hook_leave. */
+ * and touches the core through lpr_hook_enter / lpr_reserve / lpr_commit / lpr_hook_leave. */
 #ifndef LP_CORE_H
 #define LP_CORE_H
 
@@ -22,9 +22,35 @@
 #define LP_TLS __thread __attribute__((tls_model("initial-exec")))
 
 
+/* ---- "real.c": the C library's functions libprof calls for itself ------------------------ */
+
+#include <signal.h>
+#include <pthread.h>
+
+struct lpr_real_fns {
+    void *(*malloc)(size_t);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void (*free)(void *);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*dlopen)(const char *, int);
+    int (*dlclose)(void *);
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+    void (*(*signal)(int, void (*)(int)))(int);
+};
+LP_HIDDEN extern struct lpr_real_fns lpr_real;
+LP_HIDDEN extern __thread int lpr_real_resolving; /* inside the allocation functions' dlsym */
+LP_HIDDEN void lpr_real_resolve_alloc(void);          /* the malloc family, once */
+LP_HIDDEN void lpr_real_resolve(void);                /* everything, once */
+
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
-struct lp_config {
+struct lpr_config {
     int enabled;           /* something asked for a profile */
     int raw_output;        /* output names a .lpt: the spool file is the trace */
     int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
@@ -48,44 +74,44 @@ struct lp_config {
 };
 
 /* What the %-patterns of a path expand to. */
-struct lp_pattern_ctx {
+struct lpr_pattern_ctx {
     long pid;
     long start_time;
     const char *host;
     const char *exe;
 };
 
-typedef const char *(*lp_getenv_fn)(const char *name);
+typedef const char *(*lpr_getenv_fn)(const char *name);
 
-LP_HIDDEN void lp_config_load(struct lp_config *cfg, lp_getenv_fn get, const struct lp_pattern_ctx *ctx);
-LP_HIDDEN int lp_parse_bool(const char *s, int *out);
-LP_HIDDEN int lp_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-LP_HIDDEN int lp_parse_seconds(const char *s, uint64_t *ns);
-LP_HIDDEN int lp_parse_signal(const char *s, int *sig);
-LP_HIDDEN int lp_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
-LP_HIDDEN int lp_expand_pattern(const char *pat, const struct lp_pattern_ctx *ctx, char *out, size_t outlen);
-LP_HIDDEN int lp_path_insert_pid(char *path, size_t len, long pid);
+LP_HIDDEN void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr_pattern_ctx *ctx);
+LP_HIDDEN int lpr_parse_bool(const char *s, int *out);
+LP_HIDDEN int lpr_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+LP_HIDDEN int lpr_parse_seconds(const char *s, uint64_t *ns);
+LP_HIDDEN int lpr_parse_signal(const char *s, int *sig);
+LP_HIDDEN int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
+LP_HIDDEN int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char *out, size_t outlen);
+LP_HIDDEN int lpr_path_insert_pid(char *path, size_t len, long pid);
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
 
-LP_HIDDEN void lp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-LP_HIDDEN void lp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-LP_HIDDEN extern int lp_verbose;
+LP_HIDDEN void lpr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+LP_HIDDEN void lpr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+LP_HIDDEN extern int lpr_verbose;
 
 /* ---- "clock.c": timestamps ----------------------------------------------------------------- */
 
-LP_HIDDEN extern int lp_clock_kind;       /* enum lp_clock in use */
-LP_HIDDEN extern uint64_t lp_origin_ticks; /* record timestamps are relative to this */
-LP_HIDDEN extern uint64_t lp_origin_mono_ns; /* CLOCK_MONOTONIC at the same moment */
-LP_HIDDEN void lp_clock_init(int requested);
-LP_HIDDEN uint64_t lp_mono_ns(void);
-LP_HIDDEN uint64_t lp_real_ns(void);
+LP_HIDDEN extern int lpr_clock_kind;       /* enum lp_clock in use */
+LP_HIDDEN extern uint64_t lpr_origin_ticks; /* record timestamps are relative to this */
+LP_HIDDEN extern uint64_t lpr_origin_mono_ns; /* CLOCK_MONOTONIC at the same moment */
+LP_HIDDEN void lpr_clock_init(int requested);
+LP_HIDDEN uint64_t lpr_mono_ns(void);
+LP_HIDDEN uint64_t lpr_real_ns(void);
 
 /* The timestamp of the hot path: the TSC where it is invariant (about 10 ns here, against 25 ns
  * for clock_gettime through the vDSO), CLOCK_MONOTONIC otherwise. */
-static inline uint64_t lp_ticks(void) {
+static inline uint64_t lpr_ticks(void) {
 #if defined(__x86_64__)
-    if (LP_LIKELY(lp_clock_kind == LP_CLOCK_TSC)) return __rdtsc();
+    if (LP_LIKELY(lpr_clock_kind == LP_CLOCK_TSC)) return __rdtsc();
 #endif
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -98,16 +124,16 @@ static inline uint64_t lp_ticks(void) {
 
 /* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
  * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
-struct lp_tls {
+struct lpr_tls {
     uint64_t *cur;          /* next free word of the chunk */
     uint64_t *end;          /* end of the chunk */
     uint8_t guard;          /* inside a hook or inside libprof itself: record nothing */
     uint8_t late;           /* thread past its last TLS destructor: every commit writes through */
-    uint8_t state;          /* enum lp_tls_state */
+    uint8_t state;          /* enum lpr_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
     uint64_t records;       /* records committed by this thread (for the END statistics) */
-    struct lp_thread *thr;  /* registry node owning the chunk memory */
+    struct lpr_thread *thr;  /* registry node owning the chunk memory */
     uint64_t late_rec[24];  /* scratch for records written after the thread's destructors ran */
     uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
     uint32_t range_depth;   /* open annotation ranges (annot.c), including unrecorded deep ones */
@@ -115,9 +141,9 @@ struct lp_tls {
     uint64_t range_t0[LP_RANGE_DEPTH];
 };
 
-enum lp_tls_state { LP_TLS_NEW = 0, LP_TLS_ACTIVE, LP_TLS_LATE, LP_TLS_FAILED };
+enum lpr_tls_state { LP_TLS_NEW = 0, LP_TLS_ACTIVE, LP_TLS_LATE, LP_TLS_FAILED };
 
-LP_HIDDEN extern LP_TLS struct lp_tls lp_tls;
+LP_HIDDEN extern LP_TLS struct lpr_tls lpr_tls;
 
 /* The gate: one word read by every hook. Bit f is set while family f records; LP_GATE_UNINIT
  * is set until the first hook call has read the environment. Off costs one load and one test. */
@@ -125,7 +151,7 @@ LP_HIDDEN extern LP_TLS struct lp_tls lp_tls;
 /* Set by a hook family that must see every call even when nothing records (the allocation
  * family, once dlsym has taken blocks from its bootstrap pool). Kept across gate changes. */
 #define LP_GATE_SLOWPATH (1u << 30)
-LP_HIDDEN extern volatile uint32_t lp_gate;
+LP_HIDDEN extern volatile uint32_t lpr_gate;
 
 /* Set while the part of libprof's set-up that may allocate or look symbols up (libunwind,
  * the module map, signal handlers, unhooking) has not run: only the allocation family's hooks
@@ -135,85 +161,85 @@ LP_HIDDEN extern volatile uint32_t lp_gate;
 #define LP_GATE_STICKY (LP_GATE_SLOWPATH | LP_GATE_PENDING)
 
 /* Open or close families without losing the sticky bits. */
-static inline void lp_gate_set(uint32_t families) {
-    uint32_t old = lp_gate, want;
+static inline void lpr_gate_set(uint32_t families) {
+    uint32_t old = lpr_gate, want;
     do {
         want = families | (old & LP_GATE_STICKY);
-    } while (!__atomic_compare_exchange_n(&lp_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+    } while (!__atomic_compare_exchange_n(&lpr_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
-LP_HIDDEN uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words);
-LP_HIDDEN void lp_commit_late(struct lp_tls *t);
+LP_HIDDEN uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words);
+LP_HIDDEN void lpr_commit_late(struct lpr_tls *t);
 /* Start libprof: the first hooked call of the process (`safe`: an allocation hook, which may also
  * run the pending set-up) or the constructor. */
-LP_HIDDEN void lp_init_slow(int safe);
-LP_HIDDEN int lp_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
+LP_HIDDEN void lpr_init_slow(int safe);
+LP_HIDDEN int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
                               size_t chosen_len);
-LP_HIDDEN int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
-LP_HIDDEN const char *lp_spool_name(void);
-LP_HIDDEN void lp_spool_stop(void);
-LP_HIDDEN void lp_spool_resume(void);
-LP_HIDDEN uint64_t lp_spool_offset(void);
-LP_HIDDEN void lp_tbuf_flush_all(int from_signal);
-LP_HIDDEN void lp_tbuf_write_thread_names(void);
-LP_HIDDEN void lp_tbuf_close_lives(void);
-LP_HIDDEN void lp_tbuf_init(uint32_t buffer_bytes);
-LP_HIDDEN void lp_tbuf_after_fork_child(void);
-LP_HIDDEN void lp_spool_recover(void);
-LP_HIDDEN uint64_t lp_tbuf_events_written(void);
-LP_HIDDEN uint32_t lp_gettid(void);
-LP_HIDDEN extern int lp_spool_on; /* a spool is open for writing (this process's own) */
-LP_HIDDEN extern uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
+LP_HIDDEN int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+LP_HIDDEN const char *lpr_spool_name(void);
+LP_HIDDEN void lpr_spool_stop(void);
+LP_HIDDEN void lpr_spool_resume(void);
+LP_HIDDEN uint64_t lpr_spool_offset(void);
+LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
+LP_HIDDEN void lpr_tbuf_write_thread_names(void);
+LP_HIDDEN void lpr_tbuf_close_lives(void);
+LP_HIDDEN void lpr_tbuf_init(uint32_t buffer_bytes);
+LP_HIDDEN void lpr_tbuf_after_fork_child(void);
+LP_HIDDEN void lpr_spool_recover(void);
+LP_HIDDEN uint64_t lpr_tbuf_events_written(void);
+LP_HIDDEN uint32_t lpr_gettid(void);
+LP_HIDDEN extern int lpr_spool_on; /* a spool is open for writing (this process's own) */
+LP_HIDDEN extern uint64_t lpr_events_written, lpr_events_dropped, lpr_chunks_written;
 
 /* Enter a hook of family `fam`: returns the thread's state when this call is to be recorded,
  * NULL when it is to pass straight through (family off, libprof off, or re-entered). */
-static inline struct lp_tls *lp_call_begin(unsigned fam);
-static inline struct lp_tls *lp_hook_enter(unsigned fam) {
-    struct lp_tls *t = lp_call_begin(fam);
+static inline struct lpr_tls *lpr_call_begin(unsigned fam);
+static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
+    struct lpr_tls *t = lpr_call_begin(fam);
     if (t) t->guard = 1;
     return t;
 }
 
-static inline void lp_hook_leave(struct lp_tls *t) { t->guard = 0; }
+static inline void lpr_hook_leave(struct lpr_tls *t) { t->guard = 0; }
 
 /* Hold the guard around libprof's own use of malloc/free: the compiler knows those builtins do
  * not read program memory and would otherwise drop a plain store before them. */
-static inline uint8_t lp_guard_hold(struct lp_tls *t) {
+static inline uint8_t lpr_guard_hold(struct lpr_tls *t) {
     uint8_t g = t->guard;
     *(volatile uint8_t *)&t->guard = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     return g;
 }
-static inline void lp_guard_restore(struct lp_tls *t, uint8_t g) {
+static inline void lpr_guard_restore(struct lpr_tls *t, uint8_t g) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     *(volatile uint8_t *)&t->guard = g;
 }
 
 /* Room for one record of `words` words in the thread's chunk, or NULL if it cannot be recorded
  * (then the event is counted as dropped). */
-static inline uint64_t *lp_reserve(struct lp_tls *t, unsigned words) {
+static inline uint64_t *lpr_reserve(struct lpr_tls *t, unsigned words) {
     uint64_t *r = t->cur;
-    if (LP_UNLIKELY(r == NULL || r + words > t->end)) return lp_reserve_slow(t, words);
+    if (LP_UNLIKELY(r == NULL || r + words > t->end)) return lpr_reserve_slow(t, words);
     return r;
 }
 
 /* Publish a record written at `r`. The release store lets a flushing thread (at exit) read
  * every record below `cur` complete. */
-static inline void lp_commit(struct lp_tls *t, uint64_t *next) {
+static inline void lpr_commit(struct lpr_tls *t, uint64_t *next) {
     __atomic_store_n(&t->cur, next, __ATOMIC_RELEASE);
     t->records++;
-    if (LP_UNLIKELY(t->late)) lp_commit_late(t);
+    if (LP_UNLIKELY(t->late)) lpr_commit_late(t);
 }
 
-static inline uint64_t lp_word0(unsigned kind, uint64_t ticks) {
-    return ((uint64_t)kind << LP_TS_BITS) | ((ticks - lp_origin_ticks) & LP_TS_MASK);
+static inline uint64_t lpr_word0(unsigned kind, uint64_t ticks) {
+    return ((uint64_t)kind << LP_TS_BITS) | ((ticks - lpr_origin_ticks) & LP_TS_MASK);
 }
 
-static inline uint64_t lp_word0_timed(unsigned kind, uint64_t ticks) {
-    return lp_word0(kind | LP_REC_TIMED, ticks);
+static inline uint64_t lpr_word0_timed(unsigned kind, uint64_t ticks) {
+    return lpr_word0(kind | LP_REC_TIMED, ticks);
 }
 
-static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
+static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
     /* t1 < t0 only when a thread migrated between cores whose TSCs differ by a few ticks */
     if (LP_UNLIKELY(t1 < t0)) return 0;
     uint64_t d = t1 - t0;
@@ -223,62 +249,62 @@ static inline uint64_t lp_word1(uint64_t t0, uint64_t t1) {
 /* ---- "call.c": records of the runtime entry points ----------------------------------------
  * Every hook outside the allocation and annotation families has the same shape:
  *
- *     struct lp_tls *t = lp_call_begin(LP_FAM_IO);   // NULL: pass straight through
- *     uint64_t t0 = t ? lp_ticks() : 0;
+ *     struct lpr_tls *t = lpr_call_begin(LP_FAM_IO);   // NULL: pass straight through
+ *     uint64_t t0 = t ? lpr_ticks() : 0;
  *     r = real.read(fd, buf, n);
- *     if (t) { int e = errno; lp_call_record(t, LP_CALL_READ, t0, lp_ticks(), args...); errno = e; }
+ *     if (t) { int e = errno; lpr_call_record(t, LP_CALL_READ, t0, lpr_ticks(), args...); errno = e; }
  *
  * The guard is NOT held while the real function runs, so interposed calls it makes (a GEMM that
  * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
  * inside the outer one: a thread's calls are strictly nested in time, so its slices nest. */
 
-static inline struct lp_tls *lp_call_begin(unsigned fam) {
-    uint32_t g = lp_gate;
+static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
+    uint32_t g = lpr_gate;
     if (LP_UNLIKELY(g & (LP_GATE_UNINIT | (fam == LP_FAM_ALLOC ? LP_GATE_PENDING : 0)))) {
-        lp_init_slow(fam == LP_FAM_ALLOC);
-        g = lp_gate;
+        lpr_init_slow(fam == LP_FAM_ALLOC);
+        g = lpr_gate;
     }
     if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
-    struct lp_tls *t = &lp_tls;
+    struct lpr_tls *t = &lpr_tls;
     return LP_UNLIKELY(t->guard) ? NULL : t;
 }
 
 /* Append a CALL record: timed from t0 to t1 (t1 == 0: an instant at t0), `nargs` argument words,
  * and an optional string (cut to LP_CALL_MAX_STR bytes). Keeps errno. */
-LP_HIDDEN void lp_call_record(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+LP_HIDDEN void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                               const uint64_t *args, const char *str, size_t slen);
 /* The same without the checks, for libprof's own records made while it holds the guard. */
-LP_HIDDEN void lp_call_write(struct lp_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
+LP_HIDDEN void lpr_call_write(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
                              const uint64_t *args, const char *str, size_t slen);
 /* With the call stack `stack` (LIBPROF_STACKS, captured by the hook): BLAS and oneDNN calls. */
-LP_HIDDEN void lp_call_record_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
+LP_HIDDEN void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
                                     unsigned nargs, const uint64_t *args);
-LP_HIDDEN void lp_call_write_stack(struct lp_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
+LP_HIDDEN void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
                                    unsigned nargs, const uint64_t *args, const char *str, size_t slen);
-LP_HIDDEN extern uint64_t lp_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
+LP_HIDDEN extern uint64_t lpr_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
 
-/* The common case of lp_call_record, inlined into the hooks: a timed call with arguments and no
- * string. Nothing here touches errno (lp_reserve's slow path keeps it), so it is not saved. */
-static inline void lp_call_record_args(struct lp_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
+/* The common case of lpr_call_record, inlined into the hooks: a timed call with arguments and no
+ * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */
+static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
                                        unsigned nargs, const uint64_t *args) {
-    if (LP_UNLIKELY(t->guard || !(lp_gate & (1u << fam)) || lp_min_ticks || t->late)) {
-        lp_call_record(t, call, t0, t1, nargs, args, NULL, 0);
+    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late)) {
+        lpr_call_record(t, call, t0, t1, nargs, args, NULL, 0);
         return;
     }
     t->guard = 1;
-    uint64_t *r = lp_reserve(t, 3 + nargs);
+    uint64_t *r = lpr_reserve(t, 3 + nargs);
     if (LP_LIKELY(r != NULL)) {
-        r[0] = lp_word0_timed(LP_EV_CALL, t0);
-        r[1] = lp_word1(t0, t1);
+        r[0] = lpr_word0_timed(LP_EV_CALL, t0);
+        r[1] = lpr_word1(t0, t1);
         r[2] = lp_call_header(call, nargs, 0);
         for (unsigned i = 0; i < nargs; i++) r[3 + i] = args[i];
-        lp_commit(t, r + 3 + nargs);
+        lpr_commit(t, r + 3 + nargs);
     }
     t->guard = 0;
 }
-LP_HIDDEN void lp_call_init(uint64_t min_ns);
+LP_HIDDEN void lpr_call_init(uint64_t min_ns);
 /* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
-LP_HIDDEN void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks);
+LP_HIDDEN void lpr_tbuf_count_short(struct lpr_tls *t, unsigned call, uint64_t ticks);
 
 /* The pass-through of a hook whose family is off: one load of the real function (resolved by
  * the hook's first call), one of the gate, a tail jump — the off cost of every entry point. The
@@ -286,20 +312,20 @@ LP_HIDDEN void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t tic
 #define LP_PASS(fam, fn, ...)                                                                \
     do {                                                                                     \
         __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED); \
-        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lp_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) \
+        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) \
             return f_(__VA_ARGS__);                                                          \
     } while (0)
 
 /* Find the next definition of `name` after libprof: dlsym(RTLD_NEXT), then every loaded object
  * in load order (a library dlopen'ed RTLD_LOCAL, such as the BLAS numpy brings, is not in the
  * global scope). NULL when nothing loaded defines it. */
-LP_HIDDEN void *lp_resolve(const char *name);
-/* lp_resolve once into *slot; an absent function stays NULL and is looked up again later
+LP_HIDDEN void *lpr_resolve(const char *name);
+/* lpr_resolve once into *slot; an absent function stays NULL and is looked up again later
  * (BLAS may be loaded after the first call that needed it). */
-static inline void *lp_real(void **slot, const char *name) {
+static inline void *lpr_next(void **slot, const char *name) {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (LP_UNLIKELY(!f)) {
-        f = lp_resolve(name);
+        f = lpr_resolve(name);
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;
@@ -307,47 +333,47 @@ static inline void *lp_real(void **slot, const char *name) {
 
 /* ---- "stacks.c": allocation call stacks (LIBPROF_STACKS) ---------------------------------- */
 
-LP_HIDDEN extern unsigned lp_stack_depth; /* 0 = no stacks */
-LP_HIDDEN int lp_stacks_init(unsigned depth);
-LP_HIDDEN extern int (*lp_unw_backtrace)(void **, int);
-LP_HIDDEN uint32_t lp_stack_intern(void **buf, int got);
+LP_HIDDEN extern unsigned lpr_stack_depth; /* 0 = no stacks */
+LP_HIDDEN int lpr_stacks_init(unsigned depth);
+LP_HIDDEN extern int (*lpr_unw_backtrace)(void **, int);
+LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
 /* The calling thread's stack as an id (0: unknown), captured in the caller's own frame: put in
  * a hook's slow path, libunwind walks one libprof frame rather than three (~90 instructions a
  * frame). */
 #define LP_STACK_CAPTURE(sid)                                                                \
     do {                                                                                     \
         void *buf_[LP_STACK_MAX_DEPTH + 4];                                                  \
-        (sid) = lp_stack_intern(buf_, lp_unw_backtrace(buf_, (int)lp_stack_depth + 3));      \
+        (sid) = lpr_stack_intern(buf_, lpr_unw_backtrace(buf_, (int)lpr_stack_depth + 3));      \
     } while (0)
-LP_HIDDEN void lp_stacks_write(void);
-LP_HIDDEN void lp_modules_write(void);
-LP_HIDDEN void lp_stacks_after_fork_child(void);
-LP_HIDDEN uint64_t lp_stacks_unique(void);
-LP_HIDDEN uint64_t lp_stacks_dropped(void);
+LP_HIDDEN void lpr_stacks_write(void);
+LP_HIDDEN void lpr_modules_write(void);
+LP_HIDDEN void lpr_stacks_after_fork_child(void);
+LP_HIDDEN uint64_t lpr_stacks_unique(void);
+LP_HIDDEN uint64_t lpr_stacks_dropped(void);
 
 /* The word that gives the next record of this thread its call stack. */
-static inline uint64_t lp_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
+static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 
-LP_HIDDEN void lp_unhook(uint32_t families); /* keeps the hooks of `families` */
+LP_HIDDEN void lpr_unhook(uint32_t families); /* keeps the hooks of `families` */
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 
-LP_HIDDEN uint32_t lp_control_init(const struct lp_config *cfg);
-LP_HIDDEN void lp_control_init_signal(const struct lp_config *cfg);
-LP_HIDDEN void lp_control_start_timers(void);
-LP_HIDDEN void lp_control_pause(unsigned reason, int from_signal);
-LP_HIDDEN void lp_control_resume(unsigned reason, int from_signal);
-LP_HIDDEN void lp_control_reset(unsigned reason);
-LP_HIDDEN void lp_control_after_fork_child(void);
-LP_HIDDEN uint32_t lp_control_child_gate(void);
-LP_HIDDEN uint64_t lp_control_markers_lost(void);
+LP_HIDDEN uint32_t lpr_control_init(const struct lpr_config *cfg);
+LP_HIDDEN void lpr_control_init_signal(const struct lpr_config *cfg);
+LP_HIDDEN void lpr_control_start_timers(void);
+LP_HIDDEN void lpr_control_pause(unsigned reason, int from_signal);
+LP_HIDDEN void lpr_control_resume(unsigned reason, int from_signal);
+LP_HIDDEN void lpr_control_reset(unsigned reason);
+LP_HIDDEN void lpr_control_after_fork_child(void);
+LP_HIDDEN uint32_t lpr_control_child_gate(void);
+LP_HIDDEN uint64_t lpr_control_markers_lost(void);
 
 /* ---- "names.c": interned annotation names -------------------------------------------------- */
 
-LP_HIDDEN uint32_t lp_name_id(const char *name);
-LP_HIDDEN void lp_names_after_fork_child(void);
+LP_HIDDEN uint32_t lpr_name_id(const char *name);
+LP_HIDDEN void lpr_names_after_fork_child(void);
 
 /* ---- "hooks/annot.c": the exported ABI that include/libprof.h looks up with dlsym ---------- */
 
@@ -370,32 +396,49 @@ LP_EXPORT void _Exit(int status) __attribute__((noreturn));
  * The core calls these (weak: the unit tests link the core without hooks) before it opens the
  * gate, so a hook's fast path may call its real function without checking it. */
 
-LP_HIDDEN void lp_alloc_resolve(void) __attribute__((weak));
-LP_HIDDEN void lp_io_start(void) __attribute__((weak)); /* io.c: descriptors open at start */
-LP_HIDDEN void lp_io_resolve(void) __attribute__((weak)); /* io.c: the mmap family's real functions */
+LP_HIDDEN void lpr_alloc_resolve(void) __attribute__((weak));
+LP_HIDDEN void lpr_io_start(void) __attribute__((weak)); /* io.c: descriptors open at start */
+LP_HIDDEN void lpr_io_resolve(void) __attribute__((weak)); /* io.c: the mmap family's real functions */
 /* "hooks/signal.c": fatal-signal handlers, and libprof's handlers hidden from the program */
-LP_HIDDEN void lp_signals_init(void) __attribute__((weak));
-LP_HIDDEN int lp_signal_install(int sig, void (*handler)(int)) __attribute__((weak));
+LP_HIDDEN void lpr_signals_init(void) __attribute__((weak));
+LP_HIDDEN int lpr_signal_install(int sig, void (*handler)(int)) __attribute__((weak));
 
 /* ---- "spawn.c": libprof-report in a process of its own, unseen by the program --------------- */
 
-LP_HIDDEN void lp_spawn_init(const char *self_path);
-LP_HIDDEN int lp_spawn_available(void);
-LP_HIDDEN int lp_spawn_report(const char *const *args, int wait_ms);
+LP_HIDDEN void lpr_spawn_init(const char *self_path);
+LP_HIDDEN int lpr_spawn_available(void);
+LP_HIDDEN int lpr_spawn_report(const char *const *args, int wait_ms);
 
-/* ---- "core.c": life cycle ------------------------------------------------------------------ */
+/* ---- "life.c": the life cycle of the recorder in one process ------------------------------- */
 
-LP_HIDDEN extern struct lp_config lp_cfg;
-LP_HIDDEN extern int lp_alloc_timed; /* copy of lp_cfg.alloc_timing for the hot path */
-LP_HIDDEN extern long lp_pid;
-LP_HIDDEN extern int lp_exit_status;
-LP_HIDDEN void lp_finish(int status);
-LP_HIDDEN void lp_finish_signal(int sig);
-LP_HIDDEN void lp_exec_prepare(void);
-LP_HIDDEN void lp_exec_failed(void);
-LP_HIDDEN int lp_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen);
-LP_HIDDEN void lp_uid_change(unsigned new_euid);       /* before setuid & co. take effect */
-LP_HIDDEN void lp_child_reaped(int pid, int status);   /* the wait family reaped a child */
-LP_HIDDEN extern int lp_finish_with_signal;
+LP_HIDDEN extern struct lpr_config lpr_cfg;
+LP_HIDDEN extern int lpr_alloc_timed; /* copy of lpr_cfg.alloc_timing for the hot path */
+LP_HIDDEN extern long lpr_pid;
+LP_HIDDEN extern int lpr_exit_status;
+LP_HIDDEN extern char lpr_exe_path[PATH_MAX];
+LP_HIDDEN extern char lpr_host[256];
+LP_HIDDEN extern struct lpr_pattern_ctx lpr_pattern; /* what %p %h %t %e expand to here */
+LP_HIDDEN void lpr_finish(int status);
+LP_HIDDEN void lpr_finish_signal(int sig);
+LP_HIDDEN extern int lpr_finish_with_signal;
+LP_HIDDEN int lpr_recording(void); /* recording, and this process owns the spool */
+LP_HIDDEN void lpr_stop_for_good(void);
+LP_HIDDEN int lpr_convert_spool(const char *chrome, const char *csv);
+LP_HIDDEN void lpr_write_end(int status, int sig);
+
+/* ---- "lineage.c": this process among the others of its run -------------------------------- */
+
+LP_HIDDEN int lpr_lineage_names(int forked);
+LP_HIDDEN void lpr_lineage_pid_inserted(void);
+LP_HIDDEN void lpr_lineage_started(uint64_t real_ns);
+LP_HIDDEN void lpr_lineage_init(void);
+LP_HIDDEN void lpr_lineage_forget_children(void);
+LP_HIDDEN void lpr_lineage_sweep(void);
+LP_HIDDEN void lpr_make_absolute(char *path, size_t len);
+LP_HIDDEN void lpr_exec_prepare(void);
+LP_HIDDEN void lpr_exec_failed(void);
+LP_HIDDEN int lpr_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen);
+LP_HIDDEN void lpr_uid_change(unsigned new_euid);     /* before setuid & co. take effect */
+LP_HIDDEN void lpr_child_reaped(int pid, int status); /* the wait family reaped a child */
 
 #endif

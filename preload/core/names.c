@@ -44,7 +44,7 @@ static const struct slot *find(const char *s, size_t n, uint64_t h, uint32_t *fr
 }
 
 /* The id of `name` (at most 255 bytes are significant), interning it on first use. */
-uint32_t lp_name_id(const char *name) {
+uint32_t lpr_name_id(const char *name) {
     size_t n = strnlen(name, MAX_NAME);
     uint64_t h = fnv1a(name, n);
     uint32_t fs;
@@ -65,7 +65,7 @@ uint32_t lp_name_id(const char *name) {
         slots[fs].len = (uint32_t)n;
         slots[fs].id = id;
         uint32_t head[2] = {LP_STR_NAME, id};
-        lp_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, copy, n);
+        lpr_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, copy, n);
         __atomic_store_n(&slots[fs].hash, h, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&insert_lock, 0, __ATOMIC_RELEASE);
@@ -75,11 +75,11 @@ uint32_t lp_name_id(const char *name) {
 /* A forked child writes a new spool: put every known name into it, so that records inherited
  * by code running in the child still resolve. The insert lock may have been held by another
  * thread of the parent at the fork; the child has no such thread, so it is simply released. */
-void lp_names_after_fork_child(void) {
+void lpr_names_after_fork_child(void) {
     insert_lock = 0;
     for (uint32_t i = 0; i < SLOTS; i++) {
         if (!slots[i].hash) continue;
         uint32_t head[2] = {LP_STR_NAME, slots[i].id};
-        lp_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, slots[i].str, slots[i].len);
+        lpr_spool_write(LP_CHUNK_STRING, 0, head, sizeof head, slots[i].str, slots[i].len);
     }
 }

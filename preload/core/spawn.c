@@ -33,7 +33,7 @@ extern char **environ;
 static char report_path[PATH_MAX];
 
 /* Where libprof-report is: beside libprof.so (the build tree), or in ../bin (an installation). */
-void lp_spawn_init(const char *self) {
+void lpr_spawn_init(const char *self) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", self);
     char *slash = strrchr(dir, '/');
@@ -50,7 +50,7 @@ void lp_spawn_init(const char *self) {
     }
 }
 
-int lp_spawn_available(void) { return report_path[0] != '\0'; }
+int lpr_spawn_available(void) { return report_path[0] != '\0'; }
 
 struct job {
     char *const *argv;
@@ -70,12 +70,12 @@ static void clean_env(char **out) {
 /* In the converter: only raw system calls until the exec. */
 __attribute__((noreturn)) static void exec_report(const struct job *j) {
     LP_SYS(SYS_setsid, 0, 0, 0);
-    int null = lp_sys_open("/dev/null", O_RDONLY, 0); /* no stdin of the program's */
+    int null = lpr_sys_open("/dev/null", O_RDONLY, 0); /* no stdin of the program's */
     if (null >= 0) {
         LP_SYS(SYS_dup2, null, 0, 0);
-        if (null != 0) lp_sys_close(null);
+        if (null != 0) lpr_sys_close(null);
     }
-    lp_syscall6(SYS_execve, (long)report_path, (long)j->argv, (long)j->envp, 0, 0, 0);
+    lpr_syscall6(SYS_execve, (long)report_path, (long)j->argv, (long)j->envp, 0, 0, 0);
     LP_SYS(SYS_exit_group, 127, 0, 0);
     __builtin_unreachable();
 }
@@ -92,7 +92,7 @@ static int intermediate(void *arg) {
 /* Run libprof-report with `args` (NULL-terminated, without argv[0]). `wait_ms` < 0: detached,
  * return at once; else wait up to `wait_ms` for it to finish. Returns its exit status, 0 when
  * detached, or -1 when it could not be started (or did not finish in time). */
-int lp_spawn_report(const char *const *args, int wait_ms) {
+int lpr_spawn_report(const char *const *args, int wait_ms) {
     if (!report_path[0]) return -1;
     char *argv[32];
     size_t n = 0;
@@ -111,7 +111,7 @@ int lp_spawn_report(const char *const *args, int wait_ms) {
         int pid = clone(intermediate, stack + sizeof stack, CLONE_VM | CLONE_VFORK, &j);
         if (pid > 0) {
             int st;
-            lp_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0);
+            lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0);
             rc = 0;
         }
         __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
@@ -121,7 +121,7 @@ int lp_spawn_report(const char *const *args, int wait_ms) {
         if (pid > 0) {
             int st = 0;
             for (int waited = 0;; waited += 10) {
-                long r = lp_syscall6(SYS_wait4, pid, (long)&st, __WCLONE | WNOHANG, 0, 0, 0);
+                long r = lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE | WNOHANG, 0, 0, 0);
                 if (r == pid) {
                     rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
                     break;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "lp.h"
+#include "sys.h"
 
 /* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
  * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
@@ -31,8 +32,8 @@
 #define MAX_IDS (1u << 20)        /* distinct stacks (4 MiB reserved) */
 #define ARENA_WORDS (1u << 25)    /* frames of all stacks (256 MiB reserved) */
 
-unsigned lp_stack_depth;
-int (*lp_unw_backtrace)(void **, int);
+unsigned lpr_stack_depth;
+int (*lpr_unw_backtrace)(void **, int);
 static uint64_t *slots;           /* (hash high 32 bits) << 32 | id */
 static uint64_t *arena;           /* per stack: n, frames[n] */
 static uint32_t *offset_of;       /* id -> 1 + arena offset of its n (0: not written yet) */
@@ -61,38 +62,40 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 /* Returns 0, or -1 (with one warning) when stacks cannot be captured here. */
-int lp_stacks_init(unsigned depth) {
+int lpr_stacks_init(unsigned depth) {
     if (depth == 0) return 0;
     if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
-    void *h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+    lpr_real_resolve();
+    void *h = lpr_real.dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
-        lp_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
+        lpr_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
         return -1;
     }
     int (*unw_bt)(void **, int) = (int (*)(void **, int))dlsym(h, "unw_backtrace");
     int (*policy)(void *, int) = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
     void **space = (void **)dlsym(h, "_ULx86_64_local_addr_space");
     if (!unw_bt) {
-        lp_warn("LIBPROF_STACKS: libunwind has no unw_backtrace; recording without call stacks");
+        lpr_warn("LIBPROF_STACKS: libunwind has no unw_backtrace; recording without call stacks");
         return -1;
     }
     if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
-    slots = mmap(NULL, SLOTS * 8ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    arena = mmap(NULL, ARENA_WORDS * 8ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    offset_of = mmap(NULL, MAX_IDS * 4ull, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (slots == MAP_FAILED || arena == MAP_FAILED || offset_of == MAP_FAILED) {
-        lp_warn("LIBPROF_STACKS: out of memory for the stack table; recording without call stacks");
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    slots = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
+    arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
+    offset_of = lpr_sys_mmap(NULL, MAX_IDS * 4ull, prot, flags, -1, 0);
+    if (lpr_sys_failed((long)slots) || lpr_sys_failed((long)arena) || lpr_sys_failed((long)offset_of)) {
+        lpr_warn("LIBPROF_STACKS: out of memory for the stack table; recording without call stacks");
         return -1;
     }
-    struct range me = {(uintptr_t)&lp_stacks_init, 0, 0}, unw = {(uintptr_t)unw_bt, 0, 0};
+    struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0}, unw = {(uintptr_t)unw_bt, 0, 0};
     dl_iterate_phdr(find_range, &me);
     dl_iterate_phdr(find_range, &unw);
     self_lo = me.lo;
     self_hi = me.hi;
     unw_lo = unw.lo;
     unw_hi = unw.hi;
-    lp_unw_backtrace = unw_bt;
-    lp_stack_depth = depth;
+    lpr_unw_backtrace = unw_bt;
+    lpr_stack_depth = depth;
     return 0;
 }
 
@@ -116,11 +119,11 @@ static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a
 
 /* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
  * frames first); 0 when unknown. Called inside a hook, with the guard held. */
-uint32_t lp_stack_intern(void **buf, int got) {
+uint32_t lpr_stack_intern(void **buf, int got) {
     int skip = 0;
     while (skip < got && ours((uintptr_t)buf[skip])) skip++;
     unsigned n = (unsigned)(got - skip);
-    if (n > lp_stack_depth) n = lp_stack_depth;
+    if (n > lpr_stack_depth) n = lpr_stack_depth;
     void **f = buf + skip;
     uint64_t h = hash_frames(f, n);
     uint64_t tag = (h >> 32) << 32;
@@ -156,8 +159,8 @@ uint32_t lp_stack_intern(void **buf, int got) {
 }
 
 /* Write every stack recorded so far (STACKS chunks of up to 64 KiB). Async-signal-safe. */
-void lp_stacks_write(void) {
-    if (!lp_stack_depth) return;
+void lpr_stacks_write(void) {
+    if (!lpr_stack_depth) return;
     uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
     if (n > MAX_IDS) n = MAX_IDS;
     uint64_t buf[8192];
@@ -167,18 +170,18 @@ void lp_stacks_write(void) {
         if (off-- == 0) continue; /* not written yet (in flight), or never (table full) */
         uint64_t k = arena[off];
         if (used + 1 + k > sizeof buf / 8) {
-            lp_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+            lpr_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
             used = 0;
         }
         buf[used++] = (uint64_t)id | k << 32;
         memcpy(&buf[used], &arena[off + 1], k * 8);
         used += k;
     }
-    if (used) lp_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+    if (used) lpr_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
 }
 
-uint64_t lp_stacks_unique(void) { return __atomic_load_n(&captured, __ATOMIC_RELAXED); }
-uint64_t lp_stacks_dropped(void) { return __atomic_load_n(&full_drops, __ATOMIC_RELAXED); }
+uint64_t lpr_stacks_unique(void) { return __atomic_load_n(&captured, __ATOMIC_RELAXED); }
+uint64_t lpr_stacks_dropped(void) { return __atomic_load_n(&full_drops, __ATOMIC_RELAXED); }
 
 /* ---- the module map --------------------------------------------------------------------- */
 
@@ -236,7 +239,7 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
     char tail[4096 + 64];
     memcpy(tail, name, len);
     if (build_id) memcpy(tail + len, build_id, m.build_id_len);
-    lp_spool_write(LP_CHUNK_MODULES, 0, &m, sizeof m, tail, len + m.build_id_len);
+    lpr_spool_write(LP_CHUNK_MODULES, 0, &m, sizeof m, tail, len + m.build_id_len);
     return 0;
 }
 
@@ -244,8 +247,8 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
  * a signal handler: dl_iterate_phdr takes the loader's lock. Serialised by a flag: a second
  * thread arriving meanwhile skips (what it would add is written by the next call). */
 static int modules_busy;
-void lp_modules_write(void) {
-    if (!lp_stack_depth || !lp_spool_on) return;
+void lpr_modules_write(void) {
+    if (!lpr_stack_depth || !lpr_spool_on) return;
     if (__atomic_exchange_n(&modules_busy, 1, __ATOMIC_ACQUIRE)) return;
     int saved = errno;
     dl_iterate_phdr(write_module, NULL);
@@ -254,4 +257,4 @@ void lp_modules_write(void) {
 }
 
 /* A forked child writes its own spool: everything again. */
-void lp_stacks_after_fork_child(void) { memset(seen, 0, sizeof seen); }
+void lpr_stacks_after_fork_child(void) { memset(seen, 0, sizeof seen); }

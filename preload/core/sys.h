@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #if defined(__x86_64__)
-static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, long f) {
+static inline long lpr_syscall6(long n, long a, long b, long c, long d, long e, long f) {
     long ret;
     register long r10 __asm__("r10") = d;
     register long r8 __asm__("r8") = e;
@@ -31,7 +31,7 @@ static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, l
     return ret;
 }
 #elif defined(__aarch64__)
-static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, long f) {
+static inline long lpr_syscall6(long n, long a, long b, long c, long d, long e, long f) {
     register long x8 __asm__("x8") = n;
     register long x0 __asm__("x0") = a;
     register long x1 __asm__("x1") = b;
@@ -45,7 +45,7 @@ static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, l
 #else
 #include <errno.h>
 /* Other architectures: the C library's syscall(), with errno put back. */
-static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, long f) {
+static inline long lpr_syscall6(long n, long a, long b, long c, long d, long e, long f) {
     int saved = errno;
     long r = syscall(n, a, b, c, d, e, f);
     if (r == -1) r = -errno;
@@ -54,48 +54,48 @@ static inline long lp_syscall6(long n, long a, long b, long c, long d, long e, l
 }
 #endif
 
-#define LP_SYS(n, a, b, c) lp_syscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define LP_SYS(n, a, b, c) lpr_syscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
 
-static inline int lp_sys_open(const char *path, int flags, int mode) {
-    return (int)lp_syscall6(SYS_openat, AT_FDCWD, (long)path, flags | O_CLOEXEC, mode, 0, 0);
+static inline int lpr_sys_open(const char *path, int flags, int mode) {
+    return (int)lpr_syscall6(SYS_openat, AT_FDCWD, (long)path, flags | O_CLOEXEC, mode, 0, 0);
 }
-static inline int lp_sys_close(int fd) { return (int)LP_SYS(SYS_close, fd, 0, 0); }
-static inline long lp_sys_read(int fd, void *buf, size_t n) { return LP_SYS(SYS_read, fd, buf, n); }
-static inline long lp_sys_write(int fd, const void *buf, size_t n) { return LP_SYS(SYS_write, fd, buf, n); }
-static inline long lp_sys_pread(int fd, void *buf, size_t n, uint64_t off) {
-    return lp_syscall6(SYS_pread64, fd, (long)buf, (long)n, (long)off, 0, 0);
+static inline int lpr_sys_close(int fd) { return (int)LP_SYS(SYS_close, fd, 0, 0); }
+static inline long lpr_sys_read(int fd, void *buf, size_t n) { return LP_SYS(SYS_read, fd, buf, n); }
+static inline long lpr_sys_write(int fd, const void *buf, size_t n) { return LP_SYS(SYS_write, fd, buf, n); }
+static inline long lpr_sys_pread(int fd, void *buf, size_t n, uint64_t off) {
+    return lpr_syscall6(SYS_pread64, fd, (long)buf, (long)n, (long)off, 0, 0);
 }
 /* pwritev's offset travels as (low, high) words; on a 64-bit kernel the low word is all of it. */
-static inline long lp_sys_pwritev(int fd, const struct iovec *iov, int cnt, uint64_t off) {
-    return lp_syscall6(SYS_pwritev, fd, (long)iov, cnt, (long)off, 0, 0);
+static inline long lpr_sys_pwritev(int fd, const struct iovec *iov, int cnt, uint64_t off) {
+    return lpr_syscall6(SYS_pwritev, fd, (long)iov, cnt, (long)off, 0, 0);
 }
-static inline int lp_sys_fstat(int fd, struct stat *st) { return (int)LP_SYS(SYS_fstat, fd, st, 0); }
-static inline int lp_sys_stat(const char *path, struct stat *st) {
-    return (int)lp_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
+static inline int lpr_sys_fstat(int fd, struct stat *st) { return (int)LP_SYS(SYS_fstat, fd, st, 0); }
+static inline int lpr_sys_stat(const char *path, struct stat *st) {
+    return (int)lpr_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
 }
-static inline int lp_sys_truncate(const char *path, uint64_t len) { return (int)LP_SYS(SYS_truncate, path, len, 0); }
-static inline int lp_sys_unlink(const char *path) { return (int)LP_SYS(SYS_unlinkat, AT_FDCWD, path, 0); }
-static inline int lp_sys_rename(const char *from, const char *to) {
-    return (int)lp_syscall6(SYS_renameat, AT_FDCWD, (long)from, AT_FDCWD, (long)to, 0, 0);
+static inline int lpr_sys_truncate(const char *path, uint64_t len) { return (int)LP_SYS(SYS_truncate, path, len, 0); }
+static inline int lpr_sys_unlink(const char *path) { return (int)LP_SYS(SYS_unlinkat, AT_FDCWD, path, 0); }
+static inline int lpr_sys_rename(const char *from, const char *to) {
+    return (int)lpr_syscall6(SYS_renameat, AT_FDCWD, (long)from, AT_FDCWD, (long)to, 0, 0);
 }
-static inline int lp_sys_mkdir(const char *path, int mode) { return (int)LP_SYS(SYS_mkdirat, AT_FDCWD, path, mode); }
-static inline long lp_sys_readlink(const char *path, char *buf, size_t n) {
-    return lp_syscall6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0, 0);
+static inline int lpr_sys_mkdir(const char *path, int mode) { return (int)LP_SYS(SYS_mkdirat, AT_FDCWD, path, mode); }
+static inline long lpr_sys_readlink(const char *path, char *buf, size_t n) {
+    return lpr_syscall6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0, 0);
 }
-static inline int lp_sys_getpid(void) { return (int)LP_SYS(SYS_getpid, 0, 0, 0); }
-static inline int lp_sys_gettid(void) { return (int)LP_SYS(SYS_gettid, 0, 0, 0); }
-static inline int lp_sys_kill(int pid, int sig) { return (int)LP_SYS(SYS_kill, pid, sig, 0); }
-static inline long lp_sys_copy_file_range(int in, int out, size_t n) {
-    return lp_syscall6(SYS_copy_file_range, in, 0, out, 0, (long)n, 0);
+static inline int lpr_sys_getpid(void) { return (int)LP_SYS(SYS_getpid, 0, 0, 0); }
+static inline int lpr_sys_gettid(void) { return (int)LP_SYS(SYS_gettid, 0, 0, 0); }
+static inline int lpr_sys_kill(int pid, int sig) { return (int)LP_SYS(SYS_kill, pid, sig, 0); }
+static inline long lpr_sys_copy_file_range(int in, int out, size_t n) {
+    return lpr_syscall6(SYS_copy_file_range, in, 0, out, 0, (long)n, 0);
 }
-static inline void *lp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off) {
-    return (void *)lp_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
+static inline void *lpr_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off) {
+    return (void *)lpr_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
 }
-static inline int lp_sys_munmap(void *addr, size_t len) { return (int)LP_SYS(SYS_munmap, addr, len, 0); }
-static inline void *lp_sys_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want) {
-    return (void *)lp_syscall6(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
+static inline int lpr_sys_munmap(void *addr, size_t len) { return (int)LP_SYS(SYS_munmap, addr, len, 0); }
+static inline void *lpr_sys_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want) {
+    return (void *)lpr_syscall6(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
 }
 /* A raw mmap-family result in the C library's convention: MAP_FAILED and errno on failure. */
-static inline int lp_sys_failed(long r) { return r < 0 && r > -4096; }
+static inline int lpr_sys_failed(long r) { return r < 0 && r > -4096; }
 
 #endif

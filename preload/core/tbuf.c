@@ -25,11 +25,11 @@
 #include "lp.h"
 #include "sys.h"
 
-LP_TLS struct lp_tls lp_tls;
+LP_TLS struct lpr_tls lpr_tls;
 
-struct lp_thread {
-    struct lp_thread *next; /* registry link; nodes are never unlinked, only reused */
-    struct lp_tls *tls;     /* the owning thread's state, valid while in_use */
+struct lpr_thread {
+    struct lpr_thread *next; /* registry link; nodes are never unlinked, only reused */
+    struct lpr_tls *tls;     /* the owning thread's state, valid while in_use */
     uint64_t *base;         /* record area */
     uint64_t *limit;        /* end of the record area */
     uint64_t *flushed;      /* records below this are already in the spool */
@@ -42,12 +42,12 @@ struct lp_thread {
     struct { uint64_t count, ticks; } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
 };
 
-int lp_spool_on;
-uint64_t lp_events_written, lp_events_dropped, lp_chunks_written;
+int lpr_spool_on;
+uint64_t lpr_events_written, lpr_events_dropped, lpr_chunks_written;
 
 static char spool_path[PATH_MAX + 32]; /* absolute: the program may chdir */
 static int spool_pid;                  /* the process that owns the spool */
-static struct lp_thread *registry;
+static struct lpr_thread *registry;
 static uint32_t chunk_bytes;
 static uint64_t spool_off;
 static int spool_failed;
@@ -56,7 +56,7 @@ static int map_failed_warned;
 static pthread_key_t dtor_key;
 static int dtor_key_ok;
 
-uint32_t lp_gettid(void) { return (uint32_t)lp_sys_gettid(); }
+uint32_t lpr_gettid(void) { return (uint32_t)lpr_sys_gettid(); }
 
 static void lock(int *l) {
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
@@ -80,13 +80,13 @@ static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 /* May this process take the existing file at `path`? 1 yes (ours, stale, or not a trace), 0 no
  * (the spool of another live process, or one being created this very moment), or -errno. */
 static int claim(const char *path) {
-    int fd = lp_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0) return fd == -ENOENT ? 1 : fd;
     struct stat st;
     struct lp_file_header h;
-    int rc = lp_sys_fstat(fd, &st);
-    long n = rc == 0 && S_ISREG(st.st_mode) ? lp_sys_pread(fd, &h, sizeof h, 0) : -EINVAL;
-    lp_sys_close(fd);
+    int rc = lpr_sys_fstat(fd, &st);
+    long n = rc == 0 && S_ISREG(st.st_mode) ? lpr_sys_pread(fd, &h, sizeof h, 0) : -EINVAL;
+    lpr_sys_close(fd);
     if (rc < 0) return rc;
     if (n < 0) return (int)n;
     if (n < (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) != 0) {
@@ -97,23 +97,23 @@ static int claim(const char *path) {
         clock_gettime(CLOCK_REALTIME, &now);
         return !(n == 0 && now.tv_sec - st.st_mtim.tv_sec < 2);
     }
-    if ((int)h.pid == lp_sys_getpid()) return 1; /* ours: the image before an exec */
-    return lp_sys_kill((int)h.pid, 0) == -ESRCH;  /* its writer is gone: a stale spool */
+    if ((int)h.pid == lpr_sys_getpid()) return 1; /* ours: the image before an exec */
+    return lpr_sys_kill((int)h.pid, 0) == -ESRCH;  /* its writer is gone: a stale spool */
 }
 
 /* Create the spool at `path` and write the file header `h` to it. If another live process owns
  * that name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
  * inserted; the name taken is copied to `chosen`. A symlink at the name is never followed.
  * Returns 0 or -1 (errno set). */
-int lp_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen, size_t chosen_len) {
+int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen, size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = lp_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        int fd = lpr_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
         if (fd == -EEXIST) {
             int c = claim(chosen);
             if (c < 0) { errno = -c; return -1; }
-            if (c == 1) fd = lp_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
-            else if (!allow_rename || attempt == 1 || lp_path_insert_pid(chosen, chosen_len, (long)lp_sys_getpid()) != 0) {
+            if (c == 1) fd = lpr_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
+            else if (!allow_rename || attempt == 1 || lpr_path_insert_pid(chosen, chosen_len, (long)lpr_sys_getpid()) != 0) {
                 errno = EBUSY;
                 return -1;
             } else {
@@ -121,47 +121,47 @@ int lp_spool_create(const char *path, int allow_rename, const struct lp_file_hea
             }
         }
         if (fd < 0) { errno = -fd; return -1; }
-        long w = lp_sys_pwritev(fd, &(struct iovec){(void *)h, sizeof *h}, 1, 0);
-        lp_sys_close(fd);
+        long w = lpr_sys_pwritev(fd, &(struct iovec){(void *)h, sizeof *h}, 1, 0);
+        lpr_sys_close(fd);
         if (w != (long)sizeof *h) {
-            lp_sys_unlink(chosen);
+            lpr_sys_unlink(chosen);
             errno = w < 0 ? (int)-w : EIO;
             return -1;
         }
         snprintf(spool_path, sizeof spool_path, "%s", chosen);
-        spool_pid = lp_sys_getpid();
+        spool_pid = lpr_sys_getpid();
         spool_off = sizeof *h;
         spool_failed = 0;
         fail_off = UINT64_MAX;
-        __atomic_store_n(&lp_spool_on, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&lpr_spool_on, 1, __ATOMIC_RELEASE);
         return 0;
     }
     errno = EBUSY;
     return -1;
 }
 
-const char *lp_spool_name(void) { return spool_path; }
+const char *lpr_spool_name(void) { return spool_path; }
 
 /* No more writes (the run is over, an exec is under way, or a forked child starts its own
- * spool); lp_spool_resume takes them up again (the exec failed). */
-void lp_spool_stop(void) { __atomic_store_n(&lp_spool_on, 0, __ATOMIC_RELEASE); }
-void lp_spool_resume(void) { __atomic_store_n(&lp_spool_on, 1, __ATOMIC_RELEASE); }
+ * spool); lpr_spool_resume takes them up again (the exec failed). */
+void lpr_spool_stop(void) { __atomic_store_n(&lpr_spool_on, 0, __ATOMIC_RELEASE); }
+void lpr_spool_resume(void) { __atomic_store_n(&lpr_spool_on, 1, __ATOMIC_RELEASE); }
 
 /* Writes from another process than the spool's owner: a vfork child shares the owner's memory,
  * offsets included, and may write; the child of a raw clone() (fork without the C library's
  * atfork handlers) has a copy of them, so its writes would land on the owner's chunks. */
 static int may_write(void) {
-    int me = lp_sys_getpid();
+    int me = lpr_sys_getpid();
     if (LP_LIKELY(me == spool_pid)) return 1;
-    return lp_syscall6(SYS_kcmp, me, spool_pid, 1 /* KCMP_VM */, 0, 0, 0) == 0;
+    return lpr_syscall6(SYS_kcmp, me, spool_pid, 1 /* KCMP_VM */, 0, 0, 0) == 0;
 }
 
 /* After a write failed (disk full): cut the file back to where the failed chunk began, so that
  * it ends on a whole chunk and has room again for the END chunk, which then says how many events
  * were dropped. Called once, at the end of the run. */
-void lp_spool_recover(void) {
-    if (!lp_spool_on || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
-    if (lp_sys_truncate(spool_path, fail_off) != 0) return;
+void lpr_spool_recover(void) {
+    if (!lpr_spool_on || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
+    if (lpr_sys_truncate(spool_path, fail_off) != 0) return;
     spool_off = fail_off;
     spool_failed = 0;
 }
@@ -170,23 +170,23 @@ static void write_failed(uint64_t start, long why) {
     uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
     while (start < prev && !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
-        lp_warn("cannot write the trace (%s); recording stops, the program carries on",
+        lpr_warn("cannot write the trace (%s); recording stops, the program carries on",
                 why < 0 ? strerror((int)-why) : "short write");
 }
 
 /* Append one chunk made of `a` and `b` (either may be empty) to the spool. Safe to call from any
  * thread at any time, and from a signal handler; returns 0, or -1 once writing has failed (the
  * failure is reported once). Touches neither errno nor any descriptor of the program's. */
-int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen) {
-    if (!__atomic_load_n(&lp_spool_on, __ATOMIC_ACQUIRE) || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED)) return -1;
+int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen) {
+    if (!__atomic_load_n(&lpr_spool_on, __ATOMIC_ACQUIRE) || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED)) return -1;
     if (!may_write()) return -1;
     struct lp_chunk_header h = {
         .magic = LP_CHUNK_MAGIC,
         .type = type,
         .tid = tid,
         .length = (uint32_t)(alen + blen),
-        .sync_ticks = lp_ticks() - lp_origin_ticks,
-        .sync_mono_ns = lp_mono_ns(),
+        .sync_ticks = lpr_ticks() - lpr_origin_ticks,
+        .sync_mono_ns = lpr_mono_ns(),
     };
     /* Chunks are padded to 8 bytes so that every chunk's records are aligned in a mapping. */
     static const uint64_t zeros;
@@ -195,17 +195,17 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
     size_t total = sizeof h + alen + blen + pad;
     uint64_t off = __atomic_fetch_add(&spool_off, total, __ATOMIC_RELAXED);
     const uint64_t start = off;
-    int fd = lp_sys_open(spool_path, O_WRONLY | O_NOFOLLOW, 0);
+    int fd = lpr_sys_open(spool_path, O_WRONLY | O_NOFOLLOW, 0);
     if (fd < 0) {
         write_failed(start, fd);
         return -1;
     }
     int idx = 0, cnt = 4;
     while (cnt > 0) {
-        long w = lp_sys_pwritev(fd, iov + idx, cnt, off);
+        long w = lpr_sys_pwritev(fd, iov + idx, cnt, off);
         if (w == -EINTR) continue;
         if (w <= 0) {
-            lp_sys_close(fd);
+            lpr_sys_close(fd);
             write_failed(start, w);
             return -1;
         }
@@ -220,14 +220,14 @@ int lp_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, cons
             iov[idx].iov_len -= (size_t)w;
         }
     }
-    lp_sys_close(fd);
-    __atomic_fetch_add(&lp_chunks_written, 1, __ATOMIC_RELAXED);
+    lpr_sys_close(fd);
+    __atomic_fetch_add(&lpr_chunks_written, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
 /* Write the node's unflushed records (up to `upto`, the owner's `records` count there) as one
  * EVENTS chunk. Caller holds node->lock. */
-static void flush_shorts(struct lp_thread *n) {
+static void flush_shorts(struct lpr_thread *n) {
     struct lp_short out[LP_CALL_COUNT];
     uint32_t k = 0;
     for (uint32_t c = 1; c < LP_CALL_COUNT; c++) {
@@ -236,39 +236,39 @@ static void flush_shorts(struct lp_thread *n) {
         n->shorts[c].count = n->shorts[c].ticks = 0;
     }
     n->nshort = 0;
-    if (k && lp_spool_write(LP_CHUNK_SHORT, n->tid, out, k * sizeof out[0], NULL, 0) != 0)
-        __atomic_fetch_add(&lp_events_dropped, k, __ATOMIC_RELAXED);
+    if (k && lpr_spool_write(LP_CHUNK_SHORT, n->tid, out, k * sizeof out[0], NULL, 0) != 0)
+        __atomic_fetch_add(&lpr_events_dropped, k, __ATOMIC_RELAXED);
 }
 
 /* Count a call under LIBPROF_MIN_NS instead of recording it (the owner thread only). */
-void lp_tbuf_count_short(struct lp_tls *t, unsigned call, uint64_t ticks) {
-    struct lp_thread *n = t->thr;
+void lpr_tbuf_count_short(struct lpr_tls *t, unsigned call, uint64_t ticks) {
+    struct lpr_thread *n = t->thr;
     if (!n) return;
     n->shorts[call].count++;
     n->shorts[call].ticks += ticks;
     n->nshort = 1;
 }
 
-static void flush_node(struct lp_thread *n, uint64_t *upto, uint64_t records) {
+static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
     if (n->nshort) flush_shorts(n);
     if (upto <= n->flushed) return;
     size_t words = (size_t)(upto - n->flushed);
     uint64_t recs = records - n->flushed_records;
-    if (lp_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
-        __atomic_fetch_add(&lp_events_written, recs, __ATOMIC_RELAXED);
+    if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
+        __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
     else
-        __atomic_fetch_add(&lp_events_dropped, recs, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&lpr_events_dropped, recs, __ATOMIC_RELAXED);
     n->flushed = upto;
     n->flushed_records = records;
 }
 
-uint64_t lp_tbuf_events_written(void) { return __atomic_load_n(&lp_events_written, __ATOMIC_RELAXED); }
+uint64_t lpr_tbuf_events_written(void) { return __atomic_load_n(&lpr_events_written, __ATOMIC_RELAXED); }
 
 static void thread_dtor(void *arg);
 
 /* Give the calling thread a chunk: a free registry node if there is one, else a new mapping. */
-static struct lp_thread *attach_node(struct lp_tls *t) {
-    struct lp_thread *n;
+static struct lpr_thread *attach_node(struct lpr_tls *t) {
+    struct lpr_thread *n;
     for (n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_RELAXED) && !__atomic_exchange_n(&n->in_use, 1, __ATOMIC_ACQUIRE))
             break;
@@ -277,8 +277,8 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
         /* the node sits in front of its record area, rounded to a cache line */
         const size_t head = (sizeof *n + 63) & ~(size_t)63;
         size_t bytes = head + (size_t)chunk_bytes;
-        void *m = lp_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (lp_sys_failed((long)m)) return NULL;
+        void *m = lpr_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (lpr_sys_failed((long)m)) return NULL;
         n = m;
         n->map_bytes = bytes;
         n->base = (uint64_t *)((char *)m + head);
@@ -300,19 +300,19 @@ static struct lp_thread *attach_node(struct lp_tls *t) {
     return n;
 }
 
-/* The slow half of lp_reserve: first event of a thread, full chunk, or a thread that can no
+/* The slow half of lpr_reserve: first event of a thread, full chunk, or a thread that can no
  * longer record. */
-uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words) {
+uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words) {
     int saved = errno;
     uint64_t *r = NULL;
     switch (t->state) {
     case LP_TLS_NEW:
-        t->tid = lp_gettid();
+        t->tid = lpr_gettid();
         t->thr = attach_node(t);
         if (!t->thr) {
             t->state = LP_TLS_FAILED;
             if (!__atomic_exchange_n(&map_failed_warned, 1, __ATOMIC_RELAXED))
-                lp_warn("out of memory for a thread buffer; that thread's events are dropped and counted");
+                lpr_warn("out of memory for a thread buffer; that thread's events are dropped and counted");
             break;
         }
         t->state = LP_TLS_ACTIVE;
@@ -321,7 +321,7 @@ uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words) {
         r = t->cur;
         break;
     case LP_TLS_ACTIVE: {
-        struct lp_thread *n = t->thr;
+        struct lpr_thread *n = t->thr;
         lock(&n->lock);
         flush_node(n, t->cur, t->records);
         n->flushed = n->base;
@@ -338,20 +338,20 @@ uint64_t *lp_reserve_slow(struct lp_tls *t, unsigned words) {
         break;
     }
     if (r && r + words > t->end) r = NULL; /* a record larger than a chunk: cannot happen with valid settings */
-    if (!r) __atomic_fetch_add(&lp_events_dropped, 1, __ATOMIC_RELAXED);
+    if (!r) __atomic_fetch_add(&lpr_events_dropped, 1, __ATOMIC_RELAXED);
     errno = saved;
     return r;
 }
 
 /* After a commit in late mode: write the record straight to the spool. */
-void lp_commit_late(struct lp_tls *t) {
+void lpr_commit_late(struct lpr_tls *t) {
     t->records--; /* counted here instead */
     size_t words = (size_t)(t->cur - t->late_rec);
     if (words == 0) return;
-    if (lp_spool_write(LP_CHUNK_EVENTS, t->tid, t->late_rec, words * 8, NULL, 0) == 0)
-        __atomic_fetch_add(&lp_events_written, 1, __ATOMIC_RELAXED);
+    if (lpr_spool_write(LP_CHUNK_EVENTS, t->tid, t->late_rec, words * 8, NULL, 0) == 0)
+        __atomic_fetch_add(&lpr_events_written, 1, __ATOMIC_RELAXED);
     else
-        __atomic_fetch_add(&lp_events_dropped, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&lpr_events_dropped, 1, __ATOMIC_RELAXED);
     t->cur = t->late_rec;
 }
 
@@ -359,21 +359,21 @@ void lp_commit_late(struct lp_tls *t) {
 static void write_thread_name(uint32_t tid) {
     char path[64], name[32];
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-    int fd = lp_sys_open(path, O_RDONLY, 0);
+    int fd = lpr_sys_open(path, O_RDONLY, 0);
     if (fd < 0) return;
-    long n = lp_sys_read(fd, name, sizeof name - 1);
-    lp_sys_close(fd);
+    long n = lpr_sys_read(fd, name, sizeof name - 1);
+    lpr_sys_close(fd);
     if (n <= 0) return;
     while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) n--;
     uint32_t key = LP_STR_THREAD_NAME;
-    lp_spool_write(LP_CHUNK_STRING, tid, &key, sizeof key, name, (size_t)n);
+    lpr_spool_write(LP_CHUNK_STRING, tid, &key, sizeof key, name, (size_t)n);
 }
 
 /* glibc calls this when a thread that recorded something exits. Re-arming the key for the first
  * rounds makes the final flush run in the last round, after other keys' destructors (which may
  * still allocate) have run. */
 static void thread_dtor(void *arg) {
-    struct lp_tls *t = &lp_tls;
+    struct lpr_tls *t = &lpr_tls;
     if (t->state != LP_TLS_ACTIVE || t->thr != arg) return;
     if (++t->dtor_round < PTHREAD_DESTRUCTOR_ITERATIONS) {
         pthread_setspecific(dtor_key, arg);
@@ -382,7 +382,7 @@ static void thread_dtor(void *arg) {
     int saved = errno;
     uint8_t g = t->guard;
     t->guard = 1;
-    struct lp_thread *n = t->thr;
+    struct lpr_thread *n = t->thr;
     lock(&n->lock);
     flush_node(n, t->cur, t->records);
     /* Switch to write-through before giving the node away. */
@@ -401,18 +401,18 @@ static void thread_dtor(void *arg) {
 }
 
 /* Set the chunk size and arrange for thread-exit flushing. */
-void lp_tbuf_init(uint32_t buffer_bytes) {
+void lpr_tbuf_init(uint32_t buffer_bytes) {
     chunk_bytes = buffer_bytes & ~7u;
     dtor_key_ok = pthread_key_create(&dtor_key, thread_dtor) == 0;
-    if (!dtor_key_ok) lp_warn("no pthread key left; events of exiting threads are flushed only at process exit");
+    if (!dtor_key_ok) lpr_warn("no pthread key left; events of exiting threads are flushed only at process exit");
 }
 
 /* Flush every live thread's records (at exit; the other threads may still be running, which the
- * per-node lock and the release store in lp_commit make safe). From a signal handler
+ * per-node lock and the release store in lpr_commit make safe). From a signal handler
  * (`from_signal`), a node whose lock is held — its owner was interrupted while flushing — is
  * skipped rather than waited for. */
-void lp_tbuf_flush_all(int from_signal) {
-    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
+void lpr_tbuf_flush_all(int from_signal) {
+    for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
         if (from_signal) {
             if (__atomic_exchange_n(&n->lock, 1, __ATOMIC_ACQUIRE)) continue;
@@ -430,26 +430,26 @@ void lp_tbuf_flush_all(int from_signal) {
 /* The life of every thread libprof saw created and that is still running (an OpenMP worker, a
  * pool thread): its "thread" record ends now. Written as a one-record chunk of that thread after
  * its last flush, so its records stay in time order. */
-void lp_tbuf_close_lives(void) {
-    uint64_t now = lp_ticks();
-    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
+void lpr_tbuf_close_lives(void) {
+    uint64_t now = lpr_ticks();
+    for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
         lock(&n->lock);
-        struct lp_tls *t = n->tls;
-        if (t && t != &lp_tls && t->life_flow) {
-            uint64_t rec[6] = {lp_word0_timed(LP_EV_CALL, t->life_t0), lp_word1(t->life_t0, now),
+        struct lpr_tls *t = n->tls;
+        if (t && t != &lpr_tls && t->life_flow) {
+            uint64_t rec[6] = {lpr_word0_timed(LP_EV_CALL, t->life_t0), lpr_word1(t->life_t0, now),
                                lp_call_header(LP_CALL_THREAD_LIFE, 3, 0), t->life_creator, t->life_flow, 1};
             t->life_flow = 0;
-            if (lp_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
-                __atomic_fetch_add(&lp_events_written, 1, __ATOMIC_RELAXED);
+            if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
+                __atomic_fetch_add(&lpr_events_written, 1, __ATOMIC_RELAXED);
         }
         unlock(&n->lock);
     }
 }
 
 /* Name every thread that still holds a buffer (exited threads wrote their name on the way out). */
-void lp_tbuf_write_thread_names(void) {
-    for (struct lp_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next)
+void lpr_tbuf_write_thread_names(void) {
+    for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next)
         if (__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE) && n->tls) write_thread_name(n->tid);
 }
 
@@ -457,12 +457,12 @@ void lp_tbuf_write_thread_names(void) {
  * (their threads do not exist here, and their locks may have been held at the fork). Forget
  * them all; the forking thread starts over with no buffer and a zero count, so none of the
  * parent's events can reach the child's trace. */
-void lp_tbuf_after_fork_child(void) {
-    lp_spool_stop(); /* the parent's: the child makes its own */
+void lpr_tbuf_after_fork_child(void) {
+    lpr_spool_stop(); /* the parent's: the child makes its own */
     registry = NULL; /* the parent's nodes stay mapped, unused: copy-on-write, never touched */
-    lp_events_written = lp_events_dropped = lp_chunks_written = 0;
+    lpr_events_written = lpr_events_dropped = lpr_chunks_written = 0;
     map_failed_warned = 0;
-    struct lp_tls *t = &lp_tls;
+    struct lpr_tls *t = &lpr_tls;
     t->cur = t->end = NULL;
     t->thr = NULL;
     t->records = 0;
@@ -474,4 +474,4 @@ void lp_tbuf_after_fork_child(void) {
 }
 
 /* Where the next chunk goes: after a failed exec the spool was copied back (core.c). */
-uint64_t lp_spool_offset(void) { return __atomic_load_n(&spool_off, __ATOMIC_RELAXED); }
+uint64_t lpr_spool_offset(void) { return __atomic_load_n(&spool_off, __ATOMIC_RELAXED); }

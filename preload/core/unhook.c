@@ -99,18 +99,22 @@ static int object(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-void lp_unhook(uint32_t families) {
+void lpr_unhook(uint32_t families) {
 #if defined(__x86_64__)
     Dl_info me;
-    if (!dladdr((void *)&lp_unhook, &me)) return;
+    if (!dladdr((void *)&lpr_unhook, &me)) return;
     self_base = (uintptr_t)me.dli_fbase;
     ntargets = 0;
+    /* the hook's address as the program's GOT holds it: what the global scope resolves the name
+     * to (looked up, not taken with &fn: libprof keeps no relocation against its own exports) */
 #define X(fn, fam)                                                                           \
     do {                                                                                     \
         if (families & (1u << LP_FAM_##fam)) break; /* this family records: keep its hook */ \
-        void *real = lp_resolve(#fn);                                                        \
+        void *hook = dlsym(RTLD_DEFAULT, #fn), *real = lpr_resolve(#fn);                     \
+        Dl_info at;                                                                          \
+        if (!hook || !dladdr(hook, &at) || (uintptr_t)at.dli_fbase != self_base) break;      \
         if (real && ntargets < sizeof targets / sizeof *targets)                             \
-            targets[ntargets++] = (struct target){#fn, (void *)&fn, real};                   \
+            targets[ntargets++] = (struct target){#fn, hook, real};                          \
     } while (0);
     UNHOOK(X)
 #undef X

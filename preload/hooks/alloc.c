@@ -5,10 +5,10 @@
  * record, take two timestamps around the real call, append one record. errno is whatever the
  * real call left (the core saves and restores it on its slow paths).
  *
- * The next definition is found with dlsym(RTLD_NEXT), not by calling __libc_malloc, so that an
- * allocator preloaded after libprof (tcmalloc, jemalloc) keeps serving the program. dlsym itself
- * may call calloc before we know where calloc is: those requests are served from a static
- * bootstrap pool that free() and realloc() recognise. */
+ * The next definition (lpr_real, core/real.c) is found with dlsym(RTLD_NEXT), not by calling
+ * __libc_malloc, so that an allocator preloaded after libprof (tcmalloc, jemalloc) keeps serving
+ * the program. dlsym itself may call calloc before we know where calloc is: those requests are
+ * served from a static bootstrap pool that free() and realloc() recognise. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,21 +19,6 @@
 #include <unistd.h>
 
 #include "../core/lp.h"
-
-static struct {
-    void *(*malloc)(size_t);
-    void *(*calloc)(size_t, size_t);
-    void *(*realloc)(void *, size_t);
-    void (*free)(void *);
-    int (*posix_memalign)(void **, size_t, size_t);
-    void *(*aligned_alloc)(size_t, size_t);
-    void *(*memalign)(size_t, size_t);
-    void *(*valloc)(size_t);
-    void *(*pvalloc)(size_t);
-} real;
-
-static LP_TLS int resolving;
-static void resolve(void);
 
 /* ---- bootstrap pool ------------------------------------------------------------------------ */
 
@@ -53,123 +38,104 @@ static void *pool_alloc(size_t n) {
 
 static size_t pool_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
 
-void lp_alloc_resolve(void) {
-    if (real.free) return;
-    resolve();
+/* Resolve the next allocator (from the core's start-up). Blocks handed out by the pool while
+ * dlsym ran must be recognised by free/realloc forever after: such a process keeps the
+ * allocation hooks on their slow path (LP_GATE_SLOWPATH). */
+void lpr_alloc_resolve(void) {
+    lpr_real_resolve_alloc();
+    if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED)) __atomic_fetch_or(&lpr_gate, LP_GATE_SLOWPATH, __ATOMIC_RELAXED);
 }
 
-static void resolve(void) {
-    resolving = 1;
-    real.calloc = dlsym(RTLD_NEXT, "calloc");
-    real.malloc = dlsym(RTLD_NEXT, "malloc");
-    real.realloc = dlsym(RTLD_NEXT, "realloc");
-    real.free = dlsym(RTLD_NEXT, "free");
-    real.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-    real.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-    real.memalign = dlsym(RTLD_NEXT, "memalign");
-    real.valloc = dlsym(RTLD_NEXT, "valloc");
-    real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
-    resolving = 0;
-    /* Blocks handed out by the pool must be recognised by free/realloc forever after. */
-    if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED)) __atomic_fetch_or(&lp_gate, LP_GATE_SLOWPATH, __ATOMIC_RELAXED);
-    if (!real.malloc || !real.free || !real.calloc || !real.realloc) {
-        static const char msg[] = "libprof: cannot find the real malloc; aborting\n";
-        ssize_t w = write(2, msg, sizeof msg - 1);
-        (void)w;
-        abort();
-    }
-}
-
-#define ENSURE_REAL()                                 \
-    do {                                              \
-        if (LP_UNLIKELY(real.free == NULL)) resolve(); \
+#define ENSURE_REAL()                                            \
+    do {                                                         \
+        if (LP_UNLIKELY(lpr_real.free == NULL)) lpr_alloc_resolve(); \
     } while (0)
 
 /* ---- records -------------------------------------------------------------------------------
  * An allocation is stamped once, after it returned (when the block came to exist); with
  * LIBPROF_ALLOC_TIMING=1 also before the call, giving its duration. `t0` is 0 when untimed. */
 
-static inline uint64_t alloc_t0(void) { return LP_UNLIKELY(lp_alloc_timed) ? lp_ticks() : 0; }
+static inline uint64_t alloc_t0(void) { return LP_UNLIKELY(lpr_alloc_timed) ? lpr_ticks() : 0; }
 
 /* An allocation record preceded by its stack word (one reservation, so they stay together).
  * Inlined into the hook's slow path, where the stack is captured. */
-__attribute__((always_inline)) static inline void rec_alloc_stack(struct lp_tls *t, unsigned kind, uint64_t t0,
+__attribute__((always_inline)) static inline void rec_alloc_stack(struct lpr_tls *t, unsigned kind, uint64_t t0,
                                                                   uint64_t t1, size_t size, void *p) {
     uint32_t sid = 0;
     if (p) LP_STACK_CAPTURE(sid); /* a failed call allocated nothing */
-    unsigned timed = lp_alloc_timed != 0, n = 4 + timed;
-    uint64_t *r = lp_reserve(t, n);
+    unsigned timed = lpr_alloc_timed != 0, n = 4 + timed;
+    uint64_t *r = lpr_reserve(t, n);
     if (r == NULL) return;
-    r[0] = lp_word_stack(sid);
+    r[0] = lpr_word_stack(sid);
     if (timed) {
-        r[1] = lp_word0_timed(kind, t0);
-        r[2] = lp_word1(t0, t1);
+        r[1] = lpr_word0_timed(kind, t0);
+        r[2] = lpr_word1(t0, t1);
     } else {
-        r[1] = lp_word0(kind, t1);
+        r[1] = lpr_word0(kind, t1);
     }
     r[2 + timed] = size;
     r[3 + timed] = (uintptr_t)p;
-    lp_commit(t, r + n);
+    lpr_commit(t, r + n);
 }
 
-__attribute__((always_inline)) static inline void rec_alloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size,
+__attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size,
                                                            void *p) {
-    uint64_t t1 = lp_ticks();
+    uint64_t t1 = lpr_ticks();
     uint64_t *r;
-    if (LP_UNLIKELY(lp_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
+    if (LP_UNLIKELY(lpr_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
         rec_alloc_stack(t, kind, t0, t1, size, p);
-    } else if (LP_LIKELY(!lp_alloc_timed)) {
-        if (LP_LIKELY((r = lp_reserve(t, 3)) != NULL)) {
-            r[0] = lp_word0(kind, t1);
+    } else if (LP_LIKELY(!lpr_alloc_timed)) {
+        if (LP_LIKELY((r = lpr_reserve(t, 3)) != NULL)) {
+            r[0] = lpr_word0(kind, t1);
             r[1] = size;
             r[2] = (uintptr_t)p;
-            lp_commit(t, r + 3);
+            lpr_commit(t, r + 3);
         }
-    } else if ((r = lp_reserve(t, 4)) != NULL) {
-        r[0] = lp_word0_timed(kind, t0);
-        r[1] = lp_word1(t0, t1);
+    } else if ((r = lpr_reserve(t, 4)) != NULL) {
+        r[0] = lpr_word0_timed(kind, t0);
+        r[1] = lpr_word1(t0, t1);
         r[2] = size;
         r[3] = (uintptr_t)p;
-        lp_commit(t, r + 4);
+        lpr_commit(t, r + 4);
     }
-    lp_hook_leave(t);
+    lpr_hook_leave(t);
 }
 
-static inline void rec_free(struct lp_tls *t, uint64_t t0, void *p) {
+static inline void rec_free(struct lpr_tls *t, uint64_t t0, void *p) {
     uint64_t *r;
-    if (LP_LIKELY(!lp_alloc_timed)) {
-        if (LP_LIKELY((r = lp_reserve(t, 2)) != NULL)) {
-            r[0] = lp_word0(LP_EV_FREE, t0);
+    if (LP_LIKELY(!lpr_alloc_timed)) {
+        if (LP_LIKELY((r = lpr_reserve(t, 2)) != NULL)) {
+            r[0] = lpr_word0(LP_EV_FREE, t0);
             r[1] = (uintptr_t)p;
-            lp_commit(t, r + 2);
+            lpr_commit(t, r + 2);
         }
-    } else if ((r = lp_reserve(t, 3)) != NULL) {
-        r[0] = lp_word0_timed(LP_EV_FREE, t0);
-        r[1] = lp_word1(t0, lp_ticks());
+    } else if ((r = lpr_reserve(t, 3)) != NULL) {
+        r[0] = lpr_word0_timed(LP_EV_FREE, t0);
+        r[1] = lpr_word1(t0, lpr_ticks());
         r[2] = (uintptr_t)p;
-        lp_commit(t, r + 3);
+        lpr_commit(t, r + 3);
     }
-    lp_hook_leave(t);
+    lpr_hook_leave(t);
 }
 
 /* realloc releases at its start and allocates at its end, so it always carries both stamps:
  * with one, another thread's reuse of the released block could appear to come first. */
-static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
-    uint64_t t1 = lp_ticks();
+static inline void rec_realloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
+    uint64_t t1 = lpr_ticks();
     uint32_t sid = 0;
-    if (LP_UNLIKELY(lp_stack_depth) && p) LP_STACK_CAPTURE(sid);
+    if (LP_UNLIKELY(lpr_stack_depth) && p) LP_STACK_CAPTURE(sid);
     unsigned s = sid != 0;
-    uint64_t *r = lp_reserve(t, 5 + s);
+    uint64_t *r = lpr_reserve(t, 5 + s);
     if (LP_LIKELY(r != NULL)) {
-        if (s) *r++ = lp_word_stack(sid);
-        r[0] = lp_word0_timed(kind, t0);
-        r[1] = lp_word1(t0, t1);
+        if (s) *r++ = lpr_word_stack(sid);
+        r[0] = lpr_word0_timed(kind, t0);
+        r[1] = lpr_word1(t0, t1);
         r[2] = size;
         r[3] = (uintptr_t)p;
         r[4] = (uintptr_t)old;
-        lp_commit(t, r + 5);
+        lpr_commit(t, r + 5);
     }
-    lp_hook_leave(t);
+    lpr_hook_leave(t);
 }
 
 /* ---- the interposed functions ----------------------------------------------------------------
@@ -177,38 +143,38 @@ static inline void rec_realloc(struct lp_tls *t, unsigned kind, uint64_t t0, siz
  * and a tail jump to the real function (the core resolves `real` before it opens the gate). The
  * rest lives in a separate *_slow function so the fast path needs no stack frame. */
 
-#define GATE_CLOSED() LP_LIKELY(!(lp_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
+#define GATE_CLOSED() LP_LIKELY(!(lpr_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
 
 __attribute__((noinline)) static void *malloc_slow(size_t n) {
-    if (LP_UNLIKELY(real.malloc == NULL)) {
-        if (resolving) return pool_alloc(n);
-        resolve();
+    if (LP_UNLIKELY(lpr_real.malloc == NULL)) {
+        if (lpr_real_resolving) return pool_alloc(n);
+        lpr_alloc_resolve();
     }
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return real.malloc(n);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return lpr_real.malloc(n);
     uint64_t t0 = alloc_t0();
-    void *p = real.malloc(n);
+    void *p = lpr_real.malloc(n);
     rec_alloc(t, LP_EV_MALLOC, t0, n, p);
     return p;
 }
 
 LP_EXPORT void *malloc(size_t n) {
-    if (GATE_CLOSED()) return real.malloc(n);
+    if (GATE_CLOSED()) return lpr_real.malloc(n);
     return malloc_slow(n);
 }
 
 __attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
-    if (LP_UNLIKELY(real.calloc == NULL)) {
-        if (resolving) {
+    if (LP_UNLIKELY(lpr_real.calloc == NULL)) {
+        if (lpr_real_resolving) {
             size_t n;
             return __builtin_mul_overflow(nmemb, size, &n) ? NULL : pool_alloc(n);
         }
-        resolve();
+        lpr_alloc_resolve();
     }
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return real.calloc(nmemb, size);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return lpr_real.calloc(nmemb, size);
     uint64_t t0 = alloc_t0();
-    void *p = real.calloc(nmemb, size);
+    void *p = lpr_real.calloc(nmemb, size);
     size_t total;
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
     rec_alloc(t, LP_EV_CALLOC, t0, total, p);
@@ -216,26 +182,26 @@ __attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
 }
 
 LP_EXPORT void *calloc(size_t nmemb, size_t size) {
-    if (GATE_CLOSED()) return real.calloc(nmemb, size);
+    if (GATE_CLOSED()) return lpr_real.calloc(nmemb, size);
     return calloc_slow(nmemb, size);
 }
 
 __attribute__((noinline)) static void free_slow(void *p) {
     if (LP_UNLIKELY(in_pool(p))) return;
     ENSURE_REAL();
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) {
-        real.free(p);
+        lpr_real.free(p);
         return;
     }
-    uint64_t t0 = lp_ticks();
-    real.free(p);
+    uint64_t t0 = lpr_ticks();
+    lpr_real.free(p);
     rec_free(t, t0, p);
 }
 
 LP_EXPORT void free(void *p) {
     if (GATE_CLOSED()) {
-        real.free(p);
+        lpr_real.free(p);
         return;
     }
     free_slow(p);
@@ -243,7 +209,7 @@ LP_EXPORT void free(void *p) {
 
 /* realloc of a pool block: move it to the real allocator. */
 static void *pool_realloc(void *p, size_t n) {
-    void *q = real.malloc(n);
+    void *q = lpr_real.malloc(n);
     if (q) {
         size_t old = pool_size(p);
         memcpy(q, p, old < n ? old : n);
@@ -252,25 +218,25 @@ static void *pool_realloc(void *p, size_t n) {
 }
 
 __attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
-    if (LP_UNLIKELY(real.realloc == NULL)) {
-        if (resolving) {
+    if (LP_UNLIKELY(lpr_real.realloc == NULL)) {
+        if (lpr_real_resolving) {
             void *q = pool_alloc(n);
             if (q && p) memcpy(q, p, pool_size(p) < n ? pool_size(p) : n);
             return q;
         }
-        resolve();
+        lpr_alloc_resolve();
     }
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return real.realloc(p, n);
-    uint64_t t0 = lp_ticks();
-    void *q = real.realloc(p, n);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return lpr_real.realloc(p, n);
+    uint64_t t0 = lpr_ticks();
+    void *q = lpr_real.realloc(p, n);
     rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
     return q;
 }
 
 LP_EXPORT void *realloc(void *p, size_t n) {
-    if (GATE_CLOSED()) return real.realloc(p, n);
+    if (GATE_CLOSED()) return lpr_real.realloc(p, n);
     return realloc_slow(p, n);
 }
 
@@ -284,10 +250,10 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
     }
     ENSURE_REAL();
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return real.realloc(p, n);
-    uint64_t t0 = lp_ticks();
-    void *q = real.realloc(p, n);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return lpr_real.realloc(p, n);
+    uint64_t t0 = lpr_ticks();
+    void *q = lpr_real.realloc(p, n);
     rec_realloc(t, LP_EV_REALLOCARRAY, t0, n, q, p);
     return q;
 }
@@ -295,10 +261,10 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
 /* The aligned allocators are rare; they share one plain shape. */
 LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     ENSURE_REAL();
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return real.posix_memalign(out, align, n);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
+    if (LP_LIKELY(!t)) return lpr_real.posix_memalign(out, align, n);
     uint64_t t0 = alloc_t0();
-    int rc = real.posix_memalign(out, align, n);
+    int rc = lpr_real.posix_memalign(out, align, n);
     rec_alloc(t, LP_EV_POSIX_MEMALIGN, t0, n, rc == 0 ? *out : NULL);
     return rc;
 }
@@ -306,10 +272,10 @@ LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
 #define ALIGNED_HOOK(fn, KIND, PARAMS, ARGS)                         \
     LP_EXPORT void *fn PARAMS {                                      \
         ENSURE_REAL();                                               \
-        struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);              \
-        if (LP_LIKELY(!t)) return real.fn ARGS;                      \
+        struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);              \
+        if (LP_LIKELY(!t)) return lpr_real.fn ARGS;                      \
         uint64_t t0 = alloc_t0();                                    \
-        void *p = real.fn ARGS;                                      \
+        void *p = lpr_real.fn ARGS;                                      \
         rec_alloc(t, KIND, t0, n, p);                                \
         return p;                                                    \
     }

@@ -4,7 +4,7 @@
  * achieved GFLOP/s per GEMM shape.
  *
  * The real functions live in whatever BLAS is loaded (often dlopen'ed RTLD_LOCAL by an extension
- * module, hence lp_resolve's search of every loaded object); with none loaded the hooks are
+ * module, hence lpr_resolve's search of every loaded object); with none loaded the hooks are
  * simply never called. A BLAS call made by another BLAS call (netlib's cblas_sgemm calls sgemm_)
  * is not recorded again: the outer call is the one the program made. */
 #define _GNU_SOURCE
@@ -45,36 +45,36 @@ static uint64_t op_f(int type, const char *ta, const char *tb) {
 /* Depth of BLAS calls on this thread: only the outermost is recorded. */
 static LP_TLS unsigned depth;
 
-static inline struct lp_tls *blas_begin(uint64_t *t0) {
+static inline struct lpr_tls *blas_begin(uint64_t *t0) {
     if (depth++) return NULL;
-    struct lp_tls *t = lp_call_begin(LP_FAM_BLAS);
-    if (t) *t0 = lp_ticks();
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_BLAS);
+    if (t) *t0 = lpr_ticks();
     return t;
 }
 
 /* With LIBPROF_STACKS the call gets its call site (captured here, in the hook's frame). */
-__attribute__((always_inline)) static inline void blas_end(struct lp_tls *t, unsigned call, uint64_t t0, unsigned n,
+__attribute__((always_inline)) static inline void blas_end(struct lpr_tls *t, unsigned call, uint64_t t0, unsigned n,
                                                            const uint64_t *a) {
-    uint64_t t1 = lp_ticks();
-    if (LP_UNLIKELY(lp_stack_depth)) {
+    uint64_t t1 = lpr_ticks();
+    if (LP_UNLIKELY(lpr_stack_depth)) {
         uint32_t sid;
-        uint8_t g = lp_guard_hold(t);
+        uint8_t g = lpr_guard_hold(t);
         LP_STACK_CAPTURE(sid);
-        lp_guard_restore(t, g);
-        lp_call_record_stack(t, sid, call, t0, t1, n, a);
+        lpr_guard_restore(t, g);
+        lpr_call_record_stack(t, sid, call, t0, t1, n, a);
         return;
     }
-    lp_call_record_args(t, LP_FAM_BLAS, call, t0, t1, n, a);
+    lpr_call_record_args(t, LP_FAM_BLAS, call, t0, t1, n, a);
 }
 
 #define GEMM_C(fn, T, type)                                                                  \
     LP_EXPORT void fn(int layout, int ta, int tb, blasint m, blasint n, blasint k, T alpha, const void *a,  \
                       blasint lda, const void *b, blasint ldb, T beta, void *c, blasint ldc) {              \
         void (*f)(int, int, int, blasint, blasint, blasint, T, const void *, blasint, const void *, blasint, \
-                  T, void *, blasint) = lp_real(&real_##fn, #fn);                            \
+                  T, void *, blasint) = lpr_next(&real_##fn, #fn);                            \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         f(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                     \
         depth--;                                                                             \
         if (t) {                                                                             \
@@ -91,10 +91,10 @@ GEMM_C(cblas_zgemm, const void *, LP_BLAS_Z)
     LP_EXPORT void fn(int layout, int ta, blasint m, blasint n, T alpha, const T *a, blasint lda, const T *x, \
                       blasint incx, T beta, T *y, blasint incy) {                            \
         void (*f)(int, int, blasint, blasint, T, const T *, blasint, const T *, blasint, T, T *, blasint) = \
-            lp_real(&real_##fn, #fn);                                                        \
+            lpr_next(&real_##fn, #fn);                                                        \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         f(layout, ta, m, n, alpha, a, lda, x, incx, beta, y, incy);                          \
         depth--;                                                                             \
         if (t) {                                                                             \
@@ -107,10 +107,10 @@ GEMV_C(cblas_dgemv, double, LP_BLAS_D)
 
 #define DOT_C(fn, T, type)                                                                   \
     LP_EXPORT T fn(blasint n, const T *x, blasint incx, const T *y, blasint incy) {          \
-        T (*f)(blasint, const T *, blasint, const T *, blasint) = lp_real(&real_##fn, #fn);  \
+        T (*f)(blasint, const T *, blasint, const T *, blasint) = lpr_next(&real_##fn, #fn);  \
         if (!f) return 0;                                                                    \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         T r = f(n, x, incx, y, incy);                                                        \
         depth--;                                                                             \
         if (t) {                                                                             \
@@ -124,10 +124,10 @@ DOT_C(cblas_ddot, double, LP_BLAS_D)
 
 #define AXPY_C(fn, T, type)                                                                  \
     LP_EXPORT void fn(blasint n, T alpha, const T *x, blasint incx, T *y, blasint incy) {   \
-        void (*f)(blasint, T, const T *, blasint, T *, blasint) = lp_real(&real_##fn, #fn);  \
+        void (*f)(blasint, T, const T *, blasint, T *, blasint) = lpr_next(&real_##fn, #fn);  \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         f(n, alpha, x, incx, y, incy);                                                       \
         depth--;                                                                             \
         if (t) {                                                                             \
@@ -146,10 +146,10 @@ AXPY_C(cblas_daxpy, double, LP_BLAS_D)
                       const void *beta, void *c, const blasint *ldc, size_t la, size_t lb) {  \
         void (*f)(const char *, const char *, const blasint *, const blasint *, const blasint *, const void *, \
                   const void *, const blasint *, const void *, const blasint *, const void *, void *,        \
-                  const blasint *, size_t, size_t) = lp_real(&real_##fn, #fn);               \
+                  const blasint *, size_t, size_t) = lpr_next(&real_##fn, #fn);               \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);                     \
         depth--;                                                                             \
         if (t) {                                                                             \
@@ -168,10 +168,10 @@ GEMM_F(zgemm_, LP_BLAS_Z)
                       const blasint *incy, size_t la) {                                      \
         void (*f)(const char *, const blasint *, const blasint *, const void *, const void *, const blasint *, \
                   const void *, const blasint *, const void *, void *, const blasint *, size_t) = \
-            lp_real(&real_##fn, #fn);                                                        \
+            lpr_next(&real_##fn, #fn);                                                        \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
-        struct lp_tls *t = blas_begin(&t0);                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                                  \
         f(ta, m, n, alpha, a, lda, x, incx, beta, y, incy, la);                              \
         depth--;                                                                             \
         if (t) {                                                                             \

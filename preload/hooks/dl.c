@@ -22,7 +22,7 @@
 #include "../core/lp.h"
 
 static void *real_dlopen, *real_dlclose;
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 
 static int deepbind_warned;
 
@@ -86,12 +86,12 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
     if (flags & RTLD_DEEPBIND) {
         flags &= ~RTLD_DEEPBIND;
         if (!__atomic_exchange_n(&deepbind_warned, 1, __ATOMIC_RELAXED))
-            lp_warn("dlopen(\"%s\", RTLD_DEEPBIND): flag dropped so that the library's allocations stay visible",
+            lpr_warn("dlopen(\"%s\", RTLD_DEEPBIND): flag dropped so that the library's allocations stay visible",
                     path ? path : "NULL");
     }
 #endif
-    struct lp_tls *t = lp_call_begin(LP_FAM_DL);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     void *h = REAL(dlopen)(path, flags);
     if (!h && path && !strchr(path, '/')) {
         int saved = errno;
@@ -99,26 +99,26 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         if (!h) REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
         errno = saved;
     }
-    if (h && lp_stack_depth) { /* new objects join the module map, for symbolising stacks */
-        uint8_t g = lp_guard_hold(&lp_tls);
-        lp_modules_write();
-        lp_guard_restore(&lp_tls, g);
+    if (h && lpr_stack_depth) { /* new objects join the module map, for symbolising stacks */
+        uint8_t g = lpr_guard_hold(&lpr_tls);
+        lpr_modules_write();
+        lpr_guard_restore(&lpr_tls, g);
     }
     if (t) {
         uint64_t a[2] = {(uint64_t)(unsigned)flags, (uint64_t)(uintptr_t)h};
-        lp_call_record(t, LP_CALL_DLOPEN, t0, lp_ticks(), 2, a, path, path ? strlen(path) : 0);
+        lpr_call_record(t, LP_CALL_DLOPEN, t0, lpr_ticks(), 2, a, path, path ? strlen(path) : 0);
     }
     return h;
 }
 
 LP_EXPORT int dlclose(void *h) {
     if (!REAL(dlclose)) return -1;
-    struct lp_tls *t = lp_call_begin(LP_FAM_DL);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(dlclose)(h);
     if (t) {
         uint64_t a[2] = {(uint64_t)(uintptr_t)h, (uint64_t)(int64_t)r};
-        lp_call_record(t, LP_CALL_DLCLOSE, t0, lp_ticks(), 2, a, NULL, 0);
+        lpr_call_record(t, LP_CALL_DLCLOSE, t0, lpr_ticks(), 2, a, NULL, 0);
     }
     return r;
 }

@@ -46,11 +46,11 @@ static size_t dims(char *buf, size_t len, const char *label, const void *mdp) {
 
 /* kind name id | shape name id << 32 */
 static uint64_t describe(const void *prim) {
-    dnnl_status_t (*get_pd)(const void *, const void **) = lp_real(&q_get_pd, "dnnl_primitive_get_primitive_desc");
-    dnnl_status_t (*query)(const void *, int, int, void *) = lp_real(&q_query, "dnnl_primitive_desc_query");
-    const void *(*query_md)(const void *, int, int) = lp_real(&q_query_md, "dnnl_primitive_desc_query_md");
-    const char *(*kind2str)(int) = lp_real(&q_kind2str, "dnnl_prim_kind2str");
-    int v3 = lp_real(&q_md_query, "dnnl_memory_desc_query") != NULL;
+    dnnl_status_t (*get_pd)(const void *, const void **) = lpr_next(&q_get_pd, "dnnl_primitive_get_primitive_desc");
+    dnnl_status_t (*query)(const void *, int, int, void *) = lpr_next(&q_query, "dnnl_primitive_desc_query");
+    const void *(*query_md)(const void *, int, int) = lpr_next(&q_query_md, "dnnl_primitive_desc_query_md");
+    const char *(*kind2str)(int) = lpr_next(&q_kind2str, "dnnl_prim_kind2str");
+    int v3 = lpr_next(&q_md_query, "dnnl_memory_desc_query") != NULL;
     const void *pd = NULL;
     char kind[64] = "primitive", shape[512];
     size_t o = 0;
@@ -71,10 +71,10 @@ static uint64_t describe(const void *prim) {
         if (query(pd, Q_IMPL_INFO_STR, 0, &impl) == 0 && impl)
             snprintf(shape + o, sizeof shape - o, "%s(%s)", o ? " " : "", impl);
     }
-    uint64_t kid = lp_name_id(kind);
+    uint64_t kid = lpr_name_id(kind);
     char full[600];
     snprintf(full, sizeof full, "%s %s", kind, shape);
-    uint64_t sid = lp_name_id(full);
+    uint64_t sid = lpr_name_id(full);
     return kid | sid << 32;
 }
 
@@ -103,30 +103,30 @@ static uint64_t lookup(const void *prim) {
 }
 
 LP_EXPORT dnnl_status_t dnnl_primitive_execute(const void *prim, void *stream, int nargs, const void *args) {
-    dnnl_status_t (*f)(const void *, void *, int, const void *) = lp_real(&real_dnnl_primitive_execute, "dnnl_primitive_execute");
+    dnnl_status_t (*f)(const void *, void *, int, const void *) = lpr_next(&real_dnnl_primitive_execute, "dnnl_primitive_execute");
     if (!f) return 5; /* dnnl_runtime_error */
-    struct lp_tls *t = lp_call_begin(LP_FAM_DNNL);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_DNNL);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     dnnl_status_t r = f(prim, stream, nargs, args);
     if (t) {
-        uint64_t t1 = lp_ticks();
-        uint8_t g = lp_guard_hold(t); /* the queries' allocations are libprof's */
+        uint64_t t1 = lpr_ticks();
+        uint8_t g = lpr_guard_hold(t); /* the queries' allocations are libprof's */
         uint64_t v = lookup(prim);
-        lp_guard_restore(t, g);
+        lpr_guard_restore(t, g);
         uint64_t a[3] = {v & 0xffffffffu, v >> 32, (uint64_t)(uintptr_t)prim};
         uint32_t sid = 0;
-        if (LP_UNLIKELY(lp_stack_depth)) { /* the call site of the primitive */
-            g = lp_guard_hold(t);
+        if (LP_UNLIKELY(lpr_stack_depth)) { /* the call site of the primitive */
+            g = lpr_guard_hold(t);
             LP_STACK_CAPTURE(sid);
-            lp_guard_restore(t, g);
+            lpr_guard_restore(t, g);
         }
-        lp_call_record_stack(t, sid, LP_CALL_DNNL_EXEC, t0, t1, 3, a);
+        lpr_call_record_stack(t, sid, LP_CALL_DNNL_EXEC, t0, t1, 3, a);
     }
     return r;
 }
 
 LP_EXPORT dnnl_status_t dnnl_primitive_destroy(void *prim) {
-    dnnl_status_t (*f)(void *) = lp_real(&real_dnnl_primitive_destroy, "dnnl_primitive_destroy");
+    dnnl_status_t (*f)(void *) = lpr_next(&real_dnnl_primitive_destroy, "dnnl_primitive_destroy");
     if (!f) return 5;
     uint64_t key = (uint64_t)(uintptr_t)prim;
     unsigned s = slot_of(key);

@@ -40,7 +40,7 @@ struct env_fix {
 };
 
 static char *const *fixed_env(struct env_fix *f, char *const envp[]) {
-    return lp_exec_env(envp, f->env, MAX_ENV, f->pre, sizeof f->pre) ? f->env : envp;
+    return lpr_exec_env(envp, f->env, MAX_ENV, f->pre, sizeof f->pre) ? f->env : envp;
 }
 
 /* The command line of an exec or spawn, for its record: path, then argv[1..] (on the stack). */
@@ -56,11 +56,11 @@ static size_t command_line(char *buf, size_t len, const char *path, char *const 
 
 /* An exec is an instant of the process family: what ran next (the trace ends here). */
 static void record_exec(const char *path, char *const argv[]) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
     if (!t) return;
     char buf[LP_CALL_MAX_STR];
     size_t n = command_line(buf, sizeof buf, path, argv);
-    lp_call_record(t, LP_CALL_EXEC, lp_ticks(), 0, 0, NULL, buf, n);
+    lpr_call_record(t, LP_CALL_EXEC, lpr_ticks(), 0, 0, NULL, buf, n);
 }
 
 /* execve (search = 0) or execvpe (search = 1), with libprof's trace written first and the
@@ -75,9 +75,9 @@ static int run_exec(int search, const char *path, char *const argv[], char *cons
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
     record_exec(path, argv);
-    lp_exec_prepare();
+    lpr_exec_prepare();
     int rc = fn(path, argv, use);
-    lp_exec_failed(); /* still here: it failed */
+    lpr_exec_failed(); /* still here: it failed */
     return rc;
 }
 
@@ -95,9 +95,9 @@ LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
     record_exec("(fexecve)", argv);
-    lp_exec_prepare();
+    lpr_exec_prepare();
     int rc = real_fexecve(fd, argv, use);
-    lp_exec_failed();
+    lpr_exec_failed();
     return rc;
 }
 
@@ -119,7 +119,7 @@ LP_EXPORT int execl(const char *path, const char *arg, ...) {
     int n;
     COLLECT_ARGS(arg, ap, argv, n);
     va_end(ap);
-    return execv(path, argv);
+    return run_exec(0, path, argv, environ);
 }
 
 LP_EXPORT int execlp(const char *file, const char *arg, ...) {
@@ -128,7 +128,7 @@ LP_EXPORT int execlp(const char *file, const char *arg, ...) {
     int n;
     COLLECT_ARGS(arg, ap, argv, n);
     va_end(ap);
-    return execvp(file, argv);
+    return run_exec(1, file, argv, environ);
 }
 
 LP_EXPORT int execle(const char *path, const char *arg, ...) {
@@ -138,7 +138,7 @@ LP_EXPORT int execle(const char *path, const char *arg, ...) {
     COLLECT_ARGS(arg, ap, argv, n);
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
-    return execve(path, argv, envp);
+    return run_exec(0, path, argv, envp);
 }
 
 /* posix_spawn runs its child through glibc's internal exec, out of our reach: the environment is
@@ -152,15 +152,15 @@ static int run_spawn(const char *name, pid_t *pid, const char *path, const posix
     if (!fn) return ENOSYS;
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     pid_t child = 0;
     int r = fn(pid ? pid : &child, path, fa, attr, argv, use);
     if (t) {
         char buf[LP_CALL_MAX_STR];
         size_t n = command_line(buf, sizeof buf, path, argv);
         uint64_t a[2] = {(uint64_t)(int64_t)r, (uint64_t)(int64_t)(r == 0 ? (pid ? *pid : child) : 0)};
-        lp_call_record(t, LP_CALL_POSIX_SPAWN, t0, lp_ticks(), 2, a, buf, n);
+        lpr_call_record(t, LP_CALL_POSIX_SPAWN, t0, lpr_ticks(), 2, a, buf, n);
     }
     return r;
 }

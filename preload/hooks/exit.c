@@ -14,14 +14,14 @@
 
 LP_EXPORT void exit(int status) {
     static void (*real_exit)(int);
-    lp_exit_status = status;
+    lpr_exit_status = status;
     if (!real_exit) real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
     real_exit(status);
     __builtin_unreachable();
 }
 
 __attribute__((noreturn)) static void finish_then_exit_group(int status) {
-    if (!lp_tls.guard) lp_finish(status);
+    if (!lpr_tls.guard) lpr_finish(status);
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }

@@ -47,19 +47,19 @@ size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *stream
 #define X(fn) static void *real_##fn;
 REALS(X)
 #undef X
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 
 /* A wrapper whose real function is missing fails the way a missing system call would. */
 #define NOFN(ret) do { errno = ENOSYS; return ret; } while (0)
 
-#define BEGIN struct lp_tls *t = lp_call_begin(LP_FAM_IO); uint64_t t0 = t ? lp_ticks() : 0
+#define BEGIN struct lpr_tls *t = lpr_call_begin(LP_FAM_IO); uint64_t t0 = t ? lpr_ticks() : 0
 #define RECORD(call, ...) do { \
         if (t) { uint64_t a_[] = {__VA_ARGS__}; \
-                 lp_call_record_args(t, LP_FAM_IO, call, t0, lp_ticks(), sizeof a_ / 8, a_); } \
+                 lpr_call_record_args(t, LP_FAM_IO, call, t0, lpr_ticks(), sizeof a_ / 8, a_); } \
     } while (0)
 #define RECORD_PATH(call, path, ...) do { \
         if (t) { uint64_t a_[] = {__VA_ARGS__}; const char *p_ = (path); \
-                 lp_call_record(t, call, t0, lp_ticks(), sizeof a_ / 8, a_, p_, p_ ? strlen(p_) : 0); } \
+                 lpr_call_record(t, call, t0, lpr_ticks(), sizeof a_ / 8, a_, p_, p_ ? strlen(p_) : 0); } \
     } while (0)
 
 #define I(x) ((uint64_t)(int64_t)(x)) /* signed values travel sign-extended */
@@ -421,11 +421,11 @@ LP_EXPORT int fclose(FILE *f) {
  * An allocator maps its memory through these, also while it sets itself up (chromium's built-in
  * PartitionAlloc, a statically linked jemalloc): so they never look a symbol up and never run
  * the part of libprof's set-up that may allocate (only the first part, system calls only, see
- * core.c). Until that set-up has found the C library's functions (lp_io_resolve), the call is
+ * core.c). Until that set-up has found the C library's functions (lpr_io_resolve), the call is
  * made as the raw system call the C library would make. */
 
 static void *map_result(long r) {
-    if (lp_sys_failed(r)) {
+    if (lpr_sys_failed(r)) {
         errno = (int)-r;
         return MAP_FAILED;
     }
@@ -433,13 +433,13 @@ static void *map_result(long r) {
 }
 
 static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-    return map_result((long)lp_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off));
+    return map_result((long)lpr_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off));
 }
 static void *raw_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
     return raw_mmap(addr, len, prot, flags, fd, (off_t)off);
 }
 static int raw_munmap(void *addr, size_t len) {
-    int r = lp_sys_munmap(addr, len);
+    int r = lpr_sys_munmap(addr, len);
     if (r < 0) {
         errno = -r;
         return -1;
@@ -447,13 +447,13 @@ static int raw_munmap(void *addr, size_t len) {
     return 0;
 }
 static void *raw_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want) {
-    return map_result((long)lp_sys_mremap(old, old_len, new_len, flags, want));
+    return map_result((long)lpr_sys_mremap(old, old_len, new_len, flags, want));
 }
 
 /* The real function if found, else the raw call; never a lookup. */
 #define MAPFN(fn) (__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE) ? (__typeof__(&raw_##fn))real_##fn : raw_##fn)
 
-void lp_io_resolve(void) {
+void lpr_io_resolve(void) {
     (void)REAL(mmap);
     (void)REAL(mmap64);
     (void)REAL(munmap);
@@ -508,8 +508,8 @@ LP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 
 /* ---- descriptors open before libprof started ------------------------------------------------
  * Raw system calls: this runs inside libprof (guard held) and must not recurse into the hooks. */
-void lp_io_start(void) {
-    struct lp_tls *t = &lp_tls;
+void lpr_io_start(void) {
+    struct lpr_tls *t = &lpr_tls;
     if (t->guard) return;
     t->guard = 1;
     int saved = errno;
@@ -517,7 +517,7 @@ void lp_io_start(void) {
     if (dfd >= 0) {
         char buf[4096];
         long n;
-        uint64_t now = lp_ticks();
+        uint64_t now = lpr_ticks();
         while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
             for (long off = 0; off < n;) {
                 struct dirent64 *d = (struct dirent64 *)(buf + off);
@@ -530,7 +530,7 @@ void lp_io_start(void) {
                 long len = syscall(SYS_readlink, link, path, sizeof path);
                 if (len <= 0) continue;
                 uint64_t a = (uint64_t)fd;
-                lp_call_write(t, LP_CALL_FD, now, 0, 1, &a, path, (size_t)len);
+                lpr_call_write(t, LP_CALL_FD, now, 0, 1, &a, path, (size_t)len);
             }
         }
         syscall(SYS_close, dfd);

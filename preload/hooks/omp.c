@@ -24,32 +24,32 @@ static uint64_t next_region;
 
 static void work(void *p) {
     struct region *r = p;
-    struct lp_tls *t = lp_call_begin(LP_FAM_OMP);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_OMP);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     r->fn(r->data);
-    int (*num)(void) = lp_real(&real_omp_get_thread_num, "omp_get_thread_num");
+    int (*num)(void) = lpr_next(&real_omp_get_thread_num, "omp_get_thread_num");
     int me = num ? num() : -1;
     if (me == 0) {
-        int (*team)(void) = lp_real(&real_omp_get_num_threads, "omp_get_num_threads");
+        int (*team)(void) = lpr_next(&real_omp_get_num_threads, "omp_get_num_threads");
         r->team = team ? team() : 0;
     }
     if (t) {
         uint64_t a[2] = {(uint64_t)(int64_t)me, r->flow};
-        lp_call_record(t, LP_CALL_OMP_WORK, t0, lp_ticks(), 2, a, NULL, 0);
+        lpr_call_record(t, LP_CALL_OMP_WORK, t0, lpr_ticks(), 2, a, NULL, 0);
     }
 }
 
 LP_EXPORT void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags) {
-    void (*f)(void (*)(void *), void *, unsigned, unsigned) = lp_real(&real_GOMP_parallel, "GOMP_parallel");
+    void (*f)(void (*)(void *), void *, unsigned, unsigned) = lpr_next(&real_GOMP_parallel, "GOMP_parallel");
     if (!f) return;
-    struct lp_tls *t = lp_call_begin(LP_FAM_OMP);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_OMP);
     if (!t) {
         f(fn, data, num_threads, flags);
         return;
     }
     struct region r = {fn, data, __atomic_add_fetch(&next_region, 1, __ATOMIC_RELAXED), 0};
-    uint64_t t0 = lp_ticks();
+    uint64_t t0 = lpr_ticks();
     f(work, &r, num_threads, flags);
     uint64_t a[3] = {num_threads, (uint64_t)r.team, r.flow};
-    lp_call_record(t, LP_CALL_OMP_PARALLEL, t0, lp_ticks(), 3, a, NULL, 0);
+    lpr_call_record(t, LP_CALL_OMP_PARALLEL, t0, lpr_ticks(), 3, a, NULL, 0);
 }

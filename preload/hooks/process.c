@@ -21,17 +21,17 @@
 #define X(fn) static void *real_##fn;
 REALS(X)
 #undef X
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 #define I(x) ((uint64_t)(int64_t)(x))
 
 LP_EXPORT pid_t fork(void) {
     if (!REAL(fork)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     pid_t r = REAL(fork)();
     if (t && r != 0) { /* in the child, the parent's clock origin and buffers are gone */
         uint64_t a = I(r);
-        lp_call_record(t, LP_CALL_FORK, t0, lp_ticks(), 1, &a, NULL, 0);
+        lpr_call_record(t, LP_CALL_FORK, t0, lpr_ticks(), 1, &a, NULL, 0);
     }
     return r;
 }
@@ -39,13 +39,13 @@ LP_EXPORT pid_t fork(void) {
 #if defined(__x86_64__)
 static void *real_vfork;
 /* Called by the vfork trampoline below: record, and return the real vfork's address. */
-LP_HIDDEN void *lp_vfork_note(void);
-void *lp_vfork_note(void) {
+LP_HIDDEN void *lpr_vfork_note(void);
+void *lpr_vfork_note(void) {
     int saved = errno;
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    if (t) lp_call_record(t, LP_CALL_VFORK, lp_ticks(), 0, 0, NULL, NULL, 0);
-    void *f = lp_real(&real_vfork, "vfork");
-    if (!f) f = lp_real(&real_fork, "fork"); /* cannot happen with glibc; fork is a valid vfork */
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
+    if (t) lpr_call_record(t, LP_CALL_VFORK, lpr_ticks(), 0, 0, NULL, NULL, 0);
+    void *f = lpr_next(&real_vfork, "vfork");
+    if (!f) f = lpr_next(&real_fork, "fork"); /* cannot happen with glibc; fork is a valid vfork */
     errno = saved;
     return f;
 }
@@ -56,7 +56,7 @@ __asm__(".text\n"
         "    .cfi_startproc\n"
         "    subq $8, %rsp\n"
         "    .cfi_adjust_cfa_offset 8\n"
-        "    call lp_vfork_note\n"
+        "    call lpr_vfork_note\n"
         "    addq $8, %rsp\n"
         "    .cfi_adjust_cfa_offset -8\n"
         "    jmp *%rax\n"
@@ -66,19 +66,19 @@ __asm__(".text\n"
 
 LP_EXPORT int system(const char *cmd) {
     if (!REAL(system)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(system)(cmd);
     if (t) {
         uint64_t a = I(r);
-        lp_call_record(t, LP_CALL_SYSTEM, t0, lp_ticks(), 1, &a, cmd, cmd ? strlen(cmd) : 0);
+        lpr_call_record(t, LP_CALL_SYSTEM, t0, lpr_ticks(), 1, &a, cmd, cmd ? strlen(cmd) : 0);
     }
     return r;
 }
 
-static void rec_wait(struct lp_tls *t, uint64_t t0, long asked, pid_t r, const int *status) {
+static void rec_wait(struct lpr_tls *t, uint64_t t0, long asked, pid_t r, const int *status) {
     uint64_t a[3] = {I(asked), I(r), r > 0 && status ? (uint64_t)(unsigned)*status : 0};
-    lp_call_record(t, LP_CALL_WAITPID, t0, lp_ticks(), 3, a, NULL, 0);
+    lpr_call_record(t, LP_CALL_WAITPID, t0, lpr_ticks(), 3, a, NULL, 0);
 }
 
 /* Each wait reports the child it reaped to the core (a child killed by a signal gets its trace
@@ -86,11 +86,11 @@ static void rec_wait(struct lp_tls *t, uint64_t t0, long asked, pid_t r, const i
 #define WAIT_HOOK(ret_pid, asked, call)                                                      \
     int mine_;                                                                               \
     if (!status) status = &mine_;                                                            \
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);                                           \
-    uint64_t t0 = t ? lp_ticks() : 0;                                                        \
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);                                           \
+    uint64_t t0 = t ? lpr_ticks() : 0;                                                        \
     pid_t ret_pid = call;                                                                    \
     if (t) rec_wait(t, t0, asked, ret_pid, status);                                          \
-    if (ret_pid > 0) lp_child_reaped(ret_pid, *status)
+    if (ret_pid > 0) lpr_child_reaped(ret_pid, *status)
 
 LP_EXPORT pid_t wait(int *status) {
     if (!REAL(wait)) { errno = ENOSYS; return -1; }
@@ -118,17 +118,17 @@ LP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) {
 
 LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
     if (!REAL(waitid)) { errno = ENOSYS; return -1; }
-    struct lp_tls *t = lp_call_begin(LP_FAM_PROC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(waitid)(type, id, info, options);
     if (t) {
         uint64_t a[2] = {I(id), I(r)};
-        lp_call_record(t, LP_CALL_WAITID, t0, lp_ticks(), 2, a, NULL, 0);
+        lpr_call_record(t, LP_CALL_WAITID, t0, lpr_ticks(), 2, a, NULL, 0);
     }
     /* a reaped child (WNOWAIT leaves it to a later wait) */
     if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT) &&
         (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED))
-        lp_child_reaped(info->si_pid, info->si_status & 0x7f); /* a wait status "killed by signal N" */
+        lpr_child_reaped(info->si_pid, info->si_status & 0x7f); /* a wait status "killed by signal N" */
     return r;
 }
 
@@ -136,24 +136,24 @@ LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
 
 LP_EXPORT int setuid(uid_t uid) {
     if (!REAL(setuid)) { errno = ENOSYS; return -1; }
-    lp_uid_change((unsigned)uid);
+    lpr_uid_change((unsigned)uid);
     return REAL(setuid)(uid);
 }
 
 LP_EXPORT int seteuid(uid_t uid) {
     if (!REAL(seteuid)) { errno = ENOSYS; return -1; }
-    lp_uid_change((unsigned)uid);
+    lpr_uid_change((unsigned)uid);
     return REAL(seteuid)(uid);
 }
 
 LP_EXPORT int setreuid(uid_t ruid, uid_t euid) {
     if (!REAL(setreuid)) { errno = ENOSYS; return -1; }
-    if (euid != (uid_t)-1) lp_uid_change((unsigned)euid);
+    if (euid != (uid_t)-1) lpr_uid_change((unsigned)euid);
     return REAL(setreuid)(ruid, euid);
 }
 
 LP_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
     if (!REAL(setresuid)) { errno = ENOSYS; return -1; }
-    if (euid != (uid_t)-1) lp_uid_change((unsigned)euid);
+    if (euid != (uid_t)-1) lpr_uid_change((unsigned)euid);
     return REAL(setresuid)(ruid, euid, suid);
 }

@@ -20,8 +20,6 @@
 
 #define NSIG_MAX 65
 
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static sighandler_t (*real_signal)(int, sighandler_t);
 static volatile sig_atomic_t ours[NSIG_MAX]; /* libprof's handler is installed on this signal */
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP};
@@ -33,17 +31,17 @@ static int is_fault(int sig) {
 static void on_fatal(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     int saved = errno;
-    if (!is_fault(sig) && !lp_tls.guard) {
-        lp_finish_with_signal = sig;
-        lp_finish(-1);
+    if (!is_fault(sig) && !lpr_tls.guard) {
+        lpr_finish_with_signal = sig;
+        lpr_finish(-1);
     } else {
-        lp_finish_signal(sig);
+        lpr_finish_signal(sig);
     }
     ours[sig] = 0;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    real_sigaction(sig, &dfl, NULL);
+    lpr_real.sigaction(sig, &dfl, NULL);
     errno = saved;
     /* A real fault re-executes its instruction on return and dies by it; a signal sent by
      * kill/raise/abort (si_code <= 0) or an asynchronous one is raised again. */
@@ -51,39 +49,36 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
 }
 
 static int resolve(void) {
-    if (!real_sigaction) {
-        real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-        real_signal = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-    }
-    return real_sigaction && real_signal ? 0 : -1;
+    lpr_real_resolve();
+    return lpr_real.sigaction && lpr_real.signal ? 0 : -1;
 }
 
 /* Install `handler` on `sig` if the program left it at the default action. Returns 0 or -1. */
-int lp_signal_install(int sig, void (*handler)(int)) {
+int lpr_signal_install(int sig, void (*handler)(int)) {
     struct sigaction old, sa;
-    if (sig <= 0 || sig >= NSIG_MAX || resolve() || real_sigaction(sig, NULL, &old) != 0) return -1;
+    if (sig <= 0 || sig >= NSIG_MAX || resolve() || lpr_real.sigaction(sig, NULL, &old) != 0) return -1;
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return -1;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (real_sigaction(sig, &sa, NULL) != 0) return -1;
+    if (lpr_real.sigaction(sig, &sa, NULL) != 0) return -1;
     ours[sig] = 1;
     return 0;
 }
 
-void lp_signals_init(void) {
+void lpr_signals_init(void) {
     if (resolve()) return;
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         int sig = fatal_signals[i];
         struct sigaction old, sa;
-        if (real_sigaction(sig, NULL, &old) != 0) continue;
+        if (lpr_real.sigaction(sig, NULL, &old) != 0) continue;
         if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fatal;
         sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
-        if (real_sigaction(sig, &sa, NULL) == 0) ours[sig] = 1;
+        if (lpr_real.sigaction(sig, &sa, NULL) == 0) ours[sig] = 1;
     }
 }
 
@@ -99,8 +94,8 @@ LP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
         errno = ENOSYS;
         return -1;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return real_sigaction(sig, act, old);
-    int rc = real_sigaction(sig, act, old);
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return lpr_real.sigaction(sig, act, old);
+    int rc = lpr_real.sigaction(sig, act, old);
     if (rc == 0) {
         if (old) as_default(old);
         if (act) ours[sig] = 0; /* the program's handler (or SIG_DFL/SIG_IGN) now rules */
@@ -113,8 +108,8 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         errno = ENOSYS;
         return SIG_ERR;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return real_signal(sig, handler);
-    sighandler_t prev = real_signal(sig, handler);
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return lpr_real.signal(sig, handler);
+    sighandler_t prev = lpr_real.signal(sig, handler);
     if (prev == SIG_ERR) return prev;
     ours[sig] = 0;
     return SIG_DFL;

@@ -19,24 +19,24 @@
 #define X(fn) static void *real_##fn;
 REALS(X)
 #undef X
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 
 #define U(x) ((uint64_t)(uintptr_t)(x))
 #define I(x) ((uint64_t)(int64_t)(x))
 
-static void rec(struct lp_tls *t, unsigned call, uint64_t t0, const void *obj, int r) {
+static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, int r) {
     uint64_t a[2] = {U(obj), I(r)};
-    lp_call_record_args(t, LP_FAM_SYNC, call, t0, lp_ticks(), 2, a);
+    lpr_call_record_args(t, LP_FAM_SYNC, call, t0, lpr_ticks(), 2, a);
 }
 
 /* Try first; block (timed) only when the try says busy. `busy` is the try's "would block". */
 #define TRY_THEN_WAIT(call, lockfn, tryfn, obj, busy)                                        \
     do {                                                                                     \
-        struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);                                       \
+        struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);                                       \
         if (!t) return REAL(lockfn)(obj);                                                    \
         int r = REAL(tryfn)(obj);                                                            \
         if (r != (busy)) return r;                                                           \
-        uint64_t t0 = lp_ticks();                                                            \
+        uint64_t t0 = lpr_ticks();                                                            \
         r = REAL(lockfn)(obj);                                                               \
         rec(t, call, t0, obj, r);                                                            \
         return r;                                                                            \
@@ -71,13 +71,13 @@ LP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
 
 /* sem_trywait reports "would block" as -1 with errno EAGAIN; that errno must not leak. */
 __attribute__((noinline)) static int sem_wait_slow(sem_t *s) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);
     if (!t) return REAL(sem_wait)(s);
     int saved = errno;
     int r = REAL(sem_trywait)(s);
     if (r == 0 || errno != EAGAIN) return r;
     errno = saved;
-    uint64_t t0 = lp_ticks();
+    uint64_t t0 = lpr_ticks();
     r = REAL(sem_wait)(s);
     rec(t, LP_CALL_SEM_WAIT, t0, s, r);
     return r;
@@ -89,8 +89,8 @@ LP_EXPORT int sem_wait(sem_t *s) {
 }
 
 __attribute__((noinline)) static int pthread_cond_wait_slow(pthread_cond_t *c, pthread_mutex_t *m) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(pthread_cond_wait)(c, m);
     if (t) rec(t, LP_CALL_COND_WAIT, t0, c, r);
     return r;
@@ -102,8 +102,8 @@ LP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
 }
 
 __attribute__((noinline)) static int pthread_cond_timedwait_slow(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(pthread_cond_timedwait)(c, m, ts);
     if (t) rec(t, LP_CALL_COND_TIMEDWAIT, t0, c, r);
     return r;
@@ -116,16 +116,16 @@ LP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, cons
 
 LP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts) {
     if (!REAL(pthread_cond_clockwait)) return ENOSYS;
-    struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(pthread_cond_clockwait)(c, m, clk, ts);
     if (t) rec(t, LP_CALL_COND_TIMEDWAIT, t0, c, r);
     return r;
 }
 
 __attribute__((noinline)) static int pthread_barrier_wait_slow(pthread_barrier_t *b) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_SYNC);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(pthread_barrier_wait)(b);
     if (t) rec(t, LP_CALL_BARRIER_WAIT, t0, b, r);
     return r;

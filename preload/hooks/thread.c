@@ -15,7 +15,7 @@
 #include "../core/lp.h"
 
 static void *real_pthread_create, *real_pthread_join, *real_pthread_exit;
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 
 static uint64_t next_flow;
 
@@ -29,23 +29,23 @@ struct start {
  * (a pool or OpenMP worker) gets its slice closed by the exit path (tbuf.c). */
 static void thread_end(void *p) {
     (void)p;
-    struct lp_tls *me = &lp_tls;
+    struct lpr_tls *me = &lpr_tls;
     uint64_t a[3] = {me->life_creator, me->life_flow, 0};
     uint64_t t0 = me->life_t0;
     me->life_flow = 0;
-    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
-    if (t && a[1]) lp_call_record(t, LP_CALL_THREAD_LIFE, t0, lp_ticks(), 3, a, NULL, 0);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
+    if (t && a[1]) lpr_call_record(t, LP_CALL_THREAD_LIFE, t0, lpr_ticks(), 3, a, NULL, 0);
 }
 
 static void *trampoline(void *p) {
     struct start s = *(struct start *)p;
-    uint8_t g = lp_guard_hold(&lp_tls); /* libprof's own block, not the program's */
-    free(p);
-    (void)lp_reserve(&lp_tls, 1); /* a buffer now, so the exit path can close this life */
-    lp_guard_restore(&lp_tls, g);
-    lp_tls.life_creator = s.creator;
-    lp_tls.life_t0 = lp_ticks();
-    lp_tls.life_flow = s.flow;
+    lpr_real.free(p); /* libprof's own block, not the program's: not through the hook */
+    uint8_t g = lpr_guard_hold(&lpr_tls);
+    (void)lpr_reserve(&lpr_tls, 1); /* a buffer now, so the exit path can close this life */
+    lpr_guard_restore(&lpr_tls, g);
+    lpr_tls.life_creator = s.creator;
+    lpr_tls.life_t0 = lpr_ticks();
+    lpr_tls.life_flow = s.flow;
     void *ret;
     pthread_cleanup_push(thread_end, NULL);
     ret = s.fn(s.arg);
@@ -55,41 +55,36 @@ static void *trampoline(void *p) {
 
 LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
     if (!REAL(pthread_create)) return ENOSYS;
-    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
     if (!t) return REAL(pthread_create)(th, attr, fn, arg);
-    uint64_t t0 = lp_ticks();
-    uint8_t g = lp_guard_hold(t);
-    struct start *s = malloc(sizeof *s);
-    lp_guard_restore(t, g);
+    uint64_t t0 = lpr_ticks();
+    lpr_real_resolve_alloc();
+    struct start *s = lpr_real.malloc(sizeof *s); /* libprof's own block: not through the hook */
     if (!s) return REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
-    uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lp_pid << 32;
-    *s = (struct start){fn, arg, t->tid ? t->tid : lp_gettid(), flow};
+    uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lpr_pid << 32;
+    *s = (struct start){fn, arg, t->tid ? t->tid : lpr_gettid(), flow};
     int r = REAL(pthread_create)(th, attr, trampoline, s);
-    if (r != 0) {
-        g = lp_guard_hold(t);
-        free(s);
-        lp_guard_restore(t, g);
-    }
+    if (r != 0) lpr_real.free(s);
     uint64_t a[2] = {(uint64_t)(int64_t)r, r == 0 ? flow : 0};
-    lp_call_record(t, LP_CALL_PTHREAD_CREATE, t0, lp_ticks(), 2, a, NULL, 0);
+    lpr_call_record(t, LP_CALL_PTHREAD_CREATE, t0, lpr_ticks(), 2, a, NULL, 0);
     return r;
 }
 
 LP_EXPORT int pthread_join(pthread_t th, void **ret) {
     if (!REAL(pthread_join)) return ENOSYS;
-    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     int r = REAL(pthread_join)(th, ret);
     if (t) {
         uint64_t a = (uint64_t)(int64_t)r;
-        lp_call_record(t, LP_CALL_PTHREAD_JOIN, t0, lp_ticks(), 1, &a, NULL, 0);
+        lpr_call_record(t, LP_CALL_PTHREAD_JOIN, t0, lpr_ticks(), 1, &a, NULL, 0);
     }
     return r;
 }
 
 LP_EXPORT void pthread_exit(void *ret) {
-    struct lp_tls *t = lp_call_begin(LP_FAM_THREAD);
-    if (t) lp_call_record(t, LP_CALL_PTHREAD_EXIT, lp_ticks(), 0, 0, NULL, NULL, 0);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
+    if (t) lpr_call_record(t, LP_CALL_PTHREAD_EXIT, lpr_ticks(), 0, 0, NULL, NULL, 0);
     void (*f)(void *) = REAL(pthread_exit);
     if (f) f(ret);
     abort(); /* unreachable: the C library always has pthread_exit */

@@ -19,7 +19,7 @@
 #define X(fn) static void *real_##fn;
 REALS(X)
 #undef X
-#define REAL(fn) ((__typeof__(&fn))lp_real(&real_##fn, #fn))
+#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 #define I(x) ((uint64_t)(int64_t)(x))
 
 static int64_t ts_ns(const struct timespec *ts) {
@@ -28,11 +28,11 @@ static int64_t ts_ns(const struct timespec *ts) {
 
 #define BEGIN(fn, fail)                                                                      \
     if (!REAL(fn)) { errno = ENOSYS; return fail; }                                          \
-    struct lp_tls *t = lp_call_begin(LP_FAM_WAIT);                                           \
-    uint64_t t0 = t ? lp_ticks() : 0
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_WAIT);                                           \
+    uint64_t t0 = t ? lpr_ticks() : 0
 #define RECORD(call, ...) do {                                                               \
         if (t) { uint64_t a_[] = {__VA_ARGS__};                                              \
-                 lp_call_record_args(t, LP_FAM_WAIT, call, t0, lp_ticks(), sizeof a_ / 8, a_); }     \
+                 lpr_call_record_args(t, LP_FAM_WAIT, call, t0, lpr_ticks(), sizeof a_ / 8, a_); }     \
     } while (0)
 
 __attribute__((noinline)) static int nanosleep_slow(const struct timespec *req, struct timespec *rem) {
@@ -51,8 +51,8 @@ LP_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
 __attribute__((noinline)) static int clock_nanosleep_slow(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem) {
     int64_t ns = ts_ns(req);
     if (!REAL(clock_nanosleep)) return ENOSYS;
-    struct lp_tls *t = lp_call_begin(LP_FAM_WAIT);
-    uint64_t t0 = t ? lp_ticks() : 0;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_WAIT);
+    uint64_t t0 = t ? lpr_ticks() : 0;
     if (t && (flags & TIMER_ABSTIME) && ns >= 0) { /* record the time asked for, not the date */
         struct timespec now;
         clock_gettime(clk, &now);

@@ -19,17 +19,17 @@
 static char path[] = "/tmp/libprof-tbuf-XXXXXX";
 
 static void record(uint64_t size, uint64_t ptr) {
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     cr_assert_not_null(t);
-    uint64_t t0 = lp_ticks();
-    uint64_t *r = lp_reserve(t, 4);
+    uint64_t t0 = lpr_ticks();
+    uint64_t *r = lpr_reserve(t, 4);
     cr_assert_not_null(r);
-    r[0] = lp_word0_timed(LP_EV_MALLOC, t0);
-    r[1] = lp_word1(t0, lp_ticks());
+    r[0] = lpr_word0_timed(LP_EV_MALLOC, t0);
+    r[1] = lpr_word1(t0, lpr_ticks());
     r[2] = size;
     r[3] = ptr;
-    lp_commit(t, r + 4);
-    lp_hook_leave(t);
+    lpr_commit(t, r + 4);
+    lpr_hook_leave(t);
 }
 
 static void *worker(void *arg) {
@@ -42,20 +42,20 @@ static void setup(void) {
     int fd = mkstemp(path);
     close(fd);
     unlink(path); /* a fresh name: the spool is created there */
-    lp_clock_init(-1);
-    lp_tbuf_init(4096);
+    lpr_clock_init(-1);
+    lpr_tbuf_init(4096);
     char chosen[256];
     struct lp_file_header h;
-    lp_header_init(&h, (uint32_t)lp_clock_kind);
-    h.origin_mono_ns = lp_origin_mono_ns;
+    lp_header_init(&h, (uint32_t)lpr_clock_kind);
+    h.origin_mono_ns = lpr_origin_mono_ns;
     h.pid = (uint32_t)getpid();
-    cr_assert_eq(lp_spool_create(path, 0, &h, chosen, sizeof chosen), 0);
-    lp_gate = 1u << LP_FAM_ALLOC;
+    cr_assert_eq(lpr_spool_create(path, 0, &h, chosen, sizeof chosen), 0);
+    lpr_gate = 1u << LP_FAM_ALLOC;
 }
 
 static void teardown(void) {
-    lp_gate = 0;
-    lp_spool_stop();
+    lpr_gate = 0;
+    lpr_spool_stop();
     if (!getenv("KEEP")) unlink(path);
 }
 
@@ -67,9 +67,9 @@ Test(tbuf, every_event_of_every_thread_reaches_the_file_in_order) {
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     /* the main thread records too and is still alive: only the exit-time flush gets these */
     for (uint64_t i = 0; i < 1000; i++) record(i, i);
-    lp_tbuf_flush_all(0);
-    cr_expect_eq(lp_events_written, THREADS * PER_THREAD + 1000);
-    cr_expect_eq(lp_events_dropped, 0);
+    lpr_tbuf_flush_all(0);
+    cr_expect_eq(lpr_events_written, THREADS * PER_THREAD + 1000);
+    cr_expect_eq(lpr_events_dropped, 0);
 
     struct lp_reader r;
     char err[256];
@@ -99,12 +99,12 @@ Test(tbuf, every_event_of_every_thread_reaches_the_file_in_order) {
 }
 
 Test(tbuf, reentered_hooks_do_not_record) {
-    struct lp_tls *t = lp_hook_enter(LP_FAM_ALLOC);
+    struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     cr_assert_not_null(t);
-    cr_expect_null(lp_hook_enter(LP_FAM_ALLOC), "a nested call must pass through");
-    lp_hook_leave(t);
-    lp_gate = 0;
-    cr_expect_null(lp_hook_enter(LP_FAM_ALLOC), "gate closed");
+    cr_expect_null(lpr_hook_enter(LP_FAM_ALLOC), "a nested call must pass through");
+    lpr_hook_leave(t);
+    lpr_gate = 0;
+    cr_expect_null(lpr_hook_enter(LP_FAM_ALLOC), "gate closed");
 }
 
 Test(tbuf, buffers_of_exited_threads_are_reused) {
@@ -114,8 +114,8 @@ Test(tbuf, buffers_of_exited_threads_are_reused) {
         pthread_create(&th, NULL, worker, (void *)(i + 1));
         pthread_join(th, NULL);
     }
-    lp_tbuf_flush_all(0);
-    cr_expect_eq(lp_events_written, 200 * PER_THREAD);
+    lpr_tbuf_flush_all(0);
+    cr_expect_eq(lpr_events_written, 200 * PER_THREAD);
     struct lp_reader r;
     char err[256];
     cr_assert_eq(lp_reader_open(&r, path, err, sizeof err), 0, "%s", err);
@@ -129,7 +129,7 @@ static void *intern_many(void *arg) {
     char name[32];
     for (int i = 0; i < 200; i++) {
         snprintf(name, sizeof name, "name-%d", i);
-        ids[i] = lp_name_id(name);
+        ids[i] = lpr_name_id(name);
     }
     return NULL;
 }

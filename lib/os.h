@@ -1,0 +1,32 @@
+/* os.h: the C-library calls of lib/ that libprof also intercepts. lib/ runs in two places: in
+ * libprof-report, where these are the C library's own (lib/os_libc.c), and inside the profiled
+ * program for the conversion at exit, where the C library's names would land in libprof's own
+ * hooks (malloc, open, write, mmap, dlopen are all exported by libprof.so): there they are the
+ * real functions resolved once, or raw system calls (preload/core/os.c). So nothing in lib/
+ * calls malloc, free, open, close, write, mmap, rename or dlopen directly; every other C library
+ * function (snprintf, qsort, memcpy, fstat ...) is called as usual.
+ *
+ * Each returns what the C library function returns and sets errno the same way. */
+#ifndef LP_OS_H
+#define LP_OS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+void *lp_os_malloc(size_t n);
+void *lp_os_calloc(size_t n, size_t size);
+void *lp_os_realloc(void *p, size_t n);
+void lp_os_free(void *p);
+int lp_os_open(const char *path, int flags, int mode);
+int lp_os_close(int fd);
+ssize_t lp_os_write(int fd, const void *buf, size_t n);
+void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int lp_os_munmap(void *addr, size_t len);
+int lp_os_rename(const char *from, const char *to);
+int lp_os_unlink(const char *path);
+void *lp_os_dlopen(const char *path, int flags);
+
+/* A copy of the first `n` bytes of `s`, NUL-terminated (strndup over lp_os_malloc). */
+char *lp_os_strndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,37 @@
+/* os_libc.c: lib/os.h for the tools — the C library's own functions. (Inside the profiled
+ * program, preload/core/os.c provides them instead.) */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+void *lp_os_malloc(size_t n) { return malloc(n); }
+void *lp_os_calloc(size_t n, size_t size) { return calloc(n, size); }
+void *lp_os_realloc(void *p, size_t n) { return realloc(p, n); }
+void lp_os_free(void *p) { free(p); }
+int lp_os_open(const char *path, int flags, int mode) { return open(path, flags, mode); }
+int lp_os_close(int fd) { return close(fd); }
+ssize_t lp_os_write(int fd, const void *buf, size_t n) { return write(fd, buf, n); }
+void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return mmap(addr, len, prot, flags, fd, off);
+}
+int lp_os_munmap(void *addr, size_t len) { return munmap(addr, len); }
+int lp_os_rename(const char *from, const char *to) { return rename(from, to); }
+int lp_os_unlink(const char *path) { return unlink(path); }
+void *lp_os_dlopen(const char *path, int flags) { return dlopen(path, flags); }
+
+char *lp_os_strndup(const char *s, size_t n) {
+    size_t len = strnlen(s, n);
+    char *d = lp_os_malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}

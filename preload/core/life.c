@@ -1,0 +1,406 @@
+/* life.c: the life cycle of the recorder in one process — start-up at the first hooked call (in
+ * two parts, see lpr_init_slow), a forked child's fresh start, and the flush and conversion at
+ * the end (exit, _exit, a fatal signal). How this process relates to others — the names it
+ * takes, what it leaves across an exec, what it does for a killed child — is lineage.c's.
+ *
+ * Start-up is lazy (like glibc's memusage): the first hooked call of the process reads the
+ * environment, so allocations made by other libraries' constructors are not missed. Until then
+ * the gate word holds LP_GATE_UNINIT and every hook passes straight through. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lp.h"
+#include "sys.h"
+#include "lib/convert.h"
+
+volatile uint32_t lpr_gate = LP_GATE_UNINIT;
+struct lpr_config lpr_cfg;
+int lpr_alloc_timed;
+long lpr_pid;
+
+char lpr_exe_path[PATH_MAX];
+char lpr_host[256];
+struct lpr_pattern_ctx lpr_pattern;
+
+static int init_state;  /* 0 = not started, 1 = running, 2 = done */
+static int heavy_state; /* the pending set-up (LP_GATE_PENDING): 0 = not run, 1 = running, 2 = done */
+static int fini_done;
+static char spool_path[PATH_MAX + 32];
+
+extern char **environ;
+
+static const char *env_get(const char *name) { return getenv(name); }
+
+/* mkdir -p of the directory part of `path`. */
+static int make_parent_dirs(const char *path) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp) return 0;
+    *slash = '\0';
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int rc = lpr_sys_mkdir(tmp, 0755);
+        if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
+        *p = '/';
+    }
+    int rc = lpr_sys_mkdir(tmp, 0755);
+    if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
+    return 0;
+}
+
+/* Read /proc/self/cmdline into `buf` (arguments NUL-separated). Returns its length. */
+static size_t read_cmdline(char *buf, size_t len) {
+    int fd = lpr_sys_open("/proc/self/cmdline", O_RDONLY, 0);
+    if (fd < 0) return 0;
+    size_t n = 0;
+    while (n < len) {
+        long r = lpr_sys_read(fd, buf + n, len - n);
+        if (r == -EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    lpr_sys_close(fd);
+    return n;
+}
+
+static void write_string(uint32_t key, const char *s, size_t n) {
+    lpr_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, s, n);
+}
+
+static int start_spool(int forked);
+
+/* Is this process recording and the owner of its spool (not a vfork child, not finished)? */
+int lpr_recording(void) {
+    return __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 && lpr_spool_on && !fini_done &&
+           lpr_sys_getpid() == lpr_pid;
+}
+
+/* Recording ends here for good (a trace that could not be kept across an exec). */
+void lpr_stop_for_good(void) {
+    fini_done = 1;
+    lpr_gate_set(0);
+}
+
+/* In a forked child (glibc runs this before fork returns there): keep tracing, into a file of
+ * the child's own, with empty buffers. Only system calls and string formatting happen here, so
+ * it is safe in the child of a multi-threaded parent. */
+static void atfork_child(void) {
+    uint8_t g = lpr_tls.guard;
+    lpr_tls.guard = 1;
+    lpr_tbuf_after_fork_child();
+    lpr_control_after_fork_child();
+    lpr_stacks_after_fork_child();
+    lpr_pid = lpr_sys_getpid();
+    lpr_pattern.pid = lpr_pid;
+    lpr_clock_init(lpr_clock_kind);
+    fini_done = 0;
+    if (start_spool(1) == 0) {
+        lpr_names_after_fork_child(); /* modules: at the end (the loader's lock may be held here) */
+        lpr_gate_set(lpr_control_child_gate());
+    } else {
+        lpr_gate_set(0);
+        fini_done = 1;
+    }
+    lpr_tls.guard = g;
+}
+
+
+/* Create the spool with its file header (`forked`: a forked child, whose names are already its
+ * own). Returns 0 or -1 (warning already given). */
+static int start_spool(int forked) {
+    char chosen[PATH_MAX + 32];
+    int temp = 0;
+    if (lpr_lineage_names(forked) != 0) return -1; /* which names this process takes */
+    if (lpr_cfg.raw_output) {
+        snprintf(spool_path, sizeof spool_path, "%s", lpr_cfg.output);
+    } else if (lpr_cfg.output[0]) {
+        snprintf(spool_path, sizeof spool_path, "%s.lpt", lpr_cfg.output);
+    } else if (lpr_cfg.csv[0]) {
+        snprintf(spool_path, sizeof spool_path, "%s.lpt", lpr_cfg.csv);
+    } else { /* summary only: a private name in TMPDIR */
+        const char *dir = getenv("TMPDIR");
+        snprintf(spool_path, sizeof spool_path, "%s/libprof-%ld-%llx.lpt", dir && *dir ? dir : "/tmp", lpr_pid,
+                 (unsigned long long)(lpr_ticks() & 0xffffffffffull));
+        lpr_make_absolute(spool_path, sizeof spool_path);
+        temp = 1;
+    }
+    if (lpr_cfg.output[0] && make_parent_dirs(lpr_cfg.output) != 0) {
+        lpr_warn("cannot create the directory for %s (%s); not profiling", lpr_cfg.output, strerror(errno));
+        return -1;
+    }
+    if (lpr_cfg.csv[0] && make_parent_dirs(lpr_cfg.csv) != 0) {
+        lpr_warn("cannot create the directory for %s (%s); not writing the CSV", lpr_cfg.csv, strerror(errno));
+        lpr_cfg.csv[0] = '\0';
+    }
+
+    struct lp_file_header h;
+    lp_header_init(&h, (uint32_t)lpr_clock_kind);
+    h.pid = (uint32_t)lpr_pid;
+    h.ppid = (uint32_t)getppid();
+    h.origin_ticks = lpr_origin_ticks;
+    h.origin_mono_ns = lpr_origin_mono_ns;
+    h.origin_real_ns = lpr_real_ns();
+    h.families = lpr_cfg.families;
+    h.buffer_bytes = lpr_cfg.buffer_bytes;
+    h.alloc_min = lpr_cfg.alloc_min;
+    /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
+    if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
+        lpr_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
+        return -1;
+    }
+    if (strcmp(chosen, spool_path) != 0) {
+        /* Another live process (our parent, most likely) owns the name: take a per-pid name. */
+        snprintf(spool_path, sizeof spool_path, "%s", chosen);
+        lpr_lineage_pid_inserted();
+    }
+    lpr_lineage_started(h.origin_real_ns);
+    write_string(LP_STR_HOSTNAME, lpr_host, strlen(lpr_host));
+    write_string(LP_STR_EXE, lpr_exe_path, strlen(lpr_exe_path));
+    char cmd[8192];
+    size_t n = read_cmdline(cmd, sizeof cmd);
+    write_string(LP_STR_CMDLINE, cmd, n);
+    return 0;
+}
+
+static void init_heavy(void);
+
+/* Start-up, in two parts.
+ * The first hooked call of the process (or the constructor, whichever comes first) reads the
+ * environment, picks the clock and creates the spool: system calls and string formatting only,
+ * so it is safe wherever a hook runs, even inside a program's own allocator that is setting
+ * itself up. Recording starts there.
+ * The rest may allocate or look symbols up (dlsym, dlopen of libunwind, dl_iterate_phdr,
+ * pthread_atfork, sigaction): it runs from libprof's constructor or from an allocation hook,
+ * whichever comes first (LP_GATE_PENDING) — never from the mmap family or any other hook an
+ * allocator may call on its way up (chromium's built-in allocator hung there, issue 12). */
+void lpr_init_slow(int safe) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 0 && environ != NULL) {
+        /* environ NULL: too early (inside the dynamic loader): try again next call */
+        int expect = 0;
+        if (__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            int saved = errno;
+            uint8_t g = lpr_tls.guard;
+            lpr_tls.guard = 1;
+            uint32_t gate = 0;
+            lpr_pid = lpr_sys_getpid();
+            if (getauxval(AT_SECURE)) goto done; /* setuid/setgid: never trace, never write files */
+
+            long n = lpr_sys_readlink("/proc/self/exe", lpr_exe_path, sizeof lpr_exe_path - 1);
+            lpr_exe_path[n > 0 ? n : 0] = '\0';
+            if (gethostname(lpr_host, sizeof lpr_host) != 0) snprintf(lpr_host, sizeof lpr_host, "localhost");
+            lpr_host[sizeof lpr_host - 1] = '\0';
+            const char *base = strrchr(lpr_exe_path, '/');
+            struct lpr_pattern_ctx ctx = lpr_pattern = (struct lpr_pattern_ctx){
+                .pid = lpr_pid,
+                .start_time = (long)(lpr_real_ns() / 1000000000u),
+                .host = lpr_host,
+                .exe = base ? base + 1 : (lpr_exe_path[0] ? lpr_exe_path : "unknown"),
+            };
+            lpr_config_load(&lpr_cfg, env_get, &ctx);
+            if (!lpr_cfg.enabled) goto done;
+
+            lpr_alloc_timed = lpr_cfg.alloc_timing;
+            lpr_clock_init(lpr_cfg.clock);
+            lpr_call_init(lpr_cfg.min_ns);
+            lpr_tbuf_init(lpr_cfg.buffer_bytes);
+            if (start_spool(0) != 0) goto done;
+            gate = lpr_control_init(&lpr_cfg);
+            lpr_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lpr_cfg.output[0] ? lpr_cfg.output : "",
+                    lpr_cfg.csv[0] ? " and CSV " : "", lpr_cfg.csv, spool_path,
+                    lpr_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lpr_cfg.buffer_bytes / 1024);
+        done:
+            __atomic_fetch_or(&lpr_gate, LP_GATE_PENDING, __ATOMIC_RELAXED);
+            lpr_gate_set(gate); /* clears LP_GATE_UNINIT: recording starts */
+            __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+            lpr_tls.guard = g;
+            errno = saved;
+        }
+    }
+    if (safe && __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) init_heavy();
+}
+
+/* The set-up that may allocate or look symbols up; once, from a safe place (see lpr_init_slow). */
+static void init_heavy(void) {
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&heavy_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+    int saved = errno;
+    uint8_t g = lpr_tls.guard;
+    lpr_tls.guard = 1;
+    if (lpr_alloc_resolve) lpr_alloc_resolve();
+    if (lpr_io_resolve) lpr_io_resolve();
+    int on = lpr_spool_on;
+    if (on) {
+        lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
+        if (lpr_cfg.stacks && lpr_stacks_init(lpr_cfg.stacks) == 0) lpr_modules_write();
+        pthread_atfork(NULL, NULL, atfork_child);
+        if (lpr_signals_init) lpr_signals_init();
+        lpr_control_init_signal(&lpr_cfg);
+    }
+    /* hooks that can never record leave the program's way: all of them when libprof is off for
+     * good, else those of the families LIBPROF_EVENTS left out */
+    lpr_unhook(on ? lpr_cfg.families : 0);
+    __atomic_fetch_and(&lpr_gate, ~LP_GATE_PENDING, __ATOMIC_RELEASE);
+    __atomic_store_n(&heavy_state, 2, __ATOMIC_RELEASE);
+    lpr_tls.guard = g;
+    /* descriptors the program already has (stdin/out/err, inherited ones): their paths */
+    if (!g && on && (lpr_gate & (1u << LP_FAM_IO)) && lpr_io_start) lpr_io_start();
+    errno = saved;
+}
+
+
+__attribute__((constructor)) static void lpr_constructor(void) {
+    lpr_init_slow(1);
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) {
+        lpr_control_start_timers();
+        if (lpr_cfg.enabled && !lpr_cfg.children) {
+            uint8_t g = lpr_tls.guard;
+            lpr_tls.guard = 1; /* setenv's allocations are libprof's, not the program's */
+            lpr_lineage_forget_children();
+            lpr_tls.guard = g;
+        }
+    }
+}
+
+/* LIBPROF_FLAMEGRAPH: NAME.ext -> NAME.alloc.folded, NAME.leaks.folded, NAME.speedscope.json */
+static void flame_name(char *dst, size_t len, const char *trace, const char *suffix) {
+    snprintf(dst, len, "%s", trace);
+    char *slash = strrchr(dst, '/'), *dot = strrchr(dst, '.');
+    if (dot && (!slash || dot > slash)) *dot = '\0';
+    size_t n = strlen(dst);
+    snprintf(dst + n, len - n, "%s", suffix);
+}
+
+/* Write the spool's conversions (Chrome JSON, CSV, summary, flame graphs). Returns 0 or -1. */
+int lpr_convert_spool(const char *chrome, const char *csv) {
+    struct lp_reader r;
+    char err[256];
+    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32];
+    int flame = lpr_cfg.flamegraph && lpr_stack_depth;
+    if (flame) {
+        const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
+        flame_name(fold, sizeof fold, base, ".alloc.folded");
+        flame_name(leaks, sizeof leaks, base, ".leaks.folded");
+        flame_name(ss, sizeof ss, base, ".speedscope.json");
+    }
+    if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
+        lpr_warn("cannot read back %s: %s", spool_path, err);
+        return -1;
+    }
+    struct lp_convert_opts o = {.chrome_path = chrome,
+                                .chrome_fd = -1,
+                                .csv_path = csv,
+                                .summary_fd = lpr_cfg.summary ? STDERR_FILENO : -1,
+                                .alloc_min = lpr_cfg.alloc_min,
+                                .trace_label = lpr_cfg.output[0] ? lpr_cfg.output : NULL,
+                                .folded_path = flame ? fold : NULL,
+                                .folded_leaks_path = flame ? leaks : NULL,
+                                .speedscope_path = flame ? ss : NULL};
+    int rc = lp_convert(&r, &o, err, sizeof err);
+    if (rc != 0) lpr_warn("%s", err);
+    lp_reader_close(&r);
+    return rc;
+}
+
+static int convert_at_exit(void) {
+    return lpr_convert_spool(lpr_cfg.raw_output ? NULL : (lpr_cfg.output[0] ? lpr_cfg.output : NULL),
+                      lpr_cfg.csv[0] ? lpr_cfg.csv : NULL);
+}
+
+/* The peak resident set of the process so far ("max used", beside the heap's "max allocated"). */
+static uint64_t max_rss_kib(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss : 0;
+}
+
+void lpr_write_end(int status, int sig) {
+    struct lp_end e = {
+        .end_ticks = lpr_ticks() - lpr_origin_ticks,
+        .events_written = lpr_tbuf_events_written(),
+        .events_dropped = __atomic_load_n(&lpr_events_dropped, __ATOMIC_RELAXED),
+        .chunks_written = __atomic_load_n(&lpr_chunks_written, __ATOMIC_RELAXED),
+        .exit_status = status,
+        .signal = (uint32_t)sig,
+        .stacks_unique = lpr_stacks_unique(),
+        .stacks_dropped = lpr_stacks_dropped(),
+        .max_rss_kib = max_rss_kib(),
+    };
+    lpr_spool_write(LP_CHUNK_END, lpr_gettid(), &e, sizeof e, NULL, 0);
+}
+
+/* A fatal signal: the async-signal-safe part of lpr_finish — flush what every thread recorded
+ * and close the raw spool with an END chunk naming the signal. No conversion (it allocates):
+ * the spool stays on disk for libprof-report. */
+void lpr_finish_signal(int sig) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lpr_spool_on) return;
+    if (lpr_sys_getpid() != lpr_pid) return;
+    if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
+    lpr_tls.guard = 1;
+    lpr_gate_set(0);
+    lpr_tbuf_flush_all(1);
+    lpr_spool_recover();
+    lpr_stacks_write();
+    lpr_write_end(-1, sig);
+    if (!lpr_cfg.raw_output) { /* say where the trace is: write(2) only, no formatting library */
+        char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ':', ' '};
+        const char *parts[] = {"libprof: signal ", num + (sig < 10), "raw trace kept in ", spool_path,
+                               " (convert it with libprof-report)\n"};
+        for (int i = 0; i < 5; i++) {
+            size_t n = i == 1 ? (size_t)(sig < 10 ? 3 : 4) : strlen(parts[i]); /* num has no NUL */
+            lpr_sys_write(STDERR_FILENO, parts[i], n);
+        }
+    }
+}
+
+int lpr_finish_with_signal; /* the terminating signal lpr_finish records, if any */
+
+/* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
+ * and write the conversions. Runs once per process, from the destructor or from an _exit()
+ * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
+void lpr_finish(int status) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lpr_spool_on) return;
+    if (lpr_sys_getpid() != lpr_pid) return; /* a vfork child, or a raw clone */
+    if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
+    int saved = errno;
+    lpr_tls.guard = 1;
+    lpr_gate_set(0);
+    lpr_tbuf_flush_all(0);
+    lpr_tbuf_close_lives();
+    lpr_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */
+    lpr_modules_write();
+    lpr_stacks_write();
+    lpr_tbuf_write_thread_names();
+    lpr_write_end(status, lpr_finish_with_signal);
+    int rc = 0;
+    if (!lpr_cfg.raw_output || lpr_cfg.csv[0] || lpr_cfg.summary || lpr_cfg.flamegraph) rc = convert_at_exit();
+    lpr_spool_stop();
+    if (rc == 0 && !lpr_cfg.raw_output && !lpr_cfg.keep_raw) lpr_sys_unlink(spool_path);
+    else if (rc != 0 && !lpr_cfg.raw_output)
+        lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
+    lpr_lineage_sweep(); /* traces of this run's killed processes */
+    lpr_info("trace: %s%s%s (%llu events, %llu dropped)", lpr_cfg.raw_output ? spool_path : lpr_cfg.output,
+            lpr_cfg.csv[0] ? ", csv: " : "", lpr_cfg.csv, (unsigned long long)lpr_tbuf_events_written(),
+            (unsigned long long)__atomic_load_n(&lpr_events_dropped, __ATOMIC_RELAXED));
+    errno = saved;
+}
+
+/* The status given to exit(), when the program called it (returning from main does not). */
+int lpr_exit_status = -1;
+
+/* Runs from _dl_fini; a preloaded library is finalized after the program and its libraries, so
+ * nearly every event reaches the trace. */
+__attribute__((destructor)) static void lpr_destructor(void) { lpr_finish(lpr_exit_status); }

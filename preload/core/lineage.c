@@ -1,0 +1,576 @@
+/* lineage.c: how a profiled process relates to the others of its run — the recorder's
+ * counterpart of hooks/exec.c and hooks/process.c. The names it takes (a descendant's .PID, a
+ * forked child's own name, never an earlier process's trace when a pid comes back), what it
+ * leaves behind across an exec (the outgoing image's trace; libprof put back into a cleaned
+ * environment), what it does when it gives up root, and the traces of processes that were
+ * killed before they could write their own (converted by their parent, or by the next process of
+ * the run that exits). The life of one process (start-up, fork, flush, conversion) is life.c's. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lp.h"
+#include "sys.h"
+#include "lib/convert.h"
+#include "lib/reader.h"
+
+extern char **environ;
+
+static int pid_named;          /* the output names carry this process's pid (%p, or .PID inserted) */
+static uint64_t start_real_ns; /* CLOCK_REALTIME when this process's spool was made */
+static int spool_gone;         /* the spool's name was given up before an exec (lpr_exec_prepare) */
+static int exec_fd = -1;       /* the spool's content while an exec is under way */
+static char inj_self[PATH_MAX]; /* this libprof.so's path (see save_exec_env) */
+static void save_exec_env(void);
+
+#define spool_path lpr_spool_name()
+
+/* ---- names ------------------------------------------------------------------------------------ */
+
+/* The name a forked child gives `path` (expanded from `pattern`): the pattern expanded again
+ * with the child's pid when it has %p, else the parent's name with ".PID" inserted. */
+static void child_name(char *path, size_t len, const char *pattern) {
+    if (!path[0]) return;
+    pid_named = 1;
+    if (pattern && *pattern && strstr(pattern, "%p") && lpr_expand_pattern(pattern, &lpr_pattern, path, len) == 0) return;
+    lpr_path_insert_pid(path, len, lpr_pid);
+}
+
+/* Is `entry` ("NAME=value") in the environment our parent process started with? */
+static int parent_env_has(const char *entry) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%ld/environ", (long)getppid());
+    int fd = lpr_sys_open(path, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    size_t want = strlen(entry) + 1, have = 0; /* bytes of the current entry matched so far */
+    int match = 1, found = 0;
+    long n;
+    while (!found && (n = lpr_sys_read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n && !found; i++) {
+            char c = buf[i];
+            if (match && have < want && c == (have + 1 == want ? '\0' : entry[have])) {
+                have++;
+                if (have == want) found = 1;
+            } else {
+                match = 0;
+            }
+            if (c == '\0') { have = 0; match = 1; }
+        }
+    }
+    lpr_sys_close(fd);
+    return found;
+}
+
+/* A process started by a traced process (make running gcc, a shell running a pipeline) inherits
+ * LIBPROF_OUTPUT. If the pattern has no %p, the parent's trace and ours would share one name, so
+ * ours gets ".PID" inserted before the extension. */
+static void name_descendant(void) {
+    static const char *const vars[] = {"LIBPROF_OUTPUT", "LIBPROF_CSV", "LIBPROF"};
+    int inherited = 0;
+    for (size_t i = 0; i < 3 && !inherited; i++) {
+        const char *v = getenv(vars[i]);
+        char entry[PATH_MAX + 32];
+        if (!v || !*v) continue;
+        snprintf(entry, sizeof entry, "%s=%s", vars[i], v);
+        inherited = parent_env_has(entry);
+    }
+    if (!inherited) return;
+    const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
+    if (lpr_cfg.output[0] && o && *o && !strstr(o, "%p")) lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
+    if (lpr_cfg.csv[0] && c && *c && !strstr(c, "%p")) lpr_path_insert_pid(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_pid);
+    pid_named = 1;
+}
+
+/* Outputs named after the pid must not overwrite the trace of an earlier process that had the
+ * same pid (pids are reused within a long run: 32768 of them here). Such a name that already
+ * exists gets ".2", ".3" ... inserted. Returns 0, or -1 when no free name was found. */
+static int avoid_reused_pid(void) {
+    if (!pid_named) return 0;
+    char out[sizeof lpr_cfg.output], csv[sizeof lpr_cfg.csv];
+    struct stat st;
+    for (long k = 1; k < 100; k++) {
+        snprintf(out, sizeof out, "%s", lpr_cfg.output);
+        snprintf(csv, sizeof csv, "%s", lpr_cfg.csv);
+        if (k > 1 && ((out[0] && lpr_path_insert_pid(out, sizeof out, k)) || (csv[0] && lpr_path_insert_pid(csv, sizeof csv, k))))
+            return -1;
+        int taken = (out[0] && lpr_sys_stat(out, &st) == 0) || (csv[0] && lpr_sys_stat(csv, &st) == 0);
+        if (!lpr_cfg.raw_output && out[0]) { /* a killed process's spool holds the name too */
+            char spool[sizeof out + 8];
+            snprintf(spool, sizeof spool, "%s.lpt", out);
+            taken |= lpr_sys_stat(spool, &st) == 0;
+        }
+        if (!taken) {
+            snprintf(lpr_cfg.output, sizeof lpr_cfg.output, "%s", out);
+            snprintf(lpr_cfg.csv, sizeof lpr_cfg.csv, "%s", csv);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Make `path` absolute against the current directory: the spool is reopened for every write and
+ * the outputs are written at exit, after the program may have changed directory. */
+void lpr_make_absolute(char *path, size_t len) {
+    if (!path[0] || path[0] == '/') return;
+    char cwd[PATH_MAX], tmp[PATH_MAX];
+    long n = LP_SYS(SYS_getcwd, cwd, sizeof cwd, 0);
+    if (n <= 0 || cwd[0] != '/') return;
+    if (snprintf(tmp, sizeof tmp, "%s/%s", cwd, path) >= (int)sizeof tmp) return;
+    snprintf(path, len, "%s", tmp);
+}
+
+/* The names this process's outputs take (before its spool is made): `forked`, a forked child's
+ * own; else the pattern's, made absolute, with .PID for a descendant of a process that writes
+ * the same name; and in both cases never an earlier process's trace. 0, or -1 (said why). */
+int lpr_lineage_names(int forked) {
+    if (forked) {
+        if (lpr_cfg.raw_output || lpr_cfg.output[0] || lpr_cfg.csv[0]) {
+            child_name(lpr_cfg.output, sizeof lpr_cfg.output, getenv("LIBPROF_OUTPUT"));
+            child_name(lpr_cfg.csv, sizeof lpr_cfg.csv, getenv("LIBPROF_CSV"));
+        }
+    } else {
+        lpr_make_absolute(lpr_cfg.output, sizeof lpr_cfg.output);
+        lpr_make_absolute(lpr_cfg.csv, sizeof lpr_cfg.csv);
+        const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
+        pid_named = (o && strstr(o, "%p")) || (c && strstr(c, "%p"));
+        name_descendant();
+    }
+    if (avoid_reused_pid() != 0) {
+        lpr_warn("every variant of %s is taken; not profiling", lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv);
+        return -1;
+    }
+    return 0;
+}
+
+/* Another live process owned the spool's name: the outputs take ".PID" too. */
+void lpr_lineage_pid_inserted(void) {
+    if (lpr_cfg.output[0]) lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
+    if (lpr_cfg.csv[0]) lpr_path_insert_pid(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_pid);
+    pid_named = 1;
+}
+
+/* The spool exists since `real_ns` (CLOCK_REALTIME): spools of this run begin after it. */
+void lpr_lineage_started(uint64_t real_ns) { start_real_ns = real_ns; }
+
+/* At the end of the start-up (safe to look symbols up): what an exec'd program needs to be
+ * profiled too, and where libprof-report is for converting a killed child's trace. */
+void lpr_lineage_init(void) {
+    save_exec_env();
+    lpr_spawn_init(inj_self);
+}
+
+/* ---- LIBPROF_CHILDREN=0 ------------------------------------------------------------------------ */
+
+/* LIBPROF_CHILDREN=0: take libprof out of the environment that child processes inherit —
+ * its entry in LD_PRELOAD (other preloads stay) and every LIBPROF* variable. This runs in the
+ * constructor, once the C library is up; the program itself then sees the cleaned environment. */
+static int is_self(const char *entry, size_t n);
+
+void lpr_lineage_forget_children(void) {
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre) {
+        char keep[PATH_MAX * 2];
+        size_t k = 0;
+        const char *p = pre;
+        while (*p) {
+            size_t n = strcspn(p, ": ");
+            if (n && !is_self(p, n) && k + n + 2 < sizeof keep) {
+                if (k) keep[k++] = ':';
+                memcpy(keep + k, p, n);
+                k += n;
+            }
+            p += n;
+            if (*p) p++;
+        }
+        keep[k] = '\0';
+        if (k) setenv("LD_PRELOAD", keep, 1);
+        else unsetenv("LD_PRELOAD");
+    }
+    for (;;) { /* unsetenv reshuffles environ: rescan until no LIBPROF* is left */
+        char name[128] = "";
+        for (char **e = environ; *e; e++) {
+            if (strncmp(*e, "LIBPROF", 7)) continue;
+            size_t n = strcspn(*e, "=");
+            if (n < sizeof name) {
+                memcpy(name, *e, n);
+                name[n] = '\0';
+            }
+            break;
+        }
+        if (!name[0]) break;
+        unsetenv(name);
+    }
+}
+
+/* ---- giving up privileges -------------------------------------------------------------------
+ * A process that changes its user (a daemon dropping root, CPython's subprocess with user=)
+ * reopens its spool and writes its outputs as the new user from then on. If that user can write
+ * where the trace goes, the spool is handed to it and recording goes on; otherwise the trace is
+ * written now, while the process still can, and recording ends there (said once). */
+
+/* Can `uid` create files in the directory of `path`? By the mode bits: owner or other write
+ * permission (group membership is not looked up: a group-writable directory counts as no). */
+static int dir_writable_by(const char *path, unsigned uid) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    struct stat st;
+    if (lpr_sys_stat(dir, &st) != 0) return 0;
+    if (uid == 0) return 1;
+    return (st.st_uid == uid && (st.st_mode & S_IWUSR)) || (st.st_mode & S_IWOTH);
+}
+
+void lpr_uid_change(unsigned new_euid) {
+    if (!lpr_recording()) return;
+    unsigned cur = (unsigned)LP_SYS(SYS_geteuid, 0, 0, 0);
+    if (new_euid == cur) return;
+    int ok = dir_writable_by(spool_path, new_euid) && (!lpr_cfg.output[0] || dir_writable_by(lpr_cfg.output, new_euid)) &&
+             (!lpr_cfg.csv[0] || dir_writable_by(lpr_cfg.csv, new_euid));
+    if (ok) {
+        int rc = (int)LP_SYS(SYS_chown, spool_path, new_euid, -1);
+        if (rc == 0) return;
+        struct stat st;
+        if (lpr_sys_stat(spool_path, &st) == 0 && st.st_uid == new_euid) return;
+    }
+    lpr_warn("the process takes user id %u, which cannot write %s: its trace ends here", new_euid,
+            lpr_cfg.output[0] ? lpr_cfg.output : spool_path);
+    lpr_finish(-1);
+}
+
+/* ---- children that were killed -------------------------------------------------------------
+ * A child killed by SIGKILL (a test runner's timeout, chromium shutting down its renderers)
+ * cannot write its own trace; one killed in the middle of its conversion leaves a half-written
+ * temporary file. When a profiled parent reaps a child that died by a signal, it looks for that
+ * child's spool beside its own outputs and converts it (cut short at the child's last written
+ * chunk: metadata.libprof.complete is false and .signal says which signal), so no raw file is
+ * left behind unasked. Only JSON/CSV spools are converted; a raw trace (.lpt output) is the
+ * trace the user asked for. */
+
+/* Does the spool at `path` belong to process `pid`? */
+static int spool_of(const char *path, int pid) {
+    int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return 0;
+    struct lp_file_header h;
+    long n = lpr_sys_pread(fd, &h, sizeof h, 0);
+    lpr_sys_close(fd);
+    return n == (long)sizeof h && !memcmp(h.magic, LP_FORMAT_MAGIC, 8) && (int)h.pid == pid;
+}
+
+static void convert_orphan(const char *spool, int pid, int sig) {
+    char out[PATH_MAX + 64], tmp[PATH_MAX + 96], csv[PATH_MAX + 64];
+    size_t n = strlen(spool);
+    if (n < 5 || n >= sizeof out) return;
+    memcpy(out, spool, n - 4);
+    out[n - 4] = '\0'; /* NAME.json, or NAME.csv */
+    const char *dot = strrchr(out, '.');
+    int is_csv = dot && !strcmp(dot, ".csv");
+    int with_csv = 0;
+    if (!is_csv && dot && lpr_cfg.csv[0] && lpr_cfg.output[0]) { /* LIBPROF=1: NAME.csv beside NAME.json */
+        size_t a = strlen(lpr_cfg.output), b = strlen(lpr_cfg.csv);
+        with_csv = a == b && a > 5 && !strncmp(lpr_cfg.output, lpr_cfg.csv, a - 5);
+        snprintf(csv, sizeof csv, "%.*s.csv", (int)(dot - out), out);
+    }
+    /* what the child's own conversion left half-written */
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", out, pid);
+    lpr_sys_unlink(tmp);
+    if (with_csv) {
+        snprintf(tmp, sizeof tmp, "%s.tmp%d", csv, pid);
+        lpr_sys_unlink(tmp);
+    }
+    /* in a process of its own, so that the parent (chromium's browser, a test runner) does not
+     * wait for it; in this process only when libprof-report cannot be found */
+    char sigtxt[16];
+    snprintf(sigtxt, sizeof sigtxt, "%d", sig);
+    const char *args[16];
+    int k = 0;
+    args[k++] = spool;
+    args[k++] = is_csv ? "--csv" : "--chrome";
+    args[k++] = out;
+    if (with_csv) {
+        args[k++] = "--csv";
+        args[k++] = csv;
+    }
+    if (sig) {
+        args[k++] = "--killed-by";
+        args[k++] = sigtxt;
+    }
+    args[k++] = "--remove-raw";
+    args[k++] = "-q";
+    args[k] = NULL;
+    if (lpr_spawn_report(args, -1) == 0) {
+        lpr_info("process %d ended without writing its trace (signal %d): converting %s", pid, sig, spool);
+        return;
+    }
+    struct lp_reader r;
+    char err[256];
+    if (lp_reader_open(&r, spool, err, sizeof err) != 0) {
+        lpr_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
+                spool, err);
+        return;
+    }
+    struct lp_convert_opts o = {.chrome_path = is_csv ? NULL : out, .chrome_fd = -1,
+                                .csv_path = is_csv ? out : with_csv ? csv : NULL, .summary_fd = -1,
+                                .alloc_min = r.hdr.alloc_min, .killed_by = sig};
+    int rc = lp_convert(&r, &o, err, sizeof err);
+    lp_reader_close(&r);
+    if (rc == 0) {
+        lpr_sys_unlink(spool);
+        lpr_info("process %d ended without writing its trace (signal %d); converted, cut short, to %s", pid, sig, out);
+    } else {
+        lpr_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
+                spool, err);
+    }
+}
+
+/* Call `fn` for every spool (*.lpt, not ours) in the directory of our own spool whose name
+ * contains `needle` (NULL: any); stops when `fn` returns nonzero. */
+static void each_spool(const char *needle, int (*fn)(const char *path, void *arg), void *arg) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", spool_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+    int dfd = lpr_sys_open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY, 0);
+    if (dfd < 0) return;
+    char buf[8192];
+    long k;
+    int stop = 0;
+    while (!stop && (k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < k && !stop;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + off);
+            off += d->reclen;
+            size_t len = strlen(d->name);
+            if (len < 5 || strcmp(d->name + len - 4, ".lpt") || (needle && !strstr(d->name, needle))) continue;
+            char path[PATH_MAX + 64];
+            if (snprintf(path, sizeof path, "%s/%s", dir, d->name) >= (int)sizeof path || !strcmp(path, spool_path)) continue;
+            stop = fn(path, arg);
+        }
+    }
+    lpr_sys_close(dfd);
+}
+
+struct reaped { int pid, sig; };
+
+static int convert_if_reaped(const char *path, void *arg) {
+    struct reaped *c = arg;
+    if (!spool_of(path, c->pid)) return 0;
+    convert_orphan(path, c->pid, c->sig);
+    return 1;
+}
+
+/* A child `pid` was reaped with wait status `status` (from the wait family's hooks). */
+void lpr_child_reaped(int pid, int status) {
+    if (pid <= 0 || !WIFSIGNALED(status)) return;
+    if (!lpr_recording() || lpr_cfg.raw_output) return;
+    int saved = errno;
+    uint8_t g = lpr_guard_hold(&lpr_tls);
+    char pidtxt[24];
+    snprintf(pidtxt, sizeof pidtxt, "%d", pid);
+    struct reaped c = {pid, WTERMSIG(status)};
+    each_spool(pidtxt, convert_if_reaped, &c); /* the child's name carries its pid (%p, .PID) */
+    lpr_guard_restore(&lpr_tls, g);
+    errno = saved;
+}
+
+/* At exit: spools of this run whose process is gone without converting them — killed while no
+ * profiled parent was there to reap it (an orphan of a killed shell, say). "Of this run": begun
+ * after this process began; "gone": no such pid any more (a zombie still counts as alive, so a
+ * process still converting its own trace is never touched). */
+static int convert_if_orphan(const char *path, void *arg) {
+    uint64_t since = *(uint64_t *)arg;
+    int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return 0;
+    struct lp_file_header h;
+    long n = lpr_sys_pread(fd, &h, sizeof h, 0);
+    lpr_sys_close(fd);
+    if (n != (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) || h.origin_real_ns < since || !h.pid) return 0;
+    if (lpr_sys_kill((int)h.pid, 0) != -ESRCH) return 0;
+    convert_orphan(path, (int)h.pid, 0);
+    return 0;
+}
+
+void lpr_lineage_sweep(void) {
+    if (lpr_cfg.raw_output) return;
+    uint64_t since = start_real_ns;
+    each_spool(NULL, convert_if_orphan, &since);
+}
+
+/* ---- exec ------------------------------------------------------------------------------------
+ * The image that execs writes its trace under its name with ".exec-EXE" inserted; the program
+ * that replaces it (same pid) takes the plain name. So a launcher script that ends with
+ * `exec real-program` gives the user the real program's trace where they asked for it. */
+
+static char exec_json[PATH_MAX + 64], exec_csv[PATH_MAX + 64], exec_lpt[PATH_MAX + 64];
+
+static void exec_name(char *dst, size_t len, const char *src) {
+    dst[0] = '\0';
+    if (!src[0]) return;
+    char tag[96];
+    const char *slash = strrchr(lpr_exe_path, '/');
+    snprintf(tag, sizeof tag, "exec-%s", slash ? slash + 1 : "unknown");
+    snprintf(dst, len, "%s", src);
+    char *s2 = strrchr(dst, '/');
+    char *dot = strrchr(dst, '.');
+    if (!dot || (s2 && dot < s2)) dot = dst + strlen(dst);
+    char tail[PATH_MAX];
+    snprintf(tail, sizeof tail, "%s", dot);
+    size_t head = (size_t)(dot - dst);
+    snprintf(dst + head, len - head, ".%s%s", tag, tail);
+}
+
+/* Before an exec in this process: everything recorded so far becomes the outgoing image's
+ * trace. The spool must not outlive a successful exec (nobody would remove it), yet a failed
+ * exec must find everything again; so the spool's content is held through one close-on-exec
+ * descriptor while its name is given up: a successful exec closes it and the file is gone, a
+ * failed one writes it back (lpr_exec_failed). Writes of other threads in that window are counted
+ * as dropped. */
+void lpr_exec_prepare(void) {
+    if (!lpr_recording()) return;
+    int saved = errno;
+    uint8_t g = lpr_tls.guard;
+    lpr_tls.guard = 1;
+    lpr_tbuf_flush_all(0);
+    lpr_spool_recover();
+    lpr_tbuf_write_thread_names();
+    lpr_modules_write();
+    lpr_stacks_write();
+    lpr_write_end(-1, 0);
+    exec_name(exec_json, sizeof exec_json, lpr_cfg.raw_output ? "" : lpr_cfg.output);
+    exec_name(exec_csv, sizeof exec_csv, lpr_cfg.csv);
+    exec_lpt[0] = '\0';
+    if (!lpr_cfg.raw_output) lpr_convert_spool(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
+    lpr_spool_stop();
+    if (lpr_cfg.raw_output || lpr_cfg.keep_raw) { /* the raw trace is wanted: it moves to the exec name */
+        exec_name(exec_lpt, sizeof exec_lpt, spool_path);
+        if (lpr_sys_rename(spool_path, exec_lpt) != 0) exec_lpt[0] = '\0';
+    } else {
+        exec_fd = lpr_sys_open(spool_path, O_RDONLY, 0);
+        lpr_sys_unlink(spool_path);
+    }
+    spool_gone = 1;
+    lpr_tls.guard = g;
+    errno = saved;
+}
+
+/* Write the held spool content back under its name; 0 or -1. */
+static int restore_spool(int from) {
+    int to = lpr_sys_open(spool_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+    if (to < 0) return -1;
+    long n;
+    while ((n = lpr_sys_copy_file_range(from, to, 1 << 30)) > 0) {}
+    if (n < 0) { /* no copy_file_range here: copy through a buffer */
+        char buf[16384];
+        uint64_t off = 0;
+        while ((n = lpr_sys_pread(from, buf, sizeof buf, off)) > 0 && lpr_sys_write(to, buf, (size_t)n) == n) off += (uint64_t)n;
+    }
+    lpr_sys_close(to);
+    return n == 0 ? 0 : -1;
+}
+
+/* The exec failed: the process goes on and its trace at exit will cover everything, under the
+ * plain name again; the outgoing-image files are removed. */
+void lpr_exec_failed(void) {
+    if (!spool_gone || lpr_sys_getpid() != lpr_pid) return;
+    int saved = errno;
+    uint8_t g = lpr_tls.guard;
+    lpr_tls.guard = 1;
+    int back = 0;
+    if (exec_lpt[0]) back = lpr_sys_rename(exec_lpt, spool_path) == 0;
+    else if (exec_fd >= 0) back = restore_spool(exec_fd) == 0;
+    if (exec_fd >= 0) lpr_sys_close(exec_fd);
+    exec_fd = -1;
+    if (back) {
+        spool_gone = 0;
+        lpr_spool_resume();
+    } else {
+        lpr_warn("the trace could not be kept across a failed exec; recording stops");
+        lpr_stop_for_good();
+    }
+    if (exec_json[0]) lpr_sys_unlink(exec_json);
+    if (exec_csv[0]) lpr_sys_unlink(exec_csv);
+    exec_lpt[0] = exec_json[0] = exec_csv[0] = '\0';
+    lpr_tls.guard = g;
+    errno = saved;
+}
+
+/* What an exec'd program needs to be profiled too, saved at start-up while the environment is
+ * still the one libprof was started with: libprof's own path and every LIBPROF* variable. */
+static char inj_arena[8192];
+static const char *inj_vars[48];
+static int inj_count;
+
+static void save_exec_env(void) {
+    Dl_info self;
+    if (dladdr((void *)lpr_init_slow, &self) && self.dli_fname && self.dli_fname[0] == '/')
+        snprintf(inj_self, sizeof inj_self, "%s", self.dli_fname);
+    size_t used = 0;
+    for (char **e = environ; *e && inj_count < 48; e++) {
+        if (strncmp(*e, "LIBPROF", 7)) continue;
+        size_t n = strlen(*e) + 1;
+        if (used + n > sizeof inj_arena) break;
+        memcpy(inj_arena + used, *e, n);
+        inj_vars[inj_count++] = inj_arena + used;
+        used += n;
+    }
+}
+
+static int has_var(char *const envp[], const char *entry) {
+    size_t n = strcspn(entry, "=") + 1;
+    for (int i = 0; envp && envp[i]; i++)
+        if (!strncmp(envp[i], entry, n)) return 1;
+    return 0;
+}
+
+/* Is the LD_PRELOAD entry of `n` bytes at `entry` this libprof.so? */
+static int is_self(const char *entry, size_t n) {
+    return inj_self[0] && n == strlen(inj_self) && !strncmp(entry, inj_self, n);
+}
+
+/* Does the LD_PRELOAD value `v` name libprof? */
+static int preload_has_self(const char *v) {
+    for (const char *p = v; *p;) {
+        size_t n = strcspn(p, ": ");
+        if (is_self(p, n)) return 1;
+        p += n;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+/* LIBPROF_CHILDREN=1 (the default): if `envp`, about to be passed to an exec, lost libprof (a
+ * program that cleans its children's environment), build in `out` (room for `outlen` pointers)
+ * a copy with libprof's LD_PRELOAD entry and the LIBPROF* variables put back, using `buf` for
+ * the new LD_PRELOAD string. Returns 1 when `out` is to be used, 0 when `envp` is fine as it is
+ * (or cannot be extended). No allocation: this runs in vfork children too. */
+int lpr_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen) {
+    if (!inj_self[0] || !lpr_cfg.enabled || !lpr_cfg.children) return 0; /* set-up not done, or not wanted */
+    const char *pre = NULL;
+    size_t n = 0;
+    for (; envp && envp[n]; n++)
+        if (!strncmp(envp[n], "LD_PRELOAD=", 11)) pre = envp[n] + 11;
+    int need_pre = !pre || !preload_has_self(pre), need_vars = 0;
+    for (int i = 0; i < inj_count; i++) need_vars |= !has_var(envp, inj_vars[i]);
+    if (!need_pre && !need_vars) return 0;
+    if (n + (size_t)inj_count + 2 > outlen) return 0;
+    int w = snprintf(buf, buflen, "LD_PRELOAD=%s%s%s", inj_self, pre && *pre ? ":" : "", pre ? pre : "");
+    if (w < 0 || (size_t)w >= buflen) return 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], "LD_PRELOAD=", 11)) out[k++] = envp[i];
+    out[k++] = buf;
+    for (int i = 0; i < inj_count; i++)
+        if (!has_var(envp, inj_vars[i])) out[k++] = (char *)inj_vars[i];
+    out[k] = NULL;
+    return 1;
+}
+

@@ -1,0 +1,61 @@
+/* os.c: lib/os.h inside the profiled program — the real functions (real.c) and raw system calls
+ * (sys.h), so that the conversion at exit, which runs lib/ code in the program's process, never
+ * passes through libprof's own hooks. (libprof-report links lib/os_libc.c instead.) */
+#define _GNU_SOURCE
+#include "lib/os.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lp.h"
+#include "sys.h"
+
+static long ret(long r) {
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+void *lp_os_malloc(size_t n) {
+    lpr_real_resolve_alloc();
+    return lpr_real.malloc(n);
+}
+void *lp_os_calloc(size_t n, size_t size) {
+    lpr_real_resolve_alloc();
+    return lpr_real.calloc(n, size);
+}
+void *lp_os_realloc(void *p, size_t n) {
+    lpr_real_resolve_alloc();
+    return lpr_real.realloc(p, n);
+}
+void lp_os_free(void *p) {
+    lpr_real_resolve_alloc();
+    lpr_real.free(p);
+}
+int lp_os_open(const char *path, int flags, int mode) { return (int)ret(lpr_sys_open(path, flags, mode)); }
+int lp_os_close(int fd) { return (int)ret(lpr_sys_close(fd)); }
+ssize_t lp_os_write(int fd, const void *buf, size_t n) { return ret(lpr_sys_write(fd, buf, n)); }
+void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    long r = (long)lpr_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off);
+    return lpr_sys_failed(r) ? (errno = (int)-r, MAP_FAILED) : (void *)r;
+}
+int lp_os_munmap(void *addr, size_t len) { return (int)ret(lpr_sys_munmap(addr, len)); }
+int lp_os_rename(const char *from, const char *to) { return (int)ret(lpr_sys_rename(from, to)); }
+int lp_os_unlink(const char *path) { return (int)ret(lpr_sys_unlink(path)); }
+void *lp_os_dlopen(const char *path, int flags) {
+    lpr_real_resolve();
+    return lpr_real.dlopen(path, flags);
+}
+
+char *lp_os_strndup(const char *s, size_t n) {
+    size_t len = strnlen(s, n);
+    char *d = lp_os_malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}

@@ -1,0 +1,51 @@
+/* real.c: the C library's functions that libprof calls on its own behalf and also intercepts —
+ * the next malloc family (glibc's, or an allocator preloaded after libprof), dlopen, dlclose,
+ * pthread_create, sigaction, signal — found once with dlsym(RTLD_NEXT) and called only through
+ * this table (lpr_real), never through libprof's own exported names: what libprof does for
+ * itself never reaches its hooks, so it never appears in a user's trace. Everything else the
+ * core asks of the kernel is a raw system call (sys.h); lib/ reaches both through os.c.
+ *
+ * dlsym may itself call calloc before calloc is known: while the allocation functions are being
+ * resolved (lpr_real_resolving), the allocation hooks serve such requests from their bootstrap
+ * pool (hooks/alloc.c). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "lp.h"
+#include "sys.h"
+
+struct lpr_real_fns lpr_real;
+LP_TLS int lpr_real_resolving;
+
+#define RESOLVE(fn) lpr_real.fn = (__typeof__(lpr_real.fn))dlsym(RTLD_NEXT, #fn)
+
+void lpr_real_resolve_alloc(void) {
+    if (lpr_real.free) return;
+    lpr_real_resolving = 1;
+    RESOLVE(calloc);
+    RESOLVE(malloc);
+    RESOLVE(realloc);
+    RESOLVE(posix_memalign);
+    RESOLVE(aligned_alloc);
+    RESOLVE(memalign);
+    RESOLVE(valloc);
+    RESOLVE(pvalloc);
+    RESOLVE(free); /* last: it is the "resolved" flag */
+    lpr_real_resolving = 0;
+    if (!lpr_real.malloc || !lpr_real.free || !lpr_real.calloc || !lpr_real.realloc) {
+        static const char msg[] = "libprof: cannot find the real malloc; aborting\n";
+        lpr_sys_write(2, msg, sizeof msg - 1);
+        abort();
+    }
+}
+
+void lpr_real_resolve(void) {
+    lpr_real_resolve_alloc();
+    if (lpr_real.dlopen) return;
+    RESOLVE(dlclose);
+    RESOLVE(pthread_create);
+    RESOLVE(sigaction);
+    RESOLVE(signal);
+    RESOLVE(dlopen); /* last: it is the "resolved" flag */
+}
