@@ -59,10 +59,21 @@ const char *const lp_call_args[LP_CALL_COUNT] = {
 #undef LP_X
 };
 const char *const lp_family_names[LP_FAM_COUNT] = {
-#define LP_X(id, name) name,
+#define LP_X(id, name, kernel) name,
     LP_FAMILIES(LP_X)
 #undef LP_X
 };
+const uint8_t lp_family_kernel[LP_FAM_COUNT] = {
+#define LP_X(id, name, kernel) kernel,
+    LP_FAMILIES(LP_X)
+#undef LP_X
+};
+
+int lp_family_find(const char *name, size_t len) {
+    for (int f = 0; f < LP_FAM_COUNT; f++)
+        if (strlen(lp_family_names[f]) == len && !strncmp(lp_family_names[f], name, len)) return f;
+    return -1;
+}
 
 void lp_header_init(struct lp_file_header *h, uint32_t clock) {
     memset(h, 0, sizeof *h);

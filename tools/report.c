@@ -128,10 +128,14 @@ static int cmp_ts(const void *x, const void *y) {
     return a->ts_ns < b->ts_ns ? -1 : a->ts_ns > b->ts_ns;
 }
 
+/* A slice of this category is a compute kernel: libprof's kernel families (the family table),
+ * and the kernel categories of other profilers' traces (PyTorch, ONNX Runtime, CUDA). */
 static int is_kernel_cat(const char *cat) {
-    static const char *const cats[] = {"blas", "dnnl", "omp", "kernel", "Kernel", "gpu_op", "cuda_runtime"};
-    for (size_t i = 0; i < sizeof cats / sizeof *cats; i++)
-        if (!strcmp(cat, cats[i])) return 1;
+    int f = lp_family_find(cat, strlen(cat));
+    if (f >= 0) return lp_family_kernel[f];
+    static const char *const foreign[] = {"kernel", "Kernel", "gpu_op", "cuda_runtime"};
+    for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
+        if (!strcmp(cat, foreign[i])) return 1;
     return 0;
 }
 

@@ -39,23 +39,26 @@
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
 
-/* Event families, selectable with LIBPROF_EVENTS; the bit is the family's index. */
+/* Event families: the one list that LIBPROF_EVENTS (the recorder's config), the format and
+ * libprof-report read. The bit is the family's index. `kernel`: the family's calls are compute
+ * kernels — what the report's framework tax counts as work done (time outside kernels is the
+ * framework's). Adding a family: a row here, its entry points in LP_CALLS, one hook file. */
 #define LP_FAMILIES(X) \
-    X(ALLOC, "alloc") \
-    X(ANNOT, "annot") \
-    X(CONTROL, "control") /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */ \
-    X(THREAD, "thread")   /* thread creation, lifetime, join */ \
-    X(SYNC, "sync")       /* lock waits: only calls that blocked */ \
-    X(DL, "dl")           /* dlopen, dlclose */ \
-    X(IO, "io")           /* POSIX and stdio file I/O, mmap */ \
-    X(PROC, "process")    /* fork, exec, spawn, system, wait */ \
-    X(WAIT, "wait")       /* sleeping and polling: off-CPU time */ \
-    X(BLAS, "blas")       /* CBLAS and Fortran BLAS level 1-3 */ \
-    X(DNNL, "dnnl")       /* oneDNN primitive execution */ \
-    X(OMP, "omp")         /* OpenMP parallel regions (libgomp) */
+    X(ALLOC, "alloc", 0)     /* malloc, free and the rest of the allocation functions */ \
+    X(ANNOT, "annot", 0)     /* the annotation API (include/libprof.h) */ \
+    X(CONTROL, "control", 0) /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */ \
+    X(THREAD, "thread", 0)   /* thread creation, lifetime, join */ \
+    X(SYNC, "sync", 0)       /* lock waits: only calls that blocked */ \
+    X(DL, "dl", 0)           /* dlopen, dlclose */ \
+    X(IO, "io", 0)           /* POSIX and stdio file I/O, mmap */ \
+    X(PROC, "process", 0)    /* fork, exec, spawn, system, wait */ \
+    X(WAIT, "wait", 0)       /* sleeping and polling: off-CPU time */ \
+    X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */ \
+    X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */ \
+    X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */
 
 enum lp_family {
-#define LP_X(id, name) LP_FAM_##id,
+#define LP_X(id, name, kernel) LP_FAM_##id,
     LP_FAMILIES(LP_X)
 #undef LP_X
     LP_FAM_COUNT
@@ -351,6 +354,9 @@ extern const uint8_t lp_kind_family[LP_KIND_COUNT];
 extern const uint8_t lp_kind_shape[LP_KIND_COUNT];
 extern const uint8_t lp_kind_words[LP_KIND_COUNT];
 extern const char *const lp_family_names[LP_FAM_COUNT];
+extern const uint8_t lp_family_kernel[LP_FAM_COUNT];
+/* The family named `name` (`len` bytes), or -1. */
+int lp_family_find(const char *name, size_t len);
 
 /* The kind of record `w0`, or 0 if the kind byte is not valid. */
 static inline unsigned lp_rec_kind(uint64_t w0) {

@@ -228,8 +228,13 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         uint32_t m;
         char bad[64];
         if (lpr_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
-        else lpr_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: all, none, alloc, annot, "
-                     "thread, sync, dl, io, process, wait, blas, dnnl, omp)", v, bad);
+        else {
+            char known[512] = "all, none";
+            size_t k = strlen(known);
+            for (int f = 0; f < LP_FAM_COUNT; f++)
+                if (f != LP_FAM_CONTROL) k += (size_t)snprintf(known + k, sizeof known - k, ", %s", lp_family_names[f]);
+            lpr_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: %s)", v, bad, known);
+        }
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
         if (lpr_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;

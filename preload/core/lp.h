@@ -247,12 +247,8 @@ static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
 }
 
 /* ---- "call.c": records of the runtime entry points ----------------------------------------
- * Every hook outside the allocation and annotation families has the same shape:
- *
- *     struct lpr_tls *t = lpr_call_begin(LP_FAM_IO);   // NULL: pass straight through
- *     uint64_t t0 = t ? lpr_ticks() : 0;
- *     r = real.read(fd, buf, n);
- *     if (t) { int e = errno; lpr_call_record(t, LP_CALL_READ, t0, lpr_ticks(), args...); errno = e; }
+ * Every hook is written with preload/hooks/hook.h: ask lpr_call_begin whether to record, take two
+ * timestamps around the real call, hand the argument words to lpr_call_record(_args).
  *
  * The guard is NOT held while the real function runs, so interposed calls it makes (a GEMM that
  * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
@@ -305,16 +301,6 @@ static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigne
 LP_HIDDEN void lpr_call_init(uint64_t min_ns);
 /* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
 LP_HIDDEN void lpr_tbuf_count_short(struct lpr_tls *t, unsigned call, uint64_t ticks);
-
-/* The pass-through of a hook whose family is off: one load of the real function (resolved by
- * the hook's first call), one of the gate, a tail jump — the off cost of every entry point. The
- * rest (resolving, recording) lives in the hook's noinline slow function. */
-#define LP_PASS(fam, fn, ...)                                                                \
-    do {                                                                                     \
-        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED); \
-        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) \
-            return f_(__VA_ARGS__);                                                          \
-    } while (0)
 
 /* Find the next definition of `name` after libprof: dlsym(RTLD_NEXT), then every loaded object
  * in load order (a library dlopen'ed RTLD_LOCAL, such as the BLAS numpy brings, is not in the

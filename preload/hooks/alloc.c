@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 /* ---- bootstrap pool ------------------------------------------------------------------------ */
 

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 static inline void rec_named(struct lpr_tls *t, unsigned kind, uint32_t id, int has_value, uint64_t value) {
     uint64_t *r = lpr_reserve(t, has_value ? 3 : 2);

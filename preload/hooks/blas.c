@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 /* CBLAS enums (cblas.h): layout 101 row-major / 102 column-major; 111 no transpose, 112
  * transpose, 113 conjugate transpose. blasint is int in the LP64 builds Debian ships. */
@@ -24,9 +24,7 @@ typedef int blasint;
     X(cblas_sgemm) X(cblas_dgemm) X(cblas_cgemm) X(cblas_zgemm) X(cblas_sgemv) X(cblas_dgemv) \
     X(cblas_sdot) X(cblas_ddot) X(cblas_saxpy) X(cblas_daxpy) X(sgemm_) X(dgemm_) X(cgemm_) X(zgemm_) \
     X(sgemv_) X(dgemv_)
-#define X(fn) static void *real_##fn;
-REALS(X)
-#undef X
+REALS(LP_REAL_SLOT)
 
 static uint64_t op_c(int type, int layout, int ta, int tb) {
     uint64_t a = ta >= 111 && ta <= 113 ? (uint64_t)(ta - 111) : 0, b = tb >= 111 && tb <= 113 ? (uint64_t)(tb - 111) : 0;
@@ -71,7 +69,7 @@ __attribute__((always_inline)) static inline void blas_end(struct lpr_tls *t, un
     LP_EXPORT void fn(int layout, int ta, int tb, blasint m, blasint n, blasint k, T alpha, const void *a,  \
                       blasint lda, const void *b, blasint ldb, T beta, void *c, blasint ldc) {              \
         void (*f)(int, int, int, blasint, blasint, blasint, T, const void *, blasint, const void *, blasint, \
-                  T, void *, blasint) = lpr_next(&real_##fn, #fn);                            \
+                  T, void *, blasint) = LP_REAL(fn);                            \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \
@@ -91,7 +89,7 @@ GEMM_C(cblas_zgemm, const void *, LP_BLAS_Z)
     LP_EXPORT void fn(int layout, int ta, blasint m, blasint n, T alpha, const T *a, blasint lda, const T *x, \
                       blasint incx, T beta, T *y, blasint incy) {                            \
         void (*f)(int, int, blasint, blasint, T, const T *, blasint, const T *, blasint, T, T *, blasint) = \
-            lpr_next(&real_##fn, #fn);                                                        \
+            LP_REAL(fn);                                                        \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \
@@ -107,7 +105,7 @@ GEMV_C(cblas_dgemv, double, LP_BLAS_D)
 
 #define DOT_C(fn, T, type)                                                                   \
     LP_EXPORT T fn(blasint n, const T *x, blasint incx, const T *y, blasint incy) {          \
-        T (*f)(blasint, const T *, blasint, const T *, blasint) = lpr_next(&real_##fn, #fn);  \
+        T (*f)(blasint, const T *, blasint, const T *, blasint) = LP_REAL(fn);  \
         if (!f) return 0;                                                                    \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \
@@ -124,7 +122,7 @@ DOT_C(cblas_ddot, double, LP_BLAS_D)
 
 #define AXPY_C(fn, T, type)                                                                  \
     LP_EXPORT void fn(blasint n, T alpha, const T *x, blasint incx, T *y, blasint incy) {   \
-        void (*f)(blasint, T, const T *, blasint, T *, blasint) = lpr_next(&real_##fn, #fn);  \
+        void (*f)(blasint, T, const T *, blasint, T *, blasint) = LP_REAL(fn);  \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \
@@ -146,7 +144,7 @@ AXPY_C(cblas_daxpy, double, LP_BLAS_D)
                       const void *beta, void *c, const blasint *ldc, size_t la, size_t lb) {  \
         void (*f)(const char *, const char *, const blasint *, const blasint *, const blasint *, const void *, \
                   const void *, const blasint *, const void *, const blasint *, const void *, void *,        \
-                  const blasint *, size_t, size_t) = lpr_next(&real_##fn, #fn);               \
+                  const blasint *, size_t, size_t) = LP_REAL(fn);               \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \
@@ -168,7 +166,7 @@ GEMM_F(zgemm_, LP_BLAS_Z)
                       const blasint *incy, size_t la) {                                      \
         void (*f)(const char *, const blasint *, const blasint *, const void *, const void *, const blasint *, \
                   const void *, const blasint *, const void *, void *, const blasint *, size_t) = \
-            lpr_next(&real_##fn, #fn);                                                        \
+            LP_REAL(fn);                                                        \
         if (!f) return;                                                                      \
         uint64_t t0 = 0;                                                                     \
         struct lpr_tls *t = blas_begin(&t0);                                                  \

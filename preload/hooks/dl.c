@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
-static void *real_dlopen, *real_dlclose;
-#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
+#define REALS(X) X(dlopen) X(dlclose)
+REALS(LP_REAL_SLOT)
 
 static int deepbind_warned;
 
@@ -44,7 +44,7 @@ static void *try_dirs(const char *list, const char *origin, const char *name, in
         }
         dir[o] = '\0';
         if (o && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && access(path, F_OK) == 0) {
-            void *h = REAL(dlopen)(path, flags);
+            void *h = LP_REAL(dlopen)(path, flags);
             if (h) return h;
         }
         list = end ? end + 1 : NULL;
@@ -81,7 +81,7 @@ static void *search_caller(const void *caller, const char *name, int flags) {
 
 LP_EXPORT void *dlopen(const char *path, int flags) {
     const void *caller = __builtin_return_address(0);
-    if (!REAL(dlopen)) return NULL;
+    if (!LP_REAL(dlopen)) return NULL;
 #ifdef RTLD_DEEPBIND
     if (flags & RTLD_DEEPBIND) {
         flags &= ~RTLD_DEEPBIND;
@@ -92,11 +92,11 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
 #endif
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    void *h = REAL(dlopen)(path, flags);
+    void *h = LP_REAL(dlopen)(path, flags);
     if (!h && path && !strchr(path, '/')) {
         int saved = errno;
         h = search_caller(caller, path, flags);
-        if (!h) REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
+        if (!h) LP_REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
         errno = saved;
     }
     if (h && lpr_stack_depth) { /* new objects join the module map, for symbolising stacks */
@@ -112,10 +112,10 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
 }
 
 LP_EXPORT int dlclose(void *h) {
-    if (!REAL(dlclose)) return -1;
+    if (!LP_REAL(dlclose)) return -1;
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    int r = REAL(dlclose)(h);
+    int r = LP_REAL(dlclose)(h);
     if (t) {
         uint64_t a[2] = {(uint64_t)(uintptr_t)h, (uint64_t)(int64_t)r};
         lpr_call_record(t, LP_CALL_DLCLOSE, t0, lpr_ticks(), 2, a, NULL, 0);

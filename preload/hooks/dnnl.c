@@ -11,13 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 typedef int dnnl_status_t;
 dnnl_status_t dnnl_primitive_execute(const void *prim, void *stream, int nargs, const void *args);
 dnnl_status_t dnnl_primitive_destroy(void *prim);
 
-static void *real_dnnl_primitive_execute, *real_dnnl_primitive_destroy;
+LP_REAL_SLOT(dnnl_primitive_execute)
+LP_REAL_SLOT(dnnl_primitive_destroy)
 static void *q_get_pd, *q_query, *q_query_md, *q_kind2str, *q_md_query;
 
 /* dnnl_query_t values, the same in oneDNN 2 and 3 */
@@ -103,7 +104,7 @@ static uint64_t lookup(const void *prim) {
 }
 
 LP_EXPORT dnnl_status_t dnnl_primitive_execute(const void *prim, void *stream, int nargs, const void *args) {
-    dnnl_status_t (*f)(const void *, void *, int, const void *) = lpr_next(&real_dnnl_primitive_execute, "dnnl_primitive_execute");
+    dnnl_status_t (*f)(const void *, void *, int, const void *) = LP_REAL(dnnl_primitive_execute);
     if (!f) return 5; /* dnnl_runtime_error */
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DNNL);
     uint64_t t0 = t ? lpr_ticks() : 0;
@@ -126,7 +127,7 @@ LP_EXPORT dnnl_status_t dnnl_primitive_execute(const void *prim, void *stream, i
 }
 
 LP_EXPORT dnnl_status_t dnnl_primitive_destroy(void *prim) {
-    dnnl_status_t (*f)(void *) = lpr_next(&real_dnnl_primitive_destroy, "dnnl_primitive_destroy");
+    dnnl_status_t (*f)(void *) = LP_REAL(dnnl_primitive_destroy);
     if (!f) return 5;
     uint64_t key = (uint64_t)(uintptr_t)prim;
     unsigned s = slot_of(key);

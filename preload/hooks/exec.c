@@ -14,7 +14,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 extern char **environ;
 
@@ -22,15 +22,8 @@ extern char **environ;
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 
-static execve_fn real_execve, real_execvpe;
-static int (*real_fexecve)(int, char *const[], char *const[]);
-
-static void resolve(void) {
-    if (real_execve) return;
-    real_fexecve = (int (*)(int, char *const[], char *const[]))dlsym(RTLD_NEXT, "fexecve");
-    real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
-    real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
-}
+#define REALS(X) X(execve) X(execvpe) X(fexecve) X(posix_spawn) X(posix_spawnp)
+REALS(LP_REAL_SLOT)
 
 /* The environment an exec or spawn is to get: `envp`, or a copy in `f` with libprof put back.
  * `f` lives in the caller's frame (the stack: vfork children must not allocate). */
@@ -66,12 +59,8 @@ static void record_exec(const char *path, char *const argv[]) {
 /* execve (search = 0) or execvpe (search = 1), with libprof's trace written first and the
  * environment fixed. */
 static int run_exec(int search, const char *path, char *const argv[], char *const envp[]) {
-    resolve();
-    execve_fn fn = search ? real_execvpe : real_execve;
-    if (!fn) {
-        errno = ENOSYS;
-        return -1;
-    }
+    execve_fn fn = search ? LP_REAL(execvpe) : LP_REAL(execve);
+    if (!fn) LP_NOFN(-1);
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
     record_exec(path, argv);
@@ -87,16 +76,12 @@ LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) 
 LP_EXPORT int execvp(const char *file, char *const argv[]) { return run_exec(1, file, argv, environ); }
 
 LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    resolve();
-    if (!real_fexecve) {
-        errno = ENOSYS;
-        return -1;
-    }
+    if (!LP_REAL(fexecve)) LP_NOFN(-1);
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
     record_exec("(fexecve)", argv);
     lpr_exec_prepare();
-    int rc = real_fexecve(fd, argv, use);
+    int rc = LP_REAL(fexecve)(fd, argv, use);
     lpr_exec_failed();
     return rc;
 }
@@ -146,9 +131,8 @@ LP_EXPORT int execle(const char *path, const char *arg, ...) {
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                         char *const[], char *const[]);
 
-static int run_spawn(const char *name, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+static int run_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                      const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-    spawn_fn fn = (spawn_fn)dlsym(RTLD_NEXT, name);
     if (!fn) return ENOSYS;
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
@@ -167,10 +151,10 @@ static int run_spawn(const char *name, pid_t *pid, const char *path, const posix
 
 LP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-    return run_spawn("posix_spawn", pid, path, fa, attr, argv, envp);
+    return run_spawn(LP_REAL(posix_spawn), pid, path, fa, attr, argv, envp);
 }
 
 LP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-    return run_spawn("posix_spawnp", pid, file, fa, attr, argv, envp);
+    return run_spawn(LP_REAL(posix_spawnp), pid, file, fa, attr, argv, envp);
 }

@@ -10,13 +10,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../core/lp.h"
+#include "hook.h"
+
+LP_REAL_SLOT(exit)
 
 LP_EXPORT void exit(int status) {
-    static void (*real_exit)(int);
     lpr_exit_status = status;
-    if (!real_exit) real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-    real_exit(status);
+    LP_REAL(exit)(status);
     __builtin_unreachable();
 }
 

@@ -7,11 +7,14 @@
  * thread's stack, which lives until GOMP_parallel returns, i.e. until every member is done.
  * LLVM's libomp (__kmpc_fork_call, variadic) is not wrapped. */
 #define _GNU_SOURCE
-#include "../core/lp.h"
+#include "hook.h"
 
 void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
 
-static void *real_GOMP_parallel, *real_omp_get_thread_num, *real_omp_get_num_threads;
+#define REALS(X) X(GOMP_parallel) X(omp_get_thread_num) X(omp_get_num_threads)
+REALS(LP_REAL_SLOT)
 
 struct region {
     void (*fn)(void *);
@@ -27,10 +30,10 @@ static void work(void *p) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_OMP);
     uint64_t t0 = t ? lpr_ticks() : 0;
     r->fn(r->data);
-    int (*num)(void) = lpr_next(&real_omp_get_thread_num, "omp_get_thread_num");
+    int (*num)(void) = LP_REAL(omp_get_thread_num);
     int me = num ? num() : -1;
     if (me == 0) {
-        int (*team)(void) = lpr_next(&real_omp_get_num_threads, "omp_get_num_threads");
+        int (*team)(void) = LP_REAL(omp_get_num_threads);
         r->team = team ? team() : 0;
     }
     if (t) {
@@ -40,7 +43,7 @@ static void work(void *p) {
 }
 
 LP_EXPORT void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags) {
-    void (*f)(void (*)(void *), void *, unsigned, unsigned) = lpr_next(&real_GOMP_parallel, "GOMP_parallel");
+    void (*f)(void (*)(void *), void *, unsigned, unsigned) = LP_REAL(GOMP_parallel);
     if (!f) return;
     struct lpr_tls *t = lpr_call_begin(LP_FAM_OMP);
     if (!t) {

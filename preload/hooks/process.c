@@ -14,21 +14,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
-#define REALS(X) X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid) \
-    X(setuid) X(seteuid) X(setreuid) X(setresuid)
-#define X(fn) static void *real_##fn;
-REALS(X)
-#undef X
-#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
-#define I(x) ((uint64_t)(int64_t)(x))
+#define REALS(X) \
+    X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid) X(setuid) X(seteuid) X(setreuid) X(setresuid)
+REALS(LP_REAL_SLOT)
 
 LP_EXPORT pid_t fork(void) {
-    if (!REAL(fork)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(fork)) LP_NOFN(-1);
     struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    pid_t r = REAL(fork)();
+    pid_t r = LP_REAL(fork)();
     if (t && r != 0) { /* in the child, the parent's clock origin and buffers are gone */
         uint64_t a = I(r);
         lpr_call_record(t, LP_CALL_FORK, t0, lpr_ticks(), 1, &a, NULL, 0);
@@ -65,10 +61,10 @@ __asm__(".text\n"
 #endif
 
 LP_EXPORT int system(const char *cmd) {
-    if (!REAL(system)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(system)) LP_NOFN(-1);
     struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    int r = REAL(system)(cmd);
+    int r = LP_REAL(system)(cmd);
     if (t) {
         uint64_t a = I(r);
         lpr_call_record(t, LP_CALL_SYSTEM, t0, lpr_ticks(), 1, &a, cmd, cmd ? strlen(cmd) : 0);
@@ -93,34 +89,34 @@ static void rec_wait(struct lpr_tls *t, uint64_t t0, long asked, pid_t r, const 
     if (ret_pid > 0) lpr_child_reaped(ret_pid, *status)
 
 LP_EXPORT pid_t wait(int *status) {
-    if (!REAL(wait)) { errno = ENOSYS; return -1; }
-    WAIT_HOOK(r, -1, REAL(wait)(status));
+    if (!LP_REAL(wait)) LP_NOFN(-1);
+    WAIT_HOOK(r, -1, LP_REAL(wait)(status));
     return r;
 }
 
 LP_EXPORT pid_t waitpid(pid_t pid, int *status, int options) {
-    if (!REAL(waitpid)) { errno = ENOSYS; return -1; }
-    WAIT_HOOK(r, pid, REAL(waitpid)(pid, status, options));
+    if (!LP_REAL(waitpid)) LP_NOFN(-1);
+    WAIT_HOOK(r, pid, LP_REAL(waitpid)(pid, status, options));
     return r;
 }
 
 LP_EXPORT pid_t wait3(int *status, int options, struct rusage *ru) {
-    if (!REAL(wait3)) { errno = ENOSYS; return -1; }
-    WAIT_HOOK(r, -1, REAL(wait3)(status, options, ru));
+    if (!LP_REAL(wait3)) LP_NOFN(-1);
+    WAIT_HOOK(r, -1, LP_REAL(wait3)(status, options, ru));
     return r;
 }
 
 LP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) {
-    if (!REAL(wait4)) { errno = ENOSYS; return -1; }
-    WAIT_HOOK(r, pid, REAL(wait4)(pid, status, options, ru));
+    if (!LP_REAL(wait4)) LP_NOFN(-1);
+    WAIT_HOOK(r, pid, LP_REAL(wait4)(pid, status, options, ru));
     return r;
 }
 
 LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
-    if (!REAL(waitid)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(waitid)) LP_NOFN(-1);
     struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    int r = REAL(waitid)(type, id, info, options);
+    int r = LP_REAL(waitid)(type, id, info, options);
     if (t) {
         uint64_t a[2] = {I(id), I(r)};
         lpr_call_record(t, LP_CALL_WAITID, t0, lpr_ticks(), 2, a, NULL, 0);
@@ -135,25 +131,25 @@ LP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
 /* ---- user changes: the core hands the spool over, or writes the trace first -------------- */
 
 LP_EXPORT int setuid(uid_t uid) {
-    if (!REAL(setuid)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(setuid)) LP_NOFN(-1);
     lpr_uid_change((unsigned)uid);
-    return REAL(setuid)(uid);
+    return LP_REAL(setuid)(uid);
 }
 
 LP_EXPORT int seteuid(uid_t uid) {
-    if (!REAL(seteuid)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(seteuid)) LP_NOFN(-1);
     lpr_uid_change((unsigned)uid);
-    return REAL(seteuid)(uid);
+    return LP_REAL(seteuid)(uid);
 }
 
 LP_EXPORT int setreuid(uid_t ruid, uid_t euid) {
-    if (!REAL(setreuid)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(setreuid)) LP_NOFN(-1);
     if (euid != (uid_t)-1) lpr_uid_change((unsigned)euid);
-    return REAL(setreuid)(ruid, euid);
+    return LP_REAL(setreuid)(ruid, euid);
 }
 
 LP_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
-    if (!REAL(setresuid)) { errno = ENOSYS; return -1; }
+    if (!LP_REAL(setresuid)) LP_NOFN(-1);
     if (euid != (uid_t)-1) lpr_uid_change((unsigned)euid);
-    return REAL(setresuid)(ruid, euid, suid);
+    return LP_REAL(setresuid)(ruid, euid, suid);
 }

@@ -16,7 +16,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
 #define NSIG_MAX 65
 

@@ -12,10 +12,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../core/lp.h"
+#include "hook.h"
 
-static void *real_pthread_create, *real_pthread_join, *real_pthread_exit;
-#define REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
+#define REALS(X) X(pthread_create) X(pthread_join) X(pthread_exit)
+REALS(LP_REAL_SLOT)
 
 static uint64_t next_flow;
 
@@ -54,16 +54,16 @@ static void *trampoline(void *p) {
 }
 
 LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-    if (!REAL(pthread_create)) return ENOSYS;
+    if (!LP_REAL(pthread_create)) return ENOSYS;
     struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
-    if (!t) return REAL(pthread_create)(th, attr, fn, arg);
+    if (!t) return LP_REAL(pthread_create)(th, attr, fn, arg);
     uint64_t t0 = lpr_ticks();
     lpr_real_resolve_alloc();
     struct start *s = lpr_real.malloc(sizeof *s); /* libprof's own block: not through the hook */
-    if (!s) return REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
+    if (!s) return LP_REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
     uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lpr_pid << 32;
     *s = (struct start){fn, arg, t->tid ? t->tid : lpr_gettid(), flow};
-    int r = REAL(pthread_create)(th, attr, trampoline, s);
+    int r = LP_REAL(pthread_create)(th, attr, trampoline, s);
     if (r != 0) lpr_real.free(s);
     uint64_t a[2] = {(uint64_t)(int64_t)r, r == 0 ? flow : 0};
     lpr_call_record(t, LP_CALL_PTHREAD_CREATE, t0, lpr_ticks(), 2, a, NULL, 0);
@@ -71,10 +71,10 @@ LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 }
 
 LP_EXPORT int pthread_join(pthread_t th, void **ret) {
-    if (!REAL(pthread_join)) return ENOSYS;
+    if (!LP_REAL(pthread_join)) return ENOSYS;
     struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
     uint64_t t0 = t ? lpr_ticks() : 0;
-    int r = REAL(pthread_join)(th, ret);
+    int r = LP_REAL(pthread_join)(th, ret);
     if (t) {
         uint64_t a = (uint64_t)(int64_t)r;
         lpr_call_record(t, LP_CALL_PTHREAD_JOIN, t0, lpr_ticks(), 1, &a, NULL, 0);
@@ -85,7 +85,7 @@ LP_EXPORT int pthread_join(pthread_t th, void **ret) {
 LP_EXPORT void pthread_exit(void *ret) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
     if (t) lpr_call_record(t, LP_CALL_PTHREAD_EXIT, lpr_ticks(), 0, 0, NULL, NULL, 0);
-    void (*f)(void *) = REAL(pthread_exit);
+    void (*f)(void *) = LP_REAL(pthread_exit);
     if (f) f(ret);
     abort(); /* unreachable: the C library always has pthread_exit */
 }
