@@ -16,7 +16,7 @@
 #include "map.h"
 #include "fmt.h"
 #include "stats.h"
-#include "symbols.h"
+#include "describe.h"
 
 #define MAX_ARGS LP_CALL_MAX_ARGS
 #define MMAP_POINTS_MAX 20000
@@ -33,16 +33,9 @@ struct shape {
     struct fnstat st;
 };
 
-struct argdesc {
-    char name[24];
-    int is_signed;
-};
-
 struct lp_calls {
     const struct lp_reader *r;
     struct fnstat fn[LP_CALL_COUNT];
-    struct argdesc args[LP_CALL_COUNT][MAX_ARGS];
-    unsigned nargs[LP_CALL_COUNT];
     struct file *files;
     uint32_t nfiles, capfiles;
     struct lp_map path_ix, fd_ix, stream_ix; /* path hash -> file; fd+1 -> file; stream -> file */
@@ -55,10 +48,8 @@ struct lp_calls {
     struct lp_map maps; /* anonymous mapping address -> length */
     struct lp_map flow_ts, flow_tid; /* thread-creation flow id -> where its arrow starts */
     struct lp_map life_ts, life_tid; /* ... -> where it ends, when the thread ended first */
-    uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed, mmap_points;
-    int mmap_capped;
+    uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed;
     uint64_t threads_made, short_calls;
-    struct lp_syms *syms; /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
     int oom;
 };
 
@@ -72,22 +63,6 @@ struct lp_calls *lp_calls_new(const struct lp_reader *r) {
     struct lp_calls *c = lp_os_calloc(1, sizeof *c);
     if (!c) return NULL;
     c->r = r;
-    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
-        const char *s = lp_call_args[k];
-        unsigned n = 0;
-        while (*s && n < MAX_ARGS) {
-            const char *e = strchr(s, ',');
-            size_t len = e ? (size_t)(e - s) : strlen(s);
-            struct argdesc *a = &c->args[k][n++];
-            a->is_signed = len > 0 && s[len - 1] == '-';
-            if (a->is_signed) len--;
-            if (len >= sizeof a->name) len = sizeof a->name - 1;
-            memcpy(a->name, s, len);
-            a->name[len] = '\0';
-            s = e ? e + 1 : s + strlen(s);
-        }
-        c->nargs[k] = n;
-    }
     return c;
 }
 
@@ -106,7 +81,6 @@ void lp_calls_free(struct lp_calls *c) {
     lp_map_free(&c->stream_ix);
     lp_map_free(&c->shape_ix);
     lp_map_free(&c->maps);
-    lp_syms_free(c->syms);
     lp_map_free(&c->flow_ts);
     lp_map_free(&c->flow_tid);
     lp_map_free(&c->life_ts);
@@ -165,18 +139,7 @@ static void bind(struct lp_calls *c, struct lp_map *m, uint64_t key, uint32_t fi
 
 /* ---- shapes ------------------------------------------------------------------------------ */
 
-const char *lp_blas_name(unsigned call, uint64_t op) {
-    static const char *const names[4][4] = {
-        {"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
-        {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
-    unsigned row = call == LP_CALL_GEMM ? 0 : call == LP_CALL_GEMV ? 1 : call == LP_CALL_DOT ? 2 : 3;
-    return names[row][op & 3];
-}
-
-static uint64_t flops(const struct shape *s) {
-    uint64_t base = s->call == LP_CALL_GEMM ? 2 * s->m * s->n * s->k : s->call == LP_CALL_GEMV ? 2 * s->m * s->n : 2 * s->m;
-    return (s->op & 3) >= LP_BLAS_C ? base * 4 : base;
-}
+static uint64_t flops(const struct shape *s) { return lp_blas_flops(s->call, s->m, s->n, s->k, s->op); }
 
 static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, uint64_t n, uint64_t k, uint64_t op) {
     uint64_t key[5] = {call, m, n, k, op & ~(uint64_t)LP_BLAS_FORTRAN};
@@ -218,161 +181,47 @@ static void add(struct lp_calls *c, struct fnstat *f, const struct lp_event *e, 
     if (f && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, 0) != 0) c->oom = 1;
 }
 
-/* ---- Chrome output ------------------------------------------------------------------------ */
+/* ---- the anonymous-mapping track ------------------------------------------------------------ */
 
-static void ev_begin(const struct lp_chrome_sink *s) {
-    lp_out_s(s->o, *s->first ? "\n" : ",\n");
-    *s->first = 0;
-}
-
-static int is_pointer_arg(unsigned call, const char *name) {
-    static const char *const ptrs[] = {"lock", "cond", "sem", "barrier", "addr", "stream", "primitive", "handle"};
-    for (unsigned i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (!strcmp(name, ptrs[i])) return 1;
-    if (!strcmp(name, "ret")) {
-        unsigned role = lp_call_role[call];
-        return role == LP_ROLE_MMAP || role == LP_ROLE_MREMAP || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN;
-    }
-    return 0;
-}
-
-static void chrome_call(struct lp_calls *c, const struct lp_chrome_sink *s, const struct lp_event *e, unsigned call,
-                        const uint64_t *a, unsigned nargs, const char *str, unsigned slen, int cut,
-                        const struct file *file) {
-    struct lp_out *o = s->o;
-    unsigned role = lp_call_role[call];
-    uint32_t nlen = 0;
-    const char *name = lp_call_names[call];
-    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) name = lp_blas_name(call, a[nargs - 1]);
-    if (role == LP_ROLE_DNNL && nargs >= 1) name = lp_reader_name(c->r, a[0], &nlen);
-    else nlen = (uint32_t)strlen(name);
-    ev_begin(s);
-    lp_out_fmt(o, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"cat\":\"%s\",\"name\":", e->timed ? "X" : "i", s->pid,
-               e->tid, lp_family_names[lp_call_family[call]]);
-    lp_out_json_str(o, name, nlen);
-    lp_out_s(o, ",\"ts\":");
-    lp_out_us(o, e->start_ns);
-    if (e->timed) {
-        lp_out_s(o, ",\"dur\":");
-        lp_out_us(o, e->dur_ns);
-    } else {
-        lp_out_s(o, ",\"s\":\"t\"");
-    }
-    lp_out_s(o, ",\"args\":{");
-    int first = 1;
-    for (unsigned i = 0; i < nargs && i < c->nargs[call]; i++) {
-        const struct argdesc *d = &c->args[call][i];
-        lp_out_fmt(o, "%s\"%s\":", first ? "" : ",", d->name);
-        first = 0;
-        if (role == LP_ROLE_FOPEN && !strcmp(d->name, "mode")) {
-            char m[9] = {0};
-            memcpy(m, &a[i], 8);
-            lp_out_json_str(o, m, strnlen(m, 8));
-        } else if (role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) {
-            uint32_t len;
-            const char *v = lp_reader_name(c->r, a[i], &len);
-            lp_out_json_str(o, v, len);
-        } else if (!strcmp(d->name, "op")) {
-            static const char tr[] = "NTC?";
-            lp_out_fmt(o, "\"%s%s%c%c\"", a[i] & LP_BLAS_ROWMAJOR ? "row-major " : a[i] & LP_BLAS_FORTRAN ? "fortran " : "col-major ",
-                       "", tr[(a[i] >> LP_BLAS_TA_SHIFT) & 3], tr[(a[i] >> LP_BLAS_TB_SHIFT) & 3]);
-        } else if (is_pointer_arg(call, d->name)) {
-            lp_out_fmt(o, "\"0x%llx\"", (unsigned long long)a[i]);
-        } else if (d->is_signed) {
-            lp_out_fmt(o, "%lld", (long long)(int64_t)a[i]);
-        } else {
-            lp_out_u64(o, a[i]);
-        }
-    }
-    if (role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) {
-        struct shape tmp = {.m = a[0], .n = nargs > 2 ? a[1] : 0, .k = nargs > 3 ? a[2] : 0, .op = a[nargs - 1], .call = call};
-        if (e->dur_ns) lp_out_fmt(o, ",\"gflops\":%.3f", (double)flops(&tmp) / (double)e->dur_ns);
-    }
-    if (slen) {
-        const char *key = role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path" : "command";
-        lp_out_fmt(o, "%s\"%s\":", first ? "" : ",", key);
-        first = 0;
-        lp_out_json_str(o, str, slen);
-        if (cut) lp_out_s(o, ",\"cut\":true");
-    }
-    if (file && role != LP_ROLE_OPEN && role != LP_ROLE_FOPEN) {
-        lp_out_fmt(o, "%s\"file\":", first ? "" : ",");
-        first = 0;
-        lp_out_json_str(o, file->path, file->len);
-    }
-    const struct lp_stack *st = e->stack && e->stack < c->r->nstacks ? &c->r->stacks[e->stack] : NULL;
-    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(c->r)))) { /* the call site */
-        lp_out_fmt(o, "%s\"stack\":[", first ? "" : ",");
-        for (uint32_t i = 0; i < st->n && i < 12; i++) {
-            const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
-            if (i) lp_out_c(o, ',');
-            lp_out_json_str(o, fn, strlen(fn));
-        }
-        lp_out_c(o, ']');
-    }
-    lp_out_s(o, "}}");
-    /* thread creation: an arrow from pthread_create to the new thread's life, drawn when both
-     * ends are known — in either order: a short thread can end before pthread_create returns,
-     * and events come in the order they ended (a thread that never ran under libprof gets none) */
-    uint64_t flow = a[1], ts, tid;
-    if ((role == LP_ROLE_CREATE || role == LP_ROLE_THREAD) && flow) {
-        int create = role == LP_ROLE_CREATE;
-        uint64_t my_ts = create ? e->start_ns + e->dur_ns / 2 : e->start_ns;
-        struct lp_map *mine_ts = create ? &c->flow_ts : &c->life_ts, *mine_tid = create ? &c->flow_tid : &c->life_tid;
-        struct lp_map *other_ts = create ? &c->life_ts : &c->flow_ts, *other_tid = create ? &c->life_tid : &c->flow_tid;
-        if (lp_map_take(other_ts, flow, &ts) && lp_map_take(other_tid, flow, &tid)) {
-            uint64_t s_ts = create ? my_ts : ts - 1, f_ts = create ? ts - 1 : my_ts;
-            uint64_t s_tid = create ? e->tid : tid, f_tid = create ? tid : e->tid;
-            ev_begin(s);
-            lp_out_fmt(o, "{\"ph\":\"s\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
-                       s->pid, (unsigned)s_tid, (unsigned long long)flow);
-            lp_out_us(o, s_ts);
-            lp_out_s(o, "}");
-            ev_begin(s);
-            lp_out_fmt(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%u,\"tid\":%u,\"cat\":\"thread\",\"name\":\"thread start\",\"id\":%llu,\"ts\":",
-                       s->pid, (unsigned)f_tid, (unsigned long long)flow);
-            lp_out_us(o, f_ts);
-            lp_out_s(o, "}");
-        } else if (lp_map_put(mine_ts, flow, my_ts + 1, NULL) < 0 || lp_map_put(mine_tid, flow, e->tid, NULL) < 0) {
-            c->oom = 1;
-        }
-    }
-}
-
-static void mmap_point(struct lp_calls *c, const struct lp_chrome_sink *s, uint64_t ns) {
-    if (!s) return;
-    if (c->mmap_points >= MMAP_POINTS_MAX) { c->mmap_capped = 1; return; }
-    c->mmap_points++;
-    ev_begin(s);
-    lp_out_fmt(s->o, "{\"ph\":\"C\",\"pid\":%u,\"tid\":%u,\"name\":\"mmap anon\",\"ts\":", s->pid, s->pid);
-    lp_out_us(s->o, ns);
-    lp_out_s(s->o, ",\"args\":{\"bytes\":");
-    lp_out_u64(s->o, c->mmap_live);
-    lp_out_s(s->o, "}}");
-}
-
-static void mmap_changed(struct lp_calls *c, const struct lp_chrome_sink *s, uint64_t ns) {
+static void mmap_changed(struct lp_calls *c, struct lp_call_view *v, uint64_t ns) {
     if (c->mmap_live > c->mmap_peak) {
         c->mmap_peak = c->mmap_live;
         c->mmap_peak_ns = ns;
     }
-    mmap_point(c, s, ns);
+    v->mmap_point = 1;
+    v->mmap_live = c->mmap_live;
+}
+
+/* ---- thread-creation arrows -------------------------------------------------------------------
+ * An arrow from pthread_create to the new thread's life, drawn when both ends are known — in
+ * either order: a short thread can end before pthread_create returns, and events come in the
+ * order they ended (a thread that never ran under libprof gets none). */
+static void flow(struct lp_calls *c, const struct lp_event *e, int create, uint64_t id, struct lp_call_view *v) {
+    uint64_t ts, tid, my_ts = create ? e->start_ns + e->dur_ns / 2 : e->start_ns;
+    struct lp_map *mine_ts = create ? &c->flow_ts : &c->life_ts, *mine_tid = create ? &c->flow_tid : &c->life_tid;
+    struct lp_map *other_ts = create ? &c->life_ts : &c->flow_ts, *other_tid = create ? &c->life_tid : &c->flow_tid;
+    if (lp_map_take(other_ts, id, &ts) && lp_map_take(other_tid, id, &tid)) {
+        v->flow = 1;
+        v->flow_id = id;
+        v->s_ts = create ? my_ts : ts - 1;
+        v->f_ts = create ? ts - 1 : my_ts;
+        v->s_tid = create ? e->tid : tid;
+        v->f_tid = create ? tid : e->tid;
+    } else if (lp_map_put(mine_ts, id, my_ts + 1, NULL) < 0 || lp_map_put(mine_tid, id, e->tid, NULL) < 0) {
+        c->oom = 1;
+    }
 }
 
 /* ---- the pass ------------------------------------------------------------------------------ */
 
-int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, const struct lp_chrome_sink *sink) {
-    uint64_t h = e->w[0];
-    unsigned call = lp_call_id(h), nargs = lp_call_nargs(h), slen = lp_call_strlen(h);
-    if (call == 0 || call >= LP_CALL_COUNT) return 0; /* validated by the reader; be safe */
-    const uint64_t *a = e->w + 1;
-    const char *str = (const char *)(a + nargs);
-    uint64_t z[MAX_ARGS] = {0};
-    if (nargs < c->nargs[call]) { /* fewer words than the list names: read zeros for the rest */
-        memcpy(z, a, nargs * 8);
-        a = z;
-        nargs = c->nargs[call];
-    }
+int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, struct lp_call_rec *rec,
+                   struct lp_call_view *v) {
+    memset(v, 0, sizeof *v);
+    lp_call_decode(e->w, rec);
+    unsigned call = rec->call, nargs = rec->nargs, slen = rec->slen;
+    if (call == 0) return 0; /* validated by the reader; be safe */
+    const uint64_t *a = rec->a;
+    const char *str = rec->str;
     unsigned role = lp_call_role[call];
     struct file *file = NULL;
     uint64_t bytes = 0;
@@ -380,6 +229,7 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, c
     switch (role) {
     case LP_ROLE_FDPATH:
         bind(c, &c->fd_ix, a[0] + 1, file_for(c, str, slen));
+        v->hidden = 1;
         return c->oom ? -1 : 0; /* a mapping, not an event */
     case LP_ROLE_OPEN: {
         uint32_t ix = file_for(c, str, slen);
@@ -444,7 +294,7 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, c
             c->mmap_live += a[1];
             c->maps_made++;
             bytes = a[1];
-            mmap_changed(c, counting ? sink : NULL, e->ns);
+            mmap_changed(c, v, e->ns);
         } else if ((int64_t)a[4] >= 0) {
             file = fd_file(c, (int64_t)a[4], 0, 0);
         }
@@ -457,7 +307,7 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, c
             c->mmap_live -= gone;
             c->maps_removed++;
             bytes = gone;
-            mmap_changed(c, counting ? sink : NULL, e->ns);
+            mmap_changed(c, v, e->ns);
         }
         break;
     }
@@ -466,7 +316,7 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, c
         if (a[3] != (uint64_t)(uintptr_t)MAP_FAILED && lp_map_take(&c->maps, a[0], &len)) {
             c->mmap_live = c->mmap_live - len + a[2];
             if (lp_map_put(&c->maps, a[3], a[2], NULL) < 0) c->oom = 1;
-            mmap_changed(c, counting ? sink : NULL, e->ns);
+            mmap_changed(c, v, e->ns);
         }
         break;
     }
@@ -494,8 +344,12 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, c
     }
     if (file && counting && e->timed) file->time_ns += e->dur_ns;
     if (counting) add(c, &c->fn[call], e, bytes);
-    if (sink && counting)
-        chrome_call(c, sink, e, call, a, nargs, str, slen, (h & LP_CALL_STR_CUT) != 0, file);
+    if (counting && (role == LP_ROLE_CREATE || role == LP_ROLE_THREAD) && a[1]) flow(c, e, role == LP_ROLE_CREATE, a[1], v);
+    if (file && role != LP_ROLE_OPEN && role != LP_ROLE_FOPEN) {
+        v->file = file->path;
+        v->file_len = file->len;
+    }
+    v->counting = counting;
     return c->oom ? -1 : 0;
 }
 
@@ -581,7 +435,7 @@ static void named_stats_json(const struct lp_calls *c, struct lp_out *o, const s
     lp_out_c(o, '}');
 }
 
-void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
+void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
     lp_out_s(o, ",\"calls\":{");
     int first = 1;
     for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
@@ -597,7 +451,7 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o) {
                (unsigned long long)c->threads_made);
     lp_out_fmt(o, "\"mmap_anon\":{\"maps\":%llu,\"unmaps\":%llu,\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"live_at_exit\":%llu,\"counter_capped\":%s},",
                (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (unsigned long long)c->mmap_peak,
-               (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, c->mmap_capped ? "true" : "false");
+               (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, capped ? "true" : "false");
     lp_out_s(o, "\"files\":[");
     const struct file **fv = sorted_files(c);
     first = 1;

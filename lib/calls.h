@@ -7,30 +7,37 @@
 #include <stdint.h>
 
 #include "reader.h"
+#include "describe.h"
 #include "out.h"
 
 struct lp_calls;
 
-/* Where Chrome events go: the converter's writer, its "first event" flag and the pid. */
-struct lp_chrome_sink {
-    struct lp_out *o;
-    int *first;
-    uint32_t pid;
+/* What the pass learned about one call, for the writers (the Chrome trace): the file it worked
+ * on, a point of the "mmap anon" counter, an arrow from a pthread_create to its thread. */
+struct lp_call_view {
+    int counting;          /* after the last reset: the call is shown */
+    int hidden;            /* not an event (a descriptor's path, known before libprof started) */
+    const char *file;      /* the file the call worked on (not NUL-terminated), NULL if none */
+    uint32_t file_len;
+    int mmap_point;        /* the anonymous mappings changed: mmap_live is the new total */
+    uint64_t mmap_live;
+    int flow;              /* both ends of a thread-creation arrow are known now */
+    uint64_t flow_id, s_ts, s_tid, f_ts, f_tid;
 };
 
 struct lp_calls *lp_calls_new(const struct lp_reader *r);
 void lp_calls_free(struct lp_calls *c);
-/* One CALL event (in time order). `counting`: statistics are on (after the last reset);
- * `sink` NULL: no Chrome output. Returns -1 when out of memory. */
-int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, const struct lp_chrome_sink *sink);
+/* One CALL event (in time order): decoded into `rec`, what it means into `v`. `counting`:
+ * statistics are on (after the last reset). Returns -1 when out of memory. */
+int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, struct lp_call_rec *rec,
+                   struct lp_call_view *v);
 /* At the end of the pass: add the tallies of calls under LIBPROF_MIN_NS. */
 int lp_calls_finish(struct lp_calls *c);
-/* ,"calls":{...},"files":[...],... inside metadata.libprof */
-void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o);
+/* ,"calls":{...},"files":[...],... inside metadata.libprof (`capped`: the mmap counter track
+ * was cut short by its writer) */
+void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped);
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o);
 struct fnstat;
-/* The BLAS routine's name for a call and its `op` word ("sgemm", "dgemv", ...). */
-const char *lp_blas_name(unsigned call, uint64_t op);
 /* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops (gflops <= 0: empty). */
 void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gflops);
 void lp_calls_summary(const struct lp_calls *c, struct lp_out *o);

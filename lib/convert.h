@@ -1,12 +1,20 @@
-/* convert.h: turning a raw trace into what people read — the Chrome trace, the CSV summary and
- * the stderr table. One pass over the time-ordered events computes every statistic; the preload
- * calls this at exit and libprof-report calls it on a saved .lpt, so both give the same output. */
+/* convert.h: turning a raw trace into what people read — the Chrome trace, the CSV summary, the
+ * stderr table and the flame graphs. One pass over the time-ordered events (convert.c) computes
+ * every statistic and feeds each writer through one interface (struct lp_sink): writers that
+ * stream events (the Chrome trace, write_chrome.c) see every event as the pass does; all of them
+ * then write what the whole run added up to (write_tables.c, the flame graphs in sites.c). The
+ * preload calls this at exit and libprof-report calls it on a saved .lpt, so both give the same
+ * output. */
 #ifndef LP_CONVERT_H
 #define LP_CONVERT_H
 
 #include <stdint.h>
 
+#include "calls.h"
+#include "out.h"
 #include "reader.h"
+#include "sites.h"
+#include "stats.h"
 
 struct lp_convert_opts {
     const char *chrome_path; /* Chrome trace JSON to write, or NULL */
@@ -27,5 +35,67 @@ struct lp_convert_opts {
 
 /* Returns 0, or -1 with a message in `err` (outputs that could be written are complete). */
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen);
+
+/* ---- what the pass computes, as the writers read it ------------------------------------------- */
+
+#define LP_SIZE_BUCKETS 29      /* block-size histogram: powers of two from 16 B */
+#define LP_COUNTER_BUCKETS 2048 /* the heap counter track, downsampled */
+
+struct lp_point {
+    uint64_t ns, v;
+};
+struct lp_cbucket {
+    struct lp_point min, max, last;
+};
+
+struct lp_analysis {
+    const struct lp_reader *r;
+    const struct lp_convert_opts *opts;
+    struct fnstat fn[LP_KIND_COUNT]; /* per record kind (allocation functions, annotations) */
+    struct fnstat *ranges;           /* per annotation name id */
+    size_t nranges;
+    uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
+    uint64_t untracked_frees, reused_live;
+    uint64_t size_hist[LP_SIZE_BUCKETS];
+    uint64_t events;        /* events decoded */
+    int counting;           /* 0 before the last libprof_reset: heap state only, no statistics */
+    uint64_t reset_ns, pauses;
+    uint64_t span_ns;       /* the run's length */
+    struct lp_cbucket *cb;  /* heap counter buckets (only those marked in cb_used are valid) */
+    uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
+    struct lp_calls *calls; /* the runtime entry points (calls.c) */
+    struct lp_sites *sites; /* allocation call stacks (sites.c), NULL without them */
+};
+
+/* What the pass made of one event, beside the event itself. */
+struct lp_seen {
+    int counting;          /* after the last reset: shown and counted */
+    uint64_t size;         /* bytes the event allocated or released (0: none) */
+    const struct lp_call_rec *call;   /* CALL events: the record decoded ... */
+    const struct lp_call_view *view;  /* ... and what it means */
+};
+
+/* A writer. `event` (NULL for writers that do not stream) sees every event in time order;
+ * `finish` writes what the whole run added up to; both write to `out`. */
+struct lp_sink {
+    void (*event)(struct lp_sink *k, const struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s);
+    void (*finish)(struct lp_sink *k, const struct lp_analysis *a);
+    void (*free)(struct lp_sink *k);
+    struct lp_out *out;
+    void *self;
+};
+
+/* The writers (write_chrome.c, write_tables.c; the flame graphs are sites.c's). Each returns 0,
+ * or -1 when out of memory; `k->out` is set by the caller. */
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r);
+int lp_sink_csv(struct lp_sink *k);
+int lp_sink_summary(struct lp_sink *k);
+
+/* Size-histogram bucket of a block of `s` bytes. */
+static inline unsigned lp_size_bucket(uint64_t s) {
+    if (s < 16) return 0;
+    unsigned b = 63u - (unsigned)__builtin_clzll(s) - 3;
+    return b < LP_SIZE_BUCKETS ? b : LP_SIZE_BUCKETS - 1;
+}
 
 #endif

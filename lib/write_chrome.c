@@ -1,0 +1,319 @@
+/* write_chrome.c: the converter's Chrome trace writer (a struct lp_sink) — every event as the pass
+ * sees it: calls as slices (X) with their arguments, thread-creation arrows (s/f), big
+ * allocations and frees of big blocks as instants, annotation ranges, marks and counters,
+ * pause/resume markers; then the heap and "mmap anon" counter tracks and metadata.libprof.
+ * Events are written with lib/json.c, the one JSON trace writer. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "describe.h"
+#include "json.h"
+#include "os.h"
+#include "symbols.h"
+
+#define MMAP_POINTS_MAX 20000
+
+struct chrome {
+    struct lp_json j;
+    uint32_t pid;
+    uint64_t instants, mmap_points;
+    int mmap_capped;
+    struct lp_syms *syms; /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
+};
+
+/* The command line with arguments separated by spaces (the executable when none was recorded). */
+static void out_command(struct lp_out *o, const struct lp_reader *r) {
+    char *tmp = lp_os_malloc(r->cmdline_len + 1);
+    uint32_t n = 0;
+    if (tmp && r->cmdline_len) {
+        memcpy(tmp, r->cmdline, r->cmdline_len);
+        n = r->cmdline_len;
+        while (n > 0 && tmp[n - 1] == '\0') n--;
+        for (uint32_t i = 0; i < n; i++)
+            if (tmp[i] == '\0') tmp[i] = ' ';
+    }
+    const char *s = tmp;
+    if (n == 0 && r->exe) {
+        s = r->exe;
+        n = r->exe_len;
+    }
+    lp_out_json_str(o, s ? s : "", n);
+    lp_os_free(tmp);
+}
+
+static void thread_label(const struct lp_reader *r, const struct lp_thread_info *t, char *buf, size_t len) {
+    if (t->name && t->name_len) snprintf(buf, len, "%.*s", (int)t->name_len, t->name);
+    else if (t->tid == r->hdr.pid) snprintf(buf, len, "main");
+    else snprintf(buf, len, "thread %u", t->tid);
+}
+
+/* The process and its threads by name. Thread id 0 is the process itself (what libprof records
+ * on its own behalf, e.g. the timer's markers): no track of its own. */
+static void head(struct chrome *c, const struct lp_reader *r) {
+    struct lp_json *j = &c->j;
+    lp_json_event(j, "M", c->pid, c->pid, NULL, "process_name", 12, -1);
+    lp_json_args(j);
+    lp_json_key(j, "name");
+    out_command(j->o, r);
+    lp_json_args_end(j);
+    lp_json_event_end(j);
+    for (uint32_t i = 0; i < r->nthreads; i++) {
+        char name[64];
+        uint32_t tid = r->threads[i].tid;
+        if (tid == 0) continue;
+        thread_label(r, &r->threads[i], name, sizeof name);
+        lp_json_meta_name(j, c->pid, tid, "thread_name", name, strlen(name));
+        lp_json_meta_sort(j, c->pid, tid, tid == c->pid ? 0 : i + 1);
+    }
+}
+
+static uint32_t tid_of(const struct chrome *c, const struct lp_event *e) { return e->tid ? e->tid : c->pid; }
+
+/* A big allocation, or the free of a big block: an instant on the thread's track. */
+static void instant(struct chrome *c, const struct lp_event *e, uint64_t size, uint64_t ptr) {
+    struct lp_json *j = &c->j;
+    const char *name = lp_kind_names[e->kind];
+    lp_json_event(j, "i", c->pid, tid_of(c, e), lp_family_names[lp_kind_family[e->kind]], name, strlen(name), (int64_t)e->ns);
+    lp_out_s(j->o, ",\"s\":\"t\"");
+    lp_json_args(j);
+    lp_json_key(j, "size");
+    lp_out_u64(j->o, size);
+    lp_json_key(j, "ptr");
+    lp_out_fmt(j->o, "\"0x%llx\"", (unsigned long long)ptr);
+    if (e->timed) {
+        lp_json_key(j, "dur_ns");
+        lp_out_u64(j->o, e->dur_ns);
+    }
+    lp_json_args_end(j);
+    lp_json_event_end(j);
+}
+
+static const char *const control_reasons[] = {"?", "api", "signal", "delay", "duration", "start"};
+
+/* Pauses, resumes and resets: instants on the whole process. */
+static void control(struct chrome *c, const struct lp_event *e) {
+    struct lp_json *j = &c->j;
+    uint64_t reason = e->w[0] < 6 ? e->w[0] : 0;
+    const char *name = lp_kind_names[e->kind];
+    lp_json_event(j, "i", c->pid, tid_of(c, e), "control", name, strlen(name), (int64_t)e->start_ns);
+    lp_out_s(j->o, ",\"s\":\"p\"");
+    lp_json_args(j);
+    lp_json_key(j, "reason");
+    lp_out_json_str(j->o, control_reasons[reason], strlen(control_reasons[reason]));
+    lp_json_args_end(j);
+    lp_json_event_end(j);
+}
+
+/* Annotation records: a range is an X slice, a mark an instant, a counter a C event. */
+static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
+    struct lp_json *j = &c->j;
+    uint32_t len;
+    const char *name = lp_reader_name(r, e->w[0], &len);
+    int shape = lp_kind_shape[e->kind];
+    double v = 0;
+    if (shape == LP_SHAPE_COUNTER) {
+        memcpy(&v, &e->w[1], sizeof v);
+        if (v != v || v - v != 0) return; /* NaN and infinities have no JSON spelling */
+    }
+    lp_json_event(j, shape == LP_SHAPE_RANGE ? "X" : shape == LP_SHAPE_MARK ? "i" : "C", c->pid,
+                  shape == LP_SHAPE_COUNTER ? c->pid : tid_of(c, e), "annot", name, len, (int64_t)e->start_ns);
+    if (shape == LP_SHAPE_RANGE) {
+        lp_json_dur(j, e->dur_ns);
+    } else if (shape == LP_SHAPE_MARK) {
+        lp_out_s(j->o, ",\"s\":\"t\"");
+    } else {
+        lp_json_args(j);
+        lp_json_key(j, "value");
+        lp_out_fmt(j->o, "%.17g", v);
+        lp_json_args_end(j);
+    }
+    lp_json_event_end(j);
+}
+
+/* A runtime entry point: a slice (an instant when untimed) with its arguments, the file it
+ * worked on and its call site; then the arrow to a created thread, the anonymous-mapping track. */
+static void call(struct chrome *c, const struct lp_reader *r, const struct lp_event *e, const struct lp_seen *s) {
+    struct lp_json *j = &c->j;
+    const struct lp_call_view *v = s->view;
+    uint32_t nlen;
+    const char *cat, *name = lp_event_name(r, e, &nlen, &cat);
+    lp_json_event(j, e->timed ? "X" : "i", c->pid, tid_of(c, e), cat, name, nlen, (int64_t)e->start_ns);
+    if (e->timed) lp_json_dur(j, e->dur_ns);
+    else lp_out_s(j->o, ",\"s\":\"t\"");
+    lp_json_args(j);
+    lp_call_args_json(j, r, s->call, e->dur_ns);
+    if (v->file) {
+        lp_json_key(j, "file");
+        lp_out_json_str(j->o, v->file, v->file_len);
+    }
+    const struct lp_stack *st = e->stack && e->stack < r->nstacks ? &r->stacks[e->stack] : NULL;
+    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(r)))) { /* the call site */
+        lp_json_key(j, "stack");
+        lp_out_c(j->o, '[');
+        for (uint32_t i = 0; i < st->n && i < 12; i++) {
+            const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
+            if (i) lp_out_c(j->o, ',');
+            lp_out_json_str(j->o, fn, strlen(fn));
+        }
+        lp_out_c(j->o, ']');
+    }
+    lp_json_args_end(j);
+    lp_json_event_end(j);
+    if (v->flow) {
+        lp_json_event(j, "s", c->pid, v->s_tid, "thread", "thread start", 12, (int64_t)v->s_ts);
+        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)v->flow_id);
+        lp_json_event_end(j);
+        lp_json_event(j, "f", c->pid, v->f_tid, "thread", "thread start", 12, (int64_t)v->f_ts);
+        lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)v->flow_id);
+        lp_json_event_end(j);
+    }
+    if (v->mmap_point) {
+        if (c->mmap_points < MMAP_POINTS_MAX) {
+            c->mmap_points++;
+            lp_json_counter(j, c->pid, "mmap anon", (int64_t)e->ns, "bytes", v->mmap_live);
+        } else {
+            c->mmap_capped = 1;
+        }
+    }
+}
+
+static void event(struct lp_sink *k, const struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    struct chrome *c = k->self;
+    int fam = lp_kind_family[e->kind];
+    if (fam == LP_FAM_CONTROL && lp_kind_shape[e->kind] == LP_SHAPE_CONTROL) {
+        control(c, e);
+        return;
+    }
+    if (!s->counting) return; /* before the last reset: nothing to show */
+    if (s->call) {
+        if (!s->view->hidden) call(c, a->r, e, s);
+    } else if (fam == LP_FAM_ANNOT) {
+        annot(c, a->r, e);
+    } else if (s->size >= a->opts->alloc_min && e->phase == 1) {
+        /* big allocations, and frees of big blocks, as instants on the thread's track */
+        uint64_t ptr = lp_kind_shape[e->kind] == LP_SHAPE_FREE ? e->w[0] : e->w[1];
+        if (ptr) {
+            instant(c, e, s->size, ptr);
+            c->instants++;
+        }
+    }
+}
+
+static int cmp_point(const void *x, const void *y) {
+    const struct lp_point *a = x, *b = y;
+    return a->ns < b->ns ? -1 : a->ns > b->ns;
+}
+
+/* The heap track, downsampled: per time bucket its minimum, maximum and last value, so the
+ * envelope is right and the exact peak is always one of the points. */
+static uint64_t heap_counter(struct chrome *c, const struct lp_analysis *a) {
+    uint64_t points = 1;
+    lp_json_counter(&c->j, c->pid, "heap", 0, "bytes", 0);
+    for (unsigned b = 0; b < LP_COUNTER_BUCKETS; b++) {
+        const struct lp_cbucket *k = &a->cb[b];
+        if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) continue;
+        struct lp_point p[3] = {k->min, k->max, k->last};
+        qsort(p, 3, sizeof p[0], cmp_point);
+        for (int i = 0; i < 3; i++) {
+            if (i > 0 && p[i].ns == p[i - 1].ns) continue;
+            lp_json_counter(&c->j, c->pid, "heap", (int64_t)p[i].ns, "bytes", p[i].v);
+            points++;
+        }
+    }
+    return points;
+}
+
+static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t counter_points) {
+    struct lp_out *o = c->j.o;
+    const struct lp_reader *r = a->r;
+    lp_out_fmt(o, "{\"version\":\"%s\",\"format_version\":%u,\"pid\":%u,\"ppid\":%u,\"hostname\":", LIBPROF_VERSION,
+               r->hdr.version, r->hdr.pid, r->hdr.ppid);
+    lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
+    lp_out_s(o, ",\"executable\":");
+    lp_out_json_str(o, r->exe ? r->exe : "", r->exe_len);
+    lp_out_s(o, ",\"command\":");
+    out_command(o, r);
+    lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
+               (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)a->span_ns,
+               r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",
+               r->end && !r->truncated && !r->end->events_dropped ? "true" : "false");
+    lp_out_fmt(o, "\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,",
+               (unsigned long long)a->peak_bytes, (unsigned long long)a->peak_ns, (unsigned long long)a->live_bytes,
+               (unsigned long long)a->live_blocks);
+    lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
+               (unsigned long long)a->reused_live);
+    if (r->end && r->end->exit_status >= 0) lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
+    else lp_out_s(o, "\"exit_status\":null,");
+    if (r->end && r->end->max_rss_kib)
+        lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
+    if (r->end && r->end->signal) lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
+    else if (a->opts->killed_by) lp_out_fmt(o, "\"signal\":%d,", a->opts->killed_by);
+    else lp_out_s(o, "\"signal\":null,");
+    lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses, (unsigned long long)a->reset_ns);
+    lp_out_fmt(o, "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
+               (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
+               (unsigned long long)(r->end ? r->end->events_dropped : 0), r->nchunks, r->nthreads);
+    lp_out_fmt(o, "\"alloc_instant_min_bytes\":%llu,\"alloc_instants\":%llu,\"heap_counter_points\":%llu,",
+               (unsigned long long)a->opts->alloc_min, (unsigned long long)c->instants, (unsigned long long)counter_points);
+    lp_out_s(o, "\"functions\":{");
+    int first = 1;
+    for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
+        const struct fnstat *f = &a->fn[k];
+        if (!f->count || k == LP_EV_CALL) continue;
+        lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"timed\":%llu,\"total_ns\":%llu}",
+                   first ? "" : ",", lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
+                   (unsigned long long)f->failed, (unsigned long long)f->timed, (unsigned long long)f->total_ns);
+        first = 0;
+    }
+    lp_out_s(o, "},\"ranges\":{");
+    first = 1;
+    for (size_t id = 0; id < a->nranges; id++) {
+        const struct fnstat *f = &a->ranges[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *name = lp_reader_name(r, id, &len);
+        if (!first) lp_out_c(o, ',');
+        first = 0;
+        lp_out_json_str(o, name, len);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}", (unsigned long long)f->count,
+                   (unsigned long long)f->total_ns, (unsigned long long)lp_percentile(f, 0.5),
+                   (unsigned long long)lp_percentile(f, 0.99));
+    }
+    lp_out_s(o, "},\"size_histogram\":[");
+    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
+    lp_out_s(o, "]");
+    lp_calls_metadata(a->calls, o, c->mmap_capped);
+    if (a->sites) lp_sites_metadata(a->sites, o);
+    lp_out_s(o, "}");
+}
+
+static void finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct chrome *c = k->self;
+    uint64_t points = heap_counter(c, a);
+    lp_json_metadata(&c->j, "libprof");
+    metadata(c, a, points);
+    lp_json_end(&c->j);
+}
+
+static void free_chrome(struct lp_sink *k) {
+    struct chrome *c = k->self;
+    if (c) lp_syms_free(c->syms);
+    lp_os_free(c);
+    k->self = NULL;
+}
+
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r) {
+    struct chrome *c = lp_os_calloc(1, sizeof *c);
+    if (!c) return -1;
+    c->pid = r->hdr.pid;
+    k->self = c;
+    k->event = event;
+    k->finish = finish;
+    k->free = free_chrome;
+    lp_json_begin(&c->j, k->out);
+    head(c, r);
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* write_tables.c: the converter's table writers (struct lp_sink, totals only) — the CSV summary
+ * (one row per function, entry point, shape, file, site; schema in the README) and the
+ * human-readable table printed with LIBPROF_SUMMARY=1 and by libprof-report. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "convert.h"
+#include "fmt.h"
+
+/* Timing columns are empty for a function none of whose calls were timed (allocation calls
+ * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls (lp_csv_row, calls.c). */
+static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_out *o = k->out;
+    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops\n");
+    for (unsigned kind = 1; kind < LP_KIND_COUNT; kind++) {
+        /* ranges: per name below; calls: calls.c */
+        if (kind == LP_EV_RANGE || kind == LP_EV_CALL || lp_kind_family[kind] == LP_FAM_CONTROL) continue;
+        lp_csv_row(o, lp_kind_names[kind], strlen(lp_kind_names[kind]), lp_family_names[lp_kind_family[kind]],
+                   &a->fn[kind], 0);
+    }
+    for (size_t id = 0; id < a->nranges; id++) {
+        uint32_t len;
+        const char *name = lp_reader_name(a->r, id, &len);
+        lp_csv_row(o, name, len, "annot", &a->ranges[id], 0);
+    }
+    lp_calls_csv(a->calls, o);
+    if (a->sites) lp_sites_csv(a->sites, o);
+}
+
+int lp_sink_csv(struct lp_sink *k) {
+    k->finish = csv_finish;
+    return 0;
+}
+
+static void size_histogram(struct lp_out *o, const struct lp_analysis *a) {
+    uint64_t total = 0, maxc = 0;
+    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++) {
+        total += a->size_hist[b];
+        if (a->size_hist[b] > maxc) maxc = a->size_hist[b];
+    }
+    if (!total) return;
+    lp_out_s(o, "  block sizes:\n");
+    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++) {
+        uint64_t c = a->size_hist[b];
+        if (!c) continue;
+        char lo[16], hi[16];
+        uint64_t l = b == 0 ? 0 : UINT64_C(1) << (b + 3), h = (UINT64_C(1) << (b + 4)) - 1;
+        lp_fmt_bytes(lo, sizeof lo, l);
+        lp_fmt_bytes(hi, sizeof hi, h);
+        int bar = (int)((c * 40 + maxc - 1) / maxc);
+        lp_out_fmt(o, "  %10s-%-10s %10llu %3llu%% ", lo, b == LP_SIZE_BUCKETS - 1 ? "" : hi, (unsigned long long)c,
+                   (unsigned long long)(c * 100 / total));
+        for (int i = 0; i < bar; i++) lp_out_c(o, '#');
+        lp_out_c(o, '\n');
+    }
+}
+
+static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_out *o = k->out;
+    const struct lp_reader *r = a->r;
+    const char *label = a->opts->trace_label;
+    const char *exe = r->exe ? r->exe : "?";
+    uint32_t n = r->exe ? r->exe_len : 1, b = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (exe[i] == '/') b = i + 1;
+    lp_out_fmt(o, "libprof: %.*s (pid %u): %.3f s, %llu events%s%s%s\n", (int)(n - b), exe + b, r->hdr.pid,
+               (double)a->span_ns / 1e9, (unsigned long long)a->events, label ? ", trace " : "", label ? label : "",
+               r->end && !r->truncated ? "" : " [trace cut short]");
+    lp_out_fmt(o, "  %-15s %12s %14s %8s %9s %9s %9s\n", "function", "calls", "bytes", "failed", "mean ns", "p50 ns",
+               "p99 ns");
+    for (unsigned kind = 1; kind < LP_KIND_COUNT; kind++) {
+        const struct fnstat *f = &a->fn[kind];
+        if (!f->count || kind == LP_EV_RANGE || kind == LP_EV_CALL || lp_kind_family[kind] == LP_FAM_CONTROL) continue;
+        lp_out_fmt(o, "  %-15s %12llu %14llu %8llu", lp_kind_names[kind], (unsigned long long)f->count,
+                   (unsigned long long)f->bytes, (unsigned long long)f->failed);
+        if (f->timed)
+            lp_out_fmt(o, " %9llu %9llu %9llu\n", (unsigned long long)(f->total_ns / f->timed),
+                       (unsigned long long)lp_percentile(f, 0.5), (unsigned long long)lp_percentile(f, 0.99));
+        else
+            lp_out_fmt(o, " %9s %9s %9s\n", "-", "-", "-");
+    }
+    for (size_t id = 0; id < a->nranges; id++) {
+        const struct fnstat *f = &a->ranges[id];
+        if (!f->count) continue;
+        uint32_t len;
+        const char *name = lp_reader_name(r, id, &len);
+        lp_out_fmt(o, "  %-15.*s %12llu %14s %8s %9llu %9llu %9llu  (range)\n", (int)(len > 15 ? 15 : len), name,
+                   (unsigned long long)f->count, "", "", (unsigned long long)(f->timed ? f->total_ns / f->timed : 0),
+                   (unsigned long long)lp_percentile(f, 0.5), (unsigned long long)lp_percentile(f, 0.99));
+    }
+    char peak[32], leak[32];
+    lp_fmt_bytes(peak, sizeof peak, a->peak_bytes);
+    lp_fmt_bytes(leak, sizeof leak, a->live_bytes);
+    lp_out_fmt(o, "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n", peak,
+               (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak, (unsigned long long)a->live_bytes,
+               (unsigned long long)a->live_blocks);
+    if (r->end && r->end->max_rss_kib) {
+        char rss[32];
+        lp_fmt_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);
+        lp_out_fmt(o, "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n",
+                   rss, peak);
+    }
+    if (a->untracked_frees || a->reused_live)
+        lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
+                   (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
+    lp_calls_summary(a->calls, o);
+    if (a->sites) lp_sites_summary(a->sites, o);
+    if (r->end && r->end->events_dropped)
+        lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
+                   (unsigned long long)r->end->events_dropped);
+    size_histogram(o, a);
+}
+
+int lp_sink_summary(struct lp_sink *k) {
+    k->finish = summary_finish;
+    return 0;
+}
