@@ -84,6 +84,7 @@ LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
 LIB_SRCS += lib/json.c
 LIB_SRCS += lib/describe.c
+LIB_SRCS += lib/slices.c
 LIB_SRCS += lib/calls.c
 LIB_SRCS += lib/sites.c
 LIB_SRCS += lib/symbols.c

@@ -11,12 +11,13 @@
 #include <string.h>
 
 #include "lib/map.h"
+#include "lib/vec.h"
 
-struct lp_chrome_builder {
-    struct lp_chrome *c;
-    struct lp_map names;   /* string hash -> index+1 (collisions checked by strcmp) */
-    struct lp_map ids;     /* string pid/tid hash -> small number */
-    size_t cap;
+/* The parser's state beside the slice builder: string ids, open B events. */
+struct parse {
+    struct lp_slices_builder *b;
+    struct lp_slices *c;
+    struct lp_map ids; /* string pid/tid hash -> small number */
     struct open_b { int64_t pid, tid, ts; uint32_t name, cat; } *open;
     size_t nopen, capopen;
     int oom;
@@ -28,30 +29,8 @@ static uint64_t hash_str(const char *s) {
     return h | 1;
 }
 
-static uint32_t intern(struct lp_chrome_builder *l, const char *s) {
-    uint64_t h = hash_str(s), v;
-    for (uint64_t probe = h;; probe = probe * 31 + 7) {
-        probe |= 1;
-        if (!lp_map_get(&l->names, probe, &v)) {
-            char **n = realloc(l->c->names, (l->c->nnames + 1) * sizeof *n);
-            char *copy = strdup(s);
-            if (!n || !copy) {
-                free(copy);
-                if (n) l->c->names = n;
-                l->oom = 1;
-                return 0;
-            }
-            l->c->names = n;
-            n[l->c->nnames] = copy;
-            if (lp_map_put(&l->names, probe, l->c->nnames + 1, NULL) < 0) l->oom = 1;
-            return (uint32_t)l->c->nnames++;
-        }
-        if (!strcmp(l->c->names[v - 1], s)) return (uint32_t)(v - 1);
-    }
-}
-
 /* A pid or tid: integers as they are, strings mapped to numbers from 1,000,000,000 up, absent 0. */
-static int64_t id_of(struct lp_chrome_builder *l, const cJSON *j) {
+static int64_t id_of(struct parse *l, const cJSON *j) {
     if (cJSON_IsNumber(j)) /* beyond int64 (or NaN): no real thread has that id */
         return isfinite(j->valuedouble) && fabs(j->valuedouble) < 9e18 ? (int64_t)j->valuedouble : -1;
     if (!cJSON_IsString(j)) return 0;
@@ -69,25 +48,7 @@ static int64_t us_to_ns(const cJSON *j) {
     return (int64_t)llround(ns);
 }
 
-static void add_slice(struct lp_chrome_builder *l, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts,
-                      int64_t dur) {
-    struct lp_chrome *c = l->c;
-    if (c->nslices == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 1024;
-        struct lp_slice *s = realloc(c->slices, ncap * sizeof *s);
-        if (!s) { l->oom = 1; return; }
-        c->slices = s;
-        l->cap = ncap;
-    }
-    /* |ts| and dur within 2^61 ns (73 years): sums of two never overflow downstream */
-    const int64_t lim = INT64_C(1) << 61;
-    if (ts > lim) ts = lim;
-    if (ts < -lim) ts = -lim;
-    if (dur > lim) dur = lim;
-    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur};
-}
-
-static void event(struct lp_chrome_builder *l, const cJSON *e) {
+static void event(struct parse *l, const cJSON *e) {
     l->c->events++;
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
     if (!cJSON_IsObject(e) || !cJSON_IsString(ph) || !ph->valuestring[0]) {
@@ -108,20 +69,17 @@ static void event(struct lp_chrome_builder *l, const cJSON *e) {
     }
     if (p == 'X') {
         int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
-        add_slice(l, intern(l, name), intern(l, cat), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
+        lp_slices_add(l->b, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
     } else if (p == 'B') {
-        if (l->nopen == l->capopen) {
-            size_t ncap = l->capopen ? l->capopen * 2 : 64;
-            struct open_b *o = realloc(l->open, ncap * sizeof *o);
-            if (!o) { l->oom = 1; return; }
-            l->open = o;
-            l->capopen = ncap;
+        if (LP_RESERVE(l->open, l->capopen, l->nopen + 1) != 0) {
+            l->oom = 1;
+            return;
         }
-        l->open[l->nopen++] = (struct open_b){pid, tid, ts, intern(l, name), intern(l, cat)};
+        l->open[l->nopen++] = (struct open_b){pid, tid, ts, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat)};
     } else { /* E closes the innermost open B of the same thread */
         for (size_t i = l->nopen; i-- > 0;) {
             if (l->open[i].pid != pid || l->open[i].tid != tid) continue;
-            add_slice(l, l->open[i].name, l->open[i].cat, pid, tid, l->open[i].ts, ts - l->open[i].ts);
+            lp_slices_add(l->b, l->open[i].name, l->open[i].cat, pid, tid, l->open[i].ts, ts - l->open[i].ts);
             memmove(&l->open[i], &l->open[i + 1], (l->nopen - i - 1) * sizeof *l->open);
             l->nopen--;
             return;
@@ -130,7 +88,7 @@ static void event(struct lp_chrome_builder *l, const cJSON *e) {
     }
 }
 
-int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *err, size_t errlen) {
+int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) {
@@ -143,7 +101,12 @@ int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *er
         snprintf(err, errlen, "JSON but not a Chrome trace (no traceEvents array)");
         return -1;
     }
-    struct lp_chrome_builder l = {.c = out};
+    struct parse l = {.b = lp_slices_builder_new(out), .c = out};
+    if (!l.b) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "out of memory reading the trace");
+        return -1;
+    }
     const cJSON *e;
     cJSON_ArrayForEach(e, events) event(&l, e);
     /* libprof's metadata: where the trace sits in wall-clock time (for --merge) */
@@ -154,44 +117,20 @@ int lp_chrome_load(const char *text, size_t len, struct lp_chrome *out, char *er
     if (cJSON_IsNumber(pidj) && pidj->valuedouble > 0 && pidj->valuedouble < 4e9) out->pid = (int64_t)pidj->valuedouble;
     out->unmatched += l.nopen;
     free(l.open);
-    lp_map_free(&l.names);
     lp_map_free(&l.ids);
     cJSON_Delete(root);
-    if (l.oom) {
-        lp_chrome_free(out);
+    if (l.oom) lp_slices_oom(l.b);
+    int64_t origin = out->origin_real_ns, pid = out->pid;
+    size_t nevents = out->events, skipped = out->skipped, unmatched = out->unmatched;
+    if (lp_slices_builder_end(l.b) != 0) {
         snprintf(err, errlen, "out of memory reading the trace");
         return -1;
     }
+    out->origin_real_ns = origin;
+    out->pid = pid;
+    out->events = nevents;
+    out->skipped = skipped;
+    out->unmatched = unmatched;
     return 0;
 }
 
-void lp_chrome_free(struct lp_chrome *c) {
-    for (size_t i = 0; i < c->nnames; i++) free(c->names[i]);
-    free(c->names);
-    free(c->slices);
-    memset(c, 0, sizeof *c);
-}
-
-struct lp_chrome_builder *lp_chrome_builder_new(struct lp_chrome *out) {
-    memset(out, 0, sizeof *out);
-    struct lp_chrome_builder *b = calloc(1, sizeof *b);
-    if (b) b->c = out;
-    return b;
-}
-
-uint32_t lp_chrome_intern(struct lp_chrome_builder *b, const char *name) { return intern(b, name); }
-
-void lp_chrome_add(struct lp_chrome_builder *b, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts_ns,
-                   int64_t dur_ns) {
-    add_slice(b, name, cat, pid, tid, ts_ns, dur_ns);
-}
-
-int lp_chrome_builder_end(struct lp_chrome_builder *b) {
-    int oom = b->oom;
-    lp_map_free(&b->names);
-    lp_map_free(&b->ids);
-    free(b->open);
-    if (oom) lp_chrome_free(b->c);
-    free(b);
-    return oom ? -1 : 0;
-}

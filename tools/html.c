@@ -99,7 +99,7 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
     lp_iter_free(it);
 }
 
-static void iteration_chart(FILE *f, const struct lp_chrome *c, const struct rp_opts *o) {
+static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     size_t n;
     int64_t *lat = rp_iteration_latencies(c, o, &n);
     if (!lat || !n) { free(lat); return; }
@@ -212,7 +212,7 @@ static void flame(FILE *f, const char *folded) {
     free(t.v);
 }
 
-int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
+int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
             const char *folded, const struct rp_opts *o) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
     esc(f, label, strlen(label));

@@ -113,7 +113,7 @@ struct input {
     const char *path;
     int raw;
     struct lp_reader r;
-    struct lp_chrome c;
+    struct lp_slices c;
 };
 
 /* 1 raw, 0 JSON, -1 neither (message printed). */
@@ -160,7 +160,7 @@ static int load(struct input *in, const char *path, int need_slices) {
             fprintf(stderr, "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
                     path, in->r.truncated ? "damaged or partial last chunk" : "the process did not finish",
                     (unsigned long long)in->r.events, (unsigned long long)in->r.valid_bytes, in->r.size);
-        if (need_slices && rp_slices_from_lpt(&in->r, &in->c, err, sizeof err) != 0) {
+        if (need_slices && lp_slices_from_reader(&in->r, &in->c, isatty(STDERR_FILENO) && !quiet ? progress : NULL, err, sizeof err) != 0) {
             fprintf(stderr, "libprof-report: %s: %s\n", path, err);
             return -1;
         }
@@ -183,7 +183,7 @@ static int load(struct input *in, const char *path, int need_slices) {
 
 static void unload(struct input *in) {
     if (in->raw) lp_reader_close(&in->r);
-    lp_chrome_free(&in->c);
+    lp_slices_free(&in->c);
 }
 
 /* The converter's text report (memory, I/O, BLAS, oneDNN, sites) into a string, for --html. */
@@ -286,25 +286,25 @@ static int write_merged(struct input *in, int n, const char *out) {
 }
 
 /* All inputs' slices as one trace, shifted to the earliest wall-clock start. */
-static int merged_slices(struct input *in, int n, struct lp_chrome *out) {
-    struct lp_chrome_builder *b = lp_chrome_builder_new(out);
+static int merged_slices(struct input *in, int n, struct lp_slices *out) {
+    struct lp_slices_builder *b = lp_slices_builder_new(out);
     if (!b) return -1;
     int64_t t0 = INT64_MAX;
     for (int i = 0; i < n; i++)
         if (in[i].c.origin_real_ns && in[i].c.origin_real_ns < t0) t0 = in[i].c.origin_real_ns;
     for (int i = 0; i < n; i++) {
-        const struct lp_chrome *c = &in[i].c;
+        const struct lp_slices *c = &in[i].c;
         int64_t shift = c->origin_real_ns && t0 != INT64_MAX ? c->origin_real_ns - t0 : 0;
         for (size_t k = 0; k < c->nslices; k++) {
             const struct lp_slice *s = &c->slices[k];
-            lp_chrome_add(b, lp_chrome_intern(b, c->names[s->name]), lp_chrome_intern(b, c->names[s->cat]), s->pid, s->tid,
+            lp_slices_add(b, lp_slices_intern(b, c->names[s->name]), lp_slices_intern(b, c->names[s->cat]), s->pid, s->tid,
                           s->ts_ns + shift, s->dur_ns);
         }
         out->skipped += c->skipped;
         out->unmatched += c->unmatched;
     }
     out->origin_real_ns = t0 == INT64_MAX ? 0 : t0;
-    return lp_chrome_builder_end(b);
+    return lp_slices_builder_end(b);
 }
 
 static int compile(regex_t *re, const char *s, const char *opt) {
@@ -454,7 +454,6 @@ int main(int argc, char **argv) {
     }
     int report = summary || !(converts || events_csv || html || (merge && chrome));
 
-    if (isatty(STDERR_FILENO) && !quiet) rp_progress = progress;
     struct input *in = calloc((size_t)ninputs, sizeof *in);
     if (!in) return 1;
     int rc = 0;
@@ -521,7 +520,7 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && report) {
         if (merge && ninputs > 1) {
-            struct lp_chrome all;
+            struct lp_slices all;
             if (merged_slices(in, ninputs, &all) != 0) {
                 fprintf(stderr, "libprof-report: out of memory\n");
                 rc = 1;
@@ -529,7 +528,7 @@ int main(int argc, char **argv) {
                 char label[64];
                 snprintf(label, sizeof label, "%d traces merged", ninputs);
                 if (rp_print(stdout, label, &all, &o) != 0) rc = 1;
-                lp_chrome_free(&all);
+                lp_slices_free(&all);
             }
         } else {
             for (int i = 0; i < ninputs && rc == 0; i++) {

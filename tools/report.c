@@ -12,85 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/calls.h"
+#include "lib/describe.h"
 #include "lib/fmt.h"
 #include "lib/map.h"
-
-/* ---- raw trace -> slices ------------------------------------------------------------------ */
-
-void (*rp_progress)(uint64_t done, uint64_t total, void *arg);
-
-int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen) {
-    struct lp_chrome_builder *b = lp_chrome_builder_new(out);
-    struct lp_iter *it = b ? lp_iter_new(r) : NULL;
-    if (!it) {
-        if (b) lp_chrome_builder_end(b);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    uint32_t fam[LP_FAM_COUNT], annot = lp_chrome_intern(b, "annot");
-    for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_chrome_intern(b, lp_family_names[f]);
-    uint32_t callname[LP_CALL_COUNT];
-    for (unsigned k = 1; k < LP_CALL_COUNT; k++) callname[k] = lp_chrome_intern(b, lp_call_names[k]);
-    struct lp_map range_ix = {0}; /* annotation name id + 1 -> interned */
-    struct lp_event e;
-    char tmp[64];
-    uint64_t next_progress = 1u << 20;
-    while (lp_iter_next(it, &e)) {
-        if (rp_progress && lp_iter_position(it) >= next_progress) {
-            rp_progress(lp_iter_position(it), r->events, NULL);
-            next_progress += 1u << 20;
-        }
-        if (!e.timed || e.phase != 1) continue;
-        int shape = lp_kind_shape[e.kind];
-        uint32_t name, cat;
-        if (shape == LP_SHAPE_RANGE) {
-            uint64_t v;
-            if (!lp_map_get(&range_ix, e.w[0] + 1, &v)) {
-                uint32_t len;
-                const char *n = lp_reader_name(r, e.w[0], &len);
-                char *s = strndup(n, len);
-                v = s ? lp_chrome_intern(b, s) : 0;
-                free(s);
-                lp_map_put(&range_ix, e.w[0] + 1, v, NULL);
-            }
-            name = (uint32_t)v;
-            cat = annot;
-        } else if (shape == LP_SHAPE_CALL) {
-            unsigned call = lp_call_id(e.w[0]), nargs = lp_call_nargs(e.w[0]);
-            const uint64_t *a = e.w + 1;
-            unsigned role = lp_call_role[call];
-            if ((role == LP_ROLE_GEMM || role == LP_ROLE_GEMV || role == LP_ROLE_VEC) && nargs) {
-                snprintf(tmp, sizeof tmp, "%s", lp_blas_name(call, a[nargs - 1]));
-                name = lp_chrome_intern(b, tmp);
-            } else if (role == LP_ROLE_DNNL && nargs) {
-                uint32_t len;
-                const char *n = lp_reader_name(r, a[0], &len);
-                char *s = strndup(n, len);
-                name = s ? lp_chrome_intern(b, s) : callname[call];
-                free(s);
-            } else {
-                name = callname[call];
-            }
-            cat = fam[lp_call_family[call]];
-        } else {
-            continue; /* allocations: the memory report covers them */
-        }
-        const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_chrome_add clamps too */
-        lp_chrome_add(b, name, cat, r->hdr.pid, e.tid, (int64_t)(e.start_ns > lim ? lim : e.start_ns),
-                      (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
-    }
-    if (rp_progress) rp_progress(r->events, r->events, NULL);
-    lp_iter_free(it);
-    lp_map_free(&range_ix);
-    out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;
-    out->pid = r->hdr.pid;
-    if (lp_chrome_builder_end(b) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
 
 /* Sums of durations saturate rather than overflow (a forged trace can hold huge ones). */
 static inline int64_t sat(int64_t a, int64_t b) {
@@ -102,7 +26,7 @@ static inline int64_t sat(int64_t a, int64_t b) {
 /* ---- the index ---------------------------------------------------------------------------- */
 
 struct an {
-    const struct lp_chrome *c;
+    const struct lp_slices *c;
     const struct rp_opts *o;
     uint32_t *order;  /* slices by thread, start, longest first */
     int64_t *parent;  /* index of the enclosing slice, -1 at the top */
@@ -113,7 +37,7 @@ struct an {
     size_t n;
 };
 
-static const struct lp_chrome *sort_c;
+static const struct lp_slices *sort_c;
 static int cmp_order(const void *x, const void *y) {
     const struct lp_slice *a = &sort_c->slices[*(const uint32_t *)x], *b = &sort_c->slices[*(const uint32_t *)y];
     if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
@@ -148,7 +72,7 @@ static void an_free(struct an *a) {
     free(a->outer_kernel);
 }
 
-static int an_build(struct an *a, const struct lp_chrome *c, const struct rp_opts *o) {
+static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opts *o) {
     memset(a, 0, sizeof *a);
     a->c = c;
     a->o = o;
@@ -253,7 +177,7 @@ static int64_t pct(const int64_t *d, size_t n, double p) {
 
 /* One row per name (indexed by name id; rows with count 0 unused). */
 static struct row *name_rows(const struct an *a) {
-    const struct lp_chrome *c = a->c;
+    const struct lp_slices *c = a->c;
     struct row *rows = calloc(c->nnames ? c->nnames : 1, sizeof *rows);
     size_t *start = calloc(c->nnames + 1, sizeof *start);
     int64_t *d = malloc((a->n ? a->n : 1) * sizeof *d);
@@ -302,7 +226,7 @@ static struct row *name_rows(const struct an *a) {
 }
 
 static enum rp_sort sort_by;
-static const struct lp_chrome *sort_names;
+static const struct lp_slices *sort_names;
 static int64_t row_key(const struct row *r) {
     switch (sort_by) {
     case RP_SELF: return r->self;
@@ -336,7 +260,7 @@ static struct row *ranked_rows(const struct an *a, size_t *n) {
     return rows;
 }
 
-static int name_width(const struct lp_chrome *c, const struct row *rows, size_t n) {
+static int name_width(const struct lp_slices *c, const struct row *rows, size_t n) {
     size_t w = 4;
     for (size_t i = 0; i < n; i++) {
         size_t l = strlen(c->names[rows[i].name]);
@@ -514,7 +438,7 @@ static int cmp_iter(const void *x, const void *y) {
 
 static void print_iterations(FILE *f, const struct an *a) {
     const struct rp_opts *o = a->o;
-    const struct lp_chrome *c = a->c;
+    const struct lp_slices *c = a->c;
     struct iter *it = NULL;
     size_t ni = 0;
     for (size_t i = 0; i < a->n; i++) {
@@ -650,7 +574,7 @@ static void print_iterations(FILE *f, const struct an *a) {
 
 /* ---- the default report -------------------------------------------------------------------- */
 
-int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o) {
+int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct rp_opts *o) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;
     size_t names = 0; /* distinct slice names (the table also holds categories) */
@@ -683,7 +607,7 @@ static int cmp_drow(const void *x, const void *y) {
     return ia > ib ? -1 : ia < ib ? 1 : strcmp(a->name, b->name);
 }
 
-int rp_diff(FILE *f, const struct lp_chrome *base, const struct lp_chrome *cur, const struct rp_opts *o) {
+int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, const struct rp_opts *o) {
     struct an ab, ac;
     if (an_build(&ab, base, o) != 0) return -1;
     if (an_build(&ac, cur, o) != 0) { an_free(&ab); return -1; }
@@ -752,7 +676,7 @@ static void csv_str(FILE *f, const char *s) {
 
 #define EVENTS_CSV_HEADER "pid,tid,ts_ns,dur_ns,category,name,size,ptr\n"
 
-int rp_events_csv(FILE *f, const struct lp_chrome *c) {
+int rp_events_csv(FILE *f, const struct lp_slices *c) {
     fputs(EVENTS_CSV_HEADER, f);
     for (size_t i = 0; i < c->nslices; i++) {
         const struct lp_slice *s = &c->slices[i];
@@ -775,22 +699,14 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
     while (lp_iter_next(it, &e)) {
         int shape = lp_kind_shape[e.kind];
         if (e.phase != 1 || shape == LP_SHAPE_CONTROL) continue;
-        const char *cat = lp_family_names[lp_kind_family[e.kind]], *name = lp_kind_names[e.kind];
-        char nbuf[256];
+        uint32_t len;
+        const char *cat, *n = lp_event_name(r, &e, &len, &cat); /* named as in the Chrome trace */
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)len, n);
         uint64_t size = 0, ptr = 0;
         int has_mem = 0;
         if (shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) { size = e.w[0]; ptr = e.w[1]; has_mem = 1; }
         else if (shape == LP_SHAPE_FREE) { ptr = e.w[0]; has_mem = 1; }
-        else if (shape == LP_SHAPE_RANGE || shape == LP_SHAPE_MARK || shape == LP_SHAPE_COUNTER) {
-            uint32_t len;
-            const char *n = lp_reader_name(r, e.w[0], &len);
-            snprintf(nbuf, sizeof nbuf, "%.*s", (int)len, n);
-            name = nbuf;
-        } else if (shape == LP_SHAPE_CALL) {
-            unsigned call = lp_call_id(e.w[0]);
-            cat = lp_family_names[lp_call_family[call]];
-            name = lp_call_names[call];
-        }
         fprintf(f, "%u,%u,%llu,", r->hdr.pid, e.tid, (unsigned long long)e.start_ns);
         if (e.timed) fprintf(f, "%llu", (unsigned long long)e.dur_ns);
         fputc(',', f);
@@ -804,7 +720,7 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
     return ferror(f) ? -1 : 0;
 }
 
-int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts *o, size_t *n) {
+int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts *o, size_t *n) {
     struct an a;
     *n = 0;
     if (!o->iterations || an_build(&a, c, o) != 0) return NULL;
@@ -831,7 +747,7 @@ int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts 
     return lat;
 }
 
-int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
                 void *arg) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;
@@ -847,7 +763,7 @@ int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)
     return 0;
 }
 
-int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
                      void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;

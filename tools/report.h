@@ -1,7 +1,7 @@
-/* report.h: libprof-report's analyses over a trace seen as time slices (struct lp_chrome):
+/* report.h: libprof-report's analyses over a trace seen as time slices (struct lp_slices):
  * per-name statistics with self time and percentiles, per-thread busy time, iterations,
  * framework tax, what-if, diff, events CSV, merge, HTML. A raw libprof trace becomes slices
- * through rp_slices_from_lpt; other profilers' Chrome traces through chrome_in.c. */
+ * through lib/'s decoder (lp_slices_from_reader); Chrome traces through chrome_in.c. */
 #ifndef LP_REPORT_H
 #define LP_REPORT_H
 
@@ -34,31 +34,25 @@ struct rp_opts {
     const char *whatif_text[RP_MAX_WHATIF];
 };
 
-/* The timed events of a raw trace as slices: runtime entry points (named as in the Chrome
- * trace: "sgemm", the oneDNN primitive kind, ...), annotation ranges, thread lives. */
-int rp_slices_from_lpt(const struct lp_reader *r, struct lp_chrome *out, char *err, size_t errlen);
-/* Called about every million events while rp_slices_from_lpt reads (NULL: none). */
-extern void (*rp_progress)(uint64_t done, uint64_t total, void *arg);
-
 /* The report printed by default (tables), on `f`. */
-int rp_print(FILE *f, const char *label, const struct lp_chrome *c, const struct rp_opts *o);
+int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct rp_opts *o);
 /* --diff: `base` → `cur`, per name, by impact. */
-int rp_diff(FILE *f, const struct lp_chrome *base, const struct lp_chrome *cur, const struct rp_opts *o);
+int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, const struct rp_opts *o);
 /* --events-csv for slices (a raw trace streams its own, see rp_events_csv_lpt). */
-int rp_events_csv(FILE *f, const struct lp_chrome *c);
+int rp_events_csv(FILE *f, const struct lp_slices *c);
 int rp_events_csv_lpt(FILE *f, const struct lp_reader *r);
 /* --html: one self-contained file (inline CSS and SVG, no script, no network). `r` (may be NULL)
  * adds the heap-over-time plot; `summary` (may be NULL) the memory/I/O/BLAS tables as text;
  * `folded` (may be NULL) the allocation flame graph. */
-int rp_html(FILE *f, const char *label, const struct lp_chrome *c, const struct lp_reader *r, const char *summary,
+int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
             const char *folded, const struct rp_opts *o);
 /* For the HTML page: the top rows as the table shows them (name, count, total, self, mean, p50,
  * p99, max), and each thread's wall, busy and kernel time. */
-int rp_top_rows(const struct lp_chrome *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
+int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
                 void *arg);
-int rp_thread_shares(const struct lp_chrome *c, const struct rp_opts *o,
+int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
                      void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
-int64_t *rp_iteration_latencies(const struct lp_chrome *c, const struct rp_opts *o, size_t *n);
+int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts *o, size_t *n);
 
 #endif

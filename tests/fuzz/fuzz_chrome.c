@@ -11,7 +11,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    struct lp_chrome c;
+    struct lp_slices c;
     char err[256];
     static FILE *null;
     static struct rp_opts o;
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         rp_print(null, "fuzz", &c, &o);
         rp_diff(null, &c, &c, &o);
         rp_events_csv(null, &c);
-        lp_chrome_free(&c);
+        lp_slices_free(&c);
     }
     return 0;
 }

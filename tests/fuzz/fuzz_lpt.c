@@ -40,10 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static FILE *null;
         static struct rp_opts ro;
         if (!null) null = fopen("/dev/null", "w");
-        struct lp_chrome c;
-        if (rp_slices_from_lpt(&r, &c, err, sizeof err) == 0) {
+        struct lp_slices c;
+        if (lp_slices_from_reader(&r, &c, NULL, err, sizeof err) == 0) {
             rp_print(null, "fuzz", &c, &ro);
-            lp_chrome_free(&c);
+            lp_slices_free(&c);
         }
         rp_events_csv_lpt(null, &r);
         lp_reader_close(&r);

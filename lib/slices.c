@@ -1,0 +1,125 @@
+/* slices.c: see slices.h. */
+#define _GNU_SOURCE
+#include "slices.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "describe.h"
+#include "map.h"
+#include "os.h"
+#include "vec.h"
+
+struct lp_slices_builder {
+    struct lp_slices *c;
+    struct lp_map names; /* string hash -> index+1 (collisions checked by comparing) */
+    size_t cap, capnames;
+    int oom;
+};
+
+static uint64_t hash_n(const char *s, size_t n) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
+    return h | 1;
+}
+
+uint32_t lp_slices_intern_n(struct lp_slices_builder *b, const char *s, size_t n) {
+    uint64_t v;
+    n = strnlen(s, n); /* a name from a trace may hold a NUL: it ends there */
+    for (uint64_t probe = hash_n(s, n);; probe = probe * 31 + 7) {
+        probe |= 1;
+        if (!lp_map_get(&b->names, probe, &v)) {
+            char *copy = lp_os_strndup(s, n);
+            if (!copy || LP_RESERVE(b->c->names, b->capnames, b->c->nnames + 1) != 0) {
+                lp_os_free(copy);
+                b->oom = 1;
+                return 0;
+            }
+            b->c->names[b->c->nnames] = copy;
+            if (lp_map_put(&b->names, probe, b->c->nnames + 1, NULL) < 0) b->oom = 1;
+            return (uint32_t)b->c->nnames++;
+        }
+        const char *have = b->c->names[v - 1];
+        if (!strncmp(have, s, n) && have[n] == '\0') return (uint32_t)(v - 1);
+    }
+}
+
+uint32_t lp_slices_intern(struct lp_slices_builder *b, const char *name) { return lp_slices_intern_n(b, name, strlen(name)); }
+
+void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts,
+                   int64_t dur) {
+    struct lp_slices *c = b->c;
+    if (LP_RESERVE(c->slices, b->cap, c->nslices + 1) != 0) {
+        b->oom = 1;
+        return;
+    }
+    const int64_t lim = INT64_C(1) << 61;
+    if (ts > lim) ts = lim;
+    if (ts < -lim) ts = -lim;
+    if (dur > lim) dur = lim;
+    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur};
+}
+
+void lp_slices_oom(struct lp_slices_builder *b) { b->oom = 1; }
+
+void lp_slices_free(struct lp_slices *c) {
+    for (size_t i = 0; i < c->nnames; i++) lp_os_free(c->names[i]);
+    lp_os_free(c->names);
+    lp_os_free(c->slices);
+    memset(c, 0, sizeof *c);
+}
+
+struct lp_slices_builder *lp_slices_builder_new(struct lp_slices *out) {
+    memset(out, 0, sizeof *out);
+    struct lp_slices_builder *b = lp_os_calloc(1, sizeof *b);
+    if (b) b->c = out;
+    return b;
+}
+
+int lp_slices_builder_end(struct lp_slices_builder *b) {
+    int oom = b->oom;
+    lp_map_free(&b->names);
+    if (oom) lp_slices_free(b->c);
+    lp_os_free(b);
+    return oom ? -1 : 0;
+}
+
+int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
+                          void (*progress)(uint64_t done, uint64_t total, void *arg), char *err, size_t errlen) {
+    struct lp_slices_builder *b = lp_slices_builder_new(out);
+    struct lp_iter *it = b ? lp_iter_new(r) : NULL;
+    if (!it) {
+        if (b) lp_slices_builder_end(b);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint32_t fam[LP_FAM_COUNT];
+    for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_slices_intern(b, lp_family_names[f]);
+    struct lp_event e;
+    uint64_t next_progress = 1u << 20;
+    while (lp_iter_next(it, &e)) {
+        if (progress && lp_iter_position(it) >= next_progress) {
+            progress(lp_iter_position(it), r->events, NULL);
+            next_progress += 1u << 20;
+        }
+        if (!e.timed || e.phase != 1) continue;
+        int shape = lp_kind_shape[e.kind];
+        if (shape != LP_SHAPE_RANGE && shape != LP_SHAPE_CALL) continue; /* allocations: the memory report */
+        uint32_t len;
+        const char *cat, *n = lp_event_name(r, &e, &len, &cat);
+        uint32_t name = lp_slices_intern_n(b, n, len);
+        int f = lp_family_find(cat, strlen(cat));
+        const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_slices_add clamps too */
+        lp_slices_add(b, name, f >= 0 ? fam[f] : lp_slices_intern(b, cat), r->hdr.pid, e.tid,
+                      (int64_t)(e.start_ns > lim ? lim : e.start_ns), (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
+    }
+    if (progress) progress(r->events, r->events, NULL);
+    lp_iter_free(it);
+    out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;
+    out->pid = r->hdr.pid;
+    if (lp_slices_builder_end(b) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* slices.h: a trace seen as time slices — name, category, process, thread, start, duration — what
+ * libprof-report's analyses (tools/report.c) work on, whichever trace it came from: a raw libprof
+ * trace (lp_slices_from_reader, here, through the decoder) or Chrome trace JSON, libprof's own or
+ * another profiler's (tools/chrome_in.c). Names are interned once each. */
+#ifndef LP_SLICES_H
+#define LP_SLICES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+struct lp_slice {
+    uint32_t name; /* index into lp_slices.names */
+    uint32_t cat;  /* category ("cat"), also an index into lp_slices.names */
+    int64_t pid, tid;
+    int64_t ts_ns; /* start */
+    int64_t dur_ns;
+};
+
+struct lp_slices {
+    struct lp_slice *slices;
+    size_t nslices;
+    char **names;
+    size_t nnames;
+    size_t events;          /* trace events read */
+    size_t skipped;         /* events of no use here or malformed (counted, not fatal) */
+    size_t unmatched;       /* B without E, or E without B */
+    int64_t origin_real_ns; /* CLOCK_REALTIME of ts 0 when the trace says (libprof's do), else 0 */
+    int64_t pid;            /* the process, when the trace names one (libprof's metadata), else 0 */
+};
+
+/* Building a struct lp_slices. */
+struct lp_slices_builder;
+struct lp_slices_builder *lp_slices_builder_new(struct lp_slices *out);
+uint32_t lp_slices_intern(struct lp_slices_builder *b, const char *name);
+/* The same for a name of `len` bytes, not NUL-terminated. */
+uint32_t lp_slices_intern_n(struct lp_slices_builder *b, const char *name, size_t len);
+/* |ts| and dur are clamped to 2^61 ns (73 years: sums of two never overflow downstream). */
+void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts_ns,
+                   int64_t dur_ns);
+/* Marks the builder out of memory (a caller's own allocation failed). */
+void lp_slices_oom(struct lp_slices_builder *b);
+/* Frees the builder; returns -1 (and frees `out`'s contents) if memory ran out on the way. */
+int lp_slices_builder_end(struct lp_slices_builder *b);
+void lp_slices_free(struct lp_slices *c);
+
+/* The timed events of a raw trace as slices: runtime entry points (named as in the Chrome trace:
+ * "sgemm", the oneDNN primitive kind, ...), annotation ranges, thread lives. `progress` (may be
+ * NULL) is called about every million events. Returns 0, or -1 with a message. */
+int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
+                          void (*progress)(uint64_t done, uint64_t total, void *arg), char *err, size_t errlen);
+
+#endif
