@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "map.h"
+#include "vec.h"
 #include "fmt.h"
 #include "stats.h"
 #include "describe.h"
@@ -37,14 +38,17 @@ struct lp_calls {
     const struct lp_reader *r;
     struct fnstat fn[LP_CALL_COUNT];
     struct file *files;
-    uint32_t nfiles, capfiles;
+    uint32_t nfiles;
+    size_t capfiles;
     struct lp_map path_ix, fd_ix, stream_ix; /* path hash -> file; fd+1 -> file; stream -> file */
     uint32_t unknown_fd, unknown_stream;      /* pseudo-files, 0 = not made yet (index + 1) */
     struct shape *shapes;
-    uint32_t nshapes, capshapes;
+    uint32_t nshapes;
+    size_t capshapes;
     struct lp_map shape_ix;
     struct fnstat *dnnl_kind, *dnnl_shape; /* by name id */
     uint32_t ndnnl_kind, ndnnl_shape;
+    size_t capdnnl_kind, capdnnl_shape;
     struct lp_map maps; /* anonymous mapping address -> length */
     struct lp_map flow_ts, flow_tid; /* thread-creation flow id -> where its arrow starts */
     struct lp_map life_ts, life_tid; /* ... -> where it ends, when the thread ended first */
@@ -91,12 +95,9 @@ void lp_calls_free(struct lp_calls *c) {
 /* ---- files ------------------------------------------------------------------------------ */
 
 static uint32_t new_file(struct lp_calls *c, const char *path, uint32_t len) {
-    if (c->nfiles == c->capfiles) {
-        uint32_t cap = c->capfiles ? c->capfiles * 2 : 64;
-        struct file *f = lp_os_realloc(c->files, cap * sizeof *f);
-        if (!f) { c->oom = 1; return UINT32_MAX; }
-        c->files = f;
-        c->capfiles = cap;
+    if (LP_RESERVE(c->files, c->capfiles, c->nfiles + 1) != 0) {
+        c->oom = 1;
+        return UINT32_MAX;
     }
     struct file *f = &c->files[c->nfiles];
     memset(f, 0, sizeof *f);
@@ -150,12 +151,9 @@ static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, ui
         struct shape *s = &c->shapes[ix];
         if (s->call == call && s->m == m && s->n == n && s->k == k && s->op == key[4]) return s;
     }
-    if (c->nshapes == c->capshapes) {
-        uint32_t cap = c->capshapes ? c->capshapes * 2 : 32;
-        struct shape *s = lp_os_realloc(c->shapes, cap * sizeof *s);
-        if (!s) { c->oom = 1; return NULL; }
-        c->shapes = s;
-        c->capshapes = cap;
+    if (LP_RESERVE(c->shapes, c->capshapes, c->nshapes + 1) != 0) {
+        c->oom = 1;
+        return NULL;
     }
     struct shape *s = &c->shapes[c->nshapes];
     memset(s, 0, sizeof *s);
@@ -165,15 +163,14 @@ static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, ui
     return s;
 }
 
-static struct fnstat *by_id(struct lp_calls *c, struct fnstat **arr, uint32_t *n, uint64_t id) {
+/* Statistics by interned name id (oneDNN kinds and shapes): grown, zeroed, to hold `id`. */
+static struct fnstat *by_id(struct lp_calls *c, struct fnstat **arr, uint32_t *n, size_t *cap, uint64_t id) {
     if (id > LP_MAX_NAME_ID) id = 0;
-    if (id >= *n) {
-        struct fnstat *a = lp_os_realloc(*arr, (id + 1) * sizeof *a);
-        if (!a) { c->oom = 1; return NULL; }
-        memset(a + *n, 0, (id + 1 - *n) * sizeof *a);
-        *arr = a;
-        *n = (uint32_t)id + 1;
+    if (LP_RESERVE_ZERO(*arr, *cap, id + 1) != 0) {
+        c->oom = 1;
+        return NULL;
     }
+    if (id >= *n) *n = (uint32_t)id + 1;
     return &(*arr)[id];
 }
 
@@ -335,8 +332,8 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
         break;
     case LP_ROLE_DNNL:
         if (counting) {
-            add(c, by_id(c, &c->dnnl_kind, &c->ndnnl_kind, a[0]), e, 0);
-            add(c, by_id(c, &c->dnnl_shape, &c->ndnnl_shape, a[1]), e, 0);
+            add(c, by_id(c, &c->dnnl_kind, &c->ndnnl_kind, &c->capdnnl_kind, a[0]), e, 0);
+            add(c, by_id(c, &c->dnnl_shape, &c->ndnnl_shape, &c->capdnnl_shape, a[1]), e, 0);
         }
         break;
     default:

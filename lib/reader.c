@@ -7,6 +7,7 @@
 #include "reader.h"
 #include "os.h"
 #include "map.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +27,8 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
         *out = (uint32_t)v;
         return 0;
     }
-    struct lp_thread_info *t = lp_os_realloc(r->threads, (r->nthreads + 1) * sizeof *t);
-    if (!t) return -1;
-    r->threads = t;
-    memset(&t[r->nthreads], 0, sizeof *t);
-    t[r->nthreads].tid = tid;
+    if (LP_RESERVE_ZERO(r->threads, r->cap.threads, r->nthreads + 1) != 0) return -1;
+    r->threads[r->nthreads].tid = tid;
     if (lp_map_put(m, (uint64_t)tid + 1, r->nthreads, NULL) < 0) return -1;
     *out = r->nthreads++;
     return 0;
@@ -90,7 +88,6 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
     uint64_t sync_ticks = 0, sync_ns = r->hdr.origin_mono_ns;
     uint64_t off = LP_FILE_HEADER_SIZE;
     const uint8_t *d = data;
-    uint32_t chunk_cap = 0;
     while (off < size) {
         struct lp_chunk_header h;
         if (size - off < sizeof h) { r->truncated = 1; break; }
@@ -105,19 +102,9 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             }
             uint32_t ti;
             if (thread_index(r, &map, h.tid, &ti)) goto nomem;
-            if (r->nchunks == chunk_cap) {
-                chunk_cap = chunk_cap ? chunk_cap * 2 : 256;
-                struct lp_chunk_ref *c = lp_os_realloc(r->chunks, chunk_cap * sizeof *c);
-                if (!c) goto nomem;
-                r->chunks = c;
-            }
             struct lp_thread_info *t = &r->threads[ti];
-            if (t->nchunks == t->cap) {
-                t->cap = t->cap ? t->cap * 2 : 8;
-                uint32_t *c = lp_os_realloc(t->chunks, t->cap * sizeof *c);
-                if (!c) goto nomem;
-                t->chunks = c;
-            }
+            if (LP_RESERVE(r->chunks, r->cap.chunks, r->nchunks + 1) || LP_RESERVE(t->chunks, t->cap, t->nchunks + 1))
+                goto nomem;
             t->chunks[t->nchunks++] = r->nchunks;
             t->events += count;
             r->chunks[r->nchunks++] = (struct lp_chunk_ref){payload, h.length, ti};
@@ -135,10 +122,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 memcpy(&id, s, 4);
                 if (id >= r->nnames) {
                     if (id > LP_MAX_NAME_ID) { r->truncated = 1; break; } /* not a name table */
-                    struct lp_name *nn = lp_os_realloc(r->names, (id + 1) * sizeof *nn);
-                    if (!nn) goto nomem;
-                    memset(nn + r->nnames, 0, (id + 1 - r->nnames) * sizeof *nn);
-                    r->names = nn;
+                    if (LP_RESERVE_ZERO(r->names, r->cap.names, (size_t)id + 1) != 0) goto nomem;
                     r->nnames = id + 1;
                 }
                 r->names[id].s = s + 4;
@@ -151,11 +135,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 r->threads[ti].name_len = n;
             }
         } else if (h.type == LP_CHUNK_SHORT && h.length % sizeof(struct lp_short) == 0 && payload % 8 == 0) {
-            if (r->nshort_chunks % 16 == 0) {
-                struct lp_short_ref *sc = lp_os_realloc(r->short_chunks, (r->nshort_chunks + 16) * sizeof *sc);
-                if (!sc) goto nomem;
-                r->short_chunks = sc;
-            }
+            if (LP_RESERVE(r->short_chunks, r->cap.short_chunks, r->nshort_chunks + 1) != 0) goto nomem;
             r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
                 (const struct lp_short *)(d + payload), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
         } else if (h.type == LP_CHUNK_STACKS && h.length % 8 == 0 && payload % 8 == 0) {
@@ -165,12 +145,8 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
                 uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
                 if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) { r->truncated = 1; break; }
                 if (id >= r->nstacks) {
-                    uint32_t cap = id + 1 > r->nstacks * 2 ? id + 1 : r->nstacks * 2;
-                    struct lp_stack *ns = lp_os_realloc(r->stacks, cap * sizeof *ns);
-                    if (!ns) goto nomem;
-                    memset(ns + r->nstacks, 0, (cap - r->nstacks) * sizeof *ns);
-                    r->stacks = ns;
-                    r->nstacks = cap;
+                    if (LP_RESERVE_ZERO(r->stacks, r->cap.stacks, (size_t)id + 1) != 0) goto nomem;
+                    r->nstacks = (uint32_t)r->cap.stacks;
                 }
                 if (!r->stacks[id].frames) r->nstacks_found++;
                 r->stacks[id].frames = w + i + 1;
@@ -182,11 +158,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             struct lp_module m;
             memcpy(&m, d + payload, sizeof m);
             if (sizeof m + (size_t)m.path_len + m.build_id_len <= h.length && m.lo < m.hi) {
-                if (r->nmodules % 64 == 0) {
-                    struct lp_module_ref *nm = lp_os_realloc(r->modules, (r->nmodules + 64) * sizeof *nm);
-                    if (!nm) goto nomem;
-                    r->modules = nm;
-                }
+                if (LP_RESERVE(r->modules, r->cap.modules, r->nmodules + 1) != 0) goto nomem;
                 const char *path = (const char *)d + payload + sizeof m;
                 r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
             }

@@ -15,7 +15,8 @@ struct lp_thread_info {
     uint32_t name_len;
     uint64_t events;
     uint32_t *chunks; /* indices into lp_reader.chunks, in file (= time) order */
-    uint32_t nchunks, cap;
+    uint32_t nchunks;
+    size_t cap;
 };
 
 struct lp_chunk_ref {
@@ -53,6 +54,7 @@ struct lp_reader {
     /* clock fit: ns = (ticks * mult) >> 32 */
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
+    struct { size_t threads, chunks, names, short_chunks, stacks, modules; } cap; /* the arrays' room */
 };
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */

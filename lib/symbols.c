@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "map.h"
+#include "vec.h"
 
 struct sym {
     uint64_t value, size;
@@ -26,7 +27,7 @@ struct module {
     const char *base; /* basename */
     int loaded, runtime;
     struct sym *syms;
-    size_t nsyms;
+    size_t nsyms, capsyms;
     void *map[2];
     size_t map_len[2];
 };
@@ -157,9 +158,8 @@ static int load_elf(struct module *m, const char *path, int slot) {
     size_t n = sym->sh_size / sizeof(Elf64_Sym);
     const Elf64_Sym *ss = (const Elf64_Sym *)(d + sym->sh_offset);
     const char *strs = (const char *)d + str->sh_offset;
-    struct sym *out = lp_os_realloc(m->syms, (m->nsyms + n) * sizeof *out);
-    if (!out) return -1;
-    m->syms = out;
+    if (LP_RESERVE(m->syms, m->capsyms, m->nsyms + n) != 0) return -1;
+    struct sym *out = m->syms;
     for (size_t i = 0; i < n; i++) {
         unsigned type = ELF64_ST_TYPE(ss[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || ss[i].st_value == 0 || ss[i].st_name >= str->sh_size) continue;
@@ -189,14 +189,7 @@ static void load(struct module *m) {
 
 static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     size_t n = strlen(text) + 1;
-    if (s->pool_len + n > s->pool_cap) {
-        size_t cap = s->pool_cap ? s->pool_cap * 2 : 65536;
-        while (cap < s->pool_len + n) cap *= 2;
-        char *p = lp_os_realloc(s->pool, cap);
-        if (!p) return "?";
-        s->pool = p;
-        s->pool_cap = cap;
-    }
+    if (LP_RESERVE(s->pool, s->pool_cap, s->pool_len + n) != 0) return "?";
     memcpy(s->pool + s->pool_len, text, n);
     lp_map_put(&s->cache, key, s->pool_len + 1, NULL);
     s->pool_len += n;

@@ -8,6 +8,7 @@
 
 #include "lib/fmt.h"
 #include "lib/map.h"
+#include "lib/vec.h"
 #include "report.h"
 
 static void esc(FILE *f, const char *s, size_t n) {
@@ -128,18 +129,12 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
 
 struct node { const char *name; size_t len; uint64_t value; int first, next; };
 
-struct tree { struct node *v; int n, cap; };
+struct tree { struct node *v; int n; size_t cap; };
 
 static int child(struct tree *t, int parent, const char *name, size_t len) {
     for (int k = t->v[parent].first; k >= 0; k = t->v[k].next)
         if (t->v[k].len == len && !memcmp(t->v[k].name, name, len)) return k;
-    if (t->n == t->cap) {
-        int cap = t->cap * 2;
-        struct node *nv = realloc(t->v, (size_t)cap * sizeof *nv);
-        if (!nv) return -1;
-        t->v = nv;
-        t->cap = cap;
-    }
+    if (LP_RESERVE(t->v, t->cap, (size_t)t->n + 1) != 0) return -1;
     t->v[t->n] = (struct node){name, len, 0, -1, t->v[parent].first};
     t->v[parent].first = t->n;
     return t->n++;

@@ -20,6 +20,7 @@
 #include "lib/convert.h"
 #include "lib/reader.h"
 #include "report.h"
+#include "lib/vec.h"
 
 static const char usage[] =
     "usage: libprof-report TRACE... [options]\n"
@@ -76,18 +77,15 @@ static void progress(uint64_t done, uint64_t total, void *arg) {
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, k;
-    char *b = malloc(cap + 1);
-    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *nb = realloc(b, (cap *= 2) + 1);
-            if (!nb) { free(b); b = NULL; }
-            else b = nb;
-        }
-    }
+    size_t cap = 0, n = 0, k;
+    char *b = NULL;
+    while (LP_RESERVE(b, cap, n + 65536 + 1) == 0 && (k = fread(b + n, 1, cap - n - 1, f)) > 0) n += k;
     fclose(f);
-    if (b) b[n] = '\0';
+    if (n + 1 > cap) { /* out of memory */
+        free(b);
+        return NULL;
+    }
+    b[n] = '\0';
     *len = n;
     return b;
 }

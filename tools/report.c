@@ -15,6 +15,7 @@
 #include "lib/describe.h"
 #include "lib/fmt.h"
 #include "lib/map.h"
+#include "lib/vec.h"
 
 /* Sums of durations saturate rather than overflow (a forged trace can hold huge ones). */
 static inline int64_t sat(int64_t a, int64_t b) {
@@ -306,11 +307,9 @@ static struct thr *threads(const struct an *a, size_t *n) {
     for (size_t j = 0; j < a->n; j++) {
         const struct lp_slice *s = &a->c->slices[a->order[j]];
         if (!k || t[k - 1].pid != s->pid || t[k - 1].tid != s->tid) {
-            if (k == cap) {
-                cap = cap ? cap * 2 : 16;
-                struct thr *nt = realloc(t, cap * sizeof *nt);
-                if (!nt) { free(t); return NULL; }
-                t = nt;
+            if (LP_RESERVE(t, cap, k + 1) != 0) {
+                free(t);
+                return NULL;
             }
             t[k++] = (struct thr){s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0};
         }
@@ -436,29 +435,46 @@ static int cmp_iter(const void *x, const void *y) {
     return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
 
-static void print_iterations(FILE *f, const struct an *a) {
+/* The iterations (--iterations): the outermost slices whose name matches, in time order; their
+ * number in *n (NULL and 0 when none, or out of memory: *oom set). */
+static struct iter *find_iterations(const struct an *a, size_t *n, int *oom) {
     const struct rp_opts *o = a->o;
     const struct lp_slices *c = a->c;
     struct iter *it = NULL;
-    size_t ni = 0;
+    size_t ni = 0, cap = 0;
+    *oom = 0;
     for (size_t i = 0; i < a->n; i++) {
         if (a->life[i] || regexec(&o->iter_re, c->names[c->slices[i].name], 0, NULL, 0) != 0) continue;
         int nested = 0; /* an iteration inside an iteration: count the outer one */
         for (int64_t p = a->parent[i]; p >= 0 && !nested; p = a->parent[p])
             nested = regexec(&o->iter_re, c->names[c->slices[p].name], 0, NULL, 0) == 0;
         if (nested) continue;
-        struct iter *n2 = realloc(it, (ni + 1) * sizeof *n2);
-        if (!n2) { free(it); return; }
-        it = n2;
+        if (LP_RESERVE(it, cap, ni + 1) != 0) {
+            free(it);
+            *oom = 1;
+            *n = 0;
+            return NULL;
+        }
         it[ni++] = (struct iter){i, c->slices[i].ts_ns, c->slices[i].ts_ns + c->slices[i].dur_ns, c->slices[i].dur_ns, 0, 0};
     }
+    if (ni) qsort(it, ni, sizeof *it, cmp_iter);
+    *n = ni;
+    return it;
+}
+
+static void print_iterations(FILE *f, const struct an *a) {
+    const struct rp_opts *o = a->o;
+    const struct lp_slices *c = a->c;
+    size_t ni;
+    int oom;
+    struct iter *it = find_iterations(a, &ni, &oom);
+    if (oom) return;
     fprintf(f, "\niterations /%s/: %zu", o->iterations, ni);
     if (!ni) {
         fprintf(f, " (no slice matches)\n");
         free(it);
         return;
     }
-    qsort(it, ni, sizeof *it, cmp_iter);
     size_t skip = (size_t)o->skip < ni ? (size_t)o->skip : ni;
     fprintf(f, ", first %zu left out of the statistics (--skip)\n", skip);
     /* per iteration: ops inside the window (any thread), kernel time and what-if savings on the
@@ -724,22 +740,14 @@ int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts 
     struct an a;
     *n = 0;
     if (!o->iterations || an_build(&a, c, o) != 0) return NULL;
-    struct iter *it = NULL;
-    size_t ni = 0;
-    for (size_t i = 0; i < a.n; i++) {
-        if (a.life[i] || regexec(&o->iter_re, c->names[c->slices[i].name], 0, NULL, 0) != 0) continue;
-        int nested = 0;
-        for (int64_t p = a.parent[i]; p >= 0 && !nested; p = a.parent[p])
-            nested = regexec(&o->iter_re, c->names[c->slices[p].name], 0, NULL, 0) == 0;
-        if (nested) continue;
-        struct iter *n2 = realloc(it, (ni + 1) * sizeof *n2);
-        if (!n2) break;
-        it = n2;
-        it[ni++] = (struct iter){i, c->slices[i].ts_ns, 0, c->slices[i].dur_ns, 0, 0};
-    }
+    size_t ni;
+    int oom;
+    struct iter *it = find_iterations(&a, &ni, &oom);
     an_free(&a);
-    if (!ni) { free(it); return NULL; }
-    qsort(it, ni, sizeof *it, cmp_iter);
+    if (!ni) {
+        free(it);
+        return NULL;
+    }
     int64_t *lat = malloc(ni * sizeof *lat);
     for (size_t k = 0; lat && k < ni; k++) lat[k] = it[k].latency;
     free(it);
