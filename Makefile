@@ -52,7 +52,7 @@ CORE_SRCS += preload/core/life.c
 CORE_SRCS += preload/core/lineage.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
-CORE_SRCS += preload/core/os.c
+CORE_SRCS += preload/core/os_real.c
 CORE_SRCS += preload/core/real.c
 CORE_SRCS += preload/core/spawn.c
 CORE_SRCS += preload/core/stacks.c
@@ -77,7 +77,7 @@ HOOK_SRCS += preload/hooks/wait.c
 # lib/: what the recorder and the tools share — the format's tables, the decoder, the converter
 # and its writers — compiled into libprof.so (the conversion at exit) and into libprof-report
 # (uftrace's utils/ idea): neither re-implements the format.
-LIB_SRCS += lib/format.c
+LIB_SRCS += lib/format_tables.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/write_chrome.c

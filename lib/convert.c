@@ -322,7 +322,7 @@ out:
                 lp_os_close(out[k].out.fd);
                 lp_os_unlink(out[k].tmp);
             }
-            if (out[k].sink.free) out[k].sink.free(&out[k].sink);
+            if (out[k].sink.release) out[k].sink.release(&out[k].sink);
         }
     }
     if (p) {

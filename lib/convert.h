@@ -80,7 +80,7 @@ struct lp_seen {
 struct lp_sink {
     void (*event)(struct lp_sink *k, const struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s);
     void (*finish)(struct lp_sink *k, const struct lp_analysis *a);
-    void (*free)(struct lp_sink *k);
+    void (*release)(struct lp_sink *k);
     struct lp_out *out;
     void *self;
 };

@@ -2,7 +2,7 @@
  * libprof-report, where these are the C library's own (lib/os_libc.c), and inside the profiled
  * program for the conversion at exit, where the C library's names would land in libprof's own
  * hooks (malloc, open, write, mmap, dlopen are all exported by libprof.so): there they are the
- * real functions resolved once, or raw system calls (preload/core/os.c). So nothing in lib/
+ * real functions resolved once, or raw system calls (preload/core/os_real.c). So nothing in lib/
  * calls malloc, free, open, close, write, mmap, rename or dlopen directly; every other C library
  * function (snprintf, qsort, memcpy, fstat ...) is called as usual.
  *

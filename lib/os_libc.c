@@ -1,5 +1,5 @@
 /* os_libc.c: lib/os.h for the tools — the C library's own functions. (Inside the profiled
- * program, preload/core/os.c provides them instead.) */
+ * program, preload/core/os_real.c provides them instead.) */
 #define _GNU_SOURCE
 #include "os.h"
 

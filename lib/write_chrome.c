@@ -298,7 +298,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_json_end(&c->j);
 }
 
-static void free_chrome(struct lp_sink *k) {
+static void release_chrome(struct lp_sink *k) {
     struct chrome *c = k->self;
     if (c) lp_syms_free(c->syms);
     lp_os_free(c);
@@ -312,7 +312,7 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r) {
     k->self = c;
     k->event = event;
     k->finish = finish;
-    k->free = free_chrome;
+    k->release = release_chrome;
     lp_json_begin(&c->j, k->out);
     head(c, r);
     return 0;

@@ -345,7 +345,7 @@ struct lp_end {
 };
 
 /* Fill the constant fields of a file header (magic, version, byte order, size) and `clock`;
- * everything else zero. The one place a header's identity is written (lib/format.c). */
+ * everything else zero. The one place a header's identity is written (lib/format_tables.c). */
 void lp_header_init(struct lp_file_header *h, uint32_t clock);
 
 /* Name, family and payload-word tables, indexed by kind (defined once in lib/format.c). */

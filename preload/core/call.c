@@ -116,11 +116,11 @@ void *lpr_resolve(const char *name) {
         lpr_real_resolve();
         if (dladdr(&self_marker, &self) && dl_iterate_phdr(collect, &s) == 0) {
             for (unsigned i = 0; i < s.n && !f; i++) {
-                void *h = lpr_real.dlopen(s.names[i], RTLD_LAZY | RTLD_NOLOAD);
+                void *h = LPR_REAL(dlopen)(s.names[i], RTLD_LAZY | RTLD_NOLOAD);
                 if (!h) continue;
                 void *c = dlsym(h, name);
                 if (c && dladdr(c, &other) && other.dli_fbase != self.dli_fbase) f = c;
-                lpr_real.dlclose(h);
+                LPR_REAL(dlclose)(h);
             }
         }
     }

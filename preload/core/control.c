@@ -19,7 +19,6 @@
 
 static uint32_t families_on; /* the gate while recording */
 static int paused;
-static int ctl_signal;
 static uint64_t markers_lost;
 static LP_TLS int on_timer; /* this thread is libprof's timer */
 
@@ -69,7 +68,7 @@ void lpr_control_reset(unsigned reason) {
     if (families_on) record_control(LP_EV_RESET, reason, 0);
 }
 
-static void on_signal(int sig) {
+void lpr_control_on_signal(int sig) {
     (void)sig;
     int saved = errno;
     if (__atomic_load_n(&paused, __ATOMIC_ACQUIRE)) lpr_control_resume(LP_CTL_SIGNAL, 1);
@@ -118,21 +117,6 @@ uint32_t lpr_control_init(const struct lpr_config *cfg) {
     return gate;
 }
 
-/* LIBPROF_SIGNAL's handler: part of the set-up that runs from a safe place (sigaction is looked
- * up with dlsym). */
-void lpr_control_init_signal(const struct lpr_config *cfg) {
-    if (cfg->signal) {
-        struct sigaction old;
-        lpr_real_resolve();
-        lpr_real.sigaction(cfg->signal, NULL, &old);
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
-            lpr_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", cfg->signal);
-        } else if (lpr_signal_install && lpr_signal_install(cfg->signal, on_signal) == 0) {
-            ctl_signal = cfg->signal;
-        }
-    }
-}
-
 /* Start the timer thread if LIBPROF_DELAY or LIBPROF_DURATION asked for one. Called from the
  * preload's constructor, when creating a thread is safe (not from inside a first malloc). */
 void lpr_control_start_timers(void) {
@@ -143,7 +127,7 @@ void lpr_control_start_timers(void) {
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 64 * 1024);
     lpr_real_resolve();
-    if (lpr_real.pthread_create(&t, &a, timer_thread, NULL) != 0) /* libprof's: not the hook */
+    if (LPR_REAL(pthread_create)(&t, &a, timer_thread, NULL) != 0) /* libprof's: not the hook */
         lpr_warn("cannot start the timer for LIBPROF_DELAY/LIBPROF_DURATION (%s)", strerror(errno));
     pthread_attr_destroy(&a);
 }

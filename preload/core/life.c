@@ -234,6 +234,17 @@ void lpr_init_slow(int safe) {
     if (safe && __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) init_heavy();
 }
 
+/* The families' set-up (hook.h, LP_FAMILY_SETUP), found in the section the linker gathers. */
+extern const struct lpr_setup __start_lpr_setup[] __attribute__((weak, visibility("hidden")));
+extern const struct lpr_setup __stop_lpr_setup[] __attribute__((weak, visibility("hidden")));
+
+static void setup_each(int start) {
+    for (const struct lpr_setup *s = __start_lpr_setup; s && s < __stop_lpr_setup; s++) {
+        void (*fn)(void) = start ? s->start : s->resolve;
+        if (fn) fn();
+    }
+}
+
 /* The set-up that may allocate or look symbols up; once, from a safe place (see lpr_init_slow). */
 static void init_heavy(void) {
     int expect = 0;
@@ -241,15 +252,13 @@ static void init_heavy(void) {
     int saved = errno;
     uint8_t g = lpr_tls.guard;
     lpr_tls.guard = 1;
-    if (lpr_alloc_resolve) lpr_alloc_resolve();
-    if (lpr_io_resolve) lpr_io_resolve();
+    lpr_real_resolve();
+    setup_each(0); /* every family's real functions */
     int on = lpr_spool_on;
     if (on) {
         lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
         if (lpr_cfg.stacks && lpr_stacks_init(lpr_cfg.stacks) == 0) lpr_modules_write();
         pthread_atfork(NULL, NULL, atfork_child);
-        if (lpr_signals_init) lpr_signals_init();
-        lpr_control_init_signal(&lpr_cfg);
     }
     /* hooks that can never record leave the program's way: all of them when libprof is off for
      * good, else those of the families LIBPROF_EVENTS left out */
@@ -257,8 +266,7 @@ static void init_heavy(void) {
     __atomic_fetch_and(&lpr_gate, ~LP_GATE_PENDING, __ATOMIC_RELEASE);
     __atomic_store_n(&heavy_state, 2, __ATOMIC_RELEASE);
     lpr_tls.guard = g;
-    /* descriptors the program already has (stdin/out/err, inherited ones): their paths */
-    if (!g && on && (lpr_gate & (1u << LP_FAM_IO)) && lpr_io_start) lpr_io_start();
+    if (on) setup_each(1); /* the families' own start: signal handlers, inherited descriptors */
     errno = saved;
 }
 

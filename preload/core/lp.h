@@ -44,6 +44,8 @@ struct lpr_real_fns {
     void (*(*signal)(int, void (*)(int)))(int);
 };
 LP_HIDDEN extern struct lpr_real_fns lpr_real;
+/* The C library's (the next) `fn`, never libprof's hook of that name: LPR_REAL(malloc)(n). */
+#define LPR_REAL(fn) (lpr_real.fn)
 LP_HIDDEN extern __thread int lpr_real_resolving; /* inside the allocation functions' dlsym */
 LP_HIDDEN void lpr_real_resolve_alloc(void);          /* the malloc family, once */
 LP_HIDDEN void lpr_real_resolve(void);                /* everything, once */
@@ -347,7 +349,7 @@ LP_HIDDEN void lpr_unhook(uint32_t families); /* keeps the hooks of `families` *
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 
 LP_HIDDEN uint32_t lpr_control_init(const struct lpr_config *cfg);
-LP_HIDDEN void lpr_control_init_signal(const struct lpr_config *cfg);
+LP_HIDDEN void lpr_control_on_signal(int sig); /* LIBPROF_SIGNAL's handler: pause or resume */
 LP_HIDDEN void lpr_control_start_timers(void);
 LP_HIDDEN void lpr_control_pause(unsigned reason, int from_signal);
 LP_HIDDEN void lpr_control_resume(unsigned reason, int from_signal);
@@ -378,16 +380,16 @@ LP_EXPORT void exit(int status) __attribute__((noreturn));
 LP_EXPORT void _exit(int status) __attribute__((noreturn));
 LP_EXPORT void _Exit(int status) __attribute__((noreturn));
 
-/* ---- "hooks/": each family resolves the functions it wraps --------------------------------
- * The core calls these (weak: the unit tests link the core without hooks) before it opens the
- * gate, so a hook's fast path may call its real function without checking it. */
-
-LP_HIDDEN void lpr_alloc_resolve(void) __attribute__((weak));
-LP_HIDDEN void lpr_io_start(void) __attribute__((weak)); /* io.c: descriptors open at start */
-LP_HIDDEN void lpr_io_resolve(void) __attribute__((weak)); /* io.c: the mmap family's real functions */
-/* "hooks/signal.c": fatal-signal handlers, and libprof's handlers hidden from the program */
-LP_HIDDEN void lpr_signals_init(void) __attribute__((weak));
-LP_HIDDEN int lpr_signal_install(int sig, void (*handler)(int)) __attribute__((weak));
+/* ---- hook families register their set-up with the core ----------------------------------
+ * A family that must do something when libprof starts says so with LP_FAMILY_SETUP
+ * (preload/hooks/hook.h): `resolve` runs in the part of the start-up that may look symbols up,
+ * in every process, before recording's set-up ends; `start`, after it, in a process that
+ * records. The core finds them in the linker section lpr_setup (Darshan's modules register
+ * with its core the same way): it names no hook file, and a new family needs no line here. */
+struct lpr_setup {
+    void (*resolve)(void);
+    void (*start)(void);
+};
 
 /* ---- "spawn.c": libprof-report in a process of its own, unseen by the program --------------- */
 

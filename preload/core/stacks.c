@@ -66,7 +66,7 @@ int lpr_stacks_init(unsigned depth) {
     if (depth == 0) return 0;
     if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
     lpr_real_resolve();
-    void *h = lpr_real.dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+    void *h = LPR_REAL(dlopen)("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
         lpr_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
         return -1;

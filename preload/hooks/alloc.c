@@ -41,10 +41,12 @@ static size_t pool_size(const void *p) { return *(const size_t *)((const char *)
 /* Resolve the next allocator (from the core's start-up). Blocks handed out by the pool while
  * dlsym ran must be recognised by free/realloc forever after: such a process keeps the
  * allocation hooks on their slow path (LP_GATE_SLOWPATH). */
-void lpr_alloc_resolve(void) {
+static void lpr_alloc_resolve(void) {
     lpr_real_resolve_alloc();
     if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED)) __atomic_fetch_or(&lpr_gate, LP_GATE_SLOWPATH, __ATOMIC_RELAXED);
 }
+
+LP_FAMILY_SETUP(alloc, lpr_alloc_resolve, NULL);
 
 #define ENSURE_REAL()                                            \
     do {                                                         \
@@ -151,15 +153,15 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
         lpr_alloc_resolve();
     }
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return lpr_real.malloc(n);
+    if (LP_LIKELY(!t)) return LPR_REAL(malloc)(n);
     uint64_t t0 = alloc_t0();
-    void *p = lpr_real.malloc(n);
+    void *p = LPR_REAL(malloc)(n);
     rec_alloc(t, LP_EV_MALLOC, t0, n, p);
     return p;
 }
 
 LP_EXPORT void *malloc(size_t n) {
-    if (GATE_CLOSED()) return lpr_real.malloc(n);
+    if (GATE_CLOSED()) return LPR_REAL(malloc)(n);
     return malloc_slow(n);
 }
 
@@ -172,9 +174,9 @@ __attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
         lpr_alloc_resolve();
     }
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return lpr_real.calloc(nmemb, size);
+    if (LP_LIKELY(!t)) return LPR_REAL(calloc)(nmemb, size);
     uint64_t t0 = alloc_t0();
-    void *p = lpr_real.calloc(nmemb, size);
+    void *p = LPR_REAL(calloc)(nmemb, size);
     size_t total;
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
     rec_alloc(t, LP_EV_CALLOC, t0, total, p);
@@ -182,7 +184,7 @@ __attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
 }
 
 LP_EXPORT void *calloc(size_t nmemb, size_t size) {
-    if (GATE_CLOSED()) return lpr_real.calloc(nmemb, size);
+    if (GATE_CLOSED()) return LPR_REAL(calloc)(nmemb, size);
     return calloc_slow(nmemb, size);
 }
 
@@ -191,17 +193,17 @@ __attribute__((noinline)) static void free_slow(void *p) {
     ENSURE_REAL();
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) {
-        lpr_real.free(p);
+        LPR_REAL(free)(p);
         return;
     }
     uint64_t t0 = lpr_ticks();
-    lpr_real.free(p);
+    LPR_REAL(free)(p);
     rec_free(t, t0, p);
 }
 
 LP_EXPORT void free(void *p) {
     if (GATE_CLOSED()) {
-        lpr_real.free(p);
+        LPR_REAL(free)(p);
         return;
     }
     free_slow(p);
@@ -209,7 +211,7 @@ LP_EXPORT void free(void *p) {
 
 /* realloc of a pool block: move it to the real allocator. */
 static void *pool_realloc(void *p, size_t n) {
-    void *q = lpr_real.malloc(n);
+    void *q = LPR_REAL(malloc)(n);
     if (q) {
         size_t old = pool_size(p);
         memcpy(q, p, old < n ? old : n);
@@ -228,15 +230,15 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
     }
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return lpr_real.realloc(p, n);
+    if (LP_LIKELY(!t)) return LPR_REAL(realloc)(p, n);
     uint64_t t0 = lpr_ticks();
-    void *q = lpr_real.realloc(p, n);
+    void *q = LPR_REAL(realloc)(p, n);
     rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
     return q;
 }
 
 LP_EXPORT void *realloc(void *p, size_t n) {
-    if (GATE_CLOSED()) return lpr_real.realloc(p, n);
+    if (GATE_CLOSED()) return LPR_REAL(realloc)(p, n);
     return realloc_slow(p, n);
 }
 
@@ -251,9 +253,9 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
     ENSURE_REAL();
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return lpr_real.realloc(p, n);
+    if (LP_LIKELY(!t)) return LPR_REAL(realloc)(p, n);
     uint64_t t0 = lpr_ticks();
-    void *q = lpr_real.realloc(p, n);
+    void *q = LPR_REAL(realloc)(p, n);
     rec_realloc(t, LP_EV_REALLOCARRAY, t0, n, q, p);
     return q;
 }
@@ -262,9 +264,9 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
 LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     ENSURE_REAL();
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
-    if (LP_LIKELY(!t)) return lpr_real.posix_memalign(out, align, n);
+    if (LP_LIKELY(!t)) return LPR_REAL(posix_memalign)(out, align, n);
     uint64_t t0 = alloc_t0();
-    int rc = lpr_real.posix_memalign(out, align, n);
+    int rc = LPR_REAL(posix_memalign)(out, align, n);
     rec_alloc(t, LP_EV_POSIX_MEMALIGN, t0, n, rc == 0 ? *out : NULL);
     return rc;
 }

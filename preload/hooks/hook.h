@@ -33,6 +33,12 @@
 
 #include "../core/lp.h"
 
+/* What this family does when libprof starts (see struct lpr_setup in core/lp.h); either may
+ * be NULL. */
+#define LP_FAMILY_SETUP(family, resolve_fn, start_fn)                                             \
+    __attribute__((used, section("lpr_setup"))) static const struct lpr_setup lpr_setup_##family = { \
+        resolve_fn, start_fn}
+
 /* Where the real function of `fn` is kept once found (read by LP_PASS on the fast path). */
 #define LP_REAL_SLOT(fn) static void *real_##fn;
 /* The real function of `fn`: resolved by the first call (dlsym RTLD_NEXT, then every loaded

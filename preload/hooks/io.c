@@ -195,7 +195,7 @@ static void *raw_mremap(void *old, size_t old_len, size_t new_len, int flags, vo
 /* The real function if found, else the raw call; never a lookup. */
 #define MAPFN(fn) (__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE) ? (__typeof__(&raw_##fn))real_##fn : raw_##fn)
 
-void lpr_io_resolve(void) {
+static void io_resolve(void) {
     (void)LP_REAL(mmap);
     (void)LP_REAL(mmap64);
     (void)LP_REAL(munmap);
@@ -250,9 +250,9 @@ LP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 
 /* ---- descriptors open before libprof started ------------------------------------------------
  * Raw system calls: this runs inside libprof (guard held) and must not recurse into the hooks. */
-void lpr_io_start(void) {
+static void io_start(void) {
     struct lpr_tls *t = &lpr_tls;
-    if (t->guard) return;
+    if (t->guard || !(lpr_gate & (1u << LP_FAM_IO))) return;
     t->guard = 1;
     int saved = errno;
     int dfd = lpr_sys_open("/proc/self/fd", O_RDONLY | O_DIRECTORY, 0);
@@ -280,3 +280,5 @@ void lpr_io_start(void) {
     errno = saved;
     t->guard = 0;
 }
+
+LP_FAMILY_SETUP(io, io_resolve, io_start);

@@ -41,7 +41,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    lpr_real.sigaction(sig, &dfl, NULL);
+    LPR_REAL(sigaction)(sig, &dfl, NULL);
     errno = saved;
     /* A real fault re-executes its instruction on return and dies by it; a signal sent by
      * kill/raise/abort (si_code <= 0) or an asynchronous one is raised again. */
@@ -54,31 +54,36 @@ static int resolve(void) {
 }
 
 /* Install `handler` on `sig` if the program left it at the default action. Returns 0 or -1. */
-int lpr_signal_install(int sig, void (*handler)(int)) {
+static int install(int sig, void (*handler)(int)) {
     struct sigaction old, sa;
-    if (sig <= 0 || sig >= NSIG_MAX || resolve() || lpr_real.sigaction(sig, NULL, &old) != 0) return -1;
+    if (sig <= 0 || sig >= NSIG_MAX || resolve() || LPR_REAL(sigaction)(sig, NULL, &old) != 0) return -1;
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return -1;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (lpr_real.sigaction(sig, &sa, NULL) != 0) return -1;
+    if (LPR_REAL(sigaction)(sig, &sa, NULL) != 0) return -1;
     ours[sig] = 1;
     return 0;
 }
 
-void lpr_signals_init(void) {
+/* When libprof records: LIBPROF_SIGNAL's toggle (core/control.c), then the fatal signals' handler
+ * on every fatal signal the program left at its default. */
+static void start(void) {
     if (resolve()) return;
+    int sig = lpr_cfg.signal;
+    if (sig && install(sig, lpr_control_on_signal) != 0)
+        lpr_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", sig);
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
-        int sig = fatal_signals[i];
+        sig = fatal_signals[i];
         struct sigaction old, sa;
-        if (lpr_real.sigaction(sig, NULL, &old) != 0) continue;
+        if (LPR_REAL(sigaction)(sig, NULL, &old) != 0) continue;
         if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fatal;
         sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
-        if (lpr_real.sigaction(sig, &sa, NULL) == 0) ours[sig] = 1;
+        if (LPR_REAL(sigaction)(sig, &sa, NULL) == 0) ours[sig] = 1;
     }
 }
 
@@ -94,8 +99,8 @@ LP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
         errno = ENOSYS;
         return -1;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return lpr_real.sigaction(sig, act, old);
-    int rc = lpr_real.sigaction(sig, act, old);
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return LPR_REAL(sigaction)(sig, act, old);
+    int rc = LPR_REAL(sigaction)(sig, act, old);
     if (rc == 0) {
         if (old) as_default(old);
         if (act) ours[sig] = 0; /* the program's handler (or SIG_DFL/SIG_IGN) now rules */
@@ -108,9 +113,11 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         errno = ENOSYS;
         return SIG_ERR;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return lpr_real.signal(sig, handler);
-    sighandler_t prev = lpr_real.signal(sig, handler);
+    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return LPR_REAL(signal)(sig, handler);
+    sighandler_t prev = LPR_REAL(signal)(sig, handler);
     if (prev == SIG_ERR) return prev;
     ours[sig] = 0;
     return SIG_DFL;
 }
+
+LP_FAMILY_SETUP(signal, NULL, start);

@@ -39,7 +39,7 @@ static void thread_end(void *p) {
 
 static void *trampoline(void *p) {
     struct start s = *(struct start *)p;
-    lpr_real.free(p); /* libprof's own block, not the program's: not through the hook */
+    LPR_REAL(free)(p); /* libprof's own block, not the program's: not through the hook */
     uint8_t g = lpr_guard_hold(&lpr_tls);
     (void)lpr_reserve(&lpr_tls, 1); /* a buffer now, so the exit path can close this life */
     lpr_guard_restore(&lpr_tls, g);
@@ -59,12 +59,12 @@ LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     if (!t) return LP_REAL(pthread_create)(th, attr, fn, arg);
     uint64_t t0 = lpr_ticks();
     lpr_real_resolve_alloc();
-    struct start *s = lpr_real.malloc(sizeof *s); /* libprof's own block: not through the hook */
+    struct start *s = LPR_REAL(malloc)(sizeof *s); /* libprof's own block: not through the hook */
     if (!s) return LP_REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
     uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lpr_pid << 32;
     *s = (struct start){fn, arg, t->tid ? t->tid : lpr_gettid(), flow};
     int r = LP_REAL(pthread_create)(th, attr, trampoline, s);
-    if (r != 0) lpr_real.free(s);
+    if (r != 0) LPR_REAL(free)(s);
     uint64_t a[2] = {(uint64_t)(int64_t)r, r == 0 ? flow : 0};
     lpr_call_record(t, LP_CALL_PTHREAD_CREATE, t0, lpr_ticks(), 2, a, NULL, 0);
     return r;

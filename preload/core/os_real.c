@@ -1,4 +1,4 @@
-/* os.c: lib/os.h inside the profiled program — the real functions (real.c) and raw system calls
+/* os_real.c: lib/os.h inside the profiled program — the real functions (real.c) and raw system calls
  * (sys.h), so that the conversion at exit, which runs lib/ code in the program's process, never
  * passes through libprof's own hooks. (libprof-report links lib/os_libc.c instead.) */
 #define _GNU_SOURCE
@@ -21,19 +21,19 @@ static long ret(long r) {
 
 void *lp_os_malloc(size_t n) {
     lpr_real_resolve_alloc();
-    return lpr_real.malloc(n);
+    return LPR_REAL(malloc)(n);
 }
 void *lp_os_calloc(size_t n, size_t size) {
     lpr_real_resolve_alloc();
-    return lpr_real.calloc(n, size);
+    return LPR_REAL(calloc)(n, size);
 }
 void *lp_os_realloc(void *p, size_t n) {
     lpr_real_resolve_alloc();
-    return lpr_real.realloc(p, n);
+    return LPR_REAL(realloc)(p, n);
 }
 void lp_os_free(void *p) {
     lpr_real_resolve_alloc();
-    lpr_real.free(p);
+    LPR_REAL(free)(p);
 }
 int lp_os_open(const char *path, int flags, int mode) { return (int)ret(lpr_sys_open(path, flags, mode)); }
 int lp_os_close(int fd) { return (int)ret(lpr_sys_close(fd)); }
@@ -47,7 +47,7 @@ int lp_os_rename(const char *from, const char *to) { return (int)ret(lpr_sys_ren
 int lp_os_unlink(const char *path) { return (int)ret(lpr_sys_unlink(path)); }
 void *lp_os_dlopen(const char *path, int flags) {
     lpr_real_resolve();
-    return lpr_real.dlopen(path, flags);
+    return LPR_REAL(dlopen)(path, flags);
 }
 
 char *lp_os_strndup(const char *s, size_t n) {

@@ -1,4 +1,4 @@
-/* format.c: the tables of the raw trace format (include/libprof/format.h) — names, families,
+/* format_tables.c: the tables of the raw trace format (include/libprof/format.h) — names, families,
  * shapes and payload sizes of every record kind and entry point, generated from the format's
  * X-macro lists — and the one place a file header's identity is written. Shared by the recorder
  * (which writes headers and reads the family table for LIBPROF_EVENTS) and every reader. */
