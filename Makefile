@@ -118,6 +118,7 @@ INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
 INTEGRATION_TESTS += tests/integration/test_coexist.c
+INTEGRATION_TESTS += tests/integration/test_house.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
