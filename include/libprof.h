@@ -109,7 +109,7 @@ static inline void libprof__scope_end(int *unused) {
 #define LIBPROF__CAT2(a, b) a##b
 #define LIBPROF__CAT(a, b) LIBPROF__CAT2(a, b)
 /* A range from here to the end of the enclosing scope (GCC/Clang cleanup attribute). */
-#define LIBPROF_SCOPE(name)                                                                    \
+#define LIBPROF_SCOPE(name)                                                                            \
     __attribute__((cleanup(libprof__scope_end), unused)) int LIBPROF__CAT(libprof__scope_, __LINE__) = \
         (libprof_range_push(name), 0)
 

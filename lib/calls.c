@@ -41,7 +41,7 @@ struct lp_calls {
     uint32_t nfiles;
     size_t capfiles;
     struct lp_map path_ix, fd_ix, stream_ix; /* path hash -> file; fd+1 -> file; stream -> file */
-    uint32_t unknown_fd, unknown_stream;      /* pseudo-files, 0 = not made yet (index + 1) */
+    uint32_t unknown_fd, unknown_stream;     /* pseudo-files, 0 = not made yet (index + 1) */
     struct shape *shapes;
     uint32_t nshapes;
     size_t capshapes;
@@ -49,7 +49,7 @@ struct lp_calls {
     struct fnstat *dnnl_kind, *dnnl_shape; /* by name id */
     uint32_t ndnnl_kind, ndnnl_shape;
     size_t capdnnl_kind, capdnnl_shape;
-    struct lp_map maps; /* anonymous mapping address -> length */
+    struct lp_map maps;              /* anonymous mapping address -> length */
     struct lp_map flow_ts, flow_tid; /* thread-creation flow id -> where its arrow starts */
     struct lp_map life_ts, life_tid; /* ... -> where it ends, when the thread ended first */
     uint64_t mmap_live, mmap_peak, mmap_peak_ns, maps_made, maps_removed;
@@ -126,7 +126,8 @@ static struct file *fd_file(struct lp_calls *c, int64_t fd, int stream, uint64_t
     if (lp_map_get(m, stream ? key : (uint64_t)fd + 1, &ix)) return &c->files[ix];
     uint32_t *u = stream ? &c->unknown_stream : &c->unknown_fd;
     if (!*u) {
-        const char *label = stream ? "(streams not opened by fopen)" : "(descriptors not opened by open: sockets, pipes, dups)";
+        const char *label =
+            stream ? "(streams not opened by fopen)" : "(descriptors not opened by open: sockets, pipes, dups)";
         uint32_t i = new_file(c, label, (uint32_t)strlen(label));
         if (i == UINT32_MAX) return NULL;
         *u = i + 1;
@@ -158,7 +159,10 @@ static struct shape *shape_for(struct lp_calls *c, unsigned call, uint64_t m, ui
     struct shape *s = &c->shapes[c->nshapes];
     memset(s, 0, sizeof *s);
     *s = (struct shape){.m = m, .n = n, .k = k, .op = key[4], .call = call};
-    if (lp_map_put(&c->shape_ix, h, c->nshapes, NULL) < 0) { c->oom = 1; return NULL; }
+    if (lp_map_put(&c->shape_ix, h, c->nshapes, NULL) < 0) {
+        c->oom = 1;
+        return NULL;
+    }
     c->nshapes++;
     return s;
 }
@@ -256,10 +260,20 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
     case LP_ROLE_FDOP:
         file = fd_file(c, (int64_t)a[0], 0, 0);
         if (file && counting) {
-            if (role == LP_ROLE_READ && ret > 0) { file->reads++; file->rbytes += (uint64_t)ret; bytes = (uint64_t)ret; }
-            else if (role == LP_ROLE_READ) file->reads++;
-            else if (role == LP_ROLE_WRITE) { file->writes++; if (ret > 0) { file->wbytes += (uint64_t)ret; bytes = (uint64_t)ret; } }
-            else file->other++;
+            if (role == LP_ROLE_READ && ret > 0) {
+                file->reads++;
+                file->rbytes += (uint64_t)ret;
+                bytes = (uint64_t)ret;
+            } else if (role == LP_ROLE_READ)
+                file->reads++;
+            else if (role == LP_ROLE_WRITE) {
+                file->writes++;
+                if (ret > 0) {
+                    file->wbytes += (uint64_t)ret;
+                    bytes = (uint64_t)ret;
+                }
+            } else
+                file->other++;
         }
         if (role == LP_ROLE_CLOSE && ret == 0) {
             uint64_t dummy;
@@ -273,9 +287,14 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
         file = fd_file(c, 0, 1, a[0]);
         if (file && counting) {
             bytes = role == LP_ROLE_FREAD || role == LP_ROLE_FWRITE ? a[2] : 0;
-            if (role == LP_ROLE_FREAD) { file->reads++; file->rbytes += bytes; }
-            else if (role == LP_ROLE_FWRITE) { file->writes++; file->wbytes += bytes; }
-            else file->other++;
+            if (role == LP_ROLE_FREAD) {
+                file->reads++;
+                file->rbytes += bytes;
+            } else if (role == LP_ROLE_FWRITE) {
+                file->writes++;
+                file->wbytes += bytes;
+            } else
+                file->other++;
         }
         if (role == LP_ROLE_FCLOSE) {
             uint64_t dummy;
@@ -317,16 +336,14 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
         }
         break;
     }
-    case LP_ROLE_CREATE:
-        c->threads_made += ret == 0;
-        break;
+    case LP_ROLE_CREATE: c->threads_made += ret == 0; break;
     case LP_ROLE_GEMM:
     case LP_ROLE_GEMV:
     case LP_ROLE_VEC:
         if (counting) {
-            struct shape *s = role == LP_ROLE_GEMM ? shape_for(c, call, a[0], a[1], a[2], a[3])
-                            : role == LP_ROLE_GEMV ? shape_for(c, call, a[0], a[1], 0, a[2])
-                                                   : shape_for(c, call, a[0], 0, 0, a[1]);
+            struct shape *s = role == LP_ROLE_GEMM   ? shape_for(c, call, a[0], a[1], a[2], a[3])
+                              : role == LP_ROLE_GEMV ? shape_for(c, call, a[0], a[1], 0, a[2])
+                                                     : shape_for(c, call, a[0], 0, 0, a[1]);
             if (s) add(c, &s->st, e, 0);
         }
         break;
@@ -336,12 +353,12 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
             add(c, by_id(c, &c->dnnl_shape, &c->ndnnl_shape, &c->capdnnl_shape, a[1]), e, 0);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     if (file && counting && e->timed) file->time_ns += e->dur_ns;
     if (counting) add(c, &c->fn[call], e, bytes);
-    if (counting && (role == LP_ROLE_CREATE || role == LP_ROLE_THREAD) && a[1]) flow(c, e, role == LP_ROLE_CREATE, a[1], v);
+    if (counting && (role == LP_ROLE_CREATE || role == LP_ROLE_THREAD) && a[1])
+        flow(c, e, role == LP_ROLE_CREATE, a[1], v);
     if (file && role != LP_ROLE_OPEN && role != LP_ROLE_FOPEN) {
         v->file = file->path;
         v->file_len = file->len;
@@ -427,7 +444,8 @@ static void named_stats_json(const struct lp_calls *c, struct lp_out *o, const s
         if (!first) lp_out_c(o, ',');
         first = 0;
         lp_out_json_str(o, name, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count, (unsigned long long)f->total_ns);
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count,
+                   (unsigned long long)f->total_ns);
     }
     lp_out_c(o, '}');
 }
@@ -438,7 +456,9 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
     for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
         const struct fnstat *f = &c->fn[k];
         if (!f->count) continue;
-        lp_out_fmt(o, "%s\"%s\":{\"family\":\"%s\",\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,\"bytes\":%llu}",
+        lp_out_fmt(o,
+                   "%s\"%s\":{\"family\":\"%s\",\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,"
+                   "\"bytes\":%llu}",
                    first ? "" : ",", lp_call_names[k], lp_family_names[lp_call_family[k]], (unsigned long long)f->count,
                    (unsigned long long)f->total_ns, (unsigned long long)lp_percentile(f, 0.5),
                    (unsigned long long)lp_percentile(f, 0.99), (unsigned long long)f->bytes);
@@ -446,7 +466,9 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
     }
     lp_out_fmt(o, "},\"calls_under_min_ns\":%llu,\"threads_created\":%llu,", (unsigned long long)c->short_calls,
                (unsigned long long)c->threads_made);
-    lp_out_fmt(o, "\"mmap_anon\":{\"maps\":%llu,\"unmaps\":%llu,\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"live_at_exit\":%llu,\"counter_capped\":%s},",
+    lp_out_fmt(o,
+               "\"mmap_anon\":{\"maps\":%llu,\"unmaps\":%llu,\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"live_at_"
+               "exit\":%llu,\"counter_capped\":%s},",
                (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (unsigned long long)c->mmap_peak,
                (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, capped ? "true" : "false");
     lp_out_s(o, "\"files\":[");
@@ -458,7 +480,9 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
         lp_out_s(o, first ? "{\"path\":" : ",{\"path\":");
         first = 0;
         lp_out_json_str(o, f->path, f->len);
-        lp_out_fmt(o, ",\"opens\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,\"other\":%llu,\"time_ns\":%llu}",
+        lp_out_fmt(o,
+                   ",\"opens\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,\"other\":%"
+                   "llu,\"time_ns\":%llu}",
                    (unsigned long long)f->opens, (unsigned long long)f->reads, (unsigned long long)f->rbytes,
                    (unsigned long long)f->writes, (unsigned long long)f->wbytes, (unsigned long long)f->other,
                    (unsigned long long)f->time_ns);
@@ -470,9 +494,12 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
         const struct shape *s = sv[i];
         char label[128];
         shape_label(s, label, sizeof label);
-        lp_out_fmt(o, "%s{\"name\":\"%s\",\"routine\":\"%s\",\"m\":%llu,\"n\":%llu,\"k\":%llu,\"count\":%llu,\"total_ns\":%llu,\"gflops\":%.3f}",
-                   i ? "," : "", label, lp_blas_name(s->call, s->op), (unsigned long long)s->m, (unsigned long long)s->n,
-                   (unsigned long long)s->k, (unsigned long long)s->st.count, (unsigned long long)s->st.total_ns, gflops(s));
+        lp_out_fmt(o,
+                   "%s{\"name\":\"%s\",\"routine\":\"%s\",\"m\":%llu,\"n\":%llu,\"k\":%llu,\"count\":%llu,\"total_ns\":"
+                   "%llu,\"gflops\":%.3f}",
+                   i ? "," : "", label, lp_blas_name(s->call, s->op), (unsigned long long)s->m,
+                   (unsigned long long)s->n, (unsigned long long)s->k, (unsigned long long)s->st.count,
+                   (unsigned long long)s->st.total_ns, gflops(s));
     }
     lp_os_free(sv);
     lp_out_s(o, "],\"dnnl\":{\"kinds\":");
@@ -559,15 +586,19 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
     for (uint32_t i = 0; fv && i < c->nfiles && shown < 12; i++) {
         const struct file *f = fv[i];
         if (!file_used(f)) continue;
-        if (!shown++) lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", "file", "opens", "reads", "read", "writes",
-                                 "written", "time");
+        if (!shown++)
+            lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", "file", "opens", "reads", "read", "writes", "written",
+                       "time");
         char t[24], rb[24], wb[24];
         lp_fmt_ns(t, sizeof t, f->time_ns);
         snprintf(rb, sizeof rb, "%.1f KiB", (double)f->rbytes / 1024);
         snprintf(wb, sizeof wb, "%.1f KiB", (double)f->wbytes / 1024);
         uint32_t len = f->len;
         const char *p = f->path;
-        if (len > 44) { p += len - 41; len = 41; }
+        if (len > 44) {
+            p += len - 41;
+            len = 41;
+        }
         lp_out_fmt(o, "  %s%-*.*s %6llu %8llu %10s %8llu %10s %10s\n", f->len > 44 ? "..." : "", f->len > 44 ? 41 : 44,
                    (int)len, p, (unsigned long long)f->opens, (unsigned long long)f->reads, rb,
                    (unsigned long long)f->writes, wb, t);
@@ -575,8 +606,8 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
     lp_os_free(fv);
     if (c->maps_made)
         lp_out_fmt(o, "  anonymous mmap: %llu maps, %llu unmaps, peak %.1f MiB, %.1f MiB mapped at exit\n",
-                   (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (double)c->mmap_peak / 1048576.0,
-                   (double)c->mmap_live / 1048576.0);
+                   (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed,
+                   (double)c->mmap_peak / 1048576.0, (double)c->mmap_live / 1048576.0);
     const struct shape **sv = sorted_shapes(c);
     for (uint32_t i = 0; sv && i < c->nshapes && i < 12; i++) {
         if (i == 0) lp_out_fmt(o, "  %-32s %10s %11s %11s %9s\n", "BLAS shape", "calls", "total", "mean", "GFLOP/s");
@@ -584,7 +615,8 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         shape_label(sv[i], label, sizeof label);
         lp_fmt_ns(t, sizeof t, sv[i]->st.total_ns);
         lp_fmt_ns(m, sizeof m, sv[i]->st.timed ? sv[i]->st.total_ns / sv[i]->st.timed : 0);
-        lp_out_fmt(o, "  %-32s %10llu %11s %11s %9.2f\n", label, (unsigned long long)sv[i]->st.count, t, m, gflops(sv[i]));
+        lp_out_fmt(o, "  %-32s %10llu %11s %11s %9.2f\n", label, (unsigned long long)sv[i]->st.count, t, m,
+                   gflops(sv[i]));
     }
     lp_os_free(sv);
     int dn = 0;

@@ -15,13 +15,13 @@ struct lp_calls;
 /* What the pass learned about one call, for the writers (the Chrome trace): the file it worked
  * on, a point of the "mmap anon" counter, an arrow from a pthread_create to its thread. */
 struct lp_call_view {
-    int counting;          /* after the last reset: the call is shown */
-    int hidden;            /* not an event (a descriptor's path, known before libprof started) */
-    const char *file;      /* the file the call worked on (not NUL-terminated), NULL if none */
+    int counting;     /* after the last reset: the call is shown */
+    int hidden;       /* not an event (a descriptor's path, known before libprof started) */
+    const char *file; /* the file the call worked on (not NUL-terminated), NULL if none */
     uint32_t file_len;
-    int mmap_point;        /* the anonymous mappings changed: mmap_live is the new total */
+    int mmap_point; /* the anonymous mappings changed: mmap_live is the new total */
     uint64_t mmap_live;
-    int flow;              /* both ends of a thread-creation arrow are known now */
+    int flow; /* both ends of a thread-creation arrow are known now */
     uint64_t flow_id, s_ts, s_tid, f_ts, f_tid;
 };
 

@@ -25,7 +25,7 @@
 
 struct pass {
     struct lp_analysis a;
-    struct lp_map live;          /* pointer -> requested size of every live block */
+    struct lp_map live; /* pointer -> requested size of every live block */
     size_t cap_ranges;
     uint64_t bucket_mult;        /* ns * bucket_mult >> 64 = counter bucket: no division per event */
     uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
@@ -123,12 +123,8 @@ static uint64_t analyse(struct pass *p, const struct lp_event *e) {
         return 0;
     }
     case LP_SHAPE_MARK:
-    case LP_SHAPE_COUNTER:
-        account(p, f, e, 0, 0);
-        return 0;
-    case LP_SHAPE_CONTROL:
-        a->pauses += e->kind == LP_EV_PAUSE;
-        return 0;
+    case LP_SHAPE_COUNTER: account(p, f, e, 0, 0); return 0;
+    case LP_SHAPE_CONTROL: a->pauses += e->kind == LP_EV_PAUSE; return 0;
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
@@ -139,8 +135,7 @@ static uint64_t analyse(struct pass *p, const struct lp_event *e) {
         if (np) born_counted(p, e, np, size);
         return size;
     }
-    default: /* CALL records: calls.c, from the loop */
-        return 0;
+    default: /* CALL records: calls.c, from the loop */ return 0;
     }
 }
 
@@ -240,7 +235,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
     const char *missing_stacks = NULL;
     void (*flame_finish[3])(struct lp_sink *, const struct lp_analysis *) = {folded_finish, leaks_finish,
-                                                                              speedscope_finish};
+                                                                             speedscope_finish};
     for (int k = 0; k < 3; k++) {
         if (!flame[k]) continue;
         if (!a->sites) { /* reported after the others are written */

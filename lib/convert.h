@@ -27,7 +27,7 @@ struct lp_convert_opts {
     const char *folded_path;       /* allocated bytes, collapsed-stack format */
     const char *folded_leaks_path; /* leaked bytes, collapsed-stack format */
     const char *speedscope_path;   /* both, speedscope JSON */
-    int killed_by;           /* the process died by this signal (known to its parent), 0 if not */
+    int killed_by;                 /* the process died by this signal (known to its parent), 0 if not */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;
@@ -57,11 +57,11 @@ struct lp_analysis {
     uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
     uint64_t untracked_frees, reused_live;
     uint64_t size_hist[LP_SIZE_BUCKETS];
-    uint64_t events;        /* events decoded */
-    int counting;           /* 0 before the last libprof_reset: heap state only, no statistics */
+    uint64_t events; /* events decoded */
+    int counting;    /* 0 before the last libprof_reset: heap state only, no statistics */
     uint64_t reset_ns, pauses;
-    uint64_t span_ns;       /* the run's length */
-    struct lp_cbucket *cb;  /* heap counter buckets (only those marked in cb_used are valid) */
+    uint64_t span_ns;      /* the run's length */
+    struct lp_cbucket *cb; /* heap counter buckets (only those marked in cb_used are valid) */
     uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
     struct lp_calls *calls; /* the runtime entry points (calls.c) */
     struct lp_sites *sites; /* allocation call stacks (sites.c), NULL without them */
@@ -69,10 +69,10 @@ struct lp_analysis {
 
 /* What the pass made of one event, beside the event itself. */
 struct lp_seen {
-    int counting;          /* after the last reset: shown and counted */
-    uint64_t size;         /* bytes the event allocated or released (0: none) */
-    const struct lp_call_rec *call;   /* CALL events: the record decoded ... */
-    const struct lp_call_view *view;  /* ... and what it means */
+    int counting;                    /* after the last reset: shown and counted */
+    uint64_t size;                   /* bytes the event allocated or released (0: none) */
+    const struct lp_call_rec *call;  /* CALL events: the record decoded ... */
+    const struct lp_call_view *view; /* ... and what it means */
 };
 
 /* A writer. `event` (NULL for writers that do not stream) sees every event in time order;

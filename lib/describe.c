@@ -68,9 +68,10 @@ void lp_call_decode(const uint64_t *w, struct lp_call_rec *c) {
 /* ---- names -------------------------------------------------------------------------------------- */
 
 const char *lp_blas_name(unsigned call, uint64_t op) {
-    static const char *const names[4][4] = {
-        {"sgemm", "dgemm", "cgemm", "zgemm"}, {"sgemv", "dgemv", "cgemv", "zgemv"},
-        {"sdot", "ddot", "cdot", "zdot"}, {"saxpy", "daxpy", "caxpy", "zaxpy"}};
+    static const char *const names[4][4] = {{"sgemm", "dgemm", "cgemm", "zgemm"},
+                                            {"sgemv", "dgemv", "cgemv", "zgemv"},
+                                            {"sdot", "ddot", "cdot", "zdot"},
+                                            {"saxpy", "daxpy", "caxpy", "zaxpy"}};
     unsigned row = call == LP_CALL_GEMM ? 0 : call == LP_CALL_GEMV ? 1 : call == LP_CALL_DOT ? 2 : 3;
     return names[row][op & 3];
 }
@@ -96,8 +97,10 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     *cat = lp_family_names[lp_call_family[call]];
     unsigned role = lp_call_role[call];
     const char *name = lp_call_names[call];
-    if (is_blas(role) && nargs) name = lp_blas_name(call, e->w[nargs]);
-    else if (role == LP_ROLE_DNNL && nargs) return lp_reader_name(r, e->w[1], len);
+    if (is_blas(role) && nargs)
+        name = lp_blas_name(call, e->w[nargs]);
+    else if (role == LP_ROLE_DNNL && nargs)
+        return lp_reader_name(r, e->w[1], len);
     *len = (uint32_t)strlen(name);
     return name;
 }
@@ -122,7 +125,9 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         } else if (!strcmp(d->name, "op")) {
             static const char tr[] = "NTC?";
             lp_out_fmt(o, "\"%s%c%c\"",
-                       a[i] & LP_BLAS_ROWMAJOR ? "row-major " : a[i] & LP_BLAS_FORTRAN ? "fortran " : "col-major ",
+                       a[i] & LP_BLAS_ROWMAJOR  ? "row-major "
+                       : a[i] & LP_BLAS_FORTRAN ? "fortran "
+                                                : "col-major ",
                        tr[(a[i] >> LP_BLAS_TA_SHIFT) & 3], tr[(a[i] >> LP_BLAS_TB_SHIFT) & 3]);
         } else if (d->is_pointer) {
             lp_out_fmt(o, "\"0x%llx\"", (unsigned long long)a[i]);

@@ -23,7 +23,7 @@ uint64_t lp_blas_flops(unsigned call, uint64_t m, uint64_t n, uint64_t k, uint64
  * arguments (zeros for words a shorter record lacks, up to LP_CALL_MAX_ARGS), its string. */
 struct lp_call_rec {
     unsigned call, nargs, slen;
-    int cut;          /* the string was cut */
+    int cut; /* the string was cut */
     uint64_t a[LP_CALL_MAX_ARGS];
     const char *str;
 };

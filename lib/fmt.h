@@ -9,18 +9,26 @@
 /* "950 ns", "12.5 us", "31.0 ms", "2.50 s": three significant digits or so, never more than 4 wide. */
 static inline void lp_fmt_ns(char *buf, size_t len, int64_t ns) {
     int64_t a = ns < 0 ? -ns : ns;
-    if (a < 10000) snprintf(buf, len, "%lld ns", (long long)ns);
-    else if (a < 10000000) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-    else if (a < 10000000000LL) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+    if (a < 10000)
+        snprintf(buf, len, "%lld ns", (long long)ns);
+    else if (a < 10000000)
+        snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+    else if (a < 10000000000LL)
+        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
 }
 
 /* "4096 B", "12.3 KiB", "45.6 MiB", "1.2 GiB" */
 static inline void lp_fmt_bytes(char *buf, size_t len, uint64_t b) {
-    if (b < 10 * 1024) snprintf(buf, len, "%llu B", (unsigned long long)b);
-    else if (b < 10ull * 1024 * 1024) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-    else if (b < 10ull * 1024 * 1024 * 1024) snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
-    else snprintf(buf, len, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
+    if (b < 10 * 1024)
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+    else if (b < 10ull * 1024 * 1024)
+        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    else if (b < 10ull * 1024 * 1024 * 1024)
+        snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+    else
+        snprintf(buf, len, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
 }
 
 #endif

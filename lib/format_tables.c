@@ -10,52 +10,44 @@ _Static_assert(sizeof(struct lp_file_header) == LP_FILE_HEADER_SIZE, "file heade
 _Static_assert(sizeof(struct lp_chunk_header) == LP_CHUNK_HEADER_SIZE, "chunk header layout");
 _Static_assert(sizeof(struct lp_end) % 8 == 0, "end record layout");
 
-const char *const lp_kind_names[LP_KIND_COUNT] = {
-    "none",
+const char *const lp_kind_names[LP_KIND_COUNT] = {"none",
 #define LP_X(id, name, fam, shape, words) name,
-    LP_KINDS(LP_X)
+                                                  LP_KINDS(LP_X)
 #undef LP_X
 };
-const uint8_t lp_kind_family[LP_KIND_COUNT] = {
-    0,
+const uint8_t lp_kind_family[LP_KIND_COUNT] = {0,
 #define LP_X(id, name, fam, shape, words) LP_FAM_##fam,
-    LP_KINDS(LP_X)
+                                               LP_KINDS(LP_X)
 #undef LP_X
 };
-const uint8_t lp_kind_shape[LP_KIND_COUNT] = {
-    0,
+const uint8_t lp_kind_shape[LP_KIND_COUNT] = {0,
 #define LP_X(id, name, fam, shape, words) shape,
-    LP_KINDS(LP_X)
+                                              LP_KINDS(LP_X)
 #undef LP_X
 };
-const uint8_t lp_kind_words[LP_KIND_COUNT] = {
-    0,
+const uint8_t lp_kind_words[LP_KIND_COUNT] = {0,
 #define LP_X(id, name, fam, shape, words) words,
-    LP_KINDS(LP_X)
+                                              LP_KINDS(LP_X)
 #undef LP_X
 };
-const char *const lp_call_names[LP_CALL_COUNT] = {
-    "none",
+const char *const lp_call_names[LP_CALL_COUNT] = {"none",
 #define LP_X(id, name, fam, role, args) name,
-    LP_CALLS(LP_X)
+                                                  LP_CALLS(LP_X)
 #undef LP_X
 };
-const uint8_t lp_call_family[LP_CALL_COUNT] = {
-    0,
+const uint8_t lp_call_family[LP_CALL_COUNT] = {0,
 #define LP_X(id, name, fam, role, args) LP_FAM_##fam,
-    LP_CALLS(LP_X)
+                                               LP_CALLS(LP_X)
 #undef LP_X
 };
-const uint8_t lp_call_role[LP_CALL_COUNT] = {
-    0,
+const uint8_t lp_call_role[LP_CALL_COUNT] = {0,
 #define LP_X(id, name, fam, role, args) LP_ROLE_##role,
-    LP_CALLS(LP_X)
+                                             LP_CALLS(LP_X)
 #undef LP_X
 };
-const char *const lp_call_args[LP_CALL_COUNT] = {
-    "",
+const char *const lp_call_args[LP_CALL_COUNT] = {"",
 #define LP_X(id, name, fam, role, args) args,
-    LP_CALLS(LP_X)
+                                                 LP_CALLS(LP_X)
 #undef LP_X
 };
 const char *const lp_family_names[LP_FAM_COUNT] = {
@@ -83,4 +75,3 @@ void lp_header_init(struct lp_file_header *h, uint32_t clock) {
     h->header_size = LP_FILE_HEADER_SIZE;
     h->clock = clock;
 }
-

@@ -29,11 +29,11 @@ void lp_json_begin(struct lp_json *j, struct lp_out *o);
  * bytes) and "ts" (when `ts_ns` >= 0). Fields may follow; lp_json_event_end closes it. */
 void lp_json_event(struct lp_json *j, const char *ph, uint64_t pid, uint64_t tid, const char *cat, const char *name,
                    size_t nlen, int64_t ts_ns);
-void lp_json_dur(struct lp_json *j, uint64_t ns);            /* ,"dur":... */
-void lp_json_args(struct lp_json *j);                        /* ,"args":{ */
-void lp_json_key(struct lp_json *j, const char *key);        /* [,]"key": (inside args) */
-void lp_json_args_end(struct lp_json *j);                    /* } */
-void lp_json_event_end(struct lp_json *j);                   /* } */
+void lp_json_dur(struct lp_json *j, uint64_t ns);     /* ,"dur":... */
+void lp_json_args(struct lp_json *j);                 /* ,"args":{ */
+void lp_json_key(struct lp_json *j, const char *key); /* [,]"key": (inside args) */
+void lp_json_args_end(struct lp_json *j);             /* } */
+void lp_json_event_end(struct lp_json *j);            /* } */
 /* A counter sample: {"ph":"C","pid":P,"tid":P,"name":NAME,"ts":..,"args":{"KEY":V}} */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v);
 /* An M event naming a process or a thread: "process_name" / "thread_name" / "thread_sort_index". */

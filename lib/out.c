@@ -95,10 +95,17 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     size_t len;
     unsigned min;
     if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        min = 0x10000;
+    } else
+        return 0;
     if (n < len) return 0;
     unsigned cp = c & (0x7f >> len);
     for (size_t i = 1; i < len; i++) {

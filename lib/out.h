@@ -8,7 +8,7 @@
 
 struct lp_out {
     int fd;
-    int failed;    /* a write failed (errno saved in err) */
+    int failed; /* a write failed (errno saved in err) */
     int err;
     size_t n;
     uint64_t total;

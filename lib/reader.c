@@ -90,13 +90,20 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
     const uint8_t *d = data;
     while (off < size) {
         struct lp_chunk_header h;
-        if (size - off < sizeof h) { r->truncated = 1; break; }
+        if (size - off < sizeof h) {
+            r->truncated = 1;
+            break;
+        }
         memcpy(&h, d + off, sizeof h);
-        if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) { r->truncated = 1; break; }
+        if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) {
+            r->truncated = 1;
+            break;
+        }
         uint64_t payload = off + sizeof h;
         if (h.type == LP_CHUNK_EVENTS) {
             uint64_t count;
-            if (h.length % 8 || payload % 8 || check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
+            if (h.length % 8 || payload % 8 ||
+                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
                 r->truncated = 1;
                 break;
             }
@@ -114,21 +121,29 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             memcpy(&key, d + payload, 4);
             const char *s = (const char *)d + payload + 4;
             uint32_t n = h.length - 4;
-            if (key == LP_STR_HOSTNAME) { r->hostname = s; r->hostname_len = n; }
-            else if (key == LP_STR_EXE) { r->exe = s; r->exe_len = n; }
-            else if (key == LP_STR_CMDLINE) { r->cmdline = s; r->cmdline_len = n; }
-            else if (key == LP_STR_NAME && n >= 4) {
+            if (key == LP_STR_HOSTNAME) {
+                r->hostname = s;
+                r->hostname_len = n;
+            } else if (key == LP_STR_EXE) {
+                r->exe = s;
+                r->exe_len = n;
+            } else if (key == LP_STR_CMDLINE) {
+                r->cmdline = s;
+                r->cmdline_len = n;
+            } else if (key == LP_STR_NAME && n >= 4) {
                 uint32_t id;
                 memcpy(&id, s, 4);
                 if (id >= r->nnames) {
-                    if (id > LP_MAX_NAME_ID) { r->truncated = 1; break; } /* not a name table */
+                    if (id > LP_MAX_NAME_ID) {
+                        r->truncated = 1;
+                        break;
+                    } /* not a name table */
                     if (LP_RESERVE_ZERO(r->names, r->cap.names, (size_t)id + 1) != 0) goto nomem;
                     r->nnames = id + 1;
                 }
                 r->names[id].s = s + 4;
                 r->names[id].len = n - 4;
-            }
-            else if (key == LP_STR_THREAD_NAME) {
+            } else if (key == LP_STR_THREAD_NAME) {
                 uint32_t ti;
                 if (thread_index(r, &map, h.tid, &ti)) goto nomem;
                 r->threads[ti].name = s;
@@ -143,7 +158,10 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
             size_t nw = h.length / 8;
             for (size_t i = 0; i < nw;) {
                 uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
-                if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) { r->truncated = 1; break; }
+                if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) {
+                    r->truncated = 1;
+                    break;
+                }
                 if (id >= r->nstacks) {
                     if (LP_RESERVE_ZERO(r->stacks, r->cap.stacks, (size_t)id + 1) != 0) goto nomem;
                     r->nstacks = (uint32_t)r->cap.stacks;
@@ -318,7 +336,10 @@ struct lp_iter *lp_iter_new(const struct lp_reader *r) {
     it->r = r;
     it->c = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->c);
     it->heap = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->heap);
-    if (!it->c || !it->heap) { lp_iter_free(it); return NULL; }
+    if (!it->c || !it->heap) {
+        lp_iter_free(it);
+        return NULL;
+    }
     for (uint32_t i = 0; i < r->nthreads; i++) {
         it->c[i].thread = i;
         if (cursor_settle(r, &it->c[i])) it->heap[it->n++] = i;

@@ -20,9 +20,9 @@ struct lp_thread_info {
 };
 
 struct lp_chunk_ref {
-    uint64_t offset;  /* of the payload */
-    uint32_t length;  /* payload bytes, a whole number of records */
-    uint32_t thread;  /* index into lp_reader.threads */
+    uint64_t offset; /* of the payload */
+    uint32_t length; /* payload bytes, a whole number of records */
+    uint32_t thread; /* index into lp_reader.threads */
 };
 
 struct lp_reader {
@@ -36,13 +36,26 @@ struct lp_reader {
     uint32_t nthreads;
     struct lp_chunk_ref *chunks;
     uint32_t nchunks;
-    struct lp_name { const char *s; uint32_t len; } *names; /* annotation names by id (s NULL: unknown) */
+    struct lp_name {
+        const char *s;
+        uint32_t len;
+    } * names; /* annotation names by id (s NULL: unknown) */
     uint32_t nnames;
-    struct lp_short_ref { const struct lp_short *s; uint32_t n, tid; } *short_chunks; /* LIBPROF_MIN_NS tallies */
-    struct lp_stack { const uint64_t *frames; uint32_t n; } *stacks; /* by stack id (frames NULL: unknown) */
-    uint32_t nstacks;        /* size of `stacks` (ids below it) */
-    uint32_t nstacks_found;  /* distinct stack ids the trace defines */
-    struct lp_module_ref { struct lp_module m; const char *path; const uint8_t *build_id; } *modules;
+    struct lp_short_ref {
+        const struct lp_short *s;
+        uint32_t n, tid;
+    } * short_chunks; /* LIBPROF_MIN_NS tallies */
+    struct lp_stack {
+        const uint64_t *frames;
+        uint32_t n;
+    } * stacks;             /* by stack id (frames NULL: unknown) */
+    uint32_t nstacks;       /* size of `stacks` (ids below it) */
+    uint32_t nstacks_found; /* distinct stack ids the trace defines */
+    struct lp_module_ref {
+        struct lp_module m;
+        const char *path;
+        const uint8_t *build_id;
+    } * modules;
     uint32_t nmodules;
     uint32_t nshort_chunks;
     uint64_t events;          /* records found */
@@ -54,7 +67,9 @@ struct lp_reader {
     /* clock fit: ns = (ticks * mult) >> 32 */
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
-    struct { size_t threads, chunks, names, short_chunks, stacks, modules; } cap; /* the arrays' room */
+    struct {
+        size_t threads, chunks, names, short_chunks, stacks, modules;
+    } cap; /* the arrays' room */
 };
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
@@ -82,7 +97,7 @@ static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks)
  * release at its start. That order is consistent with the allocator's own, so a block freed on
  * one thread and reused on another never appears live twice. */
 struct lp_event {
-    uint64_t ns;     /* effect time, ns since origin */
+    uint64_t ns;       /* effect time, ns since origin */
     uint64_t start_ns; /* call start (= ns for untimed records) */
     uint64_t dur_ns;   /* 0 for untimed records */
     uint32_t tid;
@@ -90,7 +105,7 @@ struct lp_event {
     uint32_t stack;  /* call stack id (0 = none) */
     uint16_t kind;
     uint8_t phase;
-    uint8_t timed;   /* dur_ns is meaningful */
+    uint8_t timed;     /* dur_ns is meaningful */
     const uint64_t *w; /* payload words */
 };
 
@@ -102,10 +117,17 @@ static inline void lp_event_blocks(const struct lp_event *e, uint64_t *freed, ui
     *freed = *born = *size = 0;
     switch (lp_kind_shape[e->kind]) {
     case LP_SHAPE_FREE: *freed = w[0]; break;
-    case LP_SHAPE_ALLOC: *born = w[1]; *size = w[0]; break;
+    case LP_SHAPE_ALLOC:
+        *born = w[1];
+        *size = w[0];
+        break;
     case LP_SHAPE_REALLOC:
-        if (e->phase == 0) *freed = !(w[1] == 0 && w[0] > 0) ? w[2] : 0;
-        else { *born = w[1]; *size = w[0]; }
+        if (e->phase == 0)
+            *freed = !(w[1] == 0 && w[0] > 0) ? w[2] : 0;
+        else {
+            *born = w[1];
+            *size = w[0];
+        }
         break;
     default: break;
     }

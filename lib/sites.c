@@ -11,9 +11,9 @@
 #include "map.h"
 #include "symbols.h"
 
-#define TOP 10          /* rows per view in the summary */
-#define META_SITES 50   /* sites described in the metadata */
-#define SIZE_SHIFT 22   /* live map value: size << 22 | stack id (ids < LP_MAX_STACK_ID) */
+#define TOP 10        /* rows per view in the summary */
+#define META_SITES 50 /* sites described in the metadata */
+#define SIZE_SHIFT 22 /* live map value: size << 22 | stack id (ids < LP_MAX_STACK_ID) */
 
 struct site {
     uint64_t calls, bytes, live, live_blocks, peak;
@@ -63,12 +63,16 @@ int lp_sites_born(struct lp_sites *s, uint64_t ptr, uint64_t size, uint32_t stac
     if (counting) {
         t->calls++;
         t->bytes += size;
-        if (stack) s->with_stack++;
-        else s->without_stack++;
+        if (stack)
+            s->with_stack++;
+        else
+            s->without_stack++;
     }
     t->live += size;
     t->live_blocks++;
-    uint64_t v = (size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size) << SIZE_SHIFT | stack;
+    uint64_t v = (size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size)
+                     << SIZE_SHIFT |
+                 stack;
     if (lp_map_put(&s->live, ptr, v, NULL) < 0) s->oom = 1;
     return s->oom ? -1 : 0;
 }
@@ -150,7 +154,10 @@ static int cmp_site(const void *x, const void *y) {
 /* Stack ids with a non-zero key, heaviest first; their number in *n. */
 static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
     uint32_t *v = lp_os_malloc((s->nsite + 1) * sizeof *v), k = 0;
-    if (!v) { *n = 0; return NULL; }
+    if (!v) {
+        *n = 0;
+        return NULL;
+    }
     for (uint32_t id = 0; id < s->nsite; id++)
         if (key(&s->site[id], o)) v[k++] = id;
     sort_sites = s;
@@ -178,7 +185,10 @@ static const char *library_of(const struct lp_sites *s, uint32_t id) {
     return id && id < s->nsite && s->site[id].library ? s->site[id].library : "?";
 }
 
-struct lib { const char *name; uint64_t calls, bytes, peak, live; };
+struct lib {
+    const char *name;
+    uint64_t calls, bytes, peak, live;
+};
 
 static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t cap) {
     uint32_t n = 0;
@@ -225,7 +235,9 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
         uint32_t id = v[i];
         if (!pick[id]) continue;
         const struct site *t = &s->site[id];
-        lp_out_fmt(o, "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,\"library\":",
+        lp_out_fmt(o,
+                   "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_"
+                   "blocks\":%llu,\"library\":",
                    chosen++ ? "," : "", id, (unsigned long long)t->calls, (unsigned long long)t->bytes,
                    (unsigned long long)t->peak, (unsigned long long)t->live, (unsigned long long)t->live_blocks);
         const char *lib = library_of(s, id);
@@ -248,8 +260,8 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
         lp_out_s(o, i ? ",{\"library\":" : "{\"library\":");
         lp_out_json_str(o, libs[i].name, strlen(libs[i].name));
         lp_out_fmt(o, ",\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu}",
-                   (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes, (unsigned long long)libs[i].peak,
-                   (unsigned long long)libs[i].live);
+                   (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes,
+                   (unsigned long long)libs[i].peak, (unsigned long long)libs[i].live);
     }
     lp_out_s(o, "]");
 }
@@ -270,7 +282,8 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     uint32_t nl = libraries(s, libs, 256);
     for (uint32_t i = 0; i < nl; i++) {
         lp_out_csv_str(o, libs[i].name, strlen(libs[i].name));
-        lp_out_fmt(o, ",alloc_library,%llu,,,,,,,,%llu,\n", (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes);
+        lp_out_fmt(o, ",alloc_library,%llu,,,,,,,,%llu,\n", (unsigned long long)libs[i].calls,
+                   (unsigned long long)libs[i].bytes);
     }
 }
 
@@ -299,8 +312,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     }
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
-    if (nl) lp_out_fmt(o, "  memory per library (the first caller outside the C/C++ runtime):\n  %10s %10s %10s %10s  %s\n",
-                       "calls", "allocated", "at peak", "leaked", "library");
+    if (nl)
+        lp_out_fmt(o, "  memory per library (the first caller outside the C/C++ runtime):\n  %10s %10s %10s %10s  %s\n",
+                   "calls", "allocated", "at peak", "leaked", "library");
     for (uint32_t i = 0; i < nl && i < TOP; i++) {
         lp_fmt_bytes(b1, sizeof b1, libs[i].bytes);
         lp_fmt_bytes(b2, sizeof b2, libs[i].peak);
@@ -344,7 +358,8 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
     /* frames: one per distinct function name, indexed through a map of name pointers (interned) */
     struct lp_map ix = {0};
     uint64_t nframes = 0;
-    lp_out_s(o, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"libprof\",\"name\":");
+    lp_out_s(o,
+             "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"libprof\",\"name\":");
     lp_out_json_str(o, name, strlen(name));
     lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
     for (uint32_t id = 1; id < s->nsite; id++) {
@@ -364,7 +379,9 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
     for (int leaks = 0; leaks < 2; leaks++) {
         uint64_t total = 0;
         for (uint32_t id = 0; id < s->nsite; id++) total += key(&s->site[id], leaks ? BY_LEAK : BY_BYTES);
-        lp_out_fmt(o, "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+        lp_out_fmt(o,
+                   "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,"
+                   "\"samples\":[",
                    leaks ? "," : "", leaks ? "leaked bytes" : "allocated bytes", (unsigned long long)total);
         int first = 1;
         for (uint32_t id = 0; id < s->nsite; id++) {

@@ -44,7 +44,9 @@ uint32_t lp_slices_intern_n(struct lp_slices_builder *b, const char *s, size_t n
     }
 }
 
-uint32_t lp_slices_intern(struct lp_slices_builder *b, const char *name) { return lp_slices_intern_n(b, name, strlen(name)); }
+uint32_t lp_slices_intern(struct lp_slices_builder *b, const char *name) {
+    return lp_slices_intern_n(b, name, strlen(name));
+}
 
 void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int64_t pid, int64_t tid, int64_t ts,
                    int64_t dur) {

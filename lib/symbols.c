@@ -36,7 +36,7 @@ struct lp_syms {
     const struct lp_reader *r;
     struct module *mods; /* sorted by lo */
     uint32_t nmods;
-    struct lp_map cache;  /* addr*2+ret -> 1 + offset in pool */
+    struct lp_map cache; /* addr*2+ret -> 1 + offset in pool */
     char *pool;
     size_t pool_len, pool_cap;
     char *(*demangle)(const char *, char *, size_t *, int *);
@@ -52,8 +52,8 @@ static int cmp_sym(const void *a, const void *b) {
     return x->value < y->value ? -1 : x->value > y->value;
 }
 
-static const char *const runtime_prefixes[] = {"libc.so", "libc-", "libstdc++", "ld-linux", "ld-", "libunwind",
-                                               "libprof", "libgcc_s", "libpthread", "libm.so", "libdl.so"};
+static const char *const runtime_prefixes[] = {"libc.so", "libc-",    "libstdc++",  "ld-linux", "ld-",     "libunwind",
+                                               "libprof", "libgcc_s", "libpthread", "libm.so",  "libdl.so"};
 
 struct lp_syms *lp_syms_new(const struct lp_reader *r) {
     struct lp_syms *s = lp_os_calloc(1, sizeof *s);
@@ -113,8 +113,10 @@ static struct module *module_of(struct lp_syms *s, uint64_t addr) {
     uint32_t lo = 0, hi = s->nmods;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (s->mods[mid].ref->m.lo <= addr) lo = mid + 1;
-        else hi = mid;
+        if (s->mods[mid].ref->m.lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     for (uint32_t i = lo; i-- > 0;) { /* the nearest module starting below; ranges rarely nest */
         if (addr < s->mods[i].ref->m.hi) return &s->mods[i];
@@ -140,14 +142,18 @@ static int load_elf(struct module *m, const char *path, int slot) {
     m->map[slot] = (void *)d;
     m->map_len[slot] = len;
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        eh->e_shoff > len || (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
+        (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
         return -1;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
     int pick = -1;
     for (int want = SHT_SYMTAB; want >= SHT_SYMTAB && pick < 0; want = want == SHT_SYMTAB ? SHT_DYNSYM : -1)
         for (unsigned i = 0; i < eh->e_shnum; i++)
-            if (sh[i].sh_type == (unsigned)want) { pick = (int)i; break; }
+            if (sh[i].sh_type == (unsigned)want) {
+                pick = (int)i;
+                break;
+            }
     if (pick < 0) return -1;
     const Elf64_Shdr *sym = &sh[pick];
     if (sym->sh_link >= eh->e_shnum) return -1;
@@ -162,7 +168,8 @@ static int load_elf(struct module *m, const char *path, int slot) {
     struct sym *out = m->syms;
     for (size_t i = 0; i < n; i++) {
         unsigned type = ELF64_ST_TYPE(ss[i].st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || ss[i].st_value == 0 || ss[i].st_name >= str->sh_size) continue;
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || ss[i].st_value == 0 || ss[i].st_name >= str->sh_size)
+            continue;
         const char *name = strs + ss[i].st_name;
         if (!memchr(name, '\0', str->sh_size - ss[i].st_name)) continue;
         out[m->nsyms++] = (struct sym){ss[i].st_value, ss[i].st_size, name};
@@ -212,20 +219,24 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
     size_t lo = 0, hi = m->nsyms;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (m->syms[mid].value <= v) lo = mid + 1;
-        else hi = mid;
+        if (m->syms[mid].value <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo > 0) {
         const struct sym *c = &m->syms[lo - 1];
         /* inside its size, or (size unknown) the nearest symbol below */
-        if (v < c->value + c->size || c->size == 0) best = c;
+        if (v < c->value + c->size || c->size == 0)
+            best = c;
         else if (lo >= 2 && m->syms[lo - 2].value == c->value && v < m->syms[lo - 2].value + m->syms[lo - 2].size)
             best = &m->syms[lo - 2];
     }
     if (best) {
         char *dem = NULL;
         int status = -1;
-        if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z') dem = s->demangle(best->name, NULL, NULL, &status);
+        if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z')
+            dem = s->demangle(best->name, NULL, NULL, &status);
         snprintf(buf, sizeof buf, "%s", dem && status == 0 ? dem : best->name);
         lp_os_free(dem);
         char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */

@@ -45,9 +45,12 @@ static void out_command(struct lp_out *o, const struct lp_reader *r) {
 }
 
 static void thread_label(const struct lp_reader *r, const struct lp_thread_info *t, char *buf, size_t len) {
-    if (t->name && t->name_len) snprintf(buf, len, "%.*s", (int)t->name_len, t->name);
-    else if (t->tid == r->hdr.pid) snprintf(buf, len, "main");
-    else snprintf(buf, len, "thread %u", t->tid);
+    if (t->name && t->name_len)
+        snprintf(buf, len, "%.*s", (int)t->name_len, t->name);
+    else if (t->tid == r->hdr.pid)
+        snprintf(buf, len, "main");
+    else
+        snprintf(buf, len, "thread %u", t->tid);
 }
 
 /* The process and its threads by name. Thread id 0 is the process itself (what libprof records
@@ -76,7 +79,8 @@ static uint32_t tid_of(const struct chrome *c, const struct lp_event *e) { retur
 static void instant(struct chrome *c, const struct lp_event *e, uint64_t size, uint64_t ptr) {
     struct lp_json *j = &c->j;
     const char *name = lp_kind_names[e->kind];
-    lp_json_event(j, "i", c->pid, tid_of(c, e), lp_family_names[lp_kind_family[e->kind]], name, strlen(name), (int64_t)e->ns);
+    lp_json_event(j, "i", c->pid, tid_of(c, e), lp_family_names[lp_kind_family[e->kind]], name, strlen(name),
+                  (int64_t)e->ns);
     lp_out_s(j->o, ",\"s\":\"t\"");
     lp_json_args(j);
     lp_json_key(j, "size");
@@ -118,8 +122,11 @@ static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_e
         memcpy(&v, &e->w[1], sizeof v);
         if (v != v || v - v != 0) return; /* NaN and infinities have no JSON spelling */
     }
-    lp_json_event(j, shape == LP_SHAPE_RANGE ? "X" : shape == LP_SHAPE_MARK ? "i" : "C", c->pid,
-                  shape == LP_SHAPE_COUNTER ? c->pid : tid_of(c, e), "annot", name, len, (int64_t)e->start_ns);
+    lp_json_event(j,
+                  shape == LP_SHAPE_RANGE  ? "X"
+                  : shape == LP_SHAPE_MARK ? "i"
+                                           : "C",
+                  c->pid, shape == LP_SHAPE_COUNTER ? c->pid : tid_of(c, e), "annot", name, len, (int64_t)e->start_ns);
     if (shape == LP_SHAPE_RANGE) {
         lp_json_dur(j, e->dur_ns);
     } else if (shape == LP_SHAPE_MARK) {
@@ -141,8 +148,10 @@ static void call(struct chrome *c, const struct lp_reader *r, const struct lp_ev
     uint32_t nlen;
     const char *cat, *name = lp_event_name(r, e, &nlen, &cat);
     lp_json_event(j, e->timed ? "X" : "i", c->pid, tid_of(c, e), cat, name, nlen, (int64_t)e->start_ns);
-    if (e->timed) lp_json_dur(j, e->dur_ns);
-    else lp_out_s(j->o, ",\"s\":\"t\"");
+    if (e->timed)
+        lp_json_dur(j, e->dur_ns);
+    else
+        lp_out_s(j->o, ",\"s\":\"t\"");
     lp_json_args(j);
     lp_call_args_json(j, r, s->call, e->dur_ns);
     if (v->file) {
@@ -245,19 +254,27 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
                (unsigned long long)a->live_blocks);
     lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
                (unsigned long long)a->reused_live);
-    if (r->end && r->end->exit_status >= 0) lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
-    else lp_out_s(o, "\"exit_status\":null,");
+    if (r->end && r->end->exit_status >= 0)
+        lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
+    else
+        lp_out_s(o, "\"exit_status\":null,");
     if (r->end && r->end->max_rss_kib)
         lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
-    if (r->end && r->end->signal) lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
-    else if (a->opts->killed_by) lp_out_fmt(o, "\"signal\":%d,", a->opts->killed_by);
-    else lp_out_s(o, "\"signal\":null,");
-    lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses, (unsigned long long)a->reset_ns);
-    lp_out_fmt(o, "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
+    if (r->end && r->end->signal)
+        lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
+    else if (a->opts->killed_by)
+        lp_out_fmt(o, "\"signal\":%d,", a->opts->killed_by);
+    else
+        lp_out_s(o, "\"signal\":null,");
+    lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
+               (unsigned long long)a->reset_ns);
+    lp_out_fmt(o,
+               "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
                (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
                (unsigned long long)(r->end ? r->end->events_dropped : 0), r->nchunks, r->nthreads);
     lp_out_fmt(o, "\"alloc_instant_min_bytes\":%llu,\"alloc_instants\":%llu,\"heap_counter_points\":%llu,",
-               (unsigned long long)a->opts->alloc_min, (unsigned long long)c->instants, (unsigned long long)counter_points);
+               (unsigned long long)a->opts->alloc_min, (unsigned long long)c->instants,
+               (unsigned long long)counter_points);
     lp_out_s(o, "\"functions\":{");
     int first = 1;
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
@@ -278,12 +295,13 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
         if (!first) lp_out_c(o, ',');
         first = 0;
         lp_out_json_str(o, name, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}", (unsigned long long)f->count,
-                   (unsigned long long)f->total_ns, (unsigned long long)lp_percentile(f, 0.5),
-                   (unsigned long long)lp_percentile(f, 0.99));
+        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}",
+                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
+                   (unsigned long long)lp_percentile(f, 0.5), (unsigned long long)lp_percentile(f, 0.99));
     }
     lp_out_s(o, "},\"size_histogram\":[");
-    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++) lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
+    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++)
+        lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
     lp_out_s(o, "]");
     lp_calls_metadata(a->calls, o, c->mmap_capped);
     if (a->sites) lp_sites_metadata(a->sites, o);

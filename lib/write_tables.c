@@ -98,7 +98,8 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (r->end && r->end->max_rss_kib) {
         char rss[32];
         lp_fmt_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);
-        lp_out_fmt(o, "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n",
+        lp_out_fmt(o,
+                   "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n",
                    rss, peak);
     }
     if (a->untracked_frees || a->reused_live)

@@ -18,7 +18,10 @@ struct parse {
     struct lp_slices_builder *b;
     struct lp_slices *c;
     struct lp_map ids; /* string pid/tid hash -> small number */
-    struct open_b { int64_t pid, tid, ts; uint32_t name, cat; } *open;
+    struct open_b {
+        int64_t pid, tid, ts;
+        uint32_t name, cat;
+    } * open;
     size_t nopen, capopen;
     int oom;
 };
@@ -69,7 +72,8 @@ static void event(struct parse *l, const cJSON *e) {
     }
     if (p == 'X') {
         int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
-        lp_slices_add(l->b, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat), pid, tid, ts, dur == INT64_MIN ? 0 : dur);
+        lp_slices_add(l->b, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat), pid, tid, ts,
+                      dur == INT64_MIN ? 0 : dur);
     } else if (p == 'B') {
         if (LP_RESERVE(l->open, l->capopen, l->nopen + 1) != 0) {
             l->oom = 1;
@@ -92,7 +96,8 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) {
-        snprintf(err, errlen, "not JSON (error near byte %td)", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+        snprintf(err, errlen, "not JSON (error near byte %td)",
+                 cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
         return -1;
     }
     const cJSON *events = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
@@ -113,7 +118,8 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "metadata"), "libprof");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(meta, "start_time_unix_ns");
     const cJSON *pidj = cJSON_GetObjectItemCaseSensitive(meta, "pid");
-    if (cJSON_IsNumber(st) && st->valuedouble > 0 && st->valuedouble < 9e18) out->origin_real_ns = (int64_t)st->valuedouble;
+    if (cJSON_IsNumber(st) && st->valuedouble > 0 && st->valuedouble < 9e18)
+        out->origin_real_ns = (int64_t)st->valuedouble;
     if (cJSON_IsNumber(pidj) && pidj->valuedouble > 0 && pidj->valuedouble < 4e9) out->pid = (int64_t)pidj->valuedouble;
     out->unmatched += l.nopen;
     free(l.open);
@@ -133,4 +139,3 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     out->unmatched = unmatched;
     return 0;
 }
-

@@ -14,12 +14,18 @@
 static void esc(FILE *f, const char *s, size_t n) {
     for (size_t i = 0; i < n && s[i]; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == '<') fputs("&lt;", f);
-        else if (ch == '>') fputs("&gt;", f);
-        else if (ch == '&') fputs("&amp;", f);
-        else if (ch == '"') fputs("&quot;", f);
-        else if (ch < 0x20 && ch != '\n' && ch != '\t') fputc(' ', f);
-        else fputc(ch, f);
+        if (ch == '<')
+            fputs("&lt;", f);
+        else if (ch == '>')
+            fputs("&gt;", f);
+        else if (ch == '&')
+            fputs("&amp;", f);
+        else if (ch == '"')
+            fputs("&quot;", f);
+        else if (ch < 0x20 && ch != '\n' && ch != '\t')
+            fputc(' ', f);
+        else
+            fputc(ch, f);
     }
 }
 
@@ -36,18 +42,24 @@ static void row_emit(void *arg, const char *name, size_t count, const int64_t *v
     fputs("</tr>\n", f);
 }
 
-struct bars { FILE *f; int y; };
+struct bars {
+    FILE *f;
+    int y;
+};
 static void thread_emit(void *arg, int64_t pid, int64_t tid, int64_t wall, int64_t busy, int64_t kernel) {
     struct bars *b = arg;
-    double bw = wall > 0 ? 600.0 * (double)busy / (double)wall : 0, kw = wall > 0 ? 600.0 * (double)kernel / (double)wall : 0;
+    double bw = wall > 0 ? 600.0 * (double)busy / (double)wall : 0,
+           kw = wall > 0 ? 600.0 * (double)kernel / (double)wall : 0;
     char w[32];
     lp_fmt_ns(w, sizeof w, wall);
-    fprintf(b->f,
-            "<text x=\"0\" y=\"%d\">%lld/%lld</text><rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
-            "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy %.1f%%</title></rect>"
-            "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel %.1f%%</title></rect>"
-            "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
-            b->y + 13, (long long)pid, (long long)tid, b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6, kw / 6);
+    fprintf(
+        b->f,
+        "<text x=\"0\" y=\"%d\">%lld/%lld</text><rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
+        "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy %.1f%%</title></rect>"
+        "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel %.1f%%</title></rect>"
+        "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
+        b->y + 13, (long long)pid, (long long)tid, b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6,
+        kw / 6);
     b->y += 22;
 }
 
@@ -82,10 +94,12 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
         lp_fmt_bytes(pk, sizeof pk, (uint64_t)peak);
         lp_fmt_ns(sp, sizeof sp, (int64_t)span);
         fprintf(f, "<h2>Heap over time</h2><p>live requested bytes; peak %s; run %s</p>\n", pk, sp);
-        fprintf(f, "<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" aria-label=\"heap over time\">"
-                   "<rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
-                   "<text x=\"0\" y=\"20\">%s</text><text x=\"0\" y=\"210\">0</text><text x=\"60\" y=\"230\">0</text><text x=\"740\" y=\"230\">%s</text>"
-                   "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"",
+        fprintf(f,
+                "<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" aria-label=\"heap over time\">"
+                "<rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
+                "<text x=\"0\" y=\"20\">%s</text><text x=\"0\" y=\"210\">0</text><text x=\"60\" "
+                "y=\"230\">0</text><text x=\"740\" y=\"230\">%s</text>"
+                "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"",
                 pk, sp);
         double last = 0;
         for (int b = 0; b < N; b++) {
@@ -103,7 +117,10 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
 static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     size_t n;
     int64_t *lat = rp_iteration_latencies(c, o, &n);
-    if (!lat || !n) { free(lat); return; }
+    if (!lat || !n) {
+        free(lat);
+        return;
+    }
     int64_t mx = 1;
     for (size_t i = 0; i < n; i++) mx = lat[i] > mx ? lat[i] : mx;
     size_t show = n > 200 ? 200 : n;
@@ -112,14 +129,19 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
     lp_fmt_ns(m, sizeof m, mx);
     fprintf(f, "<h2>Iterations</h2><p>latency of each <code>");
     esc(f, o->iterations, strlen(o->iterations));
-    fprintf(f, "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
-               "aria-label=\"iteration latencies\"><text x=\"0\" y=\"20\">%s</text>", n, n > show ? ", first 200 shown" : "", o->skip, m);
+    fprintf(f,
+            "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" "
+            "role=\"img\" "
+            "aria-label=\"iteration latencies\"><text x=\"0\" y=\"20\">%s</text>",
+            n, n > show ? ", first 200 shown" : "", o->skip, m);
     for (size_t i = 0; i < show; i++) {
         double h = 200.0 * (double)lat[i] / (double)mx;
         char d[32];
         lp_fmt_ns(d, sizeof d, lat[i]);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>iteration %zu: %s</title></rect>", 60 + bw * (double)i,
-                210 - h, bw * 0.8, h, (int)i < o->skip ? "#bbb" : "#2ca02c", i, d);
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>iteration %zu: "
+                "%s</title></rect>",
+                60 + bw * (double)i, 210 - h, bw * 0.8, h, (int)i < o->skip ? "#bbb" : "#2ca02c", i, d);
     }
     fputs("</svg>\n", f);
     free(lat);
@@ -127,9 +149,18 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
 
 /* ---- flame graph from folded stacks ---------------------------------------------------------- */
 
-struct node { const char *name; size_t len; uint64_t value; int first, next; };
+struct node {
+    const char *name;
+    size_t len;
+    uint64_t value;
+    int first, next;
+};
 
-struct tree { struct node *v; int n; size_t cap; };
+struct tree {
+    struct node *v;
+    int n;
+    size_t cap;
+};
 
 static int child(struct tree *t, int parent, const char *name, size_t len) {
     for (int k = t->v[parent].first; k >= 0; k = t->v[k].next)
@@ -150,8 +181,10 @@ static void flame_node(FILE *f, const struct tree *t, int k, double x, double w,
         lp_fmt_bytes(b, sizeof b, (uint64_t)nd->value);
         fputs("<g><title>", f);
         esc(f, nd->name, nd->len);
-        fprintf(f, " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" fill=\"hsl(%u,70%%,%u%%)\"/>", b,
-                100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
+        fprintf(f,
+                " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" "
+                "fill=\"hsl(%u,70%%,%u%%)\"/>",
+                b, 100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
         if (w > 40) {
             size_t fit = (size_t)(w / 6.5);
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 3, y + 13);
@@ -197,9 +230,11 @@ static void flame(FILE *f, const char *folded) {
         if (depth > 40) depth = 40;
         char b[32];
         lp_fmt_bytes(b, sizeof b, (uint64_t)t.v[0].value);
-        fprintf(f, "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
-                   "all); hover a frame for its share</p>\n<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" role=\"img\" "
-                   "aria-label=\"flame graph\" font-family=monospace>\n",
+        fprintf(f,
+                "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
+                "all); hover a frame for its share</p>\n<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" "
+                "role=\"img\" "
+                "aria-label=\"flame graph\" font-family=monospace>\n",
                 b, 40 + depth * 18, 40 + depth * 18);
         flame_node(f, &t, 0, 0, 1000, -1, t.v[0].value);
         fputs("</svg>\n", f);
@@ -211,21 +246,27 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
             const char *folded, const struct rp_opts *o) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
     esc(f, label, strlen(label));
-    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}"
-          "td,th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right}td.n,th.n{text-align:left;font-family:monospace}"
-          "pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}svg{font-size:12px}</style></head><body>\n",
-          f);
+    fputs(
+        "</"
+        "title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:"
+        "13px}"
+        "td,th{border-bottom:1px solid #ddd;padding:2px "
+        "8px;text-align:right}td.n,th.n{text-align:left;font-family:monospace}"
+        "pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}svg{font-size:12px}</style></head><body>\n",
+        f);
     fputs("<h1>libprof report</h1><p>", f);
     esc(f, label, strlen(label));
     fprintf(f, " — %zu slices</p>\n", c->nslices);
     if (c->nslices) { /* timed calls and ranges: absent from an allocation-only trace */
-        fputs("<h2>Top entry points</h2><table><tr><th class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
+        fputs("<h2>Top entry points</h2><table><tr><th "
+              "class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
               "<th>p50</th><th>p99</th><th>max</th></tr>\n",
               f);
         struct rp_opts top = *o;
         if (top.top <= 0) top.top = 25;
         rp_top_rows(c, &top, row_emit, f);
-        fputs("</table>\n<h2>Threads</h2><p>share of each thread's wall time spent in traced calls (light) and in kernels "
+        fputs("</table>\n<h2>Threads</h2><p>share of each thread's wall time spent in traced calls (light) and in "
+              "kernels "
               "(dark); the rest is framework tax</p>\n<svg width=\"1000\" height=",
               f);
         /* the height needs the thread count: draw into a second pass */

@@ -69,8 +69,8 @@ static int quiet;
 static void progress(uint64_t done, uint64_t total, void *arg) {
     (void)arg;
     if (quiet || total == 0) return;
-    fprintf(stderr, "\rlibprof-report: %llu / %llu events (%u%%)", (unsigned long long)done,
-            (unsigned long long)total, (unsigned)(done * 100 / total));
+    fprintf(stderr, "\rlibprof-report: %llu / %llu events (%u%%)", (unsigned long long)done, (unsigned long long)total,
+            (unsigned)(done * 100 / total));
     if (done >= total) fputc('\n', stderr);
 }
 
@@ -97,9 +97,12 @@ static int parse_bytes(const char *s, uint64_t *out) {
     unsigned long long v = strtoull(s, &end, 10);
     if (errno) return -1;
     int shift = 0;
-    if (*end == 'k' || *end == 'K') shift = 10, end++;
-    else if (*end == 'm' || *end == 'M') shift = 20, end++;
-    else if (*end == 'g' || *end == 'G') shift = 30, end++;
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30, end++;
     if (*end) return -1;
     *out = (uint64_t)v << shift;
     return 0;
@@ -155,10 +158,12 @@ static int load(struct input *in, const char *path, int need_slices) {
             return -1;
         }
         if (!quiet && (in->r.truncated || !in->r.end))
-            fprintf(stderr, "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
+            fprintf(stderr,
+                    "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
                     path, in->r.truncated ? "damaged or partial last chunk" : "the process did not finish",
                     (unsigned long long)in->r.events, (unsigned long long)in->r.valid_bytes, in->r.size);
-        if (need_slices && lp_slices_from_reader(&in->r, &in->c, isatty(STDERR_FILENO) && !quiet ? progress : NULL, err, sizeof err) != 0) {
+        if (need_slices && lp_slices_from_reader(&in->r, &in->c, isatty(STDERR_FILENO) && !quiet ? progress : NULL, err,
+                                                 sizeof err) != 0) {
             fprintf(stderr, "libprof-report: %s: %s\n", path, err);
             return -1;
         }
@@ -188,7 +193,8 @@ static void unload(struct input *in) {
 static char *summary_text(const struct lp_reader *r, const char *label) {
     FILE *t = tmpfile();
     if (!t) return NULL;
-    struct lp_convert_opts o = {.chrome_fd = -1, .summary_fd = fileno(t), .alloc_min = r->hdr.alloc_min, .trace_label = label};
+    struct lp_convert_opts o = {
+        .chrome_fd = -1, .summary_fd = fileno(t), .alloc_min = r->hdr.alloc_min, .trace_label = label};
     char err[256];
     if (lp_convert(r, &o, err, sizeof err) != 0) {
         fclose(t);
@@ -196,8 +202,12 @@ static char *summary_text(const struct lp_reader *r, const char *label) {
     }
     long n = lseek(fileno(t), 0, SEEK_END);
     char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && pread(fileno(t), s, (size_t)n, 0) == n) s[n] = '\0';
-    else { free(s); s = NULL; }
+    if (s && pread(fileno(t), s, (size_t)n, 0) == n)
+        s[n] = '\0';
+    else {
+        free(s);
+        s = NULL;
+    }
     fclose(t);
     return s;
 }
@@ -231,7 +241,8 @@ static int write_merged(struct input *in, int n, const char *out) {
         size_t len = 0;
         if (in[i].raw) {
             FILE *t = tmpfile();
-            struct lp_convert_opts o = {.chrome_fd = t ? fileno(t) : -1, .summary_fd = -1, .alloc_min = in[i].r.hdr.alloc_min};
+            struct lp_convert_opts o = {
+                .chrome_fd = t ? fileno(t) : -1, .summary_fd = -1, .alloc_min = in[i].r.hdr.alloc_min};
             char err[256];
             if (!t || lp_convert(&in[i].r, &o, err, sizeof err) != 0) {
                 fprintf(stderr, "libprof-report: %s: cannot convert\n", in[i].path);
@@ -262,7 +273,8 @@ static int write_merged(struct input *in, int n, const char *out) {
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "file", in[i].path);
         cJSON_AddNumberToObject(f, "shift_us", shift_us);
-        cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "libprof");
+        cJSON *meta =
+            cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "libprof");
         if (meta) cJSON_AddItemToObject(f, "libprof", meta);
         cJSON_AddItemToArray(files, f);
         cJSON_Delete(doc);
@@ -295,8 +307,8 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
         int64_t shift = c->origin_real_ns && t0 != INT64_MAX ? c->origin_real_ns - t0 : 0;
         for (size_t k = 0; k < c->nslices; k++) {
             const struct lp_slice *s = &c->slices[k];
-            lp_slices_add(b, lp_slices_intern(b, c->names[s->name]), lp_slices_intern(b, c->names[s->cat]), s->pid, s->tid,
-                          s->ts_ns + shift, s->dur_ns);
+            lp_slices_add(b, lp_slices_intern(b, c->names[s->name]), lp_slices_intern(b, c->names[s->cat]), s->pid,
+                          s->tid, s->ts_ns + shift, s->dur_ns);
         }
         out->skipped += c->skipped;
         out->unmatched += c->unmatched;
@@ -345,9 +357,10 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--remove-raw")) {
             remove_raw = 1;
         } else if (a[0] == '-' && a[1]) {
-            static const char *const valued[] = {"--chrome", "--csv", "--alloc-min", "--folded", "--folded-leaks", "--speedscope",
-                                                 "--events-csv", "--html", "--diff", "--top", "--sort", "--filter", "--units",
-                                                 "--iterations", "--skip", "--kernels", "--what-if", "--killed-by"};
+            static const char *const valued[] = {
+                "--chrome",     "--csv",        "--alloc-min", "--folded",  "--folded-leaks", "--speedscope",
+                "--events-csv", "--html",       "--diff",      "--top",     "--sort",         "--filter",
+                "--units",      "--iterations", "--skip",      "--kernels", "--what-if",      "--killed-by"};
             int known = 0;
             for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
             if (!known) {
@@ -359,14 +372,22 @@ int main(int argc, char **argv) {
                 return 2;
             }
             const char *v = argv[++i];
-            if (!strcmp(a, "--chrome")) chrome = v;
-            else if (!strcmp(a, "--csv")) csv = v;
-            else if (!strcmp(a, "--folded")) folded = v;
-            else if (!strcmp(a, "--folded-leaks")) folded_leaks = v;
-            else if (!strcmp(a, "--speedscope")) speedscope = v;
-            else if (!strcmp(a, "--events-csv")) events_csv = v;
-            else if (!strcmp(a, "--html")) html = v;
-            else if (!strcmp(a, "--diff")) diff = v;
+            if (!strcmp(a, "--chrome"))
+                chrome = v;
+            else if (!strcmp(a, "--csv"))
+                csv = v;
+            else if (!strcmp(a, "--folded"))
+                folded = v;
+            else if (!strcmp(a, "--folded-leaks"))
+                folded_leaks = v;
+            else if (!strcmp(a, "--speedscope"))
+                speedscope = v;
+            else if (!strcmp(a, "--events-csv"))
+                events_csv = v;
+            else if (!strcmp(a, "--html"))
+                html = v;
+            else if (!strcmp(a, "--diff"))
+                diff = v;
             else if (!strcmp(a, "--alloc-min")) {
                 if (parse_bytes(v, &alloc_min) != 0) {
                     fprintf(stderr, "libprof-report: bad --alloc-min value '%s'\n", v);
@@ -388,15 +409,18 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "libprof-report: bad %s value '%s'\n", a, v);
                     return 2;
                 }
-                if (!strcmp(a, "--top")) o.top = (int)n;
-                else o.skip = (int)n;
+                if (!strcmp(a, "--top"))
+                    o.top = (int)n;
+                else
+                    o.skip = (int)n;
             } else if (!strcmp(a, "--sort")) {
                 static const char *const keys[] = {"total", "self", "count", "mean", "p50", "p99", "max", "name"};
                 int k = -1;
                 for (int j = 0; j < 8; j++)
                     if (!strcmp(v, keys[j])) k = j;
                 if (k < 0) {
-                    fprintf(stderr, "libprof-report: bad --sort key '%s' (total self count mean p50 p99 max name)\n", v);
+                    fprintf(stderr, "libprof-report: bad --sort key '%s' (total self count mean p50 p99 max name)\n",
+                            v);
                     return 2;
                 }
                 o.sort = (enum rp_sort)k;
@@ -461,7 +485,8 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && converts) {
         if (!in[0].raw) {
-            fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in[0].path);
+            fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n",
+                    in[0].path);
             rc = 2;
         } else {
             struct lp_convert_opts co = {
@@ -508,7 +533,8 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && diff) {
         struct input base;
-        if (load(&base, diff, 1) != 0) rc = 1;
+        if (load(&base, diff, 1) != 0)
+            rc = 1;
         else {
             printf("diff: %s -> %s\n", diff, in[0].path);
             if (rp_diff(stdout, &base.c, &in[0].c, &o) != 0) rc = 1;
@@ -533,7 +559,9 @@ int main(int argc, char **argv) {
                 if (i) putchar('\n');
                 if (in[i].raw) { /* the memory, I/O, BLAS and site tables first */
                     fflush(stdout);
-                    struct lp_convert_opts co = {.chrome_fd = -1, .summary_fd = STDOUT_FILENO, .alloc_min = in[i].r.hdr.alloc_min,
+                    struct lp_convert_opts co = {.chrome_fd = -1,
+                                                 .summary_fd = STDOUT_FILENO,
+                                                 .alloc_min = in[i].r.hdr.alloc_min,
                                                  .trace_label = in[i].path,
                                                  .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
                     char err[512];

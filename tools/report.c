@@ -29,11 +29,11 @@ static inline int64_t sat(int64_t a, int64_t b) {
 struct an {
     const struct lp_slices *c;
     const struct rp_opts *o;
-    uint32_t *order;  /* slices by thread, start, longest first */
-    int64_t *parent;  /* index of the enclosing slice, -1 at the top */
+    uint32_t *order; /* slices by thread, start, longest first */
+    int64_t *parent; /* index of the enclosing slice, -1 at the top */
     int64_t *self;
-    uint8_t *life;    /* a libprof thread life: not work */
-    uint8_t *kernel;  /* a kernel entry point */
+    uint8_t *life;   /* a libprof thread life: not work */
+    uint8_t *kernel; /* a kernel entry point */
     uint8_t *outer_kernel;
     size_t n;
 };
@@ -276,14 +276,16 @@ static void print_table(FILE *f, const struct an *a) {
     if (!rows) return;
     const struct rp_opts *o = a->o;
     int w = name_width(a->c, rows, n);
-    static const char *const cols[] = {"total", "self", "mean", "min", "p10", "p50", "p90", "p95", "p99", "p99.9", "max"};
+    static const char *const cols[] = {"total", "self", "mean", "min",   "p10", "p50",
+                                       "p90",   "p95",  "p99",  "p99.9", "max"};
     fprintf(f, "%-*s %9s", w, "name", "count");
     for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) fprintf(f, " %10s", cols[k]);
     if (o->units != RP_AUTO) fprintf(f, "   (%s)", unit_name(o->units));
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
         const struct row *r = &rows[i];
-        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->min, r->p10, r->p50, r->p90, r->p95, r->p99, r->p999, r->max};
+        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->min, r->p10, r->p50, r->p90, r->p95, r->p99,
+                       r->p999,  r->max};
         fprintf(f, "%-*.*s %9zu", w, w, a->c->names[r->name], r->count);
         for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
             char b[32];
@@ -327,19 +329,25 @@ static struct thr *threads(const struct an *a, size_t *n) {
 static void print_threads(FILE *f, const struct an *a) {
     size_t n;
     struct thr *t = threads(a, &n);
-    if (!t || !n) { free(t); return; }
-    fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, oneDNN,\n"
-               "OpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
-    fprintf(f, "%8s %10s %11s %11s %7s %11s %7s %9s\n", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%", "tax%");
+    if (!t || !n) {
+        free(t);
+        return;
+    }
+    fprintf(f,
+            "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, oneDNN,\n"
+            "OpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
+    fprintf(f, "%8s %10s %11s %11s %7s %11s %7s %9s\n", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%",
+            "tax%");
     for (size_t i = 0; i < n; i++) {
         int64_t wall = t[i].last - t[i].first;
         char w[32], b[32], k[32];
         fmt_dur(w, sizeof w, wall, RP_AUTO);
         fmt_dur(b, sizeof b, t[i].busy, RP_AUTO);
         fmt_dur(k, sizeof k, t[i].kernel, RP_AUTO);
-        double bp = wall ? 100.0 * (double)t[i].busy / (double)wall : 0, kp = wall ? 100.0 * (double)t[i].kernel / (double)wall : 0;
-        fprintf(f, "%8lld %10lld %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", (long long)t[i].pid, (long long)t[i].tid, w, b, bp, k, kp,
-                100.0 - kp);
+        double bp = wall ? 100.0 * (double)t[i].busy / (double)wall : 0,
+               kp = wall ? 100.0 * (double)t[i].kernel / (double)wall : 0;
+        fprintf(f, "%8lld %10lld %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", (long long)t[i].pid, (long long)t[i].tid, w,
+                b, bp, k, kp, 100.0 - kp);
     }
     /* overall: all threads' wall time together (a thread that only waits for work counts too) */
     int64_t wall = 0, busy = 0, kern = 0;
@@ -420,15 +428,18 @@ static void print_whatif(FILE *f, const struct an *a) {
     fmt_dur(m, sizeof m, matched_time, RP_AUTO);
     fprintf(f, "\nwhat-if");
     for (int k = 0; k < a->o->nwhatif; k++) fprintf(f, " '%s'", a->o->whatif_text[k]);
-    fprintf(f, ": %lld matching slices, %s\n  total latency %s -> estimated %s (%.1f%% less)\n", (long long)matched, m, b, c2,
-            end > start ? 100.0 * (double)((end - start) - (after_end - start)) / (double)(end - start) : 0);
+    fprintf(f, ": %lld matching slices, %s\n  total latency %s -> estimated %s (%.1f%% less)\n", (long long)matched, m,
+            b, c2, end > start ? 100.0 * (double)((end - start) - (after_end - start)) / (double)(end - start) : 0);
     free(saved);
     free(t);
 }
 
 /* ---- iterations ---------------------------------------------------------------------------- */
 
-struct iter { size_t slice; int64_t ts, end, latency, kernel, saved; };
+struct iter {
+    size_t slice;
+    int64_t ts, end, latency, kernel, saved;
+};
 
 static int cmp_iter(const void *x, const void *y) {
     const struct iter *a = x, *b = y;
@@ -455,7 +466,8 @@ static struct iter *find_iterations(const struct an *a, size_t *n, int *oom) {
             *n = 0;
             return NULL;
         }
-        it[ni++] = (struct iter){i, c->slices[i].ts_ns, c->slices[i].ts_ns + c->slices[i].dur_ns, c->slices[i].dur_ns, 0, 0};
+        it[ni++] =
+            (struct iter){i, c->slices[i].ts_ns, c->slices[i].ts_ns + c->slices[i].dur_ns, c->slices[i].dur_ns, 0, 0};
     }
     if (ni) qsort(it, ni, sizeof *it, cmp_iter);
     *n = ni;
@@ -481,10 +493,17 @@ static void print_iterations(FILE *f, const struct an *a) {
      * iteration's own thread */
     size_t nn = c->nnames;
     int64_t *per = calloc(ni * (nn ? nn : 1), sizeof *per);
-    if (!per) { free(it); return; }
+    if (!per) {
+        free(it);
+        return;
+    }
     /* slices by start time: each window is a binary search and a scan of what starts in it */
     uint32_t *byts = malloc((a->n ? a->n : 1) * sizeof *byts);
-    if (!byts) { free(per); free(it); return; }
+    if (!byts) {
+        free(per);
+        free(it);
+        return;
+    }
     for (size_t i = 0; i < a->n; i++) byts[i] = (uint32_t)i;
     sort_c = c;
     qsort(byts, a->n, sizeof *byts, cmp_ts);
@@ -493,8 +512,10 @@ static void print_iterations(FILE *f, const struct an *a) {
         size_t lo = 0, hi = a->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (c->slices[byts[mid]].ts_ns < it[k].ts) lo = mid + 1;
-            else hi = mid;
+            if (c->slices[byts[mid]].ts_ns < it[k].ts)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         for (size_t j = lo; j < a->n && c->slices[byts[j]].ts_ns < it[k].end; j++) {
             size_t i = byts[j];
@@ -542,18 +563,29 @@ static void print_iterations(FILE *f, const struct an *a) {
     for (int line = -3; line < (int)nr && vals; line++) {
         const char *label;
         for (size_t k = 0; k < ni; k++) {
-            if (line == -3) vals[k] = it[k].latency;
-            else if (line == -2) vals[k] = it[k].latency ? (int64_t)(1000.0 * (double)(it[k].latency - it[k].kernel) / (double)it[k].latency) : 0;
-            else if (line == -1) vals[k] = it[k].latency - it[k].saved;
-            else vals[k] = per[k * nn + rows[line].name];
+            if (line == -3)
+                vals[k] = it[k].latency;
+            else if (line == -2)
+                vals[k] = it[k].latency
+                              ? (int64_t)(1000.0 * (double)(it[k].latency - it[k].kernel) / (double)it[k].latency)
+                              : 0;
+            else if (line == -1)
+                vals[k] = it[k].latency - it[k].saved;
+            else
+                vals[k] = per[k * nn + rows[line].name];
         }
         if (line == -1 && !o->nwhatif) continue;
-        label = line == -3 ? "latency" : line == -2 ? "framework tax" : line == -1 ? "what-if" : c->names[rows[line].name];
+        label = line == -3   ? "latency"
+                : line == -2 ? "framework tax"
+                : line == -1 ? "what-if"
+                             : c->names[rows[line].name];
         fprintf(f, "%-*.*s", w, w, label);
         for (size_t k = 0; k < cols; k++) {
             char b[32];
-            if (line == -2) snprintf(b, sizeof b, "%.1f%%", (double)vals[k] / 10.0);
-            else fmt_dur(b, sizeof b, vals[k], o->units);
+            if (line == -2)
+                snprintf(b, sizeof b, "%.1f%%", (double)vals[k] / 10.0);
+            else
+                fmt_dur(b, sizeof b, vals[k], o->units);
             fprintf(f, " %12s", b);
         }
         int64_t sum = 0, mn = INT64_MAX, mx = INT64_MIN;
@@ -575,8 +607,10 @@ static void print_iterations(FILE *f, const struct an *a) {
         int64_t st[4] = {kept ? sum / (int64_t)kept : 0, med, kept ? mn : 0, kept ? mx : 0};
         for (int k = 0; k < 4; k++) {
             char b[32];
-            if (line == -2) snprintf(b, sizeof b, "%.1f%%", (double)st[k] / 10.0);
-            else fmt_dur(b, sizeof b, st[k], o->units);
+            if (line == -2)
+                snprintf(b, sizeof b, "%.1f%%", (double)st[k] / 10.0);
+            else
+                fmt_dur(b, sizeof b, st[k], o->units);
             fprintf(f, " %11s", b);
         }
         fputc('\n', f);
@@ -615,7 +649,11 @@ int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct
 
 /* ---- diff ---------------------------------------------------------------------------------- */
 
-struct drow { const char *name; const struct row *b, *c; int64_t impact; };
+struct drow {
+    const char *name;
+    const struct row *b, *c;
+    int64_t impact;
+};
 
 static int cmp_drow(const void *x, const void *y) {
     const struct drow *a = x, *b = y;
@@ -626,10 +664,20 @@ static int cmp_drow(const void *x, const void *y) {
 int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, const struct rp_opts *o) {
     struct an ab, ac;
     if (an_build(&ab, base, o) != 0) return -1;
-    if (an_build(&ac, cur, o) != 0) { an_free(&ab); return -1; }
+    if (an_build(&ac, cur, o) != 0) {
+        an_free(&ab);
+        return -1;
+    }
     struct row *rb = name_rows(&ab), *rc = name_rows(&ac);
     struct drow *d = malloc((base->nnames + cur->nnames + 1) * sizeof *d);
-    if (!rb || !rc || !d) { free(rb); free(rc); free(d); an_free(&ab); an_free(&ac); return -1; }
+    if (!rb || !rc || !d) {
+        free(rb);
+        free(rc);
+        free(d);
+        an_free(&ab);
+        an_free(&ac);
+        return -1;
+    }
     size_t n = 0;
     for (size_t i = 0; i < cur->nnames; i++) {
         if (!rc[i].count || !shown(o, cur->names[i])) continue;
@@ -641,7 +689,8 @@ int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, 
     for (size_t j = 0; j < base->nnames; j++) {
         if (!rb[j].count || !shown(o, base->names[j])) continue;
         int found = 0;
-        for (size_t i = 0; i < cur->nnames && !found; i++) found = rc[i].count && !strcmp(base->names[j], cur->names[i]);
+        for (size_t i = 0; i < cur->nnames && !found; i++)
+            found = rc[i].count && !strcmp(base->names[j], cur->names[i]);
         if (!found) d[n++] = (struct drow){base->names[j], &rb[j], NULL, -rb[j].total};
     }
     qsort(d, n, sizeof *d, cmp_drow);
@@ -649,8 +698,8 @@ int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, 
     size_t w = 16; /* "name (by impact)" */
     for (size_t i = 0; i < n; i++) w = strlen(d[i].name) > w ? strlen(d[i].name) : w;
     if (w > 50) w = 50;
-    fprintf(f, "%-*s %9s %9s %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, "name (by impact)", "count", "->", "total",
-            "->", "delta", "", "p50", "->", "p99", "->");
+    fprintf(f, "%-*s %9s %9s %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, "name (by impact)", "count", "->",
+            "total", "->", "delta", "", "p50", "->", "p99", "->");
     for (size_t i = 0; i < n; i++) {
         const struct row *b = d[i].b, *c = d[i].c;
         char t0[32], t1[32], dt[32], a50[32], b50[32], a99[32], b99[32], pc[16];
@@ -661,11 +710,13 @@ int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, 
         fmt_dur(b50, sizeof b50, c ? c->p50 : 0, o->units);
         fmt_dur(a99, sizeof a99, b ? b->p99 : 0, o->units);
         fmt_dur(b99, sizeof b99, c ? c->p99 : 0, o->units);
-        if (b && b->total) snprintf(pc, sizeof pc, "%+.1f%%", 100.0 * (double)d[i].impact / (double)b->total);
-        else snprintf(pc, sizeof pc, "new");
+        if (b && b->total)
+            snprintf(pc, sizeof pc, "%+.1f%%", 100.0 * (double)d[i].impact / (double)b->total);
+        else
+            snprintf(pc, sizeof pc, "new");
         if (!c) snprintf(pc, sizeof pc, "gone");
-        fprintf(f, "%-*.*s %9zu %9zu %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, (int)w, d[i].name, b ? b->count : 0,
-                c ? c->count : 0, t0, t1, dt, pc, a50, b50, a99, b99);
+        fprintf(f, "%-*.*s %9zu %9zu %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, (int)w, d[i].name,
+                b ? b->count : 0, c ? c->count : 0, t0, t1, dt, pc, a50, b50, a99, b99);
     }
     free(d);
     free(rb);
@@ -696,7 +747,8 @@ int rp_events_csv(FILE *f, const struct lp_slices *c) {
     fputs(EVENTS_CSV_HEADER, f);
     for (size_t i = 0; i < c->nslices; i++) {
         const struct lp_slice *s = &c->slices[i];
-        fprintf(f, "%lld,%lld,%lld,%lld,", (long long)s->pid, (long long)s->tid, (long long)s->ts_ns, (long long)s->dur_ns);
+        fprintf(f, "%lld,%lld,%lld,%lld,", (long long)s->pid, (long long)s->tid, (long long)s->ts_ns,
+                (long long)s->dur_ns);
         csv_str(f, c->names[s->cat]);
         fputc(',', f);
         csv_str(f, c->names[s->name]);
@@ -721,16 +773,24 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
         snprintf(name, sizeof name, "%.*s", (int)len, n);
         uint64_t size = 0, ptr = 0;
         int has_mem = 0;
-        if (shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) { size = e.w[0]; ptr = e.w[1]; has_mem = 1; }
-        else if (shape == LP_SHAPE_FREE) { ptr = e.w[0]; has_mem = 1; }
+        if (shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_REALLOC) {
+            size = e.w[0];
+            ptr = e.w[1];
+            has_mem = 1;
+        } else if (shape == LP_SHAPE_FREE) {
+            ptr = e.w[0];
+            has_mem = 1;
+        }
         fprintf(f, "%u,%u,%llu,", r->hdr.pid, e.tid, (unsigned long long)e.start_ns);
         if (e.timed) fprintf(f, "%llu", (unsigned long long)e.dur_ns);
         fputc(',', f);
         csv_str(f, cat);
         fputc(',', f);
         csv_str(f, name);
-        if (has_mem) fprintf(f, ",%llu,0x%llx\n", (unsigned long long)size, (unsigned long long)ptr);
-        else fputs(",,\n", f);
+        if (has_mem)
+            fprintf(f, ",%llu,0x%llx\n", (unsigned long long)size, (unsigned long long)ptr);
+        else
+            fputs(",,\n", f);
     }
     lp_iter_free(it);
     return ferror(f) ? -1 : 0;
@@ -755,8 +815,8 @@ int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts 
     return lat;
 }
 
-int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
-                void *arg) {
+int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
+                void (*emit)(void *, const char *, size_t, const int64_t *), void *arg) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;
     size_t n;

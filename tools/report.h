@@ -18,16 +18,16 @@ enum rp_units { RP_AUTO, RP_NS, RP_US, RP_MS, RP_S };
 #define RP_MAX_WHATIF 8
 
 struct rp_opts {
-    int top;                  /* rows per table (0 = all) */
+    int top; /* rows per table (0 = all) */
     enum rp_sort sort;
     enum rp_units units;
     int have_filter;
-    regex_t filter;           /* --filter: names shown */
-    const char *iterations;   /* --iterations REGEX, or NULL */
+    regex_t filter;         /* --filter: names shown */
+    const char *iterations; /* --iterations REGEX, or NULL */
     regex_t iter_re;
-    int skip;                 /* --skip N: warm-up iterations left out of the statistics */
+    int skip; /* --skip N: warm-up iterations left out of the statistics */
     int have_kernels;
-    regex_t kernels;          /* --kernels: names that count as kernels, beside the default families */
+    regex_t kernels; /* --kernels: names that count as kernels, beside the default families */
     int nwhatif;
     regex_t whatif_re[RP_MAX_WHATIF];
     double whatif_ratio[RP_MAX_WHATIF];
@@ -48,8 +48,8 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
             const char *folded, const struct rp_opts *o);
 /* For the HTML page: the top rows as the table shows them (name, count, total, self, mean, p50,
  * p99, max), and each thread's wall, busy and kernel time. */
-int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o, void (*emit)(void *, const char *, size_t, const int64_t *),
-                void *arg);
+int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
+                void (*emit)(void *, const char *, size_t, const int64_t *), void *arg);
 int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
                      void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */

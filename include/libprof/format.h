@@ -33,86 +33,92 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LIBPROF_VERSION "0.1.0"         /* the release, shown in traces and --version */
-#define LP_FORMAT_MAGIC "LIBPROF\x1a"  /* 8 bytes; \x1a stops `type` from dumping the file */
+#define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
+#define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
 #define LP_FORMAT_VERSION 8
 #define LP_BYTE_ORDER_MARK 0x01020304u
-#define LP_CHUNK_MAGIC 0x4b43504cu      /* "LPCK" read as little-endian */
+#define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
 
 /* Event families: the one list that LIBPROF_EVENTS (the recorder's config), the format and
  * libprof-report read. The bit is the family's index. `kernel`: the family's calls are compute
  * kernels — what the report's framework tax counts as work done (time outside kernels is the
  * framework's). Adding a family: a row here, its entry points in LP_CALLS, one hook file. */
-#define LP_FAMILIES(X) \
-    X(ALLOC, "alloc", 0)     /* malloc, free and the rest of the allocation functions */ \
-    X(ANNOT, "annot", 0)     /* the annotation API (include/libprof.h) */ \
+/* the list as it reads best, one group a line */
+// clang-format off
+#define LP_FAMILIES(X)                                                                               \
+    X(ALLOC, "alloc", 0)     /* malloc, free and the rest of the allocation functions */             \
+    X(ANNOT, "annot", 0)     /* the annotation API (include/libprof.h) */                            \
     X(CONTROL, "control", 0) /* pause/resume/reset: always recorded, whatever LIBPROF_EVENTS says */ \
-    X(THREAD, "thread", 0)   /* thread creation, lifetime, join */ \
-    X(SYNC, "sync", 0)       /* lock waits: only calls that blocked */ \
-    X(DL, "dl", 0)           /* dlopen, dlclose */ \
-    X(IO, "io", 0)           /* POSIX and stdio file I/O, mmap */ \
-    X(PROC, "process", 0)    /* fork, exec, spawn, system, wait */ \
-    X(WAIT, "wait", 0)       /* sleeping and polling: off-CPU time */ \
-    X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */ \
-    X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */ \
+    X(THREAD, "thread", 0)   /* thread creation, lifetime, join */                                   \
+    X(SYNC, "sync", 0)       /* lock waits: only calls that blocked */                               \
+    X(DL, "dl", 0)           /* dlopen, dlclose */                                                   \
+    X(IO, "io", 0)           /* POSIX and stdio file I/O, mmap */                                    \
+    X(PROC, "process", 0)    /* fork, exec, spawn, system, wait */                                   \
+    X(WAIT, "wait", 0)       /* sleeping and polling: off-CPU time */                                \
+    X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */                                  \
+    X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */                                        \
     X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */
+// clang-format on
 
 enum lp_family {
 #define LP_X(id, name, kernel) LP_FAM_##id,
-    LP_FAMILIES(LP_X)
+    LP_FAMILIES(LP_X) /* no semicolon: the entries carry their commas */
 #undef LP_X
     LP_FAM_COUNT
 };
 
 /* How a kind's payload words are to be read. */
 enum lp_shape {
-    LP_SHAPE_ALLOC,   /* size, ptr            : a block of `size` bytes now lives at ptr (0 = failed) */
-    LP_SHAPE_FREE,    /* ptr                  : ptr released (0 = free(NULL)) */
-    LP_SHAPE_REALLOC, /* size, ptr, old ptr   : old released (unless ptr==0 && size>0), ptr now lives */
-    LP_SHAPE_RANGE,   /* name id (timed)      : a named block of the program, pushed and popped */
-    LP_SHAPE_MARK,    /* name id              : a named instant */
-    LP_SHAPE_COUNTER, /* name id, value       : a named counter took `value` (IEEE double bits) */
-    LP_SHAPE_CONTROL, /* reason (enum lp_control_reason): recording paused, resumed or reset */
-    LP_SHAPE_CALL,    /* call header word, args, string: an intercepted runtime entry point */
-    LP_SHAPE_STACKREF,/* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
+    LP_SHAPE_ALLOC,    /* size, ptr            : a block of `size` bytes now lives at ptr (0 = failed) */
+    LP_SHAPE_FREE,     /* ptr                  : ptr released (0 = free(NULL)) */
+    LP_SHAPE_REALLOC,  /* size, ptr, old ptr   : old released (unless ptr==0 && size>0), ptr now lives */
+    LP_SHAPE_RANGE,    /* name id (timed)      : a named block of the program, pushed and popped */
+    LP_SHAPE_MARK,     /* name id              : a named instant */
+    LP_SHAPE_COUNTER,  /* name id, value       : a named counter took `value` (IEEE double bits) */
+    LP_SHAPE_CONTROL,  /* reason (enum lp_control_reason): recording paused, resumed or reset */
+    LP_SHAPE_CALL,     /* call header word, args, string: an intercepted runtime entry point */
+    LP_SHAPE_STACKREF, /* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
                        * to the next record of the same thread (LIBPROF_STACKS) */
 };
 
 enum lp_control_reason {
-    LP_CTL_API = 1,     /* libprof_start/stop/reset called by the program */
-    LP_CTL_SIGNAL = 2,  /* LIBPROF_SIGNAL delivered */
-    LP_CTL_DELAY = 3,   /* LIBPROF_DELAY elapsed, or the start of a delayed run */
-    LP_CTL_DURATION = 4,/* LIBPROF_DURATION elapsed */
-    LP_CTL_START = 5,   /* LIBPROF_START=paused */
+    LP_CTL_API = 1,      /* libprof_start/stop/reset called by the program */
+    LP_CTL_SIGNAL = 2,   /* LIBPROF_SIGNAL delivered */
+    LP_CTL_DELAY = 3,    /* LIBPROF_DELAY elapsed, or the start of a delayed run */
+    LP_CTL_DURATION = 4, /* LIBPROF_DURATION elapsed */
+    LP_CTL_START = 5,    /* LIBPROF_START=paused */
 };
 
 /* Every record kind: id, name as shown to users, family, shape, payload words.
  * The numeric value of a kind is its position in this list, starting at 1 (0 is never valid,
  * so a zeroed hole in a damaged file cannot be mistaken for an event). */
-#define LP_KINDS(X) \
-    X(MALLOC,         "malloc",         ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(CALLOC,         "calloc",         ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(REALLOC,        "realloc",        ALLOC, LP_SHAPE_REALLOC, 3) \
-    X(REALLOCARRAY,   "reallocarray",   ALLOC, LP_SHAPE_REALLOC, 3) \
-    X(FREE,           "free",           ALLOC, LP_SHAPE_FREE,    1) \
-    X(POSIX_MEMALIGN, "posix_memalign", ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(ALIGNED_ALLOC,  "aligned_alloc",  ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(MEMALIGN,       "memalign",       ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(VALLOC,         "valloc",         ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(PVALLOC,        "pvalloc",        ALLOC, LP_SHAPE_ALLOC,   2) \
-    X(RANGE,          "range",          ANNOT, LP_SHAPE_RANGE,   1) \
-    X(MARK,           "mark",           ANNOT, LP_SHAPE_MARK,    1) \
-    X(COUNTER,        "counter",        ANNOT, LP_SHAPE_COUNTER, 2) \
-    X(PAUSE,          "libprof paused", CONTROL, LP_SHAPE_CONTROL, 1) \
-    X(RESUME,         "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1) \
-    X(RESET,          "libprof reset",  CONTROL, LP_SHAPE_CONTROL, 1) \
-    X(CALL,           "call",           CONTROL, LP_SHAPE_CALL,    1) /* family: lp_call_family */ \
-    X(STACK,          "stack",          ALLOC, LP_SHAPE_STACKREF, 0)
+/* the list as it reads best, one group a line */
+// clang-format off
+#define LP_KINDS(X)                                                         \
+    X(MALLOC, "malloc", ALLOC, LP_SHAPE_ALLOC, 2)                           \
+    X(CALLOC, "calloc", ALLOC, LP_SHAPE_ALLOC, 2)                           \
+    X(REALLOC, "realloc", ALLOC, LP_SHAPE_REALLOC, 3)                       \
+    X(REALLOCARRAY, "reallocarray", ALLOC, LP_SHAPE_REALLOC, 3)             \
+    X(FREE, "free", ALLOC, LP_SHAPE_FREE, 1)                                \
+    X(POSIX_MEMALIGN, "posix_memalign", ALLOC, LP_SHAPE_ALLOC, 2)           \
+    X(ALIGNED_ALLOC, "aligned_alloc", ALLOC, LP_SHAPE_ALLOC, 2)             \
+    X(MEMALIGN, "memalign", ALLOC, LP_SHAPE_ALLOC, 2)                       \
+    X(VALLOC, "valloc", ALLOC, LP_SHAPE_ALLOC, 2)                           \
+    X(PVALLOC, "pvalloc", ALLOC, LP_SHAPE_ALLOC, 2)                         \
+    X(RANGE, "range", ANNOT, LP_SHAPE_RANGE, 1)                             \
+    X(MARK, "mark", ANNOT, LP_SHAPE_MARK, 1)                                \
+    X(COUNTER, "counter", ANNOT, LP_SHAPE_COUNTER, 2)                       \
+    X(PAUSE, "libprof paused", CONTROL, LP_SHAPE_CONTROL, 1)                \
+    X(RESUME, "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1)              \
+    X(RESET, "libprof reset", CONTROL, LP_SHAPE_CONTROL, 1)                 \
+    X(CALL, "call", CONTROL, LP_SHAPE_CALL, 1) /* family: lp_call_family */ \
+    X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)
+// clang-format on
 
 enum lp_kind {
     LP_KIND_NONE = 0,
 #define LP_X(id, name, fam, shape, words) LP_EV_##id,
-    LP_KINDS(LP_X)
+    LP_KINDS(LP_X) /* no semicolon: the entries carry their commas */
 #undef LP_X
     LP_KIND_COUNT
 };
@@ -134,106 +140,109 @@ enum lp_kind {
  * per-shape statistics from them. */
 enum lp_call_role {
     LP_ROLE_NONE,
-    LP_ROLE_OPEN,    /* string path; args ..., ret fd */
-    LP_ROLE_FDPATH,  /* string path; args fd: a descriptor that was open before libprof started */
-    LP_ROLE_CLOSE,   /* args fd, ret */
-    LP_ROLE_READ,    /* args fd, count, [offset,] ret bytes */
-    LP_ROLE_WRITE,   /* same, for writes */
-    LP_ROLE_FDOP,    /* args fd, ...: another operation on a descriptor (lseek, fsync) */
-    LP_ROLE_FOPEN,   /* string path; args mode, ret stream */
-    LP_ROLE_FREAD,   /* args stream, bytes asked, bytes done */
+    LP_ROLE_OPEN,   /* string path; args ..., ret fd */
+    LP_ROLE_FDPATH, /* string path; args fd: a descriptor that was open before libprof started */
+    LP_ROLE_CLOSE,  /* args fd, ret */
+    LP_ROLE_READ,   /* args fd, count, [offset,] ret bytes */
+    LP_ROLE_WRITE,  /* same, for writes */
+    LP_ROLE_FDOP,   /* args fd, ...: another operation on a descriptor (lseek, fsync) */
+    LP_ROLE_FOPEN,  /* string path; args mode, ret stream */
+    LP_ROLE_FREAD,  /* args stream, bytes asked, bytes done */
     LP_ROLE_FWRITE,
-    LP_ROLE_FOP,     /* args stream, ...: fflush */
-    LP_ROLE_FCLOSE,  /* args stream, ret */
-    LP_ROLE_MMAP,    /* args addr, len, prot, flags, fd, ret addr */
-    LP_ROLE_MUNMAP,  /* args addr, len, ret */
-    LP_ROLE_MREMAP,  /* args old, old len, new len, ret addr */
-    LP_ROLE_CREATE,  /* pthread_create: args ret, flow */
-    LP_ROLE_THREAD,  /* a thread's life: args creator tid, flow */
-    LP_ROLE_GEMM,    /* args m, n, k, op: see LP_GEMM_* */
-    LP_ROLE_GEMV,    /* args m, n, op */
-    LP_ROLE_VEC,     /* args n, op: dot, axpy */
-    LP_ROLE_DNNL,    /* args kind name id, shape name id, primitive */
-    LP_ROLE_OMP,     /* GOMP_parallel: args threads asked, team size, flow */
-    LP_ROLE_OMPWORK, /* a team member running a region: args thread number, flow */
+    LP_ROLE_FOP,       /* args stream, ...: fflush */
+    LP_ROLE_FCLOSE,    /* args stream, ret */
+    LP_ROLE_MMAP,      /* args addr, len, prot, flags, fd, ret addr */
+    LP_ROLE_MUNMAP,    /* args addr, len, ret */
+    LP_ROLE_MREMAP,    /* args old, old len, new len, ret addr */
+    LP_ROLE_CREATE,    /* pthread_create: args ret, flow */
+    LP_ROLE_THREAD,    /* a thread's life: args creator tid, flow */
+    LP_ROLE_GEMM,      /* args m, n, k, op: see LP_GEMM_* */
+    LP_ROLE_GEMV,      /* args m, n, op */
+    LP_ROLE_VEC,       /* args n, op: dot, axpy */
+    LP_ROLE_DNNL,      /* args kind name id, shape name id, primitive */
+    LP_ROLE_OMP,       /* GOMP_parallel: args threads asked, team size, flow */
+    LP_ROLE_OMPWORK,   /* a team member running a region: args thread number, flow */
     LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
 };
 
 /* The `op` argument of BLAS roles: element type, transposes, layout. */
-#define LP_BLAS_S 0 /* float */
-#define LP_BLAS_D 1 /* double */
-#define LP_BLAS_C 2 /* complex float */
-#define LP_BLAS_Z 3 /* complex double */
+#define LP_BLAS_S 0        /* float */
+#define LP_BLAS_D 1        /* double */
+#define LP_BLAS_C 2        /* complex float */
+#define LP_BLAS_Z 3        /* complex double */
 #define LP_BLAS_TA_SHIFT 4 /* 0 none, 1 transpose, 2 conjugate transpose */
 #define LP_BLAS_TB_SHIFT 6
 #define LP_BLAS_ROWMAJOR 0x100
 #define LP_BLAS_FORTRAN 0x200 /* called through the Fortran interface (sgemm_) */
 
 /* id, name shown, family, role, argument names. */
-#define LP_CALLS(X) \
-    X(PTHREAD_CREATE, "pthread_create", THREAD, CREATE, "ret-,flow") \
-    X(THREAD_LIFE,    "thread",         THREAD, THREAD, "creator,flow,running_at_exit") \
-    X(PTHREAD_JOIN,   "pthread_join",   THREAD, NONE,   "ret-") \
-    X(PTHREAD_EXIT,   "pthread_exit",   THREAD, NONE,   "") \
-    X(MUTEX_LOCK,     "pthread_mutex_lock",    SYNC, NONE, "lock,ret-") \
-    X(RWLOCK_RD,      "pthread_rwlock_rdlock", SYNC, NONE, "lock,ret-") \
-    X(RWLOCK_WR,      "pthread_rwlock_wrlock", SYNC, NONE, "lock,ret-") \
-    X(COND_WAIT,      "pthread_cond_wait",     SYNC, NONE, "cond,ret-") \
-    X(COND_TIMEDWAIT, "pthread_cond_timedwait", SYNC, NONE, "cond,ret-") \
-    X(SEM_WAIT,       "sem_wait",              SYNC, NONE, "sem,ret-") \
-    X(BARRIER_WAIT,   "pthread_barrier_wait",  SYNC, NONE, "barrier,ret-") \
-    X(DLOPEN,         "dlopen",  DL, NONE, "flags,ret") \
-    X(DLCLOSE,        "dlclose", DL, NONE, "handle,ret-") \
-    X(FD,             "fd",      IO, FDPATH, "fd-") \
-    X(OPEN,           "open",    IO, OPEN,   "flags,ret-") \
-    X(OPENAT,         "openat",  IO, OPEN,   "dirfd-,flags,ret-") \
-    X(CREAT,          "creat",   IO, OPEN,   "mode,ret-") \
-    X(CLOSE,          "close",   IO, CLOSE,  "fd-,ret-") \
-    X(READ,           "read",    IO, READ,   "fd-,count,ret-") \
-    X(WRITE,          "write",   IO, WRITE,  "fd-,count,ret-") \
-    X(PREAD,          "pread",   IO, READ,   "fd-,count,offset-,ret-") \
-    X(PWRITE,         "pwrite",  IO, WRITE,  "fd-,count,offset-,ret-") \
-    X(READV,          "readv",   IO, READ,   "fd-,count,ret-") \
-    X(WRITEV,         "writev",  IO, WRITE,  "fd-,count,ret-") \
-    X(LSEEK,          "lseek",   IO, FDOP,   "fd-,offset-,whence,ret-") \
-    X(FSYNC,          "fsync",   IO, FDOP,   "fd-,ret-") \
-    X(FDATASYNC,      "fdatasync", IO, FDOP, "fd-,ret-") \
-    X(FOPEN,          "fopen",   IO, FOPEN,  "mode,ret") \
-    X(FREAD,          "fread",   IO, FREAD,  "stream,count,ret") \
-    X(FWRITE,         "fwrite",  IO, FWRITE, "stream,count,ret") \
-    X(FFLUSH,         "fflush",  IO, FOP,    "stream,ret-") \
-    X(FCLOSE,         "fclose",  IO, FCLOSE, "stream,ret-") \
-    X(MMAP,           "mmap",    IO, MMAP,   "addr,len,prot,flags,fd-,ret") \
-    X(MUNMAP,         "munmap",  IO, MUNMAP, "addr,len,ret-") \
-    X(MREMAP,         "mremap",  IO, MREMAP, "addr,len,new_len,ret") \
-    X(FORK,           "fork",    PROC, NONE, "ret-") \
-    X(VFORK,          "vfork",   PROC, NONE, "") \
-    X(EXEC,           "exec",    PROC, NONE, "") \
-    X(POSIX_SPAWN,    "posix_spawn", PROC, NONE, "ret-,pid-") \
-    X(SYSTEM,         "system",  PROC, NONE, "ret-") \
-    X(WAITPID,        "waitpid", PROC, WAITCHILD, "pid-,ret-,status") \
-    X(WAITID,         "waitid",  PROC, NONE, "id-,ret-") \
-    X(NANOSLEEP,      "nanosleep", WAIT, NONE, "ns,ret-") \
-    X(CLOCK_NANOSLEEP, "clock_nanosleep", WAIT, NONE, "ns,ret-") \
-    X(USLEEP,         "usleep",  WAIT, NONE, "ns,ret-") \
-    X(SLEEP,          "sleep",   WAIT, NONE, "ns,ret-") \
-    X(POLL,           "poll",    WAIT, NONE, "nfds,timeout_ms-,ret-") \
-    X(PPOLL,          "ppoll",   WAIT, NONE, "nfds,timeout_ns-,ret-") \
-    X(SELECT,         "select",  WAIT, NONE, "nfds,timeout_ns-,ret-") \
-    X(PSELECT,        "pselect", WAIT, NONE, "nfds,timeout_ns-,ret-") \
-    X(EPOLL_WAIT,     "epoll_wait", WAIT, NONE, "epfd-,maxevents,timeout_ms-,ret-") \
-    X(GEMM,           "gemm",    BLAS, GEMM, "m,n,k,op") \
-    X(GEMV,           "gemv",    BLAS, GEMV, "m,n,op") \
-    X(DOT,            "dot",     BLAS, VEC,  "n,op") \
-    X(AXPY,           "axpy",    BLAS, VEC,  "n,op") \
-    X(DNNL_EXEC,      "dnnl_primitive_execute", DNNL, DNNL, "kind,shape,primitive") \
-    X(OMP_PARALLEL,   "omp parallel", OMP, OMP, "threads_asked,team,flow") \
-    X(OMP_WORK,       "omp work",  OMP, OMPWORK, "thread_num,flow")
+/* the list as it reads best, one group a line */
+// clang-format off
+#define LP_CALLS(X)                                                             \
+    X(PTHREAD_CREATE, "pthread_create", THREAD, CREATE, "ret-,flow")            \
+    X(THREAD_LIFE, "thread", THREAD, THREAD, "creator,flow,running_at_exit")    \
+    X(PTHREAD_JOIN, "pthread_join", THREAD, NONE, "ret-")                       \
+    X(PTHREAD_EXIT, "pthread_exit", THREAD, NONE, "")                           \
+    X(MUTEX_LOCK, "pthread_mutex_lock", SYNC, NONE, "lock,ret-")                \
+    X(RWLOCK_RD, "pthread_rwlock_rdlock", SYNC, NONE, "lock,ret-")              \
+    X(RWLOCK_WR, "pthread_rwlock_wrlock", SYNC, NONE, "lock,ret-")              \
+    X(COND_WAIT, "pthread_cond_wait", SYNC, NONE, "cond,ret-")                  \
+    X(COND_TIMEDWAIT, "pthread_cond_timedwait", SYNC, NONE, "cond,ret-")        \
+    X(SEM_WAIT, "sem_wait", SYNC, NONE, "sem,ret-")                             \
+    X(BARRIER_WAIT, "pthread_barrier_wait", SYNC, NONE, "barrier,ret-")         \
+    X(DLOPEN, "dlopen", DL, NONE, "flags,ret")                                  \
+    X(DLCLOSE, "dlclose", DL, NONE, "handle,ret-")                              \
+    X(FD, "fd", IO, FDPATH, "fd-")                                              \
+    X(OPEN, "open", IO, OPEN, "flags,ret-")                                     \
+    X(OPENAT, "openat", IO, OPEN, "dirfd-,flags,ret-")                          \
+    X(CREAT, "creat", IO, OPEN, "mode,ret-")                                    \
+    X(CLOSE, "close", IO, CLOSE, "fd-,ret-")                                    \
+    X(READ, "read", IO, READ, "fd-,count,ret-")                                 \
+    X(WRITE, "write", IO, WRITE, "fd-,count,ret-")                              \
+    X(PREAD, "pread", IO, READ, "fd-,count,offset-,ret-")                       \
+    X(PWRITE, "pwrite", IO, WRITE, "fd-,count,offset-,ret-")                    \
+    X(READV, "readv", IO, READ, "fd-,count,ret-")                               \
+    X(WRITEV, "writev", IO, WRITE, "fd-,count,ret-")                            \
+    X(LSEEK, "lseek", IO, FDOP, "fd-,offset-,whence,ret-")                      \
+    X(FSYNC, "fsync", IO, FDOP, "fd-,ret-")                                     \
+    X(FDATASYNC, "fdatasync", IO, FDOP, "fd-,ret-")                             \
+    X(FOPEN, "fopen", IO, FOPEN, "mode,ret")                                    \
+    X(FREAD, "fread", IO, FREAD, "stream,count,ret")                            \
+    X(FWRITE, "fwrite", IO, FWRITE, "stream,count,ret")                         \
+    X(FFLUSH, "fflush", IO, FOP, "stream,ret-")                                 \
+    X(FCLOSE, "fclose", IO, FCLOSE, "stream,ret-")                              \
+    X(MMAP, "mmap", IO, MMAP, "addr,len,prot,flags,fd-,ret")                    \
+    X(MUNMAP, "munmap", IO, MUNMAP, "addr,len,ret-")                            \
+    X(MREMAP, "mremap", IO, MREMAP, "addr,len,new_len,ret")                     \
+    X(FORK, "fork", PROC, NONE, "ret-")                                         \
+    X(VFORK, "vfork", PROC, NONE, "")                                           \
+    X(EXEC, "exec", PROC, NONE, "")                                             \
+    X(POSIX_SPAWN, "posix_spawn", PROC, NONE, "ret-,pid-")                      \
+    X(SYSTEM, "system", PROC, NONE, "ret-")                                     \
+    X(WAITPID, "waitpid", PROC, WAITCHILD, "pid-,ret-,status")                  \
+    X(WAITID, "waitid", PROC, NONE, "id-,ret-")                                 \
+    X(NANOSLEEP, "nanosleep", WAIT, NONE, "ns,ret-")                            \
+    X(CLOCK_NANOSLEEP, "clock_nanosleep", WAIT, NONE, "ns,ret-")                \
+    X(USLEEP, "usleep", WAIT, NONE, "ns,ret-")                                  \
+    X(SLEEP, "sleep", WAIT, NONE, "ns,ret-")                                    \
+    X(POLL, "poll", WAIT, NONE, "nfds,timeout_ms-,ret-")                        \
+    X(PPOLL, "ppoll", WAIT, NONE, "nfds,timeout_ns-,ret-")                      \
+    X(SELECT, "select", WAIT, NONE, "nfds,timeout_ns-,ret-")                    \
+    X(PSELECT, "pselect", WAIT, NONE, "nfds,timeout_ns-,ret-")                  \
+    X(EPOLL_WAIT, "epoll_wait", WAIT, NONE, "epfd-,maxevents,timeout_ms-,ret-") \
+    X(GEMM, "gemm", BLAS, GEMM, "m,n,k,op")                                     \
+    X(GEMV, "gemv", BLAS, GEMV, "m,n,op")                                       \
+    X(DOT, "dot", BLAS, VEC, "n,op")                                            \
+    X(AXPY, "axpy", BLAS, VEC, "n,op")                                          \
+    X(DNNL_EXEC, "dnnl_primitive_execute", DNNL, DNNL, "kind,shape,primitive")  \
+    X(OMP_PARALLEL, "omp parallel", OMP, OMP, "threads_asked,team,flow")        \
+    X(OMP_WORK, "omp work", OMP, OMPWORK, "thread_num,flow")
+// clang-format on
 
 enum lp_call {
     LP_CALL_NONE = 0,
 #define LP_X(id, name, fam, role, args) LP_CALL_##id,
-    LP_CALLS(LP_X)
+    LP_CALLS(LP_X) /* no semicolon: the entries carry their commas */
 #undef LP_X
     LP_CALL_COUNT
 };
@@ -265,36 +274,36 @@ enum lp_clock {
 /* The file header: exactly LP_FILE_HEADER_SIZE bytes at offset 0. */
 #define LP_FILE_HEADER_SIZE 128
 struct lp_file_header {
-    char magic[8];             /* LP_FORMAT_MAGIC */
-    uint32_t version;          /* LP_FORMAT_VERSION */
-    uint32_t byte_order;       /* LP_BYTE_ORDER_MARK as written by the producer */
-    uint32_t header_size;      /* LP_FILE_HEADER_SIZE */
-    uint32_t clock;            /* enum lp_clock */
+    char magic[8];        /* LP_FORMAT_MAGIC */
+    uint32_t version;     /* LP_FORMAT_VERSION */
+    uint32_t byte_order;  /* LP_BYTE_ORDER_MARK as written by the producer */
+    uint32_t header_size; /* LP_FILE_HEADER_SIZE */
+    uint32_t clock;       /* enum lp_clock */
     uint32_t pid, ppid;
-    uint64_t origin_ticks;     /* tick value that record timestamps are relative to */
-    uint64_t origin_mono_ns;   /* CLOCK_MONOTONIC at origin */
-    uint64_t origin_real_ns;   /* CLOCK_REALTIME at origin: aligns traces of several processes */
-    uint32_t families;         /* bit mask of enum lp_family recorded */
-    uint32_t buffer_bytes;     /* per-thread chunk size used */
-    uint64_t alloc_min;        /* LIBPROF_ALLOC_MIN in effect (for the Chrome export) */
+    uint64_t origin_ticks;   /* tick value that record timestamps are relative to */
+    uint64_t origin_mono_ns; /* CLOCK_MONOTONIC at origin */
+    uint64_t origin_real_ns; /* CLOCK_REALTIME at origin: aligns traces of several processes */
+    uint32_t families;       /* bit mask of enum lp_family recorded */
+    uint32_t buffer_bytes;   /* per-thread chunk size used */
+    uint64_t alloc_min;      /* LIBPROF_ALLOC_MIN in effect (for the Chrome export) */
     uint8_t reserved[128 - 72];
 };
 
 /* Chunk types. */
 enum lp_chunk_type {
-    LP_CHUNK_EVENTS = 1, /* packed records of thread `tid` */
-    LP_CHUNK_STRING = 2, /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
-    LP_CHUNK_END = 3,    /* struct lp_end: the run finished and everything was flushed */
-    LP_CHUNK_SHORT = 4,  /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
-    LP_CHUNK_STACKS = 5, /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
-    LP_CHUNK_MODULES = 6,/* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
+    LP_CHUNK_EVENTS = 1,  /* packed records of thread `tid` */
+    LP_CHUNK_STRING = 2,  /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
+    LP_CHUNK_END = 3,     /* struct lp_end: the run finished and everything was flushed */
+    LP_CHUNK_SHORT = 4,   /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
+    LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
+    LP_CHUNK_MODULES = 6, /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
 };
 
 /* One loaded object (dl_iterate_phdr), to symbolise addresses offline against the same files.
  * An address A inside [lo, hi) is at ELF virtual address A - base in `path`. */
 struct lp_module {
-    uint64_t base;        /* dlpi_addr: load bias */
-    uint64_t lo, hi;      /* lowest and highest address of its PT_LOAD segments */
+    uint64_t base;   /* dlpi_addr: load bias */
+    uint64_t lo, hi; /* lowest and highest address of its PT_LOAD segments */
     uint16_t path_len;
     uint16_t build_id_len;
     uint32_t reserved;
@@ -304,10 +313,10 @@ struct lp_module {
 /* Calls shorter than LIBPROF_MIN_NS are not recorded one by one; each thread counts them per
  * entry point and writes the tallies (since its last SHORT chunk) when it is flushed. */
 struct lp_short {
-    uint32_t call;     /* enum lp_call */
+    uint32_t call; /* enum lp_call */
     uint32_t reserved;
     uint64_t count;
-    uint64_t ticks;    /* their total duration */
+    uint64_t ticks; /* their total duration */
 };
 
 enum lp_string_key {
@@ -323,25 +332,25 @@ enum lp_string_key {
 
 #define LP_CHUNK_HEADER_SIZE 32
 struct lp_chunk_header {
-    uint32_t magic;       /* LP_CHUNK_MAGIC */
-    uint16_t type;        /* enum lp_chunk_type */
-    uint16_t flags;       /* 0 */
-    uint32_t tid;         /* kernel thread id of the writer (or subject, for thread names) */
-    uint32_t length;      /* payload bytes after this header */
-    uint64_t sync_ticks;  /* clock ticks when the chunk was written ... */
-    uint64_t sync_mono_ns;/* ... and CLOCK_MONOTONIC at the same moment */
+    uint32_t magic;        /* LP_CHUNK_MAGIC */
+    uint16_t type;         /* enum lp_chunk_type */
+    uint16_t flags;        /* 0 */
+    uint32_t tid;          /* kernel thread id of the writer (or subject, for thread names) */
+    uint32_t length;       /* payload bytes after this header */
+    uint64_t sync_ticks;   /* clock ticks when the chunk was written ... */
+    uint64_t sync_mono_ns; /* ... and CLOCK_MONOTONIC at the same moment */
 };
 
 struct lp_end {
-    uint64_t end_ticks;       /* relative to origin */
+    uint64_t end_ticks; /* relative to origin */
     uint64_t events_written;
-    uint64_t events_dropped;  /* lost to write errors; the trace says so rather than hiding it */
+    uint64_t events_dropped; /* lost to write errors; the trace says so rather than hiding it */
     uint64_t chunks_written;
-    int32_t exit_status;      /* status given to exit/_exit; -1 = unknown (returned from main) */
-    uint32_t signal;          /* the signal that ended the process, 0 if none */
-    uint64_t stacks_unique;   /* LIBPROF_STACKS: distinct call stacks recorded */
-    uint64_t stacks_dropped;  /* allocations whose stack did not fit the table (stack id 0) */
-    uint64_t max_rss_kib;     /* getrusage's ru_maxrss at the end: all memory the process used */
+    int32_t exit_status;     /* status given to exit/_exit; -1 = unknown (returned from main) */
+    uint32_t signal;         /* the signal that ended the process, 0 if none */
+    uint64_t stacks_unique;  /* LIBPROF_STACKS: distinct call stacks recorded */
+    uint64_t stacks_dropped; /* allocations whose stack did not fit the table (stack id 0) */
+    uint64_t max_rss_kib;    /* getrusage's ru_maxrss at the end: all memory the process used */
 };
 
 /* Fill the constant fields of a file header (magic, version, byte order, size) and `clock`;

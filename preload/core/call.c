@@ -32,8 +32,8 @@ void lpr_call_init(uint64_t min_ns) {
     if (lpr_min_ticks == 0) lpr_min_ticks = 1;
 }
 
-void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                    const uint64_t *args, const char *str, size_t slen) {
+void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs, const uint64_t *args,
+                     const char *str, size_t slen) {
     if (t->guard || !(lpr_gate & (1u << lp_call_family[call]))) return; /* paused meanwhile */
     int saved = errno;
     t->guard = 1;
@@ -42,13 +42,13 @@ void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1,
     errno = saved;
 }
 
-void lpr_call_write(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                   const uint64_t *args, const char *str, size_t slen) {
+void lpr_call_write(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs, const uint64_t *args,
+                    const char *str, size_t slen) {
     lpr_call_write_stack(t, 0, call, t0, t1, nargs, args, str, slen);
 }
 
 void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                          const uint64_t *args) {
+                           const uint64_t *args) {
     if (t->guard || !(lpr_gate & (1u << lp_call_family[call]))) return;
     int saved = errno;
     t->guard = 1;
@@ -58,7 +58,7 @@ void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uin
 }
 
 void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                         const uint64_t *args, const char *str, size_t slen) {
+                          const uint64_t *args, const char *str, size_t slen) {
     if (t1 && t1 >= t0 && t1 - t0 < lpr_min_ticks && t->state == LP_TLS_ACTIVE) {
         lpr_tbuf_count_short(t, call, t1 - t0);
     } else {
@@ -96,7 +96,10 @@ void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint
 
 static int self_marker;
 
-struct scan { const char *names[512]; unsigned n; };
+struct scan {
+    const char *names[512];
+    unsigned n;
+};
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;

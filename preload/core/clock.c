@@ -41,7 +41,8 @@ uint64_t lpr_real_ns(void) {
 /* Pick the clock (`requested` is an enum lp_clock or -1 for the best one) and set the origin. */
 void lpr_clock_init(int requested) {
     int tsc = tsc_invariant();
-    if (requested == LP_CLOCK_TSC && !tsc) lpr_warn("LIBPROF_CLOCK=tsc: this CPU has no invariant TSC; using CLOCK_MONOTONIC");
+    if (requested == LP_CLOCK_TSC && !tsc)
+        lpr_warn("LIBPROF_CLOCK=tsc: this CPU has no invariant TSC; using CLOCK_MONOTONIC");
     lpr_clock_kind = (requested != LP_CLOCK_MONOTONIC && tsc) ? LP_CLOCK_TSC : LP_CLOCK_MONOTONIC;
     lpr_origin_ticks = lpr_ticks();
     lpr_origin_mono_ns = lpr_mono_ns();

@@ -23,8 +23,14 @@ int lpr_parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
-        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
     }
     return -1;
 }
@@ -39,9 +45,21 @@ int lpr_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
     if (errno != 0) return -1;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
     default: break;
     }
     if (shift && (*end == 'i' || *end == 'I')) end++;
@@ -68,19 +86,30 @@ int lpr_parse_seconds(const char *s, uint64_t *ns) {
 /* Parse a signal usable for toggling: a name (SIGUSR2, USR2, ...) or a number from 1 to 64.
  * Signals that mean a fault or cannot be caught are refused. Returns 0 or -1. */
 int lpr_parse_signal(const char *s, int *sig) {
-    static const struct { const char *name; int sig; } names[] = {
-        {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
-        {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"WINCH", SIGWINCH}, {"PROF", SIGPROF}, {"URG", SIGURG}};
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+                 {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"WINCH", SIGWINCH}, {"PROF", SIGPROF}, {"URG", SIGURG}};
     if (!s || !*s) return -1;
     if (strncasecmp(s, "SIG", 3) == 0) s += 3;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcasecmp(s, names[i].name) == 0) { *sig = names[i].sig; return 0; }
+        if (strcasecmp(s, names[i].name) == 0) {
+            *sig = names[i].sig;
+            return 0;
+        }
     char *end;
     long v = strtol(s, &end, 10);
     if (*end || v < 1 || v > 64) return -1;
     switch (v) {
-    case SIGKILL: case SIGSTOP: case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGABRT: case SIGCHLD:
-        return -1;
+    case SIGKILL:
+    case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
+    case SIGABRT:
+    case SIGCHLD: return -1;
     default: *sig = (int)v; return 0;
     }
 }
@@ -107,8 +136,10 @@ int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) 
             int found = 0;
             for (int f = 0; f < LP_FAM_COUNT; f++) {
                 if (strlen(lp_family_names[f]) == n && strncasecmp(p, lp_family_names[f], n) == 0) {
-                    if (drop) m &= ~(1u << f);
-                    else m |= 1u << f;
+                    if (drop)
+                        m &= ~(1u << f);
+                    else
+                        m |= 1u << f;
                     found = 1;
                 }
             }
@@ -188,35 +219,49 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     cfg->children = 1;
 
     if ((v = get("LIBPROF_VERBOSE")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->verbose = b;
-        else warn_bad("LIBPROF_VERBOSE", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->verbose = b;
+        else
+            warn_bad("LIBPROF_VERBOSE", v, "expected 0 or 1");
     }
     lpr_verbose = cfg->verbose;
 
     int master = -1; /* LIBPROF=1 turns on the default paths; LIBPROF=0 turns everything off */
     if ((v = get("LIBPROF")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) master = b;
-        else warn_bad("LIBPROF", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            master = b;
+        else
+            warn_bad("LIBPROF", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_SUMMARY")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->summary = b;
-        else warn_bad("LIBPROF_SUMMARY", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->summary = b;
+        else
+            warn_bad("LIBPROF_SUMMARY", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_KEEP_RAW")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->keep_raw = b;
-        else warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->keep_raw = b;
+        else
+            warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_ALLOC_TIMING")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->alloc_timing = b;
-        else warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->alloc_timing = b;
+        else
+            warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_CHILDREN")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->children = b;
-        else warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->children = b;
+        else
+            warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_START")) && *v) {
-        if (strcasecmp(v, "paused") == 0) cfg->start_paused = 1;
-        else if (strcasecmp(v, "running") != 0) warn_bad("LIBPROF_START", v, "expected paused or running");
+        if (strcasecmp(v, "paused") == 0)
+            cfg->start_paused = 1;
+        else if (strcasecmp(v, "running") != 0)
+            warn_bad("LIBPROF_START", v, "expected paused or running");
     }
     if ((v = get("LIBPROF_DELAY")) && *v && lpr_parse_seconds(v, &cfg->delay_ns) != 0)
         warn_bad("LIBPROF_DELAY", v, "expected seconds, e.g. 2.5");
@@ -227,7 +272,8 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     if ((v = get("LIBPROF_EVENTS")) && *v) {
         uint32_t m;
         char bad[64];
-        if (lpr_parse_families(v, &m, bad, sizeof bad) == 0) cfg->families = m;
+        if (lpr_parse_families(v, &m, bad, sizeof bad) == 0)
+            cfg->families = m;
         else {
             char known[512] = "all, none";
             size_t k = strlen(known);
@@ -237,29 +283,42 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         }
     }
     if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
-        if (lpr_parse_size(v, 4, 256 * 1024, &n) == 0) cfg->buffer_bytes = (uint32_t)n * 1024;
-        else warn_bad("LIBPROF_BUFFER_KB", v, "expected a number of KiB from 4 to 262144");
+        if (lpr_parse_size(v, 4, 256 * 1024, &n) == 0)
+            cfg->buffer_bytes = (uint32_t)n * 1024;
+        else
+            warn_bad("LIBPROF_BUFFER_KB", v, "expected a number of KiB from 4 to 262144");
     }
     if ((v = get("LIBPROF_ALLOC_MIN")) && *v) {
-        if (lpr_parse_size(v, 0, UINT64_MAX, &n) == 0) cfg->alloc_min = n;
-        else warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
+        if (lpr_parse_size(v, 0, UINT64_MAX, &n) == 0)
+            cfg->alloc_min = n;
+        else
+            warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
     }
     if ((v = get("LIBPROF_STACKS")) && *v) {
-        if (lpr_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0) cfg->stacks = (unsigned)n;
-        else warn_bad("LIBPROF_STACKS", v, "expected a number of frames from 0 to 128");
+        if (lpr_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0)
+            cfg->stacks = (unsigned)n;
+        else
+            warn_bad("LIBPROF_STACKS", v, "expected a number of frames from 0 to 128");
     }
     if ((v = get("LIBPROF_FLAMEGRAPH")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0) cfg->flamegraph = b;
-        else warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->flamegraph = b;
+        else
+            warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
     }
     if ((v = get("LIBPROF_MIN_NS")) && *v) {
-        if (lpr_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0) cfg->min_ns = n;
-        else warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");
+        if (lpr_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0)
+            cfg->min_ns = n;
+        else
+            warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");
     }
     if ((v = get("LIBPROF_CLOCK")) && *v) {
-        if (strcasecmp(v, "tsc") == 0) cfg->clock = LP_CLOCK_TSC;
-        else if (strcasecmp(v, "monotonic") == 0) cfg->clock = LP_CLOCK_MONOTONIC;
-        else warn_bad("LIBPROF_CLOCK", v, "expected tsc or monotonic");
+        if (strcasecmp(v, "tsc") == 0)
+            cfg->clock = LP_CLOCK_TSC;
+        else if (strcasecmp(v, "monotonic") == 0)
+            cfg->clock = LP_CLOCK_MONOTONIC;
+        else
+            warn_bad("LIBPROF_CLOCK", v, "expected tsc or monotonic");
     }
 
     const char *out = get("LIBPROF_OUTPUT");

@@ -71,12 +71,16 @@ void lpr_control_reset(unsigned reason) {
 void lpr_control_on_signal(int sig) {
     (void)sig;
     int saved = errno;
-    if (__atomic_load_n(&paused, __ATOMIC_ACQUIRE)) lpr_control_resume(LP_CTL_SIGNAL, 1);
-    else lpr_control_pause(LP_CTL_SIGNAL, 1);
+    if (__atomic_load_n(&paused, __ATOMIC_ACQUIRE))
+        lpr_control_resume(LP_CTL_SIGNAL, 1);
+    else
+        lpr_control_pause(LP_CTL_SIGNAL, 1);
     errno = saved;
 }
 
-struct timers { uint64_t delay_ns, duration_ns; };
+struct timers {
+    uint64_t delay_ns, duration_ns;
+};
 static struct timers timers;
 
 static void sleep_ns(uint64_t ns) {
@@ -137,8 +141,6 @@ void lpr_control_start_timers(void) {
 void lpr_control_after_fork_child(void) { timers.delay_ns = timers.duration_ns = 0; }
 
 /* The gate a forked child opens once its own spool is ready. */
-uint32_t lpr_control_child_gate(void) {
-    return __atomic_load_n(&paused, __ATOMIC_ACQUIRE) ? 0 : families_on;
-}
+uint32_t lpr_control_child_gate(void) { return __atomic_load_n(&paused, __ATOMIC_ACQUIRE) ? 0 : families_on; }
 
 uint64_t lpr_control_markers_lost(void) { return __atomic_load_n(&markers_lost, __ATOMIC_RELAXED); }

@@ -55,11 +55,17 @@ static int make_parent_dirs(const char *path) {
         if (*p != '/') continue;
         *p = '\0';
         int rc = lpr_sys_mkdir(tmp, 0755);
-        if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
+        if (rc != 0 && rc != -EEXIST) {
+            errno = -rc;
+            return -1;
+        }
         *p = '/';
     }
     int rc = lpr_sys_mkdir(tmp, 0755);
-    if (rc != 0 && rc != -EEXIST) { errno = -rc; return -1; }
+    if (rc != 0 && rc != -EEXIST) {
+        errno = -rc;
+        return -1;
+    }
     return 0;
 }
 
@@ -118,7 +124,6 @@ static void atfork_child(void) {
     }
     lpr_tls.guard = g;
 }
-
 
 /* Create the spool with its file header (`forked`: a forked child, whose names are already its
  * own). Returns 0 or -1 (warning already given). */
@@ -221,8 +226,8 @@ void lpr_init_slow(int safe) {
             if (start_spool(0) != 0) goto done;
             gate = lpr_control_init(&lpr_cfg);
             lpr_info("recording %s%s%s to %s (clock %s, %u KiB chunks)", lpr_cfg.output[0] ? lpr_cfg.output : "",
-                    lpr_cfg.csv[0] ? " and CSV " : "", lpr_cfg.csv, spool_path,
-                    lpr_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lpr_cfg.buffer_bytes / 1024);
+                     lpr_cfg.csv[0] ? " and CSV " : "", lpr_cfg.csv, spool_path,
+                     lpr_clock_kind == LP_CLOCK_TSC ? "tsc" : "monotonic", lpr_cfg.buffer_bytes / 1024);
         done:
             __atomic_fetch_or(&lpr_gate, LP_GATE_PENDING, __ATOMIC_RELAXED);
             lpr_gate_set(gate); /* clears LP_GATE_UNINIT: recording starts */
@@ -269,7 +274,6 @@ static void init_heavy(void) {
     if (on) setup_each(1); /* the families' own start: signal handlers, inherited descriptors */
     errno = saved;
 }
-
 
 __attribute__((constructor)) static void lpr_constructor(void) {
     lpr_init_slow(1);
@@ -326,7 +330,7 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
 
 static int convert_at_exit(void) {
     return lpr_convert_spool(lpr_cfg.raw_output ? NULL : (lpr_cfg.output[0] ? lpr_cfg.output : NULL),
-                      lpr_cfg.csv[0] ? lpr_cfg.csv : NULL);
+                             lpr_cfg.csv[0] ? lpr_cfg.csv : NULL);
 }
 
 /* The peak resident set of the process so far ("max used", beside the heap's "max allocated"). */
@@ -396,13 +400,14 @@ void lpr_finish(int status) {
     int rc = 0;
     if (!lpr_cfg.raw_output || lpr_cfg.csv[0] || lpr_cfg.summary || lpr_cfg.flamegraph) rc = convert_at_exit();
     lpr_spool_stop();
-    if (rc == 0 && !lpr_cfg.raw_output && !lpr_cfg.keep_raw) lpr_sys_unlink(spool_path);
+    if (rc == 0 && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
+        lpr_sys_unlink(spool_path);
     else if (rc != 0 && !lpr_cfg.raw_output)
         lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
     lpr_lineage_sweep(); /* traces of this run's killed processes */
     lpr_info("trace: %s%s%s (%llu events, %llu dropped)", lpr_cfg.raw_output ? spool_path : lpr_cfg.output,
-            lpr_cfg.csv[0] ? ", csv: " : "", lpr_cfg.csv, (unsigned long long)lpr_tbuf_events_written(),
-            (unsigned long long)__atomic_load_n(&lpr_events_dropped, __ATOMIC_RELAXED));
+             lpr_cfg.csv[0] ? ", csv: " : "", lpr_cfg.csv, (unsigned long long)lpr_tbuf_events_written(),
+             (unsigned long long)__atomic_load_n(&lpr_events_dropped, __ATOMIC_RELAXED));
     errno = saved;
 }
 

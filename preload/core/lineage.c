@@ -23,10 +23,10 @@
 
 extern char **environ;
 
-static int pid_named;          /* the output names carry this process's pid (%p, or .PID inserted) */
-static uint64_t start_real_ns; /* CLOCK_REALTIME when this process's spool was made */
-static int spool_gone;         /* the spool's name was given up before an exec (lpr_exec_prepare) */
-static int exec_fd = -1;       /* the spool's content while an exec is under way */
+static int pid_named;           /* the output names carry this process's pid (%p, or .PID inserted) */
+static uint64_t start_real_ns;  /* CLOCK_REALTIME when this process's spool was made */
+static int spool_gone;          /* the spool's name was given up before an exec (lpr_exec_prepare) */
+static int exec_fd = -1;        /* the spool's content while an exec is under way */
 static char inj_self[PATH_MAX]; /* this libprof.so's path (see save_exec_env) */
 static void save_exec_env(void);
 
@@ -39,7 +39,8 @@ static void save_exec_env(void);
 static void child_name(char *path, size_t len, const char *pattern) {
     if (!path[0]) return;
     pid_named = 1;
-    if (pattern && *pattern && strstr(pattern, "%p") && lpr_expand_pattern(pattern, &lpr_pattern, path, len) == 0) return;
+    if (pattern && *pattern && strstr(pattern, "%p") && lpr_expand_pattern(pattern, &lpr_pattern, path, len) == 0)
+        return;
     lpr_path_insert_pid(path, len, lpr_pid);
 }
 
@@ -61,7 +62,10 @@ static int parent_env_has(const char *entry) {
             } else {
                 match = 0;
             }
-            if (c == '\0') { have = 0; match = 1; }
+            if (c == '\0') {
+                have = 0;
+                match = 1;
+            }
         }
     }
     lpr_sys_close(fd);
@@ -83,7 +87,8 @@ static void name_descendant(void) {
     }
     if (!inherited) return;
     const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
-    if (lpr_cfg.output[0] && o && *o && !strstr(o, "%p")) lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
+    if (lpr_cfg.output[0] && o && *o && !strstr(o, "%p"))
+        lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
     if (lpr_cfg.csv[0] && c && *c && !strstr(c, "%p")) lpr_path_insert_pid(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_pid);
     pid_named = 1;
 }
@@ -98,7 +103,8 @@ static int avoid_reused_pid(void) {
     for (long k = 1; k < 100; k++) {
         snprintf(out, sizeof out, "%s", lpr_cfg.output);
         snprintf(csv, sizeof csv, "%s", lpr_cfg.csv);
-        if (k > 1 && ((out[0] && lpr_path_insert_pid(out, sizeof out, k)) || (csv[0] && lpr_path_insert_pid(csv, sizeof csv, k))))
+        if (k > 1 && ((out[0] && lpr_path_insert_pid(out, sizeof out, k)) ||
+                      (csv[0] && lpr_path_insert_pid(csv, sizeof csv, k))))
             return -1;
         int taken = (out[0] && lpr_sys_stat(out, &st) == 0) || (csv[0] && lpr_sys_stat(csv, &st) == 0);
         if (!lpr_cfg.raw_output && out[0]) { /* a killed process's spool holds the name too */
@@ -190,8 +196,10 @@ void lpr_lineage_forget_children(void) {
             if (*p) p++;
         }
         keep[k] = '\0';
-        if (k) setenv("LD_PRELOAD", keep, 1);
-        else unsetenv("LD_PRELOAD");
+        if (k)
+            setenv("LD_PRELOAD", keep, 1);
+        else
+            unsetenv("LD_PRELOAD");
     }
     for (;;) { /* unsetenv reshuffles environ: rescan until no LIBPROF* is left */
         char name[128] = "";
@@ -222,8 +230,10 @@ static int dir_writable_by(const char *path, unsigned uid) {
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash) return 0;
-    if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
     struct stat st;
     if (lpr_sys_stat(dir, &st) != 0) return 0;
     if (uid == 0) return 1;
@@ -234,7 +244,8 @@ void lpr_uid_change(unsigned new_euid) {
     if (!lpr_recording()) return;
     unsigned cur = (unsigned)LP_SYS(SYS_geteuid, 0, 0, 0);
     if (new_euid == cur) return;
-    int ok = dir_writable_by(spool_path, new_euid) && (!lpr_cfg.output[0] || dir_writable_by(lpr_cfg.output, new_euid)) &&
+    int ok = dir_writable_by(spool_path, new_euid) &&
+             (!lpr_cfg.output[0] || dir_writable_by(lpr_cfg.output, new_euid)) &&
              (!lpr_cfg.csv[0] || dir_writable_by(lpr_cfg.csv, new_euid));
     if (ok) {
         int rc = (int)LP_SYS(SYS_chown, spool_path, new_euid, -1);
@@ -243,7 +254,7 @@ void lpr_uid_change(unsigned new_euid) {
         if (lpr_sys_stat(spool_path, &st) == 0 && st.st_uid == new_euid) return;
     }
     lpr_warn("the process takes user id %u, which cannot write %s: its trace ends here", new_euid,
-            lpr_cfg.output[0] ? lpr_cfg.output : spool_path);
+             lpr_cfg.output[0] ? lpr_cfg.output : spool_path);
     lpr_finish(-1);
 }
 
@@ -315,12 +326,17 @@ static void convert_orphan(const char *spool, int pid, int sig) {
     char err[256];
     if (lp_reader_open(&r, spool, err, sizeof err) != 0) {
         lpr_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
-                spool, err);
+                 spool, err);
         return;
     }
-    struct lp_convert_opts o = {.chrome_path = is_csv ? NULL : out, .chrome_fd = -1,
-                                .csv_path = is_csv ? out : with_csv ? csv : NULL, .summary_fd = -1,
-                                .alloc_min = r.hdr.alloc_min, .killed_by = sig};
+    struct lp_convert_opts o = {.chrome_path = is_csv ? NULL : out,
+                                .chrome_fd = -1,
+                                .csv_path = is_csv     ? out
+                                            : with_csv ? csv
+                                                       : NULL,
+                                .summary_fd = -1,
+                                .alloc_min = r.hdr.alloc_min,
+                                .killed_by = sig};
     int rc = lp_convert(&r, &o, err, sizeof err);
     lp_reader_close(&r);
     if (rc == 0) {
@@ -328,7 +344,7 @@ static void convert_orphan(const char *spool, int pid, int sig) {
         lpr_info("process %d ended without writing its trace (signal %d); converted, cut short, to %s", pid, sig, out);
     } else {
         lpr_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
-                spool, err);
+                 spool, err);
     }
 }
 
@@ -347,19 +363,28 @@ static void each_spool(const char *needle, int (*fn)(const char *path, void *arg
     int stop = 0;
     while (!stop && (k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
         for (long off = 0; off < k && !stop;) {
-            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + off);
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
             off += d->reclen;
             size_t len = strlen(d->name);
             if (len < 5 || strcmp(d->name + len - 4, ".lpt") || (needle && !strstr(d->name, needle))) continue;
             char path[PATH_MAX + 64];
-            if (snprintf(path, sizeof path, "%s/%s", dir, d->name) >= (int)sizeof path || !strcmp(path, spool_path)) continue;
+            if (snprintf(path, sizeof path, "%s/%s", dir, d->name) >= (int)sizeof path || !strcmp(path, spool_path))
+                continue;
             stop = fn(path, arg);
         }
     }
     lpr_sys_close(dfd);
 }
 
-struct reaped { int pid, sig; };
+struct reaped {
+    int pid, sig;
+};
 
 static int convert_if_reaped(const char *path, void *arg) {
     struct reaped *c = arg;
@@ -471,7 +496,8 @@ static int restore_spool(int from) {
     if (n < 0) { /* no copy_file_range here: copy through a buffer */
         char buf[16384];
         uint64_t off = 0;
-        while ((n = lpr_sys_pread(from, buf, sizeof buf, off)) > 0 && lpr_sys_write(to, buf, (size_t)n) == n) off += (uint64_t)n;
+        while ((n = lpr_sys_pread(from, buf, sizeof buf, off)) > 0 && lpr_sys_write(to, buf, (size_t)n) == n)
+            off += (uint64_t)n;
     }
     lpr_sys_close(to);
     return n == 0 ? 0 : -1;
@@ -485,8 +511,10 @@ void lpr_exec_failed(void) {
     uint8_t g = lpr_tls.guard;
     lpr_tls.guard = 1;
     int back = 0;
-    if (exec_lpt[0]) back = lpr_sys_rename(exec_lpt, spool_path) == 0;
-    else if (exec_fd >= 0) back = restore_spool(exec_fd) == 0;
+    if (exec_lpt[0])
+        back = lpr_sys_rename(exec_lpt, spool_path) == 0;
+    else if (exec_fd >= 0)
+        back = restore_spool(exec_fd) == 0;
     if (exec_fd >= 0) lpr_sys_close(exec_fd);
     exec_fd = -1;
     if (back) {
@@ -573,4 +601,3 @@ int lpr_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_
     out[k] = NULL;
     return 1;
 }
-

@@ -21,7 +21,6 @@
 #define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LP_TLS __thread __attribute__((tls_model("initial-exec")))
 
-
 /* ---- "real.c": the C library's functions libprof calls for itself ------------------------ */
 
 #include <signal.h>
@@ -47,8 +46,8 @@ LP_HIDDEN extern struct lpr_real_fns lpr_real;
 /* The C library's (the next) `fn`, never libprof's hook of that name: LPR_REAL(malloc)(n). */
 #define LPR_REAL(fn) (lpr_real.fn)
 LP_HIDDEN extern __thread int lpr_real_resolving; /* inside the allocation functions' dlsym */
-LP_HIDDEN void lpr_real_resolve_alloc(void);          /* the malloc family, once */
-LP_HIDDEN void lpr_real_resolve(void);                /* everything, once */
+LP_HIDDEN void lpr_real_resolve_alloc(void);      /* the malloc family, once */
+LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
@@ -102,8 +101,8 @@ LP_HIDDEN extern int lpr_verbose;
 
 /* ---- "clock.c": timestamps ----------------------------------------------------------------- */
 
-LP_HIDDEN extern int lpr_clock_kind;       /* enum lp_clock in use */
-LP_HIDDEN extern uint64_t lpr_origin_ticks; /* record timestamps are relative to this */
+LP_HIDDEN extern int lpr_clock_kind;          /* enum lp_clock in use */
+LP_HIDDEN extern uint64_t lpr_origin_ticks;   /* record timestamps are relative to this */
 LP_HIDDEN extern uint64_t lpr_origin_mono_ns; /* CLOCK_MONOTONIC at the same moment */
 LP_HIDDEN void lpr_clock_init(int requested);
 LP_HIDDEN uint64_t lpr_mono_ns(void);
@@ -127,18 +126,18 @@ static inline uint64_t lpr_ticks(void) {
 /* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
  * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
 struct lpr_tls {
-    uint64_t *cur;          /* next free word of the chunk */
-    uint64_t *end;          /* end of the chunk */
-    uint8_t guard;          /* inside a hook or inside libprof itself: record nothing */
-    uint8_t late;           /* thread past its last TLS destructor: every commit writes through */
-    uint8_t state;          /* enum lpr_tls_state */
+    uint64_t *cur; /* next free word of the chunk */
+    uint64_t *end; /* end of the chunk */
+    uint8_t guard; /* inside a hook or inside libprof itself: record nothing */
+    uint8_t late;  /* thread past its last TLS destructor: every commit writes through */
+    uint8_t state; /* enum lpr_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
-    uint64_t records;       /* records committed by this thread (for the END statistics) */
-    struct lpr_thread *thr;  /* registry node owning the chunk memory */
-    uint64_t late_rec[24];  /* scratch for records written after the thread's destructors ran */
+    uint64_t records;                          /* records committed by this thread (for the END statistics) */
+    struct lpr_thread *thr;                    /* registry node owning the chunk memory */
+    uint64_t late_rec[24];                     /* scratch for records written after the thread's destructors ran */
     uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
-    uint32_t range_depth;   /* open annotation ranges (annot.c), including unrecorded deep ones */
+    uint32_t range_depth;                      /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
 };
@@ -176,7 +175,7 @@ LP_HIDDEN void lpr_commit_late(struct lpr_tls *t);
  * run the pending set-up) or the constructor. */
 LP_HIDDEN void lpr_init_slow(int safe);
 LP_HIDDEN int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
-                              size_t chosen_len);
+                               size_t chosen_len);
 LP_HIDDEN int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
 LP_HIDDEN const char *lpr_spool_name(void);
 LP_HIDDEN void lpr_spool_stop(void);
@@ -237,9 +236,7 @@ static inline uint64_t lpr_word0(unsigned kind, uint64_t ticks) {
     return ((uint64_t)kind << LP_TS_BITS) | ((ticks - lpr_origin_ticks) & LP_TS_MASK);
 }
 
-static inline uint64_t lpr_word0_timed(unsigned kind, uint64_t ticks) {
-    return lpr_word0(kind | LP_REC_TIMED, ticks);
-}
+static inline uint64_t lpr_word0_timed(unsigned kind, uint64_t ticks) { return lpr_word0(kind | LP_REC_TIMED, ticks); }
 
 static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
     /* t1 < t0 only when a thread migrated between cores whose TSCs differ by a few ticks */
@@ -270,21 +267,21 @@ static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
 /* Append a CALL record: timed from t0 to t1 (t1 == 0: an instant at t0), `nargs` argument words,
  * and an optional string (cut to LP_CALL_MAX_STR bytes). Keeps errno. */
 LP_HIDDEN void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                              const uint64_t *args, const char *str, size_t slen);
+                               const uint64_t *args, const char *str, size_t slen);
 /* The same without the checks, for libprof's own records made while it holds the guard. */
 LP_HIDDEN void lpr_call_write(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
-                             const uint64_t *args, const char *str, size_t slen);
+                              const uint64_t *args, const char *str, size_t slen);
 /* With the call stack `stack` (LIBPROF_STACKS, captured by the hook): BLAS and oneDNN calls. */
 LP_HIDDEN void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
-                                    unsigned nargs, const uint64_t *args);
+                                     unsigned nargs, const uint64_t *args);
 LP_HIDDEN void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
-                                   unsigned nargs, const uint64_t *args, const char *str, size_t slen);
+                                    unsigned nargs, const uint64_t *args, const char *str, size_t slen);
 LP_HIDDEN extern uint64_t lpr_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
 
 /* The common case of lpr_call_record, inlined into the hooks: a timed call with arguments and no
  * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */
 static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
-                                       unsigned nargs, const uint64_t *args) {
+                                        unsigned nargs, const uint64_t *args) {
     if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late)) {
         lpr_call_record(t, call, t0, t1, nargs, args, NULL, 0);
         return;
@@ -328,10 +325,10 @@ LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
 /* The calling thread's stack as an id (0: unknown), captured in the caller's own frame: put in
  * a hook's slow path, libunwind walks one libprof frame rather than three (~90 instructions a
  * frame). */
-#define LP_STACK_CAPTURE(sid)                                                                \
-    do {                                                                                     \
-        void *buf_[LP_STACK_MAX_DEPTH + 4];                                                  \
-        (sid) = lpr_stack_intern(buf_, lpr_unw_backtrace(buf_, (int)lpr_stack_depth + 3));      \
+#define LP_STACK_CAPTURE(sid)                                                              \
+    do {                                                                                   \
+        void *buf_[LP_STACK_MAX_DEPTH + 4];                                                \
+        (sid) = lpr_stack_intern(buf_, lpr_unw_backtrace(buf_, (int)lpr_stack_depth + 3)); \
     } while (0)
 LP_HIDDEN void lpr_stacks_write(void);
 LP_HIDDEN void lpr_modules_write(void);

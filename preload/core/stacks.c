@@ -28,21 +28,23 @@
 /* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
  * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
  * call site of its own — about 70 MB of frames). */
-#define SLOTS (1u << 21)          /* hash slots (16 MiB reserved; at most half full) */
-#define MAX_IDS (1u << 20)        /* distinct stacks (4 MiB reserved) */
-#define ARENA_WORDS (1u << 25)    /* frames of all stacks (256 MiB reserved) */
+#define SLOTS (1u << 21)       /* hash slots (16 MiB reserved; at most half full) */
+#define MAX_IDS (1u << 20)     /* distinct stacks (4 MiB reserved) */
+#define ARENA_WORDS (1u << 25) /* frames of all stacks (256 MiB reserved) */
 
 unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
-static uint64_t *slots;           /* (hash high 32 bits) << 32 | id */
-static uint64_t *arena;           /* per stack: n, frames[n] */
-static uint32_t *offset_of;       /* id -> 1 + arena offset of its n (0: not written yet) */
+static uint64_t *slots;     /* (hash high 32 bits) << 32 | id */
+static uint64_t *arena;     /* per stack: n, frames[n] */
+static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet) */
 static uint32_t next_id = 1, arena_used;
 static uint64_t full_drops, captured;
 static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
 static uintptr_t unw_lo, unw_hi;   /* libunwind's, likewise */
 
-struct range { uintptr_t inside, lo, hi; };
+struct range {
+    uintptr_t inside, lo, hi;
+};
 
 /* The executable segment of the object containing `inside`. */
 static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -216,7 +218,8 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
             while (p + sizeof(ElfW(Nhdr)) <= end) {
                 const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
                 const char *name = p + sizeof *nh, *desc = name + ((nh->n_namesz + 3) & ~3u);
-                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) && nh->n_descsz <= 64) {
+                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                    nh->n_descsz <= 64) {
                     build_id = desc;
                     m.build_id_len = (uint16_t)nh->n_descsz;
                     break;

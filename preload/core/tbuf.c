@@ -28,18 +28,20 @@
 LP_TLS struct lpr_tls lpr_tls;
 
 struct lpr_thread {
-    struct lpr_thread *next; /* registry link; nodes are never unlinked, only reused */
-    struct lpr_tls *tls;     /* the owning thread's state, valid while in_use */
-    uint64_t *base;         /* record area */
-    uint64_t *limit;        /* end of the record area */
-    uint64_t *flushed;      /* records below this are already in the spool */
+    struct lpr_thread *next;  /* registry link; nodes are never unlinked, only reused */
+    struct lpr_tls *tls;      /* the owning thread's state, valid while in_use */
+    uint64_t *base;           /* record area */
+    uint64_t *limit;          /* end of the record area */
+    uint64_t *flushed;        /* records below this are already in the spool */
     uint64_t flushed_records; /* the owner's record count at `flushed` */
     size_t map_bytes;
-    int lock;               /* serialises flushes by the owner and by the exit path */
+    int lock; /* serialises flushes by the owner and by the exit path */
     int in_use;
     uint32_t tid;
-    uint32_t nshort;        /* entries of `shorts` with a count, since the last SHORT chunk */
-    struct { uint64_t count, ticks; } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
+    uint32_t nshort; /* entries of `shorts` with a count, since the last SHORT chunk */
+    struct {
+        uint64_t count, ticks;
+    } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
 };
 
 int lpr_spool_on;
@@ -98,29 +100,38 @@ static int claim(const char *path) {
         return !(n == 0 && now.tv_sec - st.st_mtim.tv_sec < 2);
     }
     if ((int)h.pid == lpr_sys_getpid()) return 1; /* ours: the image before an exec */
-    return lpr_sys_kill((int)h.pid, 0) == -ESRCH;  /* its writer is gone: a stale spool */
+    return lpr_sys_kill((int)h.pid, 0) == -ESRCH; /* its writer is gone: a stale spool */
 }
 
 /* Create the spool at `path` and write the file header `h` to it. If another live process owns
  * that name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
  * inserted; the name taken is copied to `chosen`. A symlink at the name is never followed.
  * Returns 0 or -1 (errno set). */
-int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen, size_t chosen_len) {
+int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
+                     size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = lpr_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
         if (fd == -EEXIST) {
             int c = claim(chosen);
-            if (c < 0) { errno = -c; return -1; }
-            if (c == 1) fd = lpr_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
-            else if (!allow_rename || attempt == 1 || lpr_path_insert_pid(chosen, chosen_len, (long)lpr_sys_getpid()) != 0) {
+            if (c < 0) {
+                errno = -c;
+                return -1;
+            }
+            if (c == 1)
+                fd = lpr_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
+            else if (!allow_rename || attempt == 1 ||
+                     lpr_path_insert_pid(chosen, chosen_len, (long)lpr_sys_getpid()) != 0) {
                 errno = EBUSY;
                 return -1;
             } else {
                 continue;
             }
         }
-        if (fd < 0) { errno = -fd; return -1; }
+        if (fd < 0) {
+            errno = -fd;
+            return -1;
+        }
         long w = lpr_sys_pwritev(fd, &(struct iovec){(void *)h, sizeof *h}, 1, 0);
         lpr_sys_close(fd);
         if (w != (long)sizeof *h) {
@@ -168,17 +179,19 @@ void lpr_spool_recover(void) {
 
 static void write_failed(uint64_t start, long why) {
     uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
-    while (start < prev && !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    while (start < prev &&
+           !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
         lpr_warn("cannot write the trace (%s); recording stops, the program carries on",
-                why < 0 ? strerror((int)-why) : "short write");
+                 why < 0 ? strerror((int)-why) : "short write");
 }
 
 /* Append one chunk made of `a` and `b` (either may be empty) to the spool. Safe to call from any
  * thread at any time, and from a signal handler; returns 0, or -1 once writing has failed (the
  * failure is reported once). Touches neither errno nor any descriptor of the program's. */
 int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen) {
-    if (!__atomic_load_n(&lpr_spool_on, __ATOMIC_ACQUIRE) || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED)) return -1;
+    if (!__atomic_load_n(&lpr_spool_on, __ATOMIC_ACQUIRE) || __atomic_load_n(&spool_failed, __ATOMIC_RELAXED))
+        return -1;
     if (!may_write()) return -1;
     struct lp_chunk_header h = {
         .magic = LP_CHUNK_MAGIC,
@@ -334,8 +347,7 @@ uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words) {
         t->cur = t->late_rec;
         r = t->cur;
         break;
-    default:
-        break;
+    default: break;
     }
     if (r && r + words > t->end) r = NULL; /* a record larger than a chunk: cannot happen with valid settings */
     if (!r) __atomic_fetch_add(&lpr_events_dropped, 1, __ATOMIC_RELAXED);
@@ -437,8 +449,12 @@ void lpr_tbuf_close_lives(void) {
         lock(&n->lock);
         struct lpr_tls *t = n->tls;
         if (t && t != &lpr_tls && t->life_flow) {
-            uint64_t rec[6] = {lpr_word0_timed(LP_EV_CALL, t->life_t0), lpr_word1(t->life_t0, now),
-                               lp_call_header(LP_CALL_THREAD_LIFE, 3, 0), t->life_creator, t->life_flow, 1};
+            uint64_t rec[6] = {lpr_word0_timed(LP_EV_CALL, t->life_t0),
+                               lpr_word1(t->life_t0, now),
+                               lp_call_header(LP_CALL_THREAD_LIFE, 3, 0),
+                               t->life_creator,
+                               t->life_flow,
+                               1};
             t->life_flow = 0;
             if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
                 __atomic_fetch_add(&lpr_events_written, 1, __ATOMIC_RELAXED);
@@ -459,7 +475,7 @@ void lpr_tbuf_write_thread_names(void) {
  * parent's events can reach the child's trace. */
 void lpr_tbuf_after_fork_child(void) {
     lpr_spool_stop(); /* the parent's: the child makes its own */
-    registry = NULL; /* the parent's nodes stay mapped, unused: copy-on-write, never touched */
+    registry = NULL;  /* the parent's nodes stay mapped, unused: copy-on-write, never touched */
     lpr_events_written = lpr_events_dropped = lpr_chunks_written = 0;
     map_failed_warned = 0;
     struct lpr_tls *t = &lpr_tls;

@@ -28,10 +28,18 @@
 #include "lp.h"
 
 /* The hooks worth unhooking: called often, pure pass-through when their family does not record. */
-#define UNHOOK(X) X(pthread_mutex_lock, SYNC) X(pthread_cond_wait, SYNC) X(pthread_cond_timedwait, SYNC) \
-    X(read, IO) X(write, IO) X(pread64, IO) X(pwrite64, IO) X(poll, WAIT) X(nanosleep, WAIT) X(close, IO)
+/* the list as it reads best, one group a line */
+// clang-format off
+#define UNHOOK(X) \
+    X(pthread_mutex_lock, SYNC) X(pthread_cond_wait, SYNC) X(pthread_cond_timedwait, SYNC) \
+    X(read, IO) X(write, IO) X(pread64, IO) X(pwrite64, IO) X(close, IO) \
+    X(poll, WAIT) X(nanosleep, WAIT)
+// clang-format on
 
-struct target { const char *name; void *hook, *real; };
+struct target {
+    const char *name;
+    void *hook, *real;
+};
 
 static struct target targets[16];
 static unsigned ntargets;
@@ -54,7 +62,7 @@ static void patch(uintptr_t slot, const struct target *t, uintptr_t relro_lo, ui
     if (ro) mprotect((void *)start, (size_t)page, PROT_READ);
 }
 
-static void relocs(const ElfW(Rela) *r, size_t bytes, uintptr_t base, uintptr_t relro_lo, uintptr_t relro_hi) {
+static void relocs(const ElfW(Rela) * r, size_t bytes, uintptr_t base, uintptr_t relro_lo, uintptr_t relro_hi) {
     for (size_t i = 0; i < bytes / sizeof *r; i++) {
         unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
         if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;

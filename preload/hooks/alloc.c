@@ -48,8 +48,8 @@ static void lpr_alloc_resolve(void) {
 
 LP_FAMILY_SETUP(alloc, lpr_alloc_resolve, NULL);
 
-#define ENSURE_REAL()                                            \
-    do {                                                         \
+#define ENSURE_REAL()                                                \
+    do {                                                             \
         if (LP_UNLIKELY(lpr_real.free == NULL)) lpr_alloc_resolve(); \
     } while (0)
 
@@ -81,7 +81,7 @@ __attribute__((always_inline)) static inline void rec_alloc_stack(struct lpr_tls
 }
 
 __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size,
-                                                           void *p) {
+                                                            void *p) {
     uint64_t t1 = lpr_ticks();
     uint64_t *r;
     if (LP_UNLIKELY(lpr_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
@@ -271,15 +271,15 @@ LP_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     return rc;
 }
 
-#define ALIGNED_HOOK(fn, KIND, PARAMS, ARGS)                         \
-    LP_EXPORT void *fn PARAMS {                                      \
-        ENSURE_REAL();                                               \
-        struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);              \
-        if (LP_LIKELY(!t)) return lpr_real.fn ARGS;                      \
-        uint64_t t0 = alloc_t0();                                    \
-        void *p = lpr_real.fn ARGS;                                      \
-        rec_alloc(t, KIND, t0, n, p);                                \
-        return p;                                                    \
+#define ALIGNED_HOOK(fn, KIND, PARAMS, ARGS)              \
+    LP_EXPORT void *fn PARAMS {                           \
+        ENSURE_REAL();                                    \
+        struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC); \
+        if (LP_LIKELY(!t)) return lpr_real.fn ARGS;       \
+        uint64_t t0 = alloc_t0();                         \
+        void *p = lpr_real.fn ARGS;                       \
+        rec_alloc(t, KIND, t0, n, p);                     \
+        return p;                                         \
     }
 
 ALIGNED_HOOK(aligned_alloc, LP_EV_ALIGNED_ALLOC, (size_t align, size_t n), (align, n))

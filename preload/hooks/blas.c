@@ -20,14 +20,18 @@ typedef int blasint;
 /* No BLAS header is needed at build time: each wrapper's macro states the prototype it defines. */
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
 
+/* the list as it reads best, one group a line */
+// clang-format off
 #define REALS(X) \
     X(cblas_sgemm) X(cblas_dgemm) X(cblas_cgemm) X(cblas_zgemm) X(cblas_sgemv) X(cblas_dgemv) \
-    X(cblas_sdot) X(cblas_ddot) X(cblas_saxpy) X(cblas_daxpy) X(sgemm_) X(dgemm_) X(cgemm_) X(zgemm_) \
-    X(sgemv_) X(dgemv_)
+    X(cblas_sdot) X(cblas_ddot) X(cblas_saxpy) X(cblas_daxpy) \
+    X(sgemm_) X(dgemm_) X(cgemm_) X(zgemm_) X(sgemv_) X(dgemv_)
+// clang-format on
 REALS(LP_REAL_SLOT)
 
 static uint64_t op_c(int type, int layout, int ta, int tb) {
-    uint64_t a = ta >= 111 && ta <= 113 ? (uint64_t)(ta - 111) : 0, b = tb >= 111 && tb <= 113 ? (uint64_t)(tb - 111) : 0;
+    uint64_t a = ta >= 111 && ta <= 113 ? (uint64_t)(ta - 111) : 0,
+             b = tb >= 111 && tb <= 113 ? (uint64_t)(tb - 111) : 0;
     return (uint64_t)type | a << LP_BLAS_TA_SHIFT | b << LP_BLAS_TB_SHIFT | (layout == 101 ? LP_BLAS_ROWMAJOR : 0);
 }
 
@@ -65,117 +69,116 @@ __attribute__((always_inline)) static inline void blas_end(struct lpr_tls *t, un
     lpr_call_record_args(t, LP_FAM_BLAS, call, t0, t1, n, a);
 }
 
-#define GEMM_C(fn, T, type)                                                                  \
-    LP_EXPORT void fn(int layout, int ta, int tb, blasint m, blasint n, blasint k, T alpha, const void *a,  \
-                      blasint lda, const void *b, blasint ldb, T beta, void *c, blasint ldc) {              \
-        void (*f)(int, int, int, blasint, blasint, blasint, T, const void *, blasint, const void *, blasint, \
-                  T, void *, blasint) = LP_REAL(fn);                            \
-        if (!f) return;                                                                      \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        f(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                     \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[4] = {(uint64_t)m, (uint64_t)n, (uint64_t)k, op_c(type, layout, ta, tb)}; \
-            blas_end(t, LP_CALL_GEMM, t0, 4, args);                                          \
-        }                                                                                    \
+#define GEMM_C(fn, T, type)                                                                                     \
+    LP_EXPORT void fn(int layout, int ta, int tb, blasint m, blasint n, blasint k, T alpha, const void *a,      \
+                      blasint lda, const void *b, blasint ldb, T beta, void *c, blasint ldc) {                  \
+        void (*f)(int, int, int, blasint, blasint, blasint, T, const void *, blasint, const void *, blasint, T, \
+                  void *, blasint) = LP_REAL(fn);                                                               \
+        if (!f) return;                                                                                         \
+        uint64_t t0 = 0;                                                                                        \
+        struct lpr_tls *t = blas_begin(&t0);                                                                    \
+        f(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                                        \
+        depth--;                                                                                                \
+        if (t) {                                                                                                \
+            uint64_t args[4] = {(uint64_t)m, (uint64_t)n, (uint64_t)k, op_c(type, layout, ta, tb)};             \
+            blas_end(t, LP_CALL_GEMM, t0, 4, args);                                                             \
+        }                                                                                                       \
     }
 GEMM_C(cblas_sgemm, float, LP_BLAS_S)
 GEMM_C(cblas_dgemm, double, LP_BLAS_D)
 GEMM_C(cblas_cgemm, const void *, LP_BLAS_C)
 GEMM_C(cblas_zgemm, const void *, LP_BLAS_Z)
 
-#define GEMV_C(fn, T, type)                                                                  \
+#define GEMV_C(fn, T, type)                                                                                   \
     LP_EXPORT void fn(int layout, int ta, blasint m, blasint n, T alpha, const T *a, blasint lda, const T *x, \
-                      blasint incx, T beta, T *y, blasint incy) {                            \
-        void (*f)(int, int, blasint, blasint, T, const T *, blasint, const T *, blasint, T, T *, blasint) = \
-            LP_REAL(fn);                                                        \
-        if (!f) return;                                                                      \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        f(layout, ta, m, n, alpha, a, lda, x, incx, beta, y, incy);                          \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[3] = {(uint64_t)m, (uint64_t)n, op_c(type, layout, ta, 111)};      \
-            blas_end(t, LP_CALL_GEMV, t0, 3, args);                                          \
-        }                                                                                    \
+                      blasint incx, T beta, T *y, blasint incy) {                                             \
+        void (*f)(int, int, blasint, blasint, T, const T *, blasint, const T *, blasint, T, T *, blasint) =   \
+            LP_REAL(fn);                                                                                      \
+        if (!f) return;                                                                                       \
+        uint64_t t0 = 0;                                                                                      \
+        struct lpr_tls *t = blas_begin(&t0);                                                                  \
+        f(layout, ta, m, n, alpha, a, lda, x, incx, beta, y, incy);                                           \
+        depth--;                                                                                              \
+        if (t) {                                                                                              \
+            uint64_t args[3] = {(uint64_t)m, (uint64_t)n, op_c(type, layout, ta, 111)};                       \
+            blas_end(t, LP_CALL_GEMV, t0, 3, args);                                                           \
+        }                                                                                                     \
     }
 GEMV_C(cblas_sgemv, float, LP_BLAS_S)
 GEMV_C(cblas_dgemv, double, LP_BLAS_D)
 
-#define DOT_C(fn, T, type)                                                                   \
-    LP_EXPORT T fn(blasint n, const T *x, blasint incx, const T *y, blasint incy) {          \
-        T (*f)(blasint, const T *, blasint, const T *, blasint) = LP_REAL(fn);  \
-        if (!f) return 0;                                                                    \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        T r = f(n, x, incx, y, incy);                                                        \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[2] = {(uint64_t)n, (uint64_t)(type)};                              \
-            blas_end(t, LP_CALL_DOT, t0, 2, args);                                           \
-        }                                                                                    \
-        return r;                                                                            \
+#define DOT_C(fn, T, type)                                                          \
+    LP_EXPORT T fn(blasint n, const T *x, blasint incx, const T *y, blasint incy) { \
+        T (*f)(blasint, const T *, blasint, const T *, blasint) = LP_REAL(fn);      \
+        if (!f) return 0;                                                           \
+        uint64_t t0 = 0;                                                            \
+        struct lpr_tls *t = blas_begin(&t0);                                        \
+        T r = f(n, x, incx, y, incy);                                               \
+        depth--;                                                                    \
+        if (t) {                                                                    \
+            uint64_t args[2] = {(uint64_t)n, (uint64_t)(type)};                     \
+            blas_end(t, LP_CALL_DOT, t0, 2, args);                                  \
+        }                                                                           \
+        return r;                                                                   \
     }
 DOT_C(cblas_sdot, float, LP_BLAS_S)
 DOT_C(cblas_ddot, double, LP_BLAS_D)
 
-#define AXPY_C(fn, T, type)                                                                  \
-    LP_EXPORT void fn(blasint n, T alpha, const T *x, blasint incx, T *y, blasint incy) {   \
-        void (*f)(blasint, T, const T *, blasint, T *, blasint) = LP_REAL(fn);  \
-        if (!f) return;                                                                      \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        f(n, alpha, x, incx, y, incy);                                                       \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[2] = {(uint64_t)n, (uint64_t)(type)};                              \
-            blas_end(t, LP_CALL_AXPY, t0, 2, args);                                          \
-        }                                                                                    \
+#define AXPY_C(fn, T, type)                                                               \
+    LP_EXPORT void fn(blasint n, T alpha, const T *x, blasint incx, T *y, blasint incy) { \
+        void (*f)(blasint, T, const T *, blasint, T *, blasint) = LP_REAL(fn);            \
+        if (!f) return;                                                                   \
+        uint64_t t0 = 0;                                                                  \
+        struct lpr_tls *t = blas_begin(&t0);                                              \
+        f(n, alpha, x, incx, y, incy);                                                    \
+        depth--;                                                                          \
+        if (t) {                                                                          \
+            uint64_t args[2] = {(uint64_t)n, (uint64_t)(type)};                           \
+            blas_end(t, LP_CALL_AXPY, t0, 2, args);                                       \
+        }                                                                                 \
     }
 AXPY_C(cblas_saxpy, float, LP_BLAS_S)
 AXPY_C(cblas_daxpy, double, LP_BLAS_D)
 
 /* Fortran interface: every argument by reference, then the hidden lengths of the character
  * arguments (passed through unchanged, whether or not the caller supplied them). */
-#define GEMM_F(fn, type)                                                                     \
-    LP_EXPORT void fn(const char *ta, const char *tb, const blasint *m, const blasint *n, const blasint *k, \
-                      const void *alpha, const void *a, const blasint *lda, const void *b, const blasint *ldb, \
-                      const void *beta, void *c, const blasint *ldc, size_t la, size_t lb) {  \
-        void (*f)(const char *, const char *, const blasint *, const blasint *, const blasint *, const void *, \
-                  const void *, const blasint *, const void *, const blasint *, const void *, void *,        \
-                  const blasint *, size_t, size_t) = LP_REAL(fn);               \
-        if (!f) return;                                                                      \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);                     \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[4] = {(uint64_t)*m, (uint64_t)*n, (uint64_t)*k, op_f(type, ta, tb)}; \
-            blas_end(t, LP_CALL_GEMM, t0, 4, args);                                          \
-        }                                                                                    \
+#define GEMM_F(fn, type)                                                                                               \
+    LP_EXPORT void fn(const char *ta, const char *tb, const blasint *m, const blasint *n, const blasint *k,            \
+                      const void *alpha, const void *a, const blasint *lda, const void *b, const blasint *ldb,         \
+                      const void *beta, void *c, const blasint *ldc, size_t la, size_t lb) {                           \
+        void (*f)(const char *, const char *, const blasint *, const blasint *, const blasint *, const void *,         \
+                  const void *, const blasint *, const void *, const blasint *, const void *, void *, const blasint *, \
+                  size_t, size_t) = LP_REAL(fn);                                                                       \
+        if (!f) return;                                                                                                \
+        uint64_t t0 = 0;                                                                                               \
+        struct lpr_tls *t = blas_begin(&t0);                                                                           \
+        f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);                                               \
+        depth--;                                                                                                       \
+        if (t) {                                                                                                       \
+            uint64_t args[4] = {(uint64_t)*m, (uint64_t)*n, (uint64_t)*k, op_f(type, ta, tb)};                         \
+            blas_end(t, LP_CALL_GEMM, t0, 4, args);                                                                    \
+        }                                                                                                              \
     }
 GEMM_F(sgemm_, LP_BLAS_S)
 GEMM_F(dgemm_, LP_BLAS_D)
 GEMM_F(cgemm_, LP_BLAS_C)
 GEMM_F(zgemm_, LP_BLAS_Z)
 
-#define GEMV_F(fn, type)                                                                     \
-    LP_EXPORT void fn(const char *ta, const blasint *m, const blasint *n, const void *alpha, const void *a, \
-                      const blasint *lda, const void *x, const blasint *incx, const void *beta, void *y,     \
-                      const blasint *incy, size_t la) {                                      \
+#define GEMV_F(fn, type)                                                                                       \
+    LP_EXPORT void fn(const char *ta, const blasint *m, const blasint *n, const void *alpha, const void *a,    \
+                      const blasint *lda, const void *x, const blasint *incx, const void *beta, void *y,       \
+                      const blasint *incy, size_t la) {                                                        \
         void (*f)(const char *, const blasint *, const blasint *, const void *, const void *, const blasint *, \
-                  const void *, const blasint *, const void *, void *, const blasint *, size_t) = \
-            LP_REAL(fn);                                                        \
-        if (!f) return;                                                                      \
-        uint64_t t0 = 0;                                                                     \
-        struct lpr_tls *t = blas_begin(&t0);                                                  \
-        f(ta, m, n, alpha, a, lda, x, incx, beta, y, incy, la);                              \
-        depth--;                                                                             \
-        if (t) {                                                                             \
-            uint64_t args[3] = {(uint64_t)*m, (uint64_t)*n, op_f(type, ta, "N")};            \
-            blas_end(t, LP_CALL_GEMV, t0, 3, args);                                          \
-        }                                                                                    \
+                  const void *, const blasint *, const void *, void *, const blasint *, size_t) = LP_REAL(fn); \
+        if (!f) return;                                                                                        \
+        uint64_t t0 = 0;                                                                                       \
+        struct lpr_tls *t = blas_begin(&t0);                                                                   \
+        f(ta, m, n, alpha, a, lda, x, incx, beta, y, incy, la);                                                \
+        depth--;                                                                                               \
+        if (t) {                                                                                               \
+            uint64_t args[3] = {(uint64_t)*m, (uint64_t)*n, op_f(type, ta, "N")};                              \
+            blas_end(t, LP_CALL_GEMV, t0, 3, args);                                                            \
+        }                                                                                                      \
     }
 GEMV_F(sgemv_, LP_BLAS_S)
 GEMV_F(dgemv_, LP_BLAS_D)

@@ -61,9 +61,15 @@ static void *search_caller(const void *caller, const char *name, int flags) {
     ElfW(Addr) runpath = 0, rpath = 0;
     int has_runpath = 0, has_rpath = 0;
     for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_STRTAB) strtab = (const char *)d->d_un.d_ptr;
-        else if (d->d_tag == DT_RUNPATH) { runpath = d->d_un.d_val; has_runpath = 1; }
-        else if (d->d_tag == DT_RPATH) { rpath = d->d_un.d_val; has_rpath = 1; }
+        if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)d->d_un.d_ptr;
+        else if (d->d_tag == DT_RUNPATH) {
+            runpath = d->d_un.d_val;
+            has_runpath = 1;
+        } else if (d->d_tag == DT_RPATH) {
+            rpath = d->d_un.d_val;
+            has_rpath = 1;
+        }
     }
     if (!strtab || (!has_runpath && !has_rpath)) return NULL;
     char origin[PATH_MAX];
@@ -87,7 +93,7 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         flags &= ~RTLD_DEEPBIND;
         if (!__atomic_exchange_n(&deepbind_warned, 1, __ATOMIC_RELAXED))
             lpr_warn("dlopen(\"%s\", RTLD_DEEPBIND): flag dropped so that the library's allocations stay visible",
-                    path ? path : "NULL");
+                     path ? path : "NULL");
     }
 #endif
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);

@@ -60,8 +60,10 @@ static uint64_t describe(const void *prim) {
         int k = 0;
         if (query(pd, Q_PRIMITIVE_KIND, 0, &k) == 0) {
             const char *s = kind2str ? kind2str(k) : NULL;
-            if (s) snprintf(kind, sizeof kind, "%s", s);
-            else snprintf(kind, sizeof kind, "primitive kind %d", k);
+            if (s)
+                snprintf(kind, sizeof kind, "%s", s);
+            else
+                snprintf(kind, sizeof kind, "primitive kind %d", k);
         }
         if (query_md && !v3) {
             o += dims(shape + o, sizeof shape - o, "src", query_md(pd, Q_SRC_MD, 0));

@@ -72,7 +72,9 @@ static int run_exec(int search, const char *path, char *const argv[], char *cons
 
 LP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) { return run_exec(0, path, argv, envp); }
 LP_EXPORT int execv(const char *path, char *const argv[]) { return run_exec(0, path, argv, environ); }
-LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) { return run_exec(1, file, argv, envp); }
+LP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    return run_exec(1, file, argv, envp);
+}
 LP_EXPORT int execvp(const char *file, char *const argv[]) { return run_exec(1, file, argv, environ); }
 
 LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
@@ -87,15 +89,13 @@ LP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 }
 
 /* The variadic forms: collect the arguments on the stack (no allocation: vfork children). */
-#define COLLECT_ARGS(first, ap, argv, n)                              \
-    do {                                                              \
-        va_start(ap, first);                                          \
-        (argv)[0] = (char *)(first);                                  \
-        (n) = 1;                                                      \
-        while ((n) < (int)(sizeof(argv) / sizeof(argv)[0]) - 1 &&    \
-               ((argv)[(n)] = va_arg(ap, char *)) != NULL)            \
-            (n)++;                                                    \
-        (argv)[(n)] = NULL;                                           \
+#define COLLECT_ARGS(first, ap, argv, n)                                                                             \
+    do {                                                                                                             \
+        va_start(ap, first);                                                                                         \
+        (argv)[0] = (char *)(first);                                                                                 \
+        (n) = 1;                                                                                                     \
+        while ((n) < (int)(sizeof(argv) / sizeof(argv)[0]) - 1 && ((argv)[(n)] = va_arg(ap, char *)) != NULL) (n)++; \
+        (argv)[(n)] = NULL;                                                                                          \
     } while (0)
 
 LP_EXPORT int execl(const char *path, const char *arg, ...) {

@@ -35,9 +35,9 @@
 
 /* What this family does when libprof starts (see struct lpr_setup in core/lp.h); either may
  * be NULL. */
-#define LP_FAMILY_SETUP(family, resolve_fn, start_fn)                                             \
-    __attribute__((used, section("lpr_setup"))) static const struct lpr_setup lpr_setup_##family = { \
-        resolve_fn, start_fn}
+#define LP_FAMILY_SETUP(family, resolve_fn, start_fn)                                                           \
+    __attribute__((used, section("lpr_setup"))) static const struct lpr_setup lpr_setup_##family = {resolve_fn, \
+                                                                                                    start_fn}
 
 /* Where the real function of `fn` is kept once found (read by LP_PASS on the fast path). */
 #define LP_REAL_SLOT(fn) static void *real_##fn;
@@ -45,10 +45,10 @@
  * object), NULL while no loaded object defines it. */
 #define LP_REAL(fn) ((__typeof__(&fn))lpr_next(&real_##fn, #fn))
 /* A hook whose real function is missing fails the way a missing system call would. */
-#define LP_NOFN(ret)   \
-    do {               \
+#define LP_NOFN(ret)    \
+    do {                \
         errno = ENOSYS; \
-        return ret;    \
+        return ret;     \
     } while (0)
 
 /* Argument words: signed values travel sign-extended, pointers and sizes as they are. */
@@ -56,64 +56,63 @@
 #define U(x) ((uint64_t)(uintptr_t)(x))
 
 /* The fast path, with the parameters passed on as the parenthesised list `args`. */
-#define LP_PASS_ARGS(fam, fn, args)                                                          \
-    do {                                                                                     \
-        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED); \
-        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) \
-            return f_ args;                                                                  \
+#define LP_PASS_ARGS(fam, fn, args)                                                                             \
+    do {                                                                                                        \
+        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED);                    \
+        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) return f_ args; \
     } while (0)
 
 /* Start recording a call of family `fam`: `t` (NULL: not recorded) and `t0`. */
-#define LP_BEGIN(fam)                            \
+#define LP_BEGIN(fam)                        \
     struct lpr_tls *t = lpr_call_begin(fam); \
     uint64_t t0 = t ? lpr_ticks() : 0
 
 /* End it: one timed CALL record of entry point `call` with the argument words given. */
-#define LP_RECORD(fam, call, ...)                                                                      \
-    do {                                                                                               \
-        if (t) {                                                                                       \
-            uint64_t a_[] = {__VA_ARGS__};                                                             \
-            lpr_call_record_args(t, (fam), (call), t0, lpr_ticks(), sizeof a_ / sizeof a_[0], a_);      \
-        }                                                                                              \
+#define LP_RECORD(fam, call, ...)                                                                  \
+    do {                                                                                           \
+        if (t) {                                                                                   \
+            uint64_t a_[] = {__VA_ARGS__};                                                         \
+            lpr_call_record_args(t, (fam), (call), t0, lpr_ticks(), sizeof a_ / sizeof a_[0], a_); \
+        }                                                                                          \
     } while (0)
 
 /* The same with a string (a path, a command line) after the arguments. */
-#define LP_RECORD_STR(call, str, ...)                                                                   \
-    do {                                                                                               \
-        if (t) {                                                                                       \
-            uint64_t a_[] = {__VA_ARGS__};                                                             \
-            const char *s_ = (str);                                                                    \
+#define LP_RECORD_STR(call, str, ...)                                                                           \
+    do {                                                                                                        \
+        if (t) {                                                                                                \
+            uint64_t a_[] = {__VA_ARGS__};                                                                      \
+            const char *s_ = (str);                                                                             \
             lpr_call_record(t, (call), t0, lpr_ticks(), sizeof a_ / sizeof a_[0], a_, s_, s_ ? strlen(s_) : 0); \
-        }                                                                                              \
+        }                                                                                                       \
     } while (0)
 
 /* Both halves of a hook of family LP_FAM_<FAM> recording LP_CALL_<CALL> (see the top). */
-#define LP_HOOK(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, ...)         \
-    __attribute__((noinline)) static RET FN##_slow PARAMS {               \
-        if (!LP_REAL(FN)) LP_NOFN(FAIL);                                  \
-        PRE;                                                              \
-        LP_BEGIN(LP_FAM_##FAM);                                           \
-        RET r = LP_REAL(FN) ARGS;                                         \
-        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);             \
-        return r;                                                         \
-    }                                                                     \
-    LP_EXPORT RET FN PARAMS {                                             \
-        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                             \
-        return FN##_slow ARGS;                                            \
+#define LP_HOOK(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, ...) \
+    __attribute__((noinline)) static RET FN##_slow PARAMS {       \
+        if (!LP_REAL(FN)) LP_NOFN(FAIL);                          \
+        PRE;                                                      \
+        LP_BEGIN(LP_FAM_##FAM);                                   \
+        RET r = LP_REAL(FN) ARGS;                                 \
+        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);     \
+        return r;                                                 \
+    }                                                             \
+    LP_EXPORT RET FN PARAMS {                                     \
+        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                     \
+        return FN##_slow ARGS;                                    \
     }
 
 /* The same for a call whose record carries a string after its arguments (a path). */
-#define LP_HOOK_STR(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, STR, ...)     \
-    __attribute__((noinline)) static RET FN##_slow PARAMS {               \
-        if (!LP_REAL(FN)) LP_NOFN(FAIL);                                  \
-        LP_BEGIN(LP_FAM_##FAM);                                           \
-        RET r = LP_REAL(FN) ARGS;                                         \
-        LP_RECORD_STR(LP_CALL_##CALL, STR, __VA_ARGS__);                  \
-        return r;                                                         \
-    }                                                                     \
-    LP_EXPORT RET FN PARAMS {                                             \
-        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                             \
-        return FN##_slow ARGS;                                            \
+#define LP_HOOK_STR(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, STR, ...) \
+    __attribute__((noinline)) static RET FN##_slow PARAMS {           \
+        if (!LP_REAL(FN)) LP_NOFN(FAIL);                              \
+        LP_BEGIN(LP_FAM_##FAM);                                       \
+        RET r = LP_REAL(FN) ARGS;                                     \
+        LP_RECORD_STR(LP_CALL_##CALL, STR, __VA_ARGS__);              \
+        return r;                                                     \
+    }                                                                 \
+    LP_EXPORT RET FN PARAMS {                                         \
+        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                         \
+        return FN##_slow ARGS;                                        \
     }
 
 #endif

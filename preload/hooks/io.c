@@ -36,11 +36,15 @@ ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *stream);
 
-#define REALS(X)                                                                                            \
-    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2) X(__openat64_2) X(creat) \
-    X(creat64) X(close) X(read) X(__read_chk) X(write) X(pread) X(pread64) X(__pread_chk) X(__pread64_chk)   \
-    X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync) X(fopen) X(fopen64)   \
-    X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) X(mmap) X(mmap64) X(munmap) X(mremap)
+/* the list as it reads best, one group a line */
+// clang-format off
+#define REALS(X) \
+    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2) X(__openat64_2) \
+    X(creat) X(creat64) X(close) X(read) X(__read_chk) X(write) X(pread) X(pread64) X(__pread_chk) \
+    X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync) \
+    X(fopen) X(fopen64) X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) \
+    X(mmap) X(mmap64) X(munmap) X(mremap)
+// clang-format on
 REALS(LP_REAL_SLOT)
 
 /* ---- opening and closing ------------------------------------------------------------------- */
@@ -51,21 +55,21 @@ static int mode_arg(int flags, va_list ap) {
     return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE ? va_arg(ap, int) : 0;
 }
 
-#define OPEN_HOOK(fn)                                                                        \
-    __attribute__((noinline)) static int fn##_slow(const char *path, int flags, int mode) {  \
-        if (!LP_REAL(fn)) LP_NOFN(-1);                                                       \
-        LP_BEGIN(LP_FAM_IO);                                                                 \
-        int r = LP_REAL(fn)(path, flags, mode);                                              \
-        LP_RECORD_STR(LP_CALL_OPEN, path, U(flags), I(r));                                   \
-        return r;                                                                            \
-    }                                                                                        \
-    LP_EXPORT int fn(const char *path, int flags, ...) {                                     \
-        va_list ap;                                                                          \
-        va_start(ap, flags);                                                                 \
-        int mode = mode_arg(flags, ap);                                                      \
-        va_end(ap);                                                                          \
-        LP_PASS_ARGS(LP_FAM_IO, fn, (path, flags, mode));                                    \
-        return fn##_slow(path, flags, mode);                                                 \
+#define OPEN_HOOK(fn)                                                                       \
+    __attribute__((noinline)) static int fn##_slow(const char *path, int flags, int mode) { \
+        if (!LP_REAL(fn)) LP_NOFN(-1);                                                      \
+        LP_BEGIN(LP_FAM_IO);                                                                \
+        int r = LP_REAL(fn)(path, flags, mode);                                             \
+        LP_RECORD_STR(LP_CALL_OPEN, path, U(flags), I(r));                                  \
+        return r;                                                                           \
+    }                                                                                       \
+    LP_EXPORT int fn(const char *path, int flags, ...) {                                    \
+        va_list ap;                                                                         \
+        va_start(ap, flags);                                                                \
+        int mode = mode_arg(flags, ap);                                                     \
+        va_end(ap);                                                                         \
+        LP_PASS_ARGS(LP_FAM_IO, fn, (path, flags, mode));                                   \
+        return fn##_slow(path, flags, mode);                                                \
     }
 OPEN_HOOK(open)
 OPEN_HOOK(open64)
@@ -107,16 +111,16 @@ LP_HOOK(IO, READ, ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t bufl
 LP_HOOK(IO, WRITE, ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), -1, (void)0, I(fd), U(n), I(r))
 LP_HOOK(IO, PREAD, ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), -1, (void)0, I(fd),
         U(n), I(off), I(r))
-LP_HOOK(IO, PREAD, ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1, (void)0,
-        I(fd), U(n), I(off), I(r))
+LP_HOOK(IO, PREAD, ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1, (void)0, I(fd),
+        U(n), I(off), I(r))
 LP_HOOK(IO, PREAD, ssize_t, __pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen),
         (fd, buf, n, off, buflen), -1, (void)0, I(fd), U(n), I(off), I(r))
 LP_HOOK(IO, PREAD, ssize_t, __pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buflen),
         (fd, buf, n, off, buflen), -1, (void)0, I(fd), U(n), I(off), I(r))
 LP_HOOK(IO, PWRITE, ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), -1, (void)0,
         I(fd), U(n), I(off), I(r))
-LP_HOOK(IO, PWRITE, ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), -1,
-        (void)0, I(fd), U(n), I(off), I(r))
+LP_HOOK(IO, PWRITE, ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), -1, (void)0,
+        I(fd), U(n), I(off), I(r))
 
 /* Bytes asked by a vector; read only after the call succeeded (so the vector was valid). */
 static uint64_t iov_bytes(const struct iovec *iov, int cnt, ssize_t r) {
@@ -148,14 +152,14 @@ static uint64_t mode_word(const char *m) {
 
 LP_HOOK_STR(IO, FOPEN, FILE *, fopen, (const char *path, const char *mode), (path, mode), NULL, path, mode_word(mode),
             U(r))
-LP_HOOK_STR(IO, FOPEN, FILE *, fopen64, (const char *path, const char *mode), (path, mode), NULL, path,
-            mode_word(mode), U(r))
+LP_HOOK_STR(IO, FOPEN, FILE *, fopen64, (const char *path, const char *mode), (path, mode), NULL, path, mode_word(mode),
+            U(r))
 LP_HOOK(IO, FREAD, size_t, fread, (void *ptr, size_t size, size_t n, FILE *f), (ptr, size, n, f), 0, (void)0, U(f),
-        U(size * n), U(r * size))
+        U(size *n), U(r *size))
 LP_HOOK(IO, FREAD, size_t, __fread_chk, (void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f),
-        (ptr, ptrlen, size, n, f), 0, (void)0, U(f), U(size * n), U(r * size))
+        (ptr, ptrlen, size, n, f), 0, (void)0, U(f), U(size *n), U(r *size))
 LP_HOOK(IO, FWRITE, size_t, fwrite, (const void *ptr, size_t size, size_t n, FILE *f), (ptr, size, n, f), 0, (void)0,
-        U(f), U(size * n), U(r * size))
+        U(f), U(size *n), U(r *size))
 LP_HOOK(IO, FFLUSH, int, fflush, (FILE * f), (f), EOF, (void)0, U(f), I(r))
 LP_HOOK(IO, FCLOSE, int, fclose, (FILE * f), (f), EOF, (void)0, U(f), I(r))
 
@@ -202,16 +206,16 @@ static void io_resolve(void) {
     (void)LP_REAL(mremap);
 }
 
-#define MMAP_HOOK(fn, offt)                                                                                     \
+#define MMAP_HOOK(fn, offt)                                                                                           \
     __attribute__((noinline)) static void *fn##_slow(void *addr, size_t len, int prot, int flags, int fd, offt off) { \
-        LP_BEGIN(LP_FAM_IO);                                                                                      \
-        void *r = MAPFN(fn)(addr, len, prot, flags, fd, off);                                                     \
-        LP_RECORD(LP_FAM_IO, LP_CALL_MMAP, U(addr), U(len), U(prot), U(flags), I(fd), U(r));                      \
-        return r;                                                                                                 \
-    }                                                                                                             \
-    LP_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, offt off) {                          \
-        LP_PASS_ARGS(LP_FAM_IO, fn, (addr, len, prot, flags, fd, off));                                           \
-        return fn##_slow(addr, len, prot, flags, fd, off);                                                        \
+        LP_BEGIN(LP_FAM_IO);                                                                                          \
+        void *r = MAPFN(fn)(addr, len, prot, flags, fd, off);                                                         \
+        LP_RECORD(LP_FAM_IO, LP_CALL_MMAP, U(addr), U(len), U(prot), U(flags), I(fd), U(r));                          \
+        return r;                                                                                                     \
+    }                                                                                                                 \
+    LP_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, offt off) {                               \
+        LP_PASS_ARGS(LP_FAM_IO, fn, (addr, len, prot, flags, fd, off));                                               \
+        return fn##_slow(addr, len, prot, flags, fd, off);                                                            \
     }
 MMAP_HOOK(mmap, off_t)
 MMAP_HOOK(mmap64, off64_t)

@@ -16,8 +16,12 @@
 
 #include "hook.h"
 
+/* the list as it reads best, one group a line */
+// clang-format off
 #define REALS(X) \
-    X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid) X(setuid) X(seteuid) X(setreuid) X(setresuid)
+    X(fork) X(system) X(wait) X(waitpid) X(wait3) X(wait4) X(waitid) \
+    X(setuid) X(seteuid) X(setreuid) X(setresuid)
+// clang-format on
 REALS(LP_REAL_SLOT)
 
 LP_EXPORT pid_t fork(void) {
@@ -79,13 +83,13 @@ static void rec_wait(struct lpr_tls *t, uint64_t t0, long asked, pid_t r, const 
 
 /* Each wait reports the child it reaped to the core (a child killed by a signal gets its trace
  * converted there), also when the caller passed no status: then libprof's own is used. */
-#define WAIT_HOOK(ret_pid, asked, call)                                                      \
-    int mine_;                                                                               \
-    if (!status) status = &mine_;                                                            \
-    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);                                           \
-    uint64_t t0 = t ? lpr_ticks() : 0;                                                        \
-    pid_t ret_pid = call;                                                                    \
-    if (t) rec_wait(t, t0, asked, ret_pid, status);                                          \
+#define WAIT_HOOK(ret_pid, asked, call)              \
+    int mine_;                                       \
+    if (!status) status = &mine_;                    \
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC); \
+    uint64_t t0 = t ? lpr_ticks() : 0;               \
+    pid_t ret_pid = call;                            \
+    if (t) rec_wait(t, t0, asked, ret_pid, status);  \
     if (ret_pid > 0) lpr_child_reaped(ret_pid, *status)
 
 LP_EXPORT pid_t wait(int *status) {

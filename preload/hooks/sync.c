@@ -11,10 +11,13 @@
 
 #include "hook.h"
 
-#define REALS(X)                                                                                       \
+/* the list as it reads best, one group a line */
+// clang-format off
+#define REALS(X) \
     X(pthread_mutex_lock) X(pthread_mutex_trylock) X(pthread_rwlock_rdlock) X(pthread_rwlock_tryrdlock) \
-    X(pthread_rwlock_wrlock) X(pthread_rwlock_trywrlock) X(pthread_cond_wait) X(pthread_cond_timedwait)  \
+    X(pthread_rwlock_wrlock) X(pthread_rwlock_trywrlock) X(pthread_cond_wait) X(pthread_cond_timedwait) \
     X(pthread_cond_clockwait) X(sem_wait) X(sem_trywait) X(pthread_barrier_wait)
+// clang-format on
 REALS(LP_REAL_SLOT)
 
 static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, int r) {
@@ -24,21 +27,21 @@ static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, 
 
 /* A lock's slow half: try first; block (timed) only when the try says busy. `busy` is the try's
  * "would block". */
-#define LOCK_HOOK(CALL, lockfn, tryfn, T, busy)                                  \
-    __attribute__((noinline)) static int lockfn##_slow(T *obj) {                \
-        struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);                        \
-        if (!t) return LP_REAL(lockfn)(obj);                                    \
-        if (!LP_REAL(tryfn)) return LP_REAL(lockfn)(obj);                       \
-        int r = LP_REAL(tryfn)(obj);                                            \
-        if (r != (busy)) return r;                                              \
-        uint64_t t0 = lpr_ticks();                                              \
-        r = LP_REAL(lockfn)(obj);                                               \
-        rec(t, LP_CALL_##CALL, t0, obj, r);                                     \
-        return r;                                                               \
-    }                                                                           \
-    LP_EXPORT int lockfn(T *obj) {                                              \
-        LP_PASS_ARGS(LP_FAM_SYNC, lockfn, (obj));                               \
-        return lockfn##_slow(obj);                                              \
+#define LOCK_HOOK(CALL, lockfn, tryfn, T, busy)                  \
+    __attribute__((noinline)) static int lockfn##_slow(T *obj) { \
+        struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);         \
+        if (!t) return LP_REAL(lockfn)(obj);                     \
+        if (!LP_REAL(tryfn)) return LP_REAL(lockfn)(obj);        \
+        int r = LP_REAL(tryfn)(obj);                             \
+        if (r != (busy)) return r;                               \
+        uint64_t t0 = lpr_ticks();                               \
+        r = LP_REAL(lockfn)(obj);                                \
+        rec(t, LP_CALL_##CALL, t0, obj, r);                      \
+        return r;                                                \
+    }                                                            \
+    LP_EXPORT int lockfn(T *obj) {                               \
+        LP_PASS_ARGS(LP_FAM_SYNC, lockfn, (obj));                \
+        return lockfn##_slow(obj);                               \
     }
 LOCK_HOOK(MUTEX_LOCK, pthread_mutex_lock, pthread_mutex_trylock, pthread_mutex_t, EBUSY)
 LOCK_HOOK(RWLOCK_RD, pthread_rwlock_rdlock, pthread_rwlock_tryrdlock, pthread_rwlock_t, EBUSY)

@@ -59,7 +59,7 @@ LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     if (!t) return LP_REAL(pthread_create)(th, attr, fn, arg);
     uint64_t t0 = lpr_ticks();
     lpr_real_resolve_alloc();
-    struct start *s = LPR_REAL(malloc)(sizeof *s); /* libprof's own block: not through the hook */
+    struct start *s = LPR_REAL(malloc)(sizeof *s);             /* libprof's own block: not through the hook */
     if (!s) return LP_REAL(pthread_create)(th, attr, fn, arg); /* untraced rather than failed */
     uint64_t flow = __atomic_add_fetch(&next_flow, 1, __ATOMIC_RELAXED) | (uint64_t)lpr_pid << 32;
     *s = (struct start){fn, arg, t->tid ? t->tid : lpr_gettid(), flow};

@@ -13,9 +13,12 @@
 
 #include "hook.h"
 
-#define REALS(X)                                                                                         \
-    X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep) X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) \
-    X(epoll_pwait)
+/* the list as it reads best, one group a line */
+// clang-format off
+#define REALS(X) \
+    X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep) X(poll) X(ppoll) X(select) X(pselect) \
+    X(epoll_wait) X(epoll_pwait)
+// clang-format on
 REALS(LP_REAL_SLOT)
 
 static int64_t ts_ns(const struct timespec *ts) { return ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1; }
@@ -47,7 +50,8 @@ LP_HOOK(WAIT, SELECT, int, select, (int n, fd_set *rd, fd_set *wr, fd_set *ex, s
 LP_HOOK(WAIT, PSELECT, int, pselect,
         (int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo, const sigset_t *mask),
         (n, rd, wr, ex, tmo, mask), -1, int64_t ns = ts_ns(tmo), I(n), I(ns), I(r))
-LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_wait, (int ep, struct epoll_event *ev, int max, int timeout), (ep, ev, max, timeout),
-        -1, (void)0, I(ep), I(max), I(timeout), I(r))
-LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_pwait, (int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask),
-        (ep, ev, max, timeout, mask), -1, (void)0, I(ep), I(max), I(timeout), I(r))
+LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_wait, (int ep, struct epoll_event *ev, int max, int timeout),
+        (ep, ev, max, timeout), -1, (void)0, I(ep), I(max), I(timeout), I(r))
+LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_pwait,
+        (int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask), (ep, ev, max, timeout, mask), -1,
+        (void)0, I(ep), I(max), I(timeout), I(r))

@@ -195,8 +195,10 @@ int run_memusage(struct memusage *m, const char *const *env, const char *const *
         *d++ = *s++;
     }
     *d = '\0';
-    struct { const char *name; long long *slot; } rows[] = {
-        {"malloc|", &m->malloc}, {"realloc|", &m->realloc}, {"calloc|", &m->calloc}, {"free|", &m->free}};
+    struct {
+        const char *name;
+        long long *slot;
+    } rows[] = {{"malloc|", &m->malloc}, {"realloc|", &m->realloc}, {"calloc|", &m->calloc}, {"free|", &m->free}};
     for (size_t i = 0; i < 4; i++) {
         const char *p = strstr(r.err, rows[i].name);
         if (p) *rows[i].slot = atoll(p + strlen(rows[i].name));
@@ -215,8 +217,10 @@ cJSON *check_trace_py(const char *path, char **err) {
         return NULL;
     }
     cJSON *j = NULL;
-    if (r.status != 0) *err = strdup(r.err ? r.err : "check_trace.py failed");
-    else if (!(j = cJSON_Parse(r.out))) *err = strdup("check_trace.py printed no JSON");
+    if (r.status != 0)
+        *err = strdup(r.err ? r.err : "check_trace.py failed");
+    else if (!(j = cJSON_Parse(r.out)))
+        *err = strdup("check_trace.py printed no JSON");
     run_free(&r);
     return j;
 }

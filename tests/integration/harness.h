@@ -20,11 +20,11 @@ struct run {
 int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv);
 void run_free(struct run *r);
 
-char *make_tmpdir(void);                 /* fresh directory under /tmp (caller frees the string) */
+char *make_tmpdir(void); /* fresh directory under /tmp (caller frees the string) */
 char *read_file(const char *path, size_t *len);
-cJSON *load_json(const char *path);      /* parsed with cJSON, NULL if invalid */
-int python_json_ok(const char *path);    /* 1 if Python's json module loads the file strictly */
-cJSON *libprof_meta(cJSON *trace);       /* trace.metadata.libprof */
+cJSON *load_json(const char *path);   /* parsed with cJSON, NULL if invalid */
+int python_json_ok(const char *path); /* 1 if Python's json module loads the file strictly */
+cJSON *libprof_meta(cJSON *trace);    /* trace.metadata.libprof */
 long long meta_fn(cJSON *meta, const char *fn, const char *field); /* functions.fn.field, -1 if absent */
 long long meta_num(cJSON *meta, const char *field);
 int count_lines_with(const char *text, const char *needle);
@@ -37,7 +37,9 @@ cJSON *check_trace_py(const char *path, char **err);
 char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* memusage's counts for a program run: calls per function. Returns 0 or -1. */
-struct memusage { long long malloc, realloc, calloc, free; };
+struct memusage {
+    long long malloc, realloc, calloc, free;
+};
 int run_memusage(struct memusage *m, const char *const *env, const char *const *argv, char **out);
 
 #endif

@@ -49,9 +49,11 @@ Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
     cJSON *j = load_json(path);
     cr_assert_not_null(j, "cJSON cannot parse the trace");
     cJSON *m = libprof_meta(j);
-    struct { const char *fn; long long n; } want[] = {
-        {"malloc", 105}, {"calloc", 6}, {"realloc", 5}, {"reallocarray", 1}, {"free", 118},
-        {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1}, {"pvalloc", 1}};
+    struct {
+        const char *fn;
+        long long n;
+    } want[] = {{"malloc", 105},       {"calloc", 6},        {"realloc", 5},  {"reallocarray", 1}, {"free", 118},
+                {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1},       {"pvalloc", 1}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "%s: %lld calls, want %lld", want[i].fn,
                      meta_fn(m, want[i].fn, "count"), want[i].n);
@@ -72,8 +74,10 @@ Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
         const char *ph = cJSON_GetObjectItem(ev, "ph")->valuestring;
         const char *name = cJSON_GetObjectItem(ev, "name")->valuestring;
         cJSON *args = cJSON_GetObjectItem(ev, "args");
-        if (!strcmp(ph, "i") && !strcmp(name, "malloc") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576) big_malloc++;
-        if (!strcmp(ph, "i") && !strcmp(name, "free") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576) big_free++;
+        if (!strcmp(ph, "i") && !strcmp(name, "malloc") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576)
+            big_malloc++;
+        if (!strcmp(ph, "i") && !strcmp(name, "free") && cJSON_GetObjectItem(args, "size")->valuedouble == 1048576)
+            big_free++;
         if (!strcmp(ph, "C") && !strcmp(name, "heap")) {
             double v = cJSON_GetObjectItem(args, "bytes")->valuedouble;
             if (v > counter_max) counter_max = v;
@@ -113,8 +117,10 @@ Test(alloc, alloc_min_zero_gives_every_allocation, .init = setup) {
     cJSON *ev;
     cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
         if (strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "i")) continue;
-        if (!strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "free")) frees++;
-        else allocs++;
+        if (!strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, "free"))
+            frees++;
+        else
+            allocs++;
     }
     /* 121 allocating calls return a block (one malloc fails, realloc(q,0) returns NULL); 115 frees of
      * live blocks (3 of the 118 are free(NULL)) */
@@ -289,8 +295,9 @@ Test(alloc, off_is_pass_through, .init = setup) {
 
 Test(alloc, bad_values_warn_once_and_keep_defaults, .init = setup) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
-    const char *env[] = {out, "LIBPROF_BUFFER_KB=lots", "LIBPROF_ALLOC_MIN=-5", "LIBPROF_EVENTS=alloc,bogus",
-                         "LIBPROF_VERBOSE=maybe", NULL};
+    const char *env[] = {
+        out, "LIBPROF_BUFFER_KB=lots", "LIBPROF_ALLOC_MIN=-5", "LIBPROF_EVENTS=alloc,bogus", "LIBPROF_VERBOSE=maybe",
+        NULL};
     struct run r;
     run_allocs(&r, env);
     cr_assert_eq(r.status, 7);
@@ -398,14 +405,17 @@ Test(alloc, exit_status_reaches_the_trace, .init = setup) {
 /* Exactly the functions preload/libprof.map names (its libprof_* pattern being the eight API
  * functions), nothing else of libprof's leaks into the program's namespace. */
 Test(alloc, exported_symbols_are_only_the_interface) {
-    const char *argv[] = {"sh", "-c", "nm -D --defined-only " PRELOAD " | awk '{print $3}' | sort | tr '\\n' ' '", NULL};
+    const char *argv[] = {"sh", "-c", "nm -D --defined-only " PRELOAD " | awk '{print $3}' | sort | tr '\\n' ' '",
+                          NULL};
     struct run r;
     run_prog(&r, NULL, NULL, argv);
     cr_assert_eq(r.status, 0);
-    const char *want_cmd[] = {"sh", "-c",
+    const char *want_cmd[] = {
+        "sh", "-c",
         "{ sed -n '/global:/,/local:/p' preload/libprof.map | grep -v ':' | sed 's|/\\*.*||' | tr ' ;' '\\n\\n' "
         "| grep -v '^$' | grep -v '\\*'; printf '%s\\n' libprof_counter libprof_mark libprof_range_pop "
-        "libprof_range_push libprof_reset libprof_start libprof_stop libprof_thread_name; } | sort | tr '\\n' ' '", NULL};
+        "libprof_range_push libprof_reset libprof_start libprof_stop libprof_thread_name; } | sort | tr '\\n' ' '",
+        NULL};
     struct run w;
     run_prog(&w, NULL, NULL, want_cmd);
     cr_assert_eq(w.status, 0);
@@ -450,8 +460,9 @@ Test(alloc, alloc_timing_fills_the_duration_columns, .init = setup) {
     char *row = strstr(t, "\nmalloc,alloc,105,");
     cr_assert_not_null(row, "%s", t);
     unsigned long long total, mean, mn, p50, p90, p99, mx, bytes;
-    cr_assert_eq(sscanf(row, "\nmalloc,alloc,105,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &total, &mean, &mn, &p50, &p90,
-                        &p99, &mx, &bytes), 8, "%s", row);
+    cr_assert_eq(sscanf(row, "\nmalloc,alloc,105,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &total, &mean, &mn, &p50,
+                        &p90, &p99, &mx, &bytes),
+                 8, "%s", row);
     cr_expect(mn <= p50 && p50 <= p90 && p90 <= p99 && p99 <= mx, "%s", row);
     cr_expect_gt(total, 0);
     cr_expect_eq(bytes, 1058745);
@@ -501,7 +512,8 @@ Test(alloc, hostile_strings_keep_the_json_strict, .init = setup) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
     /* arguments with quotes, backslashes, control characters and invalid UTF-8 end up in
      * process_name and metadata.command */
-    const char *argv[] = {PROG("allocs"), "say \"hi\"", "back\\slash", "tab\tnl\nbell\a", "bad\xff\xc0utf8", "\xe2\x82", NULL};
+    const char *argv[] = {PROG("allocs"),    "say \"hi\"", "back\\slash", "tab\tnl\nbell\a",
+                          "bad\xff\xc0utf8", "\xe2\x82",   NULL};
     const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
     struct run r;
     run_prog(&r, dir, env, argv);
@@ -511,7 +523,8 @@ Test(alloc, hostile_strings_keep_the_json_strict, .init = setup) {
     cJSON *j = load_json(path);
     cr_assert_not_null(j);
     const char *cmd = cJSON_GetObjectItem(libprof_meta(j), "command")->valuestring;
-    cr_expect_not_null(strstr(cmd, "say \"hi\" back\\slash tab\tnl\nbell\a bad\xef\xbf\xbd\xef\xbf\xbdutf8"), "%s", cmd);
+    cr_expect_not_null(strstr(cmd, "say \"hi\" back\\slash tab\tnl\nbell\a bad\xef\xbf\xbd\xef\xbf\xbdutf8"), "%s",
+                       cmd);
     cJSON_Delete(j);
     run_free(&r);
 }
@@ -520,11 +533,13 @@ Test(alloc, no_children_profiles_only_the_first_process, .init = setup) {
     /* python3 runs `threads` as a child: with --no-children only python3 writes a trace, and the
      * child's environment holds neither LIBPROF* nor libprof in LD_PRELOAD (jemalloc stays) */
     char *out = strfmt("%s/%%e.%%p.json", dir);
-    const char *script = "import os, subprocess, sys\n"
-                         "subprocess.run([sys.argv[1], '2', '10'])\n"
-                         "print(sorted(k for k in os.environ if k.startswith('LIBPROF')), os.environ.get('LD_PRELOAD'))\n";
-    const char *argv[] = {LP_BUILD_DIR "/libprof", "-q", "--no-children", "-o", out, "--", "/usr/bin/python3", "-c",
-                          script, PROG("threads"), NULL};
+    const char *script =
+        "import os, subprocess, sys\n"
+        "subprocess.run([sys.argv[1], '2', '10'])\n"
+        "print(sorted(k for k in os.environ if k.startswith('LIBPROF')), os.environ.get('LD_PRELOAD'))\n";
+    const char *argv[] = {
+        LP_BUILD_DIR "/libprof", "-q", "--no-children", "-o", out, "--", "/usr/bin/python3", "-c", script,
+        PROG("threads"),         NULL};
     const char *env[] = {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL};
     struct run r;
     run_prog(&r, dir, access("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", R_OK) == 0 ? env : NULL, argv);

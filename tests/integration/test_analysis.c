@@ -28,8 +28,8 @@ static void report(struct run *r, const char *const *args) {
 
 Test(analysis, golden_tables_iterations_tax_whatif) {
     struct run r;
-    report(&r, (const char *[]){"tests/golden/small.json", "--iterations", "^inference$", "--skip", "1", "--what-if", "conv=2",
-                                "--units", "us", NULL});
+    report(&r, (const char *[]){"tests/golden/small.json", "--iterations", "^inference$", "--skip", "1", "--what-if",
+                                "conv=2", "--units", "us", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *want = read_file(LP_SOURCE_DIR "/tests/golden/small.txt", NULL);
     cr_assert_not_null(want);
@@ -43,7 +43,8 @@ Test(analysis, golden_tables_iterations_tax_whatif) {
 
 Test(analysis, golden_diff_by_impact) {
     struct run r;
-    report(&r, (const char *[]){"tests/golden/small.json", "--diff", "tests/golden/small-base.json", "--units", "us", NULL});
+    report(&r, (const char *[]){"tests/golden/small.json", "--diff", "tests/golden/small-base.json", "--units", "us",
+                                NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *want = read_file(LP_SOURCE_DIR "/tests/golden/small-diff.txt", NULL);
     cr_assert_not_null(want);
@@ -53,8 +54,8 @@ Test(analysis, golden_diff_by_impact) {
 
 Test(analysis, sort_filter_top_units) {
     struct run r;
-    report(&r, (const char *[]){"tests/golden/small.json", "--sort", "count", "--filter", "^(conv|relu|load)$", "--top", "2",
-                                "--units", "ns", NULL});
+    report(&r, (const char *[]){"tests/golden/small.json", "--sort", "count", "--filter", "^(conv|relu|load)$", "--top",
+                                "2", "--units", "ns", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     /* the name column is as wide as the names shown */
     cr_expect_not_null(strstr(r.out, "\nconv         3     120000     120000      40000"), "%s", r.out);
@@ -116,11 +117,13 @@ Test(analysis, uftrace_trace, .init = setup) {
     cr_assert_not_null(f);
     fputs("#include <stdio.h>\n"
           "__attribute__((noinline)) static int leaf(int i) { return i * 2; }\n"
-          "__attribute__((noinline)) static int mid(int i) { int s = 0; for (int k = 0; k < 3; k++) s += leaf(i + k); return s; }\n"
+          "__attribute__((noinline)) static int mid(int i) { int s = 0; for (int k = 0; k < 3; k++) s += leaf(i + k); "
+          "return s; }\n"
           "int main(void) { int t = 0; for (int i = 0; i < 5; i++) t += mid(i); printf(\"%d\\n\", t); return 0; }\n",
           f);
     fclose(f);
-    char *cmd = strfmt("gcc -pg -O0 -o %s %s && cd %s && uftrace record -d data %s >/dev/null && uftrace dump -d data --chrome > u.json",
+    char *cmd = strfmt("gcc -pg -O0 -o %s %s && cd %s && uftrace record -d data %s >/dev/null && uftrace dump -d data "
+                       "--chrome > u.json",
                        bin, src, dir, bin);
     struct run b;
     run_prog(&b, NULL, NULL, (const char *[]){"sh", "-c", cmd, NULL});
@@ -140,14 +143,15 @@ Test(analysis, uftrace_trace, .init = setup) {
 Test(analysis, raw_trace_report_and_events_csv, .init = setup) {
     struct run p;
     char *out = strfmt("LIBPROF_OUTPUT=%s/c.lpt", dir);
-    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, (const char *[]){PROG("calls"), dir, PROG("libplugin.so"), NULL});
+    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL},
+             (const char *[]){PROG("calls"), dir, PROG("libplugin.so"), NULL});
     cr_assert_eq(p.status, 0, "%s", p.err);
     struct run r;
     char *lpt = strfmt("%s/c.lpt", dir), *csv = strfmt("%s/ev.csv", dir);
     report(&r, (const char *[]){lpt, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect_not_null(strstr(r.out, "heap peak"), "%s", r.out);          /* the memory tables */
-    cr_expect_not_null(strstr(r.out, "/data.bin"), "%s", r.out);           /* I/O per file */
+    cr_expect_not_null(strstr(r.out, "heap peak"), "%s", r.out);             /* the memory tables */
+    cr_expect_not_null(strstr(r.out, "/data.bin"), "%s", r.out);             /* I/O per file */
     cr_expect_not_null(strstr(r.out, "\npthread_mutex_lock "), "%s", r.out); /* the slice table */
     cr_expect_not_null(strstr(r.out, "per thread:"), "%s", r.out);
     run_free(&r);
@@ -172,7 +176,8 @@ Test(analysis, raw_trace_report_and_events_csv, .init = setup) {
 Test(analysis, merge_processes_of_one_run, .init = setup) {
     struct run p;
     char *out = strfmt("LIBPROF_OUTPUT=%s/f.json", dir);
-    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, (const char *[]){PROG("calls"), dir, PROG("libplugin.so"), NULL});
+    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL},
+             (const char *[]){PROG("calls"), dir, PROG("libplugin.so"), NULL});
     cr_assert_eq(p.status, 0);
     int n = 0;
     char **kids = child_traces(dir, "f", &n);
@@ -204,7 +209,8 @@ Test(analysis, html_renders_in_a_real_browser, .init = setup) {
     if (!chromium) cr_skip_test("chromium is not installed");
     struct run p;
     char *out = strfmt("LIBPROF_OUTPUT=%s/s.lpt", dir);
-    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, (const char *[]){PROG("annotated"), NULL});
+    run_prog(&p, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL},
+             (const char *[]){PROG("annotated"), NULL});
     cr_assert_eq(p.status, 0, "%s", p.err);
     char *html = strfmt("%s/r.html", dir), *png = strfmt("%s/shot.png", dir);
     struct run r;
@@ -223,8 +229,8 @@ Test(analysis, html_renders_in_a_real_browser, .init = setup) {
     char *url = strfmt("file://%s", html), *shot = strfmt("--screenshot=%s", png);
     struct run b;
     run_prog(&b, dir, (const char *[]){"HOME=/tmp", NULL},
-             (const char *[]){chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1100,1600",
-                              shot, url, NULL});
+             (const char *[]){chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                              "--window-size=1100,1600", shot, url, NULL});
     cr_assert_eq(b.status, 0, "chromium: %s", b.err);
     /* the screenshot is a real image with ink on it: decoded by Python (zlib), some pixels dark */
     const char *py = "import sys,zlib,struct\n"
@@ -270,7 +276,8 @@ Test(analysis, bad_input_is_a_clear_error, .init = setup) {
     report(&r, (const char *[]){"tests/golden/small.json", "--diff", "/nonexistent.json", NULL});
     cr_expect_eq(r.status, 1);
     run_free(&r);
-    report(&r, (const char *[]){"tests/golden/small.json", "tests/golden/small-base.json", "--html", "/tmp/x.html", NULL});
+    report(&r,
+           (const char *[]){"tests/golden/small.json", "tests/golden/small-base.json", "--html", "/tmp/x.html", NULL});
     cr_expect_eq(r.status, 2);
     cr_expect_not_null(strstr(r.err, "--merge"), "%s", r.err);
     run_free(&r);

@@ -117,9 +117,10 @@ Test(annot, family_can_be_switched_off) {
  * program compiled against the installed header, run through the installed command, is traced. */
 Test(annot, installed_files_work_together) {
     char *root = make_tmpdir();
-    char *cmd = strfmt("make -s -C %s install BUILD=%s PREFIX=/usr DESTDIR=%s >/dev/null && "
-                       "PKG_CONFIG_SYSROOT_DIR=%s PKG_CONFIG_PATH=%s/usr/lib/pkgconfig pkg-config --cflags --libs libprof",
-                       LP_SOURCE_DIR, LP_BUILD_DIR, root, root, root);
+    char *cmd =
+        strfmt("make -s -C %s install BUILD=%s PREFIX=/usr DESTDIR=%s >/dev/null && "
+               "PKG_CONFIG_SYSROOT_DIR=%s PKG_CONFIG_PATH=%s/usr/lib/pkgconfig pkg-config --cflags --libs libprof",
+               LP_SOURCE_DIR, LP_BUILD_DIR, root, root, root);
     const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
     struct run r;
     run_prog(&r, NULL, NULL, argv);
@@ -128,8 +129,13 @@ Test(annot, installed_files_work_together) {
     flags[strcspn(flags, "\n")] = '\0';
     cr_expect_not_null(strstr(flags, "/usr/include"), "%s", flags);
     run_free(&r);
-    const char *files[] = {"/usr/lib/libprof.so", "/usr/bin/libprof", "/usr/bin/libprof-report", "/usr/include/libprof.h",
-                           "/usr/include/libprof/format.h", "/usr/share/man/man1/libprof.1", NULL};
+    const char *files[] = {"/usr/lib/libprof.so",
+                           "/usr/bin/libprof",
+                           "/usr/bin/libprof-report",
+                           "/usr/include/libprof.h",
+                           "/usr/include/libprof/format.h",
+                           "/usr/share/man/man1/libprof.1",
+                           NULL};
     for (int i = 0; files[i]; i++) cr_expect_eq(access(strfmt("%s%s", root, files[i]), R_OK), 0, "%s", files[i]);
     char *build = strfmt("cc %s -o %s/annotated %s/tests/progs/annotated.c -lpthread && "
                          "LIBPROF_SO=%s/usr/lib/libprof.so %s/usr/bin/libprof -q -o %s/t.json -- %s/annotated",

@@ -357,7 +357,8 @@ Test(calls, pytorch_conv_linear, .init = setup, .timeout = 300) {
     cr_expect_gt(num(cJSON_GetObjectItem(m, "calls"), "dlopen", "count"), 5);
     if (conv == 3) {
         cJSON *cv = slice(j, "convolution", 0);
-        cr_expect_not_null(strstr(sarg(cv, "shape"), "src 4x3x32x32 wei 8x3x3x3 dst 4x8x30x30"), "%s", sarg(cv, "shape"));
+        cr_expect_not_null(strstr(sarg(cv, "shape"), "src 4x3x32x32 wei 8x3x3x3 dst 4x8x30x30"), "%s",
+                           sarg(cv, "shape"));
     }
     cJSON_Delete(s);
     cJSON_Delete(j);

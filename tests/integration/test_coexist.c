@@ -147,18 +147,17 @@ Test(coexist, node_fork_keeps_the_childs_trace) {
  * close_fds and pass_fds. */
 Test(coexist, descriptors_look_the_same_to_the_program) {
     char *dir = make_tmpdir();
-    const char *script =
-        "import os, subprocess, sys\n"
-        "scan = 'import os\\nfds=[]\\nfor fd in range(os.sysconf(\"SC_OPEN_MAX\")):\\n'"
-        " ' try: os.fstat(fd); fds.append(fd)\\n except OSError: pass\\nprint(fds)\\n'\n"
-        "print('own', sorted(int(x) for x in os.listdir('/proc/self/fd'))[:-1])\n"
-        "keep = [os.open(os.devnull, os.O_RDWR) for _ in range(2)]\n"
-        "r, w = os.pipe()\n"
-        "p = subprocess.Popen([sys.executable, '-c', scan], stdin=keep[0], stdout=w, stderr=keep[1],\n"
-        "                     close_fds=True, pass_fds=keep)\n"
-        "os.close(w)\n"
-        "print('child', os.read(r, 4096).decode().strip(), 'pass', keep)\n"
-        "p.wait()\n";
+    const char *script = "import os, subprocess, sys\n"
+                         "scan = 'import os\\nfds=[]\\nfor fd in range(os.sysconf(\"SC_OPEN_MAX\")):\\n'"
+                         " ' try: os.fstat(fd); fds.append(fd)\\n except OSError: pass\\nprint(fds)\\n'\n"
+                         "print('own', sorted(int(x) for x in os.listdir('/proc/self/fd'))[:-1])\n"
+                         "keep = [os.open(os.devnull, os.O_RDWR) for _ in range(2)]\n"
+                         "r, w = os.pipe()\n"
+                         "p = subprocess.Popen([sys.executable, '-c', scan], stdin=keep[0], stdout=w, stderr=keep[1],\n"
+                         "                     close_fds=True, pass_fds=keep)\n"
+                         "os.close(w)\n"
+                         "print('child', os.read(r, 4096).decode().strip(), 'pass', keep)\n"
+                         "p.wait()\n";
     const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
     char *out = strfmt("LIBPROF_OUTPUT=%s/t/%%e_%%p.json", dir);
     const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
@@ -272,12 +271,32 @@ Test(coexist, chromium_with_stacks_prints_the_same_dom, .timeout = 300) {
     fclose(f);
     char *page = strfmt("file://%s/p.html", dir), *ud1 = strfmt("--user-data-dir=%s/ud1", dir),
          *ud2 = strfmt("--user-data-dir=%s/ud2", dir);
-    const char *argv1[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                           "--disable-sync", ud1, "--dump-dom", page, NULL};
-    const char *argv2[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                           "--disable-sync", ud2, "--dump-dom", page, NULL};
+    const char *argv1[] = {"/usr/bin/chromium",
+                           "--headless",
+                           "--no-sandbox",
+                           "--disable-gpu",
+                           "--disable-quic",
+                           "--no-first-run",
+                           "--disable-background-networking",
+                           "--disable-component-update",
+                           "--disable-sync",
+                           ud1,
+                           "--dump-dom",
+                           page,
+                           NULL};
+    const char *argv2[] = {"/usr/bin/chromium",
+                           "--headless",
+                           "--no-sandbox",
+                           "--disable-gpu",
+                           "--disable-quic",
+                           "--no-first-run",
+                           "--disable-background-networking",
+                           "--disable-component-update",
+                           "--disable-sync",
+                           ud2,
+                           "--dump-dom",
+                           page,
+                           NULL};
     char *out = strfmt("LIBPROF_OUTPUT=%s/t/%%e_%%p.json", dir);
     const char *env[] = {"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL};
     struct run a, b;
@@ -304,9 +323,10 @@ Test(coexist, merge_of_eighty_traces) {
     run_prog(&r, dir, env, argv);
     cr_assert_eq(r.status, 0);
     run_free(&r);
-    char *cmd = strfmt("cd %s/t && ls *.json | wc -l | tr -d '\\n' > ../n && %s --merge *.json --chrome ../all.json --summary "
-                       "> ../report.txt 2>../err.txt",
-                       dir, REPORT);
+    char *cmd =
+        strfmt("cd %s/t && ls *.json | wc -l | tr -d '\\n' > ../n && %s --merge *.json --chrome ../all.json --summary "
+               "> ../report.txt 2>../err.txt",
+               dir, REPORT);
     cr_assert_eq(system(cmd), 0, "%s", read_file(strfmt("%s/err.txt", dir), NULL));
     int n = atoi(read_file(strfmt("%s/n", dir), NULL));
     cr_expect_geq(n, 80);
@@ -330,7 +350,8 @@ Test(coexist, giving_up_root_keeps_the_trace) {
         chmod(tdir, writable ? 01777 : 0755);
         chmod(dir, 0755);
         const char *script = "import subprocess\n"
-                             "print(subprocess.run(['/usr/bin/id', '-u'], user=65534, stdout=subprocess.PIPE).stdout.decode().strip())\n";
+                             "print(subprocess.run(['/usr/bin/id', '-u'], user=65534, "
+                             "stdout=subprocess.PIPE).stdout.decode().strip())\n";
         const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
         char *out = strfmt("LIBPROF_OUTPUT=%s/%%e_%%p.json", tdir);
         const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};

@@ -12,7 +12,7 @@
 TestSuite(control, .timeout = 60);
 
 struct phases {
-    int a, b, c;       /* malloc instants of 1001, 1002, 1003 bytes */
+    int a, b, c; /* malloc instants of 1001, 1002, 1003 bytes */
     int paused, resumed, reset;
     cJSON *meta;
     cJSON *trace;
@@ -121,7 +121,8 @@ Test(control, the_programs_own_signal_handler_keeps_working) {
     const char *sh[] = {"/bin/sh", "-c", cmd, NULL};
     run_prog(&r, dir, env, sh);
     cr_expect_eq(r.status, 0);
-    cr_expect_eq(count_lines_with(r.err, "libprof: LIBPROF_SIGNAL: the program already handles signal"), 1, "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof: LIBPROF_SIGNAL: the program already handles signal"), 1, "%s",
+                 r.err);
     run_free(&r);
     run_free(&bare);
 }

@@ -17,7 +17,8 @@ TestSuite(house, .timeout = 120);
  * against an export would be libprof calling (or taking the address of) its own hook. */
 Test(house, no_relocation_names_an_export_of_libprof) {
     const char *argv[] = {"/bin/sh", "-c",
-                          "nm -D --defined-only " PRELOAD " | awk '{print $3}' | sed 's/@.*//' | sort -u > /tmp/lp-exp.$$; "
+                          "nm -D --defined-only " PRELOAD
+                          " | awk '{print $3}' | sed 's/@.*//' | sort -u > /tmp/lp-exp.$$; "
                           "readelf -rW " PRELOAD " | awk 'NR > 3 && $5 ~ /^[A-Za-z_]/ {print $5}' | sed 's/@.*//' | "
                           "sort -u | comm -12 - /tmp/lp-exp.$$; wc -l < /tmp/lp-exp.$$ >&2; rm -f /tmp/lp-exp.$$",
                           NULL};

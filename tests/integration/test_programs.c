@@ -44,7 +44,8 @@ static void compare_with_memusage(const char *const *argv, const char *const *en
     long long got_realloc = meta_fn(m, "realloc", "count");
     cr_expect_eq(meta_fn(m, "malloc", "count"), mu.malloc, "malloc: libprof %lld, memusage %lld",
                  meta_fn(m, "malloc", "count"), mu.malloc);
-    cr_expect_eq(got_calloc < 0 ? 0 : got_calloc, mu.calloc, "calloc: libprof %lld, memusage %lld", got_calloc, mu.calloc);
+    cr_expect_eq(got_calloc < 0 ? 0 : got_calloc, mu.calloc, "calloc: libprof %lld, memusage %lld", got_calloc,
+                 mu.calloc);
     cr_expect_eq(got_realloc < 0 ? 0 : got_realloc, mu.realloc, "realloc: libprof %lld, memusage %lld", got_realloc,
                  mu.realloc);
     cr_expect_eq(meta_fn(m, "free", "count"), mu.free, "free: libprof %lld, memusage %lld", meta_fn(m, "free", "count"),
@@ -77,9 +78,9 @@ Test(programs, sqlite3_on_a_file_database) {
 }
 
 Test(programs, python3_counts_equal_memusage) {
-    const char *argv[] = {"/usr/bin/python3", "-c",
-                          "import json; d=[{'a':i,'b':str(i)} for i in range(20000)]; print(len(json.loads(json.dumps(d))))",
-                          NULL};
+    const char *argv[] = {
+        "/usr/bin/python3", "-c",
+        "import json; d=[{'a':i,'b':str(i)} for i in range(20000)]; print(len(json.loads(json.dumps(d))))", NULL};
     const char *env[] = {"PYTHONHASHSEED=0", NULL};
     compare_with_memusage(argv, env);
 }

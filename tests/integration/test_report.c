@@ -56,12 +56,14 @@ Test(report, summary_of_a_raw_trace) {
 
 Test(report, bad_inputs_fail_cleanly) {
     char *dir = make_tmpdir();
-    char *missing = strfmt("%s/none.lpt", dir), *empty = strfmt("%s/empty.lpt", dir), *junk = strfmt("%s/junk.lpt", dir);
+    char *missing = strfmt("%s/none.lpt", dir), *empty = strfmt("%s/empty.lpt", dir),
+         *junk = strfmt("%s/junk.lpt", dir);
     close(open(empty, O_CREAT | O_WRONLY, 0644));
     FILE *f = fopen(junk, "w");
     for (int i = 0; i < 5000; i++) fputc((i * 7919) & 0xff, f);
     fclose(f);
-    const char *cases[][2] = {{missing, "No such file"}, {empty, "empty file"}, {junk, "bad magic"}, {dir, "not a regular file"}};
+    const char *cases[][2] = {
+        {missing, "No such file"}, {empty, "empty file"}, {junk, "bad magic"}, {dir, "not a regular file"}};
     for (size_t i = 0; i < 4; i++) {
         struct run r = report((const char *[]){cases[i][0], NULL});
         cr_expect_eq(r.status, 1, "%s: status %d", cases[i][0], r.status);
@@ -133,7 +135,8 @@ Test(report, summarises_chrome_json_traces) {
           "{\"ph\":\"E\",\"ts\":2.5,\"pid\":1,\"tid\":\"stream 7\"},"
           "{\"ph\":\"E\",\"ts\":4,\"pid\":1,\"tid\":\"stream 7\"},"
           "{\"ph\":\"X\",\"name\":\"step\",\"ts\":10,\"dur\":1},"
-          "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":11}]", f);
+          "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":11}]",
+          f);
     fclose(f);
     r = report((const char *[]){be, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);

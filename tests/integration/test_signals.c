@@ -90,7 +90,8 @@ Test(signals, handlers_are_invisible) {
     run_free(&r);
     /* Python installs its KeyboardInterrupt handler only over SIG_DFL */
     const char *py[] = {"/usr/bin/python3", "-c",
-                        "import signal; print(signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGSEGV))", NULL};
+                        "import signal; print(signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGSEGV))",
+                        NULL};
     struct run bare;
     run_prog(&bare, dir, NULL, py);
     run_prog(&r, dir, env, py);
@@ -105,7 +106,8 @@ Test(signals, handlers_are_invisible) {
 Test(signals, sigkill_leaves_a_decodable_spool) {
     char *dir = make_tmpdir();
     char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/t.json LIBPROF_BUFFER_KB=4 %s forever & "
-                       "sleep 0.5; kill -9 $!; wait $!; echo killed $?", PRELOAD, dir, PROG("stress"));
+                       "sleep 0.5; kill -9 $!; wait $!; echo killed $?",
+                       PRELOAD, dir, PROG("stress"));
     const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
     struct run r;
     run_prog(&r, dir, NULL, argv);

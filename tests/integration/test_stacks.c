@@ -57,7 +57,9 @@ Test(stacks, sites_exact, .init = setup) {
     const char *argv[] = {PROG("sites"), NULL};
     run_prog(&bare, dir, NULL, argv);
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir), *csv = strfmt("LIBPROF_CSV=%s/t.csv", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL}, argv);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL},
+             argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "ok\n");
     cr_assert_str_eq(r.out, bare.out);
@@ -72,7 +74,10 @@ Test(stacks, sites_exact, .init = setup) {
     cr_expect_geq(num(st, "unique"), 7);
     cr_expect_eq(num(st, "allocations_without_stack"), 0);
     cr_expect_eq(num(st, "table_full_drops"), 0);
-    struct { const char *f0, *f1; long long calls, bytes, leaked, blocks, peak; } want[] = {
+    struct {
+        const char *f0, *f1;
+        long long calls, bytes, leaked, blocks, peak;
+    } want[] = {
         {"site_a", "main", 1000, 1000000, 0, 0, 0},
         {"site_b", "main", 10, 50000, 50000, 10, 50000},
         {"site_c", "c1", 300, 19200, 0, 0, 0},
@@ -98,7 +103,8 @@ Test(stacks, sites_exact, .init = setup) {
     cr_assert_not_null(lib);
     cr_expect_str_eq(cJSON_GetObjectItem(lib, "library")->valuestring, "sites");
     cJSON *fns = cJSON_GetObjectItem(m, "functions");
-    long long total = num(cJSON_GetObjectItem(fns, "malloc"), "bytes") + num(cJSON_GetObjectItem(fns, "calloc"), "bytes") +
+    long long total = num(cJSON_GetObjectItem(fns, "malloc"), "bytes") +
+                      num(cJSON_GetObjectItem(fns, "calloc"), "bytes") +
                       num(cJSON_GetObjectItem(fns, "realloc"), "bytes");
     cr_expect_eq(num(lib, "bytes"), total);
     cr_expect_eq(num(lib, "leaked_bytes"), num(m, "leaked_bytes"));
@@ -107,7 +113,8 @@ Test(stacks, sites_exact, .init = setup) {
     /* flame graphs beside the trace: folded (allocated, leaked) and speedscope */
     int lines;
     char *first;
-    char *fa = read_file(strfmt("%s/t.alloc.folded", dir), NULL), *fl = read_file(strfmt("%s/t.leaks.folded", dir), NULL);
+    char *fa = read_file(strfmt("%s/t.alloc.folded", dir), NULL),
+         *fl = read_file(strfmt("%s/t.leaks.folded", dir), NULL);
     cr_assert(fa && fl);
     cr_expect_eq(folded_total(fa, &lines, &first), total);
     cr_expect_not_null(strchr(first, ';'), "first line is a single frame: %s", first);
@@ -142,7 +149,8 @@ Test(stacks, sites_exact, .init = setup) {
         long long sum = 0;
         cJSON_ArrayForEach(w, cJSON_GetObjectItem(p, "weights")) sum += (long long)w->valuedouble;
         cr_expect_eq(sum, k == 0 ? total : num(m, "leaked_bytes"));
-        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "samples")), cJSON_GetArraySize(cJSON_GetObjectItem(p, "weights")));
+        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "samples")),
+                     cJSON_GetArraySize(cJSON_GetObjectItem(p, "weights")));
     }
     /* CSV rows */
     char *c = read_file(strfmt("%s/t.csv", dir), NULL);
@@ -160,7 +168,8 @@ Test(stacks, report_folded_from_raw, .init = setup) {
     struct run r, rep;
     const char *argv[] = {PROG("sites"), NULL};
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.lpt", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=8", "LIBPROF_FLAMEGRAPH=1", NULL}, argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=8", "LIBPROF_FLAMEGRAPH=1", NULL},
+             argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *f2 = strfmt("%s/again.folded", dir);
     const char *rargv[] = {REPORT, strfmt("%s/t.lpt", dir), "--folded", f2, "--summary", NULL};
@@ -204,7 +213,8 @@ static double heaptrack_value(const char *text, const char *label) {
 
 static void heaptrack_run(const char *prog, double *peak, double *leaked) {
     char *cmd = strfmt("cd %s && heaptrack -o %s/ht %s >/dev/null 2>&1 && heaptrack_print %s/ht.zst 2>/dev/null || "
-                       "heaptrack_print %s/ht.gz 2>/dev/null", dir, dir, prog, dir, dir);
+                       "heaptrack_print %s/ht.gz 2>/dev/null",
+                       dir, dir, prog, dir, dir);
     const char *argv[] = {"sh", "-c", cmd, NULL};
     struct run r;
     run_prog(&r, NULL, NULL, argv);
@@ -220,7 +230,8 @@ static void heaptrack_run(const char *prog, double *peak, double *leaked) {
 static void libprof_run(const char *prog, long long *peak, long long *leaked) {
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/lp.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, (const char *[]){prog, NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL},
+             (const char *[]){prog, NULL});
     cJSON *j = load_json(strfmt("%s/lp.json", dir));
     cr_assert_not_null(j);
     *peak = num(libprof_meta(j), "peak_bytes");
@@ -241,9 +252,10 @@ Test(stacks, agrees_with_heaptrack, .init = setup) {
     libprof_run(PROG("sites"), &peak, &leak);
     libprof_run(PROG("sites_cxx"), &peak2, &leak2);
     cr_assert_gt(hpeak, 0, "heaptrack_print gave no peak");
-    cr_expect_leq(leak > hleak ? leak - hleak : hleak - leak, hleak * 0.01, "leaked: libprof %lld heaptrack %.0f", leak, hleak);
-    cr_expect_leq(peak2 > hpeak2 ? peak2 - hpeak2 : hpeak2 - peak2, hpeak2 * 0.01, "peak: libprof %lld heaptrack %.0f", peak2,
-                  hpeak2);
+    cr_expect_leq(leak > hleak ? leak - hleak : hleak - leak, hleak * 0.01, "leaked: libprof %lld heaptrack %.0f", leak,
+                  hleak);
+    cr_expect_leq(peak2 > hpeak2 ? peak2 - hpeak2 : hpeak2 - peak2, hpeak2 * 0.01, "peak: libprof %lld heaptrack %.0f",
+                  peak2, hpeak2);
 }
 
 /* Stacks with 16 threads, and on python3: exact counts, no drops, same output. */
@@ -261,7 +273,8 @@ Test(stacks, threads_and_python, .init = setup) {
     cJSON_Delete(j);
     run_free(&r);
 
-    const char *py[] = {"/usr/bin/python3", "-c", "import json; print(len(json.dumps([{'a': i} for i in range(20000)])))", NULL};
+    const char *py[] = {"/usr/bin/python3", "-c",
+                        "import json; print(len(json.dumps([{'a': i} for i in range(20000)])))", NULL};
     struct run bare, pr;
     run_prog(&bare, dir, NULL, py);
     char *out2 = strfmt("LIBPROF_OUTPUT=%s/p.json", dir);
@@ -283,7 +296,8 @@ Test(stacks, threads_and_python, .init = setup) {
 Test(stacks, bad_value_warns_and_runs_without, .init = setup) {
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=lots", NULL}, (const char *[]){PROG("sites"), NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=lots", NULL},
+             (const char *[]){PROG("sites"), NULL});
     cr_assert_eq(r.status, 0);
     cr_expect_str_eq(r.out, "ok\n");
     cr_expect_eq(count_lines_with(r.err, "libprof: ignoring LIBPROF_STACKS"), 1, "%s", r.err);
@@ -297,7 +311,9 @@ Test(stacks, bad_value_warns_and_runs_without, .init = setup) {
 Test(stacks, command_line_flags, .init = setup) {
     struct run r;
     char *o = strfmt("%s/c.json", dir);
-    run_prog(&r, dir, NULL, (const char *[]){LP_BUILD_DIR "/libprof", "--stacks", "12", "--flamegraph", "-o", o, "--", PROG("sites"), NULL});
+    run_prog(&r, dir, NULL,
+             (const char *[]){LP_BUILD_DIR "/libprof", "--stacks", "12", "--flamegraph", "-o", o, "--", PROG("sites"),
+                              NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_not_null(strstr(r.err, "allocation sites by bytes allocated"), "%s", r.err);
     cr_expect_eq(access(strfmt("%s/c.alloc.folded", dir), F_OK), 0);
@@ -309,8 +325,10 @@ Test(stacks, command_line_flags, .init = setup) {
 
 /* With stacks, BLAS calls carry their call site: numpy's GEMM comes from numpy's own module. */
 Test(stacks, gemm_call_site, .init = setup) {
-    const char *py[] = {"/usr/bin/python3", "-c",
-                        "import numpy as np\na = np.ones((64, 32), np.float32)\nb = np.ones((32, 8), np.float32)\nprint((a @ b).sum())", NULL};
+    const char *py[] = {
+        "/usr/bin/python3", "-c",
+        "import numpy as np\na = np.ones((64, 32), np.float32)\nb = np.ones((32, 8), np.float32)\nprint((a @ b).sum())",
+        NULL};
     struct run bare, r;
     run_prog(&bare, dir, NULL, py);
     if (bare.status != 0) cr_skip_test("numpy is not installed");
@@ -338,7 +356,8 @@ Test(stacks, gemm_call_site, .init = setup) {
 Test(stacks, cxx_names_demangled, .init = setup) {
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, (const char *[]){PROG("annotated_cpp"), NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL},
+             (const char *[]){PROG("annotated_cpp"), NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "handled 4 errors 2\n");
     char *text = read_file(strfmt("%s/t.json", dir), NULL);

@@ -71,8 +71,8 @@ static void until_sleeping(pid_t tid) {
 static void *waiter(void *arg) {
     (void)arg;
     waiter_tid = (pid_t)syscall(SYS_gettid);
-    sem_post(&held);                 /* main holds `contended` now */
-    pthread_mutex_lock(&contended);  /* blocks until main releases it */
+    sem_post(&held);                /* main holds `contended` now */
+    pthread_mutex_lock(&contended); /* blocks until main releases it */
     pthread_mutex_unlock(&contended);
     return NULL;
 }
@@ -98,9 +98,7 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-static void *exiter(void *arg) {
-    pthread_exit(arg);
-}
+static void *exiter(void *arg) { pthread_exit(arg); }
 
 static void check(int ok, const char *what) {
     if (!ok) {
@@ -252,7 +250,10 @@ int main(int argc, char **argv) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += 1000000;
-    if (until.tv_nsec >= 1000000000) { until.tv_sec++; until.tv_nsec -= 1000000000; }
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
     pthread_mutex_lock(&cm);
     check(pthread_cond_timedwait(&cv, &cm, &until) == ETIMEDOUT, "cond timedwait");
     pthread_mutex_unlock(&cm);

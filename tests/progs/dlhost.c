@@ -11,7 +11,10 @@ int main(int argc, char **argv) {
     int rounds = 0;
     for (int r = 0; r < 2; r++) {
         void *h = dlopen(path, RTLD_NOW);
-        if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+        if (!h) {
+            fprintf(stderr, "%s\n", dlerror());
+            return 1;
+        }
         void *(*fn)(int) = (void *(*)(int))dlsym(h, "plugin_alloc");
         void *kept = fn(5);
         dlclose(h);

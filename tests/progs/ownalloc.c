@@ -36,7 +36,8 @@ static void die(const char *msg) {
 }
 
 static void take(void) {
-    if (__atomic_exchange_n(&lock_held, 1, __ATOMIC_ACQUIRE)) die("ownalloc: allocator re-entered during its own set-up\n");
+    if (__atomic_exchange_n(&lock_held, 1, __ATOMIC_ACQUIRE))
+        die("ownalloc: allocator re-entered during its own set-up\n");
 }
 static void give(void) { __atomic_store_n(&lock_held, 0, __ATOMIC_RELEASE); }
 
@@ -67,7 +68,10 @@ void *malloc(size_t n) { return bump(n, 16); }
 void free(void *p) { (void)p; } /* a bump allocator: memory comes back at exit */
 void *calloc(size_t a, size_t b) {
     size_t n;
-    if (__builtin_mul_overflow(a, b, &n)) { errno = ENOMEM; return NULL; }
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
     return bump(n, 16); /* fresh arena memory is zero */
 }
 void *realloc(void *p, size_t n) {
@@ -100,6 +104,7 @@ int main(int argc, char **argv) {
         sum += (uint64_t)((unsigned char *)v[i])[0];
     }
     for (int i = 0; i < n; i += 2) free(v[i]);
-    printf("ownalloc %d blocks, checksum %llu%s\n", n, (unsigned long long)sum, ownalloc_dep_block ? "" : " (no early block)");
+    printf("ownalloc %d blocks, checksum %llu%s\n", n, (unsigned long long)sum,
+           ownalloc_dep_block ? "" : " (no early block)");
     return 0;
 }

@@ -29,8 +29,10 @@ static void say(const char *s) {
 static void churn(size_t size, int free_them) {
     for (int i = 0; i < 100; i++) {
         void *p = malloc(size);
-        if (free_them) free(p);
-        else keep[i] = p;
+        if (free_them)
+            free(p);
+        else
+            keep[i] = p;
     }
 }
 

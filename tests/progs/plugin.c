@@ -12,8 +12,10 @@ void *plugin_alloc(int n) {
     void *keep = NULL;
     for (int i = 0; i < n; i++) {
         void *p = malloc(3333);
-        if (i == 0) keep = p;
-        else free(p);
+        if (i == 0)
+            keep = p;
+        else
+            free(p);
     }
     return keep;
 }

@@ -6,9 +6,12 @@
 
 Test(config, booleans) {
     int b = -1;
-    cr_expect_eq(lpr_parse_bool("1", &b), 0); cr_expect_eq(b, 1);
-    cr_expect_eq(lpr_parse_bool("YES", &b), 0); cr_expect_eq(b, 1);
-    cr_expect_eq(lpr_parse_bool("off", &b), 0); cr_expect_eq(b, 0);
+    cr_expect_eq(lpr_parse_bool("1", &b), 0);
+    cr_expect_eq(b, 1);
+    cr_expect_eq(lpr_parse_bool("YES", &b), 0);
+    cr_expect_eq(b, 1);
+    cr_expect_eq(lpr_parse_bool("off", &b), 0);
+    cr_expect_eq(b, 0);
     cr_expect_eq(lpr_parse_bool("2", &b), -1);
     cr_expect_eq(lpr_parse_bool("", &b), -1);
     cr_expect_eq(lpr_parse_bool("truee", &b), -1);
@@ -16,10 +19,14 @@ Test(config, booleans) {
 
 Test(config, sizes) {
     uint64_t v = 7;
-    cr_expect_eq(lpr_parse_size("64K", 0, UINT64_MAX, &v), 0); cr_expect_eq(v, 65536);
-    cr_expect_eq(lpr_parse_size("2MiB", 0, UINT64_MAX, &v), 0); cr_expect_eq(v, 2u << 20);
-    cr_expect_eq(lpr_parse_size("0", 0, UINT64_MAX, &v), 0); cr_expect_eq(v, 0);
-    cr_expect_eq(lpr_parse_size("1g", 0, UINT64_MAX, &v), 0); cr_expect_eq(v, 1u << 30);
+    cr_expect_eq(lpr_parse_size("64K", 0, UINT64_MAX, &v), 0);
+    cr_expect_eq(v, 65536);
+    cr_expect_eq(lpr_parse_size("2MiB", 0, UINT64_MAX, &v), 0);
+    cr_expect_eq(v, 2u << 20);
+    cr_expect_eq(lpr_parse_size("0", 0, UINT64_MAX, &v), 0);
+    cr_expect_eq(v, 0);
+    cr_expect_eq(lpr_parse_size("1g", 0, UINT64_MAX, &v), 0);
+    cr_expect_eq(v, 1u << 30);
     v = 7;
     cr_expect_eq(lpr_parse_size("-5", 0, UINT64_MAX, &v), -1);
     cr_expect_eq(lpr_parse_size(" 5", 0, UINT64_MAX, &v), -1);
@@ -34,10 +41,14 @@ Test(config, sizes) {
 Test(config, families) {
     uint32_t m = 99;
     char bad[32];
-    cr_expect_eq(lpr_parse_families("alloc", &m, bad, sizeof bad), 0); cr_expect_eq(m, 1u << LP_FAM_ALLOC);
-    cr_expect_eq(lpr_parse_families("none", &m, bad, sizeof bad), 0); cr_expect_eq(m, 0);
-    cr_expect_eq(lpr_parse_families("all", &m, bad, sizeof bad), 0); cr_expect_eq(m, (1u << LP_FAM_COUNT) - 1);
-    cr_expect_eq(lpr_parse_families("ALLOC,,", &m, bad, sizeof bad), 0); cr_expect_eq(m, 1u << LP_FAM_ALLOC);
+    cr_expect_eq(lpr_parse_families("alloc", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, 1u << LP_FAM_ALLOC);
+    cr_expect_eq(lpr_parse_families("none", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, 0);
+    cr_expect_eq(lpr_parse_families("all", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, (1u << LP_FAM_COUNT) - 1);
+    cr_expect_eq(lpr_parse_families("ALLOC,,", &m, bad, sizeof bad), 0);
+    cr_expect_eq(m, 1u << LP_FAM_ALLOC);
     cr_expect_eq(lpr_parse_families("alloc,gpu", &m, bad, sizeof bad), -1);
     cr_expect_str_eq(bad, "gpu");
     cr_expect_eq(lpr_parse_families("io,blas,dnnl", &m, bad, sizeof bad), 0);
@@ -103,8 +114,8 @@ Test(config, libprof_1_gives_default_json_and_csv) {
 
 Test(config, explicit_values) {
     struct lpr_config c;
-    fake_env = (const char *[]){"LIBPROF_OUTPUT=/tmp/x_%p.lpt", "LIBPROF_BUFFER_KB=16", "LIBPROF_ALLOC_MIN=1K",
-                                "LIBPROF_EVENTS=none", "LIBPROF_CLOCK=monotonic", NULL};
+    fake_env = (const char *[]){"LIBPROF_OUTPUT=/tmp/x_%p.lpt", "LIBPROF_BUFFER_KB=16",    "LIBPROF_ALLOC_MIN=1K",
+                                "LIBPROF_EVENTS=none",          "LIBPROF_CLOCK=monotonic", NULL};
     lpr_config_load(&c, fake_get, &ctx);
     cr_expect_eq(c.enabled, 1);
     cr_expect_str_eq(c.output, "/tmp/x_4242.lpt");

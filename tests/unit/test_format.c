@@ -6,7 +6,10 @@
 
 #include "lib/reader.h"
 
-struct buf { uint8_t *d; size_t n; };
+struct buf {
+    uint8_t *d;
+    size_t n;
+};
 
 static void put(struct buf *b, const void *p, size_t n) {
     b->d = realloc(b->d, b->n + n + 8);
@@ -52,11 +55,11 @@ static struct buf sample(void) {
     header(&b, LP_CLOCK_MONOTONIC);
     string(&b, LP_STR_EXE, 0, "/bin/prog");
     string_n(&b, LP_STR_CMDLINE, 0, "prog\0a\0", 7);
-    uint64_t t100[] = {W0(LP_EV_MALLOC, 10), 5, 64, 0xa000,   /* effect at 15 */
-                       W0(LP_EV_MALLOC, 40), 5, 32, 0xb000};  /* effect at 45 */
-    uint64_t t200[] = {W0(LP_EV_FREE, 20), 3, 0xa000,          /* effect at 20 */
-                       W0(LP_EV_REALLOC, 30), 20, 128, 0xc000, 0xb000, /* phases at 30 and 50 */
-                       W0U(LP_EV_FREE, 60), 0};            /* untimed: stamped at its effect */
+    uint64_t t100[] = {W0(LP_EV_MALLOC, 10), 5, 64, 0xa000,               /* effect at 15 */
+                       W0(LP_EV_MALLOC, 40), 5, 32, 0xb000};              /* effect at 45 */
+    uint64_t t200[] = {W0(LP_EV_FREE, 20),    3,  0xa000,                 /* effect at 20 */
+                       W0(LP_EV_REALLOC, 30), 20, 128,    0xc000, 0xb000, /* phases at 30 and 50 */
+                       W0U(LP_EV_FREE, 60),   0};                         /* untimed: stamped at its effect */
     chunk(&b, LP_CHUNK_EVENTS, 100, t100, sizeof t100, 100, 1000100);
     chunk(&b, LP_CHUNK_EVENTS, 200, t200, sizeof t200, 110, 1000110);
     string(&b, LP_STR_THREAD_NAME, 200, "worker");
@@ -92,9 +95,13 @@ Test(format, iterates_in_effect_order_across_threads) {
     cr_assert_eq(lp_reader_open_mem(&r, b.d, b.n, err, sizeof err), 0);
     struct lp_iter *it = lp_iter_new(&r);
     struct lp_event e;
-    struct { uint16_t kind; uint8_t phase; uint64_t ns; uint32_t tid; } want[] = {
-        {LP_EV_MALLOC, 1, 15, 100}, {LP_EV_FREE, 1, 20, 200}, {LP_EV_REALLOC, 0, 30, 200},
-        {LP_EV_MALLOC, 1, 45, 100}, {LP_EV_REALLOC, 1, 50, 200}, {LP_EV_FREE, 1, 60, 200}};
+    struct {
+        uint16_t kind;
+        uint8_t phase;
+        uint64_t ns;
+        uint32_t tid;
+    } want[] = {{LP_EV_MALLOC, 1, 15, 100}, {LP_EV_FREE, 1, 20, 200},    {LP_EV_REALLOC, 0, 30, 200},
+                {LP_EV_MALLOC, 1, 45, 100}, {LP_EV_REALLOC, 1, 50, 200}, {LP_EV_FREE, 1, 60, 200}};
     size_t i = 0;
     while (lp_iter_next(it, &e)) {
         cr_assert_lt(i, 6);

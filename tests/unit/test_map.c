@@ -12,7 +12,9 @@ Test(map, random_operations_match_a_reference) {
     struct lp_map m = {0};
     uint64_t x = 88172645463325252ull;
     for (int step = 0; step < 400000; step++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         uint64_t k = x % KEYS, key = (k + 1) << 12; /* aligned like pointers: many collisions */
         uint64_t v;
         if (x & (1ull << 40)) {

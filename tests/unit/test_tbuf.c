@@ -86,8 +86,8 @@ Test(tbuf, every_event_of_every_thread_reaches_the_file_in_order) {
     while (lp_iter_next(it, &e)) {
         uint64_t id = e.w[1] >> 32, seq = e.w[1] & 0xffffffffu;
         cr_assert_leq(id, THREADS);
-        cr_assert_eq(seq, next[id], "thread %llu: got %llu, want %llu", (unsigned long long)id,
-                     (unsigned long long)seq, (unsigned long long)next[id]);
+        cr_assert_eq(seq, next[id], "thread %llu: got %llu, want %llu", (unsigned long long)id, (unsigned long long)seq,
+                     (unsigned long long)next[id]);
         cr_assert_eq(e.w[0], seq);
         next[id]++;
         cr_assert_geq(e.ns, last_ns);
