@@ -342,6 +342,12 @@ static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STA
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 
 LP_HIDDEN void lpr_unhook(uint32_t families); /* keeps the hooks of `families` */
+/* A hook that may be unbound when its family never records (hooks/hook.h, LP_UNHOOKABLE). */
+struct lpr_unhookable {
+    unsigned family;
+    const char *name;
+    void *hook; /* the hook's own address (a hidden alias: no relocation against the export) */
+};
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
 

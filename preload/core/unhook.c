@@ -27,14 +27,11 @@
 
 #include "lp.h"
 
-/* The hooks worth unhooking: called often, pure pass-through when their family does not record. */
-/* the list as it reads best, one group a line */
-// clang-format off
-#define UNHOOK(X) \
-    X(pthread_mutex_lock, SYNC) X(pthread_cond_wait, SYNC) X(pthread_cond_timedwait, SYNC) \
-    X(read, IO) X(write, IO) X(pread64, IO) X(pwrite64, IO) X(close, IO) \
-    X(poll, WAIT) X(nanosleep, WAIT)
-// clang-format on
+/* The hooks worth unhooking — called often, pure pass-through when their family does not record —
+ * are marked so by their families (LP_UNHOOKABLE, hooks/hook.h), in the linker section
+ * lpr_unhook, each with its own address through a hidden alias (no relocation, no lookup). */
+extern const struct lpr_unhookable __start_lpr_unhook[] __attribute__((weak, visibility("hidden")));
+extern const struct lpr_unhookable __stop_lpr_unhook[] __attribute__((weak, visibility("hidden")));
 
 struct target {
     const char *name;
@@ -113,19 +110,12 @@ void lpr_unhook(uint32_t families) {
     if (!dladdr((void *)&lpr_unhook, &me)) return;
     self_base = (uintptr_t)me.dli_fbase;
     ntargets = 0;
-    /* the hook's address as the program's GOT holds it: what the global scope resolves the name
-     * to (looked up, not taken with &fn: libprof keeps no relocation against its own exports) */
-#define X(fn, fam)                                                                           \
-    do {                                                                                     \
-        if (families & (1u << LP_FAM_##fam)) break; /* this family records: keep its hook */ \
-        void *hook = dlsym(RTLD_DEFAULT, #fn), *real = lpr_resolve(#fn);                     \
-        Dl_info at;                                                                          \
-        if (!hook || !dladdr(hook, &at) || (uintptr_t)at.dli_fbase != self_base) break;      \
-        if (real && ntargets < sizeof targets / sizeof *targets)                             \
-            targets[ntargets++] = (struct target){#fn, hook, real};                          \
-    } while (0);
-    UNHOOK(X)
-#undef X
+    for (const struct lpr_unhookable *u = __start_lpr_unhook; u && u < __stop_lpr_unhook; u++) {
+        if (families & (1u << u->family)) continue; /* this family records: keep its hook */
+        void *real = lpr_resolve(u->name);
+        if (real && ntargets < sizeof targets / sizeof *targets)
+            targets[ntargets++] = (struct target){u->name, u->hook, real};
+    }
     if (ntargets) dl_iterate_phdr(object, NULL);
 #endif
 }

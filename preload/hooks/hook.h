@@ -34,10 +34,18 @@
 #include "../core/lp.h"
 
 /* What this family does when libprof starts (see struct lpr_setup in core/lp.h); either may
- * be NULL. */
-#define LP_FAMILY_SETUP(family, resolve_fn, start_fn)                                                           \
-    __attribute__((used, section("lpr_setup"))) static const struct lpr_setup lpr_setup_##family = {resolve_fn, \
-                                                                                                    start_fn}
+ * be NULL. The entries of a registration section are read as an array: aligned(8) keeps the
+ * compiler from padding them apart (it aligns larger objects to 16 by default). */
+#define LP_FAMILY_SETUP(family, resolve_fn, start_fn)                                                            \
+    __attribute__((used, section("lpr_setup"), aligned(8))) static const struct lpr_setup lpr_setup_##family = { \
+        resolve_fn, start_fn}
+
+/* `fn`, of family LP_FAM_<FAM>, is called so often that when its family never records the
+ * program's GOT slots are pointed back at the C library (core/unhook.c). */
+#define LP_UNHOOKABLE(FAM, fn)                                                                                      \
+    extern __typeof__(fn) lpr_self_##fn __attribute__((alias(#fn), visibility("hidden"), copy(fn)));                \
+    __attribute__((used, section("lpr_unhook"), aligned(8))) static const struct lpr_unhookable lpr_unhook_##fn = { \
+        LP_FAM_##FAM, #fn, (void *)&lpr_self_##fn}
 
 /* Where the real function of `fn` is kept once found (read by LP_PASS on the fast path). */
 #define LP_REAL_SLOT(fn) static void *real_##fn;

@@ -286,3 +286,10 @@ static void io_start(void) {
 }
 
 LP_FAMILY_SETUP(io, io_resolve, io_start);
+
+/* the hottest pass-throughs: unbound from the program when this family never records */
+LP_UNHOOKABLE(IO, read);
+LP_UNHOOKABLE(IO, write);
+LP_UNHOOKABLE(IO, pread64);
+LP_UNHOOKABLE(IO, pwrite64);
+LP_UNHOOKABLE(IO, close);

@@ -31,8 +31,9 @@ static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, 
     __attribute__((noinline)) static int lockfn##_slow(T *obj) { \
         struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);         \
         if (!t) return LP_REAL(lockfn)(obj);                     \
-        if (!LP_REAL(tryfn)) return LP_REAL(lockfn)(obj);        \
-        int r = LP_REAL(tryfn)(obj);                             \
+        __typeof__(&tryfn) try_ = LP_REAL(tryfn);                \
+        if (!try_) return LP_REAL(lockfn)(obj);                  \
+        int r = try_(obj);                                       \
         if (r != (busy)) return r;                               \
         uint64_t t0 = lpr_ticks();                               \
         r = LP_REAL(lockfn)(obj);                                \
@@ -75,3 +76,8 @@ LP_HOOK(SYNC, COND_TIMEDWAIT, int, pthread_cond_clockwait,
         (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts), (c, m, clk, ts), ENOSYS,
         (void)0, U(c), I(r))
 LP_HOOK(SYNC, BARRIER_WAIT, int, pthread_barrier_wait, (pthread_barrier_t * b), (b), ENOSYS, (void)0, U(b), I(r))
+
+/* the hottest pass-throughs: unbound from the program when this family never records */
+LP_UNHOOKABLE(SYNC, pthread_mutex_lock);
+LP_UNHOOKABLE(SYNC, pthread_cond_wait);
+LP_UNHOOKABLE(SYNC, pthread_cond_timedwait);

@@ -55,3 +55,7 @@ LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_wait, (int ep, struct epoll_event *ev, int 
 LP_HOOK(WAIT, EPOLL_WAIT, int, epoll_pwait,
         (int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask), (ep, ev, max, timeout, mask), -1,
         (void)0, I(ep), I(max), I(timeout), I(r))
+
+/* the hottest pass-throughs: unbound from the program when this family never records */
+LP_UNHOOKABLE(WAIT, poll);
+LP_UNHOOKABLE(WAIT, nanosleep);
