@@ -28,11 +28,31 @@ struct pass {
     struct lp_map live; /* pointer -> requested size of every live block */
     size_t cap_ranges;
     uint64_t bucket_mult;        /* ns * bucket_mult >> 64 = counter bucket: no division per event */
+    struct lp_cbucket *bucket;   /* the counter bucket of times [bucket_from, bucket_to) */
+    uint64_t bucket_from, bucket_to;
     uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
     int oom;
 };
 
-static void heap_changed(struct pass *p, uint64_t ns) {
+/* The counter bucket of time `ns`, entered for the first time. Events come in time order, so
+ * the pass asks only when it leaves the bucket it is in. */
+static __attribute__((noinline)) void enter_bucket(struct pass *p, uint64_t ns) {
+    struct lp_analysis *a = &p->a;
+    uint64_t b = (uint64_t)(((unsigned __int128)ns * p->bucket_mult) >> 64);
+    if (b >= LP_COUNTER_BUCKETS) b = LP_COUNTER_BUCKETS - 1;
+    p->bucket = &a->cb[b];
+    /* the times that map to b: from ceil(b * 2^64 / mult) up to ceil((b + 1) * 2^64 / mult) */
+    unsigned __int128 m = p->bucket_mult ? p->bucket_mult : 1;
+    p->bucket_from = b == 0 ? 0 : (uint64_t)((((unsigned __int128)b << 64) + m - 1) / m);
+    unsigned __int128 to = (((unsigned __int128)(b + 1) << 64) + m - 1) / m;
+    p->bucket_to = b == LP_COUNTER_BUCKETS - 1 || to > UINT64_MAX ? UINT64_MAX : (uint64_t)to;
+    if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) {
+        a->cb_used[b / 64] |= UINT64_C(1) << (b % 64);
+        p->bucket->min = p->bucket->max = (struct lp_point){ns, a->live_bytes};
+    }
+}
+
+static inline void heap_changed(struct pass *p, uint64_t ns) {
     struct lp_analysis *a = &p->a;
     if (!a->counting) return;
     if (a->live_bytes > a->peak_bytes) {
@@ -41,20 +61,15 @@ static void heap_changed(struct pass *p, uint64_t ns) {
         p->peak_count = p->yields + 1;
     }
     if (!a->cb) return;
-    uint64_t b = (uint64_t)(((unsigned __int128)ns * p->bucket_mult) >> 64);
-    if (b >= LP_COUNTER_BUCKETS) b = LP_COUNTER_BUCKETS - 1;
-    struct lp_cbucket *c = &a->cb[b];
+    if (ns >= p->bucket_to || ns < p->bucket_from || !p->bucket) enter_bucket(p, ns);
+    struct lp_cbucket *c = p->bucket;
     struct lp_point pt = {ns, a->live_bytes};
-    if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) {
-        a->cb_used[b / 64] |= UINT64_C(1) << (b % 64);
-        c->min = c->max = pt;
-    }
     if (pt.v < c->min.v) c->min = pt;
     if (pt.v > c->max.v) c->max = pt;
     c->last = pt;
 }
 
-static void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t stack) {
+static inline __attribute__((always_inline)) void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t stack) {
     struct lp_analysis *a = &p->a;
     if (a->sites && lp_sites_born(a->sites, ptr, size, stack, a->counting) != 0) p->oom = 1;
     uint64_t old = 0;
@@ -72,7 +87,7 @@ static void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns,
 }
 
 /* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
-static uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns) {
+static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns) {
     struct lp_analysis *a = &p->a;
     uint64_t size;
     if (a->sites) lp_sites_died(a->sites, ptr);
@@ -86,17 +101,17 @@ static uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns) {
 }
 
 /* Add one call to row `f`: `bytes` actually handed out (or released). */
-static void account(struct pass *p, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
+static inline __attribute__((always_inline)) void account(struct pass *p, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
     if (p->a.counting && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) p->oom = 1;
 }
 
-static void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr, uint64_t size) {
+static inline __attribute__((always_inline)) void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr, uint64_t size) {
     block_born(p, ptr, size, e->ns, e->stack);
     p->a.size_hist[lp_size_bucket(size)] += (uint64_t)p->a.counting;
 }
 
 /* Apply one event. Returns the size of the block concerned (allocated or freed), for writers. */
-static uint64_t analyse(struct pass *p, const struct lp_event *e) {
+static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, const struct lp_event *e) {
     struct lp_analysis *a = &p->a;
     const uint64_t *w = e->w;
     struct fnstat *f = &a->fn[e->kind];
@@ -249,7 +264,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
         if (!a->cb) goto oom;
         if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, err, errlen) != 0) goto out;
-        if (lp_sink_chrome(&out[OUT_CHROME].sink, r) != 0) goto oom;
+        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->alloc_min) != 0) goto oom;
     }
     if (o->csv_path) {
         if (output_open(&out[OUT_CSV], o->csv_path, -1, err, errlen) != 0) goto out;
@@ -261,6 +276,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     }
 
     /* the pass */
+    struct lp_sink *stream[OUT_COUNT];
+    int nstream = 0;
+    for (int k = 0; k < OUT_COUNT; k++)
+        if (out[k].open && out[k].sink.event) stream[nstream++] = &out[k].sink;
     struct lp_iter *it = lp_iter_new(r);
     if (!it) goto oom;
     struct lp_event e;
@@ -276,14 +295,16 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
         struct lp_seen seen = {a->counting, analyse(p, &e), NULL, NULL};
         p->yields++;
-        if (e.phase == 1) a->events++;
-        if (lp_kind_shape[e.kind] == LP_SHAPE_CALL) {
+        a->events += e.phase;
+        unsigned shape = lp_kind_shape[e.kind];
+        if (shape == LP_SHAPE_CALL) {
             if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->oom = 1;
             seen.call = &rec;
             seen.view = &view;
         }
-        for (int k = 0; k < OUT_COUNT; k++)
-            if (out[k].open && out[k].sink.event) out[k].sink.event(&out[k].sink, a, &e, &seen);
+        int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
+        for (int k = 0; k < nstream; k++)
+            if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
         if (o->progress && a->events >= next_progress) {
             o->progress(a->events, r->events, o->progress_arg);
             next_progress += 1u << 20;

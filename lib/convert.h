@@ -83,11 +83,14 @@ struct lp_sink {
     void (*release)(struct lp_sink *k);
     struct lp_out *out;
     void *self;
+    /* allocations and releases of fewer bytes than this are not passed to `event` (most of a
+     * trace's events: skipping them here spares a call each) */
+    uint64_t alloc_min;
 };
 
 /* The writers (write_chrome.c, write_tables.c; the flame graphs are sites.c's). Each returns 0,
  * or -1 when out of memory; `k->out` is set by the caller. */
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r);
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min);
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
 

@@ -5,10 +5,17 @@
 
 #include <stdint.h>
 
-struct lp_map {
-    uint64_t *keys, *vals; /* key 0 marks an empty slot */
-    uint64_t cap, n;
+struct lp_map_slot {
+    uint64_t key, val; /* key 0 marks an empty slot */
 };
+
+struct lp_map {
+    struct lp_map_slot *slots;
+    uint64_t cap, n;
+    unsigned shift; /* 64 - log2(cap) */
+};
+
+#define LP_MAP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Insert or replace `key` (nonzero). Returns 0 if it was new, 1 if it replaced a value (copied to
  * `old` when not NULL), -1 when out of memory. */

@@ -18,7 +18,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define LP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
+
+/* ---- memory: a mapped trace is read once, front to back per thread ---------------------------
+ * The pages of a mapped spool count in the resident size of the process that reads it — at
+ * exit, the profiled program itself. Pages already read are handed back to the kernel (they are
+ * clean file pages: a later access reads them again from the page cache, so nothing pointing into
+ * the mapping goes stale), which keeps the reader's resident share to about one chunk a thread
+ * whatever the length of the trace. */
+
+#define RELEASE_STEP (4u << 20)
+
+static void release(const struct lp_reader *r, uint64_t from, uint64_t to) {
+    if (!r->mapped || to <= from) return;
+    uintptr_t page = 4096, a = ((uintptr_t)r->data + from) & ~(page - 1);
+    uintptr_t b = ((uintptr_t)r->data + to + page - 1) & ~(page - 1);
+    madvise((void *)a, b - a, MADV_DONTNEED);
+}
 
 /* The index of thread `tid` in r->threads, adding it when new. Returns 0 or -1 (out of memory). */
 static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uint32_t *out) {
@@ -34,20 +52,28 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
     return 0;
 }
 
-/* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. */
+/* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. The
+ * common records (fixed size, no meaning for the index) take the loop's first branch only. */
 static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t *reset) {
     size_t i = 0;
     uint64_t c = 0;
     while (i < n) {
+        uint64_t w0 = w[i];
+        unsigned k = lp_rec_kind(w0);
+        if (LP_LIKELY(k != 0 && lp_kind_shape[k] != LP_SHAPE_CALL && k != LP_EV_RESET && k != LP_EV_STACK)) {
+            i += 1 + lp_rec_timed(w0) + lp_kind_words[k];
+            c++;
+            continue;
+        }
         size_t len = lp_rec_size(w + i, n - i);
         if (len == 0) return -1;
-        unsigned k = lp_rec_kind(w[i]);
-        if (k == LP_EV_RESET && (w[i] & LP_TS_MASK) > *reset) *reset = w[i] & LP_TS_MASK;
+        if (k == LP_EV_RESET && (w0 & LP_TS_MASK) > *reset) *reset = w0 & LP_TS_MASK;
         /* a stack word is one untimed word, and belongs to the record that follows it */
-        if (k == LP_EV_STACK && (lp_rec_timed(w[i]) || i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1;
+        if (k == LP_EV_STACK && (lp_rec_timed(w0) || i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1;
         i += len;
         c += k != LP_EV_STACK; /* a stack word is part of the record that follows */
     }
+    if (i != n) return -1; /* the last record runs past the chunk */
     *count = c;
     return 0;
 }
@@ -57,10 +83,11 @@ static int oom(char *err, size_t errlen) {
     return -1;
 }
 
-int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
+static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapped, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     r->data = data;
     r->size = size;
+    r->mapped = mapped;
     if (size < 8 || memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
         snprintf(err, errlen, "not a libprof raw trace (bad magic)");
         return -1;
@@ -86,7 +113,7 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
 
     struct lp_map map = {0};
     uint64_t sync_ticks = 0, sync_ns = r->hdr.origin_mono_ns;
-    uint64_t off = LP_FILE_HEADER_SIZE;
+    uint64_t off = LP_FILE_HEADER_SIZE, released = 0;
     const uint8_t *d = data;
     while (off < size) {
         struct lp_chunk_header h;
@@ -191,6 +218,10 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
         }
         if (h.sync_ticks > r->last_ticks) r->last_ticks = h.sync_ticks;
         off = payload + ROUND8(h.length);
+        if (off - released >= RELEASE_STEP) { /* what is indexed is read again only by chunk */
+            release(r, released, off);
+            released = off;
+        }
     }
     r->valid_bytes = off > size ? size : off;
     lp_map_free(&map);
@@ -204,8 +235,13 @@ int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char 
     return 0;
 nomem:
     lp_map_free(&map);
+    r->mapped = 0; /* the caller unmaps */
     lp_reader_close(r);
     return oom(err, errlen);
+}
+
+int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
+    return open_mem(r, data, size, 0, err, errlen);
 }
 
 int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, size_t errlen) {
@@ -226,12 +262,11 @@ int lp_reader_open_fd(struct lp_reader *r, int fd, const char *path, char *err, 
     }
     madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
     char e2[200];
-    if (lp_reader_open_mem(r, m, (size_t)st.st_size, e2, sizeof e2) != 0) {
+    if (open_mem(r, m, (size_t)st.st_size, 1, e2, sizeof e2) != 0) {
         snprintf(err, errlen, "%s: %s", path, e2);
         lp_os_munmap(m, (size_t)st.st_size);
         return -1;
     }
-    r->mapped = 1; /* lp_reader_close unmaps it */
     return 0;
 }
 
@@ -268,52 +303,47 @@ const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len
     return "(other)";
 }
 
-/* ---- merged iteration ------------------------------------------------------------------ */
+/* ---- merged iteration -----------------------------------------------------------------------
+ * A k-way merge of the threads' record streams by effect time. The cursor that yielded last is
+ * kept out of the heap: it goes on yielding while it stays ahead of the heap's top, so a run of
+ * one thread (and every single-threaded trace) costs no heap operation at all. */
 
-struct cursor {
-    const uint64_t *p, *end;
-    uint32_t thread, next_chunk, stack;
-    uint8_t phase;
-    uint64_t key; /* effect time in ticks */
-};
+/* The effect time of the record at c->p in its phase c->phase (set to 1 for one-phase kinds). */
+static inline void cursor_key(struct lp_cursor *c) {
+    uint64_t w0 = c->p[0];
+    unsigned kind = lp_rec_kind(w0), shape = lp_kind_shape[kind];
+    uint64_t start = w0 & LP_TS_MASK, dur = lp_rec_timed(w0) ? c->p[1] & LP_DUR_MASK : 0;
+    if (shape != LP_SHAPE_REALLOC) c->phase = 1;
+    /* timed: an allocation takes effect at its end, a release at its start (a realloc does
+     * both: phase 0 is its release); untimed records were stamped at their effect already */
+    c->key = shape == LP_SHAPE_FREE || c->phase == 0 ? start : start + dur;
+}
 
-struct lp_iter {
-    const struct lp_reader *r;
-    struct cursor *c;
-    uint32_t *heap, n;
-    uint64_t consumed;
-};
-
-/* Position cursor `c` on its current record's next phase; returns 0 when the thread is done. */
-static int cursor_settle(const struct lp_reader *r, struct cursor *c) {
+/* Position cursor `c` on its next record (in the next chunk if need be), phase 0; 0 when the
+ * thread is done. */
+static int cursor_load(const struct lp_reader *r, struct lp_cursor *c) {
     while (c->p >= c->end) {
+        release(r, c->chunk_from, c->chunk_to);
+        c->chunk_from = c->chunk_to = 0;
         const struct lp_thread_info *t = &r->threads[c->thread];
         if (c->next_chunk >= t->nchunks) return 0;
         const struct lp_chunk_ref *ch = &r->chunks[t->chunks[c->next_chunk++]];
         c->p = (const uint64_t *)(r->data + ch->offset);
         c->end = c->p + ch->length / 8;
-        c->phase = 0;
+        c->chunk_from = ch->offset;
+        c->chunk_to = ch->offset + ch->length;
     }
-    if (lp_rec_kind(c->p[0]) == LP_EV_STACK) { /* validated: a record follows in this chunk */
+    c->phase = 0;
+    if (LP_UNLIKELY(lp_rec_kind(c->p[0]) == LP_EV_STACK)) { /* validated: a record follows in this chunk */
         c->stack = (uint32_t)(c->p[0] & LP_TS_MASK);
         c->p++;
     }
-    uint64_t w0 = c->p[0];
-    unsigned kind = lp_rec_kind(w0);
-    uint64_t start = w0 & LP_TS_MASK, dur = lp_rec_timed(w0) ? c->p[1] & LP_DUR_MASK : 0;
-    if (lp_kind_shape[kind] == LP_SHAPE_REALLOC) {
-        c->key = c->phase == 0 ? start : start + dur;
-    } else {
-        if (c->phase == 0) c->phase = 1;
-        /* timed: an allocation takes effect at its end, a release at its start; untimed records
-         * were stamped at their effect already */
-        c->key = lp_kind_shape[kind] == LP_SHAPE_FREE ? start : start + dur;
-    }
+    cursor_key(c);
     return 1;
 }
 
-static int less(const struct lp_iter *it, uint32_t a, uint32_t b) {
-    const struct cursor *x = &it->c[a], *y = &it->c[b];
+static inline int less(const struct lp_iter *it, uint32_t a, uint32_t b) {
+    const struct lp_cursor *x = &it->c[a], *y = &it->c[b];
     return x->key < y->key || (x->key == y->key && a < b);
 }
 
@@ -330,6 +360,20 @@ static void sift_down(struct lp_iter *it, uint32_t i) {
     }
 }
 
+static void set_bound(struct lp_iter *it) { it->bound = it->n ? it->c[it->heap[0]].key : UINT64_MAX; }
+
+/* The heap's top becomes the yielding cursor (the current one is done). */
+static void pop_top(struct lp_iter *it) {
+    if (it->n == 0) {
+        it->cur = NULL;
+        return;
+    }
+    it->cur = &it->c[it->heap[0]];
+    it->heap[0] = it->heap[--it->n];
+    sift_down(it, 0);
+    set_bound(it);
+}
+
 struct lp_iter *lp_iter_new(const struct lp_reader *r) {
     struct lp_iter *it = lp_os_calloc(1, sizeof *it);
     if (!it) return NULL;
@@ -342,49 +386,66 @@ struct lp_iter *lp_iter_new(const struct lp_reader *r) {
     }
     for (uint32_t i = 0; i < r->nthreads; i++) {
         it->c[i].thread = i;
-        if (cursor_settle(r, &it->c[i])) it->heap[it->n++] = i;
+        it->c[i].tid = r->threads[i].tid;
+        if (cursor_load(r, &it->c[i])) it->heap[it->n++] = i;
     }
     for (uint32_t i = it->n / 2; i-- > 0;) sift_down(it, i);
+    pop_top(it);
     return it;
 }
 
-int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
-    if (it->n == 0) return 0;
+/* Everything lp_iter_next does not inline. With `ev`, yield the current record (any kind, any
+ * phase) and advance; without, only settle the cursor lp_iter_next has just advanced. */
+int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
     const struct lp_reader *r = it->r;
-    struct cursor *c = &it->c[it->heap[0]];
-    uint64_t w0 = c->p[0];
-    unsigned kind = lp_rec_kind(w0), timed = lp_rec_timed(w0);
-    uint64_t start = w0 & LP_TS_MASK, dur = timed ? c->p[1] & LP_DUR_MASK : 0;
-    ev->kind = (uint16_t)kind;
-    ev->timed = (uint8_t)timed;
-    ev->phase = c->phase;
-    ev->thread = c->thread;
-    ev->tid = r->threads[c->thread].tid;
-    ev->stack = c->stack;
-    ev->w = c->p + 1 + timed;
-    ev->start_ns = lp_ticks_to_ns(r, start);
-    ev->dur_ns = lp_ticks_to_ns(r, start + dur) - ev->start_ns;
-    ev->ns = lp_ticks_to_ns(r, c->key);
-    /* advance */
-    if (lp_kind_shape[kind] == LP_SHAPE_REALLOC && c->phase == 0) {
-        c->phase = 1;
-    } else {
-        size_t len = lp_rec_size(c->p, (size_t)(c->end - c->p)); /* validated when the file was opened */
-        c->p = len ? c->p + len : c->end; /* (never 0; if it were, end the chunk rather than spin) */
-        c->phase = 0;
+    struct lp_cursor *c = it->cur;
+    if (ev) {
+        if (!c) return 0;
+        const uint64_t *p = c->p;
+        uint64_t w0 = p[0];
+        unsigned kind = lp_rec_kind(w0), timed = lp_rec_timed(w0);
+        uint64_t start = w0 & LP_TS_MASK;
+        ev->kind = (uint16_t)kind;
+        ev->timed = (uint8_t)timed;
+        ev->phase = c->phase;
+        ev->thread = c->thread;
+        ev->tid = c->tid;
+        ev->stack = c->stack;
+        ev->w = p + 1 + timed;
+        ev->start_ns = lp_ticks_to_ns(r, start);
+        if (timed) {
+            uint64_t end_ns = lp_ticks_to_ns(r, start + (p[1] & LP_DUR_MASK));
+            ev->dur_ns = end_ns - ev->start_ns;
+            ev->ns = c->key == start ? ev->start_ns : end_ns;
+        } else {
+            ev->dur_ns = 0;
+            ev->ns = ev->start_ns;
+        }
+        if (c->phase == 0) { /* a realloc's release: its allocation comes next */
+            c->phase = 1;
+            cursor_key(c);
+            goto order;
+        }
+        size_t n = 1 + timed + lp_kind_words[kind]; /* validated when the file was opened */
+        if (lp_kind_shape[kind] == LP_SHAPE_CALL) n += lp_call_extra(p[n - 1]);
+        c->p = p + n;
         c->stack = 0;
         it->consumed++;
     }
-    if (cursor_settle(r, c)) {
-        sift_down(it, 0);
-    } else {
-        it->heap[0] = it->heap[--it->n];
+    if (!cursor_load(r, c)) { /* this thread is done: the heap's top goes next */
+        pop_top(it);
+        return 1;
+    }
+order:
+    if (it->n && less(it, it->heap[0], (uint32_t)(c - it->c))) { /* another thread is now earlier */
+        uint32_t top = it->heap[0];
+        it->heap[0] = (uint32_t)(c - it->c);
+        it->cur = &it->c[top];
         sift_down(it, 0);
     }
+    set_bound(it);
     return 1;
 }
-
-uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; }
 
 void lp_iter_free(struct lp_iter *it) {
     if (!it) return;

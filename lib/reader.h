@@ -133,10 +133,74 @@ static inline void lp_event_blocks(const struct lp_event *e, uint64_t *freed, ui
     }
 }
 
-struct lp_iter;
+/* The iterator. Its fields are here only so that lp_iter_next's common case can be inlined into
+ * the loops that drive it (a trace has millions of events); use the functions. */
+struct lp_cursor {
+    const uint64_t *p, *end;
+    uint64_t key;                  /* effect time in ticks of the current record's current phase */
+    uint64_t chunk_from, chunk_to; /* byte range of the chunk being read (released after it) */
+    uint32_t thread, tid, next_chunk, stack;
+    uint8_t phase;
+};
+
+struct lp_iter {
+    const struct lp_reader *r;
+    struct lp_cursor *c;
+    struct lp_cursor *cur; /* the cursor yielding now (NULL: no records left) */
+    uint64_t bound;        /* the heap top's key (UINT64_MAX: empty): cur yields while before it */
+    uint32_t *heap, n;     /* the other cursors with records left, a min-heap by (key, index) */
+    uint64_t consumed;
+};
+
 struct lp_iter *lp_iter_new(const struct lp_reader *r);
-int lp_iter_next(struct lp_iter *it, struct lp_event *ev); /* 1 = event, 0 = end */
+int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev);
 void lp_iter_free(struct lp_iter *it);
-uint64_t lp_iter_position(const struct lp_iter *it); /* records consumed so far */
+static inline uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; } /* records so far */
+
+/* The next event in time order: 1, or 0 at the end. The common case — a one-phase record that is
+ * not a call, followed in its chunk by another such record that is still the earliest of all
+ * threads — is handled here; everything else by lp_iter_next_slow. */
+static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
+    struct lp_cursor *c = it->cur;
+    if (__builtin_expect(c == NULL, 0)) return 0;
+    const uint64_t *p = c->p;
+    uint64_t w0 = p[0];
+    unsigned kind = lp_rec_kind(w0), timed = lp_rec_timed(w0), shape = lp_kind_shape[kind];
+    if (__builtin_expect(shape == LP_SHAPE_REALLOC || shape == LP_SHAPE_CALL, 0)) return lp_iter_next_slow(it, ev);
+    const struct lp_reader *r = it->r;
+    uint64_t start = w0 & LP_TS_MASK;
+    ev->kind = (uint16_t)kind;
+    ev->timed = (uint8_t)timed;
+    ev->phase = 1;
+    ev->thread = c->thread;
+    ev->tid = c->tid;
+    ev->stack = c->stack;
+    ev->w = p + 1 + timed;
+    ev->start_ns = lp_ticks_to_ns(r, start);
+    ev->ns = ev->start_ns;
+    ev->dur_ns = 0;
+    if (timed) {
+        uint64_t end_ns = lp_ticks_to_ns(r, start + (p[1] & LP_DUR_MASK));
+        ev->dur_ns = end_ns - ev->start_ns;
+        if (shape != LP_SHAPE_FREE) ev->ns = end_ns; /* an allocation takes effect at its end */
+    }
+    /* advance */
+    const uint64_t *q = p + 1 + timed + lp_kind_words[kind]; /* validated when the file was opened */
+    c->p = q;
+    c->stack = 0;
+    it->consumed++;
+    if (__builtin_expect(q < c->end, 1)) {
+        uint64_t w = q[0];
+        unsigned k = lp_rec_kind(w), sh = lp_kind_shape[k];
+        if (__builtin_expect(k != LP_EV_STACK && sh != LP_SHAPE_REALLOC, 1)) {
+            uint64_t key = (w & LP_TS_MASK) + (lp_rec_timed(w) && sh != LP_SHAPE_FREE ? q[1] & LP_DUR_MASK : 0);
+            c->key = key;
+            c->phase = 1;
+            if (__builtin_expect(key < it->bound, 1)) return 1;
+        }
+    }
+    lp_iter_next_slow(it, NULL); /* settle the cursor, let another thread go first */
+    return 1;
+}
 
 #endif

@@ -323,9 +323,10 @@ static void release_chrome(struct lp_sink *k) {
     k->self = NULL;
 }
 
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r) {
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min) {
     struct chrome *c = lp_os_calloc(1, sizeof *c);
     if (!c) return -1;
+    k->alloc_min = alloc_min;
     c->pid = r->hdr.pid;
     k->self = c;
     k->event = event;
