@@ -27,8 +27,8 @@ struct pass {
     struct lp_analysis a;
     struct lp_map live; /* pointer -> requested size of every live block */
     size_t cap_ranges;
-    uint64_t bucket_mult;        /* ns * bucket_mult >> 64 = counter bucket: no division per event */
-    struct lp_cbucket *bucket;   /* the counter bucket of times [bucket_from, bucket_to) */
+    uint64_t bucket_mult;      /* ns * bucket_mult >> 64 = counter bucket: no division per event */
+    struct lp_cbucket *bucket; /* the counter bucket of times [bucket_from, bucket_to) */
     uint64_t bucket_from, bucket_to;
     uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
     int oom;
@@ -69,7 +69,8 @@ static inline void heap_changed(struct pass *p, uint64_t ns) {
     c->last = pt;
 }
 
-static inline __attribute__((always_inline)) void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t stack) {
+static inline __attribute__((always_inline)) void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns,
+                                                             uint32_t stack) {
     struct lp_analysis *a = &p->a;
     if (a->sites && lp_sites_born(a->sites, ptr, size, stack, a->counting) != 0) p->oom = 1;
     uint64_t old = 0;
@@ -101,11 +102,13 @@ static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p,
 }
 
 /* Add one call to row `f`: `bytes` actually handed out (or released). */
-static inline __attribute__((always_inline)) void account(struct pass *p, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
+static inline __attribute__((always_inline)) void account(struct pass *p, struct fnstat *f, const struct lp_event *e,
+                                                          uint64_t bytes, int failed) {
     if (p->a.counting && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) p->oom = 1;
 }
 
-static inline __attribute__((always_inline)) void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr, uint64_t size) {
+static inline __attribute__((always_inline)) void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr,
+                                                               uint64_t size) {
     block_born(p, ptr, size, e->ns, e->stack);
     p->a.size_hist[lp_size_bucket(size)] += (uint64_t)p->a.counting;
 }

@@ -29,6 +29,7 @@
 volatile uint32_t lpr_gate = LP_GATE_UNINIT;
 struct lpr_config lpr_cfg;
 int lpr_alloc_timed;
+int lpr_alloc_lean;
 long lpr_pid;
 
 char lpr_exe_path[PATH_MAX];
@@ -264,6 +265,9 @@ static void init_heavy(void) {
         lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
         if (lpr_cfg.stacks && lpr_stacks_init(lpr_cfg.stacks) == 0) lpr_modules_write();
         pthread_atfork(NULL, NULL, atfork_child);
+        lpr_alloc_lean = !lpr_stack_depth && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
+        if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))
+            __atomic_fetch_or(&lpr_gate, LP_GATE_LEAN, __ATOMIC_RELAXED);
     }
     /* hooks that can never record leave the program's way: all of them when libprof is off for
      * good, else those of the families LIBPROF_EVENTS left out */

@@ -119,6 +119,15 @@ static inline uint64_t lpr_ticks(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The TSC itself, for hooks that have checked lpr_clock_kind == LP_CLOCK_TSC (lpr_alloc_lean). */
+static inline uint64_t lpr_tsc(void) {
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    return lpr_ticks();
+#endif
+}
+
 /* ---- "tbuf.c": per-thread buffers, the thread registry and the spool file ------------------ */
 
 #define LP_RANGE_DEPTH 64
@@ -160,10 +169,16 @@ LP_HIDDEN extern volatile uint32_t lpr_gate;
  * initialises itself (mmap, a lock, a read of /proc). Only the allocation hooks test this bit. */
 #define LP_GATE_PENDING (1u << 29)
 #define LP_GATE_STICKY (LP_GATE_SLOWPATH | LP_GATE_PENDING)
+/* Set beside the allocation family's bit when its records are plain (lpr_alloc_lean): the
+ * allocation hooks' lean path needs one test of the gate for everything. */
+#define LP_GATE_LEAN (1u << 28)
+
+LP_HIDDEN extern int lpr_alloc_lean;
 
 /* Open or close families without losing the sticky bits. */
 static inline void lpr_gate_set(uint32_t families) {
     uint32_t old = lpr_gate, want;
+    if ((families & (1u << LP_FAM_ALLOC)) && lpr_alloc_lean) families |= LP_GATE_LEAN;
     do {
         want = families | (old & LP_GATE_STICKY);
     } while (!__atomic_compare_exchange_n(&lpr_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
@@ -217,10 +232,11 @@ static inline void lpr_guard_restore(struct lpr_tls *t, uint8_t g) {
 }
 
 /* Room for one record of `words` words in the thread's chunk, or NULL if it cannot be recorded
- * (then the event is counted as dropped). */
+ * (then the event is counted as dropped). A thread without a chunk has cur and end both NULL,
+ * which the one comparison sends to the slow path too (as integers: no null-pointer arithmetic). */
 static inline uint64_t *lpr_reserve(struct lpr_tls *t, unsigned words) {
     uint64_t *r = t->cur;
-    if (LP_UNLIKELY(r == NULL || r + words > t->end)) return lpr_reserve_slow(t, words);
+    if (LP_UNLIKELY((uintptr_t)r + words * 8u > (uintptr_t)t->end)) return lpr_reserve_slow(t, words);
     return r;
 }
 
@@ -346,7 +362,8 @@ LP_HIDDEN void lpr_unhook(uint32_t families); /* keeps the hooks of `families` *
 struct lpr_unhookable {
     unsigned family;
     const char *name;
-    void *hook; /* the hook's own address (a hidden alias: no relocation against the export) */
+    void *hook;       /* the hook's own address (a hidden alias: no relocation against the export) */
+    int (*may)(void); /* NULL, or asked at start-up: may it be unbound now? */
 };
 
 /* ---- "control.c": pause, resume, reset ------------------------------------------------------ */
@@ -404,6 +421,8 @@ LP_HIDDEN int lpr_spawn_report(const char *const *args, int wait_ms);
 
 LP_HIDDEN extern struct lpr_config lpr_cfg;
 LP_HIDDEN extern int lpr_alloc_timed; /* copy of lpr_cfg.alloc_timing for the hot path */
+/* Allocation records are plain: no stacks, untimed, TSC timestamps (hooks/alloc.c's lean path,
+ * LP_GATE_LEAN). Set once, before LP_GATE_PENDING is cleared. */
 LP_HIDDEN extern long lpr_pid;
 LP_HIDDEN extern int lpr_exit_status;
 LP_HIDDEN extern char lpr_exe_path[PATH_MAX];

@@ -12,8 +12,9 @@
  * Only slots that hold exactly libprof's hook are rewritten (the slot's value says which hook it
  * is bound to: no symbol names are compared); slots inside PT_GNU_RELRO are made
  * writable for the one store and read-only again; other slots are already writable. libprof's
- * own slots and objects loaded later (dlopen) keep the hooks, which simply pass through. The
- * allocation family is never unhooked (its pool blocks must still reach libprof's free). */
+ * own slots and objects loaded later (dlopen) keep the hooks, which simply pass through. A hook
+ * may set a condition (LP_UNHOOKABLE_IF): the allocation family is unbound only when its
+ * bootstrap pool was never used, since a pool block must always reach libprof's free. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -38,12 +39,14 @@ struct target {
     void *hook, *real;
 };
 
-static struct target targets[16];
+static struct target targets[24];
 static unsigned ntargets;
+static uintptr_t hooks_lo = UINTPTR_MAX, hooks_hi; /* the hooks' addresses lie in [lo, hi] */
 static uintptr_t self_base;
 
 /* The target whose hook a bound GOT slot holds (the slot's value identifies it: no names). */
 static const struct target *bound_to(const void *v) {
+    if ((uintptr_t)v < hooks_lo || (uintptr_t)v > hooks_hi) return NULL; /* most slots: one test */
     for (unsigned i = 0; i < ntargets; i++)
         if (targets[i].hook == v) return &targets[i];
     return NULL;
@@ -112,9 +115,13 @@ void lpr_unhook(uint32_t families) {
     ntargets = 0;
     for (const struct lpr_unhookable *u = __start_lpr_unhook; u && u < __stop_lpr_unhook; u++) {
         if (families & (1u << u->family)) continue; /* this family records: keep its hook */
+        if (u->may && !u->may()) continue;
         void *real = lpr_resolve(u->name);
-        if (real && ntargets < sizeof targets / sizeof *targets)
+        if (real && ntargets < sizeof targets / sizeof *targets) {
             targets[ntargets++] = (struct target){u->name, u->hook, real};
+            if ((uintptr_t)u->hook < hooks_lo) hooks_lo = (uintptr_t)u->hook;
+            if ((uintptr_t)u->hook > hooks_hi) hooks_hi = (uintptr_t)u->hook;
+        }
     }
     if (ntargets) dl_iterate_phdr(object, NULL);
 #endif

@@ -142,12 +142,43 @@ static inline void rec_realloc(struct lpr_tls *t, unsigned kind, uint64_t t0, si
 
 /* ---- the interposed functions ----------------------------------------------------------------
  * Each has a fast path that is all an unprofiled program pays: one load of the gate, one test,
- * and a tail jump to the real function (the core resolves `real` before it opens the gate). The
- * rest lives in a separate *_slow function so the fast path needs no stack frame. */
+ * and a tail jump to the real function (the core resolves `real` before it opens the gate).
+ *
+ * Recording goes through *_slow, which first tries the lean path: when the allocation records
+ * are plain (no stacks, untimed, the TSC clock: lpr_alloc_lean) and nothing is pending, it is
+ * one guard, the real call, one rdtsc and one append — few enough registers that the function
+ * needs almost no stack frame. Everything else (start-up, the bootstrap pool, stacks, timed
+ * records, a full chunk) is the general path, *_general, kept out of line so that its larger
+ * frame (a stack capture's buffer) is paid only by those who use it. */
 
 #define GATE_CLOSED() LP_LIKELY(!(lpr_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
+#define LEAN() LP_LIKELY((lpr_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | LP_GATE_LEAN)) == LP_GATE_LEAN)
 
-__attribute__((noinline)) static void *malloc_slow(size_t n) {
+/* The lean path's append of `n` words (a constant: the copy unrolls, and the words stay in
+ * registers), or, when the chunk is full, the general reservation out of line. The guard is
+ * released by the caller. */
+__attribute__((noinline)) static void lean_append_slow(struct lpr_tls *t, unsigned n, uint64_t a, uint64_t b,
+                                                       uint64_t c, uint64_t d, uint64_t e) {
+    uint64_t *r = lpr_reserve(t, n);
+    if (r == NULL) return;
+    const uint64_t w[5] = {a, b, c, d, e};
+    for (unsigned i = 0; i < n; i++) r[i] = w[i];
+    lpr_commit(t, r + n);
+}
+
+#define LEAN_APPEND(t, n, a, b, c, d, e)                                 \
+    do {                                                                 \
+        uint64_t *r_ = (t)->cur;                                         \
+        if (LP_UNLIKELY((uintptr_t)r_ + (n)*8u > (uintptr_t)(t)->end)) { \
+            lean_append_slow((t), (n), (a), (b), (c), (d), (e));         \
+        } else {                                                         \
+            const uint64_t w_[5] = {(a), (b), (c), (d), (e)};            \
+            for (unsigned i_ = 0; i_ < (n); i_++) r_[i_] = w_[i_];       \
+            lpr_commit((t), r_ + (n));                                   \
+        }                                                                \
+    } while (0)
+
+__attribute__((noinline)) static void *malloc_general(size_t n) {
     if (LP_UNLIKELY(lpr_real.malloc == NULL)) {
         if (lpr_real_resolving) return pool_alloc(n);
         lpr_alloc_resolve();
@@ -160,12 +191,26 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
     return p;
 }
 
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
+    if (LEAN()) {
+        struct lpr_tls *t = &lpr_tls;
+        if (LP_LIKELY(!t->guard)) {
+            t->guard = 1;
+            void *p = LPR_REAL(malloc)(n);
+            LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
+            t->guard = 0;
+            return p;
+        }
+    }
+    return malloc_general(n);
+}
+
 LP_EXPORT void *malloc(size_t n) {
     if (GATE_CLOSED()) return LPR_REAL(malloc)(n);
     return malloc_slow(n);
 }
 
-__attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
+__attribute__((noinline)) static void *calloc_general(size_t nmemb, size_t size) {
     if (LP_UNLIKELY(lpr_real.calloc == NULL)) {
         if (lpr_real_resolving) {
             size_t n;
@@ -183,12 +228,28 @@ __attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
     return p;
 }
 
+__attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
+    if (LEAN()) {
+        struct lpr_tls *t = &lpr_tls;
+        if (LP_LIKELY(!t->guard)) {
+            t->guard = 1;
+            void *p = LPR_REAL(calloc)(nmemb, size);
+            size_t total;
+            if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+            LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
+            t->guard = 0;
+            return p;
+        }
+    }
+    return calloc_general(nmemb, size);
+}
+
 LP_EXPORT void *calloc(size_t nmemb, size_t size) {
     if (GATE_CLOSED()) return LPR_REAL(calloc)(nmemb, size);
     return calloc_slow(nmemb, size);
 }
 
-__attribute__((noinline)) static void free_slow(void *p) {
+__attribute__((noinline)) static void free_general(void *p) {
     if (LP_UNLIKELY(in_pool(p))) return;
     ENSURE_REAL();
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
@@ -201,6 +262,21 @@ __attribute__((noinline)) static void free_slow(void *p) {
     rec_free(t, t0, p);
 }
 
+__attribute__((noinline)) static void free_slow(void *p) {
+    if (LEAN()) {
+        struct lpr_tls *t = &lpr_tls;
+        if (LP_LIKELY(!t->guard)) {
+            uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
+            t->guard = 1;
+            LPR_REAL(free)(p);
+            LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
+            t->guard = 0;
+            return;
+        }
+    }
+    free_general(p);
+}
+
 LP_EXPORT void free(void *p) {
     if (GATE_CLOSED()) {
         LPR_REAL(free)(p);
@@ -208,6 +284,14 @@ LP_EXPORT void free(void *p) {
     }
     free_slow(p);
 }
+
+/* Off for good, with the bootstrap pool untouched, the allocation hooks can leave the program's
+ * way like the other pass-through hooks (core/unhook.c). */
+static int pool_untouched(void) { return __atomic_load_n(&pool_used, __ATOMIC_RELAXED) == 0; }
+LP_UNHOOKABLE_IF(ALLOC, malloc, pool_untouched);
+LP_UNHOOKABLE_IF(ALLOC, free, pool_untouched);
+LP_UNHOOKABLE_IF(ALLOC, calloc, pool_untouched);
+LP_UNHOOKABLE_IF(ALLOC, realloc, pool_untouched);
 
 /* realloc of a pool block: move it to the real allocator. */
 static void *pool_realloc(void *p, size_t n) {
@@ -219,7 +303,7 @@ static void *pool_realloc(void *p, size_t n) {
     return q;
 }
 
-__attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
+__attribute__((noinline)) static void *realloc_general(void *p, size_t n) {
     if (LP_UNLIKELY(lpr_real.realloc == NULL)) {
         if (lpr_real_resolving) {
             void *q = pool_alloc(n);
@@ -235,6 +319,24 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
     void *q = LPR_REAL(realloc)(p, n);
     rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
     return q;
+}
+
+/* A realloc always carries both stamps (see rec_realloc). No pool block exists on the lean path:
+ * the pool is used only before the allocator is resolved, and then LP_GATE_SLOWPATH stays set. */
+__attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
+    if (LEAN()) {
+        struct lpr_tls *t = &lpr_tls;
+        if (LP_LIKELY(!t->guard)) {
+            uint64_t t0 = lpr_tsc();
+            t->guard = 1;
+            void *q = LPR_REAL(realloc)(p, n);
+            uint64_t t1 = lpr_tsc();
+            LEAN_APPEND(t, 5, lpr_word0_timed(LP_EV_REALLOC, t0), lpr_word1(t0, t1), n, (uintptr_t)q, (uintptr_t)p);
+            t->guard = 0;
+            return q;
+        }
+    }
+    return realloc_general(p, n);
 }
 
 LP_EXPORT void *realloc(void *p, size_t n) {

@@ -42,10 +42,12 @@
 
 /* `fn`, of family LP_FAM_<FAM>, is called so often that when its family never records the
  * program's GOT slots are pointed back at the C library (core/unhook.c). */
-#define LP_UNHOOKABLE(FAM, fn)                                                                                      \
+#define LP_UNHOOKABLE(FAM, fn) LP_UNHOOKABLE_IF(FAM, fn, NULL)
+/* The same, when `may()` (asked once, at start-up) says the hook is not needed any more. */
+#define LP_UNHOOKABLE_IF(FAM, fn, may)                                                                              \
     extern __typeof__(fn) lpr_self_##fn __attribute__((alias(#fn), visibility("hidden"), copy(fn)));                \
     __attribute__((used, section("lpr_unhook"), aligned(8))) static const struct lpr_unhookable lpr_unhook_##fn = { \
-        LP_FAM_##FAM, #fn, (void *)&lpr_self_##fn}
+        LP_FAM_##FAM, #fn, (void *)&lpr_self_##fn, may}
 
 /* Where the real function of `fn` is kept once found (read by LP_PASS on the fast path). */
 #define LP_REAL_SLOT(fn) static void *real_##fn;
