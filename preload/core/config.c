@@ -257,6 +257,12 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         else
             warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
     }
+    if ((v = get("LIBPROF_CONVERT")) && *v) {
+        if (strcasecmp(v, "background") == 0)
+            cfg->convert_background = 1;
+        else if (strcasecmp(v, "exit") != 0)
+            warn_bad("LIBPROF_CONVERT", v, "expected exit or background");
+    }
     if ((v = get("LIBPROF_START")) && *v) {
         if (strcasecmp(v, "paused") == 0)
             cfg->start_paused = 1;

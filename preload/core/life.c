@@ -90,6 +90,7 @@ static void write_string(uint32_t key, const char *s, size_t n) {
 }
 
 static int start_spool(int forked);
+static void prepare_spawned(void);
 
 /* Is this process recording and the owner of its spool (not a vfork child, not finished)? */
 int lpr_recording(void) {
@@ -180,6 +181,7 @@ static int start_spool(int forked) {
     char cmd[8192];
     size_t n = read_cmdline(cmd, sizeof cmd);
     write_string(LP_STR_CMDLINE, cmd, n);
+    prepare_spawned();
     return 0;
 }
 
@@ -337,6 +339,57 @@ static int convert_at_exit(void) {
                              lpr_cfg.csv[0] ? lpr_cfg.csv : NULL);
 }
 
+/* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
+ * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
+ * names are made at start, since a signal handler can format nothing. */
+static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32];
+
+static void prepare_spawned(void) {
+    /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
+    const char *base = lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv[0] ? lpr_cfg.csv : spool_path;
+    flame_name(spawn_fold, sizeof spawn_fold, base, ".alloc.folded");
+    flame_name(spawn_leaks, sizeof spawn_leaks, base, ".leaks.folded");
+    flame_name(spawn_ss, sizeof spawn_ss, base, ".speedscope.json");
+}
+
+/* Does the run ask for anything beyond the raw spool? */
+static int wants_conversion(void) {
+    return !lpr_cfg.raw_output || lpr_cfg.csv[0] || lpr_cfg.summary || lpr_cfg.flamegraph;
+}
+
+/* Start libprof-report on the closed spool; see lpr_spawn_report for `wait_ms` and the result.
+ * Async-signal-safe: the arguments are static strings. */
+static int convert_spawned(int wait_ms) {
+    const char *a[24];
+    int n = 0;
+    a[n++] = spool_path;
+    if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
+        a[n++] = "--chrome";
+        a[n++] = lpr_cfg.output;
+    }
+    if (lpr_cfg.csv[0]) {
+        a[n++] = "--csv";
+        a[n++] = lpr_cfg.csv;
+    }
+    if (lpr_cfg.flamegraph && lpr_stack_depth) {
+        a[n++] = "--folded";
+        a[n++] = spawn_fold;
+        a[n++] = "--folded-leaks";
+        a[n++] = spawn_leaks;
+        a[n++] = "--speedscope";
+        a[n++] = spawn_ss;
+    }
+    if (lpr_cfg.summary) a[n++] = "--summary";
+    if (!lpr_cfg.raw_output && !lpr_cfg.keep_raw) a[n++] = "--remove-raw";
+    a[n++] = "-q";
+    a[n] = NULL;
+    return lpr_spawn_report(a, wait_ms, 1);
+}
+
+/* How long a crashing process waits for its trace's conversion before it dies anyway (the
+ * converter then finishes on its own). */
+#define CRASH_WAIT_MS 60000
+
 /* The peak resident set of the process so far ("max used", beside the heap's "max allocated"). */
 static uint64_t max_rss_kib(void) {
     struct rusage ru;
@@ -358,10 +411,16 @@ void lpr_write_end(int status, int sig) {
     lpr_spool_write(LP_CHUNK_END, lpr_gettid(), &e, sizeof e, NULL, 0);
 }
 
+/* write(2) of the pieces of a message, NULL-terminated: the only output a signal handler has. */
+static void say(const char *const *parts) {
+    for (int i = 0; parts[i]; i++) lpr_sys_write(STDERR_FILENO, parts[i], strlen(parts[i]));
+}
+
 /* A fatal signal: the async-signal-safe part of lpr_finish — flush what every thread recorded
- * and close the raw spool with an END chunk naming the signal. No conversion (it allocates):
- * the spool stays on disk for libprof-report. */
-void lpr_finish_signal(int sig) {
+ * and close the spool with an END chunk naming the signal — then the conversion, by a fresh
+ * libprof-report (this process may be anywhere, even inside malloc: it must not allocate), for
+ * up to CRASH_WAIT_MS. The caller then lets the signal's default action run. */
+void lpr_finish_signal(int sig, int status) {
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lpr_spool_on) return;
     if (lpr_sys_getpid() != lpr_pid) return;
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
@@ -370,19 +429,21 @@ void lpr_finish_signal(int sig) {
     lpr_tbuf_flush_all(1);
     lpr_spool_recover();
     lpr_stacks_write();
-    lpr_write_end(-1, sig);
-    if (!lpr_cfg.raw_output) { /* say where the trace is: write(2) only, no formatting library */
-        char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ':', ' '};
-        const char *parts[] = {"libprof: signal ", num + (sig < 10), "raw trace kept in ", spool_path,
-                               " (convert it with libprof-report)\n"};
-        for (int i = 0; i < 5; i++) {
-            size_t n = i == 1 ? (size_t)(sig < 10 ? 3 : 4) : strlen(parts[i]); /* num has no NUL */
-            lpr_sys_write(STDERR_FILENO, parts[i], n);
-        }
+    lpr_write_end(status, sig);
+    if (!wants_conversion()) return; /* the raw spool is the trace asked for */
+    lpr_spool_stop();
+    char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), '\0', '\0'};
+    const char *sn = num + (sig < 10);
+    int rc = lpr_spawn_available() ? convert_spawned(CRASH_WAIT_MS) : -1;
+    if (rc == 0) return;
+    if (rc == LPR_SPAWN_LATE) {
+        say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit",
+                                  ": the trace is still being converted from ", spool_path, "\n", NULL});
+        return;
     }
+    say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit", ": raw trace kept in ", spool_path,
+                              " (convert it with libprof-report)\n", NULL});
 }
-
-int lpr_finish_with_signal; /* the terminating signal lpr_finish records, if any */
 
 /* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
  * and write the conversions. Runs once per process, from the destructor or from an _exit()
@@ -400,11 +461,25 @@ void lpr_finish(int status) {
     lpr_modules_write();
     lpr_stacks_write();
     lpr_tbuf_write_thread_names();
-    lpr_write_end(status, lpr_finish_with_signal);
-    int rc = 0;
-    if (!lpr_cfg.raw_output || lpr_cfg.csv[0] || lpr_cfg.summary || lpr_cfg.flamegraph) rc = convert_at_exit();
+    lpr_write_end(status, 0);
+    int rc = 0, spawned = 0;
+    if (wants_conversion()) {
+        lpr_spool_stop();
+        if (lpr_cfg.convert_background && lpr_spawn_available() && convert_spawned(-1) == 0) {
+            spawned = 1; /* the converter removes the spool when it is done */
+            lpr_info("converting %s in the background", spool_path);
+        } else {
+            uint64_t t0 = lpr_mono_ns();
+            rc = convert_at_exit();
+            uint64_t dt = lpr_mono_ns() - t0;
+            if (dt > 1000000000u)
+                lpr_warn("converting %llu events took %.1f s (LIBPROF_CONVERT=background lets the program end "
+                         "without waiting)",
+                         (unsigned long long)lpr_tbuf_events_written(), (double)dt / 1e9);
+        }
+    }
     lpr_spool_stop();
-    if (rc == 0 && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
+    if (rc == 0 && !spawned && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
         lpr_sys_unlink(spool_path);
     else if (rc != 0 && !lpr_cfg.raw_output)
         lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);

@@ -318,7 +318,7 @@ static void convert_orphan(const char *spool, int pid, int sig) {
     args[k++] = "--remove-raw";
     args[k++] = "-q";
     args[k] = NULL;
-    if (lpr_spawn_report(args, -1) == 0) {
+    if (lpr_spawn_report(args, -1, 0) == 0) {
         lpr_info("process %d ended without writing its trace (signal %d): converting %s", pid, sig, spool);
         return;
     }

@@ -52,26 +52,27 @@ LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
 struct lpr_config {
-    int enabled;           /* something asked for a profile */
-    int raw_output;        /* output names a .lpt: the spool file is the trace */
-    int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
-    int verbose;           /* LIBPROF_VERBOSE */
-    int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
-    int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
-    int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
-    int start_paused;      /* LIBPROF_START=paused */
-    int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
-    uint64_t delay_ns;     /* LIBPROF_DELAY */
-    uint64_t duration_ns;  /* LIBPROF_DURATION */
-    int children;          /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
-    uint32_t families;     /* LIBPROF_EVENTS mask */
-    uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
-    uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
-    uint64_t min_ns;       /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
-    unsigned stacks;       /* LIBPROF_STACKS: frames per allocation event (0 = none) */
-    int flamegraph;        /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
-    char output[PATH_MAX]; /* expanded trace path ("" = none, e.g. summary only) */
-    char csv[PATH_MAX];    /* expanded CSV path ("" = none) */
+    int enabled;            /* something asked for a profile */
+    int raw_output;         /* output names a .lpt: the spool file is the trace */
+    int summary;            /* LIBPROF_SUMMARY: table on stderr at exit */
+    int verbose;            /* LIBPROF_VERBOSE */
+    int keep_raw;           /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
+    int clock;              /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    int alloc_timing;       /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
+    int start_paused;       /* LIBPROF_START=paused */
+    int signal;             /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    uint64_t delay_ns;      /* LIBPROF_DELAY */
+    uint64_t duration_ns;   /* LIBPROF_DURATION */
+    int children;           /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
+    uint32_t families;      /* LIBPROF_EVENTS mask */
+    uint32_t buffer_bytes;  /* LIBPROF_BUFFER_KB * 1024 */
+    uint64_t alloc_min;     /* LIBPROF_ALLOC_MIN */
+    uint64_t min_ns;        /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
+    unsigned stacks;        /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    int flamegraph;         /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
+    int convert_background; /* LIBPROF_CONVERT=background: a detached libprof-report converts */
+    char output[PATH_MAX];  /* expanded trace path ("" = none, e.g. summary only) */
+    char csv[PATH_MAX];     /* expanded CSV path ("" = none) */
 };
 
 /* What the %-patterns of a path expand to. */
@@ -415,7 +416,11 @@ struct lpr_setup {
 
 LP_HIDDEN void lpr_spawn_init(const char *self_path);
 LP_HIDDEN int lpr_spawn_available(void);
-LP_HIDDEN int lpr_spawn_report(const char *const *args, int wait_ms);
+/* Run libprof-report with `args` (without argv[0]). wait_ms < 0: detached, 0 once started; else
+ * its exit status, LPR_SPAWN_LATE when still running after wait_ms, -1 when it could not start.
+ * `to_stderr`: its standard output goes to our standard error. */
+#define LPR_SPAWN_LATE (-2)
+LP_HIDDEN int lpr_spawn_report(const char *const *args, int wait_ms, int to_stderr);
 
 /* ---- "life.c": the life cycle of the recorder in one process ------------------------------- */
 
@@ -429,8 +434,9 @@ LP_HIDDEN extern char lpr_exe_path[PATH_MAX];
 LP_HIDDEN extern char lpr_host[256];
 LP_HIDDEN extern struct lpr_pattern_ctx lpr_pattern; /* what %p %h %t %e expand to here */
 LP_HIDDEN void lpr_finish(int status);
-LP_HIDDEN void lpr_finish_signal(int sig);
-LP_HIDDEN extern int lpr_finish_with_signal;
+/* The end of the run where this process can no longer allocate (a fatal signal `sig`, or _exit
+ * with `status` from inside libprof): the conversion runs in a process of its own. */
+LP_HIDDEN void lpr_finish_signal(int sig, int status);
 LP_HIDDEN int lpr_recording(void); /* recording, and this process owns the spool */
 LP_HIDDEN void lpr_stop_for_good(void);
 LP_HIDDEN int lpr_convert_spool(const char *chrome, const char *csv);

@@ -10,10 +10,12 @@
  *      stack of its own;
  *   2. from it, the converter: a fork-like copy that makes its own session and execs
  *      libprof-report with libprof taken out of its environment (so it is not profiled).
- * The intermediate exits at once and is reaped here with __WCLONE, so the converter is an orphan
- * that init (or the nearest subreaper) reaps. A caller that must wait for the result (a crash:
- * the process may not end before its trace is safe) starts the converter directly as its child,
- * exit signal 0, and waits for it with a time limit. */
+ * The intermediate is reaped here with __WCLONE; the converter, its child, is never ours (the
+ * kernel would make an exec'd child of ours signal SIGCHLD whatever exit signal it was cloned
+ * with). For a detached start the intermediate exits at once, leaving the converter to init (or
+ * the nearest subreaper). A caller that must wait for the result (a crash: the process may not
+ * end before its trace is safe) has the intermediate wait for the converter, up to a time limit,
+ * and hand back its exit status through the memory they share. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -55,7 +57,10 @@ int lpr_spawn_available(void) { return report_path[0] != '\0'; }
 struct job {
     char *const *argv;
     char **envp;
-    int detach; /* 1: the intermediate of a detached start */
+    int wait_ms;   /* < 0: detached */
+    int to_stderr; /* its standard output is our standard error */
+    int result;    /* set by the intermediate: see lpr_spawn_report */
+    uint64_t mask; /* the caller's signal mask, for the converter */
 };
 
 /* The environment without LD_PRELOAD and LIBPROF*: the converter is not to be profiled. */
@@ -70,69 +75,82 @@ static void clean_env(char **out) {
 /* In the converter: only raw system calls until the exec. */
 __attribute__((noreturn)) static void exec_report(const struct job *j) {
     LP_SYS(SYS_setsid, 0, 0, 0);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&j->mask, 0, 8, 0, 0);
     int null = lpr_sys_open("/dev/null", O_RDONLY, 0); /* no stdin of the program's */
     if (null >= 0) {
         LP_SYS(SYS_dup2, null, 0, 0);
         if (null != 0) lpr_sys_close(null);
     }
+    if (j->to_stderr) LP_SYS(SYS_dup2, 2, 1, 0);
     lpr_syscall6(SYS_execve, (long)report_path, (long)j->argv, (long)j->envp, 0, 0, 0);
     LP_SYS(SYS_exit_group, 127, 0, 0);
     __builtin_unreachable();
 }
 
-/* The intermediate: runs on its own stack, in our memory; makes the converter and leaves. */
+/* The intermediate: runs on its own stack, in our memory; makes the converter and, if asked,
+ * waits for it. Only raw system calls. */
 static int intermediate(void *arg) {
-    const struct job *j = arg;
+    struct job *j = arg;
+    /* no handler of the program's may run here, on this small stack, in its memory (a SIGCHLD
+     * handler would, when the converter ends): every signal blocked; the converter unblocks
+     * them before its exec (exec keeps the mask) */
+    uint64_t all = ~UINT64_C(0), old = 0;
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+    j->mask = old;
     long pid = LP_SYS(SYS_clone, SIGCHLD, 0, 0); /* fork-like: a copy of this address space */
     if (pid == 0) exec_report(j);
+    j->result = pid > 0 ? 0 : -1;
+    if (pid > 0 && j->wait_ms >= 0) {
+        int st = 0;
+        for (int waited = 0;; waited += 10) {
+            long r = lpr_syscall6(SYS_wait4, pid, (long)&st, WNOHANG, 0, 0, 0);
+            if (r == pid) {
+                j->result = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                break;
+            }
+            if (r < 0 && r != -EINTR) {
+                j->result = -1;
+                break;
+            }
+            if (waited >= j->wait_ms) { /* it carries on by itself */
+                j->result = LPR_SPAWN_LATE;
+                break;
+            }
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            LP_SYS(SYS_nanosleep, &ts, NULL, 0);
+        }
+    }
     LP_SYS(SYS_exit, 0, 0, 0);
     return 0;
 }
 
-/* Run libprof-report with `args` (NULL-terminated, without argv[0]). `wait_ms` < 0: detached,
- * return at once; else wait up to `wait_ms` for it to finish. Returns its exit status, 0 when
- * detached, or -1 when it could not be started (or did not finish in time). */
-int lpr_spawn_report(const char *const *args, int wait_ms) {
+/* Run libprof-report with `args` (NULL-terminated, without argv[0]); see lp.h. Only raw system
+ * calls and no allocation: a crashing process's signal handler calls it. One start at a time of
+ * each kind (each has its intermediate's stack); a second one meanwhile fails. */
+int lpr_spawn_report(const char *const *args, int wait_ms, int to_stderr) {
     if (!report_path[0]) return -1;
+    static char stacks[2][16384] __attribute__((aligned(16)));
+    static int busy[2];
+    static char *envps[2][MAX_ENV]; /* static: a signal handler's stack may be small */
+    int kind = wait_ms >= 0;
+    if (__atomic_exchange_n(&busy[kind], 1, __ATOMIC_ACQUIRE)) return -1;
     char *argv[32];
     size_t n = 0;
     argv[n++] = report_path;
     for (size_t i = 0; args[i] && n < 31; i++) argv[n++] = (char *)args[i];
     argv[n] = NULL;
-    char *envp[MAX_ENV];
-    clean_env(envp);
-    struct job j = {argv, envp, wait_ms < 0};
+    clean_env(envps[kind]);
+    struct job j = {argv, envps[kind], wait_ms, to_stderr, -1, 0};
     int saved = errno;
+    /* CLONE_VFORK: we resume when the intermediate has exited, its result written */
+    int pid = clone(intermediate, stacks[kind] + sizeof stacks[kind], CLONE_VM | CLONE_VFORK, &j);
     int rc = -1;
-    if (wait_ms < 0) {
-        static char stack[16384] __attribute__((aligned(16)));
-        static int busy;
-        if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) goto out; /* one start at a time */
-        int pid = clone(intermediate, stack + sizeof stack, CLONE_VM | CLONE_VFORK, &j);
-        if (pid > 0) {
-            int st;
-            lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0);
-            rc = 0;
-        }
-        __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
-    } else {
-        long pid = LP_SYS(SYS_clone, 0 /* exit signal 0 */, 0, 0);
-        if (pid == 0) exec_report(&j);
-        if (pid > 0) {
-            int st = 0;
-            for (int waited = 0;; waited += 10) {
-                long r = lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE | WNOHANG, 0, 0, 0);
-                if (r == pid) {
-                    rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-                    break;
-                }
-                if (r < 0 || waited >= wait_ms) break; /* left to run on its own */
-                struct timespec ts = {0, 10 * 1000 * 1000};
-                LP_SYS(SYS_nanosleep, &ts, NULL, 0);
-            }
-        }
+    if (pid > 0) {
+        int st;
+        lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0);
+        rc = j.result;
     }
-out:
+    __atomic_store_n(&busy[kind], 0, __ATOMIC_RELEASE);
     errno = saved;
     return rc;
 }

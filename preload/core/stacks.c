@@ -12,7 +12,12 @@
  * frames, then publishes its slot with a compare-and-swap; two threads inserting the same new
  * stack at once may give it two ids (the reader merges by content). The table and arena are
  * fixed-size mappings reserved at start (touched lazily); when either is full, new stacks get
- * id 0 ("unknown") and are counted. Events carry only the id (one word). */
+ * id 0 ("unknown") and are counted. Events carry only the id (one word).
+ *
+ * The table reaches the spool as it grows: before a thread's chunk of events is written, the
+ * stacks interned since the last such write go first (lpr_stacks_write), so every id a written
+ * event names is already in the file — a process killed with SIGKILL leaves a spool that
+ * decodes with its call stacks. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -36,7 +41,8 @@ unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
 static uint64_t *slots;     /* (hash high 32 bits) << 32 | id */
 static uint64_t *arena;     /* per stack: n, frames[n] */
-static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet) */
+static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
+#define NEVER UINT32_MAX
 static uint32_t next_id = 1, arena_used;
 static uint64_t full_drops, captured;
 static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
@@ -113,7 +119,7 @@ static uint64_t hash_frames(void *const *f, unsigned n) {
 
 static int same(uint32_t id, void *const *f, unsigned n) {
     uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
-    if (off-- == 0 || arena[off] != n) return 0;
+    if (off == NEVER || off-- == 0 || arena[off] != n) return 0;
     return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
 }
 
@@ -137,6 +143,7 @@ uint32_t lpr_stack_intern(void **buf, int got) {
             uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
             uint32_t off = __atomic_fetch_add(&arena_used, n + 1, __ATOMIC_RELAXED);
             if (id >= MAX_IDS || off + n + 1 > ARENA_WORDS) {
+                if (id < MAX_IDS) __atomic_store_n(&offset_of[id], NEVER, __ATOMIC_RELEASE);
                 __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
                 return 0;
             }
@@ -160,26 +167,35 @@ uint32_t lpr_stack_intern(void **buf, int got) {
     return 0;
 }
 
-/* Write every stack recorded so far (STACKS chunks of up to 64 KiB). Async-signal-safe. */
+/* Write the stacks interned since the last call (STACKS chunks of up to 64 KiB), in id order,
+ * up to the first one still being written by its thread (the next call takes it). One writer at
+ * a time: a thread that finds another writing goes on — that writer covers what it would have
+ * written, having started after every id its caller's records name. Async-signal-safe. */
+static uint32_t written_upto = 1; /* ids below this are in the spool */
+static int writing;
+static uint64_t wbuf[8192];
+
 void lpr_stacks_write(void) {
-    if (!lpr_stack_depth) return;
-    uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
+    if (!lpr_stack_depth || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
+    uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
     if (n > MAX_IDS) n = MAX_IDS;
-    uint64_t buf[8192];
     size_t used = 0;
-    for (uint32_t id = 1; id < n; id++) {
+    for (; id < n; id++) {
         uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
-        if (off-- == 0) continue; /* not written yet (in flight), or never (table full) */
+        if (off == NEVER) continue; /* the table was full: id 0 was recorded instead */
+        if (off-- == 0) break;      /* in flight: its thread is writing its frames */
         uint64_t k = arena[off];
-        if (used + 1 + k > sizeof buf / 8) {
-            lpr_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+        if (used + 1 + k > sizeof wbuf / 8) {
+            lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);
             used = 0;
         }
-        buf[used++] = (uint64_t)id | k << 32;
-        memcpy(&buf[used], &arena[off + 1], k * 8);
+        wbuf[used++] = (uint64_t)id | k << 32;
+        memcpy(&wbuf[used], &arena[off + 1], k * 8);
         used += k;
     }
-    if (used) lpr_spool_write(LP_CHUNK_STACKS, 0, buf, used * 8, NULL, 0);
+    if (used) lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);
+    written_upto = id;
+    __atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 }
 
 uint64_t lpr_stacks_unique(void) { return __atomic_load_n(&captured, __ATOMIC_RELAXED); }
@@ -260,4 +276,8 @@ void lpr_modules_write(void) {
 }
 
 /* A forked child writes its own spool: everything again. */
-void lpr_stacks_after_fork_child(void) { memset(seen, 0, sizeof seen); }
+void lpr_stacks_after_fork_child(void) {
+    memset(seen, 0, sizeof seen);
+    written_upto = 1;
+    writing = 0;
+}

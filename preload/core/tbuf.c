@@ -267,6 +267,7 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
     if (upto <= n->flushed) return;
     size_t words = (size_t)(upto - n->flushed);
     uint64_t recs = records - n->flushed_records;
+    lpr_stacks_write(); /* the stacks these records name go first */
     if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
         __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
     else

@@ -144,15 +144,15 @@ static inline void rec_realloc(struct lpr_tls *t, unsigned kind, uint64_t t0, si
  * Each has a fast path that is all an unprofiled program pays: one load of the gate, one test,
  * and a tail jump to the real function (the core resolves `real` before it opens the gate).
  *
- * Recording goes through *_slow, which first tries the lean path: when the allocation records
- * are plain (no stacks, untimed, the TSC clock: lpr_alloc_lean) and nothing is pending, it is
- * one guard, the real call, one rdtsc and one append — few enough registers that the function
- * needs almost no stack frame. Everything else (start-up, the bootstrap pool, stacks, timed
- * records, a full chunk) is the general path, *_general, kept out of line so that its larger
- * frame (a stack capture's buffer) is paid only by those who use it. */
+ * Recording takes the lean path, *_lean, when the allocation records are plain (no stacks,
+ * untimed, the TSC clock: LP_GATE_LEAN) and nothing is pending — one guard, the real call, one
+ * rdtsc and one append, few enough registers that the function needs almost no stack frame —
+ * and the general path, *_general, for everything else (start-up, the bootstrap pool, stacks,
+ * timed records), kept out of line so that its larger frame (a stack capture's buffer) is paid
+ * only by those who use it. The exported function reads the gate once and picks one. */
 
-#define GATE_CLOSED() LP_LIKELY(!(lpr_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
-#define LEAN() LP_LIKELY((lpr_gate & (LP_GATE_UNINIT | LP_GATE_STICKY | LP_GATE_LEAN)) == LP_GATE_LEAN)
+#define GATE_CLOSED(g) LP_LIKELY(!((g) & (LP_GATE_UNINIT | LP_GATE_STICKY | (1u << LP_FAM_ALLOC))))
+#define LEAN(g) LP_LIKELY(((g) & (LP_GATE_UNINIT | LP_GATE_STICKY | LP_GATE_LEAN)) == LP_GATE_LEAN)
 
 /* The lean path's append of `n` words (a constant: the copy unrolls, and the words stay in
  * registers), or, when the chunk is full, the general reservation out of line. The guard is
@@ -171,9 +171,12 @@ __attribute__((noinline)) static void lean_append_slow(struct lpr_tls *t, unsign
         uint64_t *r_ = (t)->cur;                                         \
         if (LP_UNLIKELY((uintptr_t)r_ + (n)*8u > (uintptr_t)(t)->end)) { \
             lean_append_slow((t), (n), (a), (b), (c), (d), (e));         \
-        } else {                                                         \
-            const uint64_t w_[5] = {(a), (b), (c), (d), (e)};            \
-            for (unsigned i_ = 0; i_ < (n); i_++) r_[i_] = w_[i_];       \
+        } else { /* each word stored once, straight from its register */ \
+            r_[0] = (a);                                                 \
+            r_[1] = (b);                                                 \
+            if ((n) > 2) r_[2] = (c);                                    \
+            if ((n) > 3) r_[3] = (d);                                    \
+            if ((n) > 4) r_[4] = (e);                                    \
             lpr_commit((t), r_ + (n));                                   \
         }                                                                \
     } while (0)
@@ -191,23 +194,21 @@ __attribute__((noinline)) static void *malloc_general(size_t n) {
     return p;
 }
 
-__attribute__((noinline)) static void *malloc_slow(size_t n) {
-    if (LEAN()) {
-        struct lpr_tls *t = &lpr_tls;
-        if (LP_LIKELY(!t->guard)) {
-            t->guard = 1;
-            void *p = LPR_REAL(malloc)(n);
-            LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
-            t->guard = 0;
-            return p;
-        }
-    }
-    return malloc_general(n);
+__attribute__((noinline)) static void *malloc_lean(size_t n) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(malloc)(n); /* libprof's own, or re-entered */
+    t->guard = 1;
+    void *p = LPR_REAL(malloc)(n);
+    LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
+    t->guard = 0;
+    return p;
 }
 
 LP_EXPORT void *malloc(size_t n) {
-    if (GATE_CLOSED()) return LPR_REAL(malloc)(n);
-    return malloc_slow(n);
+    uint32_t g = lpr_gate;
+    if (GATE_CLOSED(g)) return LPR_REAL(malloc)(n);
+    if (LEAN(g)) return malloc_lean(n);
+    return malloc_general(n);
 }
 
 __attribute__((noinline)) static void *calloc_general(size_t nmemb, size_t size) {
@@ -228,25 +229,23 @@ __attribute__((noinline)) static void *calloc_general(size_t nmemb, size_t size)
     return p;
 }
 
-__attribute__((noinline)) static void *calloc_slow(size_t nmemb, size_t size) {
-    if (LEAN()) {
-        struct lpr_tls *t = &lpr_tls;
-        if (LP_LIKELY(!t->guard)) {
-            t->guard = 1;
-            void *p = LPR_REAL(calloc)(nmemb, size);
-            size_t total;
-            if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
-            LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
-            t->guard = 0;
-            return p;
-        }
-    }
-    return calloc_general(nmemb, size);
+__attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(calloc)(nmemb, size);
+    t->guard = 1;
+    void *p = LPR_REAL(calloc)(nmemb, size);
+    size_t total;
+    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
+    t->guard = 0;
+    return p;
 }
 
 LP_EXPORT void *calloc(size_t nmemb, size_t size) {
-    if (GATE_CLOSED()) return LPR_REAL(calloc)(nmemb, size);
-    return calloc_slow(nmemb, size);
+    uint32_t g = lpr_gate;
+    if (GATE_CLOSED(g)) return LPR_REAL(calloc)(nmemb, size);
+    if (LEAN(g)) return calloc_lean(nmemb, size);
+    return calloc_general(nmemb, size);
 }
 
 __attribute__((noinline)) static void free_general(void *p) {
@@ -262,27 +261,30 @@ __attribute__((noinline)) static void free_general(void *p) {
     rec_free(t, t0, p);
 }
 
-__attribute__((noinline)) static void free_slow(void *p) {
-    if (LEAN()) {
-        struct lpr_tls *t = &lpr_tls;
-        if (LP_LIKELY(!t->guard)) {
-            uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
-            t->guard = 1;
-            LPR_REAL(free)(p);
-            LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
-            t->guard = 0;
-            return;
-        }
-    }
-    free_general(p);
-}
-
-LP_EXPORT void free(void *p) {
-    if (GATE_CLOSED()) {
+__attribute__((noinline)) static void free_lean(void *p) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) {
         LPR_REAL(free)(p);
         return;
     }
-    free_slow(p);
+    uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
+    t->guard = 1;
+    LPR_REAL(free)(p);
+    LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
+    t->guard = 0;
+}
+
+LP_EXPORT void free(void *p) {
+    uint32_t g = lpr_gate;
+    if (GATE_CLOSED(g)) {
+        LPR_REAL(free)(p);
+        return;
+    }
+    if (LEAN(g)) {
+        free_lean(p);
+        return;
+    }
+    free_general(p);
 }
 
 /* Off for good, with the bootstrap pool untouched, the allocation hooks can leave the program's
@@ -323,25 +325,23 @@ __attribute__((noinline)) static void *realloc_general(void *p, size_t n) {
 
 /* A realloc always carries both stamps (see rec_realloc). No pool block exists on the lean path:
  * the pool is used only before the allocator is resolved, and then LP_GATE_SLOWPATH stays set. */
-__attribute__((noinline)) static void *realloc_slow(void *p, size_t n) {
-    if (LEAN()) {
-        struct lpr_tls *t = &lpr_tls;
-        if (LP_LIKELY(!t->guard)) {
-            uint64_t t0 = lpr_tsc();
-            t->guard = 1;
-            void *q = LPR_REAL(realloc)(p, n);
-            uint64_t t1 = lpr_tsc();
-            LEAN_APPEND(t, 5, lpr_word0_timed(LP_EV_REALLOC, t0), lpr_word1(t0, t1), n, (uintptr_t)q, (uintptr_t)p);
-            t->guard = 0;
-            return q;
-        }
-    }
-    return realloc_general(p, n);
+__attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(realloc)(p, n);
+    uint64_t t0 = lpr_tsc();
+    t->guard = 1;
+    void *q = LPR_REAL(realloc)(p, n);
+    uint64_t t1 = lpr_tsc();
+    LEAN_APPEND(t, 5, lpr_word0_timed(LP_EV_REALLOC, t0), lpr_word1(t0, t1), n, (uintptr_t)q, (uintptr_t)p);
+    t->guard = 0;
+    return q;
 }
 
 LP_EXPORT void *realloc(void *p, size_t n) {
-    if (GATE_CLOSED()) return LPR_REAL(realloc)(p, n);
-    return realloc_slow(p, n);
+    uint32_t g = lpr_gate;
+    if (GATE_CLOSED(g)) return LPR_REAL(realloc)(p, n);
+    if (LEAN(g)) return realloc_lean(p, n);
+    return realloc_general(p, n);
 }
 
 /* Implemented over the next realloc (glibc does the same), so that a program with its own

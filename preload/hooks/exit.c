@@ -2,8 +2,8 @@
  * which skip destructors (dash ends every script that way), write the trace first.
  *
  * _exit may also be called from a signal handler. If this thread was inside libprof or inside a
- * recorded allocation call (the guard is set), writing the trace could deadlock, so it is
- * skipped: the raw spool keeps whatever was flushed. */
+ * recorded allocation call (the guard is set), converting here could deadlock: the records are
+ * flushed and a fresh libprof-report converts them, as after a crash (lpr_finish_signal). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -21,7 +21,10 @@ LP_EXPORT void exit(int status) {
 }
 
 __attribute__((noreturn)) static void finish_then_exit_group(int status) {
-    if (!lpr_tls.guard) lpr_finish(status);
+    if (!lpr_tls.guard)
+        lpr_finish(status);
+    else
+        lpr_finish_signal(0, status);
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }

@@ -6,10 +6,16 @@
  * installs its KeyboardInterrupt handler only if SIGINT is at its default), and so that a
  * handler the program installs simply replaces libprof's.
  *
- * On a fatal signal: for SIGTERM/SIGINT/SIGHUP, when this thread was not inside libprof or a
- * recorded call, the whole trace is written as at exit; otherwise, and for faults, only the
- * async-signal-safe flush of the raw spool happens. Then the default action runs as it would
- * have: same exit status, same core dump. */
+ * A program that installs its own handler keeps it, and it runs first: libprof's handler stands
+ * only where the default action would. When the program gives a fatal signal back to the default
+ * (Python's faulthandler does so before it re-raises the signal), libprof's handler takes that
+ * place again, so the program's handler runs, then libprof's, then the default action.
+ *
+ * On a fatal signal libprof flushes every thread's records to the spool (async-signal-safe) and
+ * has a fresh libprof-report convert it while this process waits, bounded in time (core/life.c,
+ * lpr_finish_signal): the process may have been stopped anywhere, inside malloc too, so it must
+ * not convert by itself. Then the default action runs as it would have: same exit status, same
+ * core dump. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,7 +28,14 @@
 
 static volatile sig_atomic_t ours[NSIG_MAX]; /* libprof's handler is installed on this signal */
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+static int started; /* the fatal signals are watched (this process records) */
+
+static int is_fatal(int sig) {
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+        if (fatal_signals[i] == sig) return 1;
+    return 0;
+}
 
 static int is_fault(int sig) {
     return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
@@ -31,12 +44,7 @@ static int is_fault(int sig) {
 static void on_fatal(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     int saved = errno;
-    if (!is_fault(sig) && !lpr_tls.guard) {
-        lpr_finish_with_signal = sig;
-        lpr_finish(-1);
-    } else {
-        lpr_finish_signal(sig);
-    }
+    lpr_finish_signal(sig, -1);
     ours[sig] = 0;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -67,6 +75,18 @@ static int install(int sig, void (*handler)(int)) {
     return 0;
 }
 
+/* Put libprof's handler on fatal signal `sig` (it is at its default action). */
+static int install_fatal(int sig) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (LPR_REAL(sigaction)(sig, &sa, NULL) != 0) return -1;
+    ours[sig] = 1;
+    return 0;
+}
+
 /* When libprof records: LIBPROF_SIGNAL's toggle (core/control.c), then the fatal signals' handler
  * on every fatal signal the program left at its default. */
 static void start(void) {
@@ -76,15 +96,12 @@ static void start(void) {
         lpr_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", sig);
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         sig = fatal_signals[i];
-        struct sigaction old, sa;
+        struct sigaction old;
         if (LPR_REAL(sigaction)(sig, NULL, &old) != 0) continue;
         if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_fatal;
-        sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
-        sigemptyset(&sa.sa_mask);
-        if (LPR_REAL(sigaction)(sig, &sa, NULL) == 0) ours[sig] = 1;
+        install_fatal(sig);
     }
+    started = 1;
 }
 
 /* What the program would have seen had libprof not been there. */
@@ -94,18 +111,43 @@ static void as_default(struct sigaction *old) {
     sigemptyset(&old->sa_mask);
 }
 
+/* The program sets fatal signal `sig` to its default action: libprof's handler stands in for it
+ * (a handler of the program's that re-raises its signal reaches libprof's this way). */
+static int wants_default(int sig, const struct sigaction *act) {
+    return act && started && is_fatal(sig) && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL &&
+           lpr_recording();
+}
+
+/* sigaction as the program sees it (the exported hook, and signal() through it). */
+static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(sigaction)(sig, act, old);
+    if (wants_default(sig, act)) {
+        struct sigaction prev;
+        int rc = LPR_REAL(sigaction)(sig, NULL, &prev);
+        if (rc == 0 && !ours[sig] && install_fatal(sig) != 0) rc = LPR_REAL(sigaction)(sig, act, NULL);
+        if (rc == 0 && old) {
+            if (ours[sig] && prev.sa_sigaction == on_fatal)
+                as_default(old);
+            else
+                *old = prev;
+        }
+        return rc;
+    }
+    if (!ours[sig]) return LPR_REAL(sigaction)(sig, act, old);
+    int rc = LPR_REAL(sigaction)(sig, act, old);
+    if (rc == 0) {
+        if (old) as_default(old);
+        if (act) ours[sig] = 0; /* the program's handler (or SIG_IGN) now rules */
+    }
+    return rc;
+}
+
 LP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     if (resolve()) {
         errno = ENOSYS;
         return -1;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return LPR_REAL(sigaction)(sig, act, old);
-    int rc = LPR_REAL(sigaction)(sig, act, old);
-    if (rc == 0) {
-        if (old) as_default(old);
-        if (act) ours[sig] = 0; /* the program's handler (or SIG_DFL/SIG_IGN) now rules */
-    }
-    return rc;
+    return program_sigaction(sig, act, old);
 }
 
 LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
@@ -113,7 +155,16 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         errno = ENOSYS;
         return SIG_ERR;
     }
-    if (sig <= 0 || sig >= NSIG_MAX || !ours[sig]) return LPR_REAL(signal)(sig, handler);
+    if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(signal)(sig, handler);
+    if (handler == SIG_DFL) { /* through sigaction, which knows when libprof stands in */
+        struct sigaction act, old;
+        memset(&act, 0, sizeof act);
+        act.sa_handler = SIG_DFL;
+        sigemptyset(&act.sa_mask);
+        if (program_sigaction(sig, &act, &old) != 0) return SIG_ERR;
+        return old.sa_handler; /* shares its storage with sa_sigaction */
+    }
+    if (!ours[sig]) return LPR_REAL(signal)(sig, handler);
     sighandler_t prev = LPR_REAL(signal)(sig, handler);
     if (prev == SIG_ERR) return prev;
     ours[sig] = 0;

@@ -25,24 +25,37 @@ static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, 
     lpr_call_record_args(t, LP_FAM_SYNC, call, t0, lpr_ticks(), 2, a);
 }
 
-/* A lock's slow half: try first; block (timed) only when the try says busy. `busy` is the try's
- * "would block". */
-#define LOCK_HOOK(CALL, lockfn, tryfn, T, busy)                  \
-    __attribute__((noinline)) static int lockfn##_slow(T *obj) { \
-        struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);         \
-        if (!t) return LP_REAL(lockfn)(obj);                     \
-        __typeof__(&tryfn) try_ = LP_REAL(tryfn);                \
-        if (!try_) return LP_REAL(lockfn)(obj);                  \
-        int r = try_(obj);                                       \
-        if (r != (busy)) return r;                               \
-        uint64_t t0 = lpr_ticks();                               \
-        r = LP_REAL(lockfn)(obj);                                \
-        rec(t, LP_CALL_##CALL, t0, obj, r);                      \
-        return r;                                                \
-    }                                                            \
-    LP_EXPORT int lockfn(T *obj) {                               \
-        LP_PASS_ARGS(LP_FAM_SYNC, lockfn, (obj));                \
-        return lockfn##_slow(obj);                               \
+/* A lock: try first, in the exported half (an uncontended lock, nearly every one, costs one
+ * extra test and nothing is written); block, timed, in the slow half only when the try says
+ * busy. `busy` is the try's "would block". Recording is tested first: when it is off, the
+ * program's own calls no longer come here at all (core/unhook.c). */
+#define LOCK_HOOK(CALL, lockfn, tryfn, T, busy)                                                             \
+    __attribute__((noinline)) static int lockfn##_slow(T *obj, int tried) {                                 \
+        struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);                                                    \
+        if (!t) return LP_REAL(lockfn)(obj);                                                                \
+        if (!tried) {                                                                                       \
+            __typeof__(&tryfn) try_ = LP_REAL(tryfn);                                                       \
+            if (!try_) return LP_REAL(lockfn)(obj);                                                         \
+            int r = try_(obj);                                                                              \
+            if (r != (busy)) return r;                                                                      \
+        }                                                                                                   \
+        uint64_t t0 = lpr_ticks();                                                                          \
+        int r = LP_REAL(lockfn)(obj);                                                                       \
+        rec(t, LP_CALL_##CALL, t0, obj, r);                                                                 \
+        return r;                                                                                           \
+    }                                                                                                       \
+    LP_EXPORT int lockfn(T *obj) {                                                                          \
+        uint32_t g = lpr_gate;                                                                              \
+        if (LP_LIKELY((g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT)) == (1u << LP_FAM_SYNC))) { /* records */ \
+            __typeof__(&tryfn) try_ = (__typeof__(&tryfn))__atomic_load_n(&real_##tryfn, __ATOMIC_RELAXED); \
+            if (LP_LIKELY(try_ != NULL)) {                                                                  \
+                int r = try_(obj);                                                                          \
+                return r != (busy) ? r : lockfn##_slow(obj, 1);                                             \
+            }                                                                                               \
+        }                                                                                                   \
+        __typeof__(&lockfn) f_ = (__typeof__(&lockfn))__atomic_load_n(&real_##lockfn, __ATOMIC_RELAXED);    \
+        if (LP_LIKELY(f_ != NULL) && !(g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT))) return f_(obj);         \
+        return lockfn##_slow(obj, 0);                                                                       \
     }
 LOCK_HOOK(MUTEX_LOCK, pthread_mutex_lock, pthread_mutex_trylock, pthread_mutex_t, EBUSY)
 LOCK_HOOK(RWLOCK_RD, pthread_rwlock_rdlock, pthread_rwlock_tryrdlock, pthread_rwlock_t, EBUSY)

@@ -57,6 +57,8 @@ static int keep_env(const char *e) {
     return strncmp(e, "LD_PRELOAD=", 11) != 0 && strncmp(e, "LIBPROF", 7) != 0 && strncmp(e, "MALLOC_", 7) != 0;
 }
 
+long run_core_limit;
+
 int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv) {
     memset(r, 0, sizeof *r);
     char out_path[] = "/tmp/libprof-out-XXXXXX", err_path[] = "/tmp/libprof-err-XXXXXX";
@@ -72,8 +74,8 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     for (size_t i = 0; i < extra; i++) envp[k++] = (char *)env[i];
     pid_t pid = fork();
     if (pid == 0) {
-        struct rlimit nocore = {0, 0}; /* crashing test programs leave no core files */
-        setrlimit(RLIMIT_CORE, &nocore);
+        struct rlimit core = {(rlim_t)run_core_limit, (rlim_t)run_core_limit};
+        setrlimit(RLIMIT_CORE, &core);
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
         dup2(fo, 1);
@@ -86,6 +88,7 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     int st = 0;
     waitpid(pid, &st, 0);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->core = WIFSIGNALED(st) && WCOREDUMP(st);
     close(fo);
     close(fe);
     r->out = read_file(out_path, &r->out_len);

@@ -11,6 +11,7 @@
 
 struct run {
     int status; /* exit code, or 128 + signal */
+    int core;   /* killed by a signal, with a core dump */
     char *out, *err;
     size_t out_len, err_len;
 };
@@ -19,6 +20,9 @@ struct run {
  * NULL-terminated, may be NULL), in directory `cwd` (NULL = current). Returns 0 or -1. */
 int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv);
 void run_free(struct run *r);
+/* The core file size limit run_prog gives its programs (0 by default: crashing test programs
+ * leave no core files). */
+extern long run_core_limit;
 
 char *make_tmpdir(void); /* fresh directory under /tmp (caller frees the string) */
 char *read_file(const char *path, size_t *len);
