@@ -137,6 +137,7 @@ PROGS += tests/progs/annot_loop.c
 PROGS += tests/progs/stress.c
 PROGS += tests/progs/crash.c
 PROGS += tests/progs/crashers.c
+PROGS += tests/progs/chains.c
 PROGS += tests/progs/execfail.c
 PROGS += tests/progs/spawner.c
 PROGS += tests/progs/dlhost.c
@@ -303,6 +304,7 @@ demo: deps
 	@scripts/demo $(BUILD)
 
 bench: all $(PROG_BINS)
+	@scripts/bench-targets $(BUILD)
 	@scripts/bench $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man/man1

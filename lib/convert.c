@@ -69,20 +69,24 @@ static inline void heap_changed(struct pass *p, uint64_t ns) {
     c->last = pt;
 }
 
+/* The live map's value: a block's size and its call stack, in one word (sites.h). */
 static inline __attribute__((always_inline)) void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns,
                                                              uint32_t stack) {
     struct lp_analysis *a = &p->a;
-    if (a->sites && lp_sites_born(a->sites, ptr, size, stack, a->counting) != 0) p->oom = 1;
+    if (stack >= LP_MAX_STACK_ID) stack = 0;
+    size = lp_live_size(size);
     uint64_t old = 0;
-    int rc = lp_map_put(&p->live, ptr, size, &old);
+    int rc = lp_map_put(&p->live, ptr, lp_live_pack(size, stack), &old);
     if (rc < 0) {
         p->oom = 1;
         return;
     }
     if (rc == 1) { /* we missed its free (e.g. released through a path libprof does not see) */
         a->reused_live++;
-        a->live_bytes -= old;
+        a->live_bytes -= lp_live_bytes(old);
+        if (a->sites) lp_sites_died(a->sites, old);
     }
+    if (a->sites && lp_sites_born(a->sites, size, stack, a->counting) != 0) p->oom = 1;
     a->live_bytes += size;
     heap_changed(p, ns);
 }
@@ -90,12 +94,13 @@ static inline __attribute__((always_inline)) void block_born(struct pass *p, uin
 /* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
 static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns) {
     struct lp_analysis *a = &p->a;
-    uint64_t size;
-    if (a->sites) lp_sites_died(a->sites, ptr);
-    if (!lp_map_take(&p->live, ptr, &size)) {
+    uint64_t v;
+    if (!lp_map_take(&p->live, ptr, &v)) {
         a->untracked_frees++;
         return 0;
     }
+    if (a->sites) lp_sites_died(a->sites, v);
+    uint64_t size = lp_live_bytes(v);
     a->live_bytes -= size;
     heap_changed(p, ns);
     return size;
@@ -315,6 +320,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     }
     lp_iter_free(it);
     a->live_blocks = p->live.n;
+    lp_map_free(&p->live); /* before the sites' replay, which builds its own */
     if (p->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (a->sites && lp_sites_finish(a->sites, p->peak_count) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);

@@ -224,6 +224,7 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
         }
     }
     r->valid_bytes = off > size ? size : off;
+    release(r, released, size); /* what the pass reads it reads again, chunk by chunk */
     lp_map_free(&map);
 
     /* Clock fit through the origin and the latest sync pair. */
@@ -320,18 +321,30 @@ static inline void cursor_key(struct lp_cursor *c) {
 }
 
 /* Position cursor `c` on its next record (in the next chunk if need be), phase 0; 0 when the
- * thread is done. */
+ * thread is done, 2 when it went on to a new chunk, else 1.
+ *
+ * A chunk's pages go back to the kernel one chunk late: the kernel maps the pages around a
+ * fault (fault-around, 64 KiB), so the first fault in chunk k+1 brings back the end of chunk k;
+ * by the time chunk k+2 is entered, that has happened, and releasing chunk k is for good. */
 static int cursor_load(const struct lp_reader *r, struct lp_cursor *c) {
+    int moved = 1;
     while (c->p >= c->end) {
-        release(r, c->chunk_from, c->chunk_to);
+        release(r, c->prev_from, c->prev_to);
+        c->prev_from = c->chunk_from;
+        c->prev_to = c->chunk_to;
         c->chunk_from = c->chunk_to = 0;
         const struct lp_thread_info *t = &r->threads[c->thread];
-        if (c->next_chunk >= t->nchunks) return 0;
+        if (c->next_chunk >= t->nchunks) {
+            release(r, c->prev_from, c->prev_to);
+            c->prev_from = c->prev_to = 0;
+            return 0;
+        }
         const struct lp_chunk_ref *ch = &r->chunks[t->chunks[c->next_chunk++]];
         c->p = (const uint64_t *)(r->data + ch->offset);
         c->end = c->p + ch->length / 8;
         c->chunk_from = ch->offset;
         c->chunk_to = ch->offset + ch->length;
+        moved = 2;
     }
     c->phase = 0;
     if (LP_UNLIKELY(lp_rec_kind(c->p[0]) == LP_EV_STACK)) { /* validated: a record follows in this chunk */
@@ -339,7 +352,26 @@ static int cursor_load(const struct lp_reader *r, struct lp_cursor *c) {
         c->p++;
     }
     cursor_key(c);
-    return 1;
+    return moved;
+}
+
+/* Every few chunks: all of the file below the earliest chunk a live cursor is in has been read
+ * by every thread (a thread's chunks are in the file in its time order), so it goes back to the
+ * kernel whatever fault-around brought in from between other threads' chunks. */
+static void sweep(struct lp_iter *it) {
+    if (++it->loads % 32) return;
+    uint64_t lo = UINT64_MAX;
+    for (uint32_t i = 0; i < it->r->nthreads; i++) {
+        const struct lp_cursor *c = &it->c[i];
+        uint64_t at = c->prev_to ? c->prev_from : c->chunk_from;
+        if ((c->chunk_to || c->prev_to) && at < lo) lo = at;
+    }
+    if (lo == UINT64_MAX) lo = it->r->size;
+    lo &= ~(uint64_t)4095; /* whole pages below it: nothing a cursor still reads */
+    if (lo > it->swept) {
+        release(it->r, it->swept, lo);
+        it->swept = lo;
+    }
 }
 
 static inline int less(const struct lp_iter *it, uint32_t a, uint32_t b) {
@@ -432,7 +464,9 @@ int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
         c->stack = 0;
         it->consumed++;
     }
-    if (!cursor_load(r, c)) { /* this thread is done: the heap's top goes next */
+    int loaded = cursor_load(r, c);
+    if (loaded != 1) sweep(it);
+    if (!loaded) { /* this thread is done: the heap's top goes next */
         pop_top(it);
         return 1;
     }

@@ -138,7 +138,8 @@ static inline void lp_event_blocks(const struct lp_event *e, uint64_t *freed, ui
 struct lp_cursor {
     const uint64_t *p, *end;
     uint64_t key;                  /* effect time in ticks of the current record's current phase */
-    uint64_t chunk_from, chunk_to; /* byte range of the chunk being read (released after it) */
+    uint64_t chunk_from, chunk_to; /* byte range of the chunk being read ... */
+    uint64_t prev_from, prev_to;   /* ... and of the one before (released after the next) */
     uint32_t thread, tid, next_chunk, stack;
     uint8_t phase;
 };
@@ -150,6 +151,7 @@ struct lp_iter {
     uint64_t bound;        /* the heap top's key (UINT64_MAX: empty): cur yields while before it */
     uint32_t *heap, n;     /* the other cursors with records left, a min-heap by (key, index) */
     uint64_t consumed;
+    uint64_t loads, swept; /* chunks entered; the file below `swept` is handed back (reader.c) */
 };
 
 struct lp_iter *lp_iter_new(const struct lp_reader *r);

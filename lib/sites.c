@@ -13,7 +13,6 @@
 
 #define TOP 10        /* rows per view in the summary */
 #define META_SITES 50 /* sites described in the metadata */
-#define SIZE_SHIFT 22 /* live map value: size << 22 | stack id (ids < LP_MAX_STACK_ID) */
 
 struct site {
     uint64_t calls, bytes, live, live_blocks, peak;
@@ -24,7 +23,6 @@ struct lp_sites {
     const struct lp_reader *r;
     struct site *site; /* by stack id */
     uint32_t nsite;
-    struct lp_map live; /* ptr -> size << 22 | stack */
     uint64_t with_stack, without_stack;
     struct lp_syms *syms;
     int oom;
@@ -47,7 +45,6 @@ struct lp_sites *lp_sites_new(const struct lp_reader *r) {
 void lp_sites_free(struct lp_sites *s) {
     if (!s) return;
     lp_os_free(s->site);
-    lp_map_free(&s->live);
     lp_syms_free(s->syms);
     lp_os_free(s);
 }
@@ -56,9 +53,8 @@ static struct site *site_of(struct lp_sites *s, uint32_t stack) {
     return stack < s->nsite ? &s->site[stack] : &s->site[0]; /* ids without a stack entry: "unknown" */
 }
 
-int lp_sites_born(struct lp_sites *s, uint64_t ptr, uint64_t size, uint32_t stack, int counting) {
+int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
     if (stack >= s->nsite) stack = 0;
-    lp_sites_died(s, ptr); /* reused without a free we saw */
     struct site *t = site_of(s, stack);
     if (counting) {
         t->calls++;
@@ -70,19 +66,18 @@ int lp_sites_born(struct lp_sites *s, uint64_t ptr, uint64_t size, uint32_t stac
     }
     t->live += size;
     t->live_blocks++;
-    uint64_t v = (size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size)
-                     << SIZE_SHIFT |
-                 stack;
-    if (lp_map_put(&s->live, ptr, v, NULL) < 0) s->oom = 1;
-    return s->oom ? -1 : 0;
+    return 0;
 }
 
-void lp_sites_died(struct lp_sites *s, uint64_t ptr) {
-    uint64_t v;
-    if (!lp_map_take(&s->live, ptr, &v)) return;
-    struct site *t = site_of(s, (uint32_t)(v & ((1u << SIZE_SHIFT) - 1)));
-    t->live -= v >> SIZE_SHIFT;
+void lp_sites_died(struct lp_sites *s, uint64_t v) {
+    struct site *t = site_of(s, lp_live_stack(v));
+    t->live -= lp_live_bytes(v);
     t->live_blocks--;
+}
+
+static uint32_t site_index(const struct lp_sites *s, uint64_t v) {
+    uint32_t st = lp_live_stack(v);
+    return st < s->nsite ? st : 0;
 }
 
 /* Live bytes per stack at the heap's peak: the allocation events replayed up to it. */
@@ -100,12 +95,12 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
     while (pos++ < peak_count && lp_iter_next(it, &e)) {
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
-        if (freed && lp_map_take(&live, freed, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
+        if (freed && lp_map_take(&live, freed, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
         if (!ptr) continue;
         uint32_t st = e.stack < s->nsite ? e.stack : 0;
-        if (lp_map_take(&live, ptr, &v)) at[(v & ((1u << SIZE_SHIFT) - 1))] -= v >> SIZE_SHIFT;
-        uint64_t sz = size >= (UINT64_C(1) << (64 - SIZE_SHIFT)) ? (UINT64_C(1) << (64 - SIZE_SHIFT)) - 1 : size;
-        if (lp_map_put(&live, ptr, sz << SIZE_SHIFT | st, NULL) < 0) break;
+        if (lp_map_take(&live, ptr, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
+        uint64_t sz = lp_live_size(size);
+        if (lp_map_put(&live, ptr, lp_live_pack(sz, st), NULL) < 0) break;
         at[st] += sz;
     }
     for (uint32_t i = 0; i < s->nsite; i++) s->site[i].peak = at[i];

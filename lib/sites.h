@@ -14,10 +14,22 @@ struct lp_sites;
 /* NULL when the trace has no call stacks. */
 struct lp_sites *lp_sites_new(const struct lp_reader *r);
 void lp_sites_free(struct lp_sites *s);
-/* A block of `size` bytes now lives at ptr, allocated from `stack`; `counting`: after the last
- * reset (statistics on). Returns -1 when out of memory. */
-int lp_sites_born(struct lp_sites *s, uint64_t ptr, uint64_t size, uint32_t stack, int counting);
-void lp_sites_died(struct lp_sites *s, uint64_t ptr);
+/* A live block as the pass keeps it (one word, the value of its live map): its size, capped at
+ * 2^42 - 1 bytes, and its call stack id (< LP_MAX_STACK_ID = 2^22). */
+#define LP_LIVE_SHIFT 22
+static inline uint64_t lp_live_size(uint64_t size) {
+    const uint64_t cap = (UINT64_C(1) << (64 - LP_LIVE_SHIFT)) - 1;
+    return size > cap ? cap : size;
+}
+static inline uint64_t lp_live_pack(uint64_t size, uint32_t stack) { return size << LP_LIVE_SHIFT | stack; }
+static inline uint64_t lp_live_bytes(uint64_t v) { return v >> LP_LIVE_SHIFT; }
+static inline uint32_t lp_live_stack(uint64_t v) { return (uint32_t)(v & ((1u << LP_LIVE_SHIFT) - 1)); }
+
+/* A block of `size` bytes was allocated from `stack`; `counting`: after the last reset
+ * (statistics on). Returns -1 when out of memory. */
+int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting);
+/* The block `v` (lp_live_pack) was released. */
+void lp_sites_died(struct lp_sites *s, uint64_t v);
 /* After the pass: replay the first `peak_count` events the iterator yields (up to and including
  * the one that made the heap's peak) to learn each stack's live bytes there; symbolise.
  * Returns -1 when out of memory. */

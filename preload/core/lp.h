@@ -339,14 +339,15 @@ LP_HIDDEN extern unsigned lpr_stack_depth; /* 0 = no stacks */
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
 LP_HIDDEN extern int (*lpr_unw_backtrace)(void **, int);
 LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
-/* The calling thread's stack as an id (0: unknown), captured in the caller's own frame: put in
- * a hook's slow path, libunwind walks one libprof frame rather than three (~90 instructions a
- * frame). */
-#define LP_STACK_CAPTURE(sid)                                                              \
-    do {                                                                                   \
-        void *buf_[LP_STACK_MAX_DEPTH + 4];                                                \
-        (sid) = lpr_stack_intern(buf_, lpr_unw_backtrace(buf_, (int)lpr_stack_depth + 3)); \
-    } while (0)
+/* The calling thread's stack as an id (0: unknown); through the thread's cache of call chains
+ * (stacks.c). Called by a hook with the guard held. */
+LP_HIDDEN uint32_t lpr_stack_capture(void);
+#define LP_STACK_CAPTURE(sid) ((sid) = lpr_stack_capture())
+struct lpr_stack_cache;
+struct lpr_thread;
+LP_HIDDEN size_t lpr_stack_cache_size(void);
+/* The stack cache of a thread's registry node, made on first use (NULL: no memory). */
+LP_HIDDEN struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *node);
 LP_HIDDEN void lpr_stacks_write(void);
 LP_HIDDEN void lpr_modules_write(void);
 LP_HIDDEN void lpr_stacks_after_fork_child(void);

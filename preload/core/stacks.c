@@ -14,6 +14,17 @@
  * fixed-size mappings reserved at start (touched lazily); when either is full, new stacks get
  * id 0 ("unknown") and are counted. Events carry only the id (one word).
  *
+ * Capture cost is what stacks cost (libunwind: ~90 instructions a frame), and programs allocate
+ * from the same few call chains over and over. So each thread keeps the chains it last walked
+ * (lpr_stack_capture): keyed by where the capture was called from and the stack pointer there,
+ * each with the address of every frame's saved return address and the value found there. A
+ * chain is reused only if every one of those slots still holds the same return address — read,
+ * never written — checked from the innermost frame out, so each slot is read only once the
+ * frames inside it are known to be the same, within the thread's live stack. On x86-64 a
+ * return address is always at CFA - 8 of the frame it returns from, so the slots come from the
+ * walk itself (libunwind's unw_step, which gives each frame's stack pointer). Any difference is
+ * a miss and a fresh walk.
+ *
  * The table reaches the spool as it grows: before a thread's chunk of events is written, the
  * stacks interned since the last such write go first (lpr_stacks_write), so every id a written
  * event names is already in the file — a process killed with SIGKILL leaves a spool that
@@ -23,6 +34,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,6 +51,16 @@
 
 unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
+/* libunwind's cursor API (for the stack pointers the cache needs), found by name */
+static int (*unw_getcontext_fn)(void *);
+static int (*unw_init_local_fn)(void *, void *);
+static int (*unw_step_fn)(void *);
+static int (*unw_get_reg_fn)(void *, int, uint64_t *);
+#define UNW_REG_IP 16       /* x86-64: UNW_X86_64_RIP */
+#define UNW_REG_SP 7        /* x86-64: UNW_X86_64_RSP */
+#define CACHE_WAYS 32       /* chains kept per thread */
+#define CACHE_FRAMES 40     /* frames a cached chain may have (deeper: walked every time) */
+static int cacheable;       /* the cursor API was found, and the depth fits */
 static uint64_t *slots;     /* (hash high 32 bits) << 32 | id */
 static uint64_t *arena;     /* per stack: n, frames[n] */
 static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
@@ -87,6 +109,10 @@ int lpr_stacks_init(unsigned depth) {
         return -1;
     }
     if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+    unw_getcontext_fn = (int (*)(void *))dlsym(h, "_Ux86_64_getcontext");
+    unw_init_local_fn = (int (*)(void *, void *))dlsym(h, "_ULx86_64_init_local");
+    unw_step_fn = (int (*)(void *))dlsym(h, "_ULx86_64_step");
+    unw_get_reg_fn = (int (*)(void *, int, uint64_t *))dlsym(h, "_ULx86_64_get_reg");
     const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     slots = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
     arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
@@ -104,6 +130,8 @@ int lpr_stacks_init(unsigned depth) {
     unw_hi = unw.hi;
     lpr_unw_backtrace = unw_bt;
     lpr_stack_depth = depth;
+    cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
+                !getenv("LIBPROF_STACK_CACHE_OFF");
     return 0;
 }
 
@@ -166,6 +194,78 @@ uint32_t lpr_stack_intern(void **buf, int got) {
     __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
     return 0;
 }
+
+/* ---- the per-thread cache of call chains (see the top) -------------------------------------- */
+
+struct chain {
+    uintptr_t ra, cfa; /* the key: return address and CFA of lpr_stack_capture */
+    uint32_t id, n;    /* the stack's id; slots to check */
+    uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
+};
+
+struct lpr_stack_cache {
+    struct chain way[CACHE_WAYS];
+    uint64_t hits, misses;
+};
+
+/* Walk the stack with libunwind's cursor: ips for the table, and for the cache the frames above
+ * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
+__attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+    uint64_t ctx[256] __attribute__((aligned(16))), cur[256] __attribute__((aligned(16)));
+    void *ips[LP_STACK_MAX_DEPTH + 8];
+    int got = 0, max = (int)lpr_stack_depth + 6, k = -1, overflow = 0;
+    uint32_t n = 0;
+    if (unw_getcontext_fn(ctx) != 0 || unw_init_local_fn(cur, ctx) != 0) return 0;
+    do {
+        uint64_t ip = 0, sp = 0;
+        if (unw_get_reg_fn(cur, UNW_REG_IP, &ip) != 0 || unw_get_reg_fn(cur, UNW_REG_SP, &sp) != 0 || !ip) break;
+        ips[got++] = (void *)(uintptr_t)ip;
+        if (k < 0 && ip == ra && sp == cfa) {
+            k = got - 1; /* the capture's caller: its return address was the key */
+        } else if (k >= 0) {
+            if (n == CACHE_FRAMES) {
+                overflow = 1;
+            } else {
+                ch->slot[n] = (uintptr_t)sp - 8; /* where this frame's pc was saved by the call */
+                ch->val[n] = (uintptr_t)ip;
+                n++;
+            }
+        }
+    } while (got < max && unw_step_fn(cur) > 0);
+    uint32_t id = lpr_stack_intern(ips, got);
+    /* cached when the capture's caller was found and every frame walked after it can be checked
+     * (a chain cut at the depth asked is fine: the frames beyond do not change the id) */
+    ch->n = k >= 0 && id && !overflow ? n : UINT32_MAX;
+    return id;
+}
+
+/* The id of the calling thread's stack (0: unknown), for a hook's record. Called with the
+ * guard held. */
+__attribute__((noinline)) uint32_t lpr_stack_capture(void) {
+    struct lpr_thread *node = lpr_tls.thr;
+    struct lpr_stack_cache *c = node && cacheable ? lpr_tbuf_stack_cache(node) : NULL;
+    if (!c) {
+        void *buf[LP_STACK_MAX_DEPTH + 4];
+        return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+    }
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
+    struct chain *ch = &c->way[((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> 59];
+    if (ch->ra == ra && ch->cfa == cfa && ch->n != UINT32_MAX) {
+        uint32_t i = 0;
+        while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
+        if (i == ch->n) {
+            c->hits++;
+            return ch->id;
+        }
+    }
+    c->misses++;
+    ch->ra = ra;
+    ch->cfa = cfa;
+    ch->id = walk(ch, ra, cfa);
+    return ch->id;
+}
+
+size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }
 
 /* Write the stacks interned since the last call (STACKS chunks of up to 64 KiB), in id order,
  * up to the first one still being written by its thread (the next call takes it). One writer at

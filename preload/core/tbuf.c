@@ -38,7 +38,8 @@ struct lpr_thread {
     int lock; /* serialises flushes by the owner and by the exit path */
     int in_use;
     uint32_t tid;
-    uint32_t nshort; /* entries of `shorts` with a count, since the last SHORT chunk */
+    uint32_t nshort;                     /* entries of `shorts` with a count, since the last SHORT chunk */
+    struct lpr_stack_cache *stack_cache; /* stacks.c's chains, kept with the node (as its chunk is) */
     struct {
         uint64_t count, ticks;
     } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
@@ -274,6 +275,13 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
         __atomic_fetch_add(&lpr_events_dropped, recs, __ATOMIC_RELAXED);
     n->flushed = upto;
     n->flushed_records = records;
+}
+
+struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n) {
+    if (LP_LIKELY(n->stack_cache != NULL)) return n->stack_cache;
+    void *m = lpr_sys_mmap(NULL, lpr_stack_cache_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (lpr_sys_failed((long)m)) return NULL;
+    return n->stack_cache = m;
 }
 
 uint64_t lpr_tbuf_events_written(void) { return __atomic_load_n(&lpr_events_written, __ATOMIC_RELAXED); }
