@@ -119,6 +119,7 @@ INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
 INTEGRATION_TESTS += tests/integration/test_crashes.c
+INTEGRATION_TESTS += tests/integration/test_convert.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
 INTEGRATION_TESTS += tests/integration/test_coexist.c
 INTEGRATION_TESTS += tests/integration/test_house.c

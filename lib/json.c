@@ -53,13 +53,52 @@ void lp_json_key(struct lp_json *j, const char *key) {
 void lp_json_args_end(struct lp_json *j) { lp_out_c(j->o, '}'); }
 void lp_json_event_end(struct lp_json *j) { lp_out_c(j->o, '}'); }
 
+/* Printable ASCII with nothing to escape: written as it is. */
+static int plain(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\') return 0;
+    return 1;
+}
+
+/* A counter point, composed in one buffer: a trace has thousands (the heap track). Names and
+ * keys that are plain ASCII are copied as they are; others (a program's counter names) take the
+ * general way, which escapes them. */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v) {
-    lp_json_event(j, "C", pid, pid, NULL, name, strlen(name), ts_ns);
-    lp_json_args(j);
-    lp_json_key(j, key);
-    lp_out_u64(j->o, v);
-    lp_json_args_end(j);
-    lp_json_event_end(j);
+    size_t nl = strlen(name), kl = strlen(key);
+    if (nl > 64 || kl > 64 || ts_ns < 0 || !plain(name, nl) || !plain(key, kl)) {
+        lp_json_event(j, "C", pid, pid, NULL, name, nl, ts_ns);
+        lp_json_args(j);
+        lp_json_key(j, key);
+        lp_out_u64(j->o, v);
+        lp_json_args_end(j);
+        lp_json_event_end(j);
+        return;
+    }
+    char b[320], num[32], *p = b, *d;
+#define PUT(s, n) (memcpy(p, (s), (n)), p += (n))
+#define PUTS(lit) PUT(lit, sizeof lit - 1)
+#define PUTNUM(fmt, x) (d = fmt(num + sizeof num, (x)), PUT(d, (size_t)(num + sizeof num - d)))
+    if (j->first_event)
+        PUTS("\n{\"ph\":\"C\",\"pid\":");
+    else
+        PUTS(",\n{\"ph\":\"C\",\"pid\":");
+    j->first_event = 0;
+    PUTNUM(lp_fmt_u64, pid);
+    PUTS(",\"tid\":");
+    PUTNUM(lp_fmt_u64, pid);
+    PUTS(",\"name\":\"");
+    PUT(name, nl);
+    PUTS("\",\"ts\":");
+    PUTNUM(lp_fmt_us, (uint64_t)ts_ns);
+    PUTS(",\"args\":{\"");
+    PUT(key, kl);
+    PUTS("\":");
+    PUTNUM(lp_fmt_u64, v);
+    PUTS("}}");
+#undef PUT
+#undef PUTS
+#undef PUTNUM
+    lp_out_write(j->o, b, (size_t)(p - b));
 }
 
 void lp_json_meta_name(struct lp_json *j, uint64_t pid, uint64_t tid, const char *what, const char *name, size_t nlen) {

@@ -35,6 +35,11 @@ static void drain(struct lp_out *o) {
 
 void lp_out_write(struct lp_out *o, const void *p, size_t n) {
     const char *s = p;
+    if (n <= sizeof o->buf - o->n) { /* nearly always: one copy */
+        memcpy(o->buf + o->n, s, n);
+        o->n += n;
+        return;
+    }
     while (n > 0) {
         if (o->n == sizeof o->buf) drain(o);
         size_t k = sizeof o->buf - o->n;
@@ -53,14 +58,32 @@ void lp_out_c(struct lp_out *o, char c) {
     o->buf[o->n++] = c;
 }
 
+/* Two decimal digits a step: half the divisions of one digit a step. */
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+char *lp_fmt_u64(char *end, uint64_t v) {
+    char *p = end;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = digits2[d + 1];
+        *--p = digits2[d];
+    }
+    if (v >= 10) {
+        *--p = digits2[v * 2 + 1];
+        *--p = digits2[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return p;
+}
+
 void lp_out_u64(struct lp_out *o, uint64_t v) {
     char tmp[24];
-    int i = 24;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    lp_out_write(o, tmp + i, (size_t)(24 - i));
+    char *p = lp_fmt_u64(tmp + sizeof tmp, v);
+    lp_out_write(o, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 void lp_out_i64(struct lp_out *o, int64_t v) {
@@ -82,11 +105,19 @@ void lp_out_fmt(struct lp_out *o, const char *fmt, ...) {
     lp_out_write(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-void lp_out_us(struct lp_out *o, uint64_t ns) {
-    lp_out_u64(o, ns / 1000);
+char *lp_fmt_us(char *end, uint64_t ns) {
     unsigned f = (unsigned)(ns % 1000);
-    char t[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
-    lp_out_write(o, t, 4);
+    end[-1] = (char)('0' + f % 10);
+    end[-2] = (char)('0' + f / 10 % 10);
+    end[-3] = (char)('0' + f / 100);
+    end[-4] = '.';
+    return lp_fmt_u64(end - 4, ns / 1000);
+}
+
+void lp_out_us(struct lp_out *o, uint64_t ns) {
+    char tmp[32];
+    char *p = lp_fmt_us(tmp + sizeof tmp, ns);
+    lp_out_write(o, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not valid. */

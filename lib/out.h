@@ -29,6 +29,10 @@ void lp_out_us(struct lp_out *o, uint64_t ns);
 void lp_out_json_str(struct lp_out *o, const char *s, size_t n);
 /* A CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
 void lp_out_csv_str(struct lp_out *o, const char *s, size_t n);
+/* The decimal digits of v (or ns as "us.fff"), written backwards so as to end at `end`; returns
+ * where they start. Room: 20 bytes (24 for lp_fmt_us). */
+char *lp_fmt_u64(char *end, uint64_t v);
+char *lp_fmt_us(char *end, uint64_t ns);
 /* Flush; returns 0, or -1 if any write failed. */
 int lp_out_flush(struct lp_out *o);
 

@@ -472,10 +472,11 @@ void lpr_finish(int status) {
             uint64_t t0 = lpr_mono_ns();
             rc = convert_at_exit();
             uint64_t dt = lpr_mono_ns() - t0;
-            if (dt > 1000000000u)
-                lpr_warn("converting %llu events took %.1f s (LIBPROF_CONVERT=background lets the program end "
-                         "without waiting)",
-                         (unsigned long long)lpr_tbuf_events_written(), (double)dt / 1e9);
+            /* a long conversion says so, once (and LIBPROF_VERBOSE always shows it) */
+            if (dt > 1000000000u || lpr_verbose)
+                lpr_warn("converting %llu events took %.3f s%s", (unsigned long long)lpr_tbuf_events_written(),
+                         (double)dt / 1e9,
+                         dt > 1000000000u ? " (LIBPROF_CONVERT=background lets the program end without waiting)" : "");
         }
     }
     lpr_spool_stop();
