@@ -58,7 +58,8 @@ static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define UNW_REG_IP 16       /* x86-64: UNW_X86_64_RIP */
 #define UNW_REG_SP 7        /* x86-64: UNW_X86_64_RSP */
-#define CACHE_WAYS 32       /* chains kept per thread */
+#define CACHE_SETS 16       /* chains kept per thread: sets of 4 (one call site may be reached */
+#define CACHE_WAYS 4        /* from several callers at the same stack pointer) */
 #define CACHE_FRAMES 40     /* frames a cached chain may have (deeper: walked every time) */
 static int cacheable;       /* the cursor API was found, and the depth fits */
 static uint64_t *slots;     /* (hash high 32 bits) << 32 | id */
@@ -204,7 +205,8 @@ struct chain {
 };
 
 struct lpr_stack_cache {
-    struct chain way[CACHE_WAYS];
+    struct chain set[CACHE_SETS][CACHE_WAYS];
+    uint8_t next[CACHE_SETS]; /* the way a miss replaces next, round robin */
     uint64_t hits, misses;
 };
 
@@ -249,8 +251,11 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
         return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
     }
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
-    struct chain *ch = &c->way[((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> 59];
-    if (ch->ra == ra && ch->cfa == cfa && ch->n != UINT32_MAX) {
+    unsigned set = (unsigned)(((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> 60);
+    struct chain *ways = c->set[set];
+    for (unsigned w = 0; w < CACHE_WAYS; w++) {
+        struct chain *ch = &ways[w];
+        if (ch->ra != ra || ch->cfa != cfa || ch->n == UINT32_MAX) continue;
         uint32_t i = 0;
         while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
         if (i == ch->n) {
@@ -259,6 +264,8 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
         }
     }
     c->misses++;
+    struct chain *ch = &ways[c->next[set]];
+    c->next[set] = (uint8_t)((c->next[set] + 1) % CACHE_WAYS);
     ch->ra = ra;
     ch->cfa = cfa;
     ch->id = walk(ch, ra, cfa);
