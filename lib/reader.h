@@ -194,6 +194,13 @@ static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     if (__builtin_expect(q < c->end, 1)) {
         uint64_t w = q[0];
         unsigned k = lp_rec_kind(w), sh = lp_kind_shape[k];
+        if (k == LP_EV_STACK) { /* validated: a record follows it in this chunk */
+            c->stack = (uint32_t)(w & LP_TS_MASK);
+            c->p = ++q;
+            w = q[0];
+            k = lp_rec_kind(w);
+            sh = lp_kind_shape[k];
+        }
         if (__builtin_expect(k != LP_EV_STACK && sh != LP_SHAPE_REALLOC, 1)) {
             uint64_t key = (w & LP_TS_MASK) + (lp_rec_timed(w) && sh != LP_SHAPE_FREE ? q[1] & LP_DUR_MASK : 0);
             c->key = key;

@@ -47,9 +47,33 @@ static int cmp_mod(const void *a, const void *b) {
     return x->ref->m.lo < y->ref->m.lo ? -1 : x->ref->m.lo > y->ref->m.lo;
 }
 
-static int cmp_sym(const void *a, const void *b) {
-    const struct sym *x = a, *y = b;
-    return x->value < y->value ? -1 : x->value > y->value;
+/* Sort by value, stably (aliases keep the order the table gave them, so the name chosen for an
+ * address never depends on the sort): an LSD radix sort, a byte a pass, skipping the bytes all
+ * values share — a large symbol table (a debug file's) sorts in a few linear passes. Returns -1
+ * when out of memory (the table is then left as it was). */
+static int sort_syms(struct sym *a, size_t n) {
+    if (n < 2) return 0;
+    struct sym *tmp = lp_os_malloc(n * sizeof *tmp);
+    if (!tmp) return -1;
+    uint64_t all_or = 0, all_and = ~UINT64_C(0);
+    for (size_t i = 0; i < n; i++) {
+        all_or |= a[i].value;
+        all_and &= a[i].value;
+    }
+    struct sym *src = a, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue; /* every value has this byte */
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++) count[((src[i].value >> shift) & 0xff) + 1]++;
+        for (unsigned b = 1; b < 257; b++) count[b] += count[b - 1];
+        for (size_t i = 0; i < n; i++) dst[count[(src[i].value >> shift) & 0xff]++] = src[i];
+        struct sym *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, n * sizeof *a);
+    lp_os_free(tmp);
+    return 0;
 }
 
 static const char *const runtime_prefixes[] = {"libc.so", "libc-",    "libstdc++",  "ld-linux", "ld-",     "libunwind",
@@ -191,7 +215,7 @@ static void load(struct module *m) {
     }
     snprintf(path, sizeof path, "%.*s", (int)r->m.path_len, r->path);
     if (m->nsyms == 0) load_elf(m, path, 0);
-    if (m->nsyms) qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_sym);
+    if (m->nsyms && sort_syms(m->syms, m->nsyms) != 0) m->nsyms = 0; /* no memory: module+offset */
 }
 
 static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
