@@ -56,15 +56,17 @@ static int (*unw_getcontext_fn)(void *);
 static int (*unw_init_local_fn)(void *, void *);
 static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
-#define UNW_REG_IP 16       /* x86-64: UNW_X86_64_RIP */
-#define UNW_REG_SP 7        /* x86-64: UNW_X86_64_RSP */
-#define CACHE_SETS 16       /* chains kept per thread: sets of 4 (one call site may be reached */
-#define CACHE_WAYS 4        /* from several callers at the same stack pointer) */
-#define CACHE_FRAMES 40     /* frames a cached chain may have (deeper: walked every time) */
-static int cacheable;       /* the cursor API was found, and the depth fits */
-static uint64_t *slots;     /* (hash high 32 bits) << 32 | id */
-static uint64_t *arena;     /* per stack: n, frames[n] */
-static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
+#define UNW_REG_IP 16              /* x86-64: UNW_X86_64_RIP */
+#define UNW_REG_SP 7               /* x86-64: UNW_X86_64_RSP */
+#define CACHE_SETS 16              /* chains kept per thread: sets of 4 (one call site may be reached */
+#define CACHE_WAYS 4               /* from several callers at the same stack pointer) */
+#define SEEN_ONCE (UINT32_MAX - 1) /* chain.n: noted, not walked for the cache yet */
+#define WALK_AFTER 16              /* captures of a key before its chain is walked for the cache */
+#define CACHE_FRAMES 40            /* frames a cached chain may have (deeper: walked every time) */
+static int cacheable;              /* the cursor API was found, and the depth fits */
+static uint64_t *slots;            /* (hash high 32 bits) << 32 | id */
+static uint64_t *arena;            /* per stack: n, frames[n] */
+static uint32_t *offset_of;        /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
 #define NEVER UINT32_MAX
 static uint32_t next_id = 1, arena_used;
 static uint64_t full_drops, captured;
@@ -201,6 +203,7 @@ uint32_t lpr_stack_intern(void **buf, int got) {
 struct chain {
     uintptr_t ra, cfa; /* the key: return address and CFA of lpr_stack_capture */
     uint32_t id, n;    /* the stack's id; slots to check */
+    uint32_t seen;     /* captures of this key while noted (SEEN_ONCE) */
     uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
 };
 
@@ -255,7 +258,7 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
     struct chain *ways = c->set[set];
     for (unsigned w = 0; w < CACHE_WAYS; w++) {
         struct chain *ch = &ways[w];
-        if (ch->ra != ra || ch->cfa != cfa || ch->n == UINT32_MAX) continue;
+        if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) continue;
         uint32_t i = 0;
         while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
         if (i == ch->n) {
@@ -264,12 +267,29 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
         }
     }
     c->misses++;
+    /* A new key is walked the cheap way (unw_backtrace) and only noted; the walk that also finds
+     * the slots (libunwind's cursor, which takes a lock and masks signals on every frame: two
+     * system calls a frame) is spent on keys that keep coming back — short processes full of
+     * distinct call chains (a compiler) would pay it for nothing. */
+    for (unsigned w = 0; w < CACHE_WAYS; w++) {
+        struct chain *ch = &ways[w];
+        if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
+            if (++ch->seen >= WALK_AFTER) {
+                ch->id = walk(ch, ra, cfa);
+                return ch->id;
+            }
+            void *buf[LP_STACK_MAX_DEPTH + 4];
+            return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+        }
+    }
     struct chain *ch = &ways[c->next[set]];
     c->next[set] = (uint8_t)((c->next[set] + 1) % CACHE_WAYS);
     ch->ra = ra;
     ch->cfa = cfa;
-    ch->id = walk(ch, ra, cfa);
-    return ch->id;
+    ch->n = SEEN_ONCE;
+    ch->seen = 1;
+    void *buf[LP_STACK_MAX_DEPTH + 4];
+    return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
 }
 
 size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }
