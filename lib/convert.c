@@ -307,6 +307,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         unsigned shape = lp_kind_shape[e.kind];
         if (shape == LP_SHAPE_CALL) {
             if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->oom = 1;
+            if (a->sites && e.stack && a->counting && rec.call < LP_CALL_COUNT)
+                lp_sites_call(a->sites, e.stack, lp_call_family[rec.call], e.dur_ns);
             seen.call = &rec;
             seen.view = &view;
         }

@@ -88,6 +88,13 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     *cat = lp_family_names[lp_kind_family[e->kind]];
     if (shape == LP_SHAPE_RANGE || shape == LP_SHAPE_MARK || shape == LP_SHAPE_COUNTER)
         return lp_reader_name(r, e->w[0], len);
+    if (shape == LP_SHAPE_PYCALL) { /* the function's qualified name */
+        uint64_t id = e->w[0];
+        if (id < r->npycodes && r->pycodes[id].name) {
+            *len = r->pycodes[id].name_len;
+            return r->pycodes[id].name;
+        }
+    }
     if (shape != LP_SHAPE_CALL) {
         *len = (uint32_t)strlen(lp_kind_names[e->kind]);
         return lp_kind_names[e->kind];

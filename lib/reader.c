@@ -207,6 +207,26 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
                 const char *path = (const char *)d + payload + sizeof m;
                 r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
             }
+        } else if (h.type == LP_CHUNK_PYCODE) {
+            size_t at = 0;
+            while (at + sizeof(struct lp_pycode) <= h.length) {
+                struct lp_pycode pc;
+                memcpy(&pc, d + payload + at, sizeof pc);
+                size_t words = (sizeof pc + pc.name_len + pc.file_len + 7) / 8;
+                if (pc.id == 0 || pc.id > LP_MAX_PYCODE_ID || at + sizeof pc + pc.name_len + pc.file_len > h.length) {
+                    r->truncated = 1;
+                    break;
+                }
+                if (pc.id >= r->npycodes) {
+                    if (LP_RESERVE_ZERO(r->pycodes, r->cap.pycodes, (size_t)pc.id + 1) != 0) goto nomem;
+                    r->npycodes = (uint32_t)r->cap.pycodes;
+                }
+                const char *name = (const char *)d + payload + at + sizeof pc;
+                r->pycodes[pc.id] =
+                    (struct lp_pycode_ref){name, name + pc.name_len, pc.name_len, pc.file_len, pc.firstline};
+                at += words * 8;
+            }
+            if (r->truncated) break;
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
             r->end = (const struct lp_end *)(d + payload);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
@@ -291,6 +311,7 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->short_chunks);
     lp_os_free(r->stacks);
     lp_os_free(r->modules);
+    lp_os_free(r->pycodes);
     if (r->mapped && r->data) lp_os_munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
 }

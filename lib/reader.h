@@ -57,6 +57,11 @@ struct lp_reader {
         const uint8_t *build_id;
     } * modules;
     uint32_t nmodules;
+    struct lp_pycode_ref {
+        const char *name, *file; /* NULL: unknown */
+        uint32_t name_len, file_len, firstline;
+    } * pycodes; /* Python code objects by id (LP_PYFRAME words in stacks) */
+    uint32_t npycodes;
     uint32_t nshort_chunks;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
@@ -68,7 +73,7 @@ struct lp_reader {
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
     struct {
-        size_t threads, chunks, names, short_chunks, stacks, modules;
+        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes;
     } cap; /* the arrays' room */
 };
 

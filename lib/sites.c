@@ -10,6 +10,7 @@
 #include "fmt.h"
 #include "map.h"
 #include "symbols.h"
+#include "vec.h"
 
 #define TOP 10        /* rows per view in the summary */
 #define META_SITES 50 /* sites described in the metadata */
@@ -17,6 +18,14 @@
 struct site {
     uint64_t calls, bytes, live, live_blocks, peak;
     const char *library;
+    uint32_t pyline; /* 0: not looked at yet; NO_LINE: no Python frame; else 1 + index in lines */
+};
+#define NO_LINE UINT32_MAX
+
+/* One Python line (the innermost Python frame of a stack): what its calls and allocations cost. */
+struct pyline {
+    uint64_t frame; /* LP_PYFRAME word */
+    uint64_t alloc_calls, alloc_bytes, calls, call_ns, fam_ns[LP_FAM_COUNT];
 };
 
 struct lp_sites {
@@ -26,6 +35,10 @@ struct lp_sites {
     uint64_t with_stack, without_stack;
     struct lp_syms *syms;
     int oom;
+    struct pyline *lines;
+    uint32_t nlines;
+    size_t lines_cap;
+    struct lp_map line_ix; /* frame word -> 1 + index */
 };
 
 struct lp_sites *lp_sites_new(const struct lp_reader *r) {
@@ -44,6 +57,8 @@ struct lp_sites *lp_sites_new(const struct lp_reader *r) {
 
 void lp_sites_free(struct lp_sites *s) {
     if (!s) return;
+    lp_os_free(s->lines);
+    lp_map_free(&s->line_ix);
     lp_os_free(s->site);
     lp_syms_free(s->syms);
     lp_os_free(s);
@@ -53,9 +68,51 @@ static struct site *site_of(struct lp_sites *s, uint32_t stack) {
     return stack < s->nsite ? &s->site[stack] : &s->site[0]; /* ids without a stack entry: "unknown" */
 }
 
+/* The Python line of stack `stack` (NULL: none). */
+static struct pyline *line_of(struct lp_sites *s, uint32_t stack) {
+    if (!stack || stack >= s->nsite || !s->r->npycodes) return NULL;
+    struct site *t = &s->site[stack];
+    if (t->pyline == 0) {
+        const struct lp_stack *st = &s->r->stacks[stack];
+        t->pyline = NO_LINE;
+        for (uint32_t i = 0; st->frames && i < st->n; i++) {
+            if (!(st->frames[i] & LP_PYFRAME_BIT)) continue;
+            uint64_t ix;
+            if (!lp_map_get(&s->line_ix, st->frames[i], &ix)) {
+                if (LP_RESERVE(s->lines, s->lines_cap, (size_t)s->nlines + 1) != 0 ||
+                    lp_map_put(&s->line_ix, st->frames[i], s->nlines + 1, NULL) < 0) {
+                    s->oom = 1;
+                    return NULL;
+                }
+                memset(&s->lines[s->nlines], 0, sizeof s->lines[0]);
+                s->lines[s->nlines].frame = st->frames[i];
+                ix = ++s->nlines;
+            }
+            t->pyline = (uint32_t)ix;
+            break;
+        }
+    }
+    return t->pyline == NO_LINE ? NULL : &s->lines[t->pyline - 1];
+}
+
+void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t dur_ns) {
+    struct pyline *l = line_of(s, stack);
+    if (!l) return;
+    l->calls++;
+    l->call_ns += dur_ns;
+    if (family < LP_FAM_COUNT) l->fam_ns[family] += dur_ns;
+}
+
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
     if (stack >= s->nsite) stack = 0;
     struct site *t = site_of(s, stack);
+    if (counting && s->r->npycodes) {
+        struct pyline *l = line_of(s, stack);
+        if (l) {
+            l->alloc_calls++;
+            l->alloc_bytes += size;
+        }
+    }
     if (counting) {
         t->calls++;
         t->bytes += size;
@@ -171,9 +228,47 @@ static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, 
         snprintf(buf, len, "(unknown stack)");
         return;
     }
-    for (uint32_t i = 0; i < st->n && i < max && o + 8 < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->frames[i], 1));
+    uint32_t py = st->n; /* the innermost Python frame: always shown (the program's own line) */
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->frames[i] & LP_PYFRAME_BIT) {
+            py = i;
+            break;
+        }
+    for (uint32_t i = 0; i < st->n && i < max && o + 8 < len; i++) {
+        uint32_t f = i;
+        if (py >= max && py < st->n && i >= max / 2) { /* "native < native < ... < f (file:line) < caller" */
+            if (i == max / 2) o += (size_t)snprintf(buf + o, len - o, "%s...", sep);
+            f = py + (i - max / 2);
+            if (f >= st->n) break;
+        }
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->frames[f], 1));
+    }
     if (o >= len) buf[len - 1] = '\0';
+}
+
+static int cmp_line_bytes(const void *x, const void *y) {
+    const struct pyline *a = *(const struct pyline *const *)x, *b = *(const struct pyline *const *)y;
+    if (a->alloc_bytes != b->alloc_bytes) return a->alloc_bytes < b->alloc_bytes ? 1 : -1;
+    return a->frame < b->frame ? -1 : a->frame > b->frame;
+}
+
+static int cmp_line(const void *x, const void *y) {
+    const struct pyline *a = *(const struct pyline *const *)x, *b = *(const struct pyline *const *)y;
+    if (a->call_ns != b->call_ns) return a->call_ns < b->call_ns ? 1 : -1;
+    if (a->alloc_bytes != b->alloc_bytes) return a->alloc_bytes < b->alloc_bytes ? 1 : -1;
+    return a->frame < b->frame ? -1 : a->frame > b->frame;
+}
+
+/* The Python lines, heaviest first (call time, then bytes allocated); their number in *n. */
+static struct pyline **lines_ranked(const struct lp_sites *s, uint32_t *n) {
+    *n = 0;
+    if (!s->nlines) return NULL;
+    struct pyline **v = lp_os_malloc(s->nlines * sizeof *v);
+    if (!v) return NULL;
+    for (uint32_t i = 0; i < s->nlines; i++) v[i] = &s->lines[i];
+    qsort(v, s->nlines, sizeof *v, cmp_line);
+    *n = s->nlines;
+    return v;
 }
 
 static const char *library_of(const struct lp_sites *s, uint32_t id) {
@@ -248,6 +343,23 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     }
     lp_os_free(v);
     lp_os_free(pick);
+    uint32_t nline;
+    struct pyline **lv = lines_ranked(s, &nline);
+    lp_out_s(o, "],\"python_lines\":[");
+    for (uint32_t i = 0; i < nline && i < META_SITES; i++) {
+        const struct pyline *l = lv[i];
+        const char *fn = lp_syms_function(s->syms, l->frame, 1);
+        lp_out_s(o, i ? ",{\"line\":" : "{\"line\":");
+        lp_out_json_str(o, fn, strlen(fn));
+        lp_out_fmt(o, ",\"calls\":%llu,\"call_ns\":%llu,\"families\":{", (unsigned long long)l->calls,
+                   (unsigned long long)l->call_ns);
+        for (int f = 0, k = 0; f < LP_FAM_COUNT; f++)
+            if (l->fam_ns[f])
+                lp_out_fmt(o, "%s\"%s\":%llu", k++ ? "," : "", lp_family_names[f], (unsigned long long)l->fam_ns[f]);
+        lp_out_fmt(o, "},\"alloc_calls\":%llu,\"alloc_bytes\":%llu}", (unsigned long long)l->alloc_calls,
+                   (unsigned long long)l->alloc_bytes);
+    }
+    lp_os_free(lv);
     lp_out_s(o, "],\"alloc_libraries\":[");
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
@@ -273,6 +385,15 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
         lp_out_fmt(o, ",alloc_site,%llu,,,,,,,,%llu,\n", (unsigned long long)t->calls, (unsigned long long)t->bytes);
     }
     lp_os_free(v);
+    uint32_t nline;
+    struct pyline **lv = lines_ranked(s, &nline);
+    for (uint32_t i = 0; i < nline; i++) {
+        const char *fn = lp_syms_function(s->syms, lv[i]->frame, 1);
+        lp_out_csv_str(o, fn, strlen(fn));
+        lp_out_fmt(o, ",python_line,%llu,%llu,,,,,,,%llu,\n", (unsigned long long)lv[i]->calls,
+                   (unsigned long long)lv[i]->call_ns, (unsigned long long)lv[i]->alloc_bytes);
+    }
+    lp_os_free(lv);
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
     for (uint32_t i = 0; i < nl; i++) {
@@ -305,6 +426,35 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
         }
         lp_os_free(v);
     }
+    uint32_t nline;
+    struct pyline **lv = lines_ranked(s, &nline);
+    uint64_t any[LP_FAM_COUNT] = {0}; /* the families that appear, as columns */
+    for (uint32_t i = 0; i < nline; i++)
+        for (int f = 0; f < LP_FAM_COUNT; f++) any[f] += lv[i]->fam_ns[f];
+    for (int by_bytes = 0; by_bytes < 2 && nline; by_bytes++) {
+        if (by_bytes) qsort(lv, nline, sizeof *lv, cmp_line_bytes);
+        if (!(by_bytes ? lv[0]->alloc_bytes : lv[0]->call_ns)) continue;
+        lp_out_fmt(o, "  by Python line, %s (the innermost Python frame):\n  %10s %10s",
+                   by_bytes ? "bytes allocated" : "time in runtime calls", "calls", "time");
+        for (int f = 0; f < LP_FAM_COUNT; f++)
+            if (any[f]) lp_out_fmt(o, " %10s", lp_family_names[f]);
+        lp_out_fmt(o, " %10s %10s  %s\n", "allocs", "allocated", "line");
+        for (uint32_t i = 0; i < nline && i < TOP; i++) {
+            const struct pyline *l = lv[i];
+            if (!(by_bytes ? l->alloc_bytes : l->call_ns)) break;
+            lp_fmt_ns(b1, sizeof b1, (int64_t)l->call_ns);
+            lp_out_fmt(o, "  %10llu %10s", (unsigned long long)l->calls, l->calls ? b1 : "-");
+            for (int f = 0; f < LP_FAM_COUNT; f++)
+                if (any[f]) {
+                    lp_fmt_ns(b1, sizeof b1, (int64_t)l->fam_ns[f]);
+                    lp_out_fmt(o, " %10s", l->fam_ns[f] ? b1 : "-");
+                }
+            lp_fmt_bytes(b2, sizeof b2, l->alloc_bytes);
+            const char *fn = lp_syms_function(s->syms, l->frame, 1);
+            lp_out_fmt(o, " %10llu %10s  %s\n", (unsigned long long)l->alloc_calls, l->alloc_calls ? b2 : "-", fn);
+        }
+    }
+    lp_os_free(lv);
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
     if (nl)

@@ -106,7 +106,8 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         }
         if (!e.timed || e.phase != 1) continue;
         int shape = lp_kind_shape[e.kind];
-        if (shape != LP_SHAPE_RANGE && shape != LP_SHAPE_CALL) continue; /* allocations: the memory report */
+        if (shape != LP_SHAPE_RANGE && shape != LP_SHAPE_CALL && shape != LP_SHAPE_PYCALL)
+            continue; /* allocations: the memory report */
         uint32_t len;
         const char *cat, *n = lp_event_name(r, &e, &len, &cat);
         uint32_t name = lp_slices_intern_n(b, n, len);

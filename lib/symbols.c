@@ -227,7 +227,23 @@ static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     return s->pool + s->pool_len - n;
 }
 
+/* A Python frame: "qualname (file:line)". */
+static const char *python_frame(struct lp_syms *s, uint64_t w) {
+    uint64_t off;
+    if (lp_map_get(&s->cache, w, &off)) return s->pool + off - 1;
+    uint32_t id = LP_PYFRAME_ID(w);
+    const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].name ? &s->r->pycodes[id] : NULL;
+    char buf[2200];
+    if (c)
+        snprintf(buf, sizeof buf, "%.*s (%.*s:%u)", (int)(c->name_len > 1000 ? 1000 : c->name_len), c->name,
+                 (int)(c->file_len > 1000 ? 1000 : c->file_len), c->file, LP_PYFRAME_LINE(w));
+    else
+        snprintf(buf, sizeof buf, "python#%u (?:%u)", id, LP_PYFRAME_LINE(w));
+    return intern(s, w, buf);
+}
+
 const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
+    if (addr & LP_PYFRAME_BIT) return python_frame(s, addr);
     uint64_t key = addr * 2 + (ret != 0) + 2, off;
     if (lp_map_get(&s->cache, key, &off)) return s->pool + off - 1;
     uint64_t at = ret && addr ? addr - 1 : addr;
@@ -272,11 +288,25 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
 }
 
 const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
+    if (addr & LP_PYFRAME_BIT) { /* the Python file's base name */
+        uint32_t id = LP_PYFRAME_ID(addr);
+        const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].file ? &s->r->pycodes[id] : NULL;
+        if (!c) return "python";
+        uint64_t key = UINT64_C(1) << 62 | id, off; /* below the Python keys, above every address's */
+        if (lp_map_get(&s->cache, key, &off)) return s->pool + off - 1;
+        const char *b = c->file, *end = c->file + c->file_len;
+        for (const char *p = c->file; p < end; p++)
+            if (*p == '/') b = p + 1;
+        char buf[1100];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - b > 1000 ? 1000 : end - b), b);
+        return intern(s, key, buf);
+    }
     struct module *m = module_of(s, addr ? addr - 1 : addr);
     return m ? m->base : "?";
 }
 
 int lp_syms_is_runtime(struct lp_syms *s, uint64_t addr) {
+    if (addr & LP_PYFRAME_BIT) return 0;
     struct module *m = module_of(s, addr ? addr - 1 : addr);
     return m ? m->runtime : 0;
 }

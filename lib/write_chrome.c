@@ -140,6 +140,26 @@ static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_e
     lp_json_event_end(j);
 }
 
+/* A Python function (LIBPROF_PYTHON_CALLS): a slice named by its qualified name, with the file
+ * and line of its definition. */
+static void pycall(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
+    struct lp_json *j = &c->j;
+    uint32_t len;
+    const char *cat, *name = lp_event_name(r, e, &len, &cat);
+    lp_json_event(j, "X", c->pid, tid_of(c, e), "python", name, len, (int64_t)e->start_ns);
+    lp_json_dur(j, e->dur_ns);
+    uint64_t id = e->w[0];
+    if (id < r->npycodes && r->pycodes[id].file) {
+        lp_json_args(j);
+        lp_json_key(j, "file");
+        lp_out_json_str(j->o, r->pycodes[id].file, r->pycodes[id].file_len);
+        lp_json_key(j, "line");
+        lp_out_fmt(j->o, "%u", r->pycodes[id].firstline);
+        lp_json_args_end(j);
+    }
+    lp_json_event_end(j);
+}
+
 /* A runtime entry point: a slice (an instant when untimed) with its arguments, the file it
  * worked on and its call site; then the arrow to a created thread, the anonymous-mapping track. */
 static void call(struct chrome *c, const struct lp_reader *r, const struct lp_event *e, const struct lp_seen *s) {
@@ -159,15 +179,35 @@ static void call(struct chrome *c, const struct lp_reader *r, const struct lp_ev
         lp_out_json_str(j->o, v->file, v->file_len);
     }
     const struct lp_stack *st = e->stack && e->stack < r->nstacks ? &r->stacks[e->stack] : NULL;
-    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(r)))) { /* the call site */
-        lp_json_key(j, "stack");
-        lp_out_c(j->o, '[');
-        for (uint32_t i = 0; i < st->n && i < 12; i++) {
-            const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
-            if (i) lp_out_c(j->o, ',');
-            lp_out_json_str(j->o, fn, strlen(fn));
+    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(r)))) {
+        /* the Python line that made the call (frames "f (file:line)", innermost first) */
+        char py[4096];
+        size_t pn = 0;
+        uint32_t native = 0;
+        for (uint32_t i = 0; i < st->n; i++) {
+            if (!(st->frames[i] & LP_PYFRAME_BIT)) {
+                native++;
+                continue;
+            }
+            int k =
+                snprintf(py + pn, sizeof py - pn, "%s%s", pn ? " < " : "", lp_syms_function(c->syms, st->frames[i], 1));
+            if (k < 0 || (size_t)k >= sizeof py - pn) break;
+            pn += (size_t)k;
         }
-        lp_out_c(j->o, ']');
+        if (pn) {
+            lp_json_key(j, "py");
+            lp_out_json_str(j->o, py, pn);
+        }
+        if (native) { /* the call site, Python frames in their places (LIBPROF_STACKS) */
+            lp_json_key(j, "stack");
+            lp_out_c(j->o, '[');
+            for (uint32_t i = 0; i < st->n && i < 32; i++) {
+                const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
+                if (i) lp_out_c(j->o, ',');
+                lp_out_json_str(j->o, fn, strlen(fn));
+            }
+            lp_out_c(j->o, ']');
+        }
     }
     lp_json_args_end(j);
     lp_json_event_end(j);
@@ -201,6 +241,8 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
         if (!s->view->hidden) call(c, a->r, e, s);
     } else if (fam == LP_FAM_ANNOT) {
         annot(c, a->r, e);
+    } else if (e->kind == LP_EV_PYCALL) {
+        pycall(c, a->r, e);
     } else if (s->size >= a->opts->alloc_min && e->phase == 1) {
         /* big allocations, and frees of big blocks, as instants on the thread's track */
         uint64_t ptr = lp_kind_shape[e->kind] == LP_SHAPE_FREE ? e->w[0] : e->w[1];

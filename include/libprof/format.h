@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 8
+#define LP_FORMAT_VERSION 9
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
 
@@ -57,7 +57,8 @@
     X(WAIT, "wait", 0)       /* sleeping and polling: off-CPU time */                                \
     X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */                                  \
     X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */                                        \
-    X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */
+    X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */                                 \
+    X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */
 // clang-format on
 
 enum lp_family {
@@ -79,6 +80,7 @@ enum lp_shape {
     LP_SHAPE_CALL,     /* call header word, args, string: an intercepted runtime entry point */
     LP_SHAPE_STACKREF, /* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
                        * to the next record of the same thread (LIBPROF_STACKS) */
+    LP_SHAPE_PYCALL,   /* code id (timed)      : a Python function ran (PYCODE entry; LIBPROF_PYTHON_CALLS) */
 };
 
 enum lp_control_reason {
@@ -112,7 +114,8 @@ enum lp_control_reason {
     X(RESUME, "libprof resumed", CONTROL, LP_SHAPE_CONTROL, 1)              \
     X(RESET, "libprof reset", CONTROL, LP_SHAPE_CONTROL, 1)                 \
     X(CALL, "call", CONTROL, LP_SHAPE_CALL, 1) /* family: lp_call_family */ \
-    X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)
+    X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)                          \
+    X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)
 // clang-format on
 
 enum lp_kind {
@@ -297,6 +300,23 @@ enum lp_chunk_type {
     LP_CHUNK_SHORT = 4,   /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
     LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
     LP_CHUNK_MODULES = 6, /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
+    LP_CHUNK_PYCODE = 7,  /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
+};
+
+/* Python frames in call stacks (the interpreter's own frames, read by the recorder where the
+ * native stack passes through its evaluation loop): a stack word with the top bit set is not a
+ * return address but a Python frame — code object `id` (a PYCODE entry) executing line `line`. */
+#define LP_PYFRAME_BIT (UINT64_C(1) << 63)
+#define LP_PYFRAME(id, line) (LP_PYFRAME_BIT | (uint64_t)(id) << 24 | ((uint64_t)(line)&0xffffff))
+#define LP_PYFRAME_ID(w) ((uint32_t)(((w) & ~LP_PYFRAME_BIT) >> 24))
+#define LP_PYFRAME_LINE(w) ((uint32_t)((w)&0xffffff))
+#define LP_MAX_PYCODE_ID (1u << 22)
+struct lp_pycode {
+    uint32_t id;        /* dense from 1 */
+    uint32_t firstline; /* co_firstlineno */
+    uint16_t name_len;  /* co_qualname (3.11+) or co_name, UTF-8 */
+    uint16_t file_len;  /* co_filename as the program gave it, UTF-8 */
+    uint32_t reserved;
 };
 
 /* One loaded object (dl_iterate_phdr), to symbolise addresses offline against the same files.

@@ -61,9 +61,14 @@ void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint
                           const uint64_t *args, const char *str, size_t slen) {
     if (t1 && t1 >= t0 && t1 - t0 < lpr_min_ticks && t->state == LP_TLS_ACTIVE) {
         lpr_tbuf_count_short(t, call, t1 - t0);
+        t->py_stack = 0;
     } else {
         uint64_t cut = 0;
         if (!str) slen = 0;
+        if (!stack && lpr_py_on && !t->late) { /* the Python line calling, read as the call began */
+            stack = t->py_stack;
+            t->py_stack = 0;
+        }
         size_t room = t->late ? (sizeof t->late_rec / 8 - 3 - nargs) * 8 : LP_CALL_MAX_STR;
         if (slen > room) {
             slen = room;

@@ -312,6 +312,19 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         else
             warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
     }
+    cfg->python = 1;
+    if ((v = get("LIBPROF_PYTHON")) && *v) {
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->python = b;
+        else
+            warn_bad("LIBPROF_PYTHON", v, "expected 0 or 1");
+    }
+    if ((v = get("LIBPROF_PYTHON_CALLS")) && *v) {
+        if (strlen(v) < sizeof cfg->python_calls)
+            snprintf(cfg->python_calls, sizeof cfg->python_calls, "%s", v);
+        else
+            warn_bad("LIBPROF_PYTHON_CALLS", v, "expected a regular expression under 512 bytes");
+    }
     if ((v = get("LIBPROF_MIN_NS")) && *v) {
         if (lpr_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0)
             cfg->min_ns = n;

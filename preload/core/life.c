@@ -266,6 +266,7 @@ static void init_heavy(void) {
     if (on) {
         lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
         if (lpr_cfg.stacks && lpr_stacks_init(lpr_cfg.stacks) == 0) lpr_modules_write();
+        lpr_python_detect(); /* an interpreter linked in (python3, libpython3.X.so) */
         pthread_atfork(NULL, NULL, atfork_child);
         lpr_alloc_lean = !lpr_stack_depth && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))

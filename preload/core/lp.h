@@ -70,6 +70,8 @@ struct lpr_config {
     uint64_t min_ns;        /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
     unsigned stacks;        /* LIBPROF_STACKS: frames per allocation event (0 = none) */
     int flamegraph;         /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
+    int python;             /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
+    char python_calls[512]; /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */
     int convert_background; /* LIBPROF_CONVERT=background: a detached libprof-report converts */
     char output[PATH_MAX];  /* expanded trace path ("" = none, e.g. summary only) */
     char csv[PATH_MAX];     /* expanded CSV path ("" = none) */
@@ -143,6 +145,8 @@ struct lpr_tls {
     uint8_t state; /* enum lpr_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
+    uint32_t py_stack; /* the Python frames at the start of the call being recorded (python.c) */
+    uint32_t reserved;
     uint64_t records;                          /* records committed by this thread (for the END statistics) */
     struct lpr_thread *thr;                    /* registry node owning the chunk memory */
     uint64_t late_rec[24];                     /* scratch for records written after the thread's destructors ran */
@@ -270,6 +274,9 @@ static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
  * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
  * inside the outer one: a thread's calls are strictly nested in time, so its slices nest. */
 
+LP_HIDDEN extern int lpr_py_on; /* python.c: an interpreter libprof can read is in the process */
+LP_HIDDEN uint32_t lpr_py_location(void);
+
 static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     uint32_t g = lpr_gate;
     if (LP_UNLIKELY(g & (LP_GATE_UNINIT | (fam == LP_FAM_ALLOC ? LP_GATE_PENDING : 0)))) {
@@ -278,7 +285,11 @@ static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     }
     if (LP_LIKELY(!(g & (1u << fam)))) return NULL;
     struct lpr_tls *t = &lpr_tls;
-    return LP_UNLIKELY(t->guard) ? NULL : t;
+    if (LP_UNLIKELY(t->guard)) return NULL;
+    /* The Python line is read before the call: during it the interpreter may free the memory
+     * its current frame lives in (3.11+ munmap a data-stack chunk while the frame is popped). */
+    if (LP_UNLIKELY(lpr_py_on) && fam != LP_FAM_ALLOC) t->py_stack = lpr_py_location();
+    return t;
 }
 
 /* Append a CALL record: timed from t0 to t1 (t1 == 0: an instant at t0), `nargs` argument words,
@@ -299,7 +310,7 @@ LP_HIDDEN extern uint64_t lpr_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = r
  * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */
 static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
                                         unsigned nargs, const uint64_t *args) {
-    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late)) {
+    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late || lpr_py_on)) {
         lpr_call_record(t, call, t0, t1, nargs, args, NULL, 0);
         return;
     }
@@ -349,10 +360,37 @@ LP_HIDDEN size_t lpr_stack_cache_size(void);
 /* The stack cache of a thread's registry node, made on first use (NULL: no memory). */
 LP_HIDDEN struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *node);
 LP_HIDDEN void lpr_stacks_write(void);
+LP_HIDDEN int lpr_stacks_table(void);
 LP_HIDDEN void lpr_modules_write(void);
 LP_HIDDEN void lpr_stacks_after_fork_child(void);
 LP_HIDDEN uint64_t lpr_stacks_unique(void);
 LP_HIDDEN uint64_t lpr_stacks_dropped(void);
+
+/* ---- "python.c": the CPython interpreter's frames ------------------------------------------- */
+
+LP_HIDDEN void lpr_python_detect(void);
+LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
+LP_HIDDEN int lpr_py_thread_running(void);
+LP_HIDDEN int lpr_py_is_eval(uintptr_t ret);
+LP_HIDDEN int lpr_py_is_interp(uintptr_t ret);
+LP_HIDDEN uint32_t lpr_py_location(void);
+LP_HIDDEN void lpr_pycode_write(void);
+LP_HIDDEN void lpr_python_after_fork_child(void);
+LP_HIDDEN uint64_t lpr_py_codes(void);
+LP_HIDDEN int lpr_py_codes_full(void);
+LP_HIDDEN int lpr_py_minor(void);
+LP_HIDDEN void *lpr_py_sym(const char *name);
+LP_HIDDEN void *lpr_py_profile_of(void *tstate);
+LP_HIDDEN extern void (*lpr_py_new_thread)(void); /* set by hooks/python.c; called after pthread_create */
+#define LPR_PY_MAX_CODES (1u << 20)
+LP_HIDDEN uint32_t lpr_py_top_code(void);
+LP_HIDDEN const char *lpr_py_code_name(uint32_t id, size_t *len);
+LP_HIDDEN extern void (*lpr_py_ready)(void); /* set by hooks/python.c */
+LP_HIDDEN void lpr_py_check_ready(void);
+LP_HIDDEN void lpr_py_ready_retry(void);
+/* The per-thread state of a hook family that needs more than the TLS holds (one per thread,
+ * `size` bytes, zeroed, made on first use; NULL: no memory). */
+LP_HIDDEN void *lpr_tbuf_family_state(struct lpr_thread *node, size_t size);
 
 /* The word that gives the next record of this thread its call stack. */
 static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }

@@ -94,6 +94,22 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+/* The table itself (also for the Python frames of calls, without LIBPROF_STACKS): 0, or -1
+ * with one warning. Once, before any thread can intern. */
+int lpr_stacks_table(void) {
+    if (slots) return 0;
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    uint64_t *sl = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
+    arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
+    offset_of = lpr_sys_mmap(NULL, MAX_IDS * 4ull, prot, flags, -1, 0);
+    if (lpr_sys_failed((long)sl) || lpr_sys_failed((long)arena) || lpr_sys_failed((long)offset_of)) {
+        lpr_warn("out of memory for the stack table; recording without call stacks");
+        return -1;
+    }
+    __atomic_store_n(&slots, sl, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* Returns 0, or -1 (with one warning) when stacks cannot be captured here. */
 int lpr_stacks_init(unsigned depth) {
     if (depth == 0) return 0;
@@ -116,14 +132,7 @@ int lpr_stacks_init(unsigned depth) {
     unw_init_local_fn = (int (*)(void *, void *))dlsym(h, "_ULx86_64_init_local");
     unw_step_fn = (int (*)(void *))dlsym(h, "_ULx86_64_step");
     unw_get_reg_fn = (int (*)(void *, int, uint64_t *))dlsym(h, "_ULx86_64_get_reg");
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    slots = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
-    arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
-    offset_of = lpr_sys_mmap(NULL, MAX_IDS * 4ull, prot, flags, -1, 0);
-    if (lpr_sys_failed((long)slots) || lpr_sys_failed((long)arena) || lpr_sys_failed((long)offset_of)) {
-        lpr_warn("LIBPROF_STACKS: out of memory for the stack table; recording without call stacks");
-        return -1;
-    }
+    if (lpr_stacks_table() != 0) return -1;
     struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0}, unw = {(uintptr_t)unw_bt, 0, 0};
     dl_iterate_phdr(find_range, &me);
     dl_iterate_phdr(find_range, &unw);
@@ -158,12 +167,50 @@ static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a
 
 /* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
  * frames first); 0 when unknown. Called inside a hook, with the guard held. */
+static uint32_t intern(void *const *f, unsigned n);
+
 uint32_t lpr_stack_intern(void **buf, int got) {
     int skip = 0;
     while (skip < got && ours((uintptr_t)buf[skip])) skip++;
     unsigned n = (unsigned)(got - skip);
     if (n > lpr_stack_depth) n = lpr_stack_depth;
-    void **f = buf + skip;
+    if (lpr_py_on) { /* Python frames where the native stack runs the interpreter's loop */
+        uint64_t py[LP_STACK_MAX_DEPTH], mixed[LP_STACK_MAX_DEPTH];
+        uint8_t end[LP_STACK_MAX_DEPTH];
+        int np = lpr_py_frames(py, end, (int)lpr_stack_depth), p = 0, in_py = 0;
+        if (np > 0) {
+            unsigned m = 0;
+            for (int i = skip; i < got && m < lpr_stack_depth; i++) {
+                uintptr_t ip = (uintptr_t)buf[i];
+                if (p < np && lpr_py_is_eval(ip)) { /* this run of the loop: its frames */
+                    while (p < np && m < lpr_stack_depth) {
+                        mixed[m++] = py[p];
+                        if (end[p++]) break;
+                    }
+                    in_py = 1;
+                } else if (!in_py || !lpr_py_is_interp(ip)) { /* the interpreter's own frames
+                                                                 * between Python frames: noise */
+                    mixed[m++] = ip;
+                }
+            }
+            while (p < np && m < lpr_stack_depth) mixed[m++] = py[p++]; /* the native walk stopped short */
+            return intern((void *const *)mixed, m);
+        }
+    }
+    return intern(buf + skip, n);
+}
+
+/* The calling thread's Python frames as a stack id (0: none): what a call made from Python
+ * carries (the innermost frame; LIBPROF_STACKS frames when asked). */
+uint32_t lpr_py_location(void) {
+    if (LP_UNLIKELY(lpr_py_ready)) lpr_py_check_ready();
+    uint64_t py[LP_STACK_MAX_DEPTH];
+    uint8_t end[LP_STACK_MAX_DEPTH];
+    int np = lpr_py_frames(py, end, lpr_stack_depth ? (int)lpr_stack_depth : 1);
+    return np > 0 ? intern((void *const *)py, (unsigned)np) : 0;
+}
+
+static uint32_t intern(void *const *f, unsigned n) {
     uint64_t h = hash_frames(f, n);
     uint64_t tag = (h >> 32) << 32;
     uint32_t s = (uint32_t)h & (SLOTS - 1);
@@ -249,6 +296,12 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
 __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
     struct lpr_thread *node = lpr_tls.thr;
     struct lpr_stack_cache *c = node && cacheable ? lpr_tbuf_stack_cache(node) : NULL;
+    if (LP_UNLIKELY(lpr_py_on) && lpr_py_thread_running()) {
+        /* the same native chain runs every Python line: not cached; walked deep enough to meet
+         * every run of the evaluation loop, since the Python frames count in the depth */
+        void *buf[LP_STACK_MAX_DEPTH + 4];
+        return lpr_stack_intern(buf, lpr_unw_backtrace(buf, LP_STACK_MAX_DEPTH + 3));
+    }
     if (!c) {
         void *buf[LP_STACK_MAX_DEPTH + 4];
         return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
@@ -303,7 +356,8 @@ static int writing;
 static uint64_t wbuf[8192];
 
 void lpr_stacks_write(void) {
-    if (!lpr_stack_depth || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
+    lpr_pycode_write(); /* the code objects Python frames name go first */
+    if (!slots || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
     uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
     if (n > MAX_IDS) n = MAX_IDS;
     size_t used = 0;
@@ -404,6 +458,7 @@ void lpr_modules_write(void) {
 
 /* A forked child writes its own spool: everything again. */
 void lpr_stacks_after_fork_child(void) {
+    lpr_python_after_fork_child();
     memset(seen, 0, sizeof seen);
     written_upto = 1;
     writing = 0;

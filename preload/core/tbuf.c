@@ -40,6 +40,7 @@ struct lpr_thread {
     uint32_t tid;
     uint32_t nshort;                     /* entries of `shorts` with a count, since the last SHORT chunk */
     struct lpr_stack_cache *stack_cache; /* stacks.c's chains, kept with the node (as its chunk is) */
+    void *family_state;                  /* a hook family's per-thread state (lpr_tbuf_family_state) */
     struct {
         uint64_t count, ticks;
     } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
@@ -282,6 +283,13 @@ struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n) {
     void *m = lpr_sys_mmap(NULL, lpr_stack_cache_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (lpr_sys_failed((long)m)) return NULL;
     return n->stack_cache = m;
+}
+
+void *lpr_tbuf_family_state(struct lpr_thread *n, size_t size) {
+    if (LP_LIKELY(n->family_state != NULL)) return n->family_state;
+    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (lpr_sys_failed((long)m)) return NULL;
+    return n->family_state = m;
 }
 
 uint64_t lpr_tbuf_events_written(void) { return __atomic_load_n(&lpr_events_written, __ATOMIC_RELAXED); }

@@ -105,9 +105,11 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         if (!h) LP_REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
         errno = saved;
     }
-    if (h && lpr_stack_depth) { /* new objects join the module map, for symbolising stacks */
+    if (h && lpr_spool_on) { /* new objects join the module map, for symbolising stacks; an
+                              * interpreter embedded through dlopen is found */
         uint8_t g = lpr_guard_hold(&lpr_tls);
-        lpr_modules_write();
+        if (lpr_stack_depth) lpr_modules_write();
+        if (!lpr_py_on) lpr_python_detect();
         lpr_guard_restore(&lpr_tls, g);
     }
     if (t) {

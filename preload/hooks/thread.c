@@ -53,8 +53,16 @@ static void *trampoline(void *p) {
     return ret;
 }
 
+static int create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+
 LP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
     if (!LP_REAL(pthread_create)) return ENOSYS;
+    int r = create(th, attr, fn, arg);
+    if (LP_UNLIKELY(lpr_py_new_thread != NULL)) lpr_py_new_thread(); /* a Python thread gets its profile */
+    return r;
+}
+
+static int create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_THREAD);
     if (!t) return LP_REAL(pthread_create)(th, attr, fn, arg);
     uint64_t t0 = lpr_ticks();

@@ -1,0 +1,376 @@
+/* python.c: the CPython interpreter's own frames — what makes a Python program's stacks and
+ * calls read `function (file.py:LINE)` instead of interpreter offsets, with no change to the
+ * program and no extension module.
+ *
+ * Detection: an interpreter is in the process when some loaded object exports Py_IsInitialized
+ * (Debian's python3 links libpython in and exports it; pyenv's builds and embedders load a
+ * libpython3.X.so; an interpreter dlopen'ed later is found after that dlopen). Its version
+ * (Py_Version, else the object's file name) picks a row of python_layouts.h; a version without
+ * a row says so once and libprof records without Python frames.
+ *
+ * Reading, never writing: the calling thread's state comes from PyGILState_GetThisThreadState
+ * (a pthread_getspecific: it works while the thread has released the GIL, so a GEMM numpy runs
+ * without the GIL still finds the line that called it); its frames are followed through the
+ * layout's offsets; a frame's line is PyCode_Addr2Line on the instruction it is executing (a pure
+ * walk of the code's line table). No reference is taken, no object touched, no lock: the frames
+ * of the calling thread cannot change under it. Every code object read is checked to be one
+ * (its type is PyCode_Type) before anything else of it is read; a chain that fails the check
+ * ends there.
+ *
+ * Code objects get dense ids in a lock-free table (keyed by address, checked against the
+ * object's file, name and first line, so a code object freed and another made at its address
+ * is a new entry); their names are copied once, when first seen, and reach the spool as PYCODE
+ * chunks before any stack that names them. A Python frame in a stack is the word
+ * LP_PYFRAME(code id, line). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lp.h"
+#include "python_layouts.h"
+#include "sys.h"
+
+int lpr_py_on;
+static const struct lpr_pylayout *L;
+static int (*py_initialized)(void);
+static void *(*py_this_tstate)(void);
+static int (*py_addr2line)(void *code, int addr);
+static uintptr_t py_code_type;
+static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
+static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
+static int tried;
+
+#define CODE_SLOTS (1u << 21)        /* (id << 43) | (code address >> 4); at most half full */
+#define MAX_CODES LPR_PY_MAX_CODES  /* distinct code objects */
+#define STR_BYTES (64u << 20)        /* their names and files */
+#define NAME_MAX_BYTES 1024          /* a longer name or path is cut */
+#define SHIM 3                       /* FRAME_OWNED_BY_CSTACK (3.12+) */
+static uint64_t *slots;
+static struct pyent {
+    uintptr_t code, file, name;
+    int32_t firstline;
+    uint32_t str;                    /* offset of name then file in `strs` */
+    uint16_t name_len, file_len;
+    uint32_t ready;                  /* written: the entry may be spooled */
+} *ents;
+static char *strs;
+static uint32_t next_code = 1, str_used, codes_full;
+
+static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
+
+static int interp_range(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t a = *(uintptr_t *)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && a >= lo && a < hi) {
+            interp_lo = lo;
+            interp_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The interpreter's `name`: the global scope first (the executable's own exports, which
+ * RTLD_NEXT from a preload does not see), then objects loaded with local scope. */
+static void *pysym(const char *name) {
+    void *p = dlsym(RTLD_DEFAULT, name);
+    return p ? p : lpr_resolve(name);
+}
+
+/* "python3.12", "libpython3.8.so.1.0", "libpython2.7.so" -> major, minor */
+static int version_from_name(const char *path, int *major, int *minor) {
+    const char *b = path ? strrchr(path, '/') : NULL;
+    b = b ? b + 1 : path;
+    const char *p = b ? strstr(b, "python") : NULL;
+    if (!p || p[6] < '2' || p[6] > '9' || p[7] != '.') return 0;
+    *major = p[6] - '0';
+    *minor = atoi(p + 8);
+    return 1;
+}
+
+/* Look for an interpreter (at start and after every dlopen until one is found). Not from a
+ * signal handler: it looks symbols up. */
+void lpr_python_detect(void) {
+    if (lpr_py_on || tried > 1) return;
+    if (!lpr_cfg.python) { /* LIBPROF_PYTHON=0 */
+        tried = 2;
+        return;
+    }
+    void *init = pysym("Py_IsInitialized");
+    if (!init) return;
+    tried = 2; /* one interpreter per process: decided now */
+    int major = 0, minor = 0;
+    const unsigned long *hex = pysym("Py_Version");
+    Dl_info di;
+    if (hex) {
+        major = (int)(*hex >> 24);
+        minor = (int)((*hex >> 16) & 0xff);
+    } else if (dladdr(init, &di)) {
+        version_from_name(di.dli_fname, &major, &minor);
+    }
+    for (size_t i = 0; i < sizeof lpr_pylayouts / sizeof lpr_pylayouts[0]; i++)
+        if (lpr_pylayouts[i].major == major && lpr_pylayouts[i].minor == minor) L = &lpr_pylayouts[i];
+    if (!L) {
+        if (major)
+            lpr_warn("Python %d.%d is not one libprof can read (3.7 to 3.13): no Python frames", major, minor);
+        else
+            lpr_warn("a Python interpreter of unknown version: no Python frames");
+        return;
+    }
+    py_initialized = (int (*)(void))init;
+    py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
+    py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
+    py_code_type = (uintptr_t)pysym("PyCode_Type");
+    void *eval = pysym("_PyEval_EvalFrameDefault");
+    const ElfW(Sym) *sym = NULL;
+    if (eval && dladdr1(eval, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        eval_lo = (uintptr_t)eval;
+        eval_hi = eval_lo + sym->st_size;
+    }
+    if (!py_this_tstate || !py_addr2line || !py_code_type || !eval_hi) {
+        lpr_warn("Python 3.%d found without the symbols libprof reads: no Python frames", minor);
+        return;
+    }
+    uintptr_t a = (uintptr_t)init;
+    dl_iterate_phdr(interp_range, &a);
+    if (lpr_stacks_table() != 0) return;
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    slots = lpr_sys_mmap(NULL, CODE_SLOTS * 8ull, prot, flags, -1, 0);
+    ents = lpr_sys_mmap(NULL, MAX_CODES * sizeof *ents, prot, flags, -1, 0);
+    strs = lpr_sys_mmap(NULL, STR_BYTES, prot, flags, -1, 0);
+    if (lpr_sys_failed((long)slots) || lpr_sys_failed((long)ents) || lpr_sys_failed((long)strs)) {
+        lpr_warn("out of memory for the Python code table: no Python frames");
+        return;
+    }
+    if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
+    __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
+}
+
+int lpr_py_is_eval(uintptr_t ret) { return ret - 1 >= eval_lo && ret - 1 < eval_hi; }
+int lpr_py_is_interp(uintptr_t ret) { return ret - 1 >= interp_lo && ret - 1 < interp_hi; }
+
+/* ---- strings and code objects -------------------------------------------------------------- */
+
+/* A str's characters as UTF-8 into out (at most cap bytes); its length. Compact strings only
+ * (every identifier and file name is): ASCII ones are their bytes, others are encoded here from
+ * their 1-, 2- or 4-byte characters. */
+static size_t str_utf8(uintptr_t o, char *out, size_t cap) {
+    if (!o) return 0;
+    uint32_t state = *(const uint32_t *)(o + 32);
+    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    size_t len = (size_t) * (const int64_t *)(o + 16), n = 0;
+    if (!compact) return 0;
+    if (ascii) {
+        n = len < cap ? len : cap;
+        memcpy(out, (const char *)(o + (uintptr_t)L->str_ascii), n);
+        return n;
+    }
+    const unsigned char *d = (const unsigned char *)(o + (uintptr_t)L->str_compact);
+    for (size_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
+        char b[4];
+        size_t k;
+        if (c < 0x80) {
+            b[0] = (char)c;
+            k = 1;
+        } else if (c < 0x800) {
+            b[0] = (char)(0xc0 | c >> 6);
+            b[1] = (char)(0x80 | (c & 0x3f));
+            k = 2;
+        } else if (c < 0x10000) {
+            b[0] = (char)(0xe0 | c >> 12);
+            b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+            b[2] = (char)(0x80 | (c & 0x3f));
+            k = 3;
+        } else {
+            b[0] = (char)(0xf0 | c >> 18);
+            b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+            b[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+            b[3] = (char)(0x80 | (c & 0x3f));
+            k = 4;
+        }
+        if (n + k > cap) break;
+        memcpy(out + n, b, k);
+        n += k;
+    }
+    return n;
+}
+
+static uintptr_t code_name(uintptr_t code) { return rd(code + (uintptr_t)(L->co_qualname >= 0 ? L->co_qualname : L->co_name)); }
+
+/* The id of code object `code` (0: table full). */
+static uint32_t code_id(uintptr_t code) {
+    uintptr_t file = rd(code + (uintptr_t)L->co_filename), name = code_name(code);
+    int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
+    uint64_t low = (code >> 4) & ((UINT64_C(1) << 43) - 1);
+    uint32_t s = (uint32_t)((code >> 4) * 0x9E3779B97F4A7C15ull >> 43) & (CODE_SLOTS - 1);
+    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (CODE_SLOTS - 1)) {
+        uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
+        if (v == 0) {
+            uint32_t id = __atomic_fetch_add(&next_code, 1, __ATOMIC_RELAXED);
+            if (id >= MAX_CODES) {
+                __atomic_store_n(&codes_full, 1, __ATOMIC_RELAXED);
+                return 0;
+            }
+            struct pyent *e = &ents[id];
+            char buf[2 * NAME_MAX_BYTES];
+            size_t nl = str_utf8(name, buf, NAME_MAX_BYTES), fl = str_utf8(file, buf + nl, NAME_MAX_BYTES);
+            uint32_t at = __atomic_fetch_add(&str_used, (uint32_t)(nl + fl), __ATOMIC_RELAXED);
+            if (at + nl + fl > STR_BYTES) nl = fl = 0, at = 0;
+            memcpy(strs + at, buf, nl + fl);
+            *e = (struct pyent){code, file, name, first, at, (uint16_t)nl, (uint16_t)fl, 0};
+            __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
+            uint64_t expect = 0;
+            if (__atomic_compare_exchange_n(&slots[s], &expect, (uint64_t)id << 43 | low, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                return id;
+            v = expect; /* another thread took the slot: ours stays a valid (duplicate) entry */
+            if ((v & ((UINT64_C(1) << 43) - 1)) != low) return id;
+        }
+        if ((v & ((UINT64_C(1) << 43) - 1)) == low) {
+            const struct pyent *e = &ents[v >> 43];
+            if (e->code == code && e->file == file && e->name == name && e->firstline == first) return (uint32_t)(v >> 43);
+        }
+    }
+    __atomic_store_n(&codes_full, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* ---- frames --------------------------------------------------------------------------------- */
+
+/* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
+ * ran Python, no Python running on it). */
+static uintptr_t top_frame(void) {
+    if (!py_initialized()) return 0;
+    uintptr_t ts = (uintptr_t)py_this_tstate();
+    if (!ts) return 0;
+    uintptr_t f = rd(ts + (uintptr_t)L->tstate_frame);
+    if (L->cframe_frame >= 0) f = f ? rd(f + (uintptr_t)L->cframe_frame) : 0;
+    return f;
+}
+
+int lpr_py_thread_running(void) { return lpr_py_on && top_frame() != 0; }
+
+void *lpr_py_sym(const char *name) { return pysym(name); }
+
+/* The profile function set on thread state `ts` (c_profilefunc). */
+void *lpr_py_profile_of(void *ts) { return L ? (void *)rd((uintptr_t)ts + (uintptr_t)L->ts_profile) : NULL; }
+
+/* The code object the calling thread is executing (its id; 0: none). For a profile function:
+ * the frame being entered or left is the current one. */
+uint32_t lpr_py_top_code(void) {
+    if (!lpr_py_on) return 0;
+    uintptr_t f = top_frame();
+    for (unsigned hops = 0; f && hops < 4; hops++, f = rd(f + (uintptr_t)L->f_back)) {
+        if (L->kind == 1 && L->minor >= 12 && *(const char *)(f + (uintptr_t)L->f_owner) == SHIM) continue;
+        uintptr_t code = rd(f + (uintptr_t)L->f_code);
+        return code && rd(code + 8) == py_code_type ? code_id(code) : 0;
+    }
+    return 0;
+}
+
+/* The qualified name of code `id` as copied when first seen (UTF-8, not NUL-terminated). */
+const char *lpr_py_code_name(uint32_t id, size_t *len) {
+    if (!lpr_py_on || id == 0 || id >= MAX_CODES || !__atomic_load_n(&ents[id].ready, __ATOMIC_ACQUIRE)) {
+        *len = 0;
+        return "";
+    }
+    *len = ents[id].name_len;
+    return strs + ents[id].str;
+}
+
+/* Called once, on the first call recorded from a thread running Python after the interpreter
+ * finished starting (hooks/python.c installs its profile function from there). */
+void (*lpr_py_ready)(void);
+void (*lpr_py_new_thread)(void);
+static int ready_done;
+void lpr_py_check_ready(void) {
+    if (!lpr_py_ready || __atomic_load_n(&ready_done, __ATOMIC_RELAXED) || !py_initialized()) return;
+    if (__atomic_exchange_n(&ready_done, 1, __ATOMIC_ACQ_REL)) return;
+    lpr_py_ready();
+}
+void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEASE); }
+
+/* The calling thread's Python frames, innermost first, as LP_PYFRAME words (at most max);
+ * end[i] = 1 when frame i is the outermost of one run of the evaluation loop (where the native
+ * stack leaves _PyEval_EvalFrameDefault). */
+int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
+    if (!lpr_py_on) return 0;
+    uintptr_t f = top_frame();
+    int n = 0;
+    for (unsigned hops = 0; f && n < max && hops < 4096; hops++, f = rd(f + (uintptr_t)L->f_back)) {
+        int act_end = 1;
+        uintptr_t code = rd(f + (uintptr_t)L->f_code);
+        int addr;
+        if (L->kind == 0) {
+            int lasti = *(const int *)(f + (uintptr_t)L->f_instr);
+            addr = L->minor == 10 ? lasti * 2 : lasti; /* 3.10 counts instructions, older bytes */
+        } else {
+            char owner = *(const char *)(f + (uintptr_t)L->f_owner);
+            if (L->minor >= 12 && owner == SHIM) { /* the evaluation loop's entry: a run ends */
+                if (n) end[n - 1] = 1;
+                continue;
+            }
+            if (!code || rd(code + 8) != py_code_type) break;
+            addr = (int)(rd(f + (uintptr_t)L->f_instr) - (code + (uintptr_t)L->co_code));
+            act_end = L->f_entry >= 0 ? *(const char *)(f + (uintptr_t)L->f_entry) != 0 : 0;
+        }
+        if (!code || rd(code + 8) != py_code_type) break;
+        uint32_t id = code_id(code);
+        if (!id) break;
+        int line = py_addr2line((void *)code, addr);
+        out[n] = LP_PYFRAME(id, line > 0 ? (uint32_t)line : 0);
+        end[n] = (uint8_t)act_end;
+        n++;
+    }
+    if (n) end[n - 1] = 1;
+    return n;
+}
+
+/* ---- the spool ------------------------------------------------------------------------------ */
+
+static uint32_t written_upto = 1;
+static int writing;
+static uint64_t wbuf[8192];
+
+/* Write the code objects seen since the last call (before the stacks that name them); same
+ * rules as lpr_stacks_write. Async-signal-safe. */
+void lpr_pycode_write(void) {
+    if (!lpr_py_on || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
+    uint32_t n = __atomic_load_n(&next_code, __ATOMIC_ACQUIRE), id = written_upto;
+    if (n > MAX_CODES) n = MAX_CODES;
+    size_t used = 0;
+    for (; id < n; id++) {
+        const struct pyent *e = &ents[id];
+        if (!__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE)) break;
+        size_t words = (sizeof(struct lp_pycode) + e->name_len + e->file_len + 7) / 8;
+        if (used + words > sizeof wbuf / 8) {
+            lpr_spool_write(LP_CHUNK_PYCODE, 0, wbuf, used * 8, NULL, 0);
+            used = 0;
+        }
+        struct lp_pycode pc = {id, (uint32_t)(e->firstline > 0 ? e->firstline : 0), e->name_len, e->file_len, 0};
+        char *p = (char *)&wbuf[used];
+        memset(p, 0, words * 8);
+        memcpy(p, &pc, sizeof pc);
+        memcpy(p + sizeof pc, strs + e->str, (size_t)e->name_len + e->file_len);
+        used += words;
+    }
+    if (used) lpr_spool_write(LP_CHUNK_PYCODE, 0, wbuf, used * 8, NULL, 0);
+    written_upto = id;
+    __atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+}
+
+uint64_t lpr_py_codes(void) { return lpr_py_on ? __atomic_load_n(&next_code, __ATOMIC_RELAXED) - 1 : 0; }
+int lpr_py_codes_full(void) { return __atomic_load_n(&codes_full, __ATOMIC_RELAXED); }
+int lpr_py_minor(void) { return L && lpr_py_on ? L->minor : 0; }
+
+void lpr_python_after_fork_child(void) {
+    written_upto = 1;
+    writing = 0;
+}

@@ -1,0 +1,300 @@
+/* Python programs (issue 15): the interpreter's frames in stacks and on every call, with no
+ * change to the program — on every CPython installed here (pyenv 3.7-3.13 shared builds,
+ * Debian's stripped static python3.11), numpy's GEMMs with the GIL released, an interpreter
+ * embedded through dlopen, CPython's own test suite; LIBPROF_PYTHON=0; an interpreter libprof
+ * cannot read. Lines are checked exactly: the scripts are written here, line numbers known. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(python, .timeout = 300);
+
+static char *dir;
+static void setup(void) { dir = make_tmpdir(); }
+
+/* Line numbers are the comments' */
+static const char frames_py[] = "import sys, threading, time\n"                  /* 1 */
+                                "def leaf(n):\n"                                 /* 2 */
+                                "    return bytearray(n)\n"                      /* 3 */
+                                "class K:\n"                                     /* 4 */
+                                "    def go(self):\n"                            /* 5 */
+                                "        keep = [leaf(300000) for _ in range(5)]\n" /* 6 */
+                                "        with open(sys.argv[1], 'rb') as f:\n"   /* 7 */
+                                "            f.read(10)\n"                       /* 8 */
+                                "        time.sleep(0.001)\n"                    /* 9 */
+                                "        return keep\n"                          /* 10 */
+                                "def worker():\n"                                /* 11 */
+                                "    K().go()\n"                                 /* 12 */
+                                "t = threading.Thread(target=worker)\n"          /* 13 */
+                                "t.start(); t.join()\n"                          /* 14 */
+                                "K().go()\n"                                     /* 15 */
+                                "print('done')\n";                               /* 16 */
+
+static char *write_script(const char *name, const char *text) {
+    char *path = strfmt("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Every interpreter libprof reads that is installed: pyenv's 3.7+ builds, then Debian's. */
+static int interpreters(char out[][256], int cap) {
+    int n = 0;
+    glob_t g;
+    if (glob("/root/.pyenv/versions/3.*/bin/python3", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
+            const char *v = strstr(g.gl_pathv[i], "/versions/3.") + 12;
+            if (atoi(v) >= 7) snprintf(out[n++], 256, "%s", g.gl_pathv[i]); /* 3.7 and later */
+        }
+        globfree(&g);
+    }
+    if (access("/usr/bin/python3", X_OK) == 0 && n < cap) snprintf(out[n++], 256, "/usr/bin/python3");
+    return n;
+}
+
+static int has_frame(cJSON *frames, const char *needle) {
+    cJSON *f;
+    cJSON_ArrayForEach(f, frames) if (cJSON_IsString(f) && strstr(f->valuestring, needle)) return 1;
+    return 0;
+}
+
+/* The allocation site of metadata.libprof.alloc_sites with every needle among its frames. */
+static cJSON *site_with(cJSON *meta, const char *a, const char *b, const char *c) {
+    cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(meta, "alloc_sites")) {
+        cJSON *fr = cJSON_GetObjectItem(s, "frames");
+        if (has_frame(fr, a) && has_frame(fr, b) && (!c || has_frame(fr, c))) return s;
+    }
+    return NULL;
+}
+
+static long long num(cJSON *o, const char *k) {
+    cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+/* 1 when a `name` slice of the main thread (main_thread) or another has args.py starting
+ * with `want`. */
+static int has_call(cJSON *trace, const char *name, const char *want, int main_thread) {
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name"), *py = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "py");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name) || !cJSON_IsString(py)) continue;
+        const char *at = strstr(py->valuestring, want);
+        if (!at || (at != py->valuestring && at[-1] != '.')) continue; /* "go" or "K.go" first */
+        if (strchr(py->valuestring, '<') && strchr(py->valuestring, '<') < at) continue;
+        if ((num(ev, "pid") == num(ev, "tid")) == main_thread) return 1;
+    }
+    return 0;
+}
+
+/* Mixed stacks and call locations on every interpreter: the allocation of line 3 reached from
+ * line 6, from the thread's worker (12) and from the module (15), exactly 5 blocks of 300001
+ * bytes each way; the file read of line 8 carries "go (FILE:8)" as its innermost frame. */
+Test(python, every_interpreter_mixed_stacks_and_call_lines, .init = setup) {
+    char py[16][256];
+    int n = interpreters(py, 16), tested = 0;
+    char *script = write_script("frames.py", frames_py);
+    for (int i = 0; i < n; i++) {
+        const char *argv[] = {py[i], script, script, NULL};
+        struct run bare, r;
+        run_prog(&bare, dir, NULL, argv);
+        if (bare.status != 0) {
+            run_free(&bare);
+            continue;
+        }
+        char *out = strfmt("LIBPROF_OUTPUT=%s/f%d.json", dir, i);
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=24", NULL}, argv);
+        cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+        cr_assert_str_eq(r.out, bare.out, "%s", py[i]);
+        cr_expect_null(strstr(r.err, "libprof:"), "%s: %s", py[i], r.err);
+        cJSON *j = load_json(strfmt("%s/f%d.json", dir, i));
+        cr_assert_not_null(j, "%s", py[i]);
+        cJSON *meta = libprof_meta(j);
+        char *l3 = strfmt("leaf (%s:3)", script), *l6 = strfmt("go (%s:6)", script);
+        char *l12 = strfmt("worker (%s:12)", script), *l15 = strfmt("<module> (%s:15)", script);
+        cJSON *w = site_with(meta, l3, l6, l12), *m = site_with(meta, l3, l6, l15);
+        cr_expect_not_null(w, "%s: no site with %s < %s < %s", py[i], l3, l6, l12);
+        cr_expect_not_null(m, "%s: no site with %s < %s < %s", py[i], l3, l6, l15);
+        if (w) cr_expect(num(w, "calls") == 5 && num(w, "bytes") == 5 * 300001, "%s: worker site", py[i]);
+        if (m) cr_expect(num(m, "calls") == 5 && num(m, "bytes") == 5 * 300001, "%s: module site", py[i]);
+        /* the read of line 8: innermost frame first, then its caller */
+        char *want_w = strfmt("go (%s:8) < worker (%s:12)", script, script);
+        char *want_m = strfmt("go (%s:8) < <module> (%s:15)", script, script);
+        cr_expect(has_call(j, "read", want_w, 0), "%s: no read with args.py %s", py[i], want_w);
+        cr_expect(has_call(j, "read", want_m, 1), "%s: no read with args.py %s", py[i], want_m);
+        tested++;
+        cJSON_Delete(j);
+        run_free(&r);
+        run_free(&bare);
+    }
+    cr_assert_gt(tested, 0, "no Python interpreter ran");
+}
+
+/* The committed layout table is what each interpreter's own headers say. */
+Test(python, layouts_match_the_headers) {
+    const char *argv[] = {"/bin/sh", LP_SOURCE_DIR "/scripts/py-layouts", "--check", NULL};
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert_not_null(strstr(r.out, "interpreter header sets checked"), "%s", r.out);
+    cr_assert_null(strstr(r.out, ": 0 interpreter"), "no headers found: %s", r.out);
+    run_free(&r);
+}
+
+static const char gemm_py[] = "import numpy as np\n"                    /* 1 */
+                              "class Model:\n"                          /* 2 */
+                              "    def matmuls(self, a, b):\n"          /* 3 */
+                              "        for _ in range(30):\n"           /* 4 */
+                              "            r = np.matmul(a, b)\n"       /* 5 */
+                              "        return r\n"                      /* 6 */
+                              "a = np.ones((256, 256), dtype=np.float32)\n" /* 7 */
+                              "print(float(Model().matmuls(a, a)[0, 0]))\n"; /* 8 */
+
+/* numpy releases the GIL around its GEMM: each of the 30 sgemm slices still carries the line
+ * that called it; the by-line table (report, CSV, metadata) charges them to it. */
+Test(python, numpy_gemms_carry_their_python_line, .init = setup) {
+    char *script = write_script("gemm.py", gemm_py);
+    const char *argv[] = {"/usr/bin/python3", script, NULL};
+    struct run bare, r, rep;
+    run_prog(&bare, dir, NULL, argv);
+    if (bare.status != 0) cr_skip_test("numpy is not installed: %s", bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/g.json", dir), *csv = strfmt("LIBPROF_CSV=%s/g.csv", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *j = load_json(strfmt("%s/g.json", dir)), *ev;
+    cr_assert_not_null(j);
+    char *line5 = strfmt("Model.matmuls (%s:5)", script);
+    int gemms = 0, located = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "sgemm")) continue;
+        gemms++;
+        cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "py");
+        if (cJSON_IsString(py) && !strcmp(py->valuestring, line5)) located++;
+    }
+    cr_expect_eq(gemms, 30);
+    cr_expect_eq(located, 30, "args.py of the GEMMs: %d of %d are %s", located, gemms, line5);
+    cJSON *l, *found = NULL;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(libprof_meta(j), "python_lines")) {
+        cJSON *name = cJSON_GetObjectItem(l, "line");
+        if (cJSON_IsString(name) && !strcmp(name->valuestring, line5)) found = l;
+    }
+    cr_assert_not_null(found, "metadata.libprof.python_lines has no %s", line5);
+    cr_expect_eq(num(found, "calls"), 30);
+    cr_expect_gt(num(cJSON_GetObjectItem(found, "families"), "blas"), 0);
+    size_t len;
+    char *text = read_file(strfmt("%s/g.csv", dir), &len);
+    cr_assert_not_null(text);
+    char *row = strfmt("%s,python_line,30,", line5);
+    cr_expect_not_null(strstr(text, row), "CSV has no %s", row);
+    /* the report's table, from the raw trace */
+    char *lpt = strfmt("LIBPROF_OUTPUT=%s/g.lpt", dir);
+    run_free(&r);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, lpt, NULL}, argv);
+    const char *rargv[] = {REPORT, strfmt("%s/g.lpt", dir), NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    const char *t = strstr(rep.out, "by Python line, time in runtime calls");
+    cr_assert_not_null(t, "%s", rep.out);
+    const char *first = strchr(strchr(t, '\n') + 1, '\n') + 1; /* the first row, after the heading */
+    cr_expect(!strncmp(first, "          30", 12) && strstr(first, line5) < strchr(first, '\n') && strstr(first, line5),
+              "first row: %.200s", first);
+    cJSON_Delete(j);
+    run_free(&rep);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* LIBPROF_PYTHON=0: native stacks only, no Python location anywhere. */
+Test(python, python_0_turns_it_off, .init = setup) {
+    char *script = write_script("frames.py", frames_py);
+    const char *argv[] = {"/usr/bin/python3", script, script, NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/o.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=24", "LIBPROF_PYTHON=0", NULL},
+             argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    size_t len;
+    char *text = read_file(strfmt("%s/o.json", dir), &len);
+    cr_assert_not_null(text);
+    cr_expect_null(strstr(text, "frames.py:"), "a Python frame was recorded");
+    cr_expect_null(strstr(text, "\"py\":"), "a call carries args.py");
+    cr_expect_not_null(strstr(text, "\"frames\":["), "no native stacks either");
+    run_free(&r);
+}
+
+/* An interpreter loaded by dlopen with local scope after start-up (an embedding application):
+ * found after that dlopen; the flame graph shows its lines too. */
+Test(python, interpreter_embedded_through_dlopen, .init = setup) {
+    glob_t g;
+    if (glob("/root/.pyenv/versions/3.1[0-9]*/lib/libpython3.*.so.1.0", 0, NULL, &g) != 0)
+        cr_skip_test("no shared libpython here");
+    const char *lib = g.gl_pathv[g.gl_pathc - 1];
+    char *script = write_script("frames.py", frames_py);
+    const char *argv[] = {PROG("pyembed"), lib, script, NULL};
+    char *home = strfmt("PYTHONHOME=%.*s", (int)(strstr(lib, "/lib/libpython") - lib), lib);
+    struct run bare, r;
+    run_prog(&bare, dir, (const char *[]){home, NULL}, argv);
+    cr_assert_eq(bare.status, 0, "%s%s", bare.out, bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/e.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, home, out, "LIBPROF_STACKS=24", "LIBPROF_FLAMEGRAPH=1", NULL},
+             argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_assert_not_null(strstr(r.out, "embedded ok"));
+    size_t len;
+    char *folded = read_file(strfmt("%s/e.alloc.folded", dir), &len);
+    cr_assert_not_null(folded);
+    cr_expect_not_null(strstr(folded, strfmt("leaf (%s:3)", script)), "no Python frame in the flame graph");
+    globfree(&g);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* An interpreter libprof has no layout for: one line, and the program runs as without libprof. */
+Test(python, unsupported_interpreter_says_so_once, .init = setup) {
+    const char *py2 = "/root/.pyenv/versions/2.7.18/bin/python2.7";
+    if (access(py2, X_OK) != 0) cr_skip_test("no Python 2.7 here");
+    const char *argv[] = {py2, "-c", "x = [bytearray(1000) for _ in range(100)]; print(len(x))", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/u.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=8", NULL}, argv);
+    cr_assert_eq(r.status, bare.status);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_expect_eq(count_lines_with(r.err, "libprof: Python 2.7 is not one libprof can read"), 1, "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 1, "%s", r.err);
+    cr_expect_not_null(load_json(strfmt("%s/u.json", dir)));
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* CPython's own tests of threads, generators, coroutines, profiling hooks and exceptions pass
+ * with Python frames read on every allocation. */
+Test(python, cpython_test_suite_passes, .init = setup, .timeout = 600) {
+    const char *argv[] = {"/usr/bin/python3", "-m", "test", "test_threading", "test_generators", "test_coroutines",
+                          "test_sys_setprofile", "test_exceptions", NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/s.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
+    if (strstr(r.out, "No module named test") || strstr(r.err, "No module named test"))
+        cr_skip_test("CPython's test suite is not installed");
+    cr_assert_eq(r.status, 0, "%s\n%s", r.out + (r.out_len > 3000 ? r.out_len - 3000 : 0), r.err);
+    cr_expect_not_null(strstr(r.out, "Tests result: SUCCESS"));
+    cJSON *j = load_json(strfmt("%s/s.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_not_null(site_with(libprof_meta(j), "(/usr/lib/python3.11/test/", ".py:", NULL),
+                       "no allocation site in the test modules");
+    cJSON_Delete(j);
+    run_free(&r);
+}
