@@ -311,6 +311,7 @@ demo: deps
 bench: all $(PROG_BINS)
 	@scripts/bench-targets $(BUILD)
 	@scripts/bench $(BUILD)
+	@scripts/bench-python $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man/man1
 PCDIR   = $(LIBDIR)/pkgconfig

@@ -285,7 +285,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
     if (o->iterations) iteration_chart(f, c, o);
     if (folded) flame(f, folded);
     if (summary && *summary) {
-        fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites</h2><pre>", f);
+        fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites, Python lines</h2><pre>", f);
         esc(f, summary, strlen(summary));
         fputs("</pre>\n", f);
     }

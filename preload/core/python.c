@@ -43,19 +43,19 @@ static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
 
-#define CODE_SLOTS (1u << 21)        /* (id << 43) | (code address >> 4); at most half full */
-#define MAX_CODES LPR_PY_MAX_CODES  /* distinct code objects */
-#define STR_BYTES (64u << 20)        /* their names and files */
-#define NAME_MAX_BYTES 1024          /* a longer name or path is cut */
-#define SHIM 3                       /* FRAME_OWNED_BY_CSTACK (3.12+) */
+#define CODE_SLOTS (1u << 21)      /* (id << 43) | (code address >> 4); at most half full */
+#define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
+#define STR_BYTES (64u << 20)      /* their names and files */
+#define NAME_MAX_BYTES 1024        /* a longer name or path is cut */
+#define SHIM 3                     /* FRAME_OWNED_BY_CSTACK (3.12+) */
 static uint64_t *slots;
 static struct pyent {
     uintptr_t code, file, name;
     int32_t firstline;
-    uint32_t str;                    /* offset of name then file in `strs` */
+    uint32_t str; /* offset of name then file in `strs` */
     uint16_t name_len, file_len;
-    uint32_t ready;                  /* written: the entry may be spooled */
-} *ents;
+    uint32_t ready; /* written: the entry may be spooled */
+} * ents;
 static char *strs;
 static uint32_t next_code = 1, str_used, codes_full;
 
@@ -202,7 +202,9 @@ static size_t str_utf8(uintptr_t o, char *out, size_t cap) {
     return n;
 }
 
-static uintptr_t code_name(uintptr_t code) { return rd(code + (uintptr_t)(L->co_qualname >= 0 ? L->co_qualname : L->co_name)); }
+static uintptr_t code_name(uintptr_t code) {
+    return rd(code + (uintptr_t)(L->co_qualname >= 0 ? L->co_qualname : L->co_name));
+}
 
 /* The id of code object `code` (0: table full). */
 static uint32_t code_id(uintptr_t code) {
@@ -235,7 +237,8 @@ static uint32_t code_id(uintptr_t code) {
         }
         if ((v & ((UINT64_C(1) << 43) - 1)) == low) {
             const struct pyent *e = &ents[v >> 43];
-            if (e->code == code && e->file == file && e->name == name && e->firstline == first) return (uint32_t)(v >> 43);
+            if (e->code == code && e->file == file && e->name == name && e->firstline == first)
+                return (uint32_t)(v >> 43);
         }
     }
     __atomic_store_n(&codes_full, 1, __ATOMIC_RELAXED);

@@ -4,19 +4,19 @@
  * the field does not exist in that version. Included by python.c only. */
 struct lpr_pylayout {
     int major, minor;
-    int kind;          /* 0: PyFrameObject chain, f_lasti (3.7-3.10); 1: _PyInterpreterFrame (3.11+) */
-    int tstate_frame;  /* PyThreadState: frame (kind 0), cframe (3.11, 3.12), current_frame (3.13) */
-    int cframe_frame;  /* _PyCFrame: current_frame (3.11, 3.12) */
-    int f_code;        /* frame: f_code / f_executable */
-    int f_back;        /* frame: f_back / previous */
-    int f_instr;       /* frame: f_lasti (int) / prev_instr / instr_ptr */
-    int f_owner;       /* frame: owner (char; 3 = a C-stack shim frame, 3.12+) */
-    int f_entry;       /* frame: is_entry (3.11) */
+    int kind;         /* 0: PyFrameObject chain, f_lasti (3.7-3.10); 1: _PyInterpreterFrame (3.11+) */
+    int tstate_frame; /* PyThreadState: frame (kind 0), cframe (3.11, 3.12), current_frame (3.13) */
+    int cframe_frame; /* _PyCFrame: current_frame (3.11, 3.12) */
+    int f_code;       /* frame: f_code / f_executable */
+    int f_back;       /* frame: f_back / previous */
+    int f_instr;      /* frame: f_lasti (int) / prev_instr / instr_ptr */
+    int f_owner;      /* frame: owner (char; 3 = a C-stack shim frame, 3.12+) */
+    int f_entry;      /* frame: is_entry (3.11) */
     int co_filename, co_name, co_firstlineno, co_qualname;
-    int co_code;       /* code: co_code_adaptive (the instructions, 3.11+) */
-    int str_ascii;     /* sizeof(PyASCIIObject): where a compact ASCII string's bytes start */
-    int str_compact;   /* sizeof(PyCompactUnicodeObject): where other compact strings' data start */
-    int ts_profile;    /* PyThreadState: c_profilefunc (which threads have libprof's profile function) */
+    int co_code;     /* code: co_code_adaptive (the instructions, 3.11+) */
+    int str_ascii;   /* sizeof(PyASCIIObject): where a compact ASCII string's bytes start */
+    int str_compact; /* sizeof(PyCompactUnicodeObject): where other compact strings' data start */
+    int ts_profile;  /* PyThreadState: c_profilefunc (which threads have libprof's profile function) */
 };
 
 // clang-format off

@@ -8,10 +8,11 @@
  * The hook is CPython's C profile function (the one cProfile uses), which the interpreter calls
  * on every Python call and return. It is installed with the GIL held, from a pending call the
  * interpreter runs on its main thread at its next check: requested on the first runtime call
- * recorded after the interpreter has started (core/python.c, lpr_py_ready). On 3.12+ one call
- * covers every thread (PyEval_SetProfileAllThreads); before, the threads that exist then get it
- * (_PyEval_SetProfile, 3.9+; 3.7 and 3.8: the main thread only), and each thread created later
- * gets it from pthread_create's hook, where its creator still holds the GIL. A name is matched
+ * recorded after the interpreter has started (core/python.c, lpr_py_ready). The threads that
+ * exist then get it (PyEval_SetProfileAllThreads on 3.12+, _PyEval_SetProfile on each before;
+ * 3.7 and 3.8: the main thread only), and each thread created later gets it from
+ * pthread_create's hook, where its creator (running Python) still holds the GIL and the new
+ * thread's state already exists (3.9+). A name is matched
  * once per code object (cached by code id); a call or return of a function that does not match
  * costs the profile call, one thread-state read and one table lookup.
  *
@@ -134,13 +135,13 @@ static int install(void *arg) {
 /* The interpreter's functions (found now: an interpreter loaded by dlopen came after start). */
 static void resolve(void) {
     set_profile_all = (int (*)(tracefunc, void *))lpr_py_sym("PyEval_SetProfileAllThreads");
-        set_profile = (void (*)(tracefunc, void *))lpr_py_sym("PyEval_SetProfile");
-        set_profile_ts = (int (*)(void *, tracefunc, void *))lpr_py_sym("_PyEval_SetProfile");
-        interp_main = (void *(*)(void))lpr_py_sym("PyInterpreterState_Main");
-        thread_head = (void *(*)(void *))lpr_py_sym("PyInterpreterState_ThreadHead");
-        thread_next = (void *(*)(void *))lpr_py_sym("PyThreadState_Next");
-        gil_check = (int (*)(void))lpr_py_sym("PyGILState_Check");
-        add_pending = (int (*)(int (*)(void *), void *))lpr_py_sym("Py_AddPendingCall");
+    set_profile = (void (*)(tracefunc, void *))lpr_py_sym("PyEval_SetProfile");
+    set_profile_ts = (int (*)(void *, tracefunc, void *))lpr_py_sym("_PyEval_SetProfile");
+    interp_main = (void *(*)(void))lpr_py_sym("PyInterpreterState_Main");
+    thread_head = (void *(*)(void *))lpr_py_sym("PyInterpreterState_ThreadHead");
+    thread_next = (void *(*)(void *))lpr_py_sym("PyThreadState_Next");
+    gil_check = (int (*)(void))lpr_py_sym("PyGILState_Check");
+    add_pending = (int (*)(int (*)(void *), void *))lpr_py_sym("Py_AddPendingCall");
 }
 
 static void request(void) {
@@ -157,10 +158,10 @@ static void request(void) {
 }
 
 static void new_thread(void) {
-    if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE) || set_profile_all || !gil_check) return;
+    if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE) || !gil_check) return;
     int saved = errno;
     uint8_t g = lpr_guard_hold(&lpr_tls);
-    if (gil_check()) cover_threads();
+    if (lpr_py_thread_running() && gil_check()) cover_threads();
     lpr_guard_restore(&lpr_tls, g);
     errno = saved;
 }

@@ -19,22 +19,22 @@ static char *dir;
 static void setup(void) { dir = make_tmpdir(); }
 
 /* Line numbers are the comments' */
-static const char frames_py[] = "import sys, threading, time\n"                  /* 1 */
-                                "def leaf(n):\n"                                 /* 2 */
-                                "    return bytearray(n)\n"                      /* 3 */
-                                "class K:\n"                                     /* 4 */
-                                "    def go(self):\n"                            /* 5 */
+static const char frames_py[] = "import sys, threading, time\n"                     /* 1 */
+                                "def leaf(n):\n"                                    /* 2 */
+                                "    return bytearray(n)\n"                         /* 3 */
+                                "class K:\n"                                        /* 4 */
+                                "    def go(self):\n"                               /* 5 */
                                 "        keep = [leaf(300000) for _ in range(5)]\n" /* 6 */
-                                "        with open(sys.argv[1], 'rb') as f:\n"   /* 7 */
-                                "            f.read(10)\n"                       /* 8 */
-                                "        time.sleep(0.001)\n"                    /* 9 */
-                                "        return keep\n"                          /* 10 */
-                                "def worker():\n"                                /* 11 */
-                                "    K().go()\n"                                 /* 12 */
-                                "t = threading.Thread(target=worker)\n"          /* 13 */
-                                "t.start(); t.join()\n"                          /* 14 */
-                                "K().go()\n"                                     /* 15 */
-                                "print('done')\n";                               /* 16 */
+                                "        with open(sys.argv[1], 'rb') as f:\n"      /* 7 */
+                                "            f.read(10)\n"                          /* 8 */
+                                "        time.sleep(0.001)\n"                       /* 9 */
+                                "        return keep\n"                             /* 10 */
+                                "def worker():\n"                                   /* 11 */
+                                "    K().go()\n"                                    /* 12 */
+                                "t = threading.Thread(target=worker)\n"             /* 13 */
+                                "t.start(); t.join()\n"                             /* 14 */
+                                "K().go()\n"                                        /* 15 */
+                                "print('done')\n";                                  /* 16 */
 
 static char *write_script(const char *name, const char *text) {
     char *path = strfmt("%s/%s", dir, name);
@@ -150,13 +150,13 @@ Test(python, layouts_match_the_headers) {
     run_free(&r);
 }
 
-static const char gemm_py[] = "import numpy as np\n"                    /* 1 */
-                              "class Model:\n"                          /* 2 */
-                              "    def matmuls(self, a, b):\n"          /* 3 */
-                              "        for _ in range(30):\n"           /* 4 */
-                              "            r = np.matmul(a, b)\n"       /* 5 */
-                              "        return r\n"                      /* 6 */
-                              "a = np.ones((256, 256), dtype=np.float32)\n" /* 7 */
+static const char gemm_py[] = "import numpy as np\n"                         /* 1 */
+                              "class Model:\n"                               /* 2 */
+                              "    def matmuls(self, a, b):\n"               /* 3 */
+                              "        for _ in range(30):\n"                /* 4 */
+                              "            r = np.matmul(a, b)\n"            /* 5 */
+                              "        return r\n"                           /* 6 */
+                              "a = np.ones((256, 256), dtype=np.float32)\n"  /* 7 */
                               "print(float(Model().matmuls(a, a)[0, 0]))\n"; /* 8 */
 
 /* numpy releases the GIL around its GEMM: each of the 30 sgemm slices still carries the line
@@ -209,6 +209,15 @@ Test(python, numpy_gemms_carry_their_python_line, .init = setup) {
     const char *first = strchr(strchr(t, '\n') + 1, '\n') + 1; /* the first row, after the heading */
     cr_expect(!strncmp(first, "          30", 12) && strstr(first, line5) < strchr(first, '\n') && strstr(first, line5),
               "first row: %.200s", first);
+    /* and the HTML page shows the table */
+    const char *hargv[] = {REPORT, strfmt("%s/g.lpt", dir), "--html", strfmt("%s/g.html", dir), NULL};
+    run_free(&rep);
+    run_prog(&rep, dir, NULL, hargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    char *html = read_file(strfmt("%s/g.html", dir), &len);
+    cr_assert_not_null(html);
+    cr_expect_not_null(strstr(html, "by Python line"));
+    cr_expect_not_null(strstr(html, line5));
     cJSON_Delete(j);
     run_free(&rep);
     run_free(&r);
@@ -247,7 +256,8 @@ Test(python, interpreter_embedded_through_dlopen, .init = setup) {
     run_prog(&bare, dir, (const char *[]){home, NULL}, argv);
     cr_assert_eq(bare.status, 0, "%s%s", bare.out, bare.err);
     char *out = strfmt("LIBPROF_OUTPUT=%s/e.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, home, out, "LIBPROF_STACKS=24", "LIBPROF_FLAMEGRAPH=1", NULL},
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, home, out, "LIBPROF_STACKS=24", "LIBPROF_FLAMEGRAPH=1", NULL},
              argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, bare.out);
@@ -282,8 +292,9 @@ Test(python, unsupported_interpreter_says_so_once, .init = setup) {
 /* CPython's own tests of threads, generators, coroutines, profiling hooks and exceptions pass
  * with Python frames read on every allocation. */
 Test(python, cpython_test_suite_passes, .init = setup, .timeout = 600) {
-    const char *argv[] = {"/usr/bin/python3", "-m", "test", "test_threading", "test_generators", "test_coroutines",
-                          "test_sys_setprofile", "test_exceptions", NULL};
+    const char *argv[] = {
+        "/usr/bin/python3", "-m", "test", "test_threading", "test_generators", "test_coroutines", "test_sys_setprofile",
+        "test_exceptions",  NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/s.json", dir);
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
@@ -295,6 +306,181 @@ Test(python, cpython_test_suite_passes, .init = setup, .timeout = 600) {
     cr_assert_not_null(j);
     cr_expect_not_null(site_with(libprof_meta(j), "(/usr/lib/python3.11/test/", ".py:", NULL),
                        "no allocation site in the test modules");
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+static const char calls_py[] = "import threading\n"                            /* 1 */
+                               "def fact(n):\n"                                /* 2 */
+                               "    return 1 if n <= 1 else n * fact(n - 1)\n" /* 3 */
+                               "def boom():\n"                                 /* 4 */
+                               "    raise ValueError('x')\n"                   /* 5 */
+                               "def work():\n"                                 /* 6 */
+                               "    for _ in range(3):\n"                      /* 7 */
+                               "        try:\n"                                /* 8 */
+                               "            boom()\n"                          /* 9 */
+                               "        except ValueError:\n"                  /* 10 */
+                               "            pass\n"                            /* 11 */
+                               "    return fact(5)\n"                          /* 12 */
+                               "import os\n"                                   /* 13 */
+                               "os.stat('.')\n"                                /* 14 */
+                               "print(work())\n"                               /* 15 */
+                               "t = threading.Thread(target=work)\n"           /* 16 */
+                               "t.start(); t.join()\n";                        /* 17 */
+
+struct slice_count {
+    int main, other;
+};
+
+/* X slices named `name` (cat python) on the main thread and on others. */
+static struct slice_count count_slices(cJSON *trace, const char *name) {
+    struct slice_count c = {0, 0};
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name"), *cat = cJSON_GetObjectItem(ev, "cat");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name) || !cJSON_IsString(cat) ||
+            strcmp(cat->valuestring, "python"))
+            continue;
+        if (num(ev, "pid") == num(ev, "tid"))
+            c.main++;
+        else
+            c.other++;
+    }
+    return c;
+}
+
+/* LIBPROF_PYTHON_CALLS on every interpreter: recursion (5 nested fact), functions left by an
+ * exception (3 boom), each with the line of its definition; a thread started later is covered
+ * (3.9+: from pthread_create's hook or PyEval_SetProfileAllThreads). */
+Test(python, call_slices_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = interpreters(py, 16), tested = 0;
+    char *script = write_script("calls.py", calls_py);
+    for (int i = 0; i < n; i++) {
+        const char *argv[] = {py[i], script, NULL};
+        struct run bare, r;
+        run_prog(&bare, dir, NULL, argv);
+        if (bare.status != 0) {
+            run_free(&bare);
+            continue;
+        }
+        char *out = strfmt("LIBPROF_OUTPUT=%s/c%d.json", dir, i);
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_PYTHON_CALLS=^(fact|boom|work)$", NULL},
+                 argv);
+        cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+        cr_assert_str_eq(r.out, bare.out, "%s", py[i]);
+        char *path = strfmt("%s/c%d.json", dir, i);
+        cr_assert(python_json_ok(path), "%s: not strict JSON", py[i]);
+        cJSON *j = load_json(path);
+        struct slice_count f = count_slices(j, "fact"), b = count_slices(j, "boom"), w = count_slices(j, "work");
+        cr_expect_eq(f.main, 5, "%s: fact on the main thread: %d", py[i], f.main);
+        cr_expect_eq(b.main, 3, "%s: boom on the main thread: %d", py[i], b.main);
+        cr_expect_eq(w.main, 1, "%s: work on the main thread: %d", py[i], w.main);
+        int minor = strstr(py[i], "/versions/3.") ? atoi(strstr(py[i], "/versions/3.") + 12) : 11;
+        if (minor >= 9) {
+            cr_expect(f.other == 5 && b.other == 3 && w.other == 1, "%s: the thread's slices: fact %d boom %d work %d",
+                      py[i], f.other, b.other, w.other);
+        }
+        /* the definition's place */
+        cJSON *ev;
+        int placed = 0;
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+            cJSON *nm = cJSON_GetObjectItem(ev, "name"), *a = cJSON_GetObjectItem(ev, "args");
+            if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "boom") && num(a, "line") == 4 &&
+                cJSON_IsString(cJSON_GetObjectItem(a, "file")) &&
+                !strcmp(cJSON_GetObjectItem(a, "file")->valuestring, script))
+                placed++;
+        }
+        cr_expect_eq(placed, b.main + b.other, "%s: boom's file and line", py[i]);
+        tested++;
+        cJSON_Delete(j);
+        run_free(&r);
+        run_free(&bare);
+    }
+    cr_assert_gt(tested, 0);
+}
+
+/* `forward$` on an unmodified PyTorch model: every layer a slice, the GEMMs inside their
+ * Linear layer, --iterations on the outer module. */
+Test(python, pytorch_layers_as_slices, .init = setup, .timeout = 300) {
+    const char *model = "import torch\n"
+                        "torch.manual_seed(0); torch.set_num_threads(2)\n"
+                        "class Block(torch.nn.Module):\n"
+                        "    def __init__(self):\n"
+                        "        super().__init__()\n"
+                        "        self.a = torch.nn.Linear(256, 256)\n"
+                        "        self.b = torch.nn.Linear(256, 256)\n"
+                        "    def forward(self, x):\n"
+                        "        return self.b(torch.relu(self.a(x)))\n"
+                        "m = torch.nn.Sequential(Block(), Block(), torch.nn.Linear(256, 10))\n"
+                        "x = torch.randn(64, 256)\n"
+                        "with torch.no_grad():\n"
+                        "    for _ in range(5): y = m(x)\n"
+                        "print(tuple(y.shape))\n";
+    char *script = write_script("model.py", model);
+    const char *argv[] = {"/usr/bin/python3", script, NULL};
+    struct run bare, r, rep;
+    run_prog(&bare, dir, NULL, argv);
+    if (bare.status != 0) cr_skip_test("python3-torch is not installed: %s", bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/m.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_PYTHON_CALLS=forward$", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    char *path = strfmt("%s/m.json", dir);
+    char *err;
+    cJSON *sum = check_trace_py(path, &err);
+    cr_assert_not_null(sum, "%s", err);
+    cJSON *j = load_json(path);
+    cr_expect_eq(count_slices(j, "Sequential.forward").main, 5);
+    cr_expect_eq(count_slices(j, "Block.forward").main, 10);
+    cr_expect_eq(count_slices(j, "Linear.forward").main, 25);
+    /* each GEMM inside a Linear.forward slice of its thread */
+    cJSON *ev, *lin[64];
+    int nl = 0, gemms = 0, inside = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "Linear.forward") && nl < 64) lin[nl++] = ev;
+    }
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "sgemm")) continue;
+        gemms++;
+        double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble, end = ts + cJSON_GetObjectItem(ev, "dur")->valuedouble;
+        for (int k = 0; k < nl; k++) {
+            double a = cJSON_GetObjectItem(lin[k], "ts")->valuedouble,
+                   b = a + cJSON_GetObjectItem(lin[k], "dur")->valuedouble;
+            if (num(lin[k], "tid") == num(ev, "tid") && a <= ts && end <= b) {
+                inside++;
+                break;
+            }
+        }
+    }
+    cr_expect_geq(gemms, 25, "GEMMs: %d", gemms);
+    cr_expect_eq(inside, gemms, "%d of %d GEMMs inside a Linear.forward", inside, gemms);
+    const char *rargv[] = {REPORT, path, "--iterations", "^Sequential\\.forward$", NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    cr_expect_not_null(strstr(rep.out, "iterations /^Sequential\\.forward$/: 5"), "%s", rep.out);
+    cJSON_Delete(sum);
+    cJSON_Delete(j);
+    run_free(&rep);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* A bad expression: one line, the program unaffected, the rest of the trace as usual. */
+Test(python, bad_call_regex_says_so, .init = setup) {
+    char *script = write_script("calls.py", calls_py);
+    const char *argv[] = {"/usr/bin/python3", script, NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/b.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_PYTHON_CALLS=(unclosed", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof: LIBPROF_PYTHON_CALLS=\"(unclosed\" is not a regular expression"), 1,
+                 "%s", r.err);
+    cJSON *j = load_json(strfmt("%s/b.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_eq(count_slices(j, "fact").main, 0);
     cJSON_Delete(j);
     run_free(&r);
 }

@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
     if (!init || !run || !fini) return 1;
     init(0);
     char code[8192];
-    snprintf(code, sizeof code, "import sys\nsys.argv = ['pyembed', '%s', '%s']\nexec(compile(open('%s').read(), '%s', 'exec'))\n",
+    snprintf(code, sizeof code,
+             "import sys\nsys.argv = ['pyembed', '%s', '%s']\nexec(compile(open('%s').read(), '%s', 'exec'))\n",
              argv[2], argv[2], argv[2], argv[2]);
     int rc = run(code);
     fini();
