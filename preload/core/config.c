@@ -319,6 +319,12 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         else
             warn_bad("LIBPROF_PYTHON", v, "expected 0 or 1");
     }
+    if ((v = get("LIBPROF_PYTHON_MALLOC")) && *v) {
+        if (lpr_parse_bool(v, &b) == 0)
+            cfg->python_malloc = b;
+        else
+            warn_bad("LIBPROF_PYTHON_MALLOC", v, "expected 0 or 1");
+    }
     if ((v = get("LIBPROF_PYTHON_CALLS")) && *v) {
         if (strlen(v) < sizeof cfg->python_calls)
             snprintf(cfg->python_calls, sizeof cfg->python_calls, "%s", v);

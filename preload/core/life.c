@@ -267,6 +267,9 @@ static void init_heavy(void) {
         lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
         if (lpr_cfg.stacks && lpr_stacks_init(lpr_cfg.stacks) == 0) lpr_modules_write();
         lpr_python_detect(); /* an interpreter linked in (python3, libpython3.X.so) */
+        /* CPython serves objects of up to 512 bytes from its own arenas: asked, every object
+         * allocation goes to malloc instead (before the interpreter reads its environment) */
+        if (lpr_cfg.python_malloc) setenv("PYTHONMALLOC", "malloc", 0);
         pthread_atfork(NULL, NULL, atfork_child);
         lpr_alloc_lean = !lpr_stack_depth && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))

@@ -72,6 +72,7 @@ struct lpr_config {
     int flamegraph;         /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
     int python;             /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
     char python_calls[512]; /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */
+    int python_malloc;      /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
     int convert_background; /* LIBPROF_CONVERT=background: a detached libprof-report converts */
     char output[PATH_MAX];  /* expanded trace path ("" = none, e.g. summary only) */
     char csv[PATH_MAX];     /* expanded CSV path ("" = none) */
@@ -306,17 +307,26 @@ LP_HIDDEN void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned 
                                     unsigned nargs, const uint64_t *args, const char *str, size_t slen);
 LP_HIDDEN extern uint64_t lpr_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
 
+/* The word that gives the next record of this thread its call stack. */
+static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
+
 /* The common case of lpr_call_record, inlined into the hooks: a timed call with arguments and no
  * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */
 static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
                                         unsigned nargs, const uint64_t *args) {
-    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late || lpr_py_on)) {
+    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late)) {
         lpr_call_record(t, call, t0, t1, nargs, args, NULL, 0);
         return;
     }
     t->guard = 1;
-    uint64_t *r = lpr_reserve(t, 3 + nargs);
+    uint32_t py = t->py_stack; /* the Python line, read as the call began (0: none) */
+    unsigned sw = py != 0;
+    uint64_t *r = lpr_reserve(t, 3 + nargs + sw);
     if (LP_LIKELY(r != NULL)) {
+        if (sw) {
+            *r++ = lpr_word_stack(py);
+            t->py_stack = 0;
+        }
         r[0] = lpr_word0_timed(LP_EV_CALL, t0);
         r[1] = lpr_word1(t0, t1);
         r[2] = lp_call_header(call, nargs, 0);
@@ -384,6 +394,7 @@ LP_HIDDEN void *lpr_py_profile_of(void *tstate);
 LP_HIDDEN extern void (*lpr_py_new_thread)(void); /* set by hooks/python.c; called after pthread_create */
 #define LPR_PY_MAX_CODES (1u << 20)
 LP_HIDDEN uint32_t lpr_py_top_code(void);
+LP_HIDDEN uint32_t lpr_py_frame_code(const void *frame);
 LP_HIDDEN const char *lpr_py_code_name(uint32_t id, size_t *len);
 LP_HIDDEN extern void (*lpr_py_ready)(void); /* set by hooks/python.c */
 LP_HIDDEN void lpr_py_check_ready(void);
@@ -391,9 +402,8 @@ LP_HIDDEN void lpr_py_ready_retry(void);
 /* The per-thread state of a hook family that needs more than the TLS holds (one per thread,
  * `size` bytes, zeroed, made on first use; NULL: no memory). */
 LP_HIDDEN void *lpr_tbuf_family_state(struct lpr_thread *node, size_t size);
-
-/* The word that gives the next record of this thread its call stack. */
-static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STACK << LP_TS_BITS) | id; }
+LP_HIDDEN void *lpr_tbuf_py_cache(struct lpr_thread *node, size_t size); /* python.c's, likewise */
+LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 

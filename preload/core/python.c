@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -116,6 +117,13 @@ void lpr_python_detect(void) {
     }
     for (size_t i = 0; i < sizeof lpr_pylayouts / sizeof lpr_pylayouts[0]; i++)
         if (lpr_pylayouts[i].major == major && lpr_pylayouts[i].minor == minor) L = &lpr_pylayouts[i];
+    char ft[32];
+    snprintf(ft, sizeof ft, "python%d.%dt", major, minor);
+    if (L && dladdr(init, &di) && di.dli_fname && strstr(di.dli_fname, ft)) { /* free-threaded: other layouts */
+        lpr_warn("Python %d.%d without the GIL (free-threaded) is not one libprof can read: no Python frames", major,
+                 minor);
+        return;
+    }
     if (!L) {
         if (major)
             lpr_warn("Python %d.%d is not one libprof can read (3.7 to 3.13): no Python frames", major, minor);
@@ -278,6 +286,14 @@ uint32_t lpr_py_top_code(void) {
     return 0;
 }
 
+/* The code object a frame handed to a PEP 523 evaluation function runs (a PyFrameObject up to
+ * 3.10, an interpreter frame after): its id, 0 when it is not a code object. */
+uint32_t lpr_py_frame_code(const void *frame) {
+    if (!lpr_py_on || !frame) return 0;
+    uintptr_t code = rd((uintptr_t)frame + (uintptr_t)L->f_code);
+    return code && rd(code + 8) == py_code_type ? code_id(code) : 0;
+}
+
 /* The qualified name of code `id` as copied when first seen (UTF-8, not NUL-terminated). */
 const char *lpr_py_code_name(uint32_t id, size_t *len) {
     if (!lpr_py_on || id == 0 || id >= MAX_CODES || !__atomic_load_n(&ents[id].ready, __ATOMIC_ACQUIRE)) {
@@ -299,6 +315,45 @@ void lpr_py_check_ready(void) {
     lpr_py_ready();
 }
 void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEASE); }
+
+/* Per thread (kept with its registry node): the last locations found, keyed by the top frame,
+ * its code and its instruction — the same three mean the same line, so a loop making the same
+ * call again costs a few loads, not a walk of the code's line table. */
+#define LOC_WAYS 64
+#define LINE_WAYS 512
+struct pycache {
+    struct {
+        uintptr_t frame, code, instr;
+        uint32_t id, code_id;
+    } loc[LOC_WAYS];
+    struct { /* PyCode_Addr2Line's answers: it walks the line table from the start every time */
+        uint32_t id;
+        int addr, line;
+    } line[LINE_WAYS];
+};
+
+/* Code `code` is still the object entry `id` was made for (a code object freed and another made
+ * at its address is a different entry unless file, name and first line are the same). */
+static int still(uintptr_t code, uint32_t id) {
+    const struct pyent *e = &ents[id];
+    return e->code == code && e->file == rd(code + (uintptr_t)L->co_filename) && e->name == code_name(code) &&
+           e->firstline == *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
+}
+
+/* The line of `code` (entry `id`) at instruction offset `addr`. */
+static int line_of(uintptr_t code, uint32_t id, int addr) {
+    struct lpr_thread *node = lpr_tls.thr;
+    struct pycache *c = node ? lpr_tbuf_py_cache(node, sizeof *c) : NULL;
+    if (!c) return py_addr2line((void *)code, addr);
+    unsigned w =
+        (unsigned)((((uintptr_t)id * 0x9E3779B1u) ^ (uintptr_t)(unsigned)addr * 0x85EBCA6Bu) >> 3) & (LINE_WAYS - 1);
+    if (c->line[w].id == id && c->line[w].addr == addr) return c->line[w].line;
+    int line = py_addr2line((void *)code, addr);
+    c->line[w].id = id; /* keyed by entry, not address: code objects are freed and their memory reused */
+    c->line[w].addr = addr;
+    c->line[w].line = line;
+    return line;
+}
 
 /* The calling thread's Python frames, innermost first, as LP_PYFRAME words (at most max);
  * end[i] = 1 when frame i is the outermost of one run of the evaluation loop (where the native
@@ -327,13 +382,49 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
         if (!code || rd(code + 8) != py_code_type) break;
         uint32_t id = code_id(code);
         if (!id) break;
-        int line = py_addr2line((void *)code, addr);
+        int line = line_of(code, id, addr);
         out[n] = LP_PYFRAME(id, line > 0 ? (uint32_t)line : 0);
         end[n] = (uint8_t)act_end;
         n++;
     }
     if (n) end[n - 1] = 1;
     return n;
+}
+
+/* ---- the location of a call ----------------------------------------------------------------- */
+
+/* The calling thread's Python frames as a stack id (0: none): what a call made from Python
+ * carries (the innermost frame; LIBPROF_STACKS frames when asked). */
+uint32_t lpr_py_location(void) {
+    if (LP_UNLIKELY(lpr_py_ready != NULL)) lpr_py_check_ready();
+    uint64_t py[LP_STACK_MAX_DEPTH];
+    uint8_t end[LP_STACK_MAX_DEPTH];
+    struct lpr_thread *node = lpr_tls.thr;
+    if (lpr_stack_depth == 0 && node) {
+        uintptr_t f = top_frame();
+        if (!f) return 0;
+        if (L->kind == 1 && L->minor >= 12 && *(const char *)(f + (uintptr_t)L->f_owner) == SHIM)
+            return lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1) : 0;
+        uintptr_t code = rd(f + (uintptr_t)L->f_code);
+        uintptr_t instr =
+            L->kind == 0 ? (uintptr_t) * (const int *)(f + (uintptr_t)L->f_instr) : rd(f + (uintptr_t)L->f_instr);
+        struct pycache *c = lpr_tbuf_py_cache(node, sizeof *c);
+        unsigned w = (unsigned)(((instr ^ (code >> 4)) * 0x9E3779B97F4A7C15ull) >> 58) & (LOC_WAYS - 1);
+        if (c && c->loc[w].frame == f && c->loc[w].code == code && c->loc[w].instr == instr && c->loc[w].id &&
+            still(code, c->loc[w].code_id))
+            return c->loc[w].id;
+        uint32_t id = lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1) : 0;
+        if (c) {
+            c->loc[w].frame = f;
+            c->loc[w].code = code;
+            c->loc[w].instr = instr;
+            c->loc[w].id = id;
+            c->loc[w].code_id = id ? LP_PYFRAME_ID(py[0]) : 0;
+        }
+        return id;
+    }
+    int np = lpr_py_frames(py, end, lpr_stack_depth ? (int)lpr_stack_depth : 1);
+    return np > 0 ? lpr_stack_intern_words(py, (unsigned)np) : 0;
 }
 
 /* ---- the spool ------------------------------------------------------------------------------ */

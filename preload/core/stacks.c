@@ -200,15 +200,8 @@ uint32_t lpr_stack_intern(void **buf, int got) {
     return intern(buf + skip, n);
 }
 
-/* The calling thread's Python frames as a stack id (0: none): what a call made from Python
- * carries (the innermost frame; LIBPROF_STACKS frames when asked). */
-uint32_t lpr_py_location(void) {
-    if (LP_UNLIKELY(lpr_py_ready)) lpr_py_check_ready();
-    uint64_t py[LP_STACK_MAX_DEPTH];
-    uint8_t end[LP_STACK_MAX_DEPTH];
-    int np = lpr_py_frames(py, end, lpr_stack_depth ? (int)lpr_stack_depth : 1);
-    return np > 0 ? intern((void *const *)py, (unsigned)np) : 0;
-}
+/* A stack given as words (Python frames; python.c) as an id. */
+uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n) { return intern((void *const *)f, n); }
 
 static uint32_t intern(void *const *f, unsigned n) {
     uint64_t h = hash_frames(f, n);

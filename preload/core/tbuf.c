@@ -41,6 +41,7 @@ struct lpr_thread {
     uint32_t nshort;                     /* entries of `shorts` with a count, since the last SHORT chunk */
     struct lpr_stack_cache *stack_cache; /* stacks.c's chains, kept with the node (as its chunk is) */
     void *family_state;                  /* a hook family's per-thread state (lpr_tbuf_family_state) */
+    void *py_cache;                      /* python.c's locations (lpr_tbuf_py_cache) */
     struct {
         uint64_t count, ticks;
     } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
@@ -290,6 +291,13 @@ void *lpr_tbuf_family_state(struct lpr_thread *n, size_t size) {
     void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (lpr_sys_failed((long)m)) return NULL;
     return n->family_state = m;
+}
+
+void *lpr_tbuf_py_cache(struct lpr_thread *n, size_t size) {
+    if (LP_LIKELY(n->py_cache != NULL)) return n->py_cache;
+    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (lpr_sys_failed((long)m)) return NULL;
+    return n->py_cache = m;
 }
 
 uint64_t lpr_tbuf_events_written(void) { return __atomic_load_n(&lpr_events_written, __ATOMIC_RELAXED); }

@@ -5,20 +5,19 @@
  * of its definition: `forward$` makes every nn.Module layer of an unmodified PyTorch program a
  * slice around the GEMMs and oneDNN primitives it runs.
  *
- * The hook is CPython's C profile function (the one cProfile uses), which the interpreter calls
- * on every Python call and return. It is installed with the GIL held, from a pending call the
- * interpreter runs on its main thread at its next check: requested on the first runtime call
- * recorded after the interpreter has started (core/python.c, lpr_py_ready). The threads that
- * exist then get it (PyEval_SetProfileAllThreads on 3.12+, _PyEval_SetProfile on each before;
- * 3.7 and 3.8: the main thread only), and each thread created later gets it from
- * pthread_create's hook, where its creator (running Python) still holds the GIL and the new
- * thread's state already exists (3.9+). A name is matched
- * once per code object (cached by code id); a call or return of a function that does not match
- * costs the profile call, one thread-state read and one table lookup.
+ * The hook, on 3.9+, is a PEP 523 frame-evaluation function: every frame the interpreter
+ * evaluates, on any thread, passes through it; a frame whose code does not match goes straight
+ * on to the evaluation function that was there before (the interpreter's own loop), a matching
+ * one is timed around it. On 3.7 and 3.8 (no setter exported) it is CPython's C profile function
+ * (what cProfile uses), called on every Python call and return, on the main thread only. Either
+ * is installed with the GIL held, from a pending call the interpreter runs on its main thread at
+ * its next check: requested on the first runtime call recorded after the interpreter has
+ * started (core/python.c, lpr_py_ready). A name is matched once per code object (cached by code
+ * id).
  *
- * What it changes in the interpreter: the profile function of each thread (sys.getprofile()
- * still returns None: no Python object is set), one "sys.setprofile" audit event per
- * installation; a program that sets its own profiler (cProfile) replaces libprof's. */
+ * What it changes in the interpreter: its frame-evaluation function (3.11+ stop inlining
+ * Python-to-Python calls while one is set: the cost of this feature), or the main thread's
+ * profile function (3.7, 3.8; a program that sets its own replaces libprof's). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <regex.h>
@@ -43,6 +42,11 @@ static regex_t re;
 static uint8_t *verdict; /* by code id: 0 not asked yet, 1 matches, 2 does not */
 static int installed;
 typedef int (*tracefunc)(void *, void *, int, void *);
+typedef void *(*evalfunc)(void *, void *, int);
+static evalfunc next_eval; /* what evaluated frames before libprof (the default loop) */
+static void (*set_eval)(void *, evalfunc);
+static evalfunc (*get_eval)(void *);
+static void *(*interp_get)(void);
 static int (*set_profile_all)(tracefunc, void *);
 static void (*set_profile)(tracefunc, void *);
 static int (*set_profile_ts)(void *, tracefunc, void *);
@@ -109,6 +113,33 @@ static int profile(void *obj, void *frame, int what, void *arg) {
     return 0;
 }
 
+/* The PEP 523 evaluation function (3.9+): every frame the interpreter evaluates passes here —
+ * each Python call, each resumption of a generator — whatever the thread. A frame whose code
+ * does not match goes straight on (one table lookup); one that matches is timed around the
+ * evaluation, which ends by return or by exception alike. */
+static void *eval(void *ts, void *frame, int throwflag) {
+    uint32_t id = lpr_py_frame_code(frame);
+    if (!id || !matches(id) || !(lpr_gate & (1u << LP_FAM_PYTHON))) return next_eval(ts, frame, throwflag);
+    uint64_t t0 = lpr_ticks();
+    void *ret = next_eval(ts, frame, throwflag);
+    uint64_t t1 = lpr_ticks();
+    struct lpr_tls *t = &lpr_tls;
+    if (!t->guard) {
+        int saved = errno;
+        t->guard = 1;
+        uint64_t *r = lpr_reserve(t, 3);
+        if (LP_LIKELY(r != NULL)) {
+            r[0] = lpr_word0_timed(LP_EV_PYCALL, t0);
+            r[1] = lpr_word1(t0, t1);
+            r[2] = id;
+            lpr_commit(t, r + 3);
+        }
+        t->guard = 0;
+        errno = saved;
+    }
+    return ret;
+}
+
 /* Every thread of the main interpreter without libprof's profile function gets it (3.9-3.11;
  * the caller holds the GIL). */
 static void cover_threads(void) {
@@ -121,7 +152,11 @@ static void cover_threads(void) {
 static int install(void *arg) {
     (void)arg;
     uint8_t g = lpr_guard_hold(&lpr_tls);
-    if (set_profile_all) {
+    if (set_eval && get_eval && interp_get && lpr_py_minor() >= 9) { /* PEP 523: every thread, no tracing */
+        void *interp = interp_get();
+        next_eval = get_eval(interp);
+        set_eval(interp, eval);
+    } else if (set_profile_all) {
         set_profile_all(profile, NULL);
     } else {
         set_profile(profile, NULL);
@@ -129,6 +164,9 @@ static int install(void *arg) {
     }
     __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
     lpr_guard_restore(&lpr_tls, g);
+    if (lpr_verbose)
+        lpr_info("LIBPROF_PYTHON_CALLS: %s",
+                 next_eval ? "evaluation function installed (PEP 523)" : "profile function installed");
     return 0;
 }
 
@@ -142,6 +180,9 @@ static void resolve(void) {
     thread_next = (void *(*)(void *))lpr_py_sym("PyThreadState_Next");
     gil_check = (int (*)(void))lpr_py_sym("PyGILState_Check");
     add_pending = (int (*)(int (*)(void *), void *))lpr_py_sym("Py_AddPendingCall");
+    set_eval = (void (*)(void *, evalfunc))lpr_py_sym("_PyInterpreterState_SetEvalFrameFunc");
+    get_eval = (evalfunc(*)(void *))lpr_py_sym("_PyInterpreterState_GetEvalFrameFunc");
+    interp_get = (void *(*)(void))lpr_py_sym("PyInterpreterState_Get");
 }
 
 static void request(void) {
@@ -158,7 +199,7 @@ static void request(void) {
 }
 
 static void new_thread(void) {
-    if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE) || !gil_check) return;
+    if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE) || !gil_check || next_eval) return;
     int saved = errno;
     uint8_t g = lpr_guard_hold(&lpr_tls);
     if (lpr_py_thread_running() && gil_check()) cover_threads();

@@ -484,3 +484,29 @@ Test(python, bad_call_regex_says_so, .init = setup) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* Objects of up to 512 bytes come from CPython's arenas and never reach malloc;
+ * LIBPROF_PYTHON_MALLOC=1 makes every one visible (PYTHONMALLOC=malloc), with its line. */
+Test(python, python_malloc_shows_small_objects, .init = setup) {
+    char *script = write_script("small.py", "x = [(i, str(i)) for i in range(100000)]\n" /* 1 */
+                                            "print(len(x))\n");                          /* 2 */
+    const char *argv[] = {"/usr/bin/python3", script, NULL};
+    long long mallocs[2];
+    for (int m = 0; m < 2; m++) {
+        struct run r;
+        char *out = strfmt("LIBPROF_OUTPUT=%s/s%d.json", dir, m), *pm = strfmt("LIBPROF_PYTHON_MALLOC=%d", m);
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, pm, "LIBPROF_STACKS=8", NULL}, argv);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert_str_eq(r.out, "100000\n");
+        cJSON *j = load_json(strfmt("%s/s%d.json", dir, m));
+        cr_assert_not_null(j);
+        mallocs[m] = meta_fn(libprof_meta(j), "malloc", "count");
+        if (m == 1) /* the tuples and strings of line 1 (its comprehension: 3.11's own frame) */
+            cr_expect_not_null(site_with(libprof_meta(j), strfmt("%s:1)", script), "<listcomp>", NULL),
+                               "no site at line 1");
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    cr_expect_lt(mallocs[0], 20000, "without: %lld mallocs", mallocs[0]);
+    cr_expect_gt(mallocs[1], 200000, "with LIBPROF_PYTHON_MALLOC=1: %lld mallocs", mallocs[1]);
+}
