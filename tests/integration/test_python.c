@@ -160,7 +160,8 @@ static const char gemm_py[] = "import numpy as np\n"                         /* 
                               "print(float(Model().matmuls(a, a)[0, 0]))\n"; /* 8 */
 
 /* numpy releases the GIL around its GEMM: each of the 30 sgemm slices still carries the line
- * that called it; the by-line table (report, CSV, metadata) charges them to it. */
+ * of its `@`; the array's site shows its line; the by-line table (report, CSV, metadata)
+ * charges the GEMMs to that line. */
 Test(python, numpy_gemms_carry_their_python_line, .init = setup) {
     char *script = write_script("gemm.py", gemm_py);
     const char *argv[] = {"/usr/bin/python3", script, NULL};
@@ -200,10 +201,19 @@ Test(python, numpy_gemms_carry_their_python_line, .init = setup) {
     /* the report's table, from the raw trace */
     char *lpt = strfmt("LIBPROF_OUTPUT=%s/g.lpt", dir);
     run_free(&r);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, lpt, NULL}, argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, lpt, "LIBPROF_STACKS=32", NULL}, argv);
     const char *rargv[] = {REPORT, strfmt("%s/g.lpt", dir), NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);
+    /* the array of line 7 (256 x 256 float32), made in numpy's own Python code (np.ones), at its
+     * line in the sites table: "... < ones (.../numeric.py:N) < <module> (gemm.py:7)" */
+    char *line7 = strfmt("< <module> (%s:7)", script);
+    const char *sites = strstr(rep.out, "allocation sites by bytes allocated");
+    const char *hit = sites ? strstr(sites, line7) : NULL;
+    cr_expect(hit && strstr(sites, "allocation sites by calls") > hit, "no site row ends with %s:\n%s", line7, rep.out);
+    const char *bol = hit;
+    while (hit && bol > sites && bol[-1] != '\n') bol--;
+    cr_expect(hit && strstr(bol, "ones (") && strstr(bol, "ones (") < hit, "the row: %.300s", bol ? bol : "");
     const char *t = strstr(rep.out, "by Python line, time in runtime calls");
     cr_assert_not_null(t, "%s", rep.out);
     const char *first = strchr(strchr(t, '\n') + 1, '\n') + 1; /* the first row, after the heading */
@@ -290,24 +300,47 @@ Test(python, unsupported_interpreter_says_so_once, .init = setup) {
 }
 
 /* CPython's own tests of threads, generators, coroutines, profiling hooks and exceptions pass
- * with Python frames read on every allocation. */
-Test(python, cpython_test_suite_passes, .init = setup, .timeout = 600) {
-    const char *argv[] = {
-        "/usr/bin/python3", "-m", "test", "test_threading", "test_generators", "test_coroutines", "test_sys_setprofile",
-        "test_exceptions",  NULL};
+ * with Python frames read on every allocation (LIBPROF_STACKS); test_threading and
+ * test_subprocess (fork, exec, children dying by signals) with the Python line read on every call
+ * (the default). test_subprocess is not run with LIBPROF_STACKS: libunwind keeps a pipe open in
+ * every process it unwinds (README, Limits), which test_pass_fds_redirected sees in its child. */
+static void cpython_tests(const char *const *modules, const char *stacks) {
+    const char *argv[16] = {"/usr/bin/python3", "-m", "test"};
+    int n = 3;
+    for (; *modules && n < 15; modules++) argv[n++] = *modules;
+    argv[n] = NULL;
     struct run r;
-    char *out = strfmt("LIBPROF_OUTPUT=%s/s.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/s%s.json", dir, stacks ? "s" : "");
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, stacks ? stacks : "LIBPROF_STACKS=0", NULL}, argv);
     if (strstr(r.out, "No module named test") || strstr(r.err, "No module named test"))
         cr_skip_test("CPython's test suite is not installed");
     cr_assert_eq(r.status, 0, "%s\n%s", r.out + (r.out_len > 3000 ? r.out_len - 3000 : 0), r.err);
     cr_expect_not_null(strstr(r.out, "Tests result: SUCCESS"));
-    cJSON *j = load_json(strfmt("%s/s.json", dir));
+    cJSON *j = load_json(strfmt("%s/s%s.json", dir, stacks ? "s" : ""));
     cr_assert_not_null(j);
-    cr_expect_not_null(site_with(libprof_meta(j), "(/usr/lib/python3.11/test/", ".py:", NULL),
-                       "no allocation site in the test modules");
+    if (stacks) {
+        cr_expect_not_null(site_with(libprof_meta(j), "(/usr/lib/python3.11/test/", ".py:", NULL),
+                           "no allocation site in the test modules");
+    } else {
+        cJSON *l, *found = NULL;
+        cJSON_ArrayForEach(l, cJSON_GetObjectItem(libprof_meta(j), "python_lines")) {
+            cJSON *name = cJSON_GetObjectItem(l, "line");
+            if (cJSON_IsString(name) && strstr(name->valuestring, "(/usr/lib/python3.11/test/")) found = l;
+        }
+        cr_expect_not_null(found, "no call charged to a line of the test modules");
+    }
     cJSON_Delete(j);
     run_free(&r);
+}
+
+Test(python, cpython_test_suite_with_stacks, .init = setup, .timeout = 600) {
+    cpython_tests((const char *[]){"test_threading", "test_generators", "test_coroutines", "test_sys_setprofile",
+                                   "test_exceptions", NULL},
+                  "LIBPROF_STACKS=16");
+}
+
+Test(python, cpython_test_suite_with_call_lines, .init = setup, .timeout = 600) {
+    cpython_tests((const char *[]){"test_threading", "test_subprocess", NULL}, NULL);
 }
 
 static const char calls_py[] = "import threading\n"                            /* 1 */
