@@ -84,6 +84,7 @@ HOOK_SRCS += preload/hooks/wait.c
 LIB_SRCS += lib/format_tables.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
+LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
 LIB_SRCS += lib/json.c

@@ -252,7 +252,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     p->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     a->calls = lp_calls_new(r);
     a->sites = lp_sites_new(r); /* NULL: no stacks in this trace */
-    if (!a->calls) goto oom;
+    a->pycalls = lp_pycalls_new(r);
+    if (!a->calls || !a->pycalls) goto oom;
 
     /* the writers asked for */
     const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
@@ -312,6 +313,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             seen.call = &rec;
             seen.view = &view;
         }
+        if (shape == LP_SHAPE_PYCALL && lp_pycalls_event(a->pycalls, &e, a->counting) != 0) p->oom = 1;
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
         for (int k = 0; k < nstream; k++)
             if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
@@ -325,6 +327,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     lp_map_free(&p->live); /* before the sites' replay, which builds its own */
     if (p->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (a->sites && lp_sites_finish(a->sites, p->peak_count) != 0) goto oom;
+    if (lp_pycalls_finish(a->pycalls) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
     /* the totals, each writer's file closed and renamed into place */
@@ -359,6 +362,7 @@ out:
         lp_map_free(&p->live);
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
+        lp_pycalls_free(p->a.pycalls);
         lp_os_free(p->a.cb);
     }
     lp_os_free(p);

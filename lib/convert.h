@@ -13,6 +13,7 @@
 #include "calls.h"
 #include "out.h"
 #include "reader.h"
+#include "pycalls.h"
 #include "sites.h"
 #include "stats.h"
 
@@ -63,8 +64,9 @@ struct lp_analysis {
     uint64_t span_ns;      /* the run's length */
     struct lp_cbucket *cb; /* heap counter buckets (only those marked in cb_used are valid) */
     uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
-    struct lp_calls *calls; /* the runtime entry points (calls.c) */
-    struct lp_sites *sites; /* allocation call stacks (sites.c), NULL without them */
+    struct lp_calls *calls;     /* the runtime entry points (calls.c) */
+    struct lp_sites *sites;     /* allocation call stacks (sites.c), NULL without them */
+    struct lp_pycalls *pycalls; /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
 };
 
 /* What the pass made of one event, beside the event itself. */

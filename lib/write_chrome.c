@@ -347,6 +347,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_s(o, "]");
     lp_calls_metadata(a->calls, o, c->mmap_capped);
     if (a->sites) lp_sites_metadata(a->sites, o);
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
     lp_out_s(o, "}");
 }
 

@@ -26,6 +26,7 @@ static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     }
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_csv(a->pycalls, o);
 }
 
 int lp_sink_csv(struct lp_sink *k) {
@@ -107,6 +108,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
                    (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
     lp_calls_summary(a->calls, o);
     if (a->sites) lp_sites_summary(a->sites, o);
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);

@@ -490,6 +490,25 @@ Test(python, pytorch_layers_as_slices, .init = setup, .timeout = 300) {
     }
     cr_expect_geq(gemms, 25, "GEMMs: %d", gemms);
     cr_expect_eq(inside, gemms, "%d of %d GEMMs inside a Linear.forward", inside, gemms);
+    /* per-layer memory: each Linear(256) output is 64 x 256 float32 = 65536 bytes, a Linear(10)
+     * output 2560; a Block adds its ReLU's 65536 */
+    long long linb = -1, blk = -1, seq = -1, lin_calls = -1;
+    cJSON *pc;
+    cJSON_ArrayForEach(pc, cJSON_GetObjectItem(libprof_meta(j), "python_calls")) {
+        const char *nm = cJSON_GetObjectItem(pc, "name")->valuestring;
+        if (!strcmp(nm, "Linear.forward")) {
+            linb = num(pc, "alloc_bytes");
+            lin_calls = num(pc, "calls");
+        }
+        if (!strcmp(nm, "Block.forward")) blk = num(pc, "alloc_bytes");
+        if (!strcmp(nm, "Sequential.forward")) seq = num(pc, "alloc_bytes");
+    }
+    long long want_lin = 20 * 65536 + 5 * 2560, want_blk = 20 * 65536 + 10 * 65536, want_seq = want_blk + 5 * 2560;
+    cr_expect_eq(lin_calls, 25);
+    cr_expect(linb >= want_lin && linb < want_lin * 6 / 5, "Linear.forward allocated %lld (outputs: %lld)", linb,
+              want_lin);
+    cr_expect(blk >= want_blk && blk < want_blk * 6 / 5, "Block.forward allocated %lld (outputs: %lld)", blk, want_blk);
+    cr_expect(seq >= want_seq && seq < want_seq * 6 / 5, "Sequential.forward allocated %lld (%lld)", seq, want_seq);
     const char *rargv[] = {REPORT, path, "--iterations", "^Sequential\\.forward$", NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);

@@ -1,0 +1,27 @@
+/* pycalls.h: the Python functions of LIBPROF_PYTHON_CALLS as a table — per function, its calls,
+ * time, and the bytes allocated on its thread while it ran (inclusive of what it called): per
+ * layer time and memory of a model. Fed by convert.c's pass; the memory needs a second pass over
+ * the allocations, made only when the trace has such slices. */
+#ifndef LP_PYCALLS_H
+#define LP_PYCALLS_H
+
+#include <stdint.h>
+
+#include "out.h"
+#include "reader.h"
+
+struct lp_pycalls;
+
+struct lp_pycalls *lp_pycalls_new(const struct lp_reader *r);
+void lp_pycalls_free(struct lp_pycalls *p);
+/* A PYCALL event of the pass (`counting`: after the last reset). Returns -1 when out of memory. */
+int lp_pycalls_event(struct lp_pycalls *p, const struct lp_event *e, int counting);
+/* After the pass: the allocations inside each call. Returns -1 when out of memory. */
+int lp_pycalls_finish(struct lp_pycalls *p);
+/* 1 when the trace had Python call slices. */
+int lp_pycalls_any(const struct lp_pycalls *p);
+void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o);
+void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_out *o); /* ,"python_calls":[...] */
+void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o);
+
+#endif
