@@ -45,7 +45,8 @@ int lp_pycalls_any(const struct lp_pycalls *p) { return p && p->nspan > 0; }
 int lp_pycalls_event(struct lp_pycalls *p, const struct lp_event *e, int counting) {
     uint64_t id = e->w[0];
     if (!counting || id >= LP_MAX_PYCODE_ID) return 0;
-    if (LP_RESERVE(p->span, p->cap_span, p->nspan + 1) != 0 || LP_RESERVE_ZERO(p->fn, p->cap_fn, id + 1) != 0) return -1;
+    if (LP_RESERVE(p->span, p->cap_span, p->nspan + 1) != 0 || LP_RESERVE_ZERO(p->fn, p->cap_fn, id + 1) != 0)
+        return -1;
     p->span[p->nspan++] = (struct span){e->start_ns, e->start_ns + e->dur_ns, e->thread, (uint32_t)id};
     p->fn[id].calls++;
     p->fn[id].ns += e->dur_ns;
@@ -143,8 +144,9 @@ void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o) {
         lp_os_free(v);
         return;
     }
-    lp_out_fmt(o, "  Python calls (LIBPROF_PYTHON_CALLS; memory: allocated on the thread while the call ran, "
-                  "inclusive):\n  %10s %10s %10s %10s %10s  %s\n",
+    lp_out_fmt(o,
+               "  Python calls (LIBPROF_PYTHON_CALLS; memory: allocated on the thread while the call ran, "
+               "inclusive):\n  %10s %10s %10s %10s %10s  %s\n",
                "calls", "time", "mean", "allocs", "allocated", "function");
     char b1[32], b2[32], b3[32];
     for (uint32_t i = 0; i < n && i < 20; i++) {
@@ -191,8 +193,8 @@ void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o) {
         uint32_t nl, fl, line;
         name_of(p, v[i], &name, &nl, &file, &fl, &line);
         lp_out_csv_str(o, name, nl);
-        lp_out_fmt(o, ",python_call,%llu,%llu,%llu,,,,,,%llu,\n", (unsigned long long)f->calls, (unsigned long long)f->ns,
-                   (unsigned long long)(f->ns / f->calls), (unsigned long long)f->bytes);
+        lp_out_fmt(o, ",python_call,%llu,%llu,%llu,,,,,,%llu,\n", (unsigned long long)f->calls,
+                   (unsigned long long)f->ns, (unsigned long long)(f->ns / f->calls), (unsigned long long)f->bytes);
     }
     lp_os_free(v);
 }
