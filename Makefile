@@ -72,6 +72,7 @@ HOOK_SRCS += preload/hooks/exit.c
 HOOK_SRCS += preload/hooks/io.c
 HOOK_SRCS += preload/hooks/omp.c
 HOOK_SRCS += preload/hooks/python.c
+HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
 HOOK_SRCS += preload/hooks/sync.c
@@ -127,6 +128,7 @@ INTEGRATION_TESTS += tests/integration/test_exec.c
 INTEGRATION_TESTS += tests/integration/test_coexist.c
 INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c
+INTEGRATION_TESTS += tests/integration/test_ort.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -149,6 +151,12 @@ PROGS += tests/progs/dlhost.c
 PROGS += tests/progs/pyembed.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
+# ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;
+# not built when the package is absent (those tests then skip).
+NPM_DIR ?= /opt/libprof-npm
+ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
+ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc)
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
 HOOK_OBJS   = $(call obj,$(HOOK_SRCS))
@@ -158,7 +166,7 @@ UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc \
-              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX))
+              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
@@ -234,6 +242,10 @@ $(BUILD)/progs/libownalloc_dep.so: tests/progs/ownalloc_dep.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fPIC -shared -Wall -Wextra -o $@ $<
+
+$(BUILD)/progs/ortc: tests/progs/ortc.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -15,7 +15,8 @@ static uint8_t nargs_of[LP_CALL_COUNT];
 static int parsed;
 
 static int pointer_arg(unsigned call, const char *name) {
-    static const char *const ptrs[] = {"lock", "cond", "sem", "barrier", "addr", "stream", "primitive", "handle"};
+    static const char *const ptrs[] = {"lock",   "cond",      "sem",    "barrier", "addr",
+                                       "stream", "primitive", "handle", "session"};
     for (unsigned i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (!strcmp(name, ptrs[i])) return 1;
     if (!strcmp(name, "ret")) {
@@ -150,7 +151,21 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         lp_json_key(j, "gflops");
         lp_out_fmt(o, "%.3f", (double)fl / (double)dur_ns);
     }
-    if (c->slen) {
+    if (c->slen && role == LP_ROLE_ORT) { /* model, inputs, outputs: fields split by 0x1f */
+        static const char *const keys[] = {"model", "inputs", "outputs"};
+        const char *p = c->str, *end = c->str + c->slen;
+        for (int k = 0; k < 3 && p <= end; k++) {
+            const char *q = memchr(p, 0x1f, (size_t)(end - p));
+            if (!q) q = end;
+            lp_json_key(j, keys[k]);
+            lp_out_json_str(o, p, (size_t)(q - p));
+            p = q + 1;
+        }
+        if (c->cut) {
+            lp_json_key(j, "cut");
+            lp_out_s(o, "true");
+        }
+    } else if (c->slen) {
         lp_json_key(j, role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path" : "command");
         lp_out_json_str(o, c->str, c->slen);
         if (c->cut) {

@@ -512,6 +512,16 @@ int main(int argc, char **argv) {
             }
         }
     }
+    /* ONNX Runtime's runs are a model's iterations: taken as such unless --iterations says otherwise */
+    if (rc == 0 && !o.iterations && ninputs > 0)
+        for (size_t k = 0; k < in[0].c.nnames; k++)
+            if (in[0].c.names[k] && !strcmp(in[0].c.names[k], "ort.Run") &&
+                compile(&o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
+                o.iterations = "^ort\\.Run$";
+                if (!quiet)
+                    fprintf(stderr, "libprof-report: the ort.Run slices are the iterations (--iterations to choose)\n");
+                break;
+            }
     if (rc == 0 && merge && chrome) rc = write_merged(in, ninputs, chrome);
     if (rc == 0 && events_csv) {
         FILE *f = fopen(events_csv, "w");

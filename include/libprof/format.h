@@ -58,7 +58,8 @@
     X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */                                  \
     X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */                                        \
     X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */                                 \
-    X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */
+    X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */                    \
+    X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */
 // clang-format on
 
 enum lp_family {
@@ -166,6 +167,8 @@ enum lp_call_role {
     LP_ROLE_OMP,       /* GOMP_parallel: args threads asked, team size, flow */
     LP_ROLE_OMPWORK,   /* a team member running a region: args thread number, flow */
     LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
+    LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
+                        * inputs "name dtype[shape]; ..." and the output names */
 };
 
 /* The `op` argument of BLAS roles: element type, transposes, layout. */
@@ -239,7 +242,10 @@ enum lp_call_role {
     X(AXPY, "axpy", BLAS, VEC, "n,op")                                          \
     X(DNNL_EXEC, "dnnl_primitive_execute", DNNL, DNNL, "kind,shape,primitive")  \
     X(OMP_PARALLEL, "omp parallel", OMP, OMP, "threads_asked,team,flow")        \
-    X(OMP_WORK, "omp work", OMP, OMPWORK, "thread_num,flow")
+    X(OMP_WORK, "omp work", OMP, OMPWORK, "thread_num,flow")                   \
+    X(ORT_CREATE_SESSION, "ort.CreateSession", ORT, ORT, "session,failed")      \
+    X(ORT_RUN, "ort.Run", ORT, ORT, "session,n_inputs,n_outputs,failed")            \
+    X(ORT_RELEASE_SESSION, "ort.ReleaseSession", ORT, ORT, "session")
 // clang-format on
 
 enum lp_call {

@@ -1,0 +1,288 @@
+/* ort.c: the ort family — ONNX Runtime sessions and runs, from unmodified programs.
+ *
+ * Every ORT binding (C, C++, Node, C#, Java) reaches the runtime through OrtGetApiBase() and the
+ * OrtApi table of function pointers it hands out. libprof exports OrtGetApiBase: a program (or a
+ * binding's addon) that asks for it gets libprof's, which asks the real one and hands back the
+ * same table with a few entries replaced by wrappers — CreateSession, CreateSessionFromArray,
+ * Run, ReleaseSession. The real OrtGetApiBase is looked for in every loaded object (node's addon
+ * loads libonnxruntime.so.1 with local scope: dlsym(RTLD_NEXT) from a preload does not see it).
+ *
+ * The table is a C ABI that only grows; the entries used here are those of version 1, at fixed
+ * positions (onnxruntime_c_api.h; declared below, ORT's headers are not needed to build), so any
+ * ORT and any version a program asks for work. A program asking for version V gets a copy of the
+ * library's table for V, as long as the library's (what the program may call is in it); the copy
+ * is bounded by the library's mapped segment.
+ *
+ * Records: ort.CreateSession (model path, or "<memory, N bytes>"), ort.Run (model base name,
+ * inputs "name dtype[shape]", output names), ort.ReleaseSession. The inputs are described before
+ * the run through the table's own accessors, with the guard held (their allocations are
+ * libprof's, not the program's). Python's onnxruntime package calls its C++ core directly, not
+ * this table: it is not seen here. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hook.h"
+
+struct OrtApiBase {
+    const void *(*GetApi)(uint32_t version);
+    const char *(*GetVersionString)(void);
+};
+
+/* positions in the OrtApi table (version 1, never moved) */
+enum {
+    I_CREATE_SESSION = 7,
+    I_CREATE_SESSION_FROM_ARRAY = 8,
+    I_RUN = 9,
+    I_IS_TENSOR = 50,
+    I_GET_TENSOR_ELEMENT_TYPE = 60,
+    I_GET_DIMENSIONS_COUNT = 61,
+    I_GET_DIMENSIONS = 62,
+    I_GET_TENSOR_TYPE_AND_SHAPE = 65,
+    I_RELEASE_STATUS = 93,
+    I_RELEASE_SESSION = 95,
+    I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO = 99,
+    V1_ENTRIES = 101,
+};
+#define TABLE_MAX 1024 /* entries copied at most (ORT 1.30 has ~400) */
+#define VERSIONS 8     /* distinct versions asked for */
+
+typedef void *status_t; /* OrtStatus*: NULL is success */
+static const struct OrtApiBase *real_base;
+static struct OrtApiBase our_base;
+static void *const *real; /* the library's table (its entries, whatever the version asked) */
+static struct {
+    uint32_t version;
+    void *table[TABLE_MAX];
+} copies[VERSIONS];
+static int ncopies, copying;
+
+/* The end of the mapped segment holding `p` (0 when none). */
+struct seg {
+    uintptr_t p, end;
+};
+static int seg_of(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct seg *s = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && s->p >= lo && s->p < hi) {
+            s->end = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- which session is which model ------------------------------------------------------------ */
+
+#define SESSIONS 64
+static struct {
+    void *session;
+    char model[120];
+} models[SESSIONS];
+static unsigned next_model;
+
+static void remember(void *session, const char *model) {
+    if (!session) return;
+    unsigned i = __atomic_fetch_add(&next_model, 1, __ATOMIC_RELAXED) % SESSIONS;
+    snprintf(models[i].model, sizeof models[i].model, "%s", model);
+    __atomic_store_n(&models[i].session, session, __ATOMIC_RELEASE);
+}
+
+static const char *model_of(void *session) {
+    for (unsigned i = 0; i < SESSIONS; i++)
+        if (__atomic_load_n(&models[i].session, __ATOMIC_ACQUIRE) == session) return models[i].model;
+    return "?";
+}
+
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* ---- the wrappers ------------------------------------------------------------------------------ */
+
+#define REAL(i, type) ((type)real[i])
+
+static void record(struct lpr_tls *t, unsigned call, uint64_t t0, unsigned nargs, const uint64_t *a, const char *s,
+                   size_t len) {
+    lpr_call_record(t, call, t0, lpr_ticks(), nargs, a, s, len);
+}
+
+static status_t w_create_session(const void *env, const char *path, const void *opts, void **out) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = REAL(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path,
+                                                                                                       opts, out);
+    if (t) {
+        void *s = st == NULL && out ? *out : NULL;
+        int saved = errno;
+        remember(s, path ? base_name(path) : "?");
+        uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
+        record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, path ? path : "", path ? strlen(path) : 0);
+        errno = saved;
+    }
+    return st;
+}
+
+static status_t w_create_session_from_array(const void *env, const void *data, size_t len, const void *opts,
+                                            void **out) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = REAL(I_CREATE_SESSION_FROM_ARRAY,
+                       status_t(*)(const void *, const void *, size_t, const void *, void **))(env, data, len, opts, out);
+    if (t) {
+        void *s = st == NULL && out ? *out : NULL;
+        int saved = errno;
+        char m[64];
+        int n = snprintf(m, sizeof m, "<memory, %zu bytes>", len);
+        remember(s, m);
+        uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
+        record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, m, (size_t)n);
+        errno = saved;
+    }
+    return st;
+}
+
+static const char *dtype_name(int t) {
+    static const char *const names[] = {"?",      "float32", "uint8",   "int8",   "uint16",    "int16",
+                                        "int32",  "int64",   "string",  "bool",   "float16",   "float64",
+                                        "uint32", "uint64",  "complex64", "complex128", "bfloat16"};
+    return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "?";
+}
+
+/* "x float32[1,64]; mask int64[1,128]" into buf (the table's accessors, the guard held). */
+static size_t describe_inputs(char *buf, size_t cap, const char *const *names, const void *const *values, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 64 < cap; i++) {
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "; " : "", names && names[i] ? names[i] : "?");
+        int is_tensor = 0;
+        void *info = NULL;
+        status_t st = values && values[i] ? REAL(I_IS_TENSOR, status_t(*)(const void *, int *))(values[i], &is_tensor)
+                                          : (status_t)1;
+        if (st) REAL(I_RELEASE_STATUS, void (*)(status_t))(st == (status_t)1 ? NULL : st);
+        if (st || !is_tensor) continue;
+        st = REAL(I_GET_TENSOR_TYPE_AND_SHAPE, status_t(*)(const void *, void **))(values[i], &info);
+        if (st) {
+            REAL(I_RELEASE_STATUS, void (*)(status_t))(st);
+            continue;
+        }
+        int type = 0;
+        size_t dims = 0;
+        int64_t d[16];
+        status_t s1 = REAL(I_GET_TENSOR_ELEMENT_TYPE, status_t(*)(const void *, int *))(info, &type);
+        status_t s2 = REAL(I_GET_DIMENSIONS_COUNT, status_t(*)(const void *, size_t *))(info, &dims);
+        if (dims > 16) dims = 16;
+        status_t s3 = s2 ? NULL : REAL(I_GET_DIMENSIONS, status_t(*)(const void *, int64_t *, size_t))(info, d, dims);
+        if (s1) REAL(I_RELEASE_STATUS, void (*)(status_t))(s1), type = 0;
+        if (s2) REAL(I_RELEASE_STATUS, void (*)(status_t))(s2), dims = 0;
+        if (s3) REAL(I_RELEASE_STATUS, void (*)(status_t))(s3), dims = 0;
+        o += (size_t)snprintf(buf + o, cap - o, " %s[", dtype_name(type));
+        for (size_t k = 0; k < dims && o + 24 < cap; k++)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%lld", k ? "," : "", (long long)d[k]);
+        if (o + 2 < cap) buf[o++] = ']';
+        REAL(I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO, void (*)(void *))(info);
+    }
+    if (o >= cap) o = cap - 1;
+    return o;
+}
+
+static status_t w_run(void *session, const void *ro, const char *const *in_names, const void *const *inputs, size_t nin,
+                      const char *const *out_names, size_t nout, void **outputs) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    char s[LP_CALL_MAX_STR];
+    size_t len = 0;
+    if (t) { /* model, inputs, outputs: described before the run */
+        uint8_t g = lpr_guard_hold(t);
+        int saved = errno;
+        len = (size_t)snprintf(s, sizeof s, "%s\x1f", model_of(session));
+        len += describe_inputs(s + len, sizeof s - len - 64, in_names, inputs, nin);
+        if (len < sizeof s - 1) s[len++] = 0x1f;
+        for (size_t i = 0; i < nout && len + 8 < sizeof s; i++)
+            len += (size_t)snprintf(s + len, sizeof s - len, "%s%s", i ? "; " : "",
+                                    out_names && out_names[i] ? out_names[i] : "?");
+        if (len >= sizeof s) len = sizeof s - 1;
+        errno = saved;
+        lpr_guard_restore(t, g);
+    }
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = REAL(I_RUN, status_t(*)(void *, const void *, const char *const *, const void *const *, size_t,
+                                          const char *const *, size_t, void **))(session, ro, in_names, inputs, nin,
+                                                                                 out_names, nout, outputs);
+    if (t) {
+        int saved = errno;
+        uint64_t a[4] = {(uint64_t)(uintptr_t)session, nin, nout, st != NULL};
+        record(t, LP_CALL_ORT_RUN, t0, 4, a, s, len);
+        errno = saved;
+    }
+    return st;
+}
+
+static void w_release_session(void *session) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    char m[128];
+    snprintf(m, sizeof m, "%s", session ? model_of(session) : "?");
+    REAL(I_RELEASE_SESSION, void (*)(void *))(session);
+    if (t && session) {
+        int saved = errno;
+        uint64_t a = (uint64_t)(uintptr_t)session;
+        record(t, LP_CALL_ORT_RELEASE_SESSION, t0, 1, &a, m, strlen(m));
+        errno = saved;
+    }
+}
+
+/* ---- the entry ------------------------------------------------------------------------------- */
+
+static const void *get_api(uint32_t version) {
+    const void *table = real_base->GetApi(version);
+    if (!table) return NULL; /* a version this library does not have: as without libprof */
+    if (!real) __atomic_store_n(&real, (void *const *)table, __ATOMIC_RELEASE);
+    for (int i = 0; i < __atomic_load_n(&ncopies, __ATOMIC_ACQUIRE); i++)
+        if (copies[i].version == version) return copies[i].table;
+    struct seg sg = {(uintptr_t)table, 0};
+    dl_iterate_phdr(seg_of, &sg);
+    size_t n = sg.end > sg.p ? (sg.end - sg.p) / sizeof(void *) : 0;
+    if (n > TABLE_MAX) n = TABLE_MAX;
+    while (__atomic_exchange_n(&copying, 1, __ATOMIC_ACQUIRE)) /* rare: a program asks once or twice */
+        ;
+    for (int i = 0; i < ncopies; i++)
+        if (copies[i].version == version) {
+            __atomic_store_n(&copying, 0, __ATOMIC_RELEASE);
+            return copies[i].table;
+        }
+    int k = ncopies;
+    if (n < V1_ENTRIES || k >= VERSIONS) { /* cannot copy: unwrapped, as without libprof */
+        __atomic_store_n(&copying, 0, __ATOMIC_RELEASE);
+        return table;
+    }
+    memcpy(copies[k].table, table, n * sizeof(void *));
+    copies[k].table[I_CREATE_SESSION] = (void *)w_create_session;
+    copies[k].table[I_CREATE_SESSION_FROM_ARRAY] = (void *)w_create_session_from_array;
+    copies[k].table[I_RUN] = (void *)w_run;
+    copies[k].table[I_RELEASE_SESSION] = (void *)w_release_session;
+    copies[k].version = version;
+    __atomic_store_n(&ncopies, k + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&copying, 0, __ATOMIC_RELEASE);
+    return copies[k].table;
+}
+
+static const char *version_string(void) { return real_base->GetVersionString(); }
+
+LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void);
+LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
+    if (!real_base) {
+        const struct OrtApiBase *(*fn)(void) = (const struct OrtApiBase *(*)(void))lpr_resolve("OrtGetApiBase");
+        if (!fn) return NULL; /* no ONNX Runtime loaded: what the caller's own lookup would have failed on */
+        real_base = fn();
+        if (!real_base) return NULL;
+        our_base.GetApi = get_api;
+        our_base.GetVersionString = version_string;
+    }
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    return t ? &our_base : real_base; /* not recording ort: the library's own */
+}

@@ -1,0 +1,172 @@
+/* ONNX Runtime (issue 16): sessions and runs of unmodified programs through ORT's C API table —
+ * node with onnxruntime-node from npm (which loads libonnxruntime.so.1 with local scope), and a C
+ * program linked against the library that asks for an older API version (tests/progs/ortc.c).
+ * The model, a 4-block MLP, is written here with Debian's python3-onnx. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(ort, .timeout = 300);
+
+#define NPM_MODULES "/opt/libprof-npm/node_modules"
+
+static char *dir, *model;
+
+static const char mk_model[] =
+    "import onnx, numpy as np, sys\n"
+    "from onnx import helper, TensorProto, numpy_helper\n"
+    "rng = np.random.default_rng(0)\n"
+    "nodes, inits, prev = [], [], 'x'\n"
+    "for b in range(4):\n"
+    "    inits += [numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32) * 0.1, f'w{b}'),\n"
+    "              numpy_helper.from_array(np.zeros(64, np.float32), f'b{b}')]\n"
+    "    out = f'r{b}' if b < 3 else 'y'\n"
+    "    nodes += [helper.make_node('MatMul', [prev, f'w{b}'], [f'm{b}'], name=f'block{b}/matmul'),\n"
+    "              helper.make_node('Add', [f'm{b}', f'b{b}'], [f'a{b}'], name=f'block{b}/add'),\n"
+    "              helper.make_node('Relu', [f'a{b}'], [out], name=f'block{b}/relu')]\n"
+    "    prev = out\n"
+    "g = helper.make_graph(nodes, 'mlp', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 64])],\n"
+    "                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 64])], inits)\n"
+    "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])\n"
+    "m.ir_version = 8\n"
+    "onnx.save(m, sys.argv[1])\n";
+
+static const char infer_js[] =
+    "const ort = require('onnxruntime-node');\n"
+    "(async () => {\n"
+    "  const s = await ort.InferenceSession.create(process.argv[2]);\n"
+    "  const x = new ort.Tensor('float32', new Float32Array(64).fill(0.5), [1, 64]);\n"
+    "  let sum = 0;\n"
+    "  for (let i = 0; i < 50; i++) { const r = await s.run({x}); sum += r.y.data[0]; }\n"
+    "  await s.release();\n"
+    "  console.log('ok', sum.toFixed(3));\n"
+    "})();\n";
+
+static void setup(void) {
+    dir = make_tmpdir();
+    if (access(NPM_MODULES "/onnxruntime-node/package.json", R_OK) != 0)
+        cr_skip_test("onnxruntime-node is not installed under " NPM_MODULES " (scripts/install-deps)");
+    char *py = strfmt("%s/mk.py", dir);
+    FILE *f = fopen(py, "w");
+    fputs(mk_model, f);
+    fclose(f);
+    model = strfmt("%s/mlp.onnx", dir);
+    struct run r;
+    const char *argv[] = {"/usr/bin/python3", py, model, NULL};
+    run_prog(&r, dir, NULL, argv);
+    if (r.status != 0) cr_skip_test("python3-onnx cannot write the model: %s", r.err);
+    run_free(&r);
+}
+
+static const char *sarg(cJSON *ev, const char *k) {
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+static long long narg(cJSON *ev, const char *k) {
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), k);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+struct counts {
+    int create, run, run_ok, release;
+};
+
+static struct counts count(cJSON *trace, const char *model_arg) {
+    struct counts c = {0, 0, 0, 0};
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm)) continue;
+        if (!strcmp(nm->valuestring, "ort.CreateSession")) {
+            c.create++;
+            cr_expect_str_eq(sarg(ev, "model"), model_arg);
+            cr_expect_eq(narg(ev, "failed"), 0);
+        } else if (!strcmp(nm->valuestring, "ort.Run")) {
+            c.run++;
+            c.run_ok += !strcmp(sarg(ev, "model"), "mlp.onnx") && !strcmp(sarg(ev, "inputs"), "x float32[1,64]") &&
+                        !strcmp(sarg(ev, "outputs"), "y") && narg(ev, "failed") == 0 &&
+                        cJSON_GetObjectItem(ev, "dur") != NULL;
+        } else if (!strcmp(nm->valuestring, "ort.ReleaseSession")) {
+            c.release++;
+            cr_expect_str_eq(sarg(ev, "model"), "mlp.onnx");
+        }
+    }
+    return c;
+}
+
+/* node + onnxruntime-node: one session, 50 runs with their input shapes, the release; the report
+ * takes the runs as iterations by itself. */
+Test(ort, node_sessions_and_runs, .init = setup) {
+    char *js = strfmt("%s/infer.js", dir);
+    FILE *f = fopen(js, "w");
+    fputs(infer_js, f);
+    fclose(f);
+    const char *argv[] = {"node", js, model, NULL};
+    struct run bare, r, rep;
+    run_prog(&bare, dir, (const char *[]){"NODE_PATH=" NPM_MODULES, NULL}, argv);
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/n.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    char *path = strfmt("%s/n.json", dir), *err;
+    cJSON *sum = check_trace_py(path, &err);
+    cr_assert_not_null(sum, "%s", err);
+    cJSON *j = load_json(path);
+    struct counts c = count(j, model);
+    cr_expect_eq(c.create, 1);
+    cr_expect_eq(c.run, 50);
+    cr_expect_eq(c.run_ok, 50, "runs with model, inputs, outputs: %d of %d", c.run_ok, c.run);
+    cr_expect_eq(c.release, 1);
+    const char *rargv[] = {REPORT, path, NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    cr_expect_not_null(strstr(rep.out, "iterations /^ort\\.Run$/: 50"), "%s", rep.out);
+    cJSON_Delete(sum);
+    cJSON_Delete(j);
+    run_free(&rep);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* A C program linked against ORT asking for API version 10 (older than the library's). */
+Test(ort, c_program_older_api_version, .init = setup) {
+    if (access(PROG("ortc"), X_OK) != 0) cr_skip_test("ortc not built (no ONNX Runtime at build time)");
+    const char *argv[] = {PROG("ortc"), model, NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/c.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *j = load_json(strfmt("%s/c.json", dir));
+    cr_assert_not_null(j);
+    struct counts c = count(j, model);
+    cr_expect(c.create == 1 && c.run == 3 && c.run_ok == 3 && c.release == 1, "create %d run %d (%d ok) release %d",
+              c.create, c.run, c.run_ok, c.release);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* LIBPROF_EVENTS without ort: the library's own table, nothing recorded of it. */
+Test(ort, family_off_hands_out_the_real_table, .init = setup) {
+    if (access(PROG("ortc"), X_OK) != 0) cr_skip_test("ortc not built (no ONNX Runtime at build time)");
+    const char *argv[] = {PROG("ortc"), model, NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/o.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_EVENTS=-ort", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cJSON *j = load_json(strfmt("%s/o.json", dir));
+    cr_assert_not_null(j);
+    struct counts c = count(j, model);
+    cr_expect(c.create == 0 && c.run == 0 && c.release == 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
