@@ -86,6 +86,7 @@ LIB_SRCS += lib/format_tables.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/pycalls.c
+LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
 LIB_SRCS += lib/json.c

@@ -253,7 +253,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->calls = lp_calls_new(r);
     a->sites = lp_sites_new(r); /* NULL: no stacks in this trace */
     a->pycalls = lp_pycalls_new(r);
-    if (!a->calls || !a->pycalls) goto oom;
+    a->ort = lp_ort_new(r);
+    if (!a->calls || !a->pycalls || !a->ort) goto oom;
 
     /* the writers asked for */
     const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
@@ -308,6 +309,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         unsigned shape = lp_kind_shape[e.kind];
         if (shape == LP_SHAPE_CALL) {
             if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->oom = 1;
+            if (rec.call == LP_CALL_ORT_RUN && e.timed && rec.nargs >= 1 &&
+                lp_ort_run(a->ort, rec.a[0], e.tid, e.start_ns, e.dur_ns) != 0)
+                p->oom = 1;
             if (a->sites && e.stack && a->counting && rec.call < LP_CALL_COUNT)
                 lp_sites_call(a->sites, e.stack, lp_call_family[rec.call], e.dur_ns);
             seen.call = &rec;
@@ -327,7 +331,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     lp_map_free(&p->live); /* before the sites' replay, which builds its own */
     if (p->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (a->sites && lp_sites_finish(a->sites, p->peak_count) != 0) goto oom;
-    if (lp_pycalls_finish(a->pycalls) != 0) goto oom;
+    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
     /* the totals, each writer's file closed and renamed into place */
@@ -363,6 +367,7 @@ out:
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
         lp_pycalls_free(p->a.pycalls);
+        lp_ort_free(p->a.ort);
         lp_os_free(p->a.cb);
     }
     lp_os_free(p);

@@ -13,6 +13,7 @@
 #include "calls.h"
 #include "out.h"
 #include "reader.h"
+#include "ort.h"
 #include "pycalls.h"
 #include "sites.h"
 #include "stats.h"
@@ -67,6 +68,7 @@ struct lp_analysis {
     struct lp_calls *calls;     /* the runtime entry points (calls.c) */
     struct lp_sites *sites;     /* allocation call stacks (sites.c), NULL without them */
     struct lp_pycalls *pycalls; /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
+    struct lp_ort *ort;         /* ONNX Runtime's node profiles (ort.c) */
 };
 
 /* What the pass made of one event, beside the event itself. */

@@ -170,6 +170,11 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
                 }
                 r->names[id].s = s + 4;
                 r->names[id].len = n - 4;
+            } else if (key == LP_STR_ORT_PROFILE && n >= 8) {
+                if (LP_RESERVE(r->ort_profiles, r->cap.ort_profiles, r->nort_profiles + 1) != 0) goto nomem;
+                uint64_t sess;
+                memcpy(&sess, s, 8);
+                r->ort_profiles[r->nort_profiles++] = (struct lp_ort_profile){sess, s + 8, n - 8};
             } else if (key == LP_STR_THREAD_NAME) {
                 uint32_t ti;
                 if (thread_index(r, &map, h.tid, &ti)) goto nomem;
@@ -312,6 +317,7 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->stacks);
     lp_os_free(r->modules);
     lp_os_free(r->pycodes);
+    lp_os_free(r->ort_profiles);
     if (r->mapped && r->data) lp_os_munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
 }

@@ -62,6 +62,12 @@ struct lp_reader {
         uint32_t name_len, file_len, firstline;
     } * pycodes; /* Python code objects by id (LP_PYFRAME words in stacks) */
     uint32_t npycodes;
+    struct lp_ort_profile {
+        uint64_t session;
+        const char *data;
+        uint32_t len;
+    } * ort_profiles; /* ONNX Runtime's own profiles, one per session (ort.c) */
+    uint32_t nort_profiles;
     uint32_t nshort_chunks;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
@@ -73,7 +79,7 @@ struct lp_reader {
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
     struct {
-        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes;
+        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles;
     } cap; /* the arrays' room */
 };
 

@@ -348,12 +348,14 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_calls_metadata(a->calls, o, c->mmap_capped);
     if (a->sites) lp_sites_metadata(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
+    if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
     lp_out_s(o, "}");
 }
 
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
     uint64_t points = heap_counter(c, a);
+    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid); /* ORT's nodes, inside their runs */
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);

@@ -109,6 +109,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_calls_summary(a->calls, o);
     if (a->sites) lp_sites_summary(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o);
+    if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);

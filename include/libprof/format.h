@@ -351,6 +351,7 @@ enum lp_string_key {
     LP_STR_CMDLINE = 3,     /* argv, each argument NUL-terminated */
     LP_STR_THREAD_NAME = 4, /* name of thread `tid` */
     LP_STR_NAME = 5,        /* u32 id, then the bytes: a name that annotation records refer to */
+    LP_STR_ORT_PROFILE = 6, /* u64 session, then ONNX Runtime's own profile of that session (its JSON) */
 };
 
 /* Annotation name ids are dense from 1; a reader may treat a larger id as damage. */

@@ -24,6 +24,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../core/sys.h"
 #include "hook.h"
 
 struct OrtApiBase {
@@ -36,15 +41,22 @@ enum {
     I_CREATE_SESSION = 7,
     I_CREATE_SESSION_FROM_ARRAY = 8,
     I_RUN = 9,
+    I_CLONE_SESSION_OPTIONS = 12,
+    I_ENABLE_PROFILING = 14,
+    I_DISABLE_PROFILING = 15,
     I_IS_TENSOR = 50,
     I_GET_TENSOR_ELEMENT_TYPE = 60,
     I_GET_DIMENSIONS_COUNT = 61,
     I_GET_DIMENSIONS = 62,
     I_GET_TENSOR_TYPE_AND_SHAPE = 65,
+    I_ALLOCATOR_FREE = 76,
+    I_GET_ALLOCATOR_WITH_DEFAULT_OPTIONS = 78,
     I_RELEASE_STATUS = 93,
     I_RELEASE_SESSION = 95,
     I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO = 99,
+    I_RELEASE_SESSION_OPTIONS = 100,
     V1_ENTRIES = 101,
+    I_SESSION_END_PROFILING = 110, /* version 2 */
 };
 #define TABLE_MAX 1024 /* entries copied at most (ORT 1.30 has ~400) */
 #define VERSIONS 8     /* distinct versions asked for */
@@ -53,6 +65,8 @@ typedef void *status_t; /* OrtStatus*: NULL is success */
 static const struct OrtApiBase *real_base;
 static struct OrtApiBase our_base;
 static void *const *real; /* the library's table (its entries, whatever the version asked) */
+static int real_has_v2;
+#define REAL(i, type) ((type)real[i])
 static struct {
     uint32_t version;
     void *table[TABLE_MAX];
@@ -80,23 +94,107 @@ static int seg_of(struct dl_phdr_info *info, size_t size, void *arg) {
 /* ---- which session is which model ------------------------------------------------------------ */
 
 #define SESSIONS 64
-static struct {
+static struct session {
     void *session;
     char model[120];
+    int profiled; /* 1: libprof turned ORT's profiling on (its file is libprof's), 2: the program did */
+    int folded;   /* its profile is in the spool */
 } models[SESSIONS];
 static unsigned next_model;
 
-static void remember(void *session, const char *model) {
-    if (!session) return;
+static struct session *remember(void *session, const char *model, int profiled) {
+    if (!session) return NULL;
     unsigned i = __atomic_fetch_add(&next_model, 1, __ATOMIC_RELAXED) % SESSIONS;
     snprintf(models[i].model, sizeof models[i].model, "%s", model);
+    models[i].profiled = profiled;
+    models[i].folded = 0;
     __atomic_store_n(&models[i].session, session, __ATOMIC_RELEASE);
+    return &models[i];
+}
+
+static struct session *session_of(void *session) {
+    for (unsigned i = 0; i < SESSIONS; i++)
+        if (session && __atomic_load_n(&models[i].session, __ATOMIC_ACQUIRE) == session) return &models[i];
+    return NULL;
 }
 
 static const char *model_of(void *session) {
-    for (unsigned i = 0; i < SESSIONS; i++)
-        if (__atomic_load_n(&models[i].session, __ATOMIC_ACQUIRE) == session) return models[i].model;
-    return "?";
+    struct session *s = session_of(session);
+    return s ? s->model : "?";
+}
+
+/* ---- ORT's own per-node profile ------------------------------------------------------------- *
+ * Unless LIBPROF_ORT_NODES=0, every session libprof sees created gets ORT's profiling: on a copy
+ * of the program's options (the program's own are left as they are), its file in a private
+ * directory. At the session's release libprof ends the profiling, copies the file into the spool
+ * (STRING chunk LP_STR_ORT_PROFILE: the converter folds the node events into the trace) and
+ * removes it. A program that turned profiling on itself keeps its file where it asked; libprof
+ * copies it too, when the program ends the profiling or releases the session. */
+#define OPTS 64
+static const void *program_profiled[OPTS]; /* options the program called EnableProfiling on */
+static int nodes_off = -1;
+static char tmpdir[64];
+static unsigned next_file;
+
+static int program_profiles(const void *opts) {
+    for (unsigned i = 0; i < OPTS; i++)
+        if (opts && __atomic_load_n(&program_profiled[i], __ATOMIC_ACQUIRE) == opts) return 1;
+    return 0;
+}
+
+static void release_status(status_t st) {
+    if (st) REAL(I_RELEASE_STATUS, void (*)(status_t))(st);
+}
+
+/* The profile file `path` into the spool, for `session`; removed when it is libprof's. */
+static void fold_file(void *session, const char *path, int ours) {
+    int fd = lpr_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        struct stat st;
+        if (lpr_sys_fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1l << 30)) {
+            size_t len = (size_t)st.st_size;
+            char *buf = lpr_sys_mmap(NULL, len + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (!lpr_sys_failed((long)buf)) {
+                uint32_t key = LP_STR_ORT_PROFILE;
+                uint64_t sess = (uint64_t)(uintptr_t)session;
+                memcpy(buf, &key, 4);
+                memcpy(buf + 4, &sess, 8);
+                size_t got = 0;
+                while (got < len) {
+                    long k = lpr_sys_read(fd, buf + 12 + got, len - got);
+                    if (k <= 0) break;
+                    got += (size_t)k;
+                }
+                if (lpr_spool_on) lpr_spool_write(LP_CHUNK_STRING, 0, buf, 12 + got, NULL, 0);
+                lpr_sys_munmap(buf, len + 16);
+            }
+        }
+        lpr_sys_close(fd);
+    }
+    if (ours) {
+        lpr_sys_unlink(path);
+        LP_SYS(SYS_unlinkat, AT_FDCWD, tmpdir, AT_REMOVEDIR); /* when it was the last */
+    }
+}
+
+/* End ORT's profiling of `s` and fold its file (the guard held). */
+static void end_profiling(struct session *s) {
+    if (!s || !s->profiled || s->folded || !real_has_v2) return;
+    void *alloc = NULL;
+    char *path = NULL;
+    status_t st = REAL(I_GET_ALLOCATOR_WITH_DEFAULT_OPTIONS, status_t(*)(void **))(&alloc);
+    if (st) {
+        release_status(st);
+        return;
+    }
+    st = REAL(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(s->session, alloc, &path);
+    if (st) {
+        release_status(st);
+        return;
+    }
+    if (path && path[0]) fold_file(s->session, path, s->profiled == 1);
+    s->folded = 1;
+    if (path) release_status(REAL(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, path));
 }
 
 static const char *base_name(const char *path) {
@@ -106,22 +204,67 @@ static const char *base_name(const char *path) {
 
 /* ---- the wrappers ------------------------------------------------------------------------------ */
 
-#define REAL(i, type) ((type)real[i])
-
 static void record(struct lpr_tls *t, unsigned call, uint64_t t0, unsigned nargs, const uint64_t *a, const char *s,
                    size_t len) {
     lpr_call_record(t, call, t0, lpr_ticks(), nargs, a, s, len);
 }
 
+/* The options a session is created with: the program's, or (to profile its nodes) a copy with
+ * ORT's profiling on, its files in libprof's private directory. *profiled: 1 libprof's, 2 the
+ * program's own, 0 none. The copy is released by the caller (release_copy). */
+static const void *profiling_options(const void *opts, int *profiled) {
+    *profiled = 0;
+    if (program_profiles(opts)) {
+        *profiled = 2;
+        return opts;
+    }
+    if (nodes_off < 0) {
+        const char *v = getenv("LIBPROF_ORT_NODES");
+        nodes_off = v && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off"));
+    }
+    if (nodes_off || !opts || !real_has_v2) return opts;
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/libprof-ort.%d", lpr_sys_getpid());
+        lpr_sys_mkdir(tmpdir, 0700);
+    }
+    uint8_t g = lpr_guard_hold(&lpr_tls);
+    void *copy = NULL;
+    status_t st = REAL(I_CLONE_SESSION_OPTIONS, status_t(*)(const void *, void **))(opts, &copy);
+    if (!st) {
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "%s/s%u", tmpdir, __atomic_fetch_add(&next_file, 1, __ATOMIC_RELAXED));
+        st = REAL(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(copy, prefix);
+        if (st) {
+            REAL(I_RELEASE_SESSION_OPTIONS, void (*)(void *))(copy);
+            copy = NULL;
+        }
+    }
+    release_status(st);
+    lpr_guard_restore(&lpr_tls, g);
+    if (!copy) return opts;
+    *profiled = 1;
+    return copy;
+}
+
+static void release_copy(const void *opts, const void *used) {
+    if (used == opts) return;
+    uint8_t g = lpr_guard_hold(&lpr_tls);
+    REAL(I_RELEASE_SESSION_OPTIONS, void (*)(void *))((void *)used);
+    lpr_guard_restore(&lpr_tls, g);
+}
+
 static status_t w_create_session(const void *env, const char *path, const void *opts, void **out) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    int profiled = 0;
+    const void *use = t ? profiling_options(opts, &profiled) : opts;
     uint64_t t0 = t ? lpr_ticks() : 0;
-    status_t st = REAL(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path,
-                                                                                                       opts, out);
+    status_t st =
+        REAL(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path, use, out);
     if (t) {
         void *s = st == NULL && out ? *out : NULL;
         int saved = errno;
-        remember(s, path ? base_name(path) : "?");
+        release_copy(opts, use);
+        remember(s, path ? base_name(path) : "?", profiled);
         uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
         record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, path ? path : "", path ? strlen(path) : 0);
         errno = saved;
@@ -132,15 +275,18 @@ static status_t w_create_session(const void *env, const char *path, const void *
 static status_t w_create_session_from_array(const void *env, const void *data, size_t len, const void *opts,
                                             void **out) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    int profiled = 0;
+    const void *use = t ? profiling_options(opts, &profiled) : opts;
     uint64_t t0 = t ? lpr_ticks() : 0;
-    status_t st = REAL(I_CREATE_SESSION_FROM_ARRAY,
-                       status_t(*)(const void *, const void *, size_t, const void *, void **))(env, data, len, opts, out);
+    status_t st = REAL(I_CREATE_SESSION_FROM_ARRAY, status_t(*)(const void *, const void *, size_t, const void *,
+                                                                void **))(env, data, len, use, out);
     if (t) {
         void *s = st == NULL && out ? *out : NULL;
         int saved = errno;
+        release_copy(opts, use);
         char m[64];
         int n = snprintf(m, sizeof m, "<memory, %zu bytes>", len);
-        remember(s, m);
+        remember(s, m, profiled);
         uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
         record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, m, (size_t)n);
         errno = saved;
@@ -149,8 +295,8 @@ static status_t w_create_session_from_array(const void *env, const void *data, s
 }
 
 static const char *dtype_name(int t) {
-    static const char *const names[] = {"?",      "float32", "uint8",   "int8",   "uint16",    "int16",
-                                        "int32",  "int64",   "string",  "bool",   "float16",   "float64",
+    static const char *const names[] = {"?",      "float32", "uint8",     "int8",       "uint16",  "int16",
+                                        "int32",  "int64",   "string",    "bool",       "float16", "float64",
                                         "uint32", "uint64",  "complex64", "complex128", "bfloat16"};
     return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "?";
 }
@@ -227,6 +373,13 @@ static void w_release_session(void *session) {
     uint64_t t0 = t ? lpr_ticks() : 0;
     char m[128];
     snprintf(m, sizeof m, "%s", session ? model_of(session) : "?");
+    if (t) { /* its nodes, before it goes */
+        uint8_t g = lpr_guard_hold(t);
+        int saved = errno;
+        end_profiling(session_of(session));
+        errno = saved;
+        lpr_guard_restore(t, g);
+    }
     REAL(I_RELEASE_SESSION, void (*)(void *))(session);
     if (t && session) {
         int saved = errno;
@@ -236,12 +389,49 @@ static void w_release_session(void *session) {
     }
 }
 
+static status_t w_enable_profiling(void *opts, const char *prefix) {
+    status_t st = REAL(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(opts, prefix);
+    if (!st && !program_profiles(opts))
+        for (unsigned i = 0; i < OPTS; i++) {
+            const void *none = NULL;
+            if (__atomic_compare_exchange_n(&program_profiled[i], &none, opts, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                break;
+        }
+    return st;
+}
+
+static status_t w_disable_profiling(void *opts) {
+    for (unsigned i = 0; i < OPTS; i++)
+        if (__atomic_load_n(&program_profiled[i], __ATOMIC_ACQUIRE) == opts)
+            __atomic_store_n(&program_profiled[i], NULL, __ATOMIC_RELEASE);
+    return REAL(I_DISABLE_PROFILING, status_t(*)(void *))(opts);
+}
+
+/* The program ends a session's profiling itself: its file stays where it is; libprof copies it. */
+static status_t w_session_end_profiling(void *session, void *alloc, char **out) {
+    status_t st = REAL(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(session, alloc, out);
+    struct session *s = session_of(session);
+    if (!st && s && out && *out && (*out)[0] && !s->folded && lpr_spool_on) {
+        uint8_t g = lpr_guard_hold(&lpr_tls);
+        int saved = errno;
+        fold_file(session, *out, s->profiled == 1);
+        s->folded = 1;
+        errno = saved;
+        lpr_guard_restore(&lpr_tls, g);
+    }
+    return st;
+}
+
 /* ---- the entry ------------------------------------------------------------------------------- */
 
 static const void *get_api(uint32_t version) {
     const void *table = real_base->GetApi(version);
     if (!table) return NULL; /* a version this library does not have: as without libprof */
-    if (!real) __atomic_store_n(&real, (void *const *)table, __ATOMIC_RELEASE);
+    if (!real) {
+        __atomic_store_n(&real, (void *const *)table, __ATOMIC_RELEASE);
+        /* the library has version 2 (SessionEndProfiling) when it can hand it out */
+        real_has_v2 = version >= 2 || real_base->GetApi(2) != NULL;
+    }
     for (int i = 0; i < __atomic_load_n(&ncopies, __ATOMIC_ACQUIRE); i++)
         if (copies[i].version == version) return copies[i].table;
     struct seg sg = {(uintptr_t)table, 0};
@@ -265,6 +455,10 @@ static const void *get_api(uint32_t version) {
     copies[k].table[I_CREATE_SESSION_FROM_ARRAY] = (void *)w_create_session_from_array;
     copies[k].table[I_RUN] = (void *)w_run;
     copies[k].table[I_RELEASE_SESSION] = (void *)w_release_session;
+    copies[k].table[I_ENABLE_PROFILING] = (void *)w_enable_profiling;
+    copies[k].table[I_DISABLE_PROFILING] = (void *)w_disable_profiling;
+    if (n > I_SESSION_END_PROFILING && version >= 2)
+        copies[k].table[I_SESSION_END_PROFILING] = (void *)w_session_end_profiling;
     copies[k].version = version;
     __atomic_store_n(&ncopies, k + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&copying, 0, __ATOMIC_RELEASE);

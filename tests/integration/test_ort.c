@@ -4,6 +4,7 @@
  * The model, a 4-block MLP, is written here with Debian's python3-onnx. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,18 @@ static const char mk_model[] =
     "m.ir_version = 8\n"
     "onnx.save(m, sys.argv[1])\n";
 
+/* argv: model, then "own PREFIX" to have the program turn ORT's profiling on itself; the graph
+ * is not optimised (so its 12 nodes stay 12: MatMul, Add, Relu x 4) */
 static const char infer_js[] =
     "const ort = require('onnxruntime-node');\n"
     "(async () => {\n"
-    "  const s = await ort.InferenceSession.create(process.argv[2]);\n"
+    "  const o = {graphOptimizationLevel: 'disabled'};\n"
+    "  if (process.argv[3] === 'own') { o.enableProfiling = true; o.profileFilePrefix = process.argv[4]; }\n"
+    "  const s = await ort.InferenceSession.create(process.argv[2], o);\n"
     "  const x = new ort.Tensor('float32', new Float32Array(64).fill(0.5), [1, 64]);\n"
     "  let sum = 0;\n"
     "  for (let i = 0; i < 50; i++) { const r = await s.run({x}); sum += r.y.data[0]; }\n"
+    "  if (process.argv[3] === 'own') s.endProfiling();\n"
     "  await s.release();\n"
     "  console.log('ok', sum.toFixed(3));\n"
     "})();\n";
@@ -99,8 +105,53 @@ static struct counts count(cJSON *trace, const char *model_arg) {
     return c;
 }
 
-/* node + onnxruntime-node: one session, 50 runs with their input shapes, the release; the report
- * takes the runs as iterations by itself. */
+/* ORT's own node events folded into the trace: 12 nodes a run (the graph unoptimised: 4 x MatMul,
+ * Add, Relu), each inside an ort.Run slice of its thread; per-op counts in the metadata. */
+static void check_nodes(cJSON *j, int runs) {
+    cJSON *ev, *run[64];
+    int nrun = 0, nodes = 0, inside = 0, named = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "ort.Run") && nrun < 64) run[nrun++] = ev;
+    }
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+        if (!cJSON_IsString(cat) || strcmp(cat->valuestring, "ort.node")) continue;
+        nodes++;
+        const char *nm = cJSON_GetObjectItem(ev, "name")->valuestring, *op = sarg(ev, "op");
+        named += (strstr(nm, "/matmul") && !strcmp(op, "MatMul")) || (strstr(nm, "/add") && !strcmp(op, "Add")) ||
+                 (strstr(nm, "/relu") && !strcmp(op, "Relu"));
+        double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble, end = ts + cJSON_GetObjectItem(ev, "dur")->valuedouble;
+        for (int k = 0; k < nrun; k++) {
+            double a = cJSON_GetObjectItem(run[k], "ts")->valuedouble,
+                   b = a + cJSON_GetObjectItem(run[k], "dur")->valuedouble;
+            if (narg(run[k], "n_inputs") == 1 &&
+                cJSON_GetObjectItem(run[k], "tid")->valueint == cJSON_GetObjectItem(ev, "tid")->valueint && a <= ts &&
+                end <= b) {
+                inside++;
+                break;
+            }
+        }
+    }
+    cr_expect_eq(nodes, 12 * runs, "ort.node events: %d", nodes);
+    cr_expect_eq(named, nodes, "nodes with their op: %d of %d", named, nodes);
+    cr_expect_eq(inside, nodes, "nodes inside their run: %d of %d", inside, nodes);
+    cJSON *o = cJSON_GetObjectItem(libprof_meta(j), "ort"), *op;
+    cr_assert_not_null(o, "no metadata.libprof.ort");
+    int ops = 0;
+    cJSON_ArrayForEach(op, cJSON_GetObjectItem(o, "by_op")) {
+        const char *n = cJSON_GetObjectItem(op, "name")->valuestring;
+        if (!strcmp(n, "MatMul") || !strcmp(n, "Add") || !strcmp(n, "Relu")) {
+            cr_expect_eq(cJSON_GetObjectItem(op, "count")->valueint, 4 * runs, "%s", n);
+            ops++;
+        }
+    }
+    cr_expect_eq(ops, 3);
+    cr_expect(cJSON_GetObjectItem(o, "kernel_ns")->valuedouble < cJSON_GetObjectItem(o, "run_ns")->valuedouble);
+}
+
+/* node + onnxruntime-node: one session, 50 runs with their input shapes, the release, ORT's own
+ * node events inside the runs (its files removed); the report takes the runs as iterations. */
 Test(ort, node_sessions_and_runs, .init = setup) {
     char *js = strfmt("%s/infer.js", dir);
     FILE *f = fopen(js, "w");
@@ -123,6 +174,9 @@ Test(ort, node_sessions_and_runs, .init = setup) {
     cr_expect_eq(c.run, 50);
     cr_expect_eq(c.run_ok, 50, "runs with model, inputs, outputs: %d of %d", c.run_ok, c.run);
     cr_expect_eq(c.release, 1);
+    check_nodes(j, 50);
+    glob_t g;
+    cr_expect_neq(glob("/tmp/libprof-ort.*", 0, NULL, &g), 0, "libprof's ORT profile files were left behind");
     const char *rargv[] = {REPORT, path, NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);
@@ -167,6 +221,50 @@ Test(ort, family_off_hands_out_the_real_table, .init = setup) {
     cr_assert_not_null(j);
     struct counts c = count(j, model);
     cr_expect(c.create == 0 && c.run == 0 && c.release == 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* The program turned ORT's profiling on itself: its file stays where it asked, and is folded. */
+Test(ort, program_profiling_kept_and_folded, .init = setup) {
+    char *js = strfmt("%s/infer.js", dir), *prefix = strfmt("%s/own", dir);
+    FILE *f = fopen(js, "w");
+    fputs(infer_js, f);
+    fclose(f);
+    const char *argv[] = {"node", js, model, "own", prefix, NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/p.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    glob_t g;
+    cr_expect_eq(glob(strfmt("%s*.json", prefix), 0, NULL, &g), 0, "the program's profile file is gone");
+    cJSON *j = load_json(strfmt("%s/p.json", dir));
+    cr_assert_not_null(j);
+    check_nodes(j, 50);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* LIBPROF_ORT_NODES=0: sessions and runs, no node profiling. */
+Test(ort, nodes_off, .init = setup) {
+    char *js = strfmt("%s/infer.js", dir);
+    FILE *f = fopen(js, "w");
+    fputs(infer_js, f);
+    fclose(f);
+    const char *argv[] = {"node", js, model, NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/x.json", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, "LIBPROF_ORT_NODES=0", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    size_t len;
+    char *text = read_file(strfmt("%s/x.json", dir), &len);
+    cr_assert_not_null(text);
+    cr_expect_null(strstr(text, "\"ort.node\""));
+    cr_expect_eq(count_lines_with(text, "\"ort.Run\""), count_lines_with(text, "\"ort.Run\""));
+    cJSON *j = load_json(strfmt("%s/x.json", dir));
+    struct counts c = count(j, model);
+    cr_expect_eq(c.run, 50);
     cJSON_Delete(j);
     run_free(&r);
 }

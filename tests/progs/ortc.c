@@ -19,24 +19,24 @@ int main(int argc, char **argv) {
     const void *const *api = OrtGetApiBase()->GetApi(10);
     if (!api) return 1;
     void *env = NULL, *opts = NULL, *sess = NULL, *mem = NULL;
-    if (F(3, st (*)(int, const char *, void **))(2, "ortc", &env)) return 1;               /* CreateEnv */
-    if (F(10, st (*)(void **))(&opts)) return 1;                                           /* CreateSessionOptions */
-    if (F(7, st (*)(void *, const char *, void *, void **))(env, argv[1], opts, &sess)) return 1; /* CreateSession */
-    if (F(69, st (*)(int, int, void **))(1, 0, &mem)) return 1;                            /* CreateCpuMemoryInfo */
+    if (F(3, st(*)(int, const char *, void **))(2, "ortc", &env)) return 1; /* CreateEnv */
+    if (F(10, st(*)(void **))(&opts)) return 1;                             /* CreateSessionOptions */
+    if (F(7, st(*)(void *, const char *, void *, void **))(env, argv[1], opts, &sess)) return 1; /* CreateSession */
+    if (F(69, st(*)(int, int, void **))(1, 0, &mem)) return 1; /* CreateCpuMemoryInfo */
     float x[64], sum = 0;
     for (int i = 0; i < 64; i++) x[i] = 0.5f;
     int64_t shape[2] = {1, 64};
     for (int r = 0; r < 3; r++) {
         void *in = NULL, *out = NULL;
-        if (F(49, st (*)(void *, void *, size_t, const int64_t *, size_t, int, void **))(mem, x, sizeof x, shape, 2, 1,
-                                                                                          &in)) /* CreateTensorWithData */
+        if (F(49, st(*)(void *, void *, size_t, const int64_t *, size_t, int, void **))(mem, x, sizeof x, shape, 2, 1,
+                                                                                        &in)) /* CreateTensorWithData */
             return 1;
         const char *in_names[] = {"x"}, *out_names[] = {"y"};
-        if (F(9, st (*)(void *, void *, const char *const *, void *const *, size_t, const char *const *, size_t,
-                        void **))(sess, NULL, in_names, (void *const *)&in, 1, out_names, 1, &out)) /* Run */
+        if (F(9, st(*)(void *, void *, const char *const *, void *const *, size_t, const char *const *, size_t,
+                       void **))(sess, NULL, in_names, (void *const *)&in, 1, out_names, 1, &out)) /* Run */
             return 1;
         float *y = NULL;
-        if (F(51, st (*)(void *, void **))(out, (void **)&y)) return 1; /* GetTensorMutableData */
+        if (F(51, st(*)(void *, void **))(out, (void **)&y)) return 1; /* GetTensorMutableData */
         sum += y[0];
         F(96, void (*)(void *))(out); /* ReleaseValue */
         F(96, void (*)(void *))(in);
