@@ -156,7 +156,7 @@ PROGS_CXX += tests/progs/annotated_cpp.cpp
 # not built when the package is absent (those tests then skip).
 NPM_DIR ?= /opt/libprof-npm
 ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
-ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc)
+ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
@@ -248,6 +248,10 @@ $(BUILD)/progs/ortc: tests/progs/ortc.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
 
+$(BUILD)/progs/ortdl: tests/progs/ortc.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DORT_DLOPEN -o $@ $< -ldl
+
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
@@ -326,6 +330,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-targets $(BUILD)
 	@scripts/bench $(BUILD)
 	@scripts/bench-python $(BUILD)
+	@scripts/bench-ort $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man/man1
 PCDIR   = $(LIBDIR)/pkgconfig

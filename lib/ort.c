@@ -292,6 +292,16 @@ int lp_ort_finish(struct lp_ort *o) {
     return 0;
 }
 
+size_t lp_ort_count(const struct lp_ort *o) { return o ? o->nnode : 0; }
+
+void lp_ort_node(const struct lp_ort *o, size_t i, const char **name, uint32_t *tid, uint64_t *start, uint64_t *dur) {
+    const struct node *d = &o->node[i];
+    *name = str(o, d->name);
+    *tid = d->tid;
+    *start = d->start;
+    *dur = d->dur;
+}
+
 void lp_ort_chrome(const struct lp_ort *o, struct lp_json *j, uint64_t pid) {
     for (size_t i = 0; i < o->nnode; i++) {
         const struct node *d = &o->node[i];

@@ -4,7 +4,8 @@
  * hooks (malloc, open, write, mmap, dlopen are all exported by libprof.so): there they are the
  * real functions resolved once, or raw system calls (preload/core/os_real.c). So nothing in lib/
  * calls malloc, free, open, close, write, mmap, rename or dlopen directly; every other C library
- * function (snprintf, qsort, memcpy, fstat ...) is called as usual.
+ * function (snprintf, qsort, memcpy, fstat ...) is called as usual. dlsym too is exported by libprof
+ * (the way to ONNX Runtime's entry through a dlopen'ed library): lp_os_dlsym.
  *
  * Each returns what the C library function returns and sets errno the same way. */
 #ifndef LP_OS_H
@@ -25,6 +26,7 @@ int lp_os_munmap(void *addr, size_t len);
 int lp_os_rename(const char *from, const char *to);
 int lp_os_unlink(const char *path);
 void *lp_os_dlopen(const char *path, int flags);
+void *lp_os_dlsym(void *handle, const char *name);
 
 /* A copy of the first `n` bytes of `s`, NUL-terminated (strndup over lp_os_malloc). */
 char *lp_os_strndup(const char *s, size_t n);

@@ -25,6 +25,7 @@ int lp_os_munmap(void *addr, size_t len) { return munmap(addr, len); }
 int lp_os_rename(const char *from, const char *to) { return rename(from, to); }
 int lp_os_unlink(const char *path) { return unlink(path); }
 void *lp_os_dlopen(const char *path, int flags) { return dlopen(path, flags); }
+void *lp_os_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
 
 char *lp_os_strndup(const char *s, size_t n) {
     size_t len = strnlen(s, n);

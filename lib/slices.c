@@ -1,6 +1,7 @@
 /* slices.c: see slices.h. */
 #define _GNU_SOURCE
 #include "slices.h"
+#include "ort.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,7 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
     }
     uint32_t fam[LP_FAM_COUNT];
     for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_slices_intern(b, lp_family_names[f]);
+    struct lp_ort *ort = r->nort_profiles ? lp_ort_new(r) : NULL;
     struct lp_event e;
     uint64_t next_progress = 1u << 20;
     while (lp_iter_next(it, &e)) {
@@ -115,7 +117,22 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_slices_add clamps too */
         lp_slices_add(b, name, f >= 0 ? fam[f] : lp_slices_intern(b, cat), r->hdr.pid, e.tid,
                       (int64_t)(e.start_ns > lim ? lim : e.start_ns), (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
+        if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
+            lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
     }
+    /* ONNX Runtime's nodes, folded in as the Chrome export does */
+    if (ort && lp_ort_finish(ort) == 0) {
+        uint32_t cat = lp_slices_intern(b, "ort.node");
+        size_t n = lp_ort_count(ort);
+        for (size_t i = 0; i < n; i++) {
+            const char *nm;
+            uint32_t tid;
+            uint64_t start, dur;
+            lp_ort_node(ort, i, &nm, &tid, &start, &dur);
+            lp_slices_add(b, lp_slices_intern(b, nm), cat, r->hdr.pid, tid, (int64_t)start, (int64_t)dur);
+        }
+    }
+    lp_ort_free(ort);
     if (progress) progress(r->events, r->events, NULL);
     lp_iter_free(it);
     out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;

@@ -110,10 +110,10 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
             if (!strncmp(mm->base, runtime_prefixes[k], strlen(runtime_prefixes[k]))) mm->runtime = 1;
     }
     qsort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
-    s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (!s->demangle) {
         void *h = lp_os_dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle");
+        if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(h, "__cxa_demangle");
     }
     return s;
 }

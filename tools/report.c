@@ -54,11 +54,12 @@ static int cmp_ts(const void *x, const void *y) {
 }
 
 /* A slice of this category is a compute kernel: libprof's kernel families (the family table),
- * and the kernel categories of other profilers' traces (PyTorch, ONNX Runtime, CUDA). */
+ * the kernel categories of other profilers' traces (PyTorch, ONNX Runtime, CUDA), and ONNX Runtime's
+ * nodes libprof folded in (ort.node: run time outside them is ORT's framework tax). */
 static int is_kernel_cat(const char *cat) {
     int f = lp_family_find(cat, strlen(cat));
     if (f >= 0) return lp_family_kernel[f];
-    static const char *const foreign[] = {"kernel", "Kernel", "gpu_op", "cuda_runtime"};
+    static const char *const foreign[] = {"kernel", "Kernel", "gpu_op", "cuda_runtime", "ort.node"};
     for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
         if (!strcmp(cat, foreign[i])) return 1;
     return 0;

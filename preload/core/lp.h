@@ -13,6 +13,8 @@
 #endif
 #include <time.h>
 
+#include <dlfcn.h>
+
 #include "libprof/format.h"
 
 #define LP_HIDDEN __attribute__((visibility("hidden")))
@@ -96,6 +98,14 @@ LP_HIDDEN int lpr_parse_signal(const char *s, int *sig);
 LP_HIDDEN int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
 LP_HIDDEN int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char *out, size_t outlen);
 LP_HIDDEN int lpr_path_insert_pid(char *path, size_t len, long pid);
+
+/* ---- "real.c": the C library's dlsym --------------------------------------------------------
+ * libprof exports dlsym (hooks/ort.c: ONNX Runtime's entry asked of a dlopen'ed library), so its
+ * own lookups go to the C library's through this (RTLD_NEXT stays relative to libprof). */
+LP_HIDDEN void *lpr_dlsym(void *handle, const char *name);
+typedef void *(*lpr_dlsym_fn)(void *, const char *);
+LP_HIDDEN lpr_dlsym_fn lpr_dlsym_real(void);
+#define dlsym(h, n) lpr_dlsym((h), (n))
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
 

@@ -59,3 +59,5 @@ char *lp_os_strndup(const char *s, size_t n) {
     }
     return d;
 }
+
+void *lp_os_dlsym(void *handle, const char *name) { return lpr_dlsym(handle, name); }

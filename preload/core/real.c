@@ -49,3 +49,21 @@ void lpr_real_resolve(void) {
     RESOLVE(signal);
     RESOLVE(dlopen); /* last: it is the "resolved" flag */
 }
+
+/* The C library's dlsym (GLIBC_2.34, before that GLIBC_2.2.5), found with dlvsym: libprof's own
+ * export is the hook. */
+lpr_dlsym_fn lpr_dlsym_real(void) {
+    static lpr_dlsym_fn f;
+    lpr_dlsym_fn g = __atomic_load_n(&f, __ATOMIC_ACQUIRE);
+    if (!g) {
+        g = (lpr_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+        if (!g) g = (lpr_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        __atomic_store_n(&f, g, __ATOMIC_RELEASE);
+    }
+    return g;
+}
+
+void *lpr_dlsym(void *handle, const char *name) {
+    lpr_dlsym_fn f = lpr_dlsym_real();
+    return f ? f(handle, name) : NULL;
+}

@@ -467,10 +467,13 @@ static const void *get_api(uint32_t version) {
 
 static const char *version_string(void) { return real_base->GetVersionString(); }
 
+static const struct OrtApiBase *(*real_entry)(void); /* the library's OrtGetApiBase */
+
 LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void);
 LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
     if (!real_base) {
-        const struct OrtApiBase *(*fn)(void) = (const struct OrtApiBase *(*)(void))lpr_resolve("OrtGetApiBase");
+        const struct OrtApiBase *(*fn)(void) = real_entry;
+        if (!fn) fn = (const struct OrtApiBase *(*)(void))lpr_resolve("OrtGetApiBase");
         if (!fn) return NULL; /* no ONNX Runtime loaded: what the caller's own lookup would have failed on */
         real_base = fn();
         if (!real_base) return NULL;
@@ -479,4 +482,20 @@ LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
     }
     struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
     return t ? &our_base : real_base; /* not recording ort: the library's own */
+}
+
+/* A program (or a binding: C#, Java) that dlopens ONNX Runtime and asks dlsym for OrtGetApiBase
+ * gets libprof's. Every other lookup goes on to the C library's dlsym as a tail call, so the
+ * return address it sees — what RTLD_NEXT is relative to — is the caller's, not libprof's. */
+#undef dlsym
+LP_EXPORT void *dlsym(void *handle, const char *name);
+LP_EXPORT void *dlsym(void *handle, const char *name) {
+    if (LP_UNLIKELY(name[0] == 'O' && !strcmp(name, "OrtGetApiBase")) && handle != RTLD_NEXT &&
+        handle != RTLD_DEFAULT && (lpr_gate & (1u << LP_FAM_ORT))) {
+        void *f = lpr_dlsym(handle, name);
+        if (!f) return NULL;
+        if (!real_entry) real_entry = (const struct OrtApiBase *(*)(void))f;
+        return f == (void *)real_entry ? (void *)OrtGetApiBase : f;
+    }
+    return lpr_dlsym_real()(handle, name);
 }

@@ -1,7 +1,10 @@
 /* ortc: a C program linked against ONNX Runtime that asks for API version 10 (ORT 1.10), older
  * than the library: loads the model argv[1] (input "x" float [1,64], output "y"), runs it 3
  * times, releases everything. Prints "ok N" with y[0] summed. Declarations of our own (no ORT
- * headers): OrtApi positions of version 1. */
+ * headers): OrtApi positions of version 1.
+ * Built a second time as ortdl (-DORT_DLOPEN): the library (argv[2]) is dlopen'ed with local
+ * scope and its OrtGetApiBase asked of dlsym, as the C# and Java bindings do. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,7 +19,16 @@ typedef void *st; /* OrtStatus* */
 
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
+#ifdef ORT_DLOPEN
+    if (argc < 3) return 2;
+    void *lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    const struct OrtApiBase *(*entry)(void) =
+        lib ? (const struct OrtApiBase *(*)(void))dlsym(lib, "OrtGetApiBase") : NULL;
+    if (!entry) return 1;
+    const void *const *api = entry()->GetApi(10);
+#else
     const void *const *api = OrtGetApiBase()->GetApi(10);
+#endif
     if (!api) return 1;
     void *env = NULL, *opts = NULL, *sess = NULL, *mem = NULL;
     if (F(3, st(*)(int, const char *, void **))(2, "ortc", &env)) return 1; /* CreateEnv */
