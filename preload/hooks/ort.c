@@ -66,7 +66,7 @@ static const struct OrtApiBase *real_base;
 static struct OrtApiBase our_base;
 static void *const *real; /* the library's table (its entries, whatever the version asked) */
 static int real_has_v2;
-#define REAL(i, type) ((type)real[i])
+#define ORT_FN(i, type) ((type)real[i]) /* entry i of the library's table */
 static struct {
     uint32_t version;
     void *table[TABLE_MAX];
@@ -143,7 +143,7 @@ static int program_profiles(const void *opts) {
 }
 
 static void release_status(status_t st) {
-    if (st) REAL(I_RELEASE_STATUS, void (*)(status_t))(st);
+    if (st) ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(st);
 }
 
 /* The profile file `path` into the spool, for `session`; removed when it is libprof's. */
@@ -182,19 +182,19 @@ static void end_profiling(struct session *s) {
     if (!s || !s->profiled || s->folded || !real_has_v2) return;
     void *alloc = NULL;
     char *path = NULL;
-    status_t st = REAL(I_GET_ALLOCATOR_WITH_DEFAULT_OPTIONS, status_t(*)(void **))(&alloc);
+    status_t st = ORT_FN(I_GET_ALLOCATOR_WITH_DEFAULT_OPTIONS, status_t(*)(void **))(&alloc);
     if (st) {
         release_status(st);
         return;
     }
-    st = REAL(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(s->session, alloc, &path);
+    st = ORT_FN(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(s->session, alloc, &path);
     if (st) {
         release_status(st);
         return;
     }
     if (path && path[0]) fold_file(s->session, path, s->profiled == 1);
     s->folded = 1;
-    if (path) release_status(REAL(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, path));
+    if (path) release_status(ORT_FN(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, path));
 }
 
 static const char *base_name(const char *path) {
@@ -229,13 +229,13 @@ static const void *profiling_options(const void *opts, int *profiled) {
     }
     uint8_t g = lpr_guard_hold(&lpr_tls);
     void *copy = NULL;
-    status_t st = REAL(I_CLONE_SESSION_OPTIONS, status_t(*)(const void *, void **))(opts, &copy);
+    status_t st = ORT_FN(I_CLONE_SESSION_OPTIONS, status_t(*)(const void *, void **))(opts, &copy);
     if (!st) {
         char prefix[96];
         snprintf(prefix, sizeof prefix, "%s/s%u", tmpdir, __atomic_fetch_add(&next_file, 1, __ATOMIC_RELAXED));
-        st = REAL(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(copy, prefix);
+        st = ORT_FN(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(copy, prefix);
         if (st) {
-            REAL(I_RELEASE_SESSION_OPTIONS, void (*)(void *))(copy);
+            ORT_FN(I_RELEASE_SESSION_OPTIONS, void (*)(void *))(copy);
             copy = NULL;
         }
     }
@@ -249,7 +249,7 @@ static const void *profiling_options(const void *opts, int *profiled) {
 static void release_copy(const void *opts, const void *used) {
     if (used == opts) return;
     uint8_t g = lpr_guard_hold(&lpr_tls);
-    REAL(I_RELEASE_SESSION_OPTIONS, void (*)(void *))((void *)used);
+    ORT_FN(I_RELEASE_SESSION_OPTIONS, void (*)(void *))((void *)used);
     lpr_guard_restore(&lpr_tls, g);
 }
 
@@ -259,7 +259,7 @@ static status_t w_create_session(const void *env, const char *path, const void *
     const void *use = t ? profiling_options(opts, &profiled) : opts;
     uint64_t t0 = t ? lpr_ticks() : 0;
     status_t st =
-        REAL(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path, use, out);
+        ORT_FN(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path, use, out);
     if (t) {
         void *s = st == NULL && out ? *out : NULL;
         int saved = errno;
@@ -278,8 +278,8 @@ static status_t w_create_session_from_array(const void *env, const void *data, s
     int profiled = 0;
     const void *use = t ? profiling_options(opts, &profiled) : opts;
     uint64_t t0 = t ? lpr_ticks() : 0;
-    status_t st = REAL(I_CREATE_SESSION_FROM_ARRAY, status_t(*)(const void *, const void *, size_t, const void *,
-                                                                void **))(env, data, len, use, out);
+    status_t st = ORT_FN(I_CREATE_SESSION_FROM_ARRAY, status_t(*)(const void *, const void *, size_t, const void *,
+                                                                  void **))(env, data, len, use, out);
     if (t) {
         void *s = st == NULL && out ? *out : NULL;
         int saved = errno;
@@ -308,30 +308,30 @@ static size_t describe_inputs(char *buf, size_t cap, const char *const *names, c
         o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "; " : "", names && names[i] ? names[i] : "?");
         int is_tensor = 0;
         void *info = NULL;
-        status_t st = values && values[i] ? REAL(I_IS_TENSOR, status_t(*)(const void *, int *))(values[i], &is_tensor)
+        status_t st = values && values[i] ? ORT_FN(I_IS_TENSOR, status_t(*)(const void *, int *))(values[i], &is_tensor)
                                           : (status_t)1;
-        if (st) REAL(I_RELEASE_STATUS, void (*)(status_t))(st == (status_t)1 ? NULL : st);
+        if (st) ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(st == (status_t)1 ? NULL : st);
         if (st || !is_tensor) continue;
-        st = REAL(I_GET_TENSOR_TYPE_AND_SHAPE, status_t(*)(const void *, void **))(values[i], &info);
+        st = ORT_FN(I_GET_TENSOR_TYPE_AND_SHAPE, status_t(*)(const void *, void **))(values[i], &info);
         if (st) {
-            REAL(I_RELEASE_STATUS, void (*)(status_t))(st);
+            ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(st);
             continue;
         }
         int type = 0;
         size_t dims = 0;
         int64_t d[16];
-        status_t s1 = REAL(I_GET_TENSOR_ELEMENT_TYPE, status_t(*)(const void *, int *))(info, &type);
-        status_t s2 = REAL(I_GET_DIMENSIONS_COUNT, status_t(*)(const void *, size_t *))(info, &dims);
+        status_t s1 = ORT_FN(I_GET_TENSOR_ELEMENT_TYPE, status_t(*)(const void *, int *))(info, &type);
+        status_t s2 = ORT_FN(I_GET_DIMENSIONS_COUNT, status_t(*)(const void *, size_t *))(info, &dims);
         if (dims > 16) dims = 16;
-        status_t s3 = s2 ? NULL : REAL(I_GET_DIMENSIONS, status_t(*)(const void *, int64_t *, size_t))(info, d, dims);
-        if (s1) REAL(I_RELEASE_STATUS, void (*)(status_t))(s1), type = 0;
-        if (s2) REAL(I_RELEASE_STATUS, void (*)(status_t))(s2), dims = 0;
-        if (s3) REAL(I_RELEASE_STATUS, void (*)(status_t))(s3), dims = 0;
+        status_t s3 = s2 ? NULL : ORT_FN(I_GET_DIMENSIONS, status_t(*)(const void *, int64_t *, size_t))(info, d, dims);
+        if (s1) ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(s1), type = 0;
+        if (s2) ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(s2), dims = 0;
+        if (s3) ORT_FN(I_RELEASE_STATUS, void (*)(status_t))(s3), dims = 0;
         o += (size_t)snprintf(buf + o, cap - o, " %s[", dtype_name(type));
         for (size_t k = 0; k < dims && o + 24 < cap; k++)
             o += (size_t)snprintf(buf + o, cap - o, "%s%lld", k ? "," : "", (long long)d[k]);
         if (o + 2 < cap) buf[o++] = ']';
-        REAL(I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO, void (*)(void *))(info);
+        ORT_FN(I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO, void (*)(void *))(info);
     }
     if (o >= cap) o = cap - 1;
     return o;
@@ -356,9 +356,9 @@ static status_t w_run(void *session, const void *ro, const char *const *in_names
         lpr_guard_restore(t, g);
     }
     uint64_t t0 = t ? lpr_ticks() : 0;
-    status_t st = REAL(I_RUN, status_t(*)(void *, const void *, const char *const *, const void *const *, size_t,
-                                          const char *const *, size_t, void **))(session, ro, in_names, inputs, nin,
-                                                                                 out_names, nout, outputs);
+    status_t st = ORT_FN(I_RUN, status_t(*)(void *, const void *, const char *const *, const void *const *, size_t,
+                                            const char *const *, size_t, void **))(session, ro, in_names, inputs, nin,
+                                                                                   out_names, nout, outputs);
     if (t) {
         int saved = errno;
         uint64_t a[4] = {(uint64_t)(uintptr_t)session, nin, nout, st != NULL};
@@ -380,7 +380,7 @@ static void w_release_session(void *session) {
         errno = saved;
         lpr_guard_restore(t, g);
     }
-    REAL(I_RELEASE_SESSION, void (*)(void *))(session);
+    ORT_FN(I_RELEASE_SESSION, void (*)(void *))(session);
     if (t && session) {
         int saved = errno;
         uint64_t a = (uint64_t)(uintptr_t)session;
@@ -390,7 +390,7 @@ static void w_release_session(void *session) {
 }
 
 static status_t w_enable_profiling(void *opts, const char *prefix) {
-    status_t st = REAL(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(opts, prefix);
+    status_t st = ORT_FN(I_ENABLE_PROFILING, status_t(*)(void *, const char *))(opts, prefix);
     if (!st && !program_profiles(opts))
         for (unsigned i = 0; i < OPTS; i++) {
             const void *none = NULL;
@@ -404,12 +404,12 @@ static status_t w_disable_profiling(void *opts) {
     for (unsigned i = 0; i < OPTS; i++)
         if (__atomic_load_n(&program_profiled[i], __ATOMIC_ACQUIRE) == opts)
             __atomic_store_n(&program_profiled[i], NULL, __ATOMIC_RELEASE);
-    return REAL(I_DISABLE_PROFILING, status_t(*)(void *))(opts);
+    return ORT_FN(I_DISABLE_PROFILING, status_t(*)(void *))(opts);
 }
 
 /* The program ends a session's profiling itself: its file stays where it is; libprof copies it. */
 static status_t w_session_end_profiling(void *session, void *alloc, char **out) {
-    status_t st = REAL(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(session, alloc, out);
+    status_t st = ORT_FN(I_SESSION_END_PROFILING, status_t(*)(void *, void *, char **))(session, alloc, out);
     struct session *s = session_of(session);
     if (!st && s && out && *out && (*out)[0] && !s->folded && lpr_spool_on) {
         uint8_t g = lpr_guard_hold(&lpr_tls);
@@ -487,6 +487,9 @@ LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
 /* A program (or a binding: C#, Java) that dlopens ONNX Runtime and asks dlsym for OrtGetApiBase
  * gets libprof's. Every other lookup goes on to the C library's dlsym as a tail call, so the
  * return address it sees — what RTLD_NEXT is relative to — is the caller's, not libprof's. */
+/* libprof's entry by a hidden name: no relocation against its own export */
+extern __typeof__(OrtGetApiBase) lpr_ort_entry __attribute__((alias("OrtGetApiBase"), visibility("hidden")));
+
 #undef dlsym
 LP_EXPORT void *dlsym(void *handle, const char *name);
 LP_EXPORT void *dlsym(void *handle, const char *name) {
@@ -495,7 +498,7 @@ LP_EXPORT void *dlsym(void *handle, const char *name) {
         void *f = lpr_dlsym(handle, name);
         if (!f) return NULL;
         if (!real_entry) real_entry = (const struct OrtApiBase *(*)(void))f;
-        return f == (void *)real_entry ? (void *)OrtGetApiBase : f;
+        return f == (void *)real_entry ? (void *)lpr_ort_entry : f;
     }
     return lpr_dlsym_real()(handle, name);
 }
