@@ -130,6 +130,7 @@ INTEGRATION_TESTS += tests/integration/test_coexist.c
 INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c
 INTEGRATION_TESTS += tests/integration/test_ort.c
+INTEGRATION_TESTS += tests/integration/test_memviews.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -150,6 +151,7 @@ PROGS += tests/progs/execfail.c
 PROGS += tests/progs/spawner.c
 PROGS += tests/progs/dlhost.c
 PROGS += tests/progs/pyembed.c
+PROGS += tests/progs/memviews.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;

@@ -523,7 +523,7 @@ void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat,
         lp_out_s(o, ",,,,,,,");
     lp_out_fmt(o, "%llu,", (unsigned long long)f->bytes);
     if (gf > 0) lp_out_fmt(o, "%.3f", gf);
-    lp_out_c(o, '\n');
+    lp_out_s(o, ",\n"); /* temporary: allocation sites only */
 }
 
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
@@ -553,7 +553,7 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
         if (!file_used(f)) continue;
         struct fnstat st = {.count = f->opens + f->reads + f->writes + f->other, .bytes = f->rbytes + f->wbytes};
         lp_out_csv_str(o, f->path, f->len);
-        lp_out_fmt(o, ",file,%llu,%llu,,,,,,,%llu,\n", (unsigned long long)st.count, (unsigned long long)f->time_ns,
+        lp_out_fmt(o, ",file,%llu,%llu,,,,,,,%llu,,\n", (unsigned long long)st.count, (unsigned long long)f->time_ns,
                    (unsigned long long)st.bytes);
     }
     lp_os_free(fv);

@@ -38,7 +38,7 @@ int lp_calls_finish(struct lp_calls *c);
 void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped);
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o);
 struct fnstat;
-/* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops (gflops <= 0: empty). */
+/* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops,temporary (gflops <= 0: empty). */
 void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gflops);
 void lp_calls_summary(const struct lp_calls *c, struct lp_out *o);
 

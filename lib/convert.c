@@ -32,7 +32,52 @@ struct pass {
     uint64_t bucket_from, bucket_to;
     uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
     int oom;
+    /* temporary allocations, per thread (index of lp_reader.threads) */
+    struct last_alloc {
+        uint64_t size;
+        uint32_t stack;
+        uint8_t valid;
+    } * last;
+    uint64_t *ring; /* memray's threshold: the last N blocks allocated per thread */
+    unsigned threshold;
+    uint32_t nthreads;
 };
+
+/* A block of `size` bytes from `stack` was allocated on thread `t`. */
+static inline void temp_born(struct pass *p, uint32_t t, uint64_t ptr, uint64_t size, uint32_t stack) {
+    if (t >= p->nthreads) return;
+    if (p->threshold) {
+        uint64_t *r = &p->ring[(size_t)t * p->threshold];
+        memmove(r + 1, r, (p->threshold - 1) * sizeof *r);
+        r[0] = ptr;
+    } else {
+        p->last[t] = (struct last_alloc){size, stack, 1};
+    }
+}
+
+/* Block `v` (lp_live_pack) at `ptr` was released on thread `t`: temporary or not. */
+static inline void temp_died(struct pass *p, uint32_t t, uint64_t ptr, uint64_t v) {
+    if (t >= p->nthreads) return;
+    int temporary = 0;
+    if (p->threshold) {
+        uint64_t *r = &p->ring[(size_t)t * p->threshold];
+        for (unsigned i = 0; i < p->threshold; i++)
+            if (r[i] == ptr) {
+                temporary = 1;
+                r[i] = 0;
+                break;
+            }
+    } else {
+        struct last_alloc *l = &p->last[t];
+        temporary = l->valid && l->size == lp_live_bytes(v) && l->stack == lp_live_stack(v);
+        l->valid = 0;
+    }
+    if (temporary && p->a.counting) {
+        p->a.temporary++;
+        p->a.temporary_bytes += lp_live_bytes(v);
+        if (p->a.sites) lp_sites_temporary(p->a.sites, v);
+    }
+}
 
 /* The counter bucket of time `ns`, entered for the first time. Events come in time order, so
  * the pass asks only when it leaves the bucket it is in. */
@@ -92,13 +137,15 @@ static inline __attribute__((always_inline)) void block_born(struct pass *p, uin
 }
 
 /* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
-static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns) {
+static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns,
+                                                                 uint32_t thread) {
     struct lp_analysis *a = &p->a;
     uint64_t v;
     if (!lp_map_take(&p->live, ptr, &v)) {
         a->untracked_frees++;
         return 0;
     }
+    temp_died(p, thread, ptr, v);
     if (a->sites) lp_sites_died(a->sites, v);
     uint64_t size = lp_live_bytes(v);
     a->live_bytes -= size;
@@ -115,6 +162,7 @@ static inline __attribute__((always_inline)) void account(struct pass *p, struct
 static inline __attribute__((always_inline)) void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr,
                                                                uint64_t size) {
     block_born(p, ptr, size, e->ns, e->stack);
+    temp_born(p, e->thread, ptr, lp_live_size(size), e->stack < LP_MAX_STACK_ID ? e->stack : 0);
     p->a.size_hist[lp_size_bucket(size)] += (uint64_t)p->a.counting;
 }
 
@@ -129,7 +177,7 @@ static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, co
         if (w[1]) born_counted(p, e, w[1], w[0]);
         return w[0];
     case LP_SHAPE_FREE: {
-        uint64_t s = w[0] ? block_died(p, w[0], e->ns) : 0;
+        uint64_t s = w[0] ? block_died(p, w[0], e->ns, e->thread) : 0;
         account(p, f, e, s, 0);
         return s;
     }
@@ -151,7 +199,7 @@ static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, co
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
-            if (op && !(np == 0 && size > 0)) return block_died(p, op, e->ns);
+            if (op && !(np == 0 && size > 0)) return block_died(p, op, e->ns, e->thread);
             return 0;
         }
         account(p, f, e, size, np == 0 && size > 0);
@@ -220,7 +268,12 @@ static int output_close(struct output *o, char *err, size_t errlen) {
 
 /* The flame graphs are the sites' (sites.c): folded allocated bytes, folded leaks, speedscope. */
 static void folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_sites_folded(a->sites, k->out, 0); }
-static void leaks_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_sites_folded(a->sites, k->out, 1); }
+static void leaks_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_LEAKS);
+}
+static void peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_PEAK);
+}
 static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
     const struct lp_reader *r = a->r;
     const char *exe = r->exe ? r->exe : "libprof";
@@ -234,7 +287,7 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
 
 /* ---- the conversion ----------------------------------------------------------------------------- */
 
-enum { OUT_CHROME, OUT_CSV, OUT_SUMMARY, OUT_FOLDED, OUT_LEAKS, OUT_SPEEDSCOPE, OUT_COUNT };
+enum { OUT_CHROME, OUT_CSV, OUT_SUMMARY, OUT_FOLDED, OUT_LEAKS, OUT_SPEEDSCOPE, OUT_PEAK, OUT_COUNT };
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
     struct pass *p = lp_os_calloc(1, sizeof *p);
@@ -251,17 +304,24 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     unsigned __int128 mult = ((unsigned __int128)LP_COUNTER_BUCKETS << 64) / span;
     p->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     a->calls = lp_calls_new(r);
+    p->nthreads = r->nthreads;
+    p->threshold = o->temporary_threshold > 64 ? 64 : o->temporary_threshold;
+    if (p->threshold)
+        p->ring = lp_os_calloc((size_t)r->nthreads * p->threshold + 1, sizeof *p->ring);
+    else
+        p->last = lp_os_calloc((size_t)r->nthreads + 1, sizeof *p->last);
+    if (!p->ring && !p->last) goto oom;
     a->sites = lp_sites_new(r); /* NULL: no stacks in this trace */
     a->pycalls = lp_pycalls_new(r);
     a->ort = lp_ort_new(r);
     if (!a->calls || !a->pycalls || !a->ort) goto oom;
 
     /* the writers asked for */
-    const char *flame[3] = {o->folded_path, o->folded_leaks_path, o->speedscope_path};
+    const char *flame[4] = {o->folded_path, o->folded_leaks_path, o->speedscope_path, o->folded_peak_path};
     const char *missing_stacks = NULL;
-    void (*flame_finish[3])(struct lp_sink *, const struct lp_analysis *) = {folded_finish, leaks_finish,
-                                                                             speedscope_finish};
-    for (int k = 0; k < 3; k++) {
+    void (*flame_finish[4])(struct lp_sink *, const struct lp_analysis *) = {folded_finish, leaks_finish,
+                                                                             speedscope_finish, peak_finish};
+    for (int k = 0; k < 4; k++) {
         if (!flame[k]) continue;
         if (!a->sites) { /* reported after the others are written */
             missing_stacks = flame[k];
@@ -330,7 +390,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->live_blocks = p->live.n;
     lp_map_free(&p->live); /* before the sites' replay, which builds its own */
     if (p->oom || lp_calls_finish(a->calls) != 0) goto oom;
-    if (a->sites && lp_sites_finish(a->sites, p->peak_count) != 0) goto oom;
+    if (a->sites && lp_sites_finish(a->sites, p->peak_count, o->peak_at_ns) != 0) goto oom;
     if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
@@ -368,6 +428,8 @@ out:
         lp_sites_free(p->a.sites);
         lp_pycalls_free(p->a.pycalls);
         lp_ort_free(p->a.ort);
+        lp_os_free(p->last);
+        lp_os_free(p->ring);
         lp_os_free(p->a.cb);
     }
     lp_os_free(p);

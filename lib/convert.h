@@ -30,6 +30,12 @@ struct lp_convert_opts {
     const char *folded_leaks_path; /* leaked bytes, collapsed-stack format */
     const char *speedscope_path;   /* both, speedscope JSON */
     int killed_by;                 /* the process died by this signal (known to its parent), 0 if not */
+    /* Temporary allocations: 0 = heaptrack's definition (a release that directly follows, on its
+     * thread, an allocation of the same size and call stack); N > 0 = memray's (a block released
+     * before N more allocations were made on its thread). */
+    unsigned temporary_threshold;
+    const char *folded_peak_path; /* bytes live at the heap's peak (or at peak_at_ns), collapsed stacks */
+    uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;
@@ -65,10 +71,11 @@ struct lp_analysis {
     uint64_t span_ns;      /* the run's length */
     struct lp_cbucket *cb; /* heap counter buckets (only those marked in cb_used are valid) */
     uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
-    struct lp_calls *calls;     /* the runtime entry points (calls.c) */
-    struct lp_sites *sites;     /* allocation call stacks (sites.c), NULL without them */
-    struct lp_pycalls *pycalls; /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
-    struct lp_ort *ort;         /* ONNX Runtime's node profiles (ort.c) */
+    struct lp_calls *calls;              /* the runtime entry points (calls.c) */
+    struct lp_sites *sites;              /* allocation call stacks (sites.c), NULL without them */
+    struct lp_pycalls *pycalls;          /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
+    struct lp_ort *ort;                  /* ONNX Runtime's node profiles (ort.c) */
+    uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */
 };
 
 /* What the pass made of one event, beside the event itself. */

@@ -193,7 +193,7 @@ void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o) {
         uint32_t nl, fl, line;
         name_of(p, v[i], &name, &nl, &file, &fl, &line);
         lp_out_csv_str(o, name, nl);
-        lp_out_fmt(o, ",python_call,%llu,%llu,%llu,,,,,,%llu,\n", (unsigned long long)f->calls,
+        lp_out_fmt(o, ",python_call,%llu,%llu,%llu,,,,,,%llu,,\n", (unsigned long long)f->calls,
                    (unsigned long long)f->ns, (unsigned long long)(f->ns / f->calls), (unsigned long long)f->bytes);
     }
     lp_os_free(v);

@@ -16,7 +16,7 @@
 #define META_SITES 50 /* sites described in the metadata */
 
 struct site {
-    uint64_t calls, bytes, live, live_blocks, peak;
+    uint64_t calls, bytes, live, live_blocks, peak, temp, temp_bytes;
     const char *library;
     uint32_t pyline; /* 0: not looked at yet; NO_LINE: no Python frame; else 1 + index in lines */
 };
@@ -126,6 +126,12 @@ int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int countin
     return 0;
 }
 
+void lp_sites_temporary(struct lp_sites *s, uint64_t v) {
+    struct site *t = site_of(s, lp_live_stack(v));
+    t->temp++;
+    t->temp_bytes += lp_live_bytes(v);
+}
+
 void lp_sites_died(struct lp_sites *s, uint64_t v) {
     struct site *t = site_of(s, lp_live_stack(v));
     t->live -= lp_live_bytes(v);
@@ -138,7 +144,7 @@ static uint32_t site_index(const struct lp_sites *s, uint64_t v) {
 }
 
 /* Live bytes per stack at the heap's peak: the allocation events replayed up to it. */
-static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
+static int replay_to_peak(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns) {
     struct lp_map live = {0};
     uint64_t *at = lp_os_calloc(s->nsite, sizeof *at);
     struct lp_iter *it = lp_iter_new(s->r);
@@ -149,7 +155,8 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
     }
     struct lp_event e;
     uint64_t pos = 0;
-    while (pos++ < peak_count && lp_iter_next(it, &e)) {
+    while ((at_ns || pos++ < peak_count) && lp_iter_next(it, &e)) {
+        if (at_ns && e.ns > at_ns) break; /* the instant asked (--at) instead of the peak */
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
         if (freed && lp_map_take(&live, freed, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
@@ -167,8 +174,8 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count) {
     return 0;
 }
 
-int lp_sites_finish(struct lp_sites *s, uint64_t peak_count) {
-    if (s->oom || replay_to_peak(s, peak_count) != 0) return -1;
+int lp_sites_finish(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns) {
+    if (s->oom || replay_to_peak(s, peak_count, at_ns) != 0) return -1;
     s->syms = lp_syms_new(s->r);
     if (!s->syms) return -1;
     for (uint32_t id = 1; id < s->nsite; id++) {
@@ -189,12 +196,16 @@ int lp_sites_finish(struct lp_sites *s, uint64_t peak_count) {
 
 /* ---- views ------------------------------------------------------------------------------- */
 
-enum order { BY_BYTES, BY_CALLS, BY_PEAK, BY_LEAK };
+enum order { BY_BYTES, BY_CALLS, BY_PEAK, BY_LEAK, BY_TEMP };
 static const struct lp_sites *sort_sites;
 static enum order sort_order;
 
 static uint64_t key(const struct site *t, enum order o) {
-    return o == BY_BYTES ? t->bytes : o == BY_CALLS ? t->calls : o == BY_PEAK ? t->peak : t->live;
+    return o == BY_BYTES   ? t->bytes
+           : o == BY_CALLS ? t->calls
+           : o == BY_PEAK  ? t->peak
+           : o == BY_TEMP  ? t->temp
+                           : t->live;
 }
 
 static int cmp_site(const void *x, const void *y) {
@@ -315,7 +326,7 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     /* the union of the top sites of every view */
     uint8_t *pick = lp_os_calloc(s->nsite, 1);
     uint32_t n, chosen = 0;
-    for (int ord = BY_BYTES; ord <= BY_LEAK && pick; ord++) {
+    for (int ord = BY_BYTES; ord <= BY_TEMP && pick; ord++) {
         uint32_t *v = ranked(s, (enum order)ord, &n);
         for (uint32_t i = 0; i < n && i < META_SITES / 4; i++) pick[v[i]] = 1;
         lp_os_free(v);
@@ -327,9 +338,10 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
         const struct site *t = &s->site[id];
         lp_out_fmt(o,
                    "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_"
-                   "blocks\":%llu,\"library\":",
+                   "blocks\":%llu,\"temporary\":%llu,\"temporary_bytes\":%llu,\"library\":",
                    chosen++ ? "," : "", id, (unsigned long long)t->calls, (unsigned long long)t->bytes,
-                   (unsigned long long)t->peak, (unsigned long long)t->live, (unsigned long long)t->live_blocks);
+                   (unsigned long long)t->peak, (unsigned long long)t->live, (unsigned long long)t->live_blocks,
+                   (unsigned long long)t->temp, (unsigned long long)t->temp_bytes);
         const char *lib = library_of(s, id);
         lp_out_json_str(o, lib, strlen(lib));
         lp_out_s(o, ",\"frames\":[");
@@ -382,7 +394,8 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
         if (!t->calls) continue;
         frames_text(s, v[i], buf, sizeof buf, 6, " < ");
         lp_out_csv_str(o, buf, strlen(buf));
-        lp_out_fmt(o, ",alloc_site,%llu,,,,,,,,%llu,\n", (unsigned long long)t->calls, (unsigned long long)t->bytes);
+        lp_out_fmt(o, ",alloc_site,%llu,,,,,,,,%llu,,%llu\n", (unsigned long long)t->calls,
+                   (unsigned long long)t->bytes, (unsigned long long)t->temp);
     }
     lp_os_free(v);
     uint32_t nline;
@@ -390,7 +403,7 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     for (uint32_t i = 0; i < nline; i++) {
         const char *fn = lp_syms_function(s->syms, lv[i]->frame, 1);
         lp_out_csv_str(o, fn, strlen(fn));
-        lp_out_fmt(o, ",python_line,%llu,%llu,,,,,,,%llu,\n", (unsigned long long)lv[i]->calls,
+        lp_out_fmt(o, ",python_line,%llu,%llu,,,,,,,%llu,,\n", (unsigned long long)lv[i]->calls,
                    (unsigned long long)lv[i]->call_ns, (unsigned long long)lv[i]->alloc_bytes);
     }
     lp_os_free(lv);
@@ -398,7 +411,7 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     uint32_t nl = libraries(s, libs, 256);
     for (uint32_t i = 0; i < nl; i++) {
         lp_out_csv_str(o, libs[i].name, strlen(libs[i].name));
-        lp_out_fmt(o, ",alloc_library,%llu,,,,,,,,%llu,\n", (unsigned long long)libs[i].calls,
+        lp_out_fmt(o, ",alloc_library,%llu,,,,,,,,%llu,,\n", (unsigned long long)libs[i].calls,
                    (unsigned long long)libs[i].bytes);
     }
 }
@@ -423,6 +436,23 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
             lp_fmt_bytes(b2, sizeof b2, t->peak);
             lp_fmt_bytes(b3, sizeof b3, t->live);
             lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t->calls, b1, b2, b3, buf);
+        }
+        lp_os_free(v);
+    }
+    { /* heaptrack's "most temporary allocations" */
+        uint32_t n;
+        uint32_t *v = ranked(s, BY_TEMP, &n);
+        if (v && n) {
+            lp_out_fmt(o,
+                       "  most temporary allocations (released right after, on their thread):\n  %10s %10s %10s  %s\n",
+                       "temporary", "of calls", "bytes", "stack (innermost first)");
+            for (uint32_t i = 0; i < n && i < TOP; i++) {
+                const struct site *t = &s->site[v[i]];
+                frames_text(s, v[i], buf, sizeof buf, 4, " < ");
+                lp_fmt_bytes(b1, sizeof b1, t->temp_bytes);
+                lp_out_fmt(o, "  %10llu %10llu %10s  %s\n", (unsigned long long)t->temp, (unsigned long long)t->calls,
+                           b1, buf);
+            }
         }
         lp_os_free(v);
     }
@@ -473,9 +503,10 @@ static void folded_name(struct lp_out *o, const char *n) {
     for (; *n; n++) lp_out_c(o, *n == ';' ? ':' : *n == '\n' ? ' ' : *n);
 }
 
-void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int leaks) {
+void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
+    enum order ord = which == LP_FOLD_LEAKS ? BY_LEAK : which == LP_FOLD_PEAK ? BY_PEAK : BY_BYTES;
     uint32_t n;
-    uint32_t *v = ranked(s, leaks ? BY_LEAK : BY_BYTES, &n);
+    uint32_t *v = ranked(s, ord, &n);
     for (uint32_t i = 0; v && i < n; i++) {
         uint32_t id = v[i];
         const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
@@ -487,7 +518,7 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int leaks) {
                 if (f) lp_out_c(o, ';');
             }
         }
-        lp_out_fmt(o, " %llu\n", (unsigned long long)key(&s->site[id], leaks ? BY_LEAK : BY_BYTES));
+        lp_out_fmt(o, " %llu\n", (unsigned long long)key(&s->site[id], ord));
     }
     lp_os_free(v);
 }
@@ -509,7 +540,7 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
     lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
     for (uint32_t id = 1; id < s->nsite; id++) {
         const struct lp_stack *st = &s->r->stacks[id];
-        if (!st->frames || (!s->site[id].bytes && !s->site[id].live)) continue;
+        if (!st->frames || (!s->site[id].bytes && !s->site[id].live && !s->site[id].peak)) continue;
         for (uint32_t f = 0; f < st->n; f++) {
             const char *fn = lp_syms_function(s->syms, st->frames[f], 1);
             uint64_t k = name_key(fn), dummy;
@@ -521,16 +552,19 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
         }
     }
     lp_out_fmt(o, ",{\"name\":\"[unknown stack]\"}]},\"profiles\":[");
-    for (int leaks = 0; leaks < 2; leaks++) {
+    static const enum order views[3] = {BY_BYTES, BY_LEAK, BY_PEAK};
+    static const char *const titles[3] = {"allocated bytes", "leaked bytes", "live bytes at the heap's peak"};
+    for (int view = 0; view < 3; view++) {
+        enum order ord = views[view];
         uint64_t total = 0;
-        for (uint32_t id = 0; id < s->nsite; id++) total += key(&s->site[id], leaks ? BY_LEAK : BY_BYTES);
+        for (uint32_t id = 0; id < s->nsite; id++) total += key(&s->site[id], ord);
         lp_out_fmt(o,
                    "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,"
                    "\"samples\":[",
-                   leaks ? "," : "", leaks ? "leaked bytes" : "allocated bytes", (unsigned long long)total);
+                   view ? "," : "", titles[view], (unsigned long long)total);
         int first = 1;
         for (uint32_t id = 0; id < s->nsite; id++) {
-            if (!key(&s->site[id], leaks ? BY_LEAK : BY_BYTES)) continue;
+            if (!key(&s->site[id], ord)) continue;
             const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
             lp_out_s(o, first ? "[" : ",[");
             first = 0;
@@ -549,7 +583,7 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
         lp_out_s(o, "],\"weights\":[");
         first = 1;
         for (uint32_t id = 0; id < s->nsite; id++) {
-            uint64_t w = key(&s->site[id], leaks ? BY_LEAK : BY_BYTES);
+            uint64_t w = key(&s->site[id], ord);
             if (!w) continue;
             lp_out_fmt(o, "%s%llu", first ? "" : ",", (unsigned long long)w);
             first = 0;

@@ -31,19 +31,22 @@ int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int countin
 /* A runtime entry-point call of `family` made from `stack` (its Python frames: the table by
  * Python line) took dur_ns. */
 void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t dur_ns);
+/* The block `v` (lp_live_pack), just released, was a temporary allocation. */
+void lp_sites_temporary(struct lp_sites *s, uint64_t v);
 /* The block `v` (lp_live_pack) was released. */
 void lp_sites_died(struct lp_sites *s, uint64_t v);
 /* After the pass: replay the first `peak_count` events the iterator yields (up to and including
  * the one that made the heap's peak) to learn each stack's live bytes there; symbolise.
  * Returns -1 when out of memory. */
-int lp_sites_finish(struct lp_sites *s, uint64_t peak_count);
+int lp_sites_finish(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns);
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o);
 void lp_sites_csv(struct lp_sites *s, struct lp_out *o);
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o);
-/* Collapsed stacks, one line per stack: "root;...;leaf BYTES", heaviest first. `leaks`: leaked
- * bytes instead of allocated bytes. */
-void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int leaks);
-/* speedscope's file format: two sampled profiles (allocated and leaked bytes), unit bytes. */
+/* Collapsed stacks, one line per stack: "root;...;leaf BYTES", heaviest first: bytes allocated,
+ * leaked at exit, or live at the heap's peak (or at the instant lp_sites_finish was given). */
+enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2 };
+void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which);
+/* speedscope's file format: three sampled profiles (allocated, leaked, live at the peak), unit bytes. */
 void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name);
 
 #endif

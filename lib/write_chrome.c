@@ -296,6 +296,8 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
                (unsigned long long)a->live_blocks);
     lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
                (unsigned long long)a->reused_live);
+    lp_out_fmt(o, "\"temporary\":{\"calls\":%llu,\"bytes\":%llu,\"threshold\":%u},", (unsigned long long)a->temporary,
+               (unsigned long long)a->temporary_bytes, a->opts->temporary_threshold);
     if (r->end && r->end->exit_status >= 0)
         lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
     else

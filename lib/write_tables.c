@@ -12,7 +12,7 @@
  * without LIBPROF_ALLOC_TIMING=1); statistics are over the timed calls (lp_csv_row, calls.c). */
 static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_out *o = k->out;
-    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops\n");
+    lp_out_s(o, "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops,temporary\n");
     for (unsigned kind = 1; kind < LP_KIND_COUNT; kind++) {
         /* ranges: per name below; calls: calls.c */
         if (kind == LP_EV_RANGE || kind == LP_EV_CALL || lp_kind_family[kind] == LP_FAM_CONTROL) continue;
@@ -102,6 +102,18 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
         lp_out_fmt(o,
                    "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n",
                    rss, peak);
+    }
+    if (a->temporary) {
+        char tb[32];
+        lp_fmt_bytes(tb, sizeof tb, a->temporary_bytes);
+        uint64_t allocs = a->fn[LP_EV_MALLOC].count + a->fn[LP_EV_CALLOC].count + a->fn[LP_EV_REALLOC].count +
+                          a->fn[LP_EV_REALLOCARRAY].count + a->fn[LP_EV_POSIX_MEMALIGN].count +
+                          a->fn[LP_EV_ALIGNED_ALLOC].count + a->fn[LP_EV_MEMALIGN].count + a->fn[LP_EV_VALLOC].count +
+                          a->fn[LP_EV_PVALLOC].count;
+        lp_out_fmt(o, "  temporary allocations: %llu (%.1f%% of allocation calls), %s (%s)\n",
+                   (unsigned long long)a->temporary, allocs ? 100.0 * (double)a->temporary / (double)allocs : 0.0, tb,
+                   a->opts->temporary_threshold ? "released within the next allocations of their thread"
+                                                : "released right after, on their thread");
     }
     if (a->untracked_frees || a->reused_live)
         lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",

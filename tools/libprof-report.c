@@ -53,6 +53,10 @@ static const char usage[] =
     "  --html FILE        one self-contained page: tables, heap over time, iterations, flame graph\n"
     "  --folded FILE      flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)\n"
     "  --folded-leaks FILE  the same for bytes leaked at exit\n"
+    "  --folded-peak FILE   the same for bytes live at the heap's peak (or at --at)\n"
+    "  --at TIME          the peak views show the heap at TIME (seconds since the start, or ms)\n"
+    "  --temporary-threshold N  a block released before N more allocations of its thread is\n"
+    "                     temporary (memray's definition; default: heaptrack's)\n"
     "  --speedscope FILE  both as a speedscope JSON file\n"
     "  --summary          print the report too when writing files\n"
     "  --alloc-min BYTES  allocations at least this large become instants in --chrome\n"
@@ -65,6 +69,8 @@ static const char usage[] =
     "exit status: 0 done, 1 bad input or output error, 2 bad usage\n";
 
 static int quiet;
+static unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
+static uint64_t peak_at_ns;     /* --at: the instant the peak views show instead of the peak */
 
 static void progress(uint64_t done, uint64_t total, void *arg) {
     (void)arg;
@@ -193,8 +199,12 @@ static void unload(struct input *in) {
 static char *summary_text(const struct lp_reader *r, const char *label) {
     FILE *t = tmpfile();
     if (!t) return NULL;
-    struct lp_convert_opts o = {
-        .chrome_fd = -1, .summary_fd = fileno(t), .alloc_min = r->hdr.alloc_min, .trace_label = label};
+    struct lp_convert_opts o = {.chrome_fd = -1,
+                                .summary_fd = fileno(t),
+                                .alloc_min = r->hdr.alloc_min,
+                                .trace_label = label,
+                                .temporary_threshold = temp_threshold,
+                                .peak_at_ns = peak_at_ns};
     char err[256];
     if (lp_convert(r, &o, err, sizeof err) != 0) {
         fclose(t);
@@ -329,7 +339,8 @@ static int compile(regex_t *re, const char *s, const char *opt) {
 }
 
 int main(int argc, char **argv) {
-    const char *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL;
+    const char *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL,
+               *folded_peak = NULL;
     const char *events_csv = NULL, *html = NULL, *diff = NULL;
     const char **inputs = calloc((size_t)argc, sizeof *inputs); /* any number of traces */
     int ninputs = 0, summary = 0, have_min = 0, merge = 0;
@@ -358,9 +369,11 @@ int main(int argc, char **argv) {
             remove_raw = 1;
         } else if (a[0] == '-' && a[1]) {
             static const char *const valued[] = {
-                "--chrome",     "--csv",        "--alloc-min", "--folded",  "--folded-leaks", "--speedscope",
-                "--events-csv", "--html",       "--diff",      "--top",     "--sort",         "--filter",
-                "--units",      "--iterations", "--skip",      "--kernels", "--what-if",      "--killed-by"};
+                "--chrome",     "--csv",        "--alloc-min", "--folded",      "--folded-leaks",
+                "--speedscope", "--events-csv", "--html",      "--diff",        "--top",
+                "--sort",       "--filter",     "--units",     "--iterations",  "--skip",
+                "--kernels",    "--what-if",    "--killed-by", "--folded-peak", "--temporary-threshold",
+                "--at"};
             int known = 0;
             for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
             if (!known) {
@@ -380,7 +393,25 @@ int main(int argc, char **argv) {
                 folded = v;
             else if (!strcmp(a, "--folded-leaks"))
                 folded_leaks = v;
-            else if (!strcmp(a, "--speedscope"))
+            else if (!strcmp(a, "--folded-peak"))
+                folded_peak = v;
+            else if (!strcmp(a, "--temporary-threshold")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || end == v || n < 1 || n > 64) {
+                    fprintf(stderr, "libprof-report: bad --temporary-threshold '%s' (1 to 64)\n", v);
+                    return 2;
+                }
+                temp_threshold = (unsigned)n;
+            } else if (!strcmp(a, "--at")) {
+                char *end;
+                double sec = strtod(v, &end);
+                if (end == v || sec <= 0 || sec > 1e9 || (*end && strcmp(end, "s") && strcmp(end, "ms"))) {
+                    fprintf(stderr, "libprof-report: bad --at '%s' (seconds since the start, e.g. 1.5 or 200ms)\n", v);
+                    return 2;
+                }
+                peak_at_ns = (uint64_t)(sec * (strcmp(end, "ms") ? 1e9 : 1e6));
+            } else if (!strcmp(a, "--speedscope"))
                 speedscope = v;
             else if (!strcmp(a, "--events-csv"))
                 events_csv = v;
@@ -465,7 +496,7 @@ int main(int argc, char **argv) {
         fputs(usage, stderr);
         return 2;
     }
-    int converts = csv || folded || folded_leaks || speedscope || (chrome && !merge);
+    int converts = csv || folded || folded_leaks || folded_peak || speedscope || (chrome && !merge);
     if (ninputs > 1 && !merge && (converts || events_csv || html || diff)) {
         fprintf(stderr, "libprof-report: several traces: use --merge (or one trace per run of the tool)\n");
         return 2;
@@ -498,7 +529,10 @@ int main(int argc, char **argv) {
                 .trace_label = in[0].path,
                 .folded_path = folded,
                 .folded_leaks_path = folded_leaks,
+                .folded_peak_path = folded_peak,
                 .speedscope_path = speedscope,
+                .temporary_threshold = temp_threshold,
+                .peak_at_ns = peak_at_ns,
                 .killed_by = killed_by,
                 .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL,
             };
@@ -573,6 +607,8 @@ int main(int argc, char **argv) {
                                                  .summary_fd = STDOUT_FILENO,
                                                  .alloc_min = in[i].r.hdr.alloc_min,
                                                  .trace_label = in[i].path,
+                                                 .temporary_threshold = temp_threshold,
+                                                 .peak_at_ns = peak_at_ns,
                                                  .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
                     char err[512];
                     if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {

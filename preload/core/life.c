@@ -298,7 +298,8 @@ __attribute__((constructor)) static void lpr_constructor(void) {
     }
 }
 
-/* LIBPROF_FLAMEGRAPH: NAME.ext -> NAME.alloc.folded, NAME.leaks.folded, NAME.speedscope.json */
+/* LIBPROF_FLAMEGRAPH: NAME.ext -> NAME.alloc.folded, NAME.leaks.folded, NAME.peak.folded,
+ * NAME.speedscope.json */
 static void flame_name(char *dst, size_t len, const char *trace, const char *suffix) {
     snprintf(dst, len, "%s", trace);
     char *slash = strrchr(dst, '/'), *dot = strrchr(dst, '.');
@@ -311,13 +312,14 @@ static void flame_name(char *dst, size_t len, const char *trace, const char *suf
 int lpr_convert_spool(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
-    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32];
+    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32], peak[PATH_MAX + 32];
     int flame = lpr_cfg.flamegraph && lpr_stack_depth;
     if (flame) {
         const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
         flame_name(fold, sizeof fold, base, ".alloc.folded");
         flame_name(leaks, sizeof leaks, base, ".leaks.folded");
         flame_name(ss, sizeof ss, base, ".speedscope.json");
+        flame_name(peak, sizeof peak, base, ".peak.folded");
     }
     if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
         lpr_warn("cannot read back %s: %s", spool_path, err);
@@ -331,6 +333,7 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .trace_label = lpr_cfg.output[0] ? lpr_cfg.output : NULL,
                                 .folded_path = flame ? fold : NULL,
                                 .folded_leaks_path = flame ? leaks : NULL,
+                                .folded_peak_path = flame ? peak : NULL,
                                 .speedscope_path = flame ? ss : NULL};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lpr_warn("%s", err);
@@ -346,7 +349,7 @@ static int convert_at_exit(void) {
 /* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
  * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
  * names are made at start, since a signal handler can format nothing. */
-static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32];
+static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32], spawn_peak[PATH_MAX + 32];
 
 static void prepare_spawned(void) {
     /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
@@ -354,6 +357,7 @@ static void prepare_spawned(void) {
     flame_name(spawn_fold, sizeof spawn_fold, base, ".alloc.folded");
     flame_name(spawn_leaks, sizeof spawn_leaks, base, ".leaks.folded");
     flame_name(spawn_ss, sizeof spawn_ss, base, ".speedscope.json");
+    flame_name(spawn_peak, sizeof spawn_peak, base, ".peak.folded");
 }
 
 /* Does the run ask for anything beyond the raw spool? */
@@ -382,6 +386,8 @@ static int convert_spawned(int wait_ms) {
         a[n++] = spawn_leaks;
         a[n++] = "--speedscope";
         a[n++] = spawn_ss;
+        a[n++] = "--folded-peak";
+        a[n++] = spawn_peak;
     }
     if (lpr_cfg.summary) a[n++] = "--summary";
     if (!lpr_cfg.raw_output && !lpr_cfg.keep_raw) a[n++] = "--remove-raw";

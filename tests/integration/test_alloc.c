@@ -92,7 +92,8 @@ Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
     char *csvpath = strfmt("%s/t.csv", dir);
     char *c = read_file(csvpath, NULL);
     cr_assert_not_null(c);
-    const char *hdr = "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops\n";
+    const char *hdr =
+        "name,category,count,total_ns,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,max_ns,bytes,gflops,temporary\n";
     cr_expect(strncmp(c, hdr, strlen(hdr)) == 0, "%s", c);
     cr_expect_not_null(strstr(c, "\nmalloc,alloc,105,"));
     cr_expect_not_null(strstr(c, "\nfree,alloc,118,"));

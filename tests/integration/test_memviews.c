@@ -1,0 +1,197 @@
+/* Memory views (issue 17) on a held-out program with known temporaries, a known heap at its
+ * peak and blocks made after it (tests/progs/memviews.c): temporaries equal heaptrack's
+ * (heaptrack_print from Debian), memray's threshold, the peak flame graph holds exactly the
+ * blocks live at the peak, --at shows another instant, the CSV column. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(memviews, .timeout = 120);
+
+static char *dir;
+static void setup(void) { dir = make_tmpdir(); }
+
+static cJSON *record(const char *name) {
+    const char *argv[] = {PROG("memviews"), NULL};
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/%s.json", dir, name), *csv = strfmt("LIBPROF_CSV=%s/%s.csv", dir, name);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL},
+             argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "done\n");
+    run_free(&r);
+    cJSON *j = load_json(strfmt("%s/%s.json", dir, name));
+    cr_assert_not_null(j);
+    return j;
+}
+
+/* metadata.libprof.alloc_sites: temporaries of the site whose innermost frame is `fn` */
+static long long site_temp(cJSON *meta, const char *fn) {
+    cJSON *s;
+    long long t = 0;
+    int found = 0;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(meta, "alloc_sites")) {
+        cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "frames"), 0);
+        if (cJSON_IsString(f0) && !strcmp(f0->valuestring, fn)) {
+            t += (long long)cJSON_GetObjectItem(s, "temporary")->valuedouble;
+            found = 1;
+        }
+    }
+    return found ? t : -1;
+}
+
+Test(memviews, temporaries_equal_heaptracks, .init = setup) {
+    cJSON *j = record("t");
+    cJSON *meta = libprof_meta(j), *tmp = cJSON_GetObjectItem(meta, "temporary");
+    long long total = (long long)cJSON_GetObjectItem(tmp, "calls")->valuedouble;
+    /* known: temp_a 300, temp_b 120, big's block (freed right after), the last after_peak block */
+    cr_expect_eq(total, 422);
+    cr_expect_eq(site_temp(meta, "temp_a"), 300);
+    cr_expect_eq(site_temp(meta, "temp_b"), 120);
+    cr_expect_eq(site_temp(meta, "big"), 1);
+    /* the CSV's column */
+    size_t len;
+    char *csv = read_file(strfmt("%s/t.csv", dir), &len);
+    cr_assert_not_null(csv);
+    cr_expect_not_null(strstr(csv, "temp_a < main"), "no temp_a site row");
+    const char *row = strstr(csv, "temp_a < main");
+    const char *eol = row ? strchr(row, '\n') : NULL;
+    cr_expect(eol && eol - row > 4 && !strncmp(eol - 4, ",300", 4), "temp_a row: %.*s", eol && row ? (int)(eol - row) : 0,
+              row ? row : "");
+    /* heaptrack on the same program */
+    if (access("/usr/bin/heaptrack", X_OK) != 0 || access("/usr/bin/heaptrack_print", X_OK) != 0) {
+        cJSON_Delete(j);
+        cr_skip_test("heaptrack is not installed");
+    }
+    struct run h, p;
+    char *ht = strfmt("%s/ht", dir);
+    const char *hargv[] = {"/usr/bin/heaptrack", "-o", ht, PROG("memviews"), NULL};
+    run_prog(&h, dir, NULL, hargv);
+    cr_assert_eq(h.status, 0, "%s%s", h.out, h.err);
+    const char *pargv[] = {"/bin/sh", "-c", strfmt("heaptrack_print -f %s.zst* 2>/dev/null || heaptrack_print -f %s.gz*", ht, ht),
+                           NULL};
+    run_prog(&p, dir, NULL, pargv);
+    cr_assert_eq(p.status, 0, "%s", p.err);
+    const char *line = strstr(p.out, "temporary memory allocations: ");
+    cr_assert_not_null(line, "%s", p.out);
+    long long theirs = atoll(line + strlen("temporary memory allocations: "));
+    cr_expect_eq(total, theirs, "libprof %lld, heaptrack %lld temporary allocations", total, theirs);
+    /* per site: heaptrack's "N temporary allocations of M allocations in total (P%) from" lines,
+     * the function on the next line */
+    const char *most = strstr(p.out, "MOST TEMPORARY ALLOCATIONS");
+    cr_assert_not_null(most);
+    int compared = 0;
+    for (const char *l = most; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *le = strchr(l, '\n');
+        if (!le || le - l < 6 || strncmp(le - 5, " from", 5) || !strstr(l, " temporary allocations of ") ||
+            strstr(l, " temporary allocations of ") > le)
+            continue;
+        long long n = atoll(l);
+        char name[64] = "";
+        sscanf(le + 1, "%63s", name);
+        if (!strcmp(name, "temp_a") || !strcmp(name, "temp_b")) {
+            cr_expect_eq(site_temp(meta, name), n, "%s: libprof %lld, heaptrack %lld", name, site_temp(meta, name), n);
+            compared++;
+        }
+    }
+    cr_expect_geq(compared, 2, "heaptrack's sites not found:\n%s", most);
+    cJSON_Delete(j);
+    run_free(&h);
+    run_free(&p);
+}
+
+/* memray's definition: a block released before N more allocations of its thread. N = 10 adds the
+ * 9 other after_peak blocks (freed in order after the 10 were made). */
+Test(memviews, memray_threshold, .init = setup) {
+    cJSON *j = record("m");
+    cJSON_Delete(j);
+    const char *lpt_argv[] = {PROG("memviews"), NULL};
+    struct run r, rep;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/m.lpt", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, lpt_argv);
+    cr_assert_eq(r.status, 0);
+    const char *a1[] = {REPORT, strfmt("%s/m.lpt", dir), "--temporary-threshold", "1", NULL};
+    run_prog(&rep, dir, NULL, a1);
+    cr_expect_not_null(strstr(rep.out, "temporary allocations: 422 "), "%s", rep.out);
+    run_free(&rep);
+    const char *a10[] = {REPORT, strfmt("%s/m.lpt", dir), "--temporary-threshold", "10", NULL};
+    run_prog(&rep, dir, NULL, a10);
+    cr_expect_not_null(strstr(rep.out, "temporary allocations: 431 "), "%s", rep.out);
+    run_free(&rep);
+    const char *bad[] = {REPORT, strfmt("%s/m.lpt", dir), "--temporary-threshold", "0", NULL};
+    run_prog(&rep, dir, NULL, bad);
+    cr_expect_eq(rep.status, 2);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* Sum of the folded file's weights per leaf function. */
+static long long folded_leaf(const char *text, const char *leaf) {
+    long long sum = 0;
+    char want[80];
+    snprintf(want, sizeof want, ";%s ", leaf);
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *eol = strchr(l, '\n'), *hit = strstr(l, want);
+        if (hit && (!eol || hit < eol)) sum += atoll(hit + strlen(want));
+    }
+    return sum;
+}
+
+/* The heap at its peak: exactly big's 1 MiB and keep's 3600 bytes, nothing made after the peak;
+ * the speedscope file's third profile says the same. */
+Test(memviews, peak_flame_graph_holds_the_peak, .init = setup) {
+    cJSON *j = record("p");
+    long long peak = (long long)cJSON_GetObjectItem(libprof_meta(j), "peak_bytes")->valuedouble;
+    size_t len;
+    char *f = read_file(strfmt("%s/p.peak.folded", dir), &len);
+    cr_assert_not_null(f);
+    cr_expect_eq(folded_leaf(f, "big"), 1 << 20);
+    cr_expect_eq(folded_leaf(f, "keep"), 3600);
+    cr_expect_null(strstr(f, "after_peak"), "a block made after the peak: %s", f);
+    cr_expect_null(strstr(f, "temp_"), "a temporary in the peak: %s", f);
+    long long sum = 0;
+    for (const char *l = f; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *eol = strchr(l, '\n'), *sp = l;
+        for (const char *c = l; c < (eol ? eol : l + strlen(l)); c++)
+            if (*c == ' ') sp = c;
+        sum += atoll(sp);
+    }
+    cr_expect_eq(sum, peak, "folded total %lld, heap peak %lld", sum, peak);
+    cJSON *ss = load_json(strfmt("%s/p.speedscope.json", dir));
+    cr_assert_not_null(ss);
+    cJSON *prof = cJSON_GetArrayItem(cJSON_GetObjectItem(ss, "profiles"), 2);
+    cr_assert_not_null(prof);
+    cr_expect_str_eq(cJSON_GetObjectItem(prof, "name")->valuestring, "live bytes at the heap's peak");
+    cr_expect_eq((long long)cJSON_GetObjectItem(prof, "endValue")->valuedouble, peak);
+    cJSON_Delete(ss);
+    cJSON_Delete(j);
+}
+
+/* --at TIME: the heap at the end of the run holds none of these blocks. */
+Test(memviews, peak_view_at_another_instant, .init = setup) {
+    const char *argv[] = {PROG("memviews"), NULL};
+    struct run r, rep;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/a.lpt", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
+    cr_assert_eq(r.status, 0);
+    const char *rargv[] = {REPORT, strfmt("%s/a.lpt", dir), "--folded-peak", strfmt("%s/end.folded", dir), "--at", "3600",
+                           NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    size_t len;
+    char *f = read_file(strfmt("%s/end.folded", dir), &len);
+    cr_assert_not_null(f);
+    cr_expect_eq(folded_leaf(f, "big"), 0, "%s", f);
+    cr_expect_eq(folded_leaf(f, "keep"), 0, "%s", f);
+    run_free(&rep);
+    const char *bad[] = {REPORT, strfmt("%s/a.lpt", dir), "--at", "soon", NULL};
+    run_prog(&rep, dir, NULL, bad);
+    cr_expect_eq(rep.status, 2);
+    run_free(&rep);
+    run_free(&r);
+}
