@@ -274,6 +274,9 @@ static void leaks_finish(struct lp_sink *k, const struct lp_analysis *a) {
 static void peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_sites_folded(a->sites, k->out, LP_FOLD_PEAK);
 }
+static void temp_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_TEMP);
+}
 static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
     const struct lp_reader *r = a->r;
     const char *exe = r->exe ? r->exe : "libprof";
@@ -287,7 +290,7 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
 
 /* ---- the conversion ----------------------------------------------------------------------------- */
 
-enum { OUT_CHROME, OUT_CSV, OUT_SUMMARY, OUT_FOLDED, OUT_LEAKS, OUT_SPEEDSCOPE, OUT_PEAK, OUT_COUNT };
+enum { OUT_CHROME, OUT_CSV, OUT_SUMMARY, OUT_FOLDED, OUT_LEAKS, OUT_SPEEDSCOPE, OUT_PEAK, OUT_TEMP, OUT_COUNT };
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
     struct pass *p = lp_os_calloc(1, sizeof *p);
@@ -317,11 +320,12 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!a->calls || !a->pycalls || !a->ort) goto oom;
 
     /* the writers asked for */
-    const char *flame[4] = {o->folded_path, o->folded_leaks_path, o->speedscope_path, o->folded_peak_path};
+    const char *flame[5] = {o->folded_path, o->folded_leaks_path, o->speedscope_path, o->folded_peak_path,
+                            o->folded_temp_path};
     const char *missing_stacks = NULL;
-    void (*flame_finish[4])(struct lp_sink *, const struct lp_analysis *) = {folded_finish, leaks_finish,
-                                                                             speedscope_finish, peak_finish};
-    for (int k = 0; k < 4; k++) {
+    void (*flame_finish[5])(struct lp_sink *, const struct lp_analysis *) = {
+        folded_finish, leaks_finish, speedscope_finish, peak_finish, temp_finish};
+    for (int k = 0; k < 5; k++) {
         if (!flame[k]) continue;
         if (!a->sites) { /* reported after the others are written */
             missing_stacks = flame[k];

@@ -44,9 +44,23 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o);
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o);
 /* Collapsed stacks, one line per stack: "root;...;leaf BYTES", heaviest first: bytes allocated,
  * leaked at exit, or live at the heap's peak (or at the instant lp_sites_finish was given). */
-enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2 };
+enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2, LP_FOLD_TEMP = 3 };
 void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which);
 /* speedscope's file format: three sampled profiles (allocated, leaked, live at the peak), unit bytes. */
 void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name);
 
 #endif
+
+/* Sites over time (heaptrack_gui's consumption per call site; issue 17): the live bytes of the
+ * `top` heaviest call stacks (by live bytes at their own highest) and of all the others together,
+ * at `buckets` instants spread over the run (each the value at the end of its slice of time).
+ * v[b * (nseries) + i]: series i (the last is "other") at bucket b. */
+#define LP_SERIES_MAX 16
+struct lp_site_series {
+    unsigned nseries, buckets; /* nseries includes "other" */
+    uint64_t span_ns;
+    char label[LP_SERIES_MAX + 1][160];
+    uint64_t *v;
+};
+int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out);
+void lp_site_series_free(struct lp_site_series *s);

@@ -354,10 +354,34 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_s(o, "}");
 }
 
+/* "heap by site": the live bytes of the top call stacks over the run, one counter track each
+ * under the process (Perfetto), sampled at 400 instants. */
+static void site_counters(struct chrome *c, const struct lp_analysis *a) {
+    struct lp_site_series ss;
+    if (lp_site_series_of(a->r, 8, 400, &ss) != 0 || ss.nseries < 2) {
+        lp_site_series_free(&ss);
+        return;
+    }
+    struct lp_json *j = &c->j;
+    for (unsigned b = 0; b <= ss.buckets; b++) {
+        uint64_t ns = (uint64_t)((unsigned __int128)ss.span_ns * b / ss.buckets);
+        lp_json_event(j, "C", c->pid, c->pid, "memory", "heap by site", 12, (int64_t)ns);
+        lp_json_args(j);
+        for (unsigned i = 0; i < ss.nseries; i++) {
+            lp_json_key(j, ss.label[i]);
+            lp_out_u64(j->o, b ? ss.v[(size_t)(b - 1) * ss.nseries + i] : 0);
+        }
+        lp_json_args_end(j);
+        lp_json_event_end(j);
+    }
+    lp_site_series_free(&ss);
+}
+
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
     uint64_t points = heap_counter(c, a);
     if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid); /* ORT's nodes, inside their runs */
+    if (a->sites) site_counters(c, a);
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);

@@ -8,6 +8,7 @@
 
 #include "lib/fmt.h"
 #include "lib/map.h"
+#include "lib/sites.h"
 #include "lib/vec.h"
 #include "report.h"
 
@@ -37,7 +38,7 @@ static void row_emit(void *arg, const char *name, size_t count, const int64_t *v
     for (int k = 0; k < 6; k++) {
         char b[32];
         lp_fmt_ns(b, sizeof b, v[k]);
-        fprintf(f, "<td>%s</td>", b);
+        fprintf(f, "<td data-v=\"%lld\">%s</td>", (long long)v[k], b);
     }
     fputs("</tr>\n", f);
 }
@@ -114,6 +115,63 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
     lp_iter_free(it);
 }
 
+/* "heap by site over time": the live bytes of the top call stacks, stacked, over the run. */
+static void site_plot(FILE *f, const struct lp_reader *r) {
+    struct lp_site_series ss;
+    enum { B = 300 };
+    if (lp_site_series_of(r, 8, B, &ss) != 0 || ss.nseries < 2) {
+        lp_site_series_free(&ss);
+        return;
+    }
+    static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                         "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78",
+                                         "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#dddddd"};
+    uint64_t top = 1;
+    for (unsigned b = 0; b < ss.buckets; b++) {
+        uint64_t sum = 0;
+        for (unsigned i = 0; i < ss.nseries; i++) sum += ss.v[(size_t)b * ss.nseries + i];
+        if (sum > top) top = sum;
+    }
+    char pk[32], sp[32];
+    lp_fmt_bytes(pk, sizeof pk, top);
+    lp_fmt_ns(sp, sizeof sp, (int64_t)ss.span_ns);
+    fprintf(f,
+            "<h2>Heap by site over time</h2><p>live requested bytes of the %u call stacks that held the most, and "
+            "all the others; %u samples over %s</p>\n",
+            ss.nseries - 1, ss.buckets, sp);
+    fprintf(f,
+            "<svg id=\"sites-over-time\" width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
+            "aria-label=\"heap by site over time\"><rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" "
+            "fill=\"#fafafa\" stroke=\"#ccc\"/><text x=\"0\" y=\"20\">%s</text><text x=\"0\" y=\"210\">0</text>"
+            "<text x=\"740\" y=\"230\">%s</text>\n",
+            pk, sp);
+    /* each series an area between the running sums below and above it */
+    for (unsigned i = 0; i < ss.nseries; i++) {
+        fprintf(f, "<polygon class=\"site\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", colors[i % 17]);
+        for (unsigned b = 0; b < ss.buckets; b++) { /* the upper edge, left to right */
+            uint64_t up = 0;
+            for (unsigned k = 0; k <= i; k++) up += ss.v[(size_t)b * ss.nseries + k];
+            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss.buckets - 1), 210 - 200.0 * (double)up / (double)top);
+        }
+        for (unsigned b = ss.buckets; b-- > 0;) { /* the lower edge, back */
+            uint64_t lo = 0;
+            for (unsigned k = 0; k < i; k++) lo += ss.v[(size_t)b * ss.nseries + k];
+            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss.buckets - 1), 210 - 200.0 * (double)lo / (double)top);
+        }
+        fputs("\"><title>", f);
+        esc(f, ss.label[i], strlen(ss.label[i]));
+        fputs("</title></polygon>\n", f);
+    }
+    fputs("</svg><ul class=\"legend\">", f);
+    for (unsigned i = 0; i < ss.nseries; i++) {
+        fprintf(f, "<li><span style=\"background:%s\">&nbsp;&nbsp;&nbsp;</span> ", colors[i % 17]);
+        esc(f, ss.label[i], strlen(ss.label[i]));
+        fputs("</li>", f);
+    }
+    fputs("</ul>\n", f);
+    lp_site_series_free(&ss);
+}
+
 static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     size_t n;
     int64_t *lat = rp_iteration_latencies(c, o, &n);
@@ -179,19 +237,19 @@ static void flame_node(FILE *f, const struct tree *t, int k, double x, double w,
         for (size_t i = 0; i < nd->len; i++) hue = hue * 31 + (unsigned char)nd->name[i];
         char b[32];
         lp_fmt_bytes(b, sizeof b, (uint64_t)nd->value);
-        fputs("<g><title>", f);
+        fprintf(f, "<g class=\"fr\" data-x=\"%.3f\" data-w=\"%.3f\" data-d=\"%d\" data-v=\"%llu\" data-n=\"", x, w,
+                depth, (unsigned long long)nd->value);
+        esc(f, nd->name, nd->len);
+        fputs("\"><title>", f);
         esc(f, nd->name, nd->len);
         fprintf(f,
                 " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" "
                 "fill=\"hsl(%u,70%%,%u%%)\"/>",
                 b, 100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
-        if (w > 40) {
-            size_t fit = (size_t)(w / 6.5);
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 3, y + 13);
-            esc(f, nd->name, nd->len < fit ? nd->len : fit);
-            fputs("</text>", f);
-        }
-        fputs("</g>\n", f);
+        size_t fit = w > 40 ? (size_t)(w / 6.5) : 0;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 3, y + 13);
+        esc(f, nd->name, nd->len < fit ? nd->len : fit);
+        fputs("</text></g>\n", f);
     }
     if (depth > 40) return;
     double cx = x;
@@ -202,7 +260,7 @@ static void flame_node(FILE *f, const struct tree *t, int k, double x, double w,
     }
 }
 
-static void flame(FILE *f, const char *folded) {
+static void flame(FILE *f, const char *folded, const char *id, const char *title, const char *what) {
     struct tree t = {malloc(256 * sizeof *t.v), 1, 256};
     if (!t.v) return;
     t.v[0] = (struct node){"all", 3, 0, -1, -1};
@@ -231,19 +289,57 @@ static void flame(FILE *f, const char *folded) {
         char b[32];
         lp_fmt_bytes(b, sizeof b, (uint64_t)t.v[0].value);
         fprintf(f,
-                "<h2>Allocated bytes by call stack</h2><p>flame graph, root at the top; width = bytes allocated (%s in "
-                "all); hover a frame for its share</p>\n<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" "
-                "role=\"img\" "
-                "aria-label=\"flame graph\" font-family=monospace>\n",
-                b, 40 + depth * 18, 40 + depth * 18);
-        flame_node(f, &t, 0, 0, 1000, -1, t.v[0].value);
-        fputs("</svg>\n", f);
+                "<h2>%s</h2><p>flame graph, root at the top; width = %s (%s in all); hover a frame for its share, "
+                "click to zoom into it (click the root to zoom out), search to highlight</p>\n"
+                "<div class=\"flame\" id=\"%s\"><input class=\"search\" placeholder=\"search (regex)\"> "
+                "<span class=\"matched\"></span><br>"
+                "<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" role=\"img\" aria-label=\"%s\" "
+                "font-family=monospace>\n",
+                title, what, b, id, 40 + depth * 18, 40 + depth * 18, title);
+        flame_node(f, &t, 0, 0, 1000, 0, t.v[0].value);
+        fputs("</svg></div>\n", f);
     }
     free(t.v);
 }
 
+/* The flame graphs' interaction and the tables' sorting: no network, no library. A click zooms
+ * into a frame (its ancestors span the width, frames outside its subtree are hidden; the root
+ * zooms out); the search box highlights the frames whose name matches and says their share. */
+#define FLAME_JS                                                                                         \
+    "<script>\n"                                                                                         \
+    "function fit(g,x,w){var r=g.querySelector('rect'),t=g.querySelector('text'),n=g.dataset.n;"         \
+    "r.setAttribute('x',x);r.setAttribute('width',Math.max(w,0));t.setAttribute('x',x+3);"               \
+    "var k=w>40?Math.floor(w/6.5):0;t.textContent=n.length>k?n.slice(0,k):n;}\n"                         \
+    "function zoom(div,z){var zx=+z.dataset.x,zw=+z.dataset.w,zd=+z.dataset.d;"                          \
+    "div.querySelectorAll('g.fr').forEach(function(g){var x=+g.dataset.x,w=+g.dataset.w,d=+g.dataset.d;" \
+    "if(d>=zd&&x>=zx-1e-6&&x+w<=zx+zw+1e-6){g.style.display='';fit(g,(x-zx)*1000/zw,w*1000/zw);}"        \
+    "else if(d<zd&&x<=zx+1e-6&&x+w>=zx+zw-1e-6){g.style.display='';fit(g,0,1000);}"                      \
+    "else g.style.display='none';});div.dataset.zoom=z.dataset.n;}\n"                                    \
+    "document.querySelectorAll('div.flame').forEach(function(div){"                                      \
+    "div.querySelectorAll('g.fr').forEach(function(g){g.style.cursor='pointer';"                         \
+    "g.addEventListener('click',function(){zoom(div,g);});});"                                           \
+    "var s=div.querySelector('input.search'),m=div.querySelector('.matched');"                           \
+    "s.addEventListener('input',function(){var re;try{re=new RegExp(s.value);}catch(e){return;}"         \
+    "var tot=0,all=+div.querySelector('g.fr[data-d=\"0\"]').dataset.v,hit=0;"                            \
+    "div.querySelectorAll('g.fr').forEach(function(g){var r=g.querySelector('rect');"                    \
+    "if(!r.dataset.fill)r.dataset.fill=r.getAttribute('fill');"                                          \
+    "var on=s.value&&re.test(g.dataset.n);r.setAttribute('fill',on?'#e040fb':r.dataset.fill);"           \
+    "if(on){hit++;var a=g.parentNode.querySelectorAll('g.fr'),top=true;"                                 \
+    "a.forEach(function(h){if(h!==g&&+h.dataset.d<+g.dataset.d&&re.test(h.dataset.n)&&"                  \
+    "+h.dataset.x<=+g.dataset.x&&+h.dataset.x+ +h.dataset.w>=+g.dataset.x+ +g.dataset.w)top=false;});"   \
+    "if(top)tot+=+g.dataset.v;}});div.dataset.matches=hit;"                                              \
+    "m.textContent=s.value?hit+' frames, '+(100*tot/all).toFixed(1)+'% of the total':'';});});\n"        \
+    "document.querySelectorAll('table.sortable th').forEach(function(th,i){th.style.cursor='pointer';"   \
+    "th.addEventListener('click',function(){var tb=th.closest('table'),rows=[].slice.call(tb.rows,1);"   \
+    "var dir=th.dataset.dir==='d'?1:-1;th.dataset.dir=dir<0?'d':'a';"                                    \
+    "rows.sort(function(a,b){var x=a.cells[i].dataset.v||a.cells[i].textContent,"                        \
+    "y=b.cells[i].dataset.v||b.cells[i].textContent,nx=parseFloat(x),ny=parseFloat(y);"                  \
+    "return (isNaN(nx)||isNaN(ny)?x.localeCompare(y):nx-ny)*dir;});"                                     \
+    "rows.forEach(function(r){tb.appendChild(r);});});});\n"                                             \
+    "</script>\n"
+
 int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
-            const char *folded, const struct rp_opts *o) {
+            const char *const folded[4], const struct rp_opts *o) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
     esc(f, label, strlen(label));
     fputs(
@@ -258,7 +354,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
     esc(f, label, strlen(label));
     fprintf(f, " — %zu slices</p>\n", c->nslices);
     if (c->nslices) { /* timed calls and ranges: absent from an allocation-only trace */
-        fputs("<h2>Top entry points</h2><table><tr><th "
+        fputs("<h2>Top entry points</h2><table class=\"sortable\"><tr><th "
               "class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
               "<th>p50</th><th>p99</th><th>max</th></tr>\n",
               f);
@@ -282,8 +378,17 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         }
     }
     if (r) heap_plot(f, r);
+    if (r) site_plot(f, r);
     if (o->iterations) iteration_chart(f, c, o);
-    if (folded) flame(f, folded);
+    /* allocated, at the peak, leaked, temporary: each a flame graph of its own */
+    static const char *const ids[4] = {"flame-alloc", "flame-peak", "flame-leaks", "flame-temp"};
+    static const char *const titles[4] = {"Allocated bytes by call stack", "The heap at its peak by call stack",
+                                          "Leaked bytes by call stack", "Temporary allocations by call stack"};
+    static const char *const what[4] = {"bytes allocated", "bytes live at the heap's peak", "bytes never freed",
+                                        "bytes of allocations released right after"};
+    for (int k = 0; k < 4; k++)
+        if (folded && folded[k] && folded[k][0]) flame(f, folded[k], ids[k], titles[k], what[k]);
+    fputs(FLAME_JS, f);
     if (summary && *summary) {
         fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites, Python lines</h2><pre>", f);
         esc(f, summary, strlen(summary));

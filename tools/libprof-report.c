@@ -223,18 +223,37 @@ static char *summary_text(const struct lp_reader *r, const char *label) {
 }
 
 /* Folded allocation stacks of a raw trace into a string (NULL without stacks). */
-static char *folded_text(const struct lp_reader *r) {
-    if (!r->nstacks) return NULL;
-    char path[] = "/tmp/libprof-report-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    close(fd);
-    struct lp_convert_opts o = {.chrome_fd = -1, .summary_fd = -1, .alloc_min = r->hdr.alloc_min, .folded_path = path};
+/* The four flame graphs of a raw trace with stacks (allocated, at the peak, leaked, temporary),
+ * as collapsed-stack texts (NULL each when none). */
+static void folded_texts(const struct lp_reader *r, char *out[4]) {
+    for (int k = 0; k < 4; k++) out[k] = NULL;
+    if (!r->nstacks) return;
+    char path[4][32];
+    for (int k = 0; k < 4; k++) {
+        snprintf(path[k], sizeof path[k], "/tmp/libprof-report-XXXXXX");
+        int fd = mkstemp(path[k]);
+        if (fd < 0)
+            path[k][0] = '\0';
+        else
+            close(fd);
+    }
+    struct lp_convert_opts o = {.chrome_fd = -1,
+                                .summary_fd = -1,
+                                .alloc_min = r->hdr.alloc_min,
+                                .folded_path = path[0][0] ? path[0] : NULL,
+                                .folded_peak_path = path[1][0] ? path[1] : NULL,
+                                .folded_leaks_path = path[2][0] ? path[2] : NULL,
+                                .folded_temp_path = path[3][0] ? path[3] : NULL,
+                                .temporary_threshold = temp_threshold,
+                                .peak_at_ns = peak_at_ns};
     char err[256];
     size_t len;
-    char *s = lp_convert(r, &o, err, sizeof err) == 0 ? slurp(path, &len) : NULL;
-    unlink(path);
-    return s;
+    int ok = lp_convert(r, &o, err, sizeof err) == 0;
+    for (int k = 0; k < 4; k++) {
+        if (!path[k][0]) continue;
+        if (ok) out[k] = slurp(path[k], &len);
+        unlink(path[k]);
+    }
 }
 
 /* --merge --chrome: every input's Chrome events on one timeline. A raw trace is converted first;
@@ -567,13 +586,16 @@ int main(int argc, char **argv) {
     if (rc == 0 && html) {
         FILE *f = fopen(html, "w");
         char *sum = in[0].raw ? summary_text(&in[0].r, in[0].path) : NULL;
-        char *fold = in[0].raw ? folded_text(&in[0].r) : NULL;
-        if (!f || rp_html(f, in[0].path, &in[0].c, in[0].raw ? &in[0].r : NULL, sum, fold, &o) != 0 || fclose(f) != 0) {
+        char *fold[4] = {NULL, NULL, NULL, NULL};
+        if (in[0].raw) folded_texts(&in[0].r, fold);
+        if (!f ||
+            rp_html(f, in[0].path, &in[0].c, in[0].raw ? &in[0].r : NULL, sum, (const char *const *)fold, &o) != 0 ||
+            fclose(f) != 0) {
             fprintf(stderr, "libprof-report: cannot write %s: %s\n", html, strerror(errno));
             rc = 1;
         }
         free(sum);
-        free(fold);
+        for (int k = 0; k < 4; k++) free(fold[k]);
     }
     if (rc == 0 && diff) {
         struct input base;

@@ -45,7 +45,7 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r);
  * adds the heap-over-time plot; `summary` (may be NULL) the memory/I/O/BLAS tables as text;
  * `folded` (may be NULL) the allocation flame graph. */
 int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
-            const char *folded, const struct rp_opts *o);
+            const char *const folded[4], const struct rp_opts *o);
 /* For the HTML page: the top rows as the table shows them (name, count, total, self, mean, p50,
  * p99, max), and each thread's wall, busy and kernel time. */
 int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,

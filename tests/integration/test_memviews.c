@@ -4,6 +4,7 @@
  * blocks live at the peak, --at shows another instant, the CSV column. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@ static cJSON *record(const char *name) {
     const char *argv[] = {PROG("memviews"), NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/%s.json", dir, name), *csv = strfmt("LIBPROF_CSV=%s/%s.csv", dir, name);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL},
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_STACKS=16", "LIBPROF_FLAMEGRAPH=1", NULL},
              argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "done\n");
@@ -61,8 +63,8 @@ Test(memviews, temporaries_equal_heaptracks, .init = setup) {
     cr_expect_not_null(strstr(csv, "temp_a < main"), "no temp_a site row");
     const char *row = strstr(csv, "temp_a < main");
     const char *eol = row ? strchr(row, '\n') : NULL;
-    cr_expect(eol && eol - row > 4 && !strncmp(eol - 4, ",300", 4), "temp_a row: %.*s", eol && row ? (int)(eol - row) : 0,
-              row ? row : "");
+    cr_expect(eol && eol - row > 4 && !strncmp(eol - 4, ",300", 4), "temp_a row: %.*s",
+              eol && row ? (int)(eol - row) : 0, row ? row : "");
     /* heaptrack on the same program */
     if (access("/usr/bin/heaptrack", X_OK) != 0 || access("/usr/bin/heaptrack_print", X_OK) != 0) {
         cJSON_Delete(j);
@@ -73,8 +75,8 @@ Test(memviews, temporaries_equal_heaptracks, .init = setup) {
     const char *hargv[] = {"/usr/bin/heaptrack", "-o", ht, PROG("memviews"), NULL};
     run_prog(&h, dir, NULL, hargv);
     cr_assert_eq(h.status, 0, "%s%s", h.out, h.err);
-    const char *pargv[] = {"/bin/sh", "-c", strfmt("heaptrack_print -f %s.zst* 2>/dev/null || heaptrack_print -f %s.gz*", ht, ht),
-                           NULL};
+    const char *pargv[] = {"/bin/sh", "-c",
+                           strfmt("heaptrack_print -f %s.zst* 2>/dev/null || heaptrack_print -f %s.gz*", ht, ht), NULL};
     run_prog(&p, dir, NULL, pargv);
     cr_assert_eq(p.status, 0, "%s", p.err);
     const char *line = strstr(p.out, "temporary memory allocations: ");
@@ -179,8 +181,8 @@ Test(memviews, peak_view_at_another_instant, .init = setup) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/a.lpt", dir);
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
     cr_assert_eq(r.status, 0);
-    const char *rargv[] = {REPORT, strfmt("%s/a.lpt", dir), "--folded-peak", strfmt("%s/end.folded", dir), "--at", "3600",
-                           NULL};
+    const char *rargv[] = {
+        REPORT, strfmt("%s/a.lpt", dir), "--folded-peak", strfmt("%s/end.folded", dir), "--at", "3600", NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);
     size_t len;
@@ -192,6 +194,80 @@ Test(memviews, peak_view_at_another_instant, .init = setup) {
     const char *bad[] = {REPORT, strfmt("%s/a.lpt", dir), "--at", "soon", NULL};
     run_prog(&rep, dir, NULL, bad);
     cr_expect_eq(rep.status, 2);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* The HTML report in a real browser: Debian's chromium driven by playwright-core (npm). A click
+ * on a frame zooms into it (its width becomes the graph's, frames outside its subtree hide), the
+ * root zooms out, the search highlights and gives the share, no script error; a screenshot of
+ * the whole page is written and is a real PNG of the page's size. */
+static const char check_js[] =
+    "const { chromium } = require('playwright-core');\n"
+    "(async () => {\n"
+    "  const [html, shot] = process.argv.slice(2);\n"
+    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
+    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
+    "  const errors = [];\n"
+    "  page.on('pageerror', e => errors.push(String(e)));\n"
+    "  await page.goto('file://' + html);\n"
+    "  const out = { errors };\n"
+    "  const frame = page.locator('#flame-alloc g.fr[data-n=\"temp_b\"]').first();\n"
+    "  out.before = +(await frame.locator('rect').getAttribute('width'));\n"
+    "  await frame.click();\n"
+    "  out.after = +(await frame.locator('rect').getAttribute('width'));\n"
+    "  out.hidden = await page.locator('#flame-alloc g.fr[data-n=\"big\"]').first().evaluate(g => g.style.display "
+    "=== 'none');\n"
+    "  await page.locator('#flame-alloc g.fr[data-d=\"0\"]').click();\n"
+    "  out.reset = +(await frame.locator('rect').getAttribute('width'));\n"
+    "  await page.locator('#flame-peak input.search').fill('^keep$');\n"
+    "  out.matches = +(await page.locator('#flame-peak').getAttribute('data-matches'));\n"
+    "  out.matched = await page.locator('#flame-peak .matched').textContent();\n"
+    "  out.sites = await page.locator('#sites-over-time polygon.site').count();\n"
+    "  await page.screenshot({ path: shot, fullPage: true });\n"
+    "  console.log(JSON.stringify(out));\n"
+    "  await browser.close();\n"
+    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
+
+Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
+    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
+        access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    const char *argv[] = {PROG("memviews"), NULL};
+    struct run r, rep, b;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/h.lpt", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
+    cr_assert_eq(r.status, 0);
+    char *html = strfmt("%s/h.html", dir), *shot = strfmt("%s/h.png", dir), *js = strfmt("%s/check.js", dir);
+    const char *rargv[] = {REPORT, strfmt("%s/h.lpt", dir), "--html", html, NULL};
+    run_prog(&rep, dir, NULL, rargv);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    FILE *f = fopen(js, "w");
+    fputs(check_js, f);
+    fclose(f);
+    const char *bargv[] = {"node", js, html, shot, NULL};
+    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL}, bargv);
+    cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
+    cJSON *o = cJSON_Parse(b.out);
+    cr_assert_not_null(o, "%s", b.out);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "errors")), 0, "%s", b.out);
+    double before = cJSON_GetObjectItem(o, "before")->valuedouble, after = cJSON_GetObjectItem(o, "after")->valuedouble;
+    cr_expect(before > 50 && before < 900, "temp_b's width before: %g", before);
+    cr_expect(after > 999 && after < 1001, "after the click: %g", after);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(o, "hidden")), "big still shown when zoomed into temp_b");
+    cr_expect(fabs(cJSON_GetObjectItem(o, "reset")->valuedouble - before) < 0.5, "zoom out: %s", b.out);
+    cr_expect_eq(cJSON_GetObjectItem(o, "matches")->valueint, 1, "%s", b.out);
+    cr_expect_not_null(strstr(cJSON_GetObjectItem(o, "matched")->valuestring, "1 frames, 0.3%"), "%s", b.out);
+    cr_expect_eq(cJSON_GetObjectItem(o, "sites")->valueint, 8, "%s", b.out);
+    /* the screenshot: a PNG as wide as the viewport and taller than it (the whole page) */
+    size_t len;
+    unsigned char *png = (unsigned char *)read_file(shot, &len);
+    cr_assert(png && len > 20000 && !memcmp(png, "\x89PNG", 4), "no screenshot");
+    unsigned w = (unsigned)png[16] << 24 | png[17] << 16 | png[18] << 8 | png[19];
+    unsigned h = (unsigned)png[20] << 24 | png[21] << 16 | png[22] << 8 | png[23];
+    cr_expect(w == 1100 && h > 2000, "screenshot %ux%u", w, h);
+    cJSON_Delete(o);
+    run_free(&b);
     run_free(&rep);
     run_free(&r);
 }
