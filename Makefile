@@ -73,6 +73,7 @@ HOOK_SRCS += preload/hooks/io.c
 HOOK_SRCS += preload/hooks/omp.c
 HOOK_SRCS += preload/hooks/python.c
 HOOK_SRCS += preload/hooks/ort.c
+HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
 HOOK_SRCS += preload/hooks/sync.c
@@ -131,6 +132,7 @@ INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c
 INTEGRATION_TESTS += tests/integration/test_ort.c
 INTEGRATION_TESTS += tests/integration/test_memviews.c
+INTEGRATION_TESTS += tests/integration/test_mpi.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -159,6 +161,8 @@ PROGS_CXX += tests/progs/annotated_cpp.cpp
 NPM_DIR ?= /opt/libprof-npm
 ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
 ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl)
+# An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
+MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   = $(call obj,$(CORE_SRCS))
@@ -169,7 +173,8 @@ UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc \
-              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS)
+              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) \
+              $(MPI_PROGS)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
@@ -249,6 +254,10 @@ $(BUILD)/progs/libownalloc_dep.so: tests/progs/ownalloc_dep.c $(FLAGS_STAMP)
 $(BUILD)/progs/ortc: tests/progs/ortc.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
+
+$(BUILD)/progs/mpiring: tests/progs/mpiring.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)mpicc -std=gnu11 -O1 -g -Wall -Wextra -o $@ $<
 
 $(BUILD)/progs/ortdl: tests/progs/ortc.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

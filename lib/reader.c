@@ -154,6 +154,9 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             } else if (key == LP_STR_EXE) {
                 r->exe = s;
                 r->exe_len = n;
+            } else if (key == LP_STR_JOB) {
+                r->job = s;
+                r->job_len = n;
             } else if (key == LP_STR_CMDLINE) {
                 r->cmdline = s;
                 r->cmdline_len = n;

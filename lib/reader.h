@@ -32,6 +32,8 @@ struct lp_reader {
     struct lp_file_header hdr;
     const char *hostname, *exe, *cmdline;
     uint32_t hostname_len, exe_len, cmdline_len;
+    const char *job; /* launcher\0rank\0size\0local (LP_STR_JOB), NULL when not launched as a rank */
+    uint32_t job_len;
     struct lp_thread_info *threads;
     uint32_t nthreads;
     struct lp_chunk_ref *chunks;

@@ -4,6 +4,7 @@
 #include "ort.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "describe.h"
@@ -117,6 +118,16 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_slices_add clamps too */
         lp_slices_add(b, name, f >= 0 ? fam[f] : lp_slices_intern(b, cat), r->hdr.pid, e.tid,
                       (int64_t)(e.start_ns > lim ? lim : e.start_ns), (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
+        if (shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) < LP_CALL_COUNT &&
+            lp_call_family[lp_call_id(e.w[0])] == LP_FAM_MPI && lp_call_nargs(e.w[0]) >= 1) {
+            unsigned call = lp_call_id(e.w[0]), na = lp_call_nargs(e.w[0]);
+            int has_bytes = call != LP_CALL_MPI_INIT && call != LP_CALL_MPI_INIT_THREAD &&
+                            call != LP_CALL_MPI_FINALIZE && call != LP_CALL_MPI_WAIT && call != LP_CALL_MPI_WAITALL &&
+                            call != LP_CALL_MPI_WAITANY && call != LP_CALL_MPI_TEST && call != LP_CALL_MPI_BARRIER;
+            if (has_bytes)
+                lp_slices_mpi_bytes(out, lp_call_names[call], e.w[1],
+                                    call == LP_CALL_MPI_SENDRECV && na >= 6 ? e.w[6] : 0);
+        }
         if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
     }
@@ -137,9 +148,28 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
     lp_iter_free(it);
     out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;
     out->pid = r->hdr.pid;
+    out->rank = -1;
+    if (r->job) { /* launcher\0rank\0... */
+        const char *rk = memchr(r->job, 0, r->job_len);
+        if (rk && rk + 1 < r->job + r->job_len) out->rank = strtol(rk + 1, NULL, 10);
+    }
+    if (r->hostname) snprintf(out->host, sizeof out->host, "%.*s", (int)r->hostname_len, r->hostname);
     if (lp_slices_builder_end(b) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     return 0;
+}
+
+void lp_slices_mpi_bytes(struct lp_slices *c, const char *name, uint64_t bytes, uint64_t recv_bytes) {
+    if (!strcmp(name, "MPI_Send") || !strcmp(name, "MPI_Isend")) {
+        c->mpi_sent += bytes;
+    } else if (!strcmp(name, "MPI_Recv") || !strcmp(name, "MPI_Irecv")) {
+        c->mpi_recv += bytes;
+    } else if (!strcmp(name, "MPI_Sendrecv")) {
+        c->mpi_sent += bytes;
+        c->mpi_recv += recv_bytes;
+    } else if (strncmp(name, "MPI_", 4) == 0) {
+        c->mpi_coll += bytes;
+    }
 }

@@ -23,12 +23,18 @@ struct lp_slices {
     size_t nslices;
     char **names;
     size_t nnames;
-    size_t events;          /* trace events read */
-    size_t skipped;         /* events of no use here or malformed (counted, not fatal) */
-    size_t unmatched;       /* B without E, or E without B */
-    int64_t origin_real_ns; /* CLOCK_REALTIME of ts 0 when the trace says (libprof's do), else 0 */
-    int64_t pid;            /* the process, when the trace names one (libprof's metadata), else 0 */
+    size_t events;                         /* trace events read */
+    size_t skipped;                        /* events of no use here or malformed (counted, not fatal) */
+    size_t unmatched;                      /* B without E, or E without B */
+    int64_t origin_real_ns;                /* CLOCK_REALTIME of ts 0 when the trace says (libprof's do), else 0 */
+    int64_t pid;                           /* the process, when the trace names one (libprof's metadata), else 0 */
+    int64_t rank;                          /* the job's rank (libprof's metadata.job), -1 when none */
+    char host[64];                         /* its host, when known */
+    uint64_t mpi_sent, mpi_recv, mpi_coll; /* bytes of MPI point-to-point sends, receives; collectives */
 };
+
+/* An MPI call's bytes into c's sent/received/collective totals (by its name). */
+void lp_slices_mpi_bytes(struct lp_slices *c, const char *name, uint64_t bytes, uint64_t recv_bytes);
 
 /* Building a struct lp_slices. */
 struct lp_slices_builder;

@@ -287,6 +287,26 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_json_str(o, r->exe ? r->exe : "", r->exe_len);
     lp_out_s(o, ",\"command\":");
     out_command(o, r);
+    if (r->job) { /* the job this process was a rank of: launcher, rank, world size, local rank, host */
+        char buf[128], *f[4] = {"", "", "", ""};
+        size_t n = r->job_len < sizeof buf - 1 ? r->job_len : sizeof buf - 1;
+        memcpy(buf, r->job, n);
+        buf[n] = '\0';
+        char *p = buf;
+        for (int k = 0; k < 4 && p <= buf + n; k++) {
+            f[k] = p;
+            p += strlen(p) + 1;
+        }
+        const char *end = buf + n + 1;
+        lp_out_s(o, ",\"job\":{\"launcher\":");
+        lp_out_json_str(o, f[0], strlen(f[0]));
+        lp_out_fmt(o, ",\"rank\":%ld", atol(f[1]));
+        if (f[2][0] && f[2] < end) lp_out_fmt(o, ",\"world_size\":%ld", atol(f[2]));
+        if (f[3][0] && f[3] < end) lp_out_fmt(o, ",\"local_rank\":%ld", atol(f[3]));
+        lp_out_s(o, ",\"host\":");
+        lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
+        lp_out_s(o, "}");
+    }
     lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
                (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)a->span_ns,
                r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",

@@ -70,6 +70,13 @@ static void event(struct parse *l, const cJSON *e) {
         l->c->skipped++;
         return;
     }
+    if (p == 'X' && !strcmp(cat, "mpi")) { /* libprof's MPI slices: their bytes (the per-rank view) */
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        const cJSON *by = cJSON_GetObjectItemCaseSensitive(args, "bytes"),
+                    *rb = cJSON_GetObjectItemCaseSensitive(args, "recv_bytes");
+        lp_slices_mpi_bytes(l->c, name, cJSON_IsNumber(by) && by->valuedouble > 0 ? (uint64_t)by->valuedouble : 0,
+                            cJSON_IsNumber(rb) && rb->valuedouble > 0 ? (uint64_t)rb->valuedouble : 0);
+    }
     if (p == 'X') {
         int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
         lp_slices_add(l->b, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat), pid, tid, ts,
@@ -121,6 +128,13 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     if (cJSON_IsNumber(st) && st->valuedouble > 0 && st->valuedouble < 9e18)
         out->origin_real_ns = (int64_t)st->valuedouble;
     if (cJSON_IsNumber(pidj) && pidj->valuedouble > 0 && pidj->valuedouble < 4e9) out->pid = (int64_t)pidj->valuedouble;
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(meta, "job"),
+                *rk = cJSON_GetObjectItemCaseSensitive(job, "rank");
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(job, "host");
+    int64_t rank = cJSON_IsNumber(rk) && rk->valuedouble >= 0 && rk->valuedouble < 1e9 ? (int64_t)rk->valuedouble : -1;
+    char hostname[64] = "";
+    if (cJSON_IsString(host)) snprintf(hostname, sizeof hostname, "%s", host->valuestring);
+    uint64_t sent = out->mpi_sent, recv = out->mpi_recv, coll = out->mpi_coll;
     out->unmatched += l.nopen;
     free(l.open);
     lp_map_free(&l.ids);
@@ -134,6 +148,11 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     }
     out->origin_real_ns = origin;
     out->pid = pid;
+    out->rank = rank;
+    snprintf(out->host, sizeof out->host, "%s", hostname);
+    out->mpi_sent = sent;
+    out->mpi_recv = recv;
+    out->mpi_coll = coll;
     out->events = nevents;
     out->skipped = skipped;
     out->unmatched = unmatched;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "chrome_in.h"
+#include "lib/fmt.h"
 #include "lib/convert.h"
 #include "lib/reader.h"
 #include "report.h"
@@ -256,6 +257,81 @@ static void folded_texts(const struct lp_reader *r, char *out[4]) {
     }
 }
 
+/* --merge of the ranks of a job: one row per rank (wall, time in MPI and its heaviest call, other
+ * waits, compute = wall - MPI - waits, bytes), the imbalance (max / mean compute) and the rank the
+ * others waited for. On each rank's main thread (MPI libraries' progress threads wait by design). */
+static void print_ranks(const struct input *in, int n) {
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= in[i].c.rank >= 0;
+    if (!any) return;
+    printf("\nper rank (main thread; compute = wall - MPI - other waits):\n%6s %-12s %10s %10s %10s %10s %12s %12s "
+           "%12s  %s\n",
+           "rank", "host", "wall", "MPI", "waits", "compute", "sent", "received", "collective", "heaviest MPI call");
+    double sum = 0, mx = -1;
+    int64_t slowest = -1;
+    int ranks = 0;
+    for (int i = 0; i < n; i++) {
+        const struct lp_slices *c = &in[i].c;
+        int64_t first = INT64_MAX, last = INT64_MIN, mpi = 0, waits = 0, mpi_end = INT64_MIN;
+        /* per MPI call name: total time (names are few) */
+        int64_t best = 0;
+        const char *best_name = "-";
+        int64_t *per = calloc(c->nnames + 1, sizeof *per);
+        for (size_t k = 0; k < c->nslices; k++) {
+            const struct lp_slice *sl = &c->slices[k];
+            if (sl->ts_ns < first) first = sl->ts_ns;
+            if (sl->ts_ns + sl->dur_ns > last) last = sl->ts_ns + sl->dur_ns;
+        }
+        /* the main thread's MPI calls, then its waits outside them */
+        int64_t(*iv)[2] = malloc((c->nslices + 1) * sizeof *iv);
+        size_t niv = 0;
+        for (size_t k = 0; iv && k < c->nslices; k++) {
+            const struct lp_slice *sl = &c->slices[k];
+            if ((c->pid && sl->tid != c->pid) || strcmp(c->names[sl->cat], "mpi")) continue;
+            mpi += sl->dur_ns;
+            iv[niv][0] = sl->ts_ns;
+            iv[niv++][1] = sl->ts_ns + sl->dur_ns;
+            if (per) per[sl->name] += sl->dur_ns;
+        }
+        for (size_t k = 0; iv && k < c->nslices; k++) {
+            const struct lp_slice *sl = &c->slices[k];
+            if (c->pid && sl->tid != c->pid) continue;
+            const char *cat = c->names[sl->cat];
+            if (strcmp(cat, "sync") && strcmp(cat, "wait")) continue;
+            int inside = 0;
+            for (size_t q = 0; q < niv && !inside; q++) inside = sl->ts_ns >= iv[q][0] && sl->ts_ns < iv[q][1];
+            if (!inside) waits += sl->dur_ns;
+        }
+        free(iv);
+        (void)mpi_end;
+        for (size_t k = 0; per && k < c->nnames; k++)
+            if (per[k] > best) best = per[k], best_name = c->names[k];
+        free(per);
+        int64_t wall = last > first ? last - first : 0, compute = wall - mpi - waits;
+        if (compute < 0) compute = 0;
+        char w[32], m[32], wt[32], cp[32], sb[32], rb[32], cb[32], bt[32];
+        lp_fmt_ns(w, sizeof w, wall);
+        lp_fmt_ns(m, sizeof m, mpi);
+        lp_fmt_ns(wt, sizeof wt, waits);
+        lp_fmt_ns(cp, sizeof cp, compute);
+        lp_fmt_bytes(sb, sizeof sb, c->mpi_sent);
+        lp_fmt_bytes(rb, sizeof rb, c->mpi_recv);
+        lp_fmt_bytes(cb, sizeof cb, c->mpi_coll);
+        lp_fmt_ns(bt, sizeof bt, best);
+        printf("%6lld %-12.12s %10s %10s %10s %10s %12s %12s %12s  %s %s\n", (long long)c->rank,
+               c->host[0] ? c->host : "?", w, m, wt, cp, sb, rb, cb, best_name, bt);
+        sum += (double)compute;
+        ranks++;
+        if ((double)compute > mx) {
+            mx = (double)compute;
+            slowest = c->rank;
+        }
+    }
+    if (ranks && sum > 0)
+        printf("imbalance (max / mean compute): %.2f; the slowest rank: %lld (the others wait for it in MPI)\n",
+               mx / (sum / ranks), (long long)slowest);
+}
+
 /* --merge --chrome: every input's Chrome events on one timeline. A raw trace is converted first;
  * events are shifted by their file's wall-clock start relative to the earliest one. */
 static int write_merged(struct input *in, int n, const char *out) {
@@ -295,9 +371,33 @@ static int write_merged(struct input *in, int n, const char *out) {
         double shift_us = in[i].c.origin_real_ns && t0 != INT64_MAX ? (double)(in[i].c.origin_real_ns - t0) / 1e3 : 0;
         cJSON *evs = cJSON_IsArray(doc) ? doc : cJSON_GetObjectItemCaseSensitive(doc, "traceEvents"), *e;
         while (evs && (e = cJSON_DetachItemFromArray(evs, 0)) != NULL) {
-            cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
+            cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *nm = cJSON_GetObjectItemCaseSensitive(e, "name"),
+                  *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+            if (in[i].c.rank >= 0 && cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") && cJSON_IsString(nm) &&
+                !strcmp(nm->valuestring, "process_name")) {
+                cJSON_Delete(e); /* replaced by the rank's name below */
+                continue;
+            }
             if (cJSON_IsNumber(ts)) cJSON_SetNumberValue(ts, ts->valuedouble + shift_us);
             cJSON_AddItemToArray(events, e);
+        }
+        if (in[i].c.rank >= 0) { /* "rank N (host)", ordered by rank */
+            char label[128];
+            snprintf(label, sizeof label, "rank %lld (%s)", (long long)in[i].c.rank,
+                     in[i].c.host[0] ? in[i].c.host : "?");
+            for (int k = 0; k < 2; k++) {
+                cJSON *m = cJSON_CreateObject(), *args = cJSON_CreateObject();
+                cJSON_AddStringToObject(m, "ph", "M");
+                cJSON_AddStringToObject(m, "name", k ? "process_sort_index" : "process_name");
+                cJSON_AddNumberToObject(m, "pid", (double)in[i].c.pid);
+                cJSON_AddNumberToObject(m, "tid", 0);
+                if (k)
+                    cJSON_AddNumberToObject(args, "sort_index", (double)in[i].c.rank);
+                else
+                    cJSON_AddStringToObject(args, "name", label);
+                cJSON_AddItemToObject(m, "args", args);
+                cJSON_AddItemToArray(events, m);
+            }
         }
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "file", in[i].path);
@@ -619,6 +719,7 @@ int main(int argc, char **argv) {
                 snprintf(label, sizeof label, "%d traces merged", ninputs);
                 if (rp_print(stdout, label, &all, &o) != 0) rc = 1;
                 lp_slices_free(&all);
+                print_ranks(in, ninputs);
             }
         } else {
             for (int i = 0; i < ninputs && rc == 0; i++) {

@@ -59,7 +59,8 @@
     X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */                                        \
     X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */                                 \
     X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */                    \
-    X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */
+    X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */                  \
+    X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */
 // clang-format on
 
 enum lp_family {
@@ -167,6 +168,7 @@ enum lp_call_role {
     LP_ROLE_OMP,       /* GOMP_parallel: args threads asked, team size, flow */
     LP_ROLE_OMPWORK,   /* a team member running a region: args thread number, flow */
     LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
+    LP_ROLE_MPI,       /* MPI: args bytes (count x MPI_Type_size), peer or root, tag, communicator size */
     LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
                         * inputs "name dtype[shape]; ..." and the output names */
 };
@@ -245,7 +247,30 @@ enum lp_call_role {
     X(OMP_WORK, "omp work", OMP, OMPWORK, "thread_num,flow")                   \
     X(ORT_CREATE_SESSION, "ort.CreateSession", ORT, ORT, "session,failed")      \
     X(ORT_RUN, "ort.Run", ORT, ORT, "session,n_inputs,n_outputs,failed")            \
-    X(ORT_RELEASE_SESSION, "ort.ReleaseSession", ORT, ORT, "session")
+    X(ORT_RELEASE_SESSION, "ort.ReleaseSession", ORT, ORT, "session")          \
+    X(MPI_INIT, "MPI_Init", MPI, MPI, "ret-")                                   \
+    X(MPI_INIT_THREAD, "MPI_Init_thread", MPI, MPI, "required-,provided-,ret-") \
+    X(MPI_FINALIZE, "MPI_Finalize", MPI, MPI, "ret-")                           \
+    X(MPI_SEND, "MPI_Send", MPI, MPI, "bytes,peer-,tag-,comm_size,ret-")        \
+    X(MPI_RECV, "MPI_Recv", MPI, MPI, "bytes,peer-,tag-,comm_size,ret-")        \
+    X(MPI_ISEND, "MPI_Isend", MPI, MPI, "bytes,peer-,tag-,comm_size,ret-")      \
+    X(MPI_IRECV, "MPI_Irecv", MPI, MPI, "bytes,peer-,tag-,comm_size,ret-")      \
+    X(MPI_SENDRECV, "MPI_Sendrecv", MPI, MPI, "bytes,peer-,tag-,comm_size,ret-,recv_bytes,source-") \
+    X(MPI_WAIT, "MPI_Wait", MPI, MPI, "ret-")                                   \
+    X(MPI_WAITALL, "MPI_Waitall", MPI, MPI, "count,ret-")                       \
+    X(MPI_WAITANY, "MPI_Waitany", MPI, MPI, "count,ret-")                       \
+    X(MPI_TEST, "MPI_Test", MPI, MPI, "ret-")                                   \
+    X(MPI_BARRIER, "MPI_Barrier", MPI, MPI, "comm_size,ret-")                   \
+    X(MPI_BCAST, "MPI_Bcast", MPI, MPI, "bytes,root-,comm_size,ret-")           \
+    X(MPI_REDUCE, "MPI_Reduce", MPI, MPI, "bytes,root-,comm_size,ret-")         \
+    X(MPI_ALLREDUCE, "MPI_Allreduce", MPI, MPI, "bytes,comm_size,ret-")         \
+    X(MPI_GATHER, "MPI_Gather", MPI, MPI, "bytes,root-,comm_size,ret-")         \
+    X(MPI_SCATTER, "MPI_Scatter", MPI, MPI, "bytes,root-,comm_size,ret-")       \
+    X(MPI_ALLGATHER, "MPI_Allgather", MPI, MPI, "bytes,comm_size,ret-")         \
+    X(MPI_ALLGATHERV, "MPI_Allgatherv", MPI, MPI, "bytes,comm_size,ret-")       \
+    X(MPI_ALLTOALL, "MPI_Alltoall", MPI, MPI, "bytes,comm_size,ret-")           \
+    X(MPI_ALLTOALLV, "MPI_Alltoallv", MPI, MPI, "bytes,comm_size,ret-")         \
+    X(MPI_REDUCE_SCATTER, "MPI_Reduce_scatter", MPI, MPI, "bytes,comm_size,ret-")
 // clang-format on
 
 enum lp_call {
@@ -352,6 +377,7 @@ enum lp_string_key {
     LP_STR_THREAD_NAME = 4, /* name of thread `tid` */
     LP_STR_NAME = 5,        /* u32 id, then the bytes: a name that annotation records refer to */
     LP_STR_ORT_PROFILE = 6, /* u64 session, then ONNX Runtime's own profile of that session (its JSON) */
+    LP_STR_JOB = 7,         /* launcher, rank, world size, local rank: NUL-separated (%r, metadata.job) */
 };
 
 /* Annotation name ids are dense from 1; a reader may treat a larger id as damage. */

@@ -155,7 +155,32 @@ int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen) 
     return 0;
 }
 
-/* Expand %p %h %t %e %% in `pat` into `out`. Returns 0, or -1 if the result does not fit or the
+/* The launchers libprof knows, in the order their variables are read: Open MPI, PMIx (Open MPI 5,
+ * PRRTE), MPICH/Hydra (PMI), Slurm's srun, PyTorch's torchrun. */
+void lpr_job_from_env(struct lpr_job *j, lpr_getenv_fn get) {
+    static const struct {
+        const char *launcher, *rank, *size, *local;
+    } known[] = {
+        {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+        {"pmix", "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK"},
+        {"mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+        {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+        {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    };
+    memset(j, 0, sizeof *j);
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        const char *r = get(known[i].rank);
+        if (!r || !*r || strspn(r, "0123456789") != strlen(r) || strlen(r) >= sizeof j->rank) continue;
+        snprintf(j->rank, sizeof j->rank, "%s", r);
+        const char *s = get(known[i].size), *l = get(known[i].local);
+        if (s) snprintf(j->size, sizeof j->size, "%s", s);
+        if (l) snprintf(j->local_rank, sizeof j->local_rank, "%s", l);
+        j->launcher = known[i].launcher;
+        return;
+    }
+}
+
+/* Expand %p %h %t %e %r %% in `pat` into `out`. Returns 0, or -1 if the result does not fit or the
  * pattern has an unknown %-sequence. */
 int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char *out, size_t outlen) {
     size_t o = 0;
@@ -171,6 +196,12 @@ int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char 
             case 't': snprintf(tmp, sizeof tmp, "%ld", ctx->start_time); break;
             case 'h': add = ctx->host ? ctx->host : "localhost"; break;
             case 'e': add = ctx->exe ? ctx->exe : "unknown"; break;
+            case 'r': /* the rank; the pid (with one warning, from the caller) when there is none */
+                if (ctx->rank)
+                    add = ctx->rank;
+                else
+                    snprintf(tmp, sizeof tmp, "%ld", ctx->pid);
+                break;
             case '%': add = "%"; break;
             default: return -1; /* includes a trailing lone '%' */
             }
@@ -351,9 +382,12 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     if (out && !*out) out = NULL;
     if (csv && !*csv) csv = NULL;
     if (master == 0) return; /* explicit off switch wins */
+    if (!ctx->rank && ((out && strstr(out, "%r")) || (csv && strstr(csv, "%r"))))
+        lpr_warn("%%r: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID, RANK): "
+                 "the pid instead");
     if (out) {
         if (lpr_expand_pattern(out, ctx, cfg->output, sizeof cfg->output) != 0) {
-            warn_bad("LIBPROF_OUTPUT", out, "bad %-pattern or too long; use %p %h %t %e %%");
+            warn_bad("LIBPROF_OUTPUT", out, "bad %-pattern or too long; use %p %h %t %e %r %%");
             out = NULL;
             if (master != 1) master = 1; /* still profile, into the default place */
         }

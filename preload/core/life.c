@@ -35,6 +35,7 @@ long lpr_pid;
 char lpr_exe_path[PATH_MAX];
 char lpr_host[256];
 struct lpr_pattern_ctx lpr_pattern;
+struct lpr_job lpr_job; /* the launcher's rank, size, local rank (names of the job's processes) */
 
 static int init_state;  /* 0 = not started, 1 = running, 2 = done */
 static int heavy_state; /* the pending set-up (LP_GATE_PENDING): 0 = not run, 1 = running, 2 = done */
@@ -177,6 +178,12 @@ static int start_spool(int forked) {
     }
     lpr_lineage_started(h.origin_real_ns);
     write_string(LP_STR_HOSTNAME, lpr_host, strlen(lpr_host));
+    if (lpr_job.launcher) { /* "launcher\0rank\0size\0local rank" */
+        char job[96];
+        int n = snprintf(job, sizeof job, "%s%c%s%c%s%c%s", lpr_job.launcher, 0, lpr_job.rank, 0, lpr_job.size, 0,
+                         lpr_job.local_rank);
+        if (n > 0 && (size_t)n < sizeof job) write_string(LP_STR_JOB, job, (size_t)n);
+    }
     write_string(LP_STR_EXE, lpr_exe_path, strlen(lpr_exe_path));
     char cmd[8192];
     size_t n = read_cmdline(cmd, sizeof cmd);
@@ -213,11 +220,13 @@ void lpr_init_slow(int safe) {
             if (gethostname(lpr_host, sizeof lpr_host) != 0) snprintf(lpr_host, sizeof lpr_host, "localhost");
             lpr_host[sizeof lpr_host - 1] = '\0';
             const char *base = strrchr(lpr_exe_path, '/');
+            lpr_job_from_env(&lpr_job, env_get);
             struct lpr_pattern_ctx ctx = lpr_pattern = (struct lpr_pattern_ctx){
                 .pid = lpr_pid,
                 .start_time = (long)(lpr_real_ns() / 1000000000u),
                 .host = lpr_host,
                 .exe = base ? base + 1 : (lpr_exe_path[0] ? lpr_exe_path : "unknown"),
+                .rank = lpr_job.rank[0] ? lpr_job.rank : NULL,
             };
             lpr_config_load(&lpr_cfg, env_get, &ctx);
             if (!lpr_cfg.enabled) goto done;

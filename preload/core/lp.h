@@ -80,15 +80,23 @@ struct lpr_config {
     char csv[PATH_MAX];     /* expanded CSV path ("" = none) */
 };
 
+typedef const char *(*lpr_getenv_fn)(const char *name);
+
 /* What the %-patterns of a path expand to. */
 struct lpr_pattern_ctx {
     long pid;
     long start_time;
     const char *host;
     const char *exe;
+    const char *rank; /* the launcher's rank of this process (%r), NULL when there is none */
 };
 
-typedef const char *(*lpr_getenv_fn)(const char *name);
+/* The job this process belongs to, from its launcher's environment (names.c). */
+struct lpr_job {
+    char rank[16], size[16], local_rank[16];
+    const char *launcher; /* "openmpi", "pmix", "mpich", "slurm", "torchrun", NULL */
+};
+LP_HIDDEN void lpr_job_from_env(struct lpr_job *j, lpr_getenv_fn get);
 
 LP_HIDDEN void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr_pattern_ctx *ctx);
 LP_HIDDEN int lpr_parse_bool(const char *s, int *out);

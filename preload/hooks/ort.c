@@ -485,7 +485,8 @@ LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
 }
 
 /* A program (or a binding: C#, Java) that dlopens ONNX Runtime and asks dlsym for OrtGetApiBase
- * gets libprof's. Every other lookup goes on to the C library's dlsym as a tail call, so the
+ * gets libprof's; one that probes the global scope for an MPI function is told whether an MPI
+ * library defines it, not libprof. Every other lookup goes on to the C library's dlsym as a tail call, so the
  * return address it sees — what RTLD_NEXT is relative to — is the caller's, not libprof's. */
 /* libprof's entry by a hidden name: no relocation against its own export */
 extern __typeof__(OrtGetApiBase) lpr_ort_entry __attribute__((alias("OrtGetApiBase"), visibility("hidden")));
@@ -499,6 +500,21 @@ LP_EXPORT void *dlsym(void *handle, const char *name) {
         if (!f) return NULL;
         if (!real_entry) real_entry = (const struct OrtApiBase *(*)(void))f;
         return f == (void *)real_entry ? (void *)lpr_ort_entry : f;
+    }
+    if (LP_UNLIKELY(name[0] == 'M' && name[1] == 'P' && name[2] == 'I' && name[3] == '_') && handle != RTLD_NEXT) {
+        /* libprof exports the MPI functions it hooks (hooks/mpi.c): a program probing for MPI is
+         * told what it would be told without libprof */
+        void *f = lpr_dlsym(handle, name);
+        Dl_info self, at;
+        if (f && dladdr((void *)version_string, &self) && dladdr(f, &at) && at.dli_fbase == self.dli_fbase) {
+            f = lpr_resolve(name);
+            if (!f) { /* and dlerror says so, as it would have (ctypes reads it) */
+                static void *libc;
+                if (!libc) libc = LPR_REAL(dlopen)("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+                if (libc) lpr_dlsym(libc, name);
+            }
+        }
+        return f;
     }
     return lpr_dlsym_real()(handle, name);
 }

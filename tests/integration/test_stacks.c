@@ -142,7 +142,9 @@ Test(stacks, sites_exact, .init = setup) {
     cJSON *ss = load_json(sp);
     cr_assert_not_null(ss);
     cJSON *profiles = cJSON_GetObjectItem(ss, "profiles");
-    cr_assert_eq(cJSON_GetArraySize(profiles), 2);
+    cr_assert_eq(cJSON_GetArraySize(profiles), 3); /* allocated, leaked, live at the peak */
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(profiles, 2), "name")->valuestring,
+                     "live bytes at the heap's peak");
     for (int k = 0; k < 2; k++) {
         cJSON *p = cJSON_GetArrayItem(profiles, k), *w;
         cr_expect_str_eq(cJSON_GetObjectItem(p, "unit")->valuestring, "bytes");

@@ -1,0 +1,176 @@
+/* Jobs of many processes (issue 18): an unmodified 4-rank Open MPI job (tests/progs/mpiring.c,
+ * known calls and bytes per rank) under mpirun writes one trace per rank through %r, with exact
+ * MPI counts and bytes and the job in its metadata; the merged report names the ranks and their
+ * imbalance (the rank made to compute least waits longest in MPI); %r without a launcher; a
+ * program probing for MPI is not fooled by libprof's exports. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(mpi, .timeout = 180);
+
+static char *dir;
+static void setup(void) {
+    dir = make_tmpdir();
+    if (access("/usr/bin/mpirun", X_OK) != 0 || access(PROG("mpiring"), X_OK) != 0)
+        cr_skip_test("Open MPI (openmpi-bin, libopenmpi-dev) is not installed");
+}
+
+static void job(const char *ms) {
+    const char *argv[] = {"/usr/bin/mpirun", "--oversubscribe", "-np", "4", "-x", "LD_PRELOAD=" PRELOAD, "-x",
+                          strfmt("LIBPROF_OUTPUT=%s/r%%r.json", dir), PROG("mpiring"), ms, NULL};
+    struct run r;
+    run_prog(&r, dir, (const char *[]){"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    for (int k = 0; k < 4; k++) cr_expect_not_null(strstr(r.out, strfmt("rank %d ok", k)), "%s", r.out);
+    run_free(&r);
+}
+
+struct tally {
+    int n;
+    long long bytes;
+};
+
+static struct tally tally(cJSON *j, const char *name) {
+    struct tally t = {0, 0};
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name"), *cat = cJSON_GetObjectItem(ev, "cat");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name) || !cJSON_IsString(cat) || strcmp(cat->valuestring, "mpi"))
+            continue;
+        t.n++;
+        cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "bytes");
+        if (cJSON_IsNumber(b)) t.bytes += (long long)b->valuedouble;
+    }
+    return t;
+}
+
+Test(mpi, four_ranks_exact_calls_and_bytes, .init = setup) {
+    job("0");
+    for (int k = 0; k < 4; k++) {
+        char *path = strfmt("%s/r%d.json", dir, k);
+        cr_assert(python_json_ok(path), "%s", path);
+        cJSON *j = load_json(path), *jb = cJSON_GetObjectItem(libprof_meta(j), "job");
+        cr_assert_not_null(jb, "rank %d: no metadata.libprof.job", k);
+        cr_expect_str_eq(cJSON_GetObjectItem(jb, "launcher")->valuestring, "openmpi");
+        cr_expect_eq(cJSON_GetObjectItem(jb, "rank")->valueint, k);
+        cr_expect_eq(cJSON_GetObjectItem(jb, "world_size")->valueint, 4);
+        struct tally t;
+        t = tally(j, "MPI_Init");
+        cr_expect_eq(t.n, 1, "rank %d MPI_Init", k);
+        t = tally(j, "MPI_Finalize");
+        cr_expect_eq(t.n, 1, "rank %d MPI_Finalize", k);
+        t = tally(j, "MPI_Sendrecv");
+        cr_expect(t.n == 10 && t.bytes == 80000, "rank %d Sendrecv %d %lld", k, t.n, t.bytes);
+        t = tally(j, "MPI_Allreduce");
+        cr_expect(t.n == 5 && t.bytes == 10240, "rank %d Allreduce %d %lld", k, t.n, t.bytes);
+        t = tally(j, "MPI_Bcast");
+        cr_expect(t.n == 1 && t.bytes == 400, "rank %d Bcast %d %lld", k, t.n, t.bytes);
+        t = tally(j, "MPI_Barrier");
+        cr_expect_eq(t.n, 2, "rank %d Barrier", k);
+        struct tally s = tally(j, "MPI_Send"), r = tally(j, "MPI_Recv");
+        cr_expect(s.n == (k == 0 ? 3 : 0) && s.bytes == (k == 0 ? 12288 : 0), "rank %d Send %d %lld", k, s.n, s.bytes);
+        cr_expect(r.n == (k == 1 ? 3 : 0) && r.bytes == (k == 1 ? 12288 : 0), "rank %d Recv %d %lld", k, r.n, r.bytes);
+        cJSON_Delete(j);
+    }
+}
+
+/* Rank r computes 80 ms x (r + 1) before the last barrier, rank 3 nothing: it spends the most time
+ * in MPI, waiting. */
+Test(mpi, merged_report_names_ranks_and_imbalance, .init = setup) {
+    job("80");
+    const char *argv[] = {REPORT,
+                          "--merge",
+                          strfmt("%s/r0.json", dir),
+                          strfmt("%s/r1.json", dir),
+                          strfmt("%s/r2.json", dir),
+                          strfmt("%s/r3.json", dir),
+                          "--chrome",
+                          strfmt("%s/all.json", dir),
+                          "--summary",
+                          NULL};
+    struct run r;
+    run_prog(&r, dir, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *t = strstr(r.out, "per rank (main thread");
+    cr_assert_not_null(t, "%s", r.out);
+    /* rows: rank host wall MPI waits compute ... heaviest */
+    double compute[4] = {-1, -1, -1, -1}, mpi[4] = {-1, -1, -1, -1};
+    char heaviest[4][64] = {"", "", "", ""};
+    for (const char *l = strchr(t, '\n') + 1; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        l = strchr(l, '\n') ? l : l;
+        int rank;
+        char host[32], w[16], wu[8], m[16], mu[8], wt[16], wtu[8], c[16], cu[8];
+        if (sscanf(l, "%d %31s %15s %7s %15s %7s %15s %7s %15s %7s", &rank, host, w, wu, m, mu, wt, wtu, c, cu) != 10 ||
+            rank < 0 || rank > 3)
+            continue;
+        double v = atof(c) * (!strcmp(cu, "ms") ? 1e6 : !strcmp(cu, "us") ? 1e3 : !strcmp(cu, "s") ? 1e9 : 1);
+        compute[rank] = v;
+        mpi[rank] = atof(m) * (!strcmp(mu, "ms") ? 1e6 : !strcmp(mu, "us") ? 1e3 : !strcmp(mu, "s") ? 1e9 : 1);
+        const char *eol = strchr(l, '\n');
+        const char *h = strstr(l, "MPI_");
+        while (h && eol && h < eol) {
+            const char *nx = strstr(h + 4, "MPI_");
+            if (!nx || nx > eol) break;
+            h = nx;
+        }
+        if (h && (!eol || h < eol)) sscanf(h, "%63s", heaviest[rank]);
+    }
+    cr_expect(compute[2] > compute[1] && compute[1] > compute[0] && compute[0] > compute[3],
+              "compute per rank: %g %g %g %g\n%s", compute[0], compute[1], compute[2], compute[3], t);
+    cr_expect(compute[2] > 200e6 && compute[3] < 20e6, "%s", t);
+    cr_expect(mpi[3] > mpi[0] && mpi[3] > mpi[1] && mpi[3] > mpi[2], "rank 3 waits longest in MPI:\n%s", t);
+    cr_expect(heaviest[3][0] != '\0', "%s", t);
+    cr_expect_not_null(strstr(t, "the slowest rank: 2 "), "%s", t);
+    cJSON *all = load_json(strfmt("%s/all.json", dir)), *ev;
+    int named = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(all, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "process_name") &&
+            !strncmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring, "rank ", 5))
+            named++;
+    }
+    cr_expect_eq(named, 4);
+    cJSON_Delete(all);
+    run_free(&r);
+}
+
+/* %r with no launcher: the pid, and one line saying so. */
+Test(mpi, rank_pattern_without_a_launcher, .init = setup) {
+    const char *argv[] = {"/bin/true", NULL};
+    struct run r;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/x%%r.json", dir), NULL}, argv);
+    cr_assert_eq(r.status, 0);
+    cr_expect_eq(count_lines_with(r.err, "libprof: %r: no rank in the environment"), 1, "%s", r.err);
+    int n;
+    char **files = child_traces(dir, "x", &n);
+    (void)files;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^x[0-9][0-9]*\\.json$'", dir);
+    const char *ls[] = {"/bin/sh", "-c", cmd, NULL};
+    struct run l;
+    run_prog(&l, NULL, NULL, ls);
+    cr_expect_str_eq(l.out, "1\n", "files: %s", l.out);
+    run_free(&l);
+    run_free(&r);
+}
+
+/* A program that probes the global scope for MPI finds none, as without libprof. */
+Test(mpi, probing_for_mpi_finds_none, .init = setup) {
+    const char *argv[] = {"/usr/bin/python3", "-c",
+                          "import ctypes; g = ctypes.CDLL(None); print(hasattr(g, 'MPI_Init'), hasattr(g, 'MPI_Send'))",
+                          NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/p.json", dir), NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(bare.out, "False False\n");
+    cr_expect_str_eq(r.out, bare.out);
+    run_free(&r);
+    run_free(&bare);
+}
