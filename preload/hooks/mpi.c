@@ -90,8 +90,8 @@ LP_HOOK(MPI, MPI_INIT_THREAD, int, MPI_Init_thread, (int *argc, char ***argv, in
         (argc, argv, required, provided), MPI_ERR_OTHER, (void)0, I(required), I(provided ? *provided : -1), I(r))
 LP_HOOK(MPI, MPI_FINALIZE, int, MPI_Finalize, (void), (), MPI_ERR_OTHER, (void)0, I(r))
 LP_HOOK(MPI, MPI_SEND, int, MPI_Send, (const void *buf, int count, mpi_handle dt, int dest, int tag, mpi_handle comm),
-        (buf, count, dt, dest, tag, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt); uint64_t n = comm_size(comm),
-        b, I(dest), I(tag), n, I(r))
+        (buf, count, dt, dest, tag, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt);
+        uint64_t n = comm_size(comm), b, I(dest), I(tag), n, I(r))
 LP_HOOK(MPI, MPI_RECV, int, MPI_Recv,
         (void *buf, int count, mpi_handle dt, int source, int tag, mpi_handle comm, void *status),
         (buf, count, dt, source, tag, comm, status), MPI_ERR_OTHER, uint64_t b = bytes(count, dt);
@@ -108,8 +108,8 @@ LP_HOOK(MPI, MPI_SENDRECV, int, MPI_Sendrecv,
         (const void *sbuf, int scount, mpi_handle sdt, int dest, int stag, void *rbuf, int rcount, mpi_handle rdt,
          int source, int rtag, mpi_handle comm, void *status),
         (sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, status), MPI_ERR_OTHER,
-        uint64_t b = bytes(scount, sdt); uint64_t rb = bytes(rcount, rdt); uint64_t n = comm_size(comm), b, I(dest),
-        I(stag), n, I(r), rb, I(source))
+        uint64_t b = bytes(scount, sdt);
+        uint64_t rb = bytes(rcount, rdt); uint64_t n = comm_size(comm), b, I(dest), I(stag), n, I(r), rb, I(source))
 LP_HOOK(MPI, MPI_WAIT, int, MPI_Wait, (mpi_handle * req, void *status), (req, status), MPI_ERR_OTHER, (void)0, I(r))
 LP_HOOK(MPI, MPI_WAITALL, int, MPI_Waitall, (int cnt, mpi_handle *reqs, void *statuses), (cnt, reqs, statuses),
         MPI_ERR_OTHER, (void)0, I(cnt), I(r))
@@ -120,16 +120,16 @@ LP_HOOK(MPI, MPI_TEST, int, MPI_Test, (mpi_handle * req, int *flag, void *status
 LP_HOOK(MPI, MPI_BARRIER, int, MPI_Barrier, (mpi_handle comm), (comm), MPI_ERR_OTHER, uint64_t n = comm_size(comm), n,
         I(r))
 LP_HOOK(MPI, MPI_BCAST, int, MPI_Bcast, (void *buf, int count, mpi_handle dt, int root, mpi_handle comm),
-        (buf, count, dt, root, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt); uint64_t n = comm_size(comm), b,
-        I(root), n, I(r))
+        (buf, count, dt, root, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt);
+        uint64_t n = comm_size(comm), b, I(root), n, I(r))
 LP_HOOK(MPI, MPI_REDUCE, int, MPI_Reduce,
         (const void *sbuf, void *rbuf, int count, mpi_handle dt, mpi_handle op, int root, mpi_handle comm),
         (sbuf, rbuf, count, dt, op, root, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt);
         uint64_t n = comm_size(comm), b, I(root), n, I(r))
 LP_HOOK(MPI, MPI_ALLREDUCE, int, MPI_Allreduce,
         (const void *sbuf, void *rbuf, int count, mpi_handle dt, mpi_handle op, mpi_handle comm),
-        (sbuf, rbuf, count, dt, op, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt); uint64_t n = comm_size(comm),
-        b, n, I(r))
+        (sbuf, rbuf, count, dt, op, comm), MPI_ERR_OTHER, uint64_t b = bytes(count, dt);
+        uint64_t n = comm_size(comm), b, n, I(r))
 LP_HOOK(MPI, MPI_GATHER, int, MPI_Gather,
         (const void *sbuf, int scount, mpi_handle sdt, void *rbuf, int rcount, mpi_handle rdt, int root,
          mpi_handle comm),

@@ -22,8 +22,17 @@ static void setup(void) {
 }
 
 static void job(const char *ms) {
-    const char *argv[] = {"/usr/bin/mpirun", "--oversubscribe", "-np", "4", "-x", "LD_PRELOAD=" PRELOAD, "-x",
-                          strfmt("LIBPROF_OUTPUT=%s/r%%r.json", dir), PROG("mpiring"), ms, NULL};
+    const char *argv[] = {"/usr/bin/mpirun",
+                          "--oversubscribe",
+                          "-np",
+                          "4",
+                          "-x",
+                          "LD_PRELOAD=" PRELOAD,
+                          "-x",
+                          strfmt("LIBPROF_OUTPUT=%s/r%%r.json", dir),
+                          PROG("mpiring"),
+                          ms,
+                          NULL};
     struct run r;
     run_prog(&r, dir, (const char *[]){"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL}, argv);
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
@@ -41,7 +50,8 @@ static struct tally tally(cJSON *j, const char *name) {
     cJSON *ev;
     cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
         cJSON *nm = cJSON_GetObjectItem(ev, "name"), *cat = cJSON_GetObjectItem(ev, "cat");
-        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name) || !cJSON_IsString(cat) || strcmp(cat->valuestring, "mpi"))
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name) || !cJSON_IsString(cat) ||
+            strcmp(cat->valuestring, "mpi"))
             continue;
         t.n++;
         cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "bytes");
