@@ -50,7 +50,7 @@ static const char usage[] =
     "exports:\n"
     "  --chrome FILE      Chrome trace JSON (convert a raw trace, or write the --merge result)\n"
     "  --csv FILE         CSV summary (raw trace; one row per function, see README)\n"
-    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr)\n"
+    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host)\n"
     "  --html FILE        one self-contained page: tables, heap over time, iterations, flame graph\n"
     "  --folded FILE      flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)\n"
     "  --folded-leaks FILE  the same for bytes leaked at exit\n"

@@ -742,7 +742,7 @@ static void csv_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-#define EVENTS_CSV_HEADER "pid,tid,ts_ns,dur_ns,category,name,size,ptr\n"
+#define EVENTS_CSV_HEADER "pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host\n"
 
 int rp_events_csv(FILE *f, const struct lp_slices *c) {
     fputs(EVENTS_CSV_HEADER, f);
@@ -753,7 +753,11 @@ int rp_events_csv(FILE *f, const struct lp_slices *c) {
         csv_str(f, c->names[s->cat]);
         fputc(',', f);
         csv_str(f, c->names[s->name]);
-        fputs(",,\n", f);
+        fputs(",,,", f);
+        if (c->rank >= 0) fprintf(f, "%lld", (long long)c->rank);
+        fputc(',', f);
+        csv_str(f, c->host);
+        fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
 }
@@ -764,6 +768,17 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
     struct lp_iter *it = lp_iter_new(r);
     if (!it) return -1;
     fputs(EVENTS_CSV_HEADER, f);
+    /* the job's rank and the host, the same on every row: a fleet's CSVs are one table */
+    char tail[128] = ",";
+    long long rank = -1;
+    if (r->job) {
+        const char *rk = memchr(r->job, 0, r->job_len);
+        if (rk && rk + 1 < r->job + r->job_len) rank = strtoll(rk + 1, NULL, 10);
+    }
+    if (rank >= 0) snprintf(tail, sizeof tail, ",%lld,", rank);
+    size_t tl = strlen(tail);
+    snprintf(tail + tl, sizeof tail - tl, "%.*s", (int)(r->hostname_len < 100 ? r->hostname_len : 100),
+             r->hostname ? r->hostname : "");
     struct lp_event e;
     while (lp_iter_next(it, &e)) {
         int shape = lp_kind_shape[e.kind];
@@ -789,9 +804,9 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r) {
         fputc(',', f);
         csv_str(f, name);
         if (has_mem)
-            fprintf(f, ",%llu,0x%llx\n", (unsigned long long)size, (unsigned long long)ptr);
+            fprintf(f, ",%llu,0x%llx%s\n", (unsigned long long)size, (unsigned long long)ptr, tail);
         else
-            fputs(",,\n", f);
+            fprintf(f, ",,%s\n", tail);
     }
     lp_iter_free(it);
     return ferror(f) ? -1 : 0;

@@ -184,3 +184,42 @@ Test(mpi, probing_for_mpi_finds_none, .init = setup) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* Past one machine: every rank's events CSV (rank and host columns) queried as one table by a
+ * real engine — DuckDB from npm — with the SQL the README gives. */
+static const char duck_js[] = "const { DuckDBInstance } = require('@duckdb/node-api');\n"
+                              "(async () => {\n"
+                              "  const db = await DuckDBInstance.create(':memory:');\n"
+                              "  const con = await db.connect();\n"
+                              "  const r = await con.runAndReadAll(process.argv[2]);\n"
+                              "  console.log(JSON.stringify(r.getRows(), (k, v) => typeof v === 'bigint' ? Number(v) : "
+                              "v));\n"
+                              "})();\n";
+
+Test(mpi, fleet_query_on_duckdb, .init = setup) {
+    if (access("/opt/libprof-npm/node_modules/@duckdb/node-api/package.json", R_OK) != 0)
+        cr_skip_test("@duckdb/node-api (npm) is not installed (scripts/install-deps)");
+    job("0");
+    for (int k = 0; k < 4; k++) {
+        struct run r;
+        const char *argv[] = {REPORT, strfmt("%s/r%d.json", dir, k), "--events-csv", strfmt("%s/e%d.csv", dir, k), "-q",
+                              NULL};
+        run_prog(&r, dir, NULL, argv);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        run_free(&r);
+    }
+    char *js = strfmt("%s/q.js", dir);
+    FILE *f = fopen(js, "w");
+    fputs(duck_js, f);
+    fclose(f);
+    char *sql = strfmt("select rank, count(*) as calls, sum(dur_ns) > 0 as timed from read_csv_auto('%s/e*.csv') "
+                       "where category = 'mpi' group by rank order by rank",
+                       dir);
+    struct run q;
+    run_prog(&q, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
+             (const char *[]){"node", js, sql, NULL});
+    cr_assert_eq(q.status, 0, "%s%s", q.out, q.err);
+    /* MPI calls per rank: Init, 10 Sendrecv, 5 Allreduce, Bcast, 2 Barrier, Finalize, and 3 Send or Recv on 0, 1 */
+    cr_expect_str_eq(q.out, "[[0,23,true],[1,23,true],[2,20,true],[3,20,true]]\n");
+    run_free(&q);
+}
