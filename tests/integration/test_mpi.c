@@ -223,3 +223,41 @@ Test(mpi, fleet_query_on_duckdb, .init = setup) {
     cr_expect_str_eq(q.out, "[[0,23,true],[1,23,true],[2,20,true],[3,20,true]]\n");
     run_free(&q);
 }
+
+/* A PyTorch job with the gloo backend, launched the way torchrun launches its workers (RANK,
+ * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT: Debian's torchrun itself fails before starting
+ * any worker — AttributeError in torch.distributed.elastic's to_map — so the test sets what it
+ * would set): one trace per rank through %r, the job in each. */
+Test(mpi, torch_gloo_ranks_through_the_torchrun_contract, .init = setup, .timeout = 240) {
+    const char *py = "import torch, torch.distributed as dist\n"
+                     "dist.init_process_group('gloo')\n"
+                     "t = torch.ones(1000) * (dist.get_rank() + 1)\n"
+                     "for _ in range(5): dist.all_reduce(t)\n"
+                     "print('rank', dist.get_rank(), float(t[0]))\n"
+                     "dist.destroy_process_group()\n";
+    struct run probe;
+    run_prog(&probe, dir, NULL, (const char *[]){"/usr/bin/python3", "-c", "import torch.distributed", NULL});
+    if (probe.status != 0) cr_skip_test("python3-torch is not installed");
+    run_free(&probe);
+    char *cmd = strfmt("for r in 0 1; do RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d "
+                       "LD_PRELOAD=%s LIBPROF_OUTPUT=%s/t%%r.json /usr/bin/python3 -c \"$PY\" & done; wait",
+                       29500 + (int)(getpid() % 400), PRELOAD, dir);
+    struct run r;
+    run_prog(&r, dir, (const char *[]){strfmt("PY=%s", py), NULL}, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    /* all_reduce of 1 and 2, five times: (1 + 2) x 2^4 = 48 on both (their lines may interleave) */
+    int got = 0;
+    for (const char *p = r.out; (p = strstr(p, "48.0")) != NULL; p++) got++;
+    cr_expect_eq(got, 2, "%s%s", r.out, r.err);
+    for (int k = 0; k < 2; k++) {
+        cJSON *j = load_json(strfmt("%s/t%d.json", dir, k));
+        cr_assert_not_null(j, "no trace t%d.json", k);
+        cJSON *jb = cJSON_GetObjectItem(libprof_meta(j), "job");
+        cr_assert_not_null(jb);
+        cr_expect_str_eq(cJSON_GetObjectItem(jb, "launcher")->valuestring, "torchrun");
+        cr_expect_eq(cJSON_GetObjectItem(jb, "rank")->valueint, k);
+        cr_expect_eq(cJSON_GetObjectItem(jb, "world_size")->valueint, 2);
+        cJSON_Delete(j);
+    }
+    run_free(&r);
+}
