@@ -106,6 +106,7 @@ TOOL_OS_SRCS += lib/os_libc.c
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/report.c
+REPORT_SRCS += tools/merge.c
 REPORT_SRCS += tools/html.c
 
 UNIT_TESTS += tests/unit/test_config.c

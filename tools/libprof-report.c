@@ -626,6 +626,9 @@ int main(int argc, char **argv) {
     }
     int report = summary || !(converts || events_csv || html || (merge && chrome));
 
+    /* --merge --chrome alone streams: no input is held (tools/merge.c) */
+    if (merge && chrome && !report && !html && !events_csv && !csv && !diff)
+        return rp_merge_stream((const char *const *)inputs, ninputs, chrome, quiet);
     struct input *in = calloc((size_t)ninputs, sizeof *in);
     if (!in) return 1;
     int rc = 0;

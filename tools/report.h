@@ -55,4 +55,7 @@ int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
 int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts *o, size_t *n);
 
+/* --merge --chrome OUT in bounded memory (tools/merge.c): 0, or 1 with a message. */
+int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet);
+
 #endif

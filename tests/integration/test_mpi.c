@@ -261,3 +261,65 @@ Test(mpi, torch_gloo_ranks_through_the_torchrun_contract, .init = setup, .timeou
     }
     run_free(&r);
 }
+
+/* --merge --chrome streams: 4 raw traces of 500k recorded calls each (2 M events) merge with a
+ * peak RSS under 64 MiB; every call is in the merged trace once; the ranks' merge (small) is
+ * strict JSON with its processes named by rank. */
+Test(mpi, bounded_streaming_merge, .init = setup, .timeout = 300) {
+    const char *in[4];
+    for (int k = 0; k < 4; k++) {
+        struct run r;
+        char *out = strfmt("LIBPROF_OUTPUT=%s/c%d.lpt", dir, k);
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL},
+                 (const char *[]){PROG("call_loop"), "read", "500000", NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        run_free(&r);
+        in[k] = strfmt("%s/c%d.lpt", dir, k);
+    }
+    char *merged = strfmt("%s/m.json", dir), *rss = strfmt("%s/rss", dir);
+    const char *argv[] = {"/usr/bin/time", "-f",  "%M",  "-o",       rss,    REPORT, "--merge", in[0],
+                          in[1],           in[2], in[3], "--chrome", merged, "-q",   NULL};
+    struct run m;
+    run_prog(&m, dir, NULL, argv);
+    cr_assert_eq(m.status, 0, "%s", m.err);
+    size_t len;
+    char *kib = read_file(rss, &len);
+    cr_assert_not_null(kib);
+    cr_expect_lt(atol(kib), 64 * 1024, "peak RSS of the merge: %s KiB", kib);
+    char *cmd = strfmt("grep -o '\"name\":\"read\"' %s | wc -l", merged);
+    struct run c;
+    run_prog(&c, NULL, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_expect_eq(atol(c.out), 4 * 500000, "read slices in the merged trace: %s", c.out);
+    run_free(&c);
+    run_free(&m);
+    /* the ranks: strict JSON, named */
+    job("0");
+    char *small = strfmt("%s/ranks.json", dir);
+    const char *rargv[] = {REPORT,
+                           "--merge",
+                           strfmt("%s/r0.json", dir),
+                           strfmt("%s/r1.json", dir),
+                           strfmt("%s/r2.json", dir),
+                           strfmt("%s/r3.json", dir),
+                           "--chrome",
+                           small,
+                           NULL};
+    run_prog(&m, dir, NULL, rargv);
+    cr_assert_eq(m.status, 0, "%s", m.err);
+    cr_expect(python_json_ok(small));
+    char *err;
+    cJSON *sum = check_trace_py(small, &err);
+    cr_expect_not_null(sum, "%s", err);
+    cJSON *j = load_json(small), *ev;
+    int named = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "process_name") &&
+            !strncmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring, "rank ", 5))
+            named++;
+    }
+    cr_expect_eq(named, 4);
+    cJSON_Delete(j);
+    cJSON_Delete(sum);
+    run_free(&m);
+}
