@@ -33,7 +33,7 @@ struct src {
     /* the pending event */
     char *ev;
     size_t evlen, evcap;
-    double ts;           /* shifted, us */
+    double ts;            /* shifted, us */
     size_t ts_at, ts_end; /* where its "ts" number sits in ev */
     /* from the tail */
     int64_t origin_ns, pid, rank;
@@ -118,8 +118,8 @@ static int next_event(struct src *s) {
                    !memcmp(s->ev + s->evlen - 5, "\"ts\":", 5)) {
             s->ts_at = s->evlen; /* the number follows */
         }
-        if (s->ts_at && !s->ts_end && s->evlen > s->ts_at && !in_str &&
-            (c == ',' || c == '}') && s->evlen - 1 >= s->ts_at)
+        if (s->ts_at && !s->ts_end && s->evlen > s->ts_at && !in_str && (c == ',' || c == '}') &&
+            s->evlen - 1 >= s->ts_at)
             s->ts_end = s->evlen - 1;
     } while ((c = getc_s(s)) >= 0);
     if (depth != 0) return -1;
@@ -285,11 +285,12 @@ int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet)
         if (in[i].rank < 0) continue;
         if (!first) fputs(",\n", f);
         first = 0;
-        fprintf(f,
-                "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"tid\":0,\"args\":{\"name\":\"rank %lld (%s)\"}},\n"
-                "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%lld,\"tid\":0,\"args\":{\"sort_index\":%lld}}",
-                (long long)in[i].pid, (long long)in[i].rank, in[i].host[0] ? in[i].host : "?", (long long)in[i].pid,
-                (long long)in[i].rank);
+        fprintf(
+            f,
+            "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"tid\":0,\"args\":{\"name\":\"rank %lld (%s)\"}},\n"
+            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%lld,\"tid\":0,\"args\":{\"sort_index\":%lld}}",
+            (long long)in[i].pid, (long long)in[i].rank, in[i].host[0] ? in[i].host : "?", (long long)in[i].pid,
+            (long long)in[i].rank);
     }
     fputs("\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"libprof_merge\":[", f);
     for (int i = 0; i < n; i++) {
