@@ -605,7 +605,59 @@ static int by_weight_desc(const void *x, const void *y) {
     return a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out) {
+/* One pass over the heap events: each stack's live bytes (cur). With `series` (pass 2) the
+ * per-series sums are sampled into out->v at every bucket boundary; without, each stack's highest
+ * is kept in hi (pass 1). */
+static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, const int16_t *series,
+                       struct lp_site_series *out) {
+    uint32_t n = r->nstacks;
+    struct lp_iter *it = lp_iter_new(r);
+    struct lp_map live = {0};
+    if (!it) return -1;
+    memset(cur, 0, n * sizeof *cur);
+    int64_t sums[LP_SERIES_MAX + 1] = {0};
+    unsigned filled = 0, buckets = out->buckets;
+    struct lp_event e;
+    int rc = 0;
+    while (lp_iter_next(it, &e)) {
+        uint64_t v, freed, ptr, size;
+        lp_event_blocks(&e, &freed, &ptr, &size);
+        if (!freed && !ptr) continue;
+        if (series) { /* the buckets before this event take the values so far */
+            unsigned b = (unsigned)((unsigned __int128)e.ns * buckets / (out->span_ns ? out->span_ns : 1));
+            if (b > buckets) b = buckets;
+            for (; filled < b; filled++)
+                for (unsigned i = 0; i < out->nseries; i++)
+                    out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
+        }
+        for (int k = 0; k < 2; k++) { /* the block released, then (realloc's) the one it replaces */
+            uint64_t p = k ? ptr : freed;
+            if (!p || !lp_map_take(&live, p, &v)) continue;
+            uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
+            cur[st] -= (int64_t)lp_live_bytes(v);
+            if (series) sums[series[st]] -= (int64_t)lp_live_bytes(v);
+        }
+        if (!ptr) continue;
+        uint32_t st = e.stack < n ? e.stack : 0;
+        uint64_t sz = lp_live_size(size);
+        if (lp_map_put(&live, ptr, lp_live_pack(sz, st), NULL) < 0) {
+            rc = -1;
+            break;
+        }
+        cur[st] += (int64_t)sz;
+        if (hi && cur[st] > 0 && (uint64_t)cur[st] > hi[st]) hi[st] = (uint64_t)cur[st];
+        if (series) sums[series[st]] += (int64_t)sz;
+    }
+    for (; series && filled < buckets; filled++)
+        for (unsigned i = 0; i < out->nseries; i++)
+            out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
+    lp_iter_free(it);
+    lp_map_free(&live);
+    return rc;
+}
+
+int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
+                      const struct lp_sites *by) {
     memset(out, 0, sizeof *out);
     if (!r->nstacks || buckets == 0) return 0;
     if (top > LP_SERIES_MAX) top = LP_SERIES_MAX;
@@ -613,98 +665,53 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     int64_t *cur = lp_os_calloc(n, sizeof *cur);
     uint64_t *hi = lp_os_calloc(n, sizeof *hi), *pairs = lp_os_calloc((size_t)n * 2, sizeof *pairs);
     int16_t *series = lp_os_malloc(n * sizeof *series);
-    struct lp_map live = {0};
-    int rc = -1;
-    struct lp_iter *it = NULL;
     struct lp_syms *syms = NULL;
+    int rc = -1;
     if (!cur || !hi || !pairs || !series) goto out;
-    /* pass 1: each stack's highest live bytes */
-    struct lp_event e;
-    for (int pass = 0; pass < 2; pass++) {
-        it = lp_iter_new(r);
-        if (!it) goto out;
-        memset(cur, 0, n * sizeof *cur);
-        lp_map_free(&live);
-        memset(&live, 0, sizeof live);
-        int64_t sums[LP_SERIES_MAX + 1] = {0};
-        unsigned filled = 0;
-        while (lp_iter_next(it, &e)) {
-            uint64_t v, freed, ptr, size;
-            lp_event_blocks(&e, &freed, &ptr, &size);
-            if (!freed && !ptr) continue;
-            if (pass == 1) { /* the buckets before this event's take the values so far */
-                unsigned b = (unsigned)((unsigned __int128)e.ns * buckets / (out->span_ns ? out->span_ns : 1));
-                if (b > buckets) b = buckets;
-                for (; filled < b; filled++)
-                    for (unsigned i = 0; i < out->nseries; i++)
-                        out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
-            }
-            if (freed && lp_map_take(&live, freed, &v)) {
-                uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
-                cur[st] -= (int64_t)lp_live_bytes(v);
-                if (pass == 1) sums[series[st]] -= (int64_t)lp_live_bytes(v);
-            }
-            if (!ptr) continue;
-            uint32_t st = e.stack < n ? e.stack : 0;
-            if (lp_map_take(&live, ptr, &v)) {
-                uint32_t os = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
-                cur[os] -= (int64_t)lp_live_bytes(v);
-                if (pass == 1) sums[series[os]] -= (int64_t)lp_live_bytes(v);
-            }
-            uint64_t sz = lp_live_size(size);
-            if (lp_map_put(&live, ptr, lp_live_pack(sz, st), NULL) < 0) goto out;
-            cur[st] += (int64_t)sz;
-            if (pass == 0 && cur[st] > 0 && (uint64_t)cur[st] > hi[st]) hi[st] = (uint64_t)cur[st];
-            if (pass == 1) sums[series[st]] += (int64_t)sz;
-        }
-        lp_iter_free(it);
-        it = NULL;
-        if (pass == 0) { /* the top stacks by their highest; the rest is "other" */
-            uint32_t k = 0;
-            for (uint32_t id = 1; id < n; id++)
-                if (hi[id]) {
-                    pairs[2 * k] = hi[id];
-                    pairs[2 * k + 1] = id;
-                    k++;
-                }
-            qsort(pairs, k, 2 * sizeof *pairs, by_weight_desc);
-            unsigned t = k < top ? k : top;
-            out->nseries = t + 1;
-            out->buckets = buckets;
-            out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
-            out->v = lp_os_calloc((size_t)buckets * out->nseries, sizeof *out->v);
-            if (!out->v) goto out;
-            for (uint32_t id = 0; id < n; id++) series[id] = (int16_t)t;
-            syms = lp_syms_new(r);
-            for (unsigned i = 0; i < t; i++) {
-                uint32_t id = (uint32_t)pairs[2 * i + 1];
-                series[id] = (int16_t)i;
-                const struct lp_stack *st = &r->stacks[id];
-                size_t o = 0;
-                for (uint32_t f = 0; syms && st->frames && f < st->n && f < 3 && o + 8 < sizeof out->label[i]; f++)
-                    o += (size_t)snprintf(out->label[i] + o, sizeof out->label[i] - o, "%s%s", f ? " < " : "",
-                                          lp_syms_function(syms, st->frames[f], 1));
-                if (!o) snprintf(out->label[i], sizeof out->label[i], "stack %u", id);
-                for (unsigned j = 0; j < i; j++) /* two stacks, the same three innermost names: told apart */
-                    if (!strcmp(out->label[j], out->label[i])) {
-                        size_t l = strlen(out->label[i]);
-                        if (l > sizeof out->label[i] - 16) l = sizeof out->label[i] - 16;
-                        snprintf(out->label[i] + l, sizeof out->label[i] - l, " (stack %u)", id);
-                        break;
-                    }
-            }
-            snprintf(out->label[t], sizeof out->label[t], "other");
-        } else {
-            for (; filled < buckets; filled++)
-                for (unsigned i = 0; i < out->nseries; i++)
-                    out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
-        }
+    out->buckets = buckets;
+    if (by) { /* the sites the pass made: ranked by their bytes at the heap's peak, then allocated */
+        for (uint32_t id = 1; id < n && id < by->nsite; id++)
+            hi[id] = by->site[id].peak ? by->site[id].peak : by->site[id].bytes / 1024;
+    } else if (series_pass(r, cur, hi, NULL, out) != 0) { /* each stack's own highest */
+        goto out;
     }
+    uint32_t k = 0;
+    for (uint32_t id = 1; id < n; id++)
+        if (hi[id]) {
+            pairs[2 * k] = hi[id];
+            pairs[2 * k + 1] = id;
+            k++;
+        }
+    qsort(pairs, k, 2 * sizeof *pairs, by_weight_desc);
+    unsigned t = k < top ? k : top;
+    out->nseries = t + 1;
+    out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
+    out->v = lp_os_calloc((size_t)buckets * out->nseries, sizeof *out->v);
+    if (!out->v) goto out;
+    for (uint32_t id = 0; id < n; id++) series[id] = (int16_t)t;
+    syms = lp_syms_new(r);
+    for (unsigned i = 0; i < t; i++) {
+        uint32_t id = (uint32_t)pairs[2 * i + 1];
+        series[id] = (int16_t)i;
+        const struct lp_stack *st = &r->stacks[id];
+        size_t o = 0;
+        for (uint32_t f = 0; syms && st->frames && f < st->n && f < 3 && o + 8 < sizeof out->label[i]; f++)
+            o += (size_t)snprintf(out->label[i] + o, sizeof out->label[i] - o, "%s%s", f ? " < " : "",
+                                  lp_syms_function(syms, st->frames[f], 1));
+        if (!o) snprintf(out->label[i], sizeof out->label[i], "stack %u", id);
+        for (unsigned j = 0; j < i; j++) /* two stacks, the same three innermost names: told apart */
+            if (!strcmp(out->label[j], out->label[i])) {
+                size_t l = strlen(out->label[i]);
+                if (l > sizeof out->label[i] - 16) l = sizeof out->label[i] - 16;
+                snprintf(out->label[i] + l, sizeof out->label[i] - l, " (stack %u)", id);
+                break;
+            }
+    }
+    snprintf(out->label[t], sizeof out->label[t], "other");
+    if (series_pass(r, cur, NULL, series, out) != 0) goto out;
     rc = 0;
 out:
-    if (it) lp_iter_free(it);
     lp_syms_free(syms);
-    lp_map_free(&live);
     lp_os_free(cur);
     lp_os_free(hi);
     lp_os_free(pairs);

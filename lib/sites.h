@@ -62,5 +62,8 @@ struct lp_site_series {
     char label[LP_SERIES_MAX + 1][160];
     uint64_t *v;
 };
-int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out);
+/* `by`: when the pass already made the sites, the top stacks are those with the most bytes live
+ * at the heap's peak (one pass over the events instead of two); NULL: by their own highest. */
+int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
+                      const struct lp_sites *by);
 void lp_site_series_free(struct lp_site_series *s);

@@ -119,7 +119,7 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
 static void site_plot(FILE *f, const struct lp_reader *r) {
     struct lp_site_series ss;
     enum { B = 300 };
-    if (lp_site_series_of(r, 8, B, &ss) != 0 || ss.nseries < 2) {
+    if (lp_site_series_of(r, 8, B, &ss, NULL) != 0 || ss.nseries < 2) {
         lp_site_series_free(&ss);
         return;
     }
