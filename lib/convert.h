@@ -36,6 +36,7 @@ struct lp_convert_opts {
     unsigned temporary_threshold;
     const char *folded_peak_path; /* bytes live at the heap's peak (or at peak_at_ns), collapsed stacks */
     const char *folded_temp_path; /* bytes of temporary allocations, collapsed stacks */
+    int site_tracks;              /* "heap by site" counter tracks in the Chrome trace (one more pass) */
     uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);

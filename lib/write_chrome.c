@@ -401,7 +401,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
     uint64_t points = heap_counter(c, a);
     if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid); /* ORT's nodes, inside their runs */
-    if (a->sites) site_counters(c, a);
+    if (a->sites && a->opts->site_tracks) site_counters(c, a);
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);

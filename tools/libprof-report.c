@@ -653,6 +653,7 @@ int main(int argc, char **argv) {
                 .folded_leaks_path = folded_leaks,
                 .folded_peak_path = folded_peak,
                 .speedscope_path = speedscope,
+                .site_tracks = 1, /* offline: the "heap by site" tracks too */
                 .temporary_threshold = temp_threshold,
                 .peak_at_ns = peak_at_ns,
                 .killed_by = killed_by,

@@ -343,6 +343,7 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .folded_path = flame ? fold : NULL,
                                 .folded_leaks_path = flame ? leaks : NULL,
                                 .folded_peak_path = flame ? peak : NULL,
+                                .site_tracks = flame, /* one more pass: with the flame graphs */
                                 .speedscope_path = flame ? ss : NULL};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lpr_warn("%s", err);

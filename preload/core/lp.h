@@ -196,13 +196,18 @@ LP_HIDDEN extern volatile uint32_t lpr_gate;
 /* Set beside the allocation family's bit when its records are plain (lpr_alloc_lean): the
  * allocation hooks' lean path needs one test of the gate for everything. */
 #define LP_GATE_LEAN (1u << 28)
+/* Set beside the families while a Python interpreter libprof can read is in the process
+ * (python.c): a call hook then reads the calling Python line, with no other load to know it. */
+#define LP_GATE_PY (1u << 27)
 
 LP_HIDDEN extern int lpr_alloc_lean;
+LP_HIDDEN extern int lpr_py_on; /* python.c: an interpreter libprof can read is in the process */
 
 /* Open or close families without losing the sticky bits. */
 static inline void lpr_gate_set(uint32_t families) {
     uint32_t old = lpr_gate, want;
     if ((families & (1u << LP_FAM_ALLOC)) && lpr_alloc_lean) families |= LP_GATE_LEAN;
+    if (families && __atomic_load_n(&lpr_py_on, __ATOMIC_RELAXED)) families |= LP_GATE_PY;
     do {
         want = families | (old & LP_GATE_STICKY);
     } while (!__atomic_compare_exchange_n(&lpr_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
@@ -293,7 +298,6 @@ static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
  * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
  * inside the outer one: a thread's calls are strictly nested in time, so its slices nest. */
 
-LP_HIDDEN extern int lpr_py_on; /* python.c: an interpreter libprof can read is in the process */
 LP_HIDDEN uint32_t lpr_py_location(void);
 
 static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
@@ -307,7 +311,7 @@ static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     if (LP_UNLIKELY(t->guard)) return NULL;
     /* The Python line is read before the call: during it the interpreter may free the memory
      * its current frame lives in (3.11+ munmap a data-stack chunk while the frame is popped). */
-    if (LP_UNLIKELY(lpr_py_on) && fam != LP_FAM_ALLOC) t->py_stack = lpr_py_location();
+    if (LP_UNLIKELY(g & LP_GATE_PY) && fam != LP_FAM_ALLOC) t->py_stack = lpr_py_location();
     return t;
 }
 
@@ -332,12 +336,13 @@ static inline uint64_t lpr_word_stack(uint32_t id) { return ((uint64_t)LP_EV_STA
  * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */
 static inline void lpr_call_record_args(struct lpr_tls *t, unsigned fam, unsigned call, uint64_t t0, uint64_t t1,
                                         unsigned nargs, const uint64_t *args) {
-    if (LP_UNLIKELY(t->guard || !(lpr_gate & (1u << fam)) || lpr_min_ticks || t->late)) {
+    uint32_t g = lpr_gate;
+    if (LP_UNLIKELY(t->guard || !(g & (1u << fam)) || lpr_min_ticks || t->late)) {
         lpr_call_record(t, call, t0, t1, nargs, args, NULL, 0);
         return;
     }
     t->guard = 1;
-    uint32_t py = t->py_stack; /* the Python line, read as the call began (0: none) */
+    uint32_t py = LP_UNLIKELY(g & LP_GATE_PY) ? t->py_stack : 0; /* the Python line, read as the call began */
     unsigned sw = py != 0;
     uint64_t *r = lpr_reserve(t, 3 + nargs + sw);
     if (LP_LIKELY(r != NULL)) {

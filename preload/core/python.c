@@ -158,6 +158,8 @@ void lpr_python_detect(void) {
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
+    if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
+        __atomic_fetch_or(&lpr_gate, LP_GATE_PY, __ATOMIC_RELAXED);
 }
 
 int lpr_py_is_eval(uintptr_t ret) { return ret - 1 >= eval_lo && ret - 1 < eval_hi; }
