@@ -107,6 +107,7 @@ REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
+REPORT_SRCS += tools/skew.c
 REPORT_SRCS += tools/html.c
 
 UNIT_TESTS += tests/unit/test_config.c

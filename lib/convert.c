@@ -376,6 +376,12 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             if (rec.call == LP_CALL_ORT_RUN && e.timed && rec.nargs >= 1 &&
                 lp_ort_run(a->ort, rec.a[0], e.tid, e.start_ns, e.dur_ns) != 0)
                 p->oom = 1;
+            if ((rec.call == LP_CALL_MPI_BARRIER || rec.call == LP_CALL_MPI_INIT ||
+                 rec.call == LP_CALL_MPI_INIT_THREAD) &&
+                e.timed && e.tid == r->hdr.pid) { /* the instants a merge aligns hosts on */
+                int w = rec.call != LP_CALL_MPI_BARRIER;
+                if (!a->mpi_sync_ns[w]) a->mpi_sync_ns[w] = e.start_ns + e.dur_ns;
+            }
             if (a->sites && e.stack && a->counting && rec.call < LP_CALL_COUNT)
                 lp_sites_call(a->sites, e.stack, lp_call_family[rec.call], e.dur_ns);
             seen.call = &rec;

@@ -78,6 +78,7 @@ struct lp_analysis {
     struct lp_pycalls *pycalls;          /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
     struct lp_ort *ort;                  /* ONNX Runtime's node profiles (ort.c) */
     uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */
+    uint64_t mpi_sync_ns[2];             /* ends of the main thread's first MPI_Barrier, MPI_Init (skew.c) */
 };
 
 /* What the pass made of one event, beside the event itself. */

@@ -305,6 +305,10 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
         if (f[3][0] && f[3] < end) lp_out_fmt(o, ",\"local_rank\":%ld", atol(f[3]));
         lp_out_s(o, ",\"host\":");
         lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
+        /* the main thread's first barrier and MPI_Init ends, ns since the start: a merge of ranks
+         * of several hosts aligns their clocks on them (tools/skew.c) */
+        lp_out_fmt(o, ",\"sync_ns\":{\"MPI_Barrier\":%llu,\"MPI_Init\":%llu}", (unsigned long long)a->mpi_sync_ns[0],
+                   (unsigned long long)a->mpi_sync_ns[1]);
         lp_out_s(o, "}");
     }
     lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",

@@ -257,6 +257,26 @@ static void folded_texts(const struct lp_reader *r, char *out[4]) {
     }
 }
 
+/* Each input's shift onto the merged timeline (ns): its wall-clock start against the earliest,
+ * with hosts' clocks aligned on a common MPI instant (skew.c). Returns what the hosts were
+ * aligned on (NULL: one host). */
+static const char *merge_shifts(const struct input *in, int n, int64_t *shift, int64_t *skew) {
+    struct rp_sync *sy = calloc((size_t)n, sizeof *sy);
+    const char *aligned = NULL;
+    for (int i = 0; i < n; i++) skew[i] = 0;
+    if (sy) {
+        for (int i = 0; i < n; i++) rp_sync_of_slices(&in[i].c, &sy[i]);
+        aligned = rp_skew(sy, n, skew);
+        free(sy);
+    }
+    int64_t t0 = INT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns + skew[i] < t0) t0 = in[i].c.origin_real_ns + skew[i];
+    for (int i = 0; i < n; i++)
+        shift[i] = in[i].c.origin_real_ns && t0 != INT64_MAX ? in[i].c.origin_real_ns + skew[i] - t0 : 0;
+    return aligned;
+}
+
 /* --merge of the ranks of a job: one row per rank (wall, time in MPI and its heaviest call, other
  * waits, compute = wall - MPI - waits, bytes), the imbalance (max / mean compute) and the rank the
  * others waited for. On each rank's main thread (MPI libraries' progress threads wait by design). */
@@ -330,16 +350,39 @@ static void print_ranks(const struct input *in, int n) {
     if (ranks && sum > 0)
         printf("imbalance (max / mean compute): %.2f; the slowest rank: %lld (the others wait for it in MPI)\n",
                mx / (sum / ranks), (long long)slowest);
+    int64_t *shift = calloc((size_t)n, sizeof *shift), *skew = calloc((size_t)n, sizeof *skew);
+    const char *aligned = shift && skew ? merge_shifts(in, n, shift, skew) : NULL;
+    if (aligned && !strcmp(aligned, "none")) {
+        printf("clocks: ranks on several hosts without a common MPI_Barrier or MPI_Init: each host's wall clock "
+               "trusted\n");
+    } else if (aligned) {
+        printf("clocks: hosts aligned on the first %s exit of their ranks (correction per host:", aligned);
+        for (int i = 0; i < n; i++) {
+            int first = 1;
+            for (int k = 0; k < i && first; k++) first = strcmp(in[k].c.host, in[i].c.host) != 0;
+            if (first && in[i].c.rank >= 0) printf(" %s %+.3f ms", in[i].c.host, (double)skew[i] / 1e6);
+        }
+        printf(")\n");
+    }
+    free(shift);
+    free(skew);
 }
 
 /* --merge --chrome: every input's Chrome events on one timeline. A raw trace is converted first;
- * events are shifted by their file's wall-clock start relative to the earliest one. */
+ * events are shifted by their file's wall-clock start relative to the earliest one, hosts' clocks
+ * aligned (merge_shifts). */
 static int write_merged(struct input *in, int n, const char *out) {
     cJSON *root = cJSON_CreateObject(), *events = cJSON_AddArrayToObject(root, "traceEvents");
     cJSON *files = cJSON_CreateArray();
-    int64_t t0 = INT64_MAX;
-    for (int i = 0; i < n; i++)
-        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns < t0) t0 = in[i].c.origin_real_ns;
+    int64_t *shift = calloc((size_t)n, sizeof *shift), *skew = calloc((size_t)n, sizeof *skew);
+    if (!shift || !skew) {
+        free(shift);
+        free(skew);
+        cJSON_Delete(root);
+        cJSON_Delete(files);
+        return 1;
+    }
+    const char *aligned = merge_shifts(in, n, shift, skew);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         char *text = NULL;
@@ -368,7 +411,7 @@ static int write_merged(struct input *in, int n, const char *out) {
             rc = 1;
             break;
         }
-        double shift_us = in[i].c.origin_real_ns && t0 != INT64_MAX ? (double)(in[i].c.origin_real_ns - t0) / 1e3 : 0;
+        double shift_us = (double)shift[i] / 1e3;
         cJSON *evs = cJSON_IsArray(doc) ? doc : cJSON_GetObjectItemCaseSensitive(doc, "traceEvents"), *e;
         while (evs && (e = cJSON_DetachItemFromArray(evs, 0)) != NULL) {
             cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *nm = cJSON_GetObjectItemCaseSensitive(e, "name"),
@@ -402,6 +445,7 @@ static int write_merged(struct input *in, int n, const char *out) {
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "file", in[i].path);
         cJSON_AddNumberToObject(f, "shift_us", shift_us);
+        cJSON_AddNumberToObject(f, "skew_correction_ns", (double)skew[i]);
         cJSON *meta =
             cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "libprof");
         if (meta) cJSON_AddItemToObject(f, "libprof", meta);
@@ -410,7 +454,10 @@ static int write_merged(struct input *in, int n, const char *out) {
     }
     cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
     cJSON *md = cJSON_AddObjectToObject(root, "metadata");
+    if (aligned) cJSON_AddStringToObject(md, "clock_aligned_on", aligned);
     cJSON_AddItemToObject(md, "libprof_merge", files);
+    free(shift);
+    free(skew);
     if (rc == 0) {
         char *s = cJSON_PrintUnformatted(root);
         FILE *f = s ? fopen(out, "w") : NULL;
@@ -428,12 +475,19 @@ static int write_merged(struct input *in, int n, const char *out) {
 static int merged_slices(struct input *in, int n, struct lp_slices *out) {
     struct lp_slices_builder *b = lp_slices_builder_new(out);
     if (!b) return -1;
-    int64_t t0 = INT64_MAX;
+    int64_t *shifts = calloc((size_t)n, sizeof *shifts), *skew = calloc((size_t)n, sizeof *skew), t0 = INT64_MAX;
+    if (!shifts || !skew) {
+        free(shifts);
+        free(skew);
+        lp_slices_builder_end(b);
+        return -1;
+    }
+    merge_shifts(in, n, shifts, skew);
     for (int i = 0; i < n; i++)
-        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns < t0) t0 = in[i].c.origin_real_ns;
+        if (in[i].c.origin_real_ns && in[i].c.origin_real_ns + skew[i] < t0) t0 = in[i].c.origin_real_ns + skew[i];
     for (int i = 0; i < n; i++) {
         const struct lp_slices *c = &in[i].c;
-        int64_t shift = c->origin_real_ns && t0 != INT64_MAX ? c->origin_real_ns - t0 : 0;
+        int64_t shift = shifts[i];
         for (size_t k = 0; k < c->nslices; k++) {
             const struct lp_slice *s = &c->slices[k];
             lp_slices_add(b, lp_slices_intern(b, c->names[s->name]), lp_slices_intern(b, c->names[s->cat]), s->pid,
@@ -443,6 +497,8 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
         out->unmatched += c->unmatched;
     }
     out->origin_real_ns = t0 == INT64_MAX ? 0 : t0;
+    free(shifts);
+    free(skew);
     return lp_slices_builder_end(b);
 }
 

@@ -2,7 +2,7 @@
  * processes on one timeline without holding any of them: each input is read through a 1 MiB
  * window (a raw trace is first converted to a temporary Chrome file, which the converter does in
  * bounded memory), its events are cut out of the JSON one at a time, shifted by the input's
- * wall-clock start against the earliest one, and written in a k-way merge on their timestamps
+ * wall-clock start against the earliest one (hosts' clocks aligned by skew.c), and written in a k-way merge on their timestamps
  * (each input's next event waits in a one-event buffer). Memory: the windows, one event per input
  * and each input's libprof metadata object (read from the file's tail) — independent of the
  * number of events. Inputs are libprof's Chrome traces (their "ts" precedes any nested object);
@@ -38,8 +38,10 @@ struct src {
     /* from the tail */
     int64_t origin_ns, pid, rank;
     char host[64];
-    char *meta; /* "libprof" metadata object text, or NULL */
+    char *meta;         /* "libprof" metadata object text, or NULL */
+    int64_t sync_ns[2]; /* job.sync_ns: first MPI_Barrier, MPI_Init ends (skew.c) */
     double shift_us;
+    int64_t skew_ns; /* cross-host correction, part of shift_us */
 };
 
 static int fill(struct src *s) {
@@ -128,6 +130,21 @@ static int next_event(struct src *s) {
     return 0;
 }
 
+/* The value after `"key"` and its colon in s (JSON whitespace allowed around the colon), or NULL. */
+static const char *value_of(const char *s, const char *key) {
+    size_t k = strlen(key);
+    for (const char *p = s; (p = strstr(p, key)) != NULL; p += k) {
+        if (p == s || p[-1] != '"' || p[k] != '"') continue;
+        const char *v = p + k + 1;
+        while (*v == ' ' || *v == '\n' || *v == '\r' || *v == '\t') v++;
+        if (*v != ':') continue;
+        v++;
+        while (*v == ' ' || *v == '\n' || *v == '\r' || *v == '\t') v++;
+        return v;
+    }
+    return NULL;
+}
+
 /* What the file's tail says: start time, pid, rank, host, the libprof metadata object. */
 static void read_tail(struct src *s) {
     s->origin_ns = 0;
@@ -145,9 +162,9 @@ static void read_tail(struct src *s) {
         return;
     }
     t[n] = '\0';
-    char *m = memmem(t, n, "\"libprof\":{", 11);
-    if (m) {
-        char *o = m + 10, *p = o;
+    char *m = (char *)value_of(t, "libprof"); /* (the tail holds no NUL before its end) */
+    if (m && *m == '{') {
+        char *o = m, *p = o;
         int depth = 0, in_str = 0, esc = 0;
         for (; p < t + n; p++) {
             char c = *p;
@@ -170,13 +187,16 @@ static void read_tail(struct src *s) {
     }
     const char *q;
     if (s->meta) {
-        if ((q = strstr(s->meta, "\"start_time_unix_ns\":"))) s->origin_ns = strtoll(q + 21, NULL, 10);
-        if ((q = strstr(s->meta, "\"pid\":"))) s->pid = strtoll(q + 6, NULL, 10);
-        if ((q = strstr(s->meta, "\"job\":{"))) {
-            const char *r = strstr(q, "\"rank\":"), *h = strstr(q, "\"host\":\"");
-            if (r) s->rank = strtoll(r + 7, NULL, 10);
-            if (h) {
-                h += 8;
+        if ((q = value_of(s->meta, "start_time_unix_ns"))) s->origin_ns = strtoll(q, NULL, 10);
+        if ((q = value_of(s->meta, "pid"))) s->pid = strtoll(q, NULL, 10);
+        if ((q = value_of(s->meta, "job")) && *q == '{') {
+            const char *r = value_of(q, "rank"), *h = value_of(q, "host");
+            const char *b = value_of(q, "MPI_Barrier"), *in = value_of(q, "MPI_Init");
+            if (r) s->rank = strtoll(r, NULL, 10);
+            if (b) s->sync_ns[0] = strtoll(b, NULL, 10);
+            if (in) s->sync_ns[1] = strtoll(in, NULL, 10);
+            if (h && *h == '"') {
+                h++;
                 size_t k = strcspn(h, "\"");
                 snprintf(s->host, sizeof s->host, "%.*s", (int)(k < 63 ? k : 63), h);
             }
@@ -253,11 +273,28 @@ int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet)
             goto out;
         }
     }
+    /* hosts' clocks aligned on a common MPI instant (skew.c) */
+    struct rp_sync *sy = calloc((size_t)n, sizeof *sy);
+    int64_t *corr = calloc((size_t)n, sizeof *corr);
+    const char *aligned = NULL;
+    if (sy && corr) {
+        for (int i = 0; i < n; i++) {
+            sy[i] = (struct rp_sync){in[i].origin_ns, in[i].rank, "", {in[i].sync_ns[0], in[i].sync_ns[1]}};
+            memcpy(sy[i].host, in[i].host, sizeof sy[i].host);
+        }
+        aligned = rp_skew(sy, n, corr);
+        for (int i = 0; i < n; i++) in[i].skew_ns = corr[i];
+    }
+    free(sy);
+    free(corr);
+    if (aligned && !strcmp(aligned, "none") && !quiet)
+        fprintf(stderr, "libprof-report: ranks on several hosts without a common MPI_Barrier or MPI_Init: "
+                        "clocks not aligned (each host's wall clock trusted)\n");
     int64_t t0 = INT64_MAX;
     for (int i = 0; i < n; i++)
-        if (in[i].origin_ns && in[i].origin_ns < t0) t0 = in[i].origin_ns;
+        if (in[i].origin_ns && in[i].origin_ns + in[i].skew_ns < t0) t0 = in[i].origin_ns + in[i].skew_ns;
     for (int i = 0; i < n; i++) {
-        in[i].shift_us = in[i].origin_ns && t0 != INT64_MAX ? (double)(in[i].origin_ns - t0) / 1e3 : 0;
+        in[i].shift_us = in[i].origin_ns && t0 != INT64_MAX ? (double)(in[i].origin_ns + in[i].skew_ns - t0) / 1e3 : 0;
         int k;
         do k = next_event(&in[i]);
         while (k == 0 && in[i].rank >= 0 && is_process_name(&in[i]));
@@ -292,7 +329,9 @@ int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet)
             (long long)in[i].pid, (long long)in[i].rank, in[i].host[0] ? in[i].host : "?", (long long)in[i].pid,
             (long long)in[i].rank);
     }
-    fputs("\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"libprof_merge\":[", f);
+    fputs("\n],\"displayTimeUnit\":\"ns\",\"metadata\":{", f);
+    if (aligned) fprintf(f, "\"clock_aligned_on\":\"%s\",", aligned);
+    fputs("\"libprof_merge\":[", f);
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s{\"file\":", i ? "," : "");
         putc('"', f);
@@ -300,7 +339,7 @@ int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet)
             if (*p == '"' || *p == '\\') putc('\\', f);
             if ((unsigned char)*p >= 0x20) putc(*p, f);
         }
-        fprintf(f, "\",\"shift_us\":%.3f", in[i].shift_us);
+        fprintf(f, "\",\"shift_us\":%.3f,\"skew_correction_ns\":%lld", in[i].shift_us, (long long)in[i].skew_ns);
         if (in[i].meta) fprintf(f, ",\"libprof\":%s", in[i].meta);
         putc('}', f);
     }

@@ -55,6 +55,19 @@ int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
 int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts *o, size_t *n);
 
+/* Cross-host clock skew of a job's ranks (tools/skew.c). Per input: its wall-clock anchor, rank
+ * (-1: not a rank), host and the ends of its first MPI_Barrier [0] and MPI_Init [1] on the main
+ * thread, in ns since its anchor (0: none). */
+struct rp_sync {
+    int64_t origin_ns, rank;
+    char host[64];
+    int64_t sync_ns[2];
+};
+/* The correction of each input's anchor (ns, added to its shift) in corr_ns; returns the call the
+ * hosts were aligned on, "none" when several hosts lack a common one, NULL for one host. */
+const char *rp_skew(const struct rp_sync *in, int n, int64_t *corr_ns);
+void rp_sync_of_slices(const struct lp_slices *c, struct rp_sync *s);
+
 /* --merge --chrome OUT in bounded memory (tools/merge.c): 0, or 1 with a message. */
 int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet);
 

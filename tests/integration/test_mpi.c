@@ -5,6 +5,7 @@
  * program probing for MPI is not fooled by libprof's exports. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,4 +323,121 @@ Test(mpi, bounded_streaming_merge, .init = setup, .timeout = 300) {
     cJSON_Delete(j);
     cJSON_Delete(sum);
     run_free(&m);
+}
+
+/* Ranks 2 and 3 made to look like another host whose clock is 250 ms ahead: their traces'
+ * host and wall-clock anchor edited as such a host would have written them. The merge aligns
+ * hosts on the first MPI_Barrier exits (tools/skew.c): the barrier ends again coincide, the
+ * correction is -250 ms for that host and nothing for the reference host; one host alone is never
+ * corrected. */
+static void as_other_host(const char *from, const char *to, long long ahead_ns) {
+    size_t len;
+    char *t = read_file(from, &len), *host = NULL;
+    cr_assert_not_null(t);
+    cJSON *j = load_json(from);
+    host = strdup(cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(j), "job"), "host")->valuestring);
+    cJSON_Delete(j);
+    FILE *f = fopen(to, "w");
+    cr_assert_not_null(f);
+    char *key = strfmt("\"host\":\"%s\"", host);
+    for (char *p = t; *p;) {
+        char *st = strstr(p, "\"start_time_unix_ns\":"), *h = strstr(p, key);
+        char *next = st && (!h || st < h) ? st : h;
+        if (!next) {
+            fputs(p, f);
+            break;
+        }
+        fwrite(p, 1, (size_t)(next - p), f);
+        if (next == st) {
+            char *end;
+            long long v = strtoll(st + 21, &end, 10);
+            fprintf(f, "\"start_time_unix_ns\":%lld", v + ahead_ns);
+            p = end;
+        } else {
+            fputs("\"host\":\"nodeB\"", f);
+            p = h + strlen(key);
+        }
+    }
+    fclose(f);
+    free(t);
+    free(host);
+}
+
+/* merged first-barrier end (us) of each rank's main thread, from a merged Chrome trace */
+static void barrier_ends(const char *merged, double end[4], cJSON **meta) {
+    cJSON *j = load_json(merged), *ev, *f;
+    long long pid[4] = {0};
+    int k = 0;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "libprof_merge")) {
+        cJSON *lp = cJSON_GetObjectItem(f, "libprof");
+        int rank = cJSON_GetObjectItem(cJSON_GetObjectItem(lp, "job"), "rank")->valueint;
+        if (rank >= 0 && rank < 4) pid[rank] = (long long)cJSON_GetObjectItem(lp, "pid")->valuedouble;
+        k++;
+    }
+    cr_assert_eq(k, 4);
+    for (int r = 0; r < 4; r++) end[r] = -1;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "MPI_Barrier")) continue;
+        long long p = (long long)cJSON_GetObjectItem(ev, "pid")->valuedouble;
+        if (p != (long long)cJSON_GetObjectItem(ev, "tid")->valuedouble) continue;
+        double e = cJSON_GetObjectItem(ev, "ts")->valuedouble + cJSON_GetObjectItem(ev, "dur")->valuedouble;
+        for (int r = 0; r < 4; r++)
+            if (pid[r] == p && (end[r] < 0 || e < end[r])) end[r] = e;
+    }
+    *meta = cJSON_DetachItemFromObject(j, "metadata");
+    cJSON_Delete(j);
+}
+
+Test(mpi, cross_host_skew_aligned_on_barriers, .init = setup) {
+    job("0");
+    const char *in[4], *same[4];
+    for (int k = 0; k < 4; k++) {
+        same[k] = strfmt("%s/r%d.json", dir, k);
+        in[k] = k < 2 ? same[k] : strfmt("%s/b%d.json", dir, k);
+        if (k >= 2) as_other_host(same[k], in[k], 250000000LL);
+    }
+    double end[4], base[4];
+    cJSON *meta;
+    /* one host: nothing corrected */
+    char *one = strfmt("%s/one.json", dir);
+    struct run m;
+    run_prog(&m, dir, NULL,
+             (const char *[]){REPORT, "--merge", same[0], same[1], same[2], same[3], "--chrome", one, NULL});
+    cr_assert_eq(m.status, 0, "%s", m.err);
+    run_free(&m);
+    barrier_ends(one, base, &meta);
+    cr_expect_null(cJSON_GetObjectItem(meta, "clock_aligned_on"));
+    cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(meta, "libprof_merge"))
+        cr_expect_eq(cJSON_GetObjectItem(f, "skew_correction_ns")->valuedouble, 0);
+    cJSON_Delete(meta);
+    /* two hosts, streamed (--chrome) and through the report (--summary): corrected */
+    for (int path = 0; path < 2; path++) {
+        char *two = strfmt("%s/two%d.json", dir, path);
+        const char *argv[] = {REPORT, "--merge", in[0], in[1], in[2], in[3], "--chrome", two, path ? "--summary" : NULL,
+                              NULL};
+        run_prog(&m, dir, NULL, argv);
+        cr_assert_eq(m.status, 0, "%s", m.err);
+        if (path) cr_expect_not_null(strstr(m.out, "clocks: hosts aligned on the first MPI_Barrier exit"), "%s", m.out);
+        run_free(&m);
+        barrier_ends(two, end, &meta);
+        cJSON *al = cJSON_GetObjectItem(meta, "clock_aligned_on");
+        cr_expect(cJSON_IsString(al) && !strcmp(al->valuestring, "MPI_Barrier"), "path %d", path);
+        int k = 0;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItem(meta, "libprof_merge")) {
+            double c = cJSON_GetObjectItem(f, "skew_correction_ns")->valuedouble;
+            if (k < 2)
+                cr_expect_eq(c, 0, "rank %d correction %g", k, c);
+            else
+                cr_expect(c > -270e6 && c < -230e6, "rank %d correction %g ns", k, c);
+            k++;
+        }
+        /* each host's earliest first-barrier exit: the same instant again (250 ms apart uncorrected) */
+        double a = base[0] < base[1] ? base[0] : base[1], b = base[2] < base[3] ? base[2] : base[3];
+        double ea = end[0] < end[1] ? end[0] : end[1], eb = end[2] < end[3] ? end[2] : end[3];
+        cr_expect(fabs((eb - ea) - (b - a)) < 20000, "path %d: host exits %g vs %g us apart (one host: %g)", path, ea,
+                  eb, b - a);
+        cJSON_Delete(meta);
+    }
 }
