@@ -162,7 +162,7 @@ PROGS_CXX += tests/progs/annotated_cpp.cpp
 # not built when the package is absent (those tests then skip).
 NPM_DIR ?= /opt/libprof-npm
 ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
-ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl)
+ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl $(BUILD)/progs/ortapi)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -256,6 +256,10 @@ $(BUILD)/progs/libownalloc_dep.so: tests/progs/ownalloc_dep.c $(FLAGS_STAMP)
 $(BUILD)/progs/ortc: tests/progs/ortc.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
+
+$(BUILD)/progs/ortapi: tests/progs/ortapi.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB)) -pthread
 
 $(BUILD)/progs/mpiring: tests/progs/mpiring.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -151,10 +151,13 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         lp_json_key(j, "gflops");
         lp_out_fmt(o, "%.3f", (double)fl / (double)dur_ns);
     }
-    if (c->slen && role == LP_ROLE_ORT) { /* model, inputs, outputs: fields split by 0x1f */
-        static const char *const keys[] = {"model", "inputs", "outputs"};
+    if (c->slen && role == LP_ROLE_ORT) { /* fields split by 0x1f */
+        static const char *const run_keys[] = {"model", "inputs", "outputs", "api"};
+        static const char *const session_keys[] = {"model", "providers"};
+        const char *const *keys = call == LP_CALL_ORT_CREATE_SESSION ? session_keys : run_keys;
+        int nkeys = call == LP_CALL_ORT_CREATE_SESSION ? 2 : call == LP_CALL_ORT_RUN ? 4 : 1;
         const char *p = c->str, *end = c->str + c->slen;
-        for (int k = 0; k < 3 && p <= end; k++) {
+        for (int k = 0; k < nkeys && p <= end; k++) {
             const char *q = memchr(p, 0x1f, (size_t)(end - p));
             if (!q) q = end;
             lp_json_key(j, keys[k]);

@@ -3,18 +3,21 @@
  * Every ORT binding (C, C++, Node, C#, Java) reaches the runtime through OrtGetApiBase() and the
  * OrtApi table of function pointers it hands out. libprof exports OrtGetApiBase: a program (or a
  * binding's addon) that asks for it gets libprof's, which asks the real one and hands back the
- * same table with a few entries replaced by wrappers — CreateSession, CreateSessionFromArray,
- * Run, ReleaseSession. The real OrtGetApiBase is looked for in every loaded object (node's addon
+ * same table with a few entries replaced by wrappers — CreateSession, CreateSessionFromArray and
+ * their prepacked-weights variants, Run, RunWithBinding, RunAsync, ReleaseSession, the
+ * execution-provider appends, the profiling switches. The real OrtGetApiBase is looked for in every loaded object (node's addon
  * loads libonnxruntime.so.1 with local scope: dlsym(RTLD_NEXT) from a preload does not see it).
  *
- * The table is a C ABI that only grows; the entries used here are those of version 1, at fixed
- * positions (onnxruntime_c_api.h; declared below, ORT's headers are not needed to build), so any
- * ORT and any version a program asks for work. A program asking for version V gets a copy of the
+ * The table is a C ABI that only grows; the entries used here sit at fixed positions
+ * (onnxruntime_c_api.h; declared below with the version that added them, ORT's headers are not
+ * needed to build), so any ORT and any version a program asks for work: an entry is wrapped only
+ * in the copy of a version that has it. A program asking for version V gets a copy of the
  * library's table for V, as long as the library's (what the program may call is in it); the copy
  * is bounded by the library's mapped segment.
  *
- * Records: ort.CreateSession (model path, or "<memory, N bytes>"), ort.Run (model base name,
- * inputs "name dtype[shape]", output names), ort.ReleaseSession. The inputs are described before
+ * Records: ort.CreateSession (model path, or "<memory, N bytes>"; the execution providers
+ * appended to its options), ort.Run (model base name, inputs "name dtype[shape]", output names;
+ * api RunWithBinding / RunAsync for those), ort.ReleaseSession. The inputs are described before
  * the run through the table's own accessors, with the guard held (their allocations are
  * libprof's, not the program's). Python's onnxruntime package calls its C++ core directly, not
  * this table: it is not seen here. */
@@ -55,9 +58,25 @@ enum {
     I_RELEASE_SESSION = 95,
     I_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO = 99,
     I_RELEASE_SESSION_OPTIONS = 100,
-    V1_ENTRIES = 101,
-    I_SESSION_END_PROFILING = 110, /* version 2 */
+    V1_ENTRIES = 102,
+    I_SESSION_END_PROFILING = 110,               /* version 2 */
+    I_RUN_WITH_BINDING = 133,                    /* 5 */
+    I_GET_BOUND_OUTPUT_NAMES = 139,              /* 5 */
+    I_CREATE_SESSION_PREPACKED = 168,            /* 8 */
+    I_CREATE_SESSION_FROM_ARRAY_PREPACKED = 169, /* 8 */
+    I_APPEND_EXECUTION_PROVIDER = 216,           /* 12: by name */
+    I_RUN_ASYNC = 260,                           /* 16 */
 };
+/* Entries of each version's table (the "End of Version N" marks of onnxruntime_c_api.cc): an
+ * entry is wrapped only in a copy for a version that has it. */
+static const uint16_t version_entries[] = {0,   102, 119, 125, 127, 150, 158, 162, 170, 192,
+                                           204, 210, 219, 225, 239, 255, 266, 276, 280};
+static int has_entry(uint32_t version, unsigned i) {
+    uint32_t v = version < sizeof version_entries / sizeof *version_entries
+                     ? version
+                     : sizeof version_entries / sizeof *version_entries - 1;
+    return i < version_entries[v];
+}
 #define TABLE_MAX 1024 /* entries copied at most (ORT 1.30 has ~400) */
 #define VERSIONS 8     /* distinct versions asked for */
 
@@ -202,6 +221,74 @@ static const char *base_name(const char *path) {
     return b ? b + 1 : path;
 }
 
+/* ---- execution providers ------------------------------------------------------------------- *
+ * The providers a program appends to session options, remembered per options object so that
+ * ort.CreateSession can say what the session asked for ("CUDA, CPU"; "CPU (default)" when none
+ * was appended). Each append entry of the table is wrapped by its own small function that knows
+ * the provider's name and forwards the argument registers unchanged (every append entry takes
+ * at most 5 arguments, all in registers on x86-64 and aarch64; extra ones are ignored by the
+ * callee). Only appends that succeed are remembered. */
+#define PROVIDER_OPTS 64
+static struct {
+    const void *opts;
+    char names[96];
+} providers[PROVIDER_OPTS];
+
+static void provider_added(const void *opts, const char *name) {
+    int free_slot = -1;
+    for (int i = 0; i < PROVIDER_OPTS; i++) {
+        const void *o = __atomic_load_n(&providers[i].opts, __ATOMIC_ACQUIRE);
+        if (o == opts) {
+            size_t n = strlen(providers[i].names);
+            snprintf(providers[i].names + n, sizeof providers[i].names - n, "%s%s", n ? ", " : "", name);
+            return;
+        }
+        if (!o && free_slot < 0) free_slot = i;
+    }
+    if (free_slot < 0) return; /* more live option objects than slots: the session says "?" */
+    const void *none = NULL;
+    if (__atomic_compare_exchange_n(&providers[free_slot].opts, &none, opts, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        snprintf(providers[free_slot].names, sizeof providers[free_slot].names, "%s", name);
+}
+
+static const char *providers_of(const void *opts) {
+    for (int i = 0; i < PROVIDER_OPTS; i++)
+        if (opts && __atomic_load_n(&providers[i].opts, __ATOMIC_ACQUIRE) == opts) return providers[i].names;
+    return "CPU (default)";
+}
+
+typedef status_t (*append_fn)(void *, void *, void *, void *, size_t);
+#define APPENDER(idx, name)                                                        \
+    static status_t w_append_##idx(void *o, void *a, void *b, void *c, size_t d) { \
+        status_t st = ORT_FN(idx, append_fn)(o, a, b, c, d);                       \
+        if (!st) provider_added(o, name);                                          \
+        return st;                                                                 \
+    }
+APPENDER(152, "CUDA")
+APPENDER(153, "ROCM")
+APPENDER(154, "OpenVINO")
+APPENDER(159, "TensorRT")
+APPENDER(170, "TensorRT")
+APPENDER(204, "CUDA")
+APPENDER(209, "MIGraphX")
+APPENDER(220, "CANN")
+APPENDER(239, "DNNL")
+APPENDER(275, "OpenVINO")
+APPENDER(276, "VitisAI")
+/* SessionOptionsAppendExecutionProvider(options, provider name, keys, values, n) */
+static status_t w_append_by_name(void *o, void *name, void *keys, void *values, size_t n) {
+    status_t st = ORT_FN(I_APPEND_EXECUTION_PROVIDER, append_fn)(o, name, keys, values, n);
+    if (!st && name) provider_added(o, (const char *)name);
+    return st;
+}
+static const struct {
+    uint16_t index;
+    status_t (*fn)(void *, void *, void *, void *, size_t);
+} appenders[] = {{152, w_append_152}, {153, w_append_153}, {154, w_append_154},
+                 {159, w_append_159}, {170, w_append_170}, {204, w_append_204},
+                 {209, w_append_209}, {220, w_append_220}, {239, w_append_239},
+                 {275, w_append_275}, {276, w_append_276}, {I_APPEND_EXECUTION_PROVIDER, w_append_by_name}};
+
 /* ---- the wrappers ------------------------------------------------------------------------------ */
 
 static void record(struct lpr_tls *t, unsigned call, uint64_t t0, unsigned nargs, const uint64_t *a, const char *s,
@@ -253,6 +340,26 @@ static void release_copy(const void *opts, const void *used) {
     lpr_guard_restore(&lpr_tls, g);
 }
 
+/* "model\x1fproviders" for a session made from `model` with `opts` */
+static size_t session_string(char *buf, size_t cap, const char *model, const void *opts) {
+    int n = snprintf(buf, cap, "%s\x1f%s", model, providers_of(opts));
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* After any of the creation entries: the session remembered, the slice recorded. */
+static void session_created(struct lpr_tls *t, uint64_t t0, status_t st, void **out, const char *model,
+                            const char *shown, const void *opts, const void *use, int profiled) {
+    void *s = st == NULL && out ? *out : NULL;
+    int saved = errno;
+    release_copy(opts, use);
+    remember(s, model, profiled);
+    char str[256];
+    size_t len = session_string(str, sizeof str, shown, opts);
+    uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
+    record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, str, len);
+    errno = saved;
+}
+
 static status_t w_create_session(const void *env, const char *path, const void *opts, void **out) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
     int profiled = 0;
@@ -260,15 +367,19 @@ static status_t w_create_session(const void *env, const char *path, const void *
     uint64_t t0 = t ? lpr_ticks() : 0;
     status_t st =
         ORT_FN(I_CREATE_SESSION, status_t(*)(const void *, const char *, const void *, void **))(env, path, use, out);
-    if (t) {
-        void *s = st == NULL && out ? *out : NULL;
-        int saved = errno;
-        release_copy(opts, use);
-        remember(s, path ? base_name(path) : "?", profiled);
-        uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
-        record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, path ? path : "", path ? strlen(path) : 0);
-        errno = saved;
-    }
+    if (t) session_created(t, t0, st, out, path ? base_name(path) : "?", path ? path : "", opts, use, profiled);
+    return st;
+}
+
+static status_t w_create_session_prepacked(const void *env, const char *path, const void *opts, void *container,
+                                           void **out) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    int profiled = 0;
+    const void *use = t ? profiling_options(opts, &profiled) : opts;
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = ORT_FN(I_CREATE_SESSION_PREPACKED, status_t(*)(const void *, const char *, const void *, void *,
+                                                                 void **))(env, path, use, container, out);
+    if (t) session_created(t, t0, st, out, path ? base_name(path) : "?", path ? path : "", opts, use, profiled);
     return st;
 }
 
@@ -281,15 +392,26 @@ static status_t w_create_session_from_array(const void *env, const void *data, s
     status_t st = ORT_FN(I_CREATE_SESSION_FROM_ARRAY, status_t(*)(const void *, const void *, size_t, const void *,
                                                                   void **))(env, data, len, use, out);
     if (t) {
-        void *s = st == NULL && out ? *out : NULL;
-        int saved = errno;
-        release_copy(opts, use);
         char m[64];
-        int n = snprintf(m, sizeof m, "<memory, %zu bytes>", len);
-        remember(s, m, profiled);
-        uint64_t a[2] = {(uint64_t)(uintptr_t)s, st != NULL};
-        record(t, LP_CALL_ORT_CREATE_SESSION, t0, 2, a, m, (size_t)n);
-        errno = saved;
+        snprintf(m, sizeof m, "<memory, %zu bytes>", len);
+        session_created(t, t0, st, out, m, m, opts, use, profiled);
+    }
+    return st;
+}
+
+static status_t w_create_session_from_array_prepacked(const void *env, const void *data, size_t len, const void *opts,
+                                                      void *container, void **out) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    int profiled = 0;
+    const void *use = t ? profiling_options(opts, &profiled) : opts;
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = ORT_FN(I_CREATE_SESSION_FROM_ARRAY_PREPACKED,
+                         status_t(*)(const void *, const void *, size_t, const void *, void *, void **))(
+        env, data, len, use, container, out);
+    if (t) {
+        char m[64];
+        snprintf(m, sizeof m, "<memory, %zu bytes>", len);
+        session_created(t, t0, st, out, m, m, opts, use, profiled);
     }
     return st;
 }
@@ -337,6 +459,20 @@ static size_t describe_inputs(char *buf, size_t cap, const char *const *names, c
     return o;
 }
 
+/* "model\x1finputs\x1foutputs[\x1fapi]" of a run into s (the guard held by the caller). */
+static size_t describe_run(char *s, size_t cap, void *session, const char *const *in_names, const void *const *inputs,
+                           size_t nin, const char *const *out_names, size_t nout, const char *api) {
+    size_t len = (size_t)snprintf(s, cap, "%s\x1f", model_of(session));
+    len += describe_inputs(s + len, cap - len - 64, in_names, inputs, nin);
+    if (len < cap - 1) s[len++] = 0x1f;
+    for (size_t i = 0; i < nout && len + 8 < cap; i++)
+        len +=
+            (size_t)snprintf(s + len, cap - len, "%s%s", i ? "; " : "", out_names && out_names[i] ? out_names[i] : "?");
+    if (api && len + 2 + strlen(api) < cap) len += (size_t)snprintf(s + len, cap - len, "\x1f%s", api);
+    if (len >= cap) len = cap - 1;
+    return len;
+}
+
 static status_t w_run(void *session, const void *ro, const char *const *in_names, const void *const *inputs, size_t nin,
                       const char *const *out_names, size_t nout, void **outputs) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
@@ -345,13 +481,7 @@ static status_t w_run(void *session, const void *ro, const char *const *in_names
     if (t) { /* model, inputs, outputs: described before the run */
         uint8_t g = lpr_guard_hold(t);
         int saved = errno;
-        len = (size_t)snprintf(s, sizeof s, "%s\x1f", model_of(session));
-        len += describe_inputs(s + len, sizeof s - len - 64, in_names, inputs, nin);
-        if (len < sizeof s - 1) s[len++] = 0x1f;
-        for (size_t i = 0; i < nout && len + 8 < sizeof s; i++)
-            len += (size_t)snprintf(s + len, sizeof s - len, "%s%s", i ? "; " : "",
-                                    out_names && out_names[i] ? out_names[i] : "?");
-        if (len >= sizeof s) len = sizeof s - 1;
+        len = describe_run(s, sizeof s, session, in_names, inputs, nin, out_names, nout, NULL);
         errno = saved;
         lpr_guard_restore(t, g);
     }
@@ -364,6 +494,134 @@ static status_t w_run(void *session, const void *ro, const char *const *in_names
         uint64_t a[4] = {(uint64_t)(uintptr_t)session, nin, nout, st != NULL};
         record(t, LP_CALL_ORT_RUN, t0, 4, a, s, len);
         errno = saved;
+    }
+    return st;
+}
+
+/* A run through an IoBinding: its inputs are bound beforehand and the C API cannot list them; the
+ * outputs are named from the binding. An ort.Run with api "RunWithBinding". */
+static status_t w_run_with_binding(void *session, const void *ro, const void *binding) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    char s[512];
+    size_t len = 0, nout = 0;
+    if (t) {
+        uint8_t g = lpr_guard_hold(t);
+        int saved = errno;
+        len = (size_t)snprintf(s, sizeof s, "%s\x1f<bound>\x1f", model_of(session));
+        void *alloc = NULL;
+        char *names = NULL;
+        size_t *lens = NULL;
+        status_t st = ORT_FN(I_GET_ALLOCATOR_WITH_DEFAULT_OPTIONS, status_t(*)(void **))(&alloc);
+        if (!st)
+            st = ORT_FN(I_GET_BOUND_OUTPUT_NAMES, status_t(*)(const void *, void *, char **, size_t **, size_t *))(
+                binding, alloc, &names, &lens, &nout);
+        if (!st && names && lens) {
+            const char *p = names;
+            for (size_t i = 0; i < nout && len + 8 < sizeof s; i++) {
+                len += (size_t)snprintf(s + len, sizeof s - len, "%s%.*s", i ? "; " : "", (int)lens[i], p);
+                p += lens[i];
+            }
+        }
+        if (!st && names) release_status(ORT_FN(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, names));
+        if (!st && lens) release_status(ORT_FN(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, lens));
+        release_status(st);
+        if (len >= sizeof s - 20) len = sizeof s - 20;
+        len += (size_t)snprintf(s + len, sizeof s - len, "\x1fRunWithBinding");
+        errno = saved;
+        lpr_guard_restore(t, g);
+    }
+    uint64_t t0 = t ? lpr_ticks() : 0;
+    status_t st = ORT_FN(I_RUN_WITH_BINDING, status_t(*)(void *, const void *, const void *))(session, ro, binding);
+    if (t) {
+        int saved = errno;
+        uint64_t a[4] = {(uint64_t)(uintptr_t)session, 0, nout, st != NULL};
+        record(t, LP_CALL_ORT_RUN, t0, 4, a, s, len);
+        errno = saved;
+    }
+    return st;
+}
+
+/* RunAsync returns at once and calls the program's callback from ORT's pool when the run is
+ * done. libprof passes its own callback with a context from a fixed pool: the ort.Run slice (api
+ * "RunAsync") spans submission to completion and is recorded on the thread that completes it
+ * (the one that ran the model, where its node events are), then the program's callback runs. With
+ * more runs in flight than pooled contexts, a context is mapped for the run and unmapped at its
+ * completion (no run goes unrecorded). */
+typedef void (*async_cb)(void *, void **, size_t, status_t);
+#define ASYNC_SLOTS 64
+static struct async_ctx {
+    int busy, mapped;
+    async_cb cb;
+    void *user;
+    void *session;
+    size_t nin, nout;
+    uint64_t t0;
+    size_t len;
+    char s[512];
+} asyncs[ASYNC_SLOTS];
+
+static void w_async_done(void *arg, void **outputs, size_t n, status_t status) {
+    struct async_ctx *c = arg;
+    async_cb cb = c->cb;
+    void *user = c->user;
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    if (t) {
+        int saved = errno;
+        uint64_t a[4] = {(uint64_t)(uintptr_t)c->session, c->nin, c->nout, status != NULL};
+        record(t, LP_CALL_ORT_RUN, c->t0, 4, a, c->s, c->len);
+        errno = saved;
+    }
+    if (c->mapped)
+        lpr_sys_munmap(c, sizeof *c);
+    else
+        __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+    cb(user, outputs, n, status);
+}
+
+static status_t w_run_async(void *session, const void *ro, const char *const *in_names, const void *const *inputs,
+                            size_t nin, const char *const *out_names, size_t nout, void **outputs, async_cb cb,
+                            void *user) {
+    typedef status_t (*run_async_fn)(void *, const void *, const char *const *, const void *const *, size_t,
+                                     const char *const *, size_t, void **, async_cb, void *);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_ORT);
+    struct async_ctx *c = NULL;
+    for (int i = 0; t && cb && i < ASYNC_SLOTS && !c; i++) {
+        int idle = 0;
+        if (__atomic_compare_exchange_n(&asyncs[i].busy, &idle, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            c = &asyncs[i];
+    }
+    if (t && cb && !c) { /* every pooled context in flight */
+        void *m = lpr_sys_mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (!lpr_sys_failed((long)m)) {
+            c = m;
+            c->mapped = 1;
+        }
+    }
+    if (!c)
+        return ORT_FN(I_RUN_ASYNC, run_async_fn)(session, ro, in_names, inputs, nin, out_names, nout, outputs, cb,
+                                                 user);
+    uint8_t g = lpr_guard_hold(t);
+    int saved = errno;
+    c->len = describe_run(c->s, sizeof c->s, session, in_names, inputs, nin, out_names, nout, "RunAsync");
+    c->cb = cb;
+    c->user = user;
+    c->session = session;
+    c->nin = nin;
+    c->nout = nout;
+    errno = saved;
+    lpr_guard_restore(t, g);
+    c->t0 = lpr_ticks();
+    status_t st = ORT_FN(I_RUN_ASYNC, run_async_fn)(session, ro, in_names, inputs, nin, out_names, nout, outputs,
+                                                    w_async_done, c);
+    if (st) { /* refused: no callback will come */
+        int e = errno;
+        uint64_t a[4] = {(uint64_t)(uintptr_t)session, nin, nout, 1};
+        record(t, LP_CALL_ORT_RUN, c->t0, 4, a, c->s, c->len);
+        if (c->mapped)
+            lpr_sys_munmap(c, sizeof *c);
+        else
+            __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+        errno = e;
     }
     return st;
 }
@@ -451,6 +709,17 @@ static const void *get_api(uint32_t version) {
         return table;
     }
     memcpy(copies[k].table, table, n * sizeof(void *));
+    if (version >= 2 && n >= version_entries[2]) /* the table is as long as its version says */
+        for (unsigned i = 0; i < sizeof appenders / sizeof *appenders; i++)
+            if (has_entry(version, appenders[i].index) && appenders[i].index < n)
+                copies[k].table[appenders[i].index] = (void *)appenders[i].fn;
+    if (has_entry(version, I_RUN_WITH_BINDING) && I_RUN_WITH_BINDING < n)
+        copies[k].table[I_RUN_WITH_BINDING] = (void *)w_run_with_binding;
+    if (has_entry(version, I_CREATE_SESSION_FROM_ARRAY_PREPACKED) && I_CREATE_SESSION_FROM_ARRAY_PREPACKED < n) {
+        copies[k].table[I_CREATE_SESSION_PREPACKED] = (void *)w_create_session_prepacked;
+        copies[k].table[I_CREATE_SESSION_FROM_ARRAY_PREPACKED] = (void *)w_create_session_from_array_prepacked;
+    }
+    if (has_entry(version, I_RUN_ASYNC) && I_RUN_ASYNC < n) copies[k].table[I_RUN_ASYNC] = (void *)w_run_async;
     copies[k].table[I_CREATE_SESSION] = (void *)w_create_session;
     copies[k].table[I_CREATE_SESSION_FROM_ARRAY] = (void *)w_create_session_from_array;
     copies[k].table[I_RUN] = (void *)w_run;

@@ -290,3 +290,84 @@ Test(ort, nodes_off, .init = setup) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* Entries past version 1 (tests/progs/ortapi.c, API version 16): the providers a program appends
+ * (only those ORT accepted: this CPU build refuses XNNPACK), sessions made with a prepacked-weights
+ * container from a file and from memory, runs through an IoBinding and RunAsync — each an ort.Run
+ * with its api, its node events inside it on its thread (RunAsync's on ORT's pool thread that ran
+ * it); the output unchanged. */
+Test(ort, later_entries_providers_binding_async_prepacked, .init = setup) {
+    if (access(PROG("ortapi"), X_OK) != 0) cr_skip_test("ortapi not built (no ONNX Runtime at build time)");
+    for (int pass = 0; pass < 2; pass++) {
+        const char *eps = pass ? "-" : "XNNPACK,CPU";
+        const char *argv[] = {PROG("ortapi"), model, eps, NULL};
+        struct run bare, r;
+        run_prog(&bare, dir, NULL, argv);
+        cr_assert_eq(bare.status, 0, "%s", bare.err);
+        char *path = strfmt("%s/api%d.json", dir, pass);
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", path), NULL}, argv);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert_str_eq(r.out, bare.out);
+        cJSON *j = load_json(path), *ev;
+        cr_assert_not_null(j);
+        int sessions = 0, from_file = 0, from_memory = 0, binding = 0, async = 0, plain = 0, releases = 0;
+        double rs[8][3]; /* ts, end, tid of each run */
+        int nruns = 0;
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+            cJSON *nm = cJSON_GetObjectItem(ev, "name"), *args = cJSON_GetObjectItem(ev, "args");
+            if (!cJSON_IsString(nm)) continue;
+            if (!strcmp(nm->valuestring, "ort.CreateSession")) {
+                sessions++;
+                const char *m = cJSON_GetObjectItem(args, "model")->valuestring;
+                const char *p = cJSON_GetObjectItem(args, "providers")->valuestring;
+                cr_expect_str_eq(p, pass ? "CPU (default)" : "CPU", "providers of %s", m);
+                from_file += strcmp(m, model) == 0;
+                from_memory += strncmp(m, "<memory, ", 9) == 0;
+            } else if (!strcmp(nm->valuestring, "ort.Run")) {
+                cJSON *api = cJSON_GetObjectItem(args, "api");
+                const char *a = cJSON_IsString(api) ? api->valuestring : "";
+                binding += !strcmp(a, "RunWithBinding");
+                async += !strcmp(a, "RunAsync");
+                plain += !a[0];
+                cr_expect_str_eq(cJSON_GetObjectItem(args, "outputs")->valuestring, "y");
+                if (!strcmp(a, "RunAsync"))
+                    cr_expect_str_eq(cJSON_GetObjectItem(args, "inputs")->valuestring, "x float32[1,64]");
+                cr_expect_eq(cJSON_GetObjectItem(args, "failed")->valueint, 0);
+                if (nruns < 8) {
+                    double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble;
+                    rs[nruns][0] = ts;
+                    rs[nruns][1] = ts + cJSON_GetObjectItem(ev, "dur")->valuedouble;
+                    rs[nruns][2] = cJSON_GetObjectItem(ev, "tid")->valuedouble;
+                    nruns++;
+                }
+            } else if (!strcmp(nm->valuestring, "ort.ReleaseSession")) {
+                releases++;
+            }
+        }
+        cr_expect(sessions == 2 && from_file == 1 && from_memory == 1, "sessions %d (file %d, memory %d)", sessions,
+                  from_file, from_memory);
+        cr_expect(binding == 2 && async == 2 && plain == 0 && releases == 2, "binding %d async %d plain %d releases %d",
+                  binding, async, plain, releases);
+        /* node events: the same number in every run, each inside a run on the run's thread */
+        int per[8] = {0}, nodes = 0, outside = 0;
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+            cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+            if (!cJSON_IsString(cat) || strcmp(cat->valuestring, "ort.node")) continue;
+            nodes++;
+            double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble,
+                   end = ts + cJSON_GetObjectItem(ev, "dur")->valuedouble,
+                   tid = cJSON_GetObjectItem(ev, "tid")->valuedouble;
+            int k = 0;
+            while (k < nruns && !(tid == rs[k][2] && ts >= rs[k][0] && end <= rs[k][1] + 0.001)) k++;
+            if (k < nruns)
+                per[k]++;
+            else
+                outside++;
+        }
+        cr_expect(nruns == 4 && nodes > 0 && outside == 0, "runs %d nodes %d outside %d", nruns, nodes, outside);
+        for (int k = 1; k < nruns; k++) cr_expect_eq(per[k], per[0], "run %d: %d nodes, run 0: %d", k, per[k], per[0]);
+        cJSON_Delete(j);
+        run_free(&r);
+        run_free(&bare);
+    }
+}
