@@ -1,8 +1,10 @@
 /* map.c: linear probing over (key, value) pairs kept side by side (one cache line a probe), a
  * multiplicative hash (pointers from an allocator differ in their middle bits, which one
- * multiply spreads to the top ones), at most 70 % full (the live-block table of a converted
- * trace is most of the converter's memory), with backward-shift deletion so that no tombstones
- * accumulate over millions of malloc/free pairs. */
+ * multiply spreads to the top ones), at most half full, with backward-shift deletion so that no
+ * tombstones accumulate over millions of malloc/free pairs. Half full rather than 70 %: clusters
+ * stay short, and a release — the commonest event of a trace — shifts fewer slots back (the exit
+ * conversion of churn: 318 -> 294 instructions an event); the price is 16 bytes more per live
+ * block at worst (the live-block table is most of the converter's memory). */
 #include "map.h"
 #include "os.h"
 
@@ -31,7 +33,7 @@ static int grow(struct lp_map *m) {
 }
 
 int lp_map_put(struct lp_map *m, uint64_t key, uint64_t val, uint64_t *old) {
-    if (LP_MAP_UNLIKELY((m->n + 1) * 10 > m->cap * 7) && grow(m)) return -1;
+    if (LP_MAP_UNLIKELY((m->n + 1) * 2 > m->cap) && grow(m)) return -1;
     uint64_t mask = m->cap - 1, h = slot_of(m, key);
     struct lp_map_slot *s = m->slots;
     while (s[h].key) {

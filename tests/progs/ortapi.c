@@ -21,13 +21,13 @@ const struct OrtApiBase *OrtGetApiBase(void);
 typedef void *st; /* OrtStatus* */
 static const void *const *api;
 #define F(i, type) ((type)api[i])
-#define CHECK(x)                                                                                                       \
-    do {                                                                                                               \
-        st s_ = (x);                                                                                                   \
-        if (s_) {                                                                                                      \
-            fprintf(stderr, "ortapi: %s: %s\n", #x, F(2, const char *(*)(st))(s_)); /* GetErrorMessage */            \
-            return 1;                                                                                                  \
-        }                                                                                                              \
+#define CHECK(x)                                                                                          \
+    do {                                                                                                  \
+        st s_ = (x);                                                                                      \
+        if (s_) {                                                                                         \
+            fprintf(stderr, "ortapi: %s: %s\n", #x, F(2, const char *(*)(st))(s_)); /* GetErrorMessage */ \
+            return 1;                                                                                     \
+        }                                                                                                 \
     } while (0)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -52,12 +52,12 @@ int main(int argc, char **argv) {
     if (!api) return 1;
     void *env = NULL, *opts = NULL, *sess = NULL, *sess2 = NULL, *mem = NULL, *pack = NULL;
     CHECK(F(3, st(*)(int, const char *, void **))(2, "ortapi", &env)); /* CreateEnv */
-    CHECK(F(10, st(*)(void **))(&opts));                                /* CreateSessionOptions */
+    CHECK(F(10, st(*)(void **))(&opts));                               /* CreateSessionOptions */
     if (strcmp(argv[2], "-")) {
         char *list = strdup(argv[2]);
         for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
             st s = F(216, st(*)(void *, const char *, const char *const *, const char *const *, size_t))(opts, p, NULL,
-                                                                                                        NULL, 0);
+                                                                                                         NULL, 0);
             printf("provider %s %s\n", p, s ? "refused" : "appended");
             if (s) F(93, void (*)(st))(s); /* ReleaseStatus */
         }
@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     }
     CHECK(F(166, st(*)(void **))(&pack)); /* CreatePrepackedWeightsContainer */
     CHECK(F(168, st(*)(void *, const char *, void *, void *, void **))(env, argv[1], opts, pack,
-                                                                        &sess)); /* ...WithPrepackedWeightsContainer */
+                                                                       &sess)); /* ...WithPrepackedWeightsContainer */
     FILE *f = fopen(argv[1], "rb");
     if (!f) return 1;
     static char model[1 << 20];
@@ -81,15 +81,16 @@ int main(int argc, char **argv) {
                                                                                       &in)); /* CreateTensorWithData */
     /* IoBinding on the second session */
     void *bind = NULL, *alloc = NULL;
-    CHECK(F(134, st(*)(void *, void **))(sess2, &bind));             /* CreateIoBinding */
-    CHECK(F(136, st(*)(void *, const char *, const void *))(bind, "x", in)); /* BindInput */
+    CHECK(F(134, st(*)(void *, void **))(sess2, &bind));                      /* CreateIoBinding */
+    CHECK(F(136, st(*)(void *, const char *, const void *))(bind, "x", in));  /* BindInput */
     CHECK(F(138, st(*)(void *, const char *, const void *))(bind, "y", mem)); /* BindOutputToDevice */
     CHECK(F(78, st(*)(void **))(&alloc));                                     /* GetAllocatorWithDefaultOptions */
     for (int r = 0; r < 2; r++) {
         CHECK(F(133, st(*)(void *, const void *, const void *))(sess2, NULL, bind)); /* RunWithBinding */
         void **vals = NULL;
         size_t n = 0;
-        CHECK(F(140, st(*)(const void *, void *, void ***, size_t *))(bind, alloc, &vals, &n)); /* GetBoundOutputValues */
+        CHECK(
+            F(140, st(*)(const void *, void *, void ***, size_t *))(bind, alloc, &vals, &n)); /* GetBoundOutputValues */
         float *y = NULL;
         if (n != 1) return 1;
         CHECK(F(51, st(*)(void *, void **))(vals[0], (void **)&y));
