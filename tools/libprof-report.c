@@ -50,7 +50,8 @@ static const char usage[] =
     "exports:\n"
     "  --chrome FILE      Chrome trace JSON (convert a raw trace, or write the --merge result)\n"
     "  --csv FILE         CSV summary (raw trace; one row per function, see README)\n"
-    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host)\n"
+    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\n"
+    "                     with --merge, all inputs on one timeline (streamed)\n"
     "  --html FILE        one self-contained page: tables, heap over time, iterations, flame graph\n"
     "  --folded FILE      flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)\n"
     "  --folded-leaks FILE  the same for bytes leaked at exit\n"
@@ -502,6 +503,70 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
     return lp_slices_builder_end(b);
 }
 
+/* --merge --events-csv: every input's events as one CSV on the merged timeline, in bounded
+ * memory — each input written alone to a temporary file, its rows led by their order key (a raw
+ * trace streams; a JSON trace is loaded alone), then a k-way merge of the files on key + shift,
+ * hosts' clocks aligned as in the Chrome merge (skew.c). Rows come in the order of their effect
+ * (an allocation's moment, a call's end), as in one trace's CSV. */
+static int merged_events_csv(const char *const *paths, int n, const char *out) {
+    FILE **tmp = calloc((size_t)n, sizeof *tmp);
+    struct rp_sync *sy = calloc((size_t)n, sizeof *sy);
+    int64_t *skew = calloc((size_t)n, sizeof *skew), *shift = calloc((size_t)n, sizeof *shift);
+    int rc = !tmp || !sy || !skew || !shift;
+    for (int i = 0; i < n && !rc; i++) {
+        struct input one;
+        if (load(&one, paths[i], 0) != 0) {
+            rc = 1;
+            break;
+        }
+        tmp[i] = tmpfile();
+        if (!rc &&
+            (!tmp[i] || (one.raw ? rp_events_csv_lpt(tmp[i], &one.r, 1) : rp_events_csv(tmp[i], &one.c, 1)) != 0 ||
+             fflush(tmp[i]) != 0)) {
+            fprintf(stderr, "libprof-report: %s: cannot write a temporary file: %s\n", paths[i], strerror(errno));
+            rc = 1;
+        }
+        if (!rc) {
+            rewind(tmp[i]);
+            if (one.raw) {
+                sy[i].origin_ns = (int64_t)one.r.hdr.origin_real_ns;
+                sy[i].rank = -1;
+                if (one.r.job) {
+                    const char *rk = memchr(one.r.job, 0, one.r.job_len);
+                    if (rk && rk + 1 < one.r.job + one.r.job_len) sy[i].rank = strtoll(rk + 1, NULL, 10);
+                }
+                snprintf(sy[i].host, sizeof sy[i].host, "%.*s", (int)one.r.hostname_len,
+                         one.r.hostname ? one.r.hostname : "");
+            } else {
+                sy[i].origin_ns = one.c.origin_real_ns;
+                sy[i].rank = one.c.rank;
+                memcpy(sy[i].host, one.c.host, sizeof sy[i].host);
+            }
+            rp_keyed_csv_sync(tmp[i], sy[i].sync_ns);
+        }
+        unload(&one);
+    }
+    if (!rc) {
+        rp_skew(sy, n, skew);
+        int64_t t0 = INT64_MAX;
+        for (int i = 0; i < n; i++)
+            if (sy[i].origin_ns && sy[i].origin_ns + skew[i] < t0) t0 = sy[i].origin_ns + skew[i];
+        for (int i = 0; i < n; i++) shift[i] = sy[i].origin_ns && t0 != INT64_MAX ? sy[i].origin_ns + skew[i] - t0 : 0;
+        FILE *f = fopen(out, "w");
+        if (!f || rp_merge_keyed_csv(tmp, shift, n, f) != 0 || fclose(f) != 0) {
+            fprintf(stderr, "libprof-report: cannot write %s: %s\n", out, strerror(errno));
+            rc = 1;
+        }
+    }
+    for (int i = 0; tmp && i < n; i++)
+        if (tmp[i]) fclose(tmp[i]);
+    free(tmp);
+    free(sy);
+    free(skew);
+    free(shift);
+    return rc;
+}
+
 static int compile(regex_t *re, const char *s, const char *opt) {
     int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {
@@ -682,6 +747,12 @@ int main(int argc, char **argv) {
     }
     int report = summary || !(converts || events_csv || html || (merge && chrome));
 
+    /* --merge --events-csv streams the inputs one at a time */
+    if (merge && events_csv && ninputs > 1) {
+        int rc = merged_events_csv((const char *const *)inputs, ninputs, events_csv);
+        if (rc != 0 || !(report || chrome || html || csv || converts)) return rc;
+        events_csv = NULL; /* written */
+    }
     /* --merge --chrome alone streams: no input is held (tools/merge.c) */
     if (merge && chrome && !report && !html && !events_csv && !csv && !diff)
         return rp_merge_stream((const char *const *)inputs, ninputs, chrome, quiet);
@@ -738,7 +809,8 @@ int main(int argc, char **argv) {
     if (rc == 0 && merge && chrome) rc = write_merged(in, ninputs, chrome);
     if (rc == 0 && events_csv) {
         FILE *f = fopen(events_csv, "w");
-        if (!f || (in[0].raw ? rp_events_csv_lpt(f, &in[0].r) : rp_events_csv(f, &in[0].c)) != 0 || fclose(f) != 0) {
+        if (!f || (in[0].raw ? rp_events_csv_lpt(f, &in[0].r, 0) : rp_events_csv(f, &in[0].c, 0)) != 0 ||
+            fclose(f) != 0) {
             fprintf(stderr, "libprof-report: cannot write %s: %s\n", events_csv, strerror(errno));
             rc = 1;
         }

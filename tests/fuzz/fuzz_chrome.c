@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (lp_chrome_load((const char *)data, size, &c, err, sizeof err) == 0) {
         rp_print(null, "fuzz", &c, &o);
         rp_diff(null, &c, &c, &o);
-        rp_events_csv(null, &c);
+        rp_events_csv(null, &c, 0);
+        rp_events_csv(null, &c, 1);
         lp_slices_free(&c);
     }
     return 0;

@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             rp_print(null, "fuzz", &c, &ro);
             lp_slices_free(&c);
         }
-        rp_events_csv_lpt(null, &r);
+        rp_events_csv_lpt(null, &r, 0);
         lp_reader_close(&r);
     }
     free(buf);

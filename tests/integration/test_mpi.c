@@ -293,6 +293,28 @@ Test(mpi, bounded_streaming_merge, .init = setup, .timeout = 300) {
     cr_expect_eq(atol(c.out), 4 * 500000, "read slices in the merged trace: %s", c.out);
     run_free(&c);
     run_free(&m);
+    /* the events CSV of the four, merged in bounded memory: every read row, in time order */
+    char *csv = strfmt("%s/m.csv", dir);
+    const char *cargv[] = {"/usr/bin/time", "-f",  "%M",  "-o",           rss, REPORT, "--merge", in[0],
+                           in[1],           in[2], in[3], "--events-csv", csv, "-q",   NULL};
+    run_prog(&m, dir, NULL, cargv);
+    cr_assert_eq(m.status, 0, "%s", m.err);
+    free(kib);
+    kib = read_file(rss, &len);
+    cr_expect_lt(atol(kib), 64 * 1024, "peak RSS of the events CSV merge: %s KiB", kib);
+    cmd = strfmt("head -1 %s; awk -F, 'NR > 1 && $6 == \"read\" {n++} NR > 2 && $3 + $4 < last {back++} "
+                 "{last = $3 + $4} END {print n, back + 0}' %s",
+                 csv, csv);
+    run_prog(&c, NULL, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_expect_not_null(strstr(c.out, "pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host\n"), "%s", c.out);
+    long rows = 0, back = -1;
+    const char *nl = strchr(c.out, '\n');
+    cr_assert_not_null(nl);
+    sscanf(nl + 1, "%ld %ld", &rows, &back);
+    cr_expect_eq(rows, 4 * 500000, "read rows in the merged CSV: %s", c.out);
+    cr_expect_eq(back, 0, "rows whose end goes back in time: %s", c.out);
+    run_free(&c);
+    run_free(&m);
     /* the ranks: strict JSON, named */
     job("0");
     char *small = strfmt("%s/ranks.json", dir);
@@ -440,4 +462,20 @@ Test(mpi, cross_host_skew_aligned_on_barriers, .init = setup) {
                   eb, b - a);
         cJSON_Delete(meta);
     }
+    /* the merged events CSV moves the other host's rows the same way */
+    char *csv = strfmt("%s/two.csv", dir);
+    run_prog(&m, dir, NULL, (const char *[]){REPORT, "--merge", in[0], in[1], in[2], in[3], "--events-csv", csv, NULL});
+    cr_assert_eq(m.status, 0, "%s", m.err);
+    run_free(&m);
+    char *cmd = strfmt("awk -F, '$6 == \"MPI_Barrier\" && $1 == $2 && !($9 in e) {e[$9] = $3 + $4} "
+                       "END {for (r = 0; r < 4; r++) printf \"%%d \", e[r]}' %s",
+                       csv);
+    run_prog(&m, NULL, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    double ce[4] = {0};
+    cr_assert_eq(sscanf(m.out, "%lf %lf %lf %lf", &ce[0], &ce[1], &ce[2], &ce[3]), 4, "%s", m.out);
+    double ca = ce[0] < ce[1] ? ce[0] : ce[1], cb = ce[2] < ce[3] ? ce[2] : ce[3];
+    double a = base[0] < base[1] ? base[0] : base[1], b = base[2] < base[3] ? base[2] : base[3];
+    cr_expect(fabs((cb - ca) / 1e3 - (b - a)) < 20000, "CSV: host exits %g vs %g ns apart (one host: %g us)", ca, cb,
+              b - a);
+    run_free(&m);
 }
