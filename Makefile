@@ -78,6 +78,7 @@ HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
 HOOK_SRCS += preload/hooks/sync.c
 HOOK_SRCS += preload/hooks/thread.c
+HOOK_SRCS += preload/hooks/unwind.c
 HOOK_SRCS += preload/hooks/wait.c
 
 # lib/: what the recorder and the tools share — the format's tables, the decoder, the converter

@@ -398,6 +398,7 @@ LP_HIDDEN void lpr_modules_write(void);
 LP_HIDDEN void lpr_stacks_after_fork_child(void);
 LP_HIDDEN uint64_t lpr_stacks_unique(void);
 LP_HIDDEN uint64_t lpr_stacks_dropped(void);
+LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwind libprof loaded */
 
 /* ---- "python.c": the CPython interpreter's frames ------------------------------------------- */
 

@@ -127,19 +127,22 @@ int lpr_stacks_init(unsigned depth) {
         lpr_warn("LIBPROF_STACKS: libunwind has no unw_backtrace; recording without call stacks");
         return -1;
     }
+    /* libunwind's text, known before its first call initialises it (hooks/unwind.c tells its
+     * calls apart by it) */
+    struct range unw = {(uintptr_t)unw_bt, 0, 0};
+    dl_iterate_phdr(find_range, &unw);
+    unw_lo = unw.lo;
+    unw_hi = unw.hi;
     if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
     unw_getcontext_fn = (int (*)(void *))dlsym(h, "_Ux86_64_getcontext");
     unw_init_local_fn = (int (*)(void *, void *))dlsym(h, "_ULx86_64_init_local");
     unw_step_fn = (int (*)(void *))dlsym(h, "_ULx86_64_step");
     unw_get_reg_fn = (int (*)(void *, int, uint64_t *))dlsym(h, "_ULx86_64_get_reg");
     if (lpr_stacks_table() != 0) return -1;
-    struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0}, unw = {(uintptr_t)unw_bt, 0, 0};
+    struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0};
     dl_iterate_phdr(find_range, &me);
-    dl_iterate_phdr(find_range, &unw);
     self_lo = me.lo;
     self_hi = me.hi;
-    unw_lo = unw.lo;
-    unw_hi = unw.hi;
     lpr_unw_backtrace = unw_bt;
     lpr_stack_depth = depth;
     cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
@@ -162,6 +165,8 @@ static int same(uint32_t id, void *const *f, unsigned n) {
     if (off == NEVER || off-- == 0 || arena[off] != n) return 0;
     return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
 }
+
+int lpr_stacks_in_unwinder(const void *pc) { return (uintptr_t)pc >= unw_lo && (uintptr_t)pc < unw_hi; }
 
 static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a >= unw_lo && a < unw_hi); }
 

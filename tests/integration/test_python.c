@@ -299,11 +299,10 @@ Test(python, unsupported_interpreter_says_so_once, .init = setup) {
     run_free(&bare);
 }
 
-/* CPython's own tests of threads, generators, coroutines, profiling hooks and exceptions pass
- * with Python frames read on every allocation (LIBPROF_STACKS); test_threading and
- * test_subprocess (fork, exec, children dying by signals) with the Python line read on every call
- * (the default). test_subprocess is not run with LIBPROF_STACKS: libunwind keeps a pipe open in
- * every process it unwinds (README, Limits), which test_pass_fds_redirected sees in its child. */
+/* CPython's own tests of threads, subprocesses (fork, exec, children dying by signals, every
+ * descriptor of a child listed), generators, coroutines, profiling hooks and exceptions pass with
+ * Python frames read on every allocation (LIBPROF_STACKS); test_threading and test_subprocess
+ * also with the Python line read on every call (the default). */
 static void cpython_tests(const char *const *modules, const char *stacks) {
     const char *argv[16] = {"/usr/bin/python3", "-m", "test"};
     int n = 3;
@@ -334,8 +333,8 @@ static void cpython_tests(const char *const *modules, const char *stacks) {
 }
 
 Test(python, cpython_test_suite_with_stacks, .init = setup, .timeout = 600) {
-    cpython_tests((const char *[]){"test_threading", "test_generators", "test_coroutines", "test_sys_setprofile",
-                                   "test_exceptions", NULL},
+    cpython_tests((const char *[]){"test_threading", "test_subprocess", "test_generators", "test_coroutines",
+                                   "test_sys_setprofile", "test_exceptions", NULL},
                   "LIBPROF_STACKS=16");
 }
 
