@@ -1,20 +1,25 @@
 /* unwind.c: libunwind's memory-validation pipe, refused — so that stacks hold no descriptor.
  *
  * At its first use libunwind (1.6) opens a pipe with pipe2() and keeps it for good: when a walk
- * falls back from DWARF to frame-chain heuristics it checks that an address is readable by
- * write()ing one byte from it into the pipe. The two descriptors are the program's to see (a
- * program that lists its descriptors, such as CPython's test_subprocess.test_pass_fds_redirected,
- * finds them in every preloaded child), and closing them later is unsafe: libunwind would read,
- * write and close whatever the program opened under those numbers next.
+ * has left DWARF-described frames it checks that an address is readable by mincore() and then by
+ * write()ing one byte from it into the pipe (syscall(SYS_write, pipe, addr, 1): EFAULT if not),
+ * and caches the pages that passed. The two descriptors are the program's to see (a program that
+ * lists its descriptors, such as CPython's test_subprocess.test_pass_fds_redirected, finds them
+ * in every preloaded child), and closing them later is unsafe: libunwind would read, write and
+ * close whatever the program opened under those numbers next.
  *
  * So libunwind's own pipe2() — only calls from inside the libunwind libprof loaded — fails
- * (EMFILE) and leaves its descriptors at -1: a validation then fails (EBADF), which libunwind
- * takes as "unreadable" and ends that walk at the frame it could not prove; DWARF-described frames
- * (nearly all) never validate. Every other pipe2() is the kernel's, through the raw system call
- * (what the C library's pipe2 is). */
+ * (EMFILE) and its descriptors stay -1, and its check write (syscall() from inside libunwind,
+ * SYS_write on descriptor -1) is answered here without a descriptor: readable when the bytes lie
+ * on this thread's stack above the current frame (what a walk reads: return addresses, saved
+ * frame pointers), else EBADF, which libunwind takes as "unreadable" and ends that walk there.
+ * No new system call (sandboxes such as Chromium's seccomp filter allow what ran before), and the
+ * pages that pass are cached by libunwind as before. Every other pipe2() and syscall() is the
+ * kernel's, through the raw system call (what the C library's are). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "../core/sys.h"
@@ -32,4 +37,25 @@ LP_EXPORT int pipe2(int fds[2], int flags) {
         return -1;
     }
     return 0;
+}
+
+LP_EXPORT long syscall(long n, ...);
+LP_EXPORT long syscall(long n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long), d = va_arg(ap, long), e = va_arg(ap, long),
+         f = va_arg(ap, long);
+    va_end(ap);
+    /* (the descriptor is an int: its register's upper half is not defined) */
+    if (LP_UNLIKELY(n == SYS_write && (int)a == -1 && lpr_stacks_in_unwinder(__builtin_return_address(0)))) {
+        if (c > 0 && lpr_stacks_readable((uintptr_t)b, (size_t)c)) return c;
+        errno = EBADF;
+        return -1;
+    }
+    long r = lpr_syscall6(n, a, b, c, d, e, f);
+    if (lpr_sys_failed(r)) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
 }
