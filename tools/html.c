@@ -1,7 +1,8 @@
-/* html.c: libprof-report --html — one self-contained page (inline CSS and SVG, no script, no
- * network): the top entry points, per-thread busy and kernel shares, the heap over time, the
- * iteration latencies, the memory / I/O / BLAS tables, and a flame graph of allocated bytes by
- * call stack. Plots are drawn here as SVG so the page opens anywhere, offline. */
+/* html.c: libprof-report --html — one self-contained page (inline CSS, SVG and script, no
+ * network): the top entry points, per-thread busy and kernel shares, the heap over time and by
+ * site, a time window that recomputes its table for any stretch of the run, the iteration
+ * latencies, the memory / I/O / BLAS tables, and flame graphs (allocated, at the peak, leaked,
+ * temporary) with zoom and search. Plots are drawn here as SVG so the page opens anywhere. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,8 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
         lp_fmt_ns(sp, sizeof sp, (int64_t)span);
         fprintf(f, "<h2>Heap over time</h2><p>live requested bytes; peak %s; run %s</p>\n", pk, sp);
         fprintf(f,
-                "<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" aria-label=\"heap over time\">"
+                "<svg id=\"heap-over-time\" width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
+                "aria-label=\"heap over time\">"
                 "<rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
                 "<text x=\"0\" y=\"20\">%s</text><text x=\"0\" y=\"210\">0</text><text x=\"60\" "
                 "y=\"230\">0</text><text x=\"740\" y=\"230\">%s</text>"
@@ -171,6 +173,183 @@ static void site_plot(FILE *f, const struct lp_reader *r) {
     fputs("</ul>\n", f);
     lp_site_series_free(&ss);
 }
+
+/* ---- the time window ------------------------------------------------------------------------- *
+ * The run cut into WB buckets; per row (each allocation function — calls, bytes allocated or
+ * released —, and each of the 30 entry points with the most time — calls, time) the nonzero
+ * buckets as [bucket, calls, value] triples, in a JSON block the page's script sums over the
+ * buckets a window covers. A few kilobytes whatever the event count; a window is exact to one
+ * bucket (span / 400) at its edges. */
+enum { WB = 400 };
+struct wrow {
+    char name[64];
+    int alloc; /* 1: value is bytes; 0: ns */
+    uint64_t *calls, *value;
+    uint64_t total;
+};
+
+static struct wrow *wrow_of(struct wrow **rows, size_t *n, size_t *cap, const char *name, int alloc) {
+    for (size_t i = 0; i < *n; i++)
+        if ((*rows)[i].alloc == alloc && !strcmp((*rows)[i].name, name)) return &(*rows)[i];
+    if (LP_RESERVE(*rows, *cap, *n + 1) != 0) return NULL;
+    struct wrow *w = &(*rows)[(*n)++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->alloc = alloc;
+    w->calls = calloc(WB, sizeof *w->calls);
+    w->value = calloc(WB, sizeof *w->value);
+    if (!w->calls || !w->value) return NULL;
+    return w;
+}
+
+static int by_total(const void *a, const void *b) {
+    const struct wrow *x = a, *y = b;
+    return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static void time_window(FILE *f, const struct lp_slices *c, const struct lp_reader *r) {
+    uint64_t span = 1;
+    if (r) span = lp_ticks_to_ns(r, r->last_ticks) + 1;
+    for (size_t i = 0; i < c->nslices; i++)
+        if ((uint64_t)(c->slices[i].ts_ns + c->slices[i].dur_ns) >= span)
+            span = (uint64_t)(c->slices[i].ts_ns + c->slices[i].dur_ns) + 1;
+    struct wrow *rows = NULL;
+    size_t n = 0, cap = 0;
+    int oom = 0;
+    if (r) { /* the allocation functions, from the raw trace */
+        struct lp_iter *it = lp_iter_new(r);
+        struct lp_map live = {0};
+        struct lp_event e;
+        while (it && !oom && lp_iter_next(it, &e)) {
+            uint64_t freed, born, size, v;
+            lp_event_blocks(&e, &freed, &born, &size);
+            if (!freed && !born) continue;
+            size_t b = (size_t)((double)e.ns / (double)span * WB);
+            if (b >= WB) b = WB - 1;
+            if (born) {
+                struct wrow *w = wrow_of(&rows, &n, &cap, lp_kind_names[e.kind], 1);
+                if (!w || lp_map_put(&live, born, size, NULL) < 0) {
+                    oom = 1;
+                    break;
+                }
+                w->calls[b]++;
+                w->value[b] += size;
+                w->total += size;
+            }
+            if (freed && e.phase == 1) { /* a free (a realloc's release is part of its row) */
+                struct wrow *w = wrow_of(&rows, &n, &cap, "free (bytes released)", 1);
+                if (!w) {
+                    oom = 1;
+                    break;
+                }
+                v = 0;
+                lp_map_take(&live, freed, &v);
+                w->calls[b]++;
+                w->value[b] += v;
+                w->total += v;
+            } else if (freed) {
+                lp_map_take(&live, freed, &v);
+            }
+        }
+        lp_map_free(&live);
+        lp_iter_free(it);
+    }
+    /* entry points: each slice in the bucket of its start */
+    size_t first_call = n;
+    size_t *row_of = calloc(c->nnames + 1, sizeof *row_of); /* name -> 1 + its row (0: none yet) */
+    if (!row_of) oom = 1;
+    for (size_t i = 0; i < c->nslices && !oom; i++) {
+        const struct lp_slice *sl = &c->slices[i];
+        if (!row_of[sl->name]) {
+            if (!wrow_of(&rows, &n, &cap, c->names[sl->name], 0) || !rows[n - 1].calls || !rows[n - 1].value) {
+                oom = 1;
+                break;
+            }
+            row_of[sl->name] = n;
+        }
+        struct wrow *w = &rows[row_of[sl->name] - 1];
+        size_t b = sl->ts_ns <= 0 ? 0 : (size_t)((double)sl->ts_ns / (double)span * WB);
+        if (b >= WB) b = WB - 1;
+        w->calls[b]++;
+        w->value[b] += (uint64_t)(sl->dur_ns > 0 ? sl->dur_ns : 0);
+        w->total += (uint64_t)(sl->dur_ns > 0 ? sl->dur_ns : 0);
+    }
+    free(row_of);
+    if (!oom && n > first_call) qsort(rows + first_call, n - first_call, sizeof *rows, by_total);
+    size_t made = n;
+    if (n > first_call + 30) n = first_call + 30;
+    if (!oom && n) {
+        char sp[32];
+        lp_fmt_ns(sp, sizeof sp, (int64_t)span);
+        fprintf(f,
+                "<h2 id=\"time-window\">Time window</h2><p>the run (%s) cut into %d slices of time; "
+                "choose a window — drag across a chart above, or type it — and the table below counts only "
+                "what started in it.</p>\n<p>from <input id=\"win-from\" type=\"number\" step=\"any\" value=\"0\"> ms "
+                "to <input id=\"win-to\" type=\"number\" step=\"any\" value=\"%.3f\"> ms "
+                "<button id=\"win-all\">whole run</button> <span id=\"win-said\"></span></p>\n"
+                "<table id=\"window\" class=\"sortable\"><tr><th class=\"n\">name</th><th>calls</th>"
+                "<th>bytes / time</th></tr></table>\n<script id=\"window-data\" type=\"application/json\">"
+                "{\"span_ns\":%llu,\"buckets\":%d,\"rows\":[",
+                sp, WB, (double)span / 1e6, (unsigned long long)span, WB);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(f, "%s{\"name\":\"", i ? "," : "");
+            for (const char *q = rows[i].name; *q; q++) { /* inside a script element: no '<' either */
+                if (*q == '"' || *q == '\\') fputc('\\', f);
+                if ((unsigned char)*q < 0x20 || *q == '<')
+                    fprintf(f, "\\u%04x", (unsigned char)*q);
+                else
+                    fputc(*q, f);
+            }
+            fprintf(f, "\",\"bytes\":%d,\"b\":[", rows[i].alloc);
+            int first = 1;
+            for (int b = 0; b < WB; b++) {
+                if (!rows[i].calls[b]) continue;
+                fprintf(f, "%s%d,%llu,%llu", first ? "" : ",", b, (unsigned long long)rows[i].calls[b],
+                        (unsigned long long)rows[i].value[b]);
+                first = 0;
+            }
+            fputs("]}", f);
+        }
+        fputs("]}</script>\n", f);
+    }
+    for (size_t i = 0; i < made; i++) {
+        free(rows[i].calls);
+        free(rows[i].value);
+    }
+    free(rows);
+}
+
+/* The window's script: sums each row's buckets in [from, to) and redraws the table; dragging
+ * across the heap or the sites chart sets the window. */
+#define WINDOW_JS                                                                                                      \
+    "<script>\n"                                                                                                       \
+    "(function(){var d=document.getElementById('window-data');if(!d)return;var D=JSON.parse(d.textContent);"           \
+    "var T=document.getElementById('window'),F=document.getElementById('win-from'),"                                   \
+    "E=document.getElementById('win-to'),S=document.getElementById('win-said'),ms=D.span_ns/1e6;"                      \
+    "function fmt(v,b){if(b){var u=['B','KiB','MiB','GiB'],i=0;while(v>=1024&&i<3){v/=1024;i++;}"                      \
+    "return (i?v.toFixed(1):v)+' '+u[i];}var t=['ns','us','ms','s'],k=0;while(v>=1000&&k<3){v/=1000;k++;}"             \
+    "return (k?v.toFixed(1):v)+' '+t[k];}\n"                                                                           \
+    "function show(){var a=Math.max(0,+F.value||0),z=Math.min(ms,E.value===''?ms:+E.value);"                           \
+    "var lo=Math.floor(a/ms*D.buckets),hi=Math.ceil(z/ms*D.buckets);if(hi<=lo)hi=lo+1;"                                \
+    "while(T.rows.length>1)T.deleteRow(1);var out=[];D.rows.forEach(function(r){var c=0,v=0;"                          \
+    "for(var i=0;i<r.b.length;i+=3)if(r.b[i]>=lo&&r.b[i]<hi){c+=r.b[i+1];v+=r.b[i+2];}"                                \
+    "if(c)out.push([r.name,c,v,r.bytes]);});out.sort(function(x,y){return (y[3]-x[3])||(y[2]-x[2]);});"                \
+    "out.forEach(function(o){var tr=T.insertRow();tr.dataset.name=o[0];var c0=tr.insertCell();c0.className='n';"       \
+    "c0.textContent=o[0];var c1=tr.insertCell();c1.textContent=o[1];c1.dataset.v=o[1];"                                \
+    "var c2=tr.insertCell();c2.textContent=fmt(o[2],o[3]);c2.dataset.v=o[2];});"                                       \
+    "T.dataset.lo=lo;T.dataset.hi=hi;S.textContent=(lo*ms/D.buckets).toFixed(3)+' - '+"                                \
+    "(hi*ms/D.buckets).toFixed(3)+' ms';}\n"                                                                           \
+    "F.addEventListener('input',show);E.addEventListener('input',show);"                                               \
+    "document.getElementById('win-all').addEventListener('click',function(){F.value=0;E.value=ms.toFixed(3);show();})" \
+    ";"                                                                                                                \
+    "['heap-over-time','sites-over-time'].forEach(function(id){var g=document.getElementById(id);if(!g)return;"        \
+    "var x0=null;function at(ev){var b=g.getBoundingClientRect(),x=(ev.clientX-b.left)*820/b.width;"                   \
+    "return Math.min(1,Math.max(0,(x-60)/740))*ms;}"                                                                   \
+    "g.addEventListener('mousedown',function(ev){x0=at(ev);ev.preventDefault();});"                                    \
+    "g.addEventListener('mouseup',function(ev){if(x0===null)return;var x1=at(ev);"                                     \
+    "F.value=Math.min(x0,x1).toFixed(3);E.value=Math.max(x0,x1).toFixed(3);x0=null;show();"                            \
+    "document.getElementById('time-window').scrollIntoView();});});show();})();\n"                                     \
+    "</script>\n"
 
 static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     size_t n;
@@ -379,6 +558,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
     }
     if (r) heap_plot(f, r);
     if (r) site_plot(f, r);
+    time_window(f, c, r);
     if (o->iterations) iteration_chart(f, c, o);
     /* allocated, at the peak, leaked, temporary: each a flame graph of its own */
     static const char *const ids[4] = {"flame-alloc", "flame-peak", "flame-leaks", "flame-temp"};
@@ -389,6 +569,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
     for (int k = 0; k < 4; k++)
         if (folded && folded[k] && folded[k][0]) flame(f, folded[k], ids[k], titles[k], what[k]);
     fputs(FLAME_JS, f);
+    fputs(WINDOW_JS, f);
     if (summary && *summary) {
         fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites, Python lines</h2><pre>", f);
         esc(f, summary, strlen(summary));

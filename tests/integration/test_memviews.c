@@ -271,3 +271,76 @@ Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
     run_free(&rep);
     run_free(&r);
 }
+
+/* The time window (issue 17): tests/progs/phases in its "sleep" mode allocates 100 x 1001 bytes,
+ * sleeps 1.5 s, 100 x 1002 bytes, sleeps 1.5 s, 100 x 1003 bytes. In Debian's chromium, a window
+ * typed over each phase recomputes the table to exactly that phase's mallocs; dragging across the
+ * whole heap chart selects the whole run. */
+static const char window_js[] =
+    "const { chromium } = require('playwright-core');\n"
+    "(async () => {\n"
+    "  const [html] = process.argv.slice(2);\n"
+    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
+    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
+    "  const errors = [];\n"
+    "  page.on('pageerror', e => errors.push(String(e)));\n"
+    "  await page.goto('file://' + html);\n"
+    "  const row = n => page.evaluate(n => { for (const tr of document.querySelectorAll('#window tr'))\n"
+    "    if (tr.dataset.name === n) return [+tr.cells[1].dataset.v, +tr.cells[2].dataset.v]; return [0, 0]; }, n);\n"
+    "  const out = { errors };\n"
+    "  out.all = await row('malloc');\n"
+    "  await page.fill('#win-from', '0'); await page.fill('#win-to', '1000');\n"
+    "  out.a = await row('malloc');\n"
+    "  await page.fill('#win-from', '1000'); await page.fill('#win-to', '2500');\n"
+    "  out.b = await row('malloc');\n"
+    "  out.sleeps = await row('nanosleep');\n"
+    "  const box = await page.locator('#heap-over-time').boundingBox();\n"
+    "  await page.mouse.move(box.x + box.width * 59 / 820, box.y + 60); await page.mouse.down();\n"
+    "  await page.mouse.move(box.x + box.width * 805 / 820, box.y + 60); await page.mouse.up();\n"
+    "  out.dragged = await row('malloc');\n"
+    "  console.log(JSON.stringify(out));\n"
+    "  await browser.close();\n"
+    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
+
+static void pair(cJSON *o, const char *k, double *a, double *b) {
+    cJSON *v = cJSON_GetObjectItem(o, k);
+    *a = cJSON_GetArrayItem(v, 0) ? cJSON_GetArrayItem(v, 0)->valuedouble : -1;
+    *b = cJSON_GetArrayItem(v, 1) ? cJSON_GetArrayItem(v, 1)->valuedouble : -1;
+}
+
+Test(memviews, time_window_in_chromium, .init = setup, .timeout = 180) {
+    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
+        access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    const char *argv[] = {PROG("phases"), "sleep", NULL};
+    struct run r, rep, b;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/w.lpt", dir), NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *html = strfmt("%s/w.html", dir), *js = strfmt("%s/window.js", dir);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, strfmt("%s/w.lpt", dir), "--html", html, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    FILE *f = fopen(js, "w");
+    fputs(window_js, f);
+    fclose(f);
+    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
+             (const char *[]){"node", js, html, NULL});
+    cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
+    cJSON *o = cJSON_Parse(b.out);
+    cr_assert_not_null(o, "%s", b.out);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "errors")), 0, "%s", b.out);
+    double n, bytes;
+    pair(o, "all", &n, &bytes);
+    cr_expect(n == 300 && bytes == 300600, "whole run: %g mallocs, %g bytes", n, bytes);
+    pair(o, "a", &n, &bytes);
+    cr_expect(n == 100 && bytes == 100100, "0-1000 ms: %g mallocs, %g bytes", n, bytes);
+    pair(o, "b", &n, &bytes);
+    cr_expect(n == 100 && bytes == 100200, "1000-2500 ms: %g mallocs, %g bytes", n, bytes);
+    pair(o, "sleeps", &n, &bytes);
+    cr_expect(n == 1 && bytes > 1.4e9, "the sleep that started in 1000-2500 ms: %g, %g ns", n, bytes);
+    pair(o, "dragged", &n, &bytes);
+    cr_expect(n == 300 && bytes == 300600, "dragged over the whole chart: %g mallocs, %g bytes", n, bytes);
+    cJSON_Delete(o);
+    run_free(&b);
+    run_free(&rep);
+    run_free(&r);
+}
