@@ -296,7 +296,6 @@ static void init_heavy(void) {
 
 __attribute__((constructor)) static void lpr_constructor(void) {
     lpr_init_slow(1);
-    if (lpr_stack_depth) lpr_stacks_thread_top(); /* the main thread's stack end (hooks/unwind.c) */
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2) {
         lpr_control_start_timers();
         if (lpr_cfg.enabled && !lpr_cfg.children) {

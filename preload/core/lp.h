@@ -173,7 +173,6 @@ struct lpr_tls {
     uint32_t range_depth;                      /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
-    uintptr_t stack_top; /* the end of this thread's stack when known (0: not), for hooks/unwind.c */
 };
 
 enum lpr_tls_state { LP_TLS_NEW = 0, LP_TLS_ACTIVE, LP_TLS_LATE, LP_TLS_FAILED };
@@ -399,9 +398,7 @@ LP_HIDDEN void lpr_modules_write(void);
 LP_HIDDEN void lpr_stacks_after_fork_child(void);
 LP_HIDDEN uint64_t lpr_stacks_unique(void);
 LP_HIDDEN uint64_t lpr_stacks_dropped(void);
-LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc);          /* pc lies in the libunwind libprof loaded */
-LP_HIDDEN int lpr_stacks_readable(uintptr_t addr, size_t len); /* on this thread's live stack */
-LP_HIDDEN void lpr_stacks_thread_top(void);                    /* note this thread's stack end (a thread's start) */
+LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwind libprof loaded */
 
 /* ---- "python.c": the CPython interpreter's frames ------------------------------------------- */
 

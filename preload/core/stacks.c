@@ -30,7 +30,6 @@
  * event names is already in the file — a process killed with SIGKILL leaves a spool that
  * decodes with its call stacks. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -168,51 +167,6 @@ static int same(uint32_t id, void *const *f, unsigned n) {
 }
 
 int lpr_stacks_in_unwinder(const void *pc) { return (uintptr_t)pc >= unw_lo && (uintptr_t)pc < unw_hi; }
-
-struct seg_probe {
-    uintptr_t lo, hi;
-    int found;
-};
-static int readable_segment(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    struct seg_probe *q = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && q->lo >= lo && q->hi <= hi) return q->found = 1;
-    }
-    return 0;
-}
-
-/* Is [addr, addr + len) memory a walk may read: this thread's stack above the current frame (its
- * end noted when the thread starts — lpr_stacks_thread_top; the main thread's is the C library's
- * __libc_stack_end, noted in libprof's constructor), or a readable segment of a loaded object
- * (the code a walk looks at for signal trampolines and PLT entries)? */
-int lpr_stacks_readable(uintptr_t addr, size_t len) {
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0), top = lpr_tls.stack_top;
-    if (addr + len < addr) return 0;
-    if (top && addr >= sp && addr + len <= top) return 1;
-    struct seg_probe q = {addr, addr + len, 0};
-    dl_iterate_phdr(readable_segment, &q);
-    return q.found;
-}
-
-extern void *__libc_stack_end;
-void lpr_stacks_thread_top(void) {
-    if (lpr_gettid() == (uint32_t)lpr_sys_getpid()) { /* the main thread */
-        lpr_tls.stack_top = (uintptr_t)__libc_stack_end;
-        return;
-    }
-    pthread_attr_t at;
-    void *lo;
-    size_t size;
-    uint8_t g = lpr_guard_hold(&lpr_tls); /* the C library's allocations here are libprof's */
-    if (pthread_getattr_np(pthread_self(), &at) == 0) {
-        if (pthread_attr_getstack(&at, &lo, &size) == 0) lpr_tls.stack_top = (uintptr_t)lo + size;
-        pthread_attr_destroy(&at);
-    }
-    lpr_guard_restore(&lpr_tls, g);
-}
 
 static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a >= unw_lo && a < unw_hi); }
 

@@ -43,7 +43,6 @@ static void *trampoline(void *p) {
     uint8_t g = lpr_guard_hold(&lpr_tls);
     (void)lpr_reserve(&lpr_tls, 1); /* a buffer now, so the exit path can close this life */
     lpr_guard_restore(&lpr_tls, g);
-    if (lpr_stack_depth) lpr_stacks_thread_top(); /* what a stack walk may read (hooks/unwind.c) */
     lpr_tls.life_creator = s.creator;
     lpr_tls.life_t0 = lpr_ticks();
     lpr_tls.life_flow = s.flow;

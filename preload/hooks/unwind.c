@@ -10,11 +10,12 @@
  *
  * So libunwind's own pipe2() — only calls from inside the libunwind libprof loaded — fails
  * (EMFILE) and its descriptors stay -1, and its check write (syscall() from inside libunwind,
- * SYS_write on descriptor -1) is answered here without a descriptor: readable when the bytes lie
- * on this thread's stack above the current frame (what a walk reads: return addresses, saved
- * frame pointers), else EBADF, which libunwind takes as "unreadable" and ends that walk there.
- * No new system call (sandboxes such as Chromium's seccomp filter allow what ran before), and the
- * pages that pass are cached by libunwind as before. Every other pipe2() and syscall() is the
+ * SYS_write on descriptor -1) is answered here by the kernel without a descriptor:
+ * rt_sigprocmask with an invalid `how` first copies the 8-byte set from the address (EFAULT when
+ * any of it is unreadable) and then refuses the `how` (EINVAL) without touching the signal mask.
+ * EINVAL: readable; anything else: EBADF, which libunwind takes as "unreadable". The same verdict
+ * as the pipe's, from a system call every sandbox allows (libunwind itself makes thousands), and
+ * libunwind caches the pages that passed as before. Every other pipe2() and syscall() is the
  * kernel's, through the raw system call (what the C library's are). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,7 +49,7 @@ LP_EXPORT long syscall(long n, ...) {
     va_end(ap);
     /* (the descriptor is an int: its register's upper half is not defined) */
     if (LP_UNLIKELY(n == SYS_write && (int)a == -1 && lpr_stacks_in_unwinder(__builtin_return_address(0)))) {
-        if (c > 0 && lpr_stacks_readable((uintptr_t)b, (size_t)c)) return c;
+        if (lpr_syscall6(SYS_rt_sigprocmask, -1, b, 0, 8, 0, 0) == -EINVAL) return c;
         errno = EBADF;
         return -1;
     }
