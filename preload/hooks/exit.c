@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../core/sys.h"
 #include "hook.h"
 
 LP_REAL_SLOT(exit)
@@ -25,7 +26,7 @@ __attribute__((noreturn)) static void finish_then_exit_group(int status) {
         lpr_finish(status);
     else
         lpr_finish_signal(0, status);
-    syscall(SYS_exit_group, status);
+    LP_SYS(SYS_exit_group, status, 0, 0);
     __builtin_unreachable();
 }
 

@@ -40,6 +40,7 @@ LP_EXPORT int pipe2(int fds[2], int flags) {
     return 0;
 }
 
+#if defined(__x86_64__) || defined(__aarch64__) /* lpr_syscall6 is its own instruction there, not syscall() */
 LP_EXPORT long syscall(long n, ...);
 LP_EXPORT long syscall(long n, ...) {
     va_list ap;
@@ -60,3 +61,4 @@ LP_EXPORT long syscall(long n, ...) {
     }
     return r;
 }
+#endif
