@@ -5,7 +5,7 @@
  *   threads: 4 workers created and joined (pthread_create/join, thread lives), one of which
  *            ends with pthread_exit
  *   sync:    one deliberately contended mutex (held until a worker is seen blocked on it), 1000
- *            uncontended locks, a condition wait, a semaphore wait (each made certain to block),
+ *            uncontended locks, 100 double locks of a recursive mutex by its owner, a condition wait, a semaphore wait (each made certain to block),
  *            a barrier of 2, a contended rwlock
  *   dl:      dlopen/dlclose of PLUGIN.so; a dlopen with RTLD_DEEPBIND
  *   io:      DIR/data.bin: open/write 3x 1000 B/fsync/lseek/read 3000 B/pread 100 B/close;
@@ -131,6 +131,20 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&quiet);
         pthread_mutex_unlock(&quiet);
     }
+    /* a recursive mutex taken twice by its owner: no wait either */
+    pthread_mutexattr_t ra;
+    pthread_mutexattr_init(&ra);
+    pthread_mutexattr_settype(&ra, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_t rec;
+    pthread_mutex_init(&rec, &ra);
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&rec);
+        pthread_mutex_lock(&rec);
+        pthread_mutex_unlock(&rec);
+        pthread_mutex_unlock(&rec);
+    }
+    pthread_mutex_destroy(&rec);
+    pthread_mutexattr_destroy(&ra);
     /* condition, semaphore, barrier */
     pthread_create(&t2, NULL, signaller, NULL);
     pthread_mutex_lock(&cm);
