@@ -77,6 +77,30 @@ static int push(struct src *s, char c) {
     return 0;
 }
 
+/* JSON outside its strings, one character at a time: the nesting of objects and arrays. */
+struct jscan {
+    int depth, in_str, esc;
+};
+/* Feed `c`; 1 when it closes the outermost object or array. */
+static int jscan(struct jscan *j, int c) {
+    if (j->in_str) {
+        if (j->esc)
+            j->esc = 0;
+        else if (c == '\\')
+            j->esc = 1;
+        else if (c == '"')
+            j->in_str = 0;
+        return 0;
+    }
+    if (c == '"')
+        j->in_str = 1;
+    else if (c == '{' || c == '[')
+        j->depth++;
+    else if (c == '}' || c == ']')
+        return --j->depth == 0;
+    return 0;
+}
+
 /* Find `"traceEvents"` and its '['. */
 static int seek_events(struct src *s) {
     const char *key = "\"traceEvents\"";
@@ -100,31 +124,19 @@ static int next_event(struct src *s) {
     if (c != '{') return -1;
     s->evlen = 0;
     s->ts_at = s->ts_end = 0;
-    int depth = 0, in_str = 0, esc = 0;
+    struct jscan j = {0, 0, 0};
     do {
         if (push(s, (char)c) != 0) return -1;
-        if (in_str) {
-            if (esc)
-                esc = 0;
-            else if (c == '\\')
-                esc = 1;
-            else if (c == '"')
-                in_str = 0;
-        } else if (c == '"') {
-            in_str = 1;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if (c == '}' || c == ']') {
-            if (--depth == 0) break;
-        } else if (c == ':' && depth == 1 && !s->ts_at && s->evlen >= 5 &&
-                   !memcmp(s->ev + s->evlen - 5, "\"ts\":", 5)) {
+        int quoted = j.in_str;
+        if (jscan(&j, c)) break;
+        if (!quoted && c == ':' && j.depth == 1 && !s->ts_at && s->evlen >= 5 &&
+            !memcmp(s->ev + s->evlen - 5, "\"ts\":", 5))
             s->ts_at = s->evlen; /* the number follows */
-        }
-        if (s->ts_at && !s->ts_end && s->evlen > s->ts_at && !in_str && (c == ',' || c == '}') &&
+        if (s->ts_at && !s->ts_end && s->evlen > s->ts_at && !j.in_str && (c == ',' || c == '}') &&
             s->evlen - 1 >= s->ts_at)
             s->ts_end = s->evlen - 1;
     } while ((c = getc_s(s)) >= 0);
-    if (depth != 0) return -1;
+    if (j.depth != 0) return -1;
     if (s->ts_at && !s->ts_end) s->ts_end = s->evlen - 1;
     s->ts = s->ts_at ? strtod(s->ev + s->ts_at, NULL) + s->shift_us : 0;
     return 0;
@@ -165,24 +177,8 @@ static void read_tail(struct src *s) {
     char *m = (char *)value_of(t, "libprof"); /* (the tail holds no NUL before its end) */
     if (m && *m == '{') {
         char *o = m, *p = o;
-        int depth = 0, in_str = 0, esc = 0;
-        for (; p < t + n; p++) {
-            char c = *p;
-            if (in_str) {
-                if (esc)
-                    esc = 0;
-                else if (c == '\\')
-                    esc = 1;
-                else if (c == '"')
-                    in_str = 0;
-            } else if (c == '"') {
-                in_str = 1;
-            } else if (c == '{') {
-                depth++;
-            } else if (c == '}' && --depth == 0) {
-                break;
-            }
-        }
+        struct jscan j = {0, 0, 0};
+        while (p < t + n && !jscan(&j, (unsigned char)*p)) p++;
         if (p < t + n) s->meta = strndup(o, (size_t)(p - o + 1));
     }
     const char *q;
