@@ -188,18 +188,17 @@ Test(ort, node_sessions_and_runs, .init = setup) {
     run_free(&bare);
 }
 
-/* A C program linked against ORT asking for API version 10 (older than the library's). */
-Test(ort, c_program_older_api_version, .init = setup) {
-    if (access(PROG("ortc"), X_OK) != 0) cr_skip_test("ortc not built (no ONNX Runtime at build time)");
-    const char *argv[] = {PROG("ortc"), model, NULL};
+/* Run a C program of ours bare and under libprof (trace NAME.json): the same output, and one
+ * session, 3 runs, one release recorded. */
+static void c_program_runs(const char *const *argv, const char *name) {
     struct run bare, r;
     run_prog(&bare, dir, NULL, argv);
     cr_assert_eq(bare.status, 0, "%s", bare.err);
-    char *out = strfmt("LIBPROF_OUTPUT=%s/c.json", dir);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/%s.json", dir, name);
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, bare.out);
-    cJSON *j = load_json(strfmt("%s/c.json", dir));
+    cJSON *j = load_json(strfmt("%s/%s.json", dir, name));
     cr_assert_not_null(j);
     struct counts c = count(j, model);
     cr_expect(c.create == 1 && c.run == 3 && c.run_ok == 3 && c.release == 1, "create %d run %d (%d ok) release %d",
@@ -209,26 +208,17 @@ Test(ort, c_program_older_api_version, .init = setup) {
     run_free(&bare);
 }
 
+/* A C program linked against ORT asking for API version 10 (older than the library's). */
+Test(ort, c_program_older_api_version, .init = setup) {
+    if (access(PROG("ortc"), X_OK) != 0) cr_skip_test("ortc not built (no ONNX Runtime at build time)");
+    c_program_runs((const char *[]){PROG("ortc"), model, NULL}, "c");
+}
+
 /* A C program that dlopens the shipped library with local scope and asks dlsym for the entry. */
 Test(ort, c_program_dlopen_dlsym, .init = setup) {
     if (access(PROG("ortdl"), X_OK) != 0) cr_skip_test("ortdl not built (no ONNX Runtime at build time)");
     const char *lib = NPM_MODULES "/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1";
-    const char *argv[] = {PROG("ortdl"), model, lib, NULL};
-    struct run bare, r;
-    run_prog(&bare, dir, NULL, argv);
-    cr_assert_eq(bare.status, 0, "%s", bare.err);
-    char *out = strfmt("LIBPROF_OUTPUT=%s/d.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_str_eq(r.out, bare.out);
-    cJSON *j = load_json(strfmt("%s/d.json", dir));
-    cr_assert_not_null(j);
-    struct counts c = count(j, model);
-    cr_expect(c.create == 1 && c.run == 3 && c.run_ok == 3 && c.release == 1, "create %d run %d (%d ok) release %d",
-              c.create, c.run, c.run_ok, c.release);
-    cJSON_Delete(j);
-    run_free(&r);
-    run_free(&bare);
+    c_program_runs((const char *[]){PROG("ortdl"), model, lib, NULL}, "d");
 }
 
 /* LIBPROF_EVENTS without ort: the library's own table, nothing recorded of it. */
