@@ -338,7 +338,13 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     "c0.textContent=o[0];var c1=tr.insertCell();c1.textContent=o[1];c1.dataset.v=o[1];"                                \
     "var c2=tr.insertCell();c2.textContent=fmt(o[2],o[3]);c2.dataset.v=o[2];});"                                       \
     "T.dataset.lo=lo;T.dataset.hi=hi;S.textContent=(lo*ms/D.buckets).toFixed(3)+' - '+"                                \
-    "(hi*ms/D.buckets).toFixed(3)+' ms';}\n"                                                                           \
+    "(hi*ms/D.buckets).toFixed(3)+' ms';"                                                                              \
+    "['heap-over-time','sites-over-time'].forEach(function(id){var g=document.getElementById(id);if(!g)return;"        \
+    "var r=g.querySelector('rect.win-band');if(!r){r=document.createElementNS('http://www.w3.org/2000/svg','rect');"   \
+    "r.setAttribute('class','win-band');r.setAttribute('y',10);r.setAttribute('height',200);"                          \
+    "r.setAttribute('fill','#1f77b4');r.setAttribute('fill-opacity','0.15');r.style.pointerEvents='none';"             \
+    "g.appendChild(r);}var whole=lo==0&&hi>=D.buckets;r.style.display=whole?'none':'';"                                \
+    "r.setAttribute('x',60+740*lo/D.buckets);r.setAttribute('width',740*(hi-lo)/D.buckets);});}\n"                     \
     "F.addEventListener('input',show);E.addEventListener('input',show);"                                               \
     "document.getElementById('win-all').addEventListener('click',function(){F.value=0;E.value=ms.toFixed(3);show();})" \
     ";"                                                                                                                \

@@ -294,6 +294,7 @@ static const char window_js[] =
     "  await page.fill('#win-from', '1000'); await page.fill('#win-to', '2500');\n"
     "  out.b = await row('malloc');\n"
     "  out.sleeps = await row('nanosleep');\n"
+    "  out.band = +(await page.locator('#heap-over-time rect.win-band').getAttribute('width'));\n"
     "  const box = await page.locator('#heap-over-time').boundingBox();\n"
     "  await page.mouse.move(box.x + box.width * 59 / 820, box.y + 60); await page.mouse.down();\n"
     "  await page.mouse.move(box.x + box.width * 805 / 820, box.y + 60); await page.mouse.up();\n"
@@ -337,6 +338,8 @@ Test(memviews, time_window_in_chromium, .init = setup, .timeout = 180) {
     cr_expect(n == 100 && bytes == 100200, "1000-2500 ms: %g mallocs, %g bytes", n, bytes);
     pair(o, "sleeps", &n, &bytes);
     cr_expect(n == 1 && bytes > 1.4e9, "the sleep that started in 1000-2500 ms: %g, %g ns", n, bytes);
+    double band = cJSON_GetObjectItem(o, "band")->valuedouble; /* 1.5 s of a 3 s run on the 740-wide chart */
+    cr_expect(band > 300 && band < 450, "the window's band on the heap chart: %g wide", band);
     pair(o, "dragged", &n, &bytes);
     cr_expect(n == 300 && bytes == 300600, "dragged over the whole chart: %g mallocs, %g bytes", n, bytes);
     cJSON_Delete(o);
