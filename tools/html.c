@@ -340,7 +340,7 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     "T.dataset.lo=lo;T.dataset.hi=hi;S.textContent=(lo*ms/D.buckets).toFixed(3)+' - '+"                                \
     "(hi*ms/D.buckets).toFixed(3)+' ms';"                                                                              \
     "['heap-over-time','sites-over-time'].forEach(function(id){var g=document.getElementById(id);if(!g)return;"        \
-    "var r=g.querySelector('rect.win-band');if(!r){r=document.createElementNS('http://www.w3.org/2000/svg','rect');"   \
+    "var r=g.querySelector('rect.win-band');if(!r){r=document.createElementNS(g.namespaceURI,'rect');"                 \
     "r.setAttribute('class','win-band');r.setAttribute('y',10);r.setAttribute('height',200);"                          \
     "r.setAttribute('fill','#1f77b4');r.setAttribute('fill-opacity','0.15');r.style.pointerEvents='none';"             \
     "g.appendChild(r);}var whole=lo==0&&hi>=D.buckets;r.style.display=whole?'none':'';"                                \
