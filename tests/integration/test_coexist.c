@@ -58,6 +58,51 @@ static void wait_for_writers(const char *dir) {
     }
 }
 
+/* The pid in a spool's name (NAME_PID.json.lpt), or 0. */
+static int spool_pid(const char *name) {
+    const char *u = strrchr(name, '_');
+    return u ? atoi(u + 1) : 0;
+}
+
+/* Like wait_for_writers, but only while a spool's writer is alive (bounded). */
+static void wait_for_live_writers(const char *dir) {
+    for (int round = 0; round < 1800; round++) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        int busy = 0;
+        while (d && (e = readdir(d))) {
+            size_t l = strlen(e->d_name);
+            if (l > 4 && !strcmp(e->d_name + l - 4, ".lpt") && spool_pid(e->d_name) > 0 &&
+                kill(spool_pid(e->d_name), 0) == 0)
+                busy = 1;
+        }
+        if (d) closedir(d);
+        if (!busy) return;
+        usleep(100000);
+    }
+}
+
+/* Raw traces whose writer is gone: converted with libprof-report (each must convert), their
+ * half-written outputs removed; returns how many there were. */
+static int convert_leftovers(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 4 || strcmp(e->d_name + l - 4, ".lpt")) continue;
+        char *raw = strfmt("%s/%s", dir, e->d_name), *json = strfmt("%s/%.*s", dir, (int)(l - 4), e->d_name);
+        unlink(strfmt("%s.tmp%d", json, spool_pid(e->d_name)));
+        struct run r;
+        run_prog(&r, dir, NULL, (const char *[]){REPORT, raw, "--chrome", json, "--remove-raw", "-q", NULL});
+        cr_expect_eq(r.status, 0, "%s: %s", raw, r.err);
+        run_free(&r);
+        n++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
 static char *run_in(const char *dir, const char *const *env, const char *const *argv, struct run *r) {
     run_prog(r, dir, env, argv);
     return r->out;
@@ -311,7 +356,11 @@ Test(coexist, chromium_with_stacks_prints_the_same_dom, .timeout = 300) {
     cr_expect(strstr(a.out, "libprof</b>") != NULL, "%s", a.out);
     cr_expect_str_eq(b.out, a.out);
     cr_expect_eq(count_lines_with(b.err, "libprof:"), 0, "%s", b.err);
-    wait_for_writers(strfmt("%s/t", dir));
+    wait_for_live_writers(strfmt("%s/t", dir));
+    /* A child chromium kills at shutdown while no profiled parent survives to reap it leaves its
+     * raw trace (README, Limits): it must still be a whole trace that libprof-report converts. */
+    int left = convert_leftovers(strfmt("%s/t", dir));
+    cr_expect_leq(left, 2, "%d raw traces left by killed children", left);
     cr_expect_geq(check_traces(strfmt("%s/t", dir), 0), 5); /* renderers are killed at shutdown */
     run_free(&a);
     run_free(&b);
