@@ -61,6 +61,19 @@ static struct tally tally(cJSON *j, const char *name) {
     return t;
 }
 
+/* Processes of a merged trace named "rank N (host)". */
+static int ranks_named(cJSON *trace) {
+    cJSON *ev;
+    int named = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "process_name") &&
+            !strncmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring, "rank ", 5))
+            named++;
+    }
+    return named;
+}
+
 Test(mpi, four_ranks_exact_calls_and_bytes, .init = setup) {
     job("0");
     for (int k = 0; k < 4; k++) {
@@ -138,15 +151,8 @@ Test(mpi, merged_report_names_ranks_and_imbalance, .init = setup) {
     cr_expect(mpi[3] > mpi[0] && mpi[3] > mpi[1] && mpi[3] > mpi[2], "rank 3 waits longest in MPI:\n%s", t);
     cr_expect(heaviest[3][0] != '\0', "%s", t);
     cr_expect_not_null(strstr(t, "the slowest rank: 2 "), "%s", t);
-    cJSON *all = load_json(strfmt("%s/all.json", dir)), *ev;
-    int named = 0;
-    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(all, "traceEvents")) {
-        cJSON *nm = cJSON_GetObjectItem(ev, "name");
-        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "process_name") &&
-            !strncmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring, "rank ", 5))
-            named++;
-    }
-    cr_expect_eq(named, 4);
+    cJSON *all = load_json(strfmt("%s/all.json", dir));
+    cr_expect_eq(ranks_named(all), 4);
     cJSON_Delete(all);
     run_free(&r);
 }
@@ -333,15 +339,8 @@ Test(mpi, bounded_streaming_merge, .init = setup, .timeout = 300) {
     char *err;
     cJSON *sum = check_trace_py(small, &err);
     cr_expect_not_null(sum, "%s", err);
-    cJSON *j = load_json(small), *ev;
-    int named = 0;
-    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
-        cJSON *nm = cJSON_GetObjectItem(ev, "name");
-        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "process_name") &&
-            !strncmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "name")->valuestring, "rank ", 5))
-            named++;
-    }
-    cr_expect_eq(named, 4);
+    cJSON *j = load_json(small);
+    cr_expect_eq(ranks_named(j), 4);
     cJSON_Delete(j);
     cJSON_Delete(sum);
     run_free(&m);
