@@ -23,161 +23,189 @@
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
+/* What every allocation event touches. The pass keeps it (p->h) and the fast path below copies it
+ * into a local for the length of a run, where the compiler keeps it in registers; the helpers
+ * that follow serve both, so what an event does is written once. Nothing here has its address
+ * taken by a function that is not inlined (that would pin the local copy to memory). */
+struct hot {
+    struct lp_map live; /* pointer -> lp_live_pack(size, stack) of every live block */
+    uint64_t live_bytes, peak_bytes, peak_ns;
+    uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
+    struct lp_cbucket *bucket;   /* the counter bucket of the last event's time ... */
+    uint64_t bucket_to;          /* ... and the first time past it */
+    uint64_t temporary, temporary_bytes, untracked_frees, reused_live;
+    int oom;
+};
+
+/* The last block allocated on a thread, for heaptrack's temporaries. */
+struct last_alloc {
+    uint64_t size;
+    uint32_t stack;
+    uint8_t valid;
+};
+
 struct pass {
     struct lp_analysis a;
-    struct lp_map live; /* pointer -> requested size of every live block */
+    struct hot h;
     size_t cap_ranges;
-    uint64_t bucket_mult;      /* ns * bucket_mult >> 64 = counter bucket: no division per event */
-    struct lp_cbucket *bucket; /* the counter bucket of times [bucket_from, bucket_to) */
-    uint64_t bucket_from, bucket_to;
-    uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
-    int oom;
+    uint64_t bucket_mult; /* ns * bucket_mult >> 64 = counter bucket: no division per event */
     /* temporary allocations, per thread (index of lp_reader.threads) */
-    struct last_alloc {
-        uint64_t size;
-        uint32_t stack;
-        uint8_t valid;
-    } * last;
+    struct last_alloc *last;
     uint64_t *ring; /* memray's threshold: the last N blocks allocated per thread */
     unsigned threshold;
     uint32_t nthreads;
+    struct lp_cbucket no_bucket; /* the fast path's when no counter track is asked for */
 };
 
-/* A block of `size` bytes from `stack` was allocated on thread `t`. */
-static inline void temp_born(struct pass *p, uint32_t t, uint64_t ptr, uint64_t size, uint32_t stack) {
-    if (t >= p->nthreads) return;
-    if (p->threshold) {
-        uint64_t *r = &p->ring[(size_t)t * p->threshold];
-        memmove(r + 1, r, (p->threshold - 1) * sizeof *r);
+#define HOT static inline __attribute__((always_inline))
+
+/* A block of `size` bytes from `stack` was allocated on thread `t` (`l`: its last_alloc). */
+HOT void temp_born(struct pass *p, struct last_alloc *l, unsigned threshold, uint32_t t, uint64_t ptr, uint64_t size,
+                   uint32_t stack) {
+    if (threshold) {
+        uint64_t *r = &p->ring[(size_t)t * threshold];
+        memmove(r + 1, r, (threshold - 1) * sizeof *r);
         r[0] = ptr;
     } else {
-        p->last[t] = (struct last_alloc){size, stack, 1};
+        *l = (struct last_alloc){size, stack, 1};
     }
 }
 
 /* Block `v` (lp_live_pack) at `ptr` was released on thread `t`: temporary or not. */
-static inline void temp_died(struct pass *p, uint32_t t, uint64_t ptr, uint64_t v) {
-    if (t >= p->nthreads) return;
+HOT void temp_died(struct pass *p, struct hot *h, struct last_alloc *l, unsigned threshold, int counting, uint32_t t,
+                   uint64_t ptr, uint64_t v) {
     int temporary = 0;
-    if (p->threshold) {
-        uint64_t *r = &p->ring[(size_t)t * p->threshold];
-        for (unsigned i = 0; i < p->threshold; i++)
+    if (threshold) {
+        uint64_t *r = &p->ring[(size_t)t * threshold];
+        for (unsigned i = 0; i < threshold; i++)
             if (r[i] == ptr) {
                 temporary = 1;
                 r[i] = 0;
                 break;
             }
     } else {
-        struct last_alloc *l = &p->last[t];
         temporary = l->valid && l->size == lp_live_bytes(v) && l->stack == lp_live_stack(v);
         l->valid = 0;
     }
-    if (temporary && p->a.counting) {
-        p->a.temporary++;
-        p->a.temporary_bytes += lp_live_bytes(v);
+    if (temporary && counting) {
+        h->temporary++;
+        h->temporary_bytes += lp_live_bytes(v);
         if (p->a.sites) lp_sites_temporary(p->a.sites, v);
     }
 }
 
-/* The counter bucket of time `ns`, entered for the first time. Events come in time order, so
- * the pass asks only when it leaves the bucket it is in. */
-static __attribute__((noinline)) void enter_bucket(struct pass *p, uint64_t ns) {
+struct bucket_at {
+    struct lp_cbucket *b;
+    uint64_t to; /* the first time past it */
+};
+
+/* The counter bucket of time `ns`, entered for the first time. Events come in time order (the
+ * iterator yields by effect time, and every event's ns is that time), so the pass asks only when
+ * it passes the end of the bucket it is in. */
+static __attribute__((noinline)) struct bucket_at enter_bucket(struct pass *p, uint64_t ns, uint64_t live_bytes) {
     struct lp_analysis *a = &p->a;
     uint64_t b = (uint64_t)(((unsigned __int128)ns * p->bucket_mult) >> 64);
     if (b >= LP_COUNTER_BUCKETS) b = LP_COUNTER_BUCKETS - 1;
-    p->bucket = &a->cb[b];
-    /* the times that map to b: from ceil(b * 2^64 / mult) up to ceil((b + 1) * 2^64 / mult) */
-    unsigned __int128 m = p->bucket_mult ? p->bucket_mult : 1;
-    p->bucket_from = b == 0 ? 0 : (uint64_t)((((unsigned __int128)b << 64) + m - 1) / m);
-    unsigned __int128 to = (((unsigned __int128)(b + 1) << 64) + m - 1) / m;
-    p->bucket_to = b == LP_COUNTER_BUCKETS - 1 || to > UINT64_MAX ? UINT64_MAX : (uint64_t)to;
+    /* the times that map to b end at ceil((b + 1) * 2^64 / mult) */
+    unsigned __int128 m = p->bucket_mult ? p->bucket_mult : 1, to = (((unsigned __int128)(b + 1) << 64) + m - 1) / m;
+    struct bucket_at at = {&a->cb[b], b == LP_COUNTER_BUCKETS - 1 || to > UINT64_MAX ? UINT64_MAX : (uint64_t)to};
     if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) {
         a->cb_used[b / 64] |= UINT64_C(1) << (b % 64);
-        p->bucket->min = p->bucket->max = (struct lp_point){ns, a->live_bytes};
+        at.b->min = at.b->max = (struct lp_point){ns, live_bytes};
     }
+    return at;
 }
 
-static inline void heap_changed(struct pass *p, uint64_t ns) {
-    struct lp_analysis *a = &p->a;
-    if (!a->counting) return;
-    if (a->live_bytes > a->peak_bytes) {
-        a->peak_bytes = a->live_bytes;
-        a->peak_ns = ns;
-        p->peak_count = p->yields + 1;
+HOT void heap_changed(struct pass *p, struct hot *h, int counting, uint64_t ns) {
+    if (!counting) return;
+    if (h->live_bytes > h->peak_bytes) {
+        h->peak_bytes = h->live_bytes;
+        h->peak_ns = ns;
+        h->peak_count = h->yields + 1;
     }
-    if (!a->cb) return;
-    if (ns >= p->bucket_to || ns < p->bucket_from || !p->bucket) enter_bucket(p, ns);
-    struct lp_cbucket *c = p->bucket;
-    struct lp_point pt = {ns, a->live_bytes};
+    if (!p->a.cb) return;
+    if (ns >= h->bucket_to) { /* (0 at the start) */
+        struct bucket_at at = enter_bucket(p, ns, h->live_bytes);
+        h->bucket = at.b;
+        h->bucket_to = at.to;
+    }
+    struct lp_cbucket *c = h->bucket;
+    struct lp_point pt = {ns, h->live_bytes};
     if (pt.v < c->min.v) c->min = pt;
     if (pt.v > c->max.v) c->max = pt;
     c->last = pt;
 }
 
-/* The live map's value: a block's size and its call stack, in one word (sites.h). */
-static inline __attribute__((always_inline)) void block_born(struct pass *p, uint64_t ptr, uint64_t size, uint64_t ns,
-                                                             uint32_t stack) {
+/* A block of `size` bytes at `ptr` from `stack` was made on thread `t`, at `ns`. The live map's
+ * value: its size and call stack, in one word (sites.h). */
+HOT void block_born(struct pass *p, struct hot *h, struct last_alloc *l, unsigned threshold, int counting, uint32_t t,
+                    uint64_t ptr, uint64_t size, uint64_t ns, uint32_t stack) {
     struct lp_analysis *a = &p->a;
     if (stack >= LP_MAX_STACK_ID) stack = 0;
-    size = lp_live_size(size);
-    uint64_t old = 0;
-    int rc = lp_map_put(&p->live, ptr, lp_live_pack(size, stack), &old);
-    if (rc < 0) {
-        p->oom = 1;
-        return;
+    uint64_t live = lp_live_size(size);
+    if (lp_map_full(&h->live)) { /* on a copy: the map itself is never handed to a call */
+        struct lp_map m = h->live;
+        if (lp_map_grow(&m) != 0) {
+            h->oom = 1;
+            return;
+        }
+        h->live = m;
     }
-    if (rc == 1) { /* we missed its free (e.g. released through a path libprof does not see) */
-        a->reused_live++;
-        a->live_bytes -= lp_live_bytes(old);
+    uint64_t old = 0;
+    if (lp_map_insert(&h->live, ptr, lp_live_pack(live, stack), &old)) {
+        /* we missed its free (e.g. released through a path libprof does not see) */
+        h->reused_live++;
+        h->live_bytes -= lp_live_bytes(old);
         if (a->sites) lp_sites_died(a->sites, old);
     }
-    if (a->sites && lp_sites_born(a->sites, size, stack, a->counting) != 0) p->oom = 1;
-    a->live_bytes += size;
-    heap_changed(p, ns);
+    if (a->sites && lp_sites_born(a->sites, live, stack, counting) != 0) h->oom = 1;
+    h->live_bytes += live;
+    heap_changed(p, h, counting, ns);
+    if (l) temp_born(p, l, threshold, t, ptr, live, stack);
+    a->size_hist[lp_size_bucket(size)] += (uint64_t)counting;
 }
 
-/* Returns the size of the block released, or 0 when `ptr` was not known to be live. */
-static inline __attribute__((always_inline)) uint64_t block_died(struct pass *p, uint64_t ptr, uint64_t ns,
-                                                                 uint32_t thread) {
+/* The block at `ptr` was released on thread `t` at `ns`: its size, or 0 when it was not known
+ * to be live. */
+HOT uint64_t block_died(struct pass *p, struct hot *h, struct last_alloc *l, unsigned threshold, int counting,
+                        uint32_t t, uint64_t ptr, uint64_t ns) {
     struct lp_analysis *a = &p->a;
     uint64_t v;
-    if (!lp_map_take(&p->live, ptr, &v)) {
-        a->untracked_frees++;
+    if (!lp_map_take(&h->live, ptr, &v)) {
+        h->untracked_frees++;
         return 0;
     }
-    temp_died(p, thread, ptr, v);
+    if (l) temp_died(p, h, l, threshold, counting, t, ptr, v);
     if (a->sites) lp_sites_died(a->sites, v);
     uint64_t size = lp_live_bytes(v);
-    a->live_bytes -= size;
-    heap_changed(p, ns);
+    h->live_bytes -= size;
+    heap_changed(p, h, counting, ns);
     return size;
 }
 
 /* Add one call to row `f`: `bytes` actually handed out (or released). */
-static inline __attribute__((always_inline)) void account(struct pass *p, struct fnstat *f, const struct lp_event *e,
-                                                          uint64_t bytes, int failed) {
-    if (p->a.counting && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) p->oom = 1;
+HOT void account(struct pass *p, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
+    if (p->a.counting && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) p->h.oom = 1;
 }
 
-static inline __attribute__((always_inline)) void born_counted(struct pass *p, const struct lp_event *e, uint64_t ptr,
-                                                               uint64_t size) {
-    block_born(p, ptr, size, e->ns, e->stack);
-    temp_born(p, e->thread, ptr, lp_live_size(size), e->stack < LP_MAX_STACK_ID ? e->stack : 0);
-    p->a.size_hist[lp_size_bucket(size)] += (uint64_t)p->a.counting;
-}
-
-/* Apply one event. Returns the size of the block concerned (allocated or freed), for writers. */
-static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, const struct lp_event *e) {
+/* Apply one event (the general path). Returns the size of the block concerned (allocated or
+ * freed), for writers. */
+HOT uint64_t analyse(struct pass *p, const struct lp_event *e) {
     struct lp_analysis *a = &p->a;
+    struct hot *h = &p->h;
     const uint64_t *w = e->w;
     struct fnstat *f = &a->fn[e->kind];
+    struct last_alloc *l = e->thread < p->nthreads ? &p->last[e->thread] : NULL;
+    unsigned th = p->threshold;
+    int counting = a->counting;
+    if (th && !l) th = 0; /* not a thread of the trace's (cannot happen): no temporaries */
     switch (lp_kind_shape[e->kind]) {
     case LP_SHAPE_ALLOC:
         account(p, f, e, w[0], w[1] == 0);
-        if (w[1]) born_counted(p, e, w[1], w[0]);
+        if (w[1]) block_born(p, h, l, th, counting, e->thread, w[1], w[0], e->ns, e->stack);
         return w[0];
     case LP_SHAPE_FREE: {
-        uint64_t s = w[0] ? block_died(p, w[0], e->ns, e->thread) : 0;
+        uint64_t s = w[0] ? block_died(p, h, l, th, counting, e->thread, w[0], e->ns) : 0;
         account(p, f, e, s, 0);
         return s;
     }
@@ -186,7 +214,7 @@ static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, co
         uint64_t id = w[0];
         if (id > LP_MAX_NAME_ID) id = 0; /* not a name a writer can produce: "(other)" */
         if (LP_RESERVE_ZERO(a->ranges, p->cap_ranges, id + 1) != 0) {
-            p->oom = 1;
+            h->oom = 1;
             return 0;
         }
         if (id >= a->nranges) a->nranges = id + 1;
@@ -199,15 +227,328 @@ static inline __attribute__((always_inline)) uint64_t analyse(struct pass *p, co
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
-            if (op && !(np == 0 && size > 0)) return block_died(p, op, e->ns, e->thread);
+            if (op && !(np == 0 && size > 0)) return block_died(p, h, l, th, counting, e->thread, op, e->ns);
             return 0;
         }
         account(p, f, e, size, np == 0 && size > 0);
-        if (np) born_counted(p, e, np, size);
+        if (np) block_born(p, h, l, th, counting, e->thread, np, size, e->ns, e->stack);
         return size;
     }
     default: /* CALL records: calls.c, from the loop */ return 0;
     }
+}
+
+/* ---- the allocation fast path ------------------------------------------------------------------
+ * Most of a trace is malloc, free and realloc records, and most of their blocks are too small for
+ * any writer to want them (lp_sink.alloc_min). For those the pass reads the yielding thread's
+ * chunk in place (lp_iter_run) and applies each record with the helpers above on a local copy
+ * of the hot state — no event is built, no writer called, no kind dispatched twice — until a
+ * record it does not take: another kind, a block a writer wants, or the time another thread's
+ * record comes first. The iterator then takes over from that record. Statistics before the last
+ * reset and memray's threshold are left to the general path. */
+
+/* What the fast path does with a record, by its first byte (kind | LP_REC_TIMED). */
+enum { FAST_NO, FAST_ALLOC, FAST_FREE, FAST_REALLOC, FAST_STACK, FAST_TIMED = 8 };
+#define FAST_CLASS(shape)                          \
+    ((shape) == LP_SHAPE_ALLOC      ? FAST_ALLOC   \
+     : (shape) == LP_SHAPE_FREE     ? FAST_FREE    \
+     : (shape) == LP_SHAPE_REALLOC  ? FAST_REALLOC \
+     : (shape) == LP_SHAPE_STACKREF ? FAST_STACK   \
+                                    : FAST_NO)
+static const uint8_t fast_class[256] = {
+#define LP_X(id, name, fam, shape, words) \
+    [LP_EV_##id] = FAST_CLASS(shape),     \
+    [LP_EV_##id | LP_REC_TIMED] =         \
+        FAST_CLASS(shape) == FAST_STACK || FAST_CLASS(shape) == FAST_NO ? FAST_NO : FAST_CLASS(shape) | FAST_TIMED,
+    LP_KINDS(LP_X)
+#undef LP_X
+};
+
+/* Hand a block the fast path took to the writers that want blocks of this size (a free's size is
+ * known only once its block is found): the event lp_iter_next would have yielded. */
+static __attribute__((noinline)) void fast_pass_on(struct pass *p, struct lp_sink **stream, int nstream,
+                                                   uint32_t thread, uint32_t tid, const uint64_t *q, uint32_t stack,
+                                                   uint64_t ns, unsigned phase, uint64_t size) {
+    const struct lp_reader *r = p->a.r;
+    unsigned timed = lp_rec_timed(q[0]);
+    uint64_t start = q[0] & LP_TS_MASK, start_ns = lp_ticks_to_ns(r, start);
+    struct lp_event e = {.ns = ns,
+                         .start_ns = start_ns,
+                         .tid = tid,
+                         .thread = thread,
+                         .stack = stack,
+                         .kind = (uint16_t)lp_rec_kind(q[0]),
+                         .phase = (uint8_t)phase,
+                         .timed = (uint8_t)timed,
+                         .w = q + 1 + timed};
+    if (timed) e.dur_ns = lp_ticks_to_ns(r, start + (q[1] & LP_DUR_MASK)) - start_ns;
+    struct lp_seen seen = {p->a.counting, size, NULL, NULL};
+    for (int i = 0; i < nstream; i++)
+        if (size >= stream[i]->alloc_min) stream[i]->event(stream[i], &p->a, &e, &seen);
+}
+
+/* Take the run of records the fast path can apply; `fast_min`: the smallest block a writer wants.
+ * What each record does is what analyse() and its helpers do, written out on local scalars (the
+ * general path keeps them in p->h) so that the compiler can keep them in registers: this loop is
+ * most of a conversion's time. Blocks of 2^42 bytes or more and stack ids past LP_MAX_STACK_ID
+ * (which the helpers clamp) are left to the general path. libprof-report --general-path skips
+ * this loop; tests/unit/test_convert.c checks both give the same files on real traces. */
+static inline __attribute__((always_inline)) void fast_loop(struct pass *p, struct lp_iter *it, struct lp_run run,
+                                                            struct lp_sink **stream, int nstream, uint64_t fast_min,
+                                                            struct lp_sites *const sites) {
+    struct lp_analysis *a = &p->a;
+    const uint64_t mult = a->r->mult, bound = run.bound;
+    const uint64_t size_lim = fast_min < LP_LIVE_MAX ? fast_min : LP_LIVE_MAX; /* sizes taken: below it */
+    const uint32_t t = run.thread;
+    struct hot *hp = &p->h;
+    /* the live map, as scalars: `room` is what it takes before it must grow */
+    struct lp_map_slot *slots = hp->live.slots;
+    uint64_t mask = hp->live.cap - 1, room = hp->live.cap / 2 - hp->live.n;
+    unsigned shift = hp->live.shift;
+    uint64_t live_bytes = hp->live_bytes, peak_bytes = hp->peak_bytes;
+    const uint64_t yields0 = hp->yields;
+    uint64_t yields = yields0, phases = 0; /* yields so far; realloc releases among them */
+    /* no counter track asked: a bucket of the pass's own that is never left */
+    struct lp_cbucket *bucket = a->cb ? hp->bucket : &p->no_bucket;
+    uint64_t bucket_to = a->cb ? hp->bucket_to : UINT64_MAX;
+    /* the thread's last allocation (heaptrack's temporaries): stack UINT32_MAX when there is none */
+    uint64_t last_size = p->last[t].size;
+    uint32_t last_stack = p->last[t].valid ? p->last[t].stack : UINT32_MAX;
+    int oom = 0;
+    const uint64_t *q = run.p, *end = run.end;
+    uint32_t stack = run.stack;
+    const uint64_t NO_SLOT = UINT64_MAX;
+
+/* What heap_changed() does. */
+#define FAST_HEAP_CHANGED(ns_)                                                             \
+    do {                                                                                   \
+        uint64_t ns__ = (ns_);                                                             \
+        if (live_bytes > peak_bytes) {                                                     \
+            peak_bytes = live_bytes;                                                       \
+            hp->peak_ns = ns__;                                                            \
+            hp->peak_count = yields + 1;                                                   \
+        }                                                                                  \
+        if (LP_MAP_UNLIKELY(ns__ >= bucket_to)) {                                          \
+            struct bucket_at at__ = enter_bucket(p, ns__, live_bytes);                     \
+            bucket = at__.b;                                                               \
+            bucket_to = at__.to;                                                           \
+        }                                                                                  \
+        if (live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
+        if (live_bytes > bucket->max.v) bucket->max = (struct lp_point){ns__, live_bytes}; \
+        bucket->last.ns = ns__;                                                            \
+        bucket->last.v = live_bytes;                                                       \
+    } while (0)
+
+/* The end of block_born(), once the block is in the map. */
+#define FAST_BORN_TAIL(size_, ns_)                                       \
+    do {                                                                 \
+        uint64_t ts__ = (size_);                                         \
+        if (sites && lp_sites_born(sites, ts__, stack, 1) != 0) oom = 1; \
+        live_bytes += ts__;                                              \
+        FAST_HEAP_CHANGED(ns_);                                          \
+        last_size = ts__;                                                \
+        last_stack = stack;                                              \
+        a->size_hist[lp_size_bucket(ts__)]++;                            \
+    } while (0)
+
+/* What block_born() does (`size_` below LP_LIVE_MAX, `stack` below LP_MAX_STACK_ID). */
+#define FAST_BORN(ptr_, size_, ns_)                                               \
+    do {                                                                          \
+        uint64_t ptr__ = (ptr_), size__ = (size_);                                \
+        if (LP_MAP_UNLIKELY(room == 0)) {                                         \
+            hp->live.n = hp->live.cap / 2;                                        \
+            if (lp_map_grow(&hp->live) != 0) {                                    \
+                oom = 1;                                                          \
+                break;                                                            \
+            }                                                                     \
+            slots = hp->live.slots;                                               \
+            mask = hp->live.cap - 1;                                              \
+            shift = hp->live.shift;                                               \
+            room = hp->live.cap / 2 - hp->live.n;                                 \
+        }                                                                         \
+        uint64_t i__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift;           \
+        while (slots[i__].key && slots[i__].key != ptr__) i__ = (i__ + 1) & mask; \
+        if (LP_MAP_UNLIKELY(slots[i__].key != 0)) { /* we missed its free */      \
+            uint64_t old__ = slots[i__].val;                                      \
+            hp->reused_live++;                                                    \
+            live_bytes -= lp_live_bytes(old__);                                   \
+            if (sites) lp_sites_died(sites, old__);                               \
+        }                                                                         \
+        room -= slots[i__].key == 0;                                              \
+        slots[i__].key = ptr__;                                                   \
+        slots[i__].val = lp_live_pack(size__, stack);                             \
+        FAST_BORN_TAIL(size__, ns_);                                              \
+    } while (0)
+
+/* The slot of live block `ptr_` in `i_`, or NO_SLOT when it is not live. */
+#define FAST_FIND(ptr_, i_)                                                       \
+    do {                                                                          \
+        uint64_t ptr__ = (ptr_);                                                  \
+        (i_) = NO_SLOT;                                                           \
+        uint64_t j__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift;           \
+        while (slots[j__].key != ptr__ && slots[j__].key) j__ = (j__ + 1) & mask; \
+        if (slots[j__].key) (i_) = j__;                                           \
+    } while (0)
+
+/* The end of block_died(), once block `v_` is out of the map: its size in `out_`. */
+#define FAST_DIED_TAIL(v_, ns_, out_)                                                 \
+    do {                                                                              \
+        uint64_t tv__ = (v_), tb__ = lp_live_bytes(tv__);                             \
+        if (last_stack == lp_live_stack(tv__) && last_size == tb__) { /* temporary */ \
+            hp->temporary++;                                                          \
+            hp->temporary_bytes += tb__;                                              \
+            if (sites) lp_sites_temporary(sites, tv__);                               \
+        }                                                                             \
+        last_stack = UINT32_MAX;                                                      \
+        if (sites) lp_sites_died(sites, tv__);                                        \
+        live_bytes -= tb__;                                                           \
+        FAST_HEAP_CHANGED(ns_);                                                       \
+        (out_) = tb__;                                                                \
+    } while (0)
+
+/* What block_died() does: the block's size in `out_`, 0 when it was not live. */
+#define FAST_DIED(ptr_, ns_, out_)                                                      \
+    do {                                                                                \
+        uint64_t i__;                                                                   \
+        (out_) = 0;                                                                     \
+        FAST_FIND(ptr_, i__);                                                           \
+        if (LP_MAP_UNLIKELY(i__ == NO_SLOT)) {                                          \
+            hp->untracked_frees++;                                                      \
+            break;                                                                      \
+        }                                                                               \
+        uint64_t v__ = slots[i__].val;                                                  \
+        room++;                                                                         \
+        for (uint64_t j__ = (i__ + 1) & mask; slots[j__].key; j__ = (j__ + 1) & mask) { \
+            uint64_t home__ = (slots[j__].key * UINT64_C(0x9e3779b97f4a7c15)) >> shift; \
+            if (((j__ - home__) & mask) >= ((j__ - i__) & mask)) {                      \
+                slots[i__] = slots[j__];                                                \
+                i__ = j__;                                                              \
+            }                                                                           \
+        }                                                                               \
+        slots[i__].key = 0;                                                             \
+        FAST_DIED_TAIL(v__, ns_, out_);                                                 \
+    } while (0)
+
+    while (q < end) {
+        uint64_t w0 = q[0], start = w0 & LP_TS_MASK;
+        unsigned b = (unsigned)(w0 >> LP_TS_BITS), cls = fast_class[b];
+        if (cls == FAST_ALLOC) { /* no duration: at its end = at its start */
+            uint64_t size = q[1], ptr = q[2];
+            if (start >= bound || size >= size_lim) break;
+            struct fnstat *f = &a->fn[b];
+            f->count++;
+            if (ptr) {
+                f->bytes += size;
+                FAST_BORN(ptr, size, (uint64_t)(((unsigned __int128)start * mult) >> 32));
+            } else {
+                f->failed++;
+            }
+            q += 3;
+        } else if (cls == FAST_FREE) {
+            uint64_t ptr = q[1], size = 0;
+            if (start >= bound) break;
+            uint64_t ns = (uint64_t)(((unsigned __int128)start * mult) >> 32); /* lp_ticks_to_ns */
+            if (ptr) FAST_DIED(ptr, ns, size);
+            struct fnstat *f = &a->fn[b];
+            f->count++;
+            f->bytes += size;
+            if (LP_MAP_UNLIKELY(size >= fast_min)) fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 1, size);
+            q += 2;
+        } else if (cls == FAST_STACK) { /* validated: a record follows it in this chunk */
+            if (start >= LP_MAX_STACK_ID) break;
+            stack = (uint32_t)start;
+            q++;
+            continue;
+        } else if (cls != FAST_NO) { /* a timed record, or a realloc (both phases: no other thread's
+                                      * record comes between them) */
+            unsigned timed = b >> 7;
+            const uint64_t *w = q + 1 + timed;
+            uint64_t stop = timed ? start + (q[1] & LP_DUR_MASK) : start;
+            uint64_t ns = (uint64_t)(((unsigned __int128)start * mult) >> 32);
+            uint64_t end_ns = timed ? (uint64_t)(((unsigned __int128)stop * mult) >> 32) : ns;
+            struct fnstat *f = &a->fn[b & ~LP_REC_TIMED];
+            cls &= ~FAST_TIMED;
+            if (cls == FAST_ALLOC) {
+                uint64_t size = w[0], ptr = w[1];
+                if (stop >= bound || size >= size_lim) break;
+                if (lp_fnstat_add(f, 1, 1, end_ns - ns, size, ptr == 0) != 0) oom = 1;
+                if (ptr) FAST_BORN(ptr, size, end_ns);
+                q = w + 2;
+            } else if (cls == FAST_FREE) {
+                uint64_t ptr = w[0], size = 0;
+                if (start >= bound) break; /* a release takes effect at its start */
+                if (ptr) FAST_DIED(ptr, ns, size);
+                if (lp_fnstat_add(f, 1, 1, end_ns - ns, size, 0) != 0) oom = 1;
+                if (LP_MAP_UNLIKELY(size >= fast_min))
+                    fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 1, size);
+                q = w + 1;
+            } else {
+                uint64_t size = w[0], np = w[1], op = w[2], old = 0, i = NO_SLOT;
+                if (stop >= bound || size >= size_lim) break;
+                int failed = np == 0 && size > 0;
+                if (np && np == op) FAST_FIND(op, i);
+                if (i != NO_SLOT) { /* grown or shrunk in place (nearly all of sqlite's): the slot stays */
+                    FAST_DIED_TAIL(slots[i].val, ns, old);
+                    if (LP_MAP_UNLIKELY(old >= fast_min))
+                        fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 0, old);
+                    yields++; /* the release was one yield of the iterator's */
+                    phases++;
+                    if (lp_fnstat_add(f, 1, timed, end_ns - ns, size, 0) != 0) oom = 1;
+                    slots[i].val = lp_live_pack(size, stack);
+                    FAST_BORN_TAIL(size, end_ns);
+                    q = w + 3;
+                    goto next;
+                }
+                if (op && !failed) {
+                    FAST_DIED(op, ns, old);
+                    if (LP_MAP_UNLIKELY(old >= fast_min))
+                        fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 0, old);
+                }
+                yields++; /* the release was one yield of the iterator's */
+                phases++;
+                if (lp_fnstat_add(f, 1, timed, end_ns - ns, size, failed) != 0) oom = 1;
+                if (np) FAST_BORN(np, size, end_ns);
+                q = w + 3;
+            }
+        } else {
+            break;
+        }
+    next:
+        yields++;
+        stack = 0;
+    }
+#undef FAST_HEAP_CHANGED
+#undef FAST_BORN_TAIL
+#undef FAST_BORN
+#undef FAST_FIND
+#undef FAST_DIED_TAIL
+#undef FAST_DIED
+    uint64_t taken = yields - yields0 - phases;
+    hp->live.n = hp->live.cap / 2 - room;
+    hp->live_bytes = live_bytes;
+    hp->peak_bytes = peak_bytes;
+    hp->yields = yields;
+    if (a->cb) {
+        hp->bucket = bucket;
+        hp->bucket_to = bucket_to;
+    }
+    hp->oom |= oom;
+    p->last[t] = (struct last_alloc){last_size, last_stack == UINT32_MAX ? 0 : last_stack, last_stack != UINT32_MAX};
+    a->events += taken;
+    lp_iter_run_end(it, q, stack, taken);
+}
+
+/* The loop comes in two copies, with and without allocation sites (a trace with stacks), so that
+ * the common one tests for none of their calls. */
+static void fast_run(struct pass *p, struct lp_iter *it, struct lp_sink **stream, int nstream, uint64_t fast_min) {
+    struct lp_run run;
+    if (!p->a.counting || p->threshold || !p->h.live.slots || !lp_iter_run(it, &run) || run.thread >= p->nthreads ||
+        run.stack >= LP_MAX_STACK_ID)
+        return;
+    if (p->a.sites)
+        fast_loop(p, it, run, stream, nstream, fast_min, p->a.sites);
+    else
+        fast_loop(p, it, run, stream, nstream, fast_min, NULL);
 }
 
 /* ---- outputs: each file through a temporary name ----------------------------------------------- */
@@ -309,12 +650,12 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->calls = lp_calls_new(r);
     p->nthreads = r->nthreads;
     p->threshold = o->temporary_threshold > 64 ? 64 : o->temporary_threshold;
-    if (p->threshold)
-        p->ring = lp_os_calloc((size_t)r->nthreads * p->threshold + 1, sizeof *p->ring);
-    else
-        p->last = lp_os_calloc((size_t)r->nthreads + 1, sizeof *p->last);
-    if (!p->ring && !p->last) goto oom;
-    a->sites = lp_sites_new(r); /* NULL: no stacks in this trace */
+    /* a thread's slot in `last` is also how the helpers know it is one of the trace's */
+    p->last = lp_os_calloc((size_t)r->nthreads + 1, sizeof *p->last);
+    if (p->threshold) p->ring = lp_os_calloc((size_t)r->nthreads * p->threshold + 1, sizeof *p->ring);
+    if (!p->last || (p->threshold && !p->ring)) goto oom;
+    if (lp_map_grow(&p->h.live) != 0) goto oom; /* the fast path counts on a map with slots */
+    a->sites = lp_sites_new(r);                 /* NULL: no stacks in this trace */
     a->pycalls = lp_pycalls_new(r);
     a->ort = lp_ort_new(r);
     if (!a->calls || !a->pycalls || !a->ort) goto oom;
@@ -360,22 +701,27 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     struct lp_call_rec rec;
     struct lp_call_view view;
     uint64_t next_progress = 1u << 20;
-    while (lp_iter_next(it, &e)) {
+    uint64_t fast_min = UINT64_MAX; /* the smallest block a writer wants to see */
+    for (int k = 0; k < nstream; k++)
+        if (stream[k]->alloc_min < fast_min) fast_min = stream[k]->alloc_min;
+    for (;;) {
+        fast_run(p, it, stream, nstream, fast_min);
+        if (!lp_iter_next(it, &e)) break;
         if (!a->counting && e.ns >= a->reset_ns) { /* the last reset: statistics start here */
             a->counting = 1;
-            a->peak_bytes = a->live_bytes;
-            a->peak_ns = e.ns;
-            p->peak_count = p->yields;
+            p->h.peak_bytes = p->h.live_bytes;
+            p->h.peak_ns = e.ns;
+            p->h.peak_count = p->h.yields;
         }
         struct lp_seen seen = {a->counting, analyse(p, &e), NULL, NULL};
-        p->yields++;
+        p->h.yields++;
         a->events += e.phase;
         unsigned shape = lp_kind_shape[e.kind];
         if (shape == LP_SHAPE_CALL) {
-            if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->oom = 1;
+            if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->h.oom = 1;
             if (rec.call == LP_CALL_ORT_RUN && e.timed && rec.nargs >= 1 &&
                 lp_ort_run(a->ort, rec.a[0], e.tid, e.start_ns, e.dur_ns) != 0)
-                p->oom = 1;
+                p->h.oom = 1;
             if ((rec.call == LP_CALL_MPI_BARRIER || rec.call == LP_CALL_MPI_INIT ||
                  rec.call == LP_CALL_MPI_INIT_THREAD) &&
                 e.timed && e.tid == r->hdr.pid) { /* the instants a merge aligns hosts on */
@@ -387,7 +733,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             seen.call = &rec;
             seen.view = &view;
         }
-        if (shape == LP_SHAPE_PYCALL && lp_pycalls_event(a->pycalls, &e, a->counting) != 0) p->oom = 1;
+        if (shape == LP_SHAPE_PYCALL && lp_pycalls_event(a->pycalls, &e, a->counting) != 0) p->h.oom = 1;
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
         for (int k = 0; k < nstream; k++)
             if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
@@ -397,10 +743,18 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
     }
     lp_iter_free(it);
-    a->live_blocks = p->live.n;
-    lp_map_free(&p->live); /* before the sites' replay, which builds its own */
-    if (p->oom || lp_calls_finish(a->calls) != 0) goto oom;
-    if (a->sites && lp_sites_finish(a->sites, p->peak_count, o->peak_at_ns) != 0) goto oom;
+    struct hot *h = &p->h;
+    a->live_bytes = h->live_bytes;
+    a->peak_bytes = h->peak_bytes;
+    a->peak_ns = h->peak_ns;
+    a->temporary = h->temporary;
+    a->temporary_bytes = h->temporary_bytes;
+    a->untracked_frees = h->untracked_frees;
+    a->reused_live = h->reused_live;
+    a->live_blocks = h->live.n;
+    lp_map_free(&h->live); /* before the sites' replay, which builds its own */
+    if (h->oom || lp_calls_finish(a->calls) != 0) goto oom;
+    if (a->sites && lp_sites_finish(a->sites, h->peak_count, o->peak_at_ns) != 0) goto oom;
     if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
@@ -433,7 +787,7 @@ out:
         for (unsigned k = 0; k < LP_KIND_COUNT; k++) lp_os_free(p->a.fn[k].hist);
         for (size_t id = 0; id < p->a.nranges; id++) lp_os_free(p->a.ranges[id].hist);
         lp_os_free(p->a.ranges);
-        lp_map_free(&p->live);
+        lp_map_free(&p->h.live);
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
         lp_pycalls_free(p->a.pycalls);

@@ -60,45 +60,105 @@ static int plain(const char *s, size_t n) {
     return 1;
 }
 
-/* A counter point, composed in one buffer: a trace has thousands (the heap track). Names and
- * keys that are plain ASCII are copied as they are; others (a program's counter names) take the
+/* Counter samples: a trace has thousands (the heap track). A track whose name and key are plain
+ * ASCII composes the text its samples share once; others (a program's counter names) take the
  * general way, which escapes them. */
-void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v) {
+void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, const char *key) {
     size_t nl = strlen(name), kl = strlen(key);
-    if (nl > 64 || kl > 64 || ts_ns < 0 || !plain(name, nl) || !plain(key, kl)) {
-        lp_json_event(j, "C", pid, pid, NULL, name, nl, ts_ns);
+    t->pid = pid;
+    t->name = name;
+    t->key = key;
+    t->plain = nl <= 64 && kl <= 64 && plain(name, nl) && plain(key, kl);
+    memset(t->head, 0, sizeof t->head);
+    memset(t->mid, 0, sizeof t->mid);
+    if (!t->plain) return;
+    char num[24], *d;
+    char *p = t->head;
+#define PUT(s, n) (memcpy(p, (s), (n)), p += (n))
+#define PUTS(lit) PUT(lit, sizeof lit - 1)
+    PUTS("{\"ph\":\"C\",\"pid\":");
+    d = lp_fmt_u64(num + sizeof num, pid);
+    PUT(d, (size_t)(num + sizeof num - d));
+    PUTS(",\"tid\":");
+    PUT(d, (size_t)(num + sizeof num - d));
+    PUTS(",\"name\":\"");
+    PUT(name, nl);
+    PUTS("\",\"ts\":");
+    t->head_len = (size_t)(p - t->head);
+    p = t->mid;
+    PUTS(",\"args\":{\"");
+    PUT(key, kl);
+    PUTS("\":");
+    t->mid_len = (size_t)(p - t->mid);
+#undef PUT
+#undef PUTS
+}
+
+/* Decimal digits of v. */
+static inline unsigned digits(uint64_t v) {
+    static const uint64_t pow10[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+    unsigned n = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12; /* log10, or one short */
+    return v < 10 ? 1 : n + (v >= pow10[n]);
+}
+
+void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
+    struct lp_out *o = j->o;
+    if (!t->plain || ts_ns > INT64_MAX) {
+        lp_json_event(j, "C", t->pid, t->pid, NULL, t->name, strlen(t->name), (int64_t)ts_ns);
         lp_json_args(j);
-        lp_json_key(j, key);
-        lp_out_u64(j->o, v);
+        lp_json_key(j, t->key);
+        lp_out_u64(o, v);
         lp_json_args_end(j);
         lp_json_event_end(j);
         return;
     }
-    char b[320], num[32], *p = b, *d;
-#define PUT(s, n) (memcpy(p, (s), (n)), p += (n))
-#define PUTS(lit) PUT(lit, sizeof lit - 1)
-#define PUTNUM(fmt, x) (d = fmt(num + sizeof num, (x)), PUT(d, (size_t)(num + sizeof num - d)))
-    if (j->first_event)
-        PUTS("\n{\"ph\":\"C\",\"pid\":");
-    else
-        PUTS(",\n{\"ph\":\"C\",\"pid\":");
+    /* composed in place in the writer's buffer (a local one when it is nearly full); the fixed
+     * parts copied whole, the numbers written where they end */
+    char local[512], *b = sizeof o->buf - o->n >= sizeof local ? o->buf + o->n : local, *p = b;
+    *p = ',';
+    p += !j->first_event;
+    *p++ = '\n';
     j->first_event = 0;
-    PUTNUM(lp_fmt_u64, pid);
-    PUTS(",\"tid\":");
-    PUTNUM(lp_fmt_u64, pid);
-    PUTS(",\"name\":\"");
-    PUT(name, nl);
-    PUTS("\",\"ts\":");
-    PUTNUM(lp_fmt_us, (uint64_t)ts_ns);
-    PUTS(",\"args\":{\"");
-    PUT(key, kl);
-    PUTS("\":");
-    PUTNUM(lp_fmt_u64, v);
-    PUTS("}}");
-#undef PUT
-#undef PUTS
-#undef PUTNUM
-    lp_out_write(j->o, b, (size_t)(p - b));
+    memcpy(p, t->head, sizeof t->head);
+    p += t->head_len;
+    p += digits(ts_ns / 1000) + 4;
+    lp_fmt_us(p, ts_ns);
+    memcpy(p, t->mid, sizeof t->mid);
+    p += t->mid_len;
+    p += digits(v);
+    lp_fmt_u64(p, v);
+    *p++ = '}';
+    *p++ = '}';
+    if (b == local)
+        lp_out_write(o, b, (size_t)(p - b));
+    else
+        o->n += (size_t)(p - b);
+}
+
+void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v) {
+    struct lp_json_track t;
+    lp_json_track(&t, pid, name, key);
+    if (ts_ns < 0) t.plain = 0; /* (no "ts": the general way leaves it out) */
+    lp_json_sample(j, &t, (uint64_t)ts_ns, v);
 }
 
 void lp_json_meta_name(struct lp_json *j, uint64_t pid, uint64_t tid, const char *what, const char *name, size_t nlen) {

@@ -36,6 +36,17 @@ void lp_json_args_end(struct lp_json *j);             /* } */
 void lp_json_event_end(struct lp_json *j);            /* } */
 /* A counter sample: {"ph":"C","pid":P,"tid":P,"name":NAME,"ts":..,"args":{"KEY":V}} */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v);
+/* A counter track whose samples are written one after another: the text they share is composed
+ * once (the heap track has thousands of samples). `name` and `key` must outlive it. */
+struct lp_json_track {
+    uint64_t pid;
+    const char *name, *key;
+    int plain;                /* name and key need no escaping: samples are head, ts, mid, value */
+    size_t head_len, mid_len; /* {"ph":"C","pid":P,"tid":P,"name":"NAME","ts":   ,"args":{"KEY": */
+    char head[160], mid[80];
+};
+void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, const char *key);
+void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v);
 /* An M event naming a process or a thread: "process_name" / "thread_name" / "thread_sort_index". */
 void lp_json_meta_name(struct lp_json *j, uint64_t pid, uint64_t tid, const char *what, const char *name, size_t nlen);
 void lp_json_meta_sort(struct lp_json *j, uint64_t pid, uint64_t tid, uint64_t index);

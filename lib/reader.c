@@ -54,26 +54,30 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
 
 /* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. The
  * common records (fixed size, no meaning for the index) take the loop's first branch only. */
+/* Check that the chunk's `n` words are whole records (the converter then decodes them without
+ * bounds checks); count them and note the last reset. One table load a record for all but the
+ * rare kinds: this walk is part of every conversion. */
 static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t *reset) {
-    size_t i = 0;
+    const uint64_t *p = w, *end = w + n;
     uint64_t c = 0;
-    while (i < n) {
-        uint64_t w0 = w[i];
-        unsigned k = lp_rec_kind(w0);
-        if (LP_LIKELY(k != 0 && lp_kind_shape[k] != LP_SHAPE_CALL && k != LP_EV_RESET && k != LP_EV_STACK)) {
-            i += 1 + lp_rec_timed(w0) + lp_kind_words[k];
+    while (p < end) {
+        uint64_t w0 = *p;
+        unsigned len = lp_plain_words[w0 >> LP_TS_BITS];
+        if (LP_LIKELY(len != 0)) {
+            p += len;
             c++;
             continue;
         }
-        size_t len = lp_rec_size(w + i, n - i);
-        if (len == 0) return -1;
+        unsigned k = lp_rec_kind(w0);
+        size_t size = lp_rec_size(p, (size_t)(end - p));
+        if (size == 0) return -1;
         if (k == LP_EV_RESET && (w0 & LP_TS_MASK) > *reset) *reset = w0 & LP_TS_MASK;
         /* a stack word is one untimed word, and belongs to the record that follows it */
-        if (k == LP_EV_STACK && (lp_rec_timed(w0) || i + 1 >= n || lp_rec_kind(w[i + 1]) == LP_EV_STACK)) return -1;
-        i += len;
+        if (k == LP_EV_STACK && (lp_rec_timed(w0) || p + 1 >= end || lp_rec_kind(p[1]) == LP_EV_STACK)) return -1;
+        p += size;
         c += k != LP_EV_STACK; /* a stack word is part of the record that follows */
     }
-    if (i != n) return -1; /* the last record runs past the chunk */
+    if (p != end) return -1; /* the last record runs past the chunk */
     *count = c;
     return 0;
 }
@@ -509,6 +513,15 @@ order:
     }
     set_bound(it);
     return 1;
+}
+
+void lp_iter_run_end(struct lp_iter *it, const uint64_t *p, uint32_t stack, uint64_t records) {
+    if (!records) return; /* nothing taken: the cursor is as it was (maybe between a realloc's phases) */
+    struct lp_cursor *c = it->cur;
+    c->p = p;
+    c->stack = stack;
+    it->consumed += records;
+    lp_iter_next_slow(it, NULL);
 }
 
 void lp_iter_free(struct lp_iter *it) {

@@ -225,4 +225,26 @@ static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     return 1;
 }
 
+/* Runs, for a caller that decodes the commonest records itself (the converter's allocation path,
+ * convert.c): the yielding cursor's chunk is read in place. lp_iter_run gives the record to yield
+ * next (p; a stack word before it already read into `stack`), the end of its chunk and `bound`:
+ * every record of this run whose effect time is below it comes before any other thread's. The
+ * caller reads records while that holds, then hands back where it stopped — the record it did
+ * not take and the stack word read for it — and how many records it took; the cursor is then
+ * settled as lp_iter_next would leave it. A realloc is taken whole (both phases). 0 when there is
+ * no run to give: the end, or a realloc whose release was already yielded. */
+struct lp_run {
+    const uint64_t *p, *end;
+    uint64_t bound;
+    uint32_t stack, thread, tid;
+};
+
+static inline int lp_iter_run(const struct lp_iter *it, struct lp_run *run) {
+    const struct lp_cursor *c = it->cur;
+    if (!c || (c->phase == 1 && lp_kind_shape[lp_rec_kind(c->p[0])] == LP_SHAPE_REALLOC)) return 0;
+    *run = (struct lp_run){c->p, c->end, it->bound, c->stack, c->thread, c->tid};
+    return 1;
+}
+void lp_iter_run_end(struct lp_iter *it, const uint64_t *p, uint32_t stack, uint64_t records);
+
 #endif

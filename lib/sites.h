@@ -17,10 +17,8 @@ void lp_sites_free(struct lp_sites *s);
 /* A live block as the pass keeps it (one word, the value of its live map): its size, capped at
  * 2^42 - 1 bytes, and its call stack id (< LP_MAX_STACK_ID = 2^22). */
 #define LP_LIVE_SHIFT 22
-static inline uint64_t lp_live_size(uint64_t size) {
-    const uint64_t cap = (UINT64_C(1) << (64 - LP_LIVE_SHIFT)) - 1;
-    return size > cap ? cap : size;
-}
+#define LP_LIVE_MAX ((UINT64_C(1) << (64 - LP_LIVE_SHIFT)) - 1)
+static inline uint64_t lp_live_size(uint64_t size) { return size > LP_LIVE_MAX ? LP_LIVE_MAX : size; }
 static inline uint64_t lp_live_pack(uint64_t size, uint32_t stack) { return size << LP_LIVE_SHIFT | stack; }
 static inline uint64_t lp_live_bytes(uint64_t v) { return v >> LP_LIVE_SHIFT; }
 static inline uint32_t lp_live_stack(uint64_t v) { return (uint32_t)(v & ((1u << LP_LIVE_SHIFT) - 1)); }

@@ -253,24 +253,27 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
     }
 }
 
-static int cmp_point(const void *x, const void *y) {
-    const struct lp_point *a = x, *b = y;
-    return a->ns < b->ns ? -1 : a->ns > b->ns;
-}
-
 /* The heap track, downsampled: per time bucket its minimum, maximum and last value, so the
- * envelope is right and the exact peak is always one of the points. */
+ * envelope is right and the exact peak is always one of the points. A bucket's three points go
+ * out in time order (a stable sort: of points at the same time, the first of min, max, last). */
 static uint64_t heap_counter(struct chrome *c, const struct lp_analysis *a) {
     uint64_t points = 1;
-    lp_json_counter(&c->j, c->pid, "heap", 0, "bytes", 0);
+    struct lp_json_track heap;
+    lp_json_track(&heap, c->pid, "heap", "bytes");
+    lp_json_sample(&c->j, &heap, 0, 0);
     for (unsigned b = 0; b < LP_COUNTER_BUCKETS; b++) {
         const struct lp_cbucket *k = &a->cb[b];
         if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) continue;
-        struct lp_point p[3] = {k->min, k->max, k->last};
-        qsort(p, 3, sizeof p[0], cmp_point);
+        struct lp_point p[3] = {k->min, k->max, k->last}, x;
+        for (int i = 1; i < 3; i++) /* insertion sort, stable */
+            for (int m = i; m > 0 && p[m - 1].ns > p[m].ns; m--) {
+                x = p[m];
+                p[m] = p[m - 1];
+                p[m - 1] = x;
+            }
         for (int i = 0; i < 3; i++) {
             if (i > 0 && p[i].ns == p[i - 1].ns) continue;
-            lp_json_counter(&c->j, c->pid, "heap", (int64_t)p[i].ns, "bytes", p[i].v);
+            lp_json_sample(&c->j, &heap, p[i].ns, p[i].v);
             points++;
         }
     }

@@ -415,6 +415,9 @@ extern const char *const lp_kind_names[LP_KIND_COUNT];
 extern const uint8_t lp_kind_family[LP_KIND_COUNT];
 extern const uint8_t lp_kind_shape[LP_KIND_COUNT];
 extern const uint8_t lp_kind_words[LP_KIND_COUNT];
+/* By a record's first byte (kind | LP_REC_TIMED): its length in words when that is all a reader
+ * must check, else 0 (calls, resets, stack words, bytes that are no kind). */
+extern const uint8_t lp_plain_words[256];
 extern const char *const lp_family_names[LP_FAM_COUNT];
 extern const uint8_t lp_family_kernel[LP_FAM_COUNT];
 /* The family named `name` (`len` bytes), or -1. */
