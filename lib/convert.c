@@ -316,36 +316,64 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     uint32_t last_stack = p->last[t].valid ? p->last[t].stack : UINT32_MAX;
     int oom = 0;
     const uint64_t *q = run.p, *end = run.end;
-    uint32_t stack = run.stack;
+    uint32_t stack = sites ? run.stack : 0; /* (0 without sites: the copy below never sets it) */
     const uint64_t NO_SLOT = UINT64_MAX;
 
-/* What heap_changed() does. */
+/* What heap_changed() does, in three cuts: after the heap grew (only its bucket's maximum can
+ * move, and the peak only when that does: the peak is never below a bucket's maximum), after it
+ * shrank (only the minimum), and either. A bucket entered starts at the value itself. */
+#define FAST_PEAK(ns_)               \
+    if (live_bytes > peak_bytes) {   \
+        peak_bytes = live_bytes;     \
+        hp->peak_ns = (ns_);         \
+        hp->peak_count = yields + 1; \
+    }
+#define FAST_ENTER(ns_)                                             \
+    if (LP_MAP_UNLIKELY((ns_) >= bucket_to)) {                      \
+        struct bucket_at at__ = enter_bucket(p, (ns_), live_bytes); \
+        bucket = at__.b;                                            \
+        bucket_to = at__.to;                                        \
+        FAST_PEAK(ns_);                                             \
+    }
+#define FAST_HEAP_UP(ns_)                                      \
+    do {                                                       \
+        uint64_t ns__ = (ns_);                                 \
+        FAST_ENTER(ns__);                                      \
+        if (live_bytes > bucket->max.v) {                      \
+            bucket->max = (struct lp_point){ns__, live_bytes}; \
+            FAST_PEAK(ns__);                                   \
+        }                                                      \
+        bucket->last = (struct lp_point){ns__, live_bytes};    \
+    } while (0)
+#define FAST_HEAP_DOWN(ns_)                                                                \
+    do {                                                                                   \
+        uint64_t ns__ = (ns_);                                                             \
+        FAST_ENTER(ns__);                                                                  \
+        if (live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
+        bucket->last = (struct lp_point){ns__, live_bytes};                                \
+    } while (0)
 #define FAST_HEAP_CHANGED(ns_)                                                             \
     do {                                                                                   \
         uint64_t ns__ = (ns_);                                                             \
-        if (live_bytes > peak_bytes) {                                                     \
-            peak_bytes = live_bytes;                                                       \
-            hp->peak_ns = ns__;                                                            \
-            hp->peak_count = yields + 1;                                                   \
-        }                                                                                  \
-        if (LP_MAP_UNLIKELY(ns__ >= bucket_to)) {                                          \
-            struct bucket_at at__ = enter_bucket(p, ns__, live_bytes);                     \
-            bucket = at__.b;                                                               \
-            bucket_to = at__.to;                                                           \
-        }                                                                                  \
+        FAST_ENTER(ns__);                                                                  \
         if (live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
-        if (live_bytes > bucket->max.v) bucket->max = (struct lp_point){ns__, live_bytes}; \
-        bucket->last.ns = ns__;                                                            \
-        bucket->last.v = live_bytes;                                                       \
+        if (live_bytes > bucket->max.v) {                                                  \
+            bucket->max = (struct lp_point){ns__, live_bytes};                             \
+            FAST_PEAK(ns__);                                                               \
+        }                                                                                  \
+        bucket->last = (struct lp_point){ns__, live_bytes};                                \
     } while (0)
 
 /* The end of block_born(), once the block is in the map. */
-#define FAST_BORN_TAIL(size_, ns_)                                       \
+#define FAST_BORN_TAIL(size_, ns_, replaced_)                            \
     do {                                                                 \
         uint64_t ts__ = (size_);                                         \
         if (sites && lp_sites_born(sites, ts__, stack, 1) != 0) oom = 1; \
         live_bytes += ts__;                                              \
-        FAST_HEAP_CHANGED(ns_);                                          \
+        if (LP_MAP_UNLIKELY(replaced_))                                  \
+            FAST_HEAP_CHANGED(ns_);                                      \
+        else                                                             \
+            FAST_HEAP_UP(ns_);                                           \
         last_size = ts__;                                                \
         last_stack = stack;                                              \
         a->size_hist[lp_size_bucket(ts__)]++;                            \
@@ -374,10 +402,11 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             live_bytes -= lp_live_bytes(old__);                                   \
             if (sites) lp_sites_died(sites, old__);                               \
         }                                                                         \
-        room -= slots[i__].key == 0;                                              \
+        int replaced__ = slots[i__].key != 0;                                     \
+        room -= !replaced__;                                                      \
         slots[i__].key = ptr__;                                                   \
         slots[i__].val = lp_live_pack(size__, stack);                             \
-        FAST_BORN_TAIL(size__, ns_);                                              \
+        FAST_BORN_TAIL(size__, ns_, replaced__);                                  \
     } while (0)
 
 /* The slot of live block `ptr_` in `i_`, or NO_SLOT when it is not live. */
@@ -402,17 +431,17 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         last_stack = UINT32_MAX;                                                      \
         if (sites) lp_sites_died(sites, tv__);                                        \
         live_bytes -= tb__;                                                           \
-        FAST_HEAP_CHANGED(ns_);                                                       \
+        FAST_HEAP_DOWN(ns_);                                                          \
         (out_) = tb__;                                                                \
     } while (0)
 
 /* What block_died() does: the block's size in `out_`, 0 when it was not live. */
 #define FAST_DIED(ptr_, ns_, out_)                                                      \
     do {                                                                                \
-        uint64_t i__;                                                                   \
+        uint64_t ptr__ = (ptr_), i__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift; \
         (out_) = 0;                                                                     \
-        FAST_FIND(ptr_, i__);                                                           \
-        if (LP_MAP_UNLIKELY(i__ == NO_SLOT)) {                                          \
+        while (slots[i__].key != ptr__ && slots[i__].key) i__ = (i__ + 1) & mask;       \
+        if (LP_MAP_UNLIKELY(!slots[i__].key)) {                                         \
             hp->untracked_frees++;                                                      \
             break;                                                                      \
         }                                                                               \
@@ -454,8 +483,8 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             f->bytes += size;
             if (LP_MAP_UNLIKELY(size >= fast_min)) fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 1, size);
             q += 2;
-        } else if (cls == FAST_STACK) { /* validated: a record follows it in this chunk */
-            if (start >= LP_MAX_STACK_ID) break;
+        } else if (cls == FAST_STACK) {                    /* validated: a record follows it in this chunk */
+            if (!sites || start >= LP_MAX_STACK_ID) break; /* (no sites: a damaged trace) */
             stack = (uint32_t)start;
             q++;
             continue;
@@ -495,7 +524,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
                     phases++;
                     if (lp_fnstat_add(f, 1, timed, end_ns - ns, size, 0) != 0) oom = 1;
                     slots[i].val = lp_live_pack(size, stack);
-                    FAST_BORN_TAIL(size, end_ns);
+                    FAST_BORN_TAIL(size, end_ns, 0);
                     q = w + 3;
                     goto next;
                 }
@@ -518,6 +547,10 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         stack = 0;
     }
 #undef FAST_HEAP_CHANGED
+#undef FAST_HEAP_UP
+#undef FAST_HEAP_DOWN
+#undef FAST_ENTER
+#undef FAST_PEAK
 #undef FAST_BORN_TAIL
 #undef FAST_BORN
 #undef FAST_FIND
@@ -543,7 +576,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
 static void fast_run(struct pass *p, struct lp_iter *it, struct lp_sink **stream, int nstream, uint64_t fast_min) {
     struct lp_run run;
     if (!p->a.counting || p->threshold || !p->h.live.slots || !lp_iter_run(it, &run) || run.thread >= p->nthreads ||
-        run.stack >= LP_MAX_STACK_ID)
+        run.stack >= LP_MAX_STACK_ID || (run.stack && !p->a.sites))
         return;
     if (p->a.sites)
         fast_loop(p, it, run, stream, nstream, fast_min, p->a.sites);

@@ -110,8 +110,7 @@ int lp_sink_summary(struct lp_sink *k);
 
 /* Size-histogram bucket of a block of `s` bytes. */
 static inline unsigned lp_size_bucket(uint64_t s) {
-    if (s < 16) return 0;
-    unsigned b = 63u - (unsigned)__builtin_clzll(s) - 3;
+    unsigned b = 60u - (unsigned)__builtin_clzll(s | 8); /* 0 below 16 */
     return b < LP_SIZE_BUCKETS ? b : LP_SIZE_BUCKETS - 1;
 }
 

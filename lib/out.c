@@ -65,15 +65,23 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
 
 char *lp_fmt_u64(char *end, uint64_t v) {
     char *p = end;
-    while (v >= 100) {
-        unsigned d = (unsigned)(v % 100) * 2;
-        v /= 100;
-        *--p = digits2[d + 1];
-        *--p = digits2[d];
+    while (v >= 10000) { /* four digits a division (traces are mostly numbers) */
+        uint64_t q = v / 10000;
+        unsigned r = (unsigned)(v - q * 10000), hi = r / 100, lo = r - hi * 100;
+        p -= 4;
+        memcpy(p, digits2 + hi * 2, 2);
+        memcpy(p + 2, digits2 + lo * 2, 2);
+        v = q;
+    }
+    if (v >= 100) {
+        unsigned hi = (unsigned)v / 100, lo = (unsigned)v - hi * 100;
+        p -= 2;
+        memcpy(p, digits2 + lo * 2, 2);
+        v = hi;
     }
     if (v >= 10) {
-        *--p = digits2[v * 2 + 1];
-        *--p = digits2[v * 2];
+        p -= 2;
+        memcpy(p, digits2 + v * 2, 2);
     } else {
         *--p = (char)('0' + v);
     }
@@ -106,12 +114,13 @@ void lp_out_fmt(struct lp_out *o, const char *fmt, ...) {
 }
 
 char *lp_fmt_us(char *end, uint64_t ns) {
-    unsigned f = (unsigned)(ns % 1000);
-    end[-1] = (char)('0' + f % 10);
-    end[-2] = (char)('0' + f / 10 % 10);
-    end[-3] = (char)('0' + f / 100);
+    uint64_t us = ns / 1000;
+    unsigned f = (unsigned)(ns - us * 1000), h = f / 100, r = (f - h * 100) * 2;
+    end[-1] = digits2[r + 1];
+    end[-2] = digits2[r];
+    end[-3] = (char)('0' + h);
     end[-4] = '.';
-    return lp_fmt_u64(end - 4, ns / 1000);
+    return lp_fmt_u64(end - 4, us);
 }
 
 void lp_out_us(struct lp_out *o, uint64_t ns) {

@@ -60,6 +60,19 @@ static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uin
 static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t *reset) {
     const uint64_t *p = w, *end = w + n;
     uint64_t c = 0;
+    /* two records a turn while both surely fit (a plain record is at most 255 words) */
+    while (end - p > 2 * 255) {
+        unsigned l1 = lp_plain_words[p[0] >> LP_TS_BITS];
+        if (LP_UNLIKELY(l1 == 0)) break;
+        unsigned l2 = lp_plain_words[p[l1] >> LP_TS_BITS];
+        if (LP_UNLIKELY(l2 == 0)) {
+            p += l1;
+            c++;
+            break;
+        }
+        p += l1 + l2;
+        c += 2;
+    }
     while (p < end) {
         uint64_t w0 = *p;
         unsigned len = lp_plain_words[w0 >> LP_TS_BITS];

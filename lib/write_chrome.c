@@ -262,8 +262,13 @@ static uint64_t heap_counter(struct chrome *c, const struct lp_analysis *a) {
     lp_json_track(&heap, c->pid, "heap", "bytes");
     lp_json_sample(&c->j, &heap, 0, 0);
     for (unsigned b = 0; b < LP_COUNTER_BUCKETS; b++) {
+        uint64_t used = a->cb_used[b / 64] >> (b % 64);
+        if (!used) { /* the rest of this word's buckets are unused */
+            b |= 63;
+            continue;
+        }
+        b += (unsigned)__builtin_ctzll(used);
         const struct lp_cbucket *k = &a->cb[b];
-        if (!(a->cb_used[b / 64] & (UINT64_C(1) << (b % 64)))) continue;
         struct lp_point p[3] = {k->min, k->max, k->last}, x;
         for (int i = 1; i < 3; i++) /* insertion sort, stable */
             for (int m = i; m > 0 && p[m - 1].ns > p[m].ns; m--) {

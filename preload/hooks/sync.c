@@ -32,6 +32,7 @@ static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, 
  * program's own calls no longer come here at all (core/unhook.c). */
 #define LOCK_HOOK(CALL, lockfn, tryfn, T, busy, peek)                                                            \
     __attribute__((noinline)) static int lockfn##_slow(T *obj, int tried) {                                      \
+        (void)LP_REAL(lockfn); /* resolved (and kept) here: the exported half only reads it */                   \
         struct lpr_tls *t = lpr_call_begin(LP_FAM_SYNC);                                                         \
         if (!t) return LP_REAL(lockfn)(obj);                                                                     \
         if (!tried) {                                                                                            \
@@ -45,22 +46,22 @@ static void rec(struct lpr_tls *t, unsigned call, uint64_t t0, const void *obj, 
         rec(t, LP_CALL_##CALL, t0, obj, r);                                                                      \
         return r;                                                                                                \
     }                                                                                                            \
+    /* recording, and the lock may make the caller wait: try it first */                                         \
+    __attribute__((noinline)) static int lockfn##_busy(T *obj) {                                                 \
+        __typeof__(&tryfn) try_ = (__typeof__(&tryfn))__atomic_load_n(&real_##tryfn, __ATOMIC_RELAXED);          \
+        if (LP_LIKELY(try_ != NULL)) {                                                                           \
+            int r = try_(obj);                                                                                   \
+            return r != (busy) ? r : lockfn##_slow(obj, 1);                                                      \
+        }                                                                                                        \
+        return lockfn##_slow(obj, 0);                                                                            \
+    }                                                                                                            \
+    /* every path a tail call: the common one (a free lock) is a dozen instructions */                           \
     LP_EXPORT int lockfn(T *obj) {                                                                               \
         uint32_t g = lpr_gate;                                                                                   \
-        if (LP_LIKELY((g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT)) == (1u << LP_FAM_SYNC))) { /* records */      \
-            if (peek(obj)) {                                                                                     \
-                __typeof__(&lockfn) l_ = (__typeof__(&lockfn))__atomic_load_n(&real_##lockfn, __ATOMIC_RELAXED); \
-                if (LP_UNLIKELY(l_ == NULL)) l_ = LP_REAL(lockfn);                                               \
-                if (LP_LIKELY(l_ != NULL)) return l_(obj);                                                       \
-            }                                                                                                    \
-            __typeof__(&tryfn) try_ = (__typeof__(&tryfn))__atomic_load_n(&real_##tryfn, __ATOMIC_RELAXED);      \
-            if (LP_LIKELY(try_ != NULL)) {                                                                       \
-                int r = try_(obj);                                                                               \
-                return r != (busy) ? r : lockfn##_slow(obj, 1);                                                  \
-            }                                                                                                    \
-        }                                                                                                        \
+        int records = (g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT)) == (1u << LP_FAM_SYNC);                       \
+        if (LP_LIKELY(records) && !peek(obj)) return lockfn##_busy(obj);                                         \
         __typeof__(&lockfn) f_ = (__typeof__(&lockfn))__atomic_load_n(&real_##lockfn, __ATOMIC_RELAXED);         \
-        if (LP_LIKELY(f_ != NULL) && !(g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT))) return f_(obj);              \
+        if (LP_LIKELY(f_ != NULL) && (records || !(g & ((1u << LP_FAM_SYNC) | LP_GATE_UNINIT)))) return f_(obj); \
         return lockfn##_slow(obj, 0);                                                                            \
     }
 /* A mutex that is free (glibc's lock word 0), or already this thread's (a recursive re-lock), cannot
