@@ -30,9 +30,8 @@
 struct hot {
     struct lp_map live; /* pointer -> lp_live_pack(size, stack) of every live block */
     uint64_t live_bytes, peak_bytes, peak_ns;
-    uint64_t yields, peak_count; /* iterator yields so far; yields up to and including the peak */
-    struct lp_cbucket *bucket;   /* the counter bucket of the last event's time ... */
-    uint64_t bucket_to;          /* ... and the first time past it */
+    struct lp_cbucket *bucket; /* the counter bucket of the last event's time ... */
+    uint64_t bucket_to;        /* ... and the first time past it */
     uint64_t temporary, temporary_bytes, untracked_frees, reused_live;
     int oom;
 };
@@ -121,7 +120,7 @@ HOT void heap_changed(struct pass *p, struct hot *h, int counting, uint64_t ns) 
     if (h->live_bytes > h->peak_bytes) {
         h->peak_bytes = h->live_bytes;
         h->peak_ns = ns;
-        h->peak_count = h->yields + 1;
+        if (p->a.sites) lp_sites_peak(p->a.sites); /* the peak views are of this instant */
     }
     if (!p->a.cb) return;
     if (ns >= h->bucket_to) { /* (0 at the start) */
@@ -306,8 +305,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     uint64_t mask = hp->live.cap - 1, room = hp->live.cap / 2 - hp->live.n;
     unsigned shift = hp->live.shift;
     uint64_t live_bytes = hp->live_bytes, peak_bytes = hp->peak_bytes;
-    const uint64_t yields0 = hp->yields;
-    uint64_t yields = yields0, phases = 0; /* yields so far; realloc releases among them */
+    uint64_t taken = 0;
     /* no counter track asked: a bucket of the pass's own that is never left */
     struct lp_cbucket *bucket = a->cb ? hp->bucket : &p->no_bucket;
     uint64_t bucket_to = a->cb ? hp->bucket_to : UINT64_MAX;
@@ -322,11 +320,11 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
 /* What heap_changed() does, in three cuts: after the heap grew (only its bucket's maximum can
  * move, and the peak only when that does: the peak is never below a bucket's maximum), after it
  * shrank (only the minimum), and either. A bucket entered starts at the value itself. */
-#define FAST_PEAK(ns_)               \
-    if (live_bytes > peak_bytes) {   \
-        peak_bytes = live_bytes;     \
-        hp->peak_ns = (ns_);         \
-        hp->peak_count = yields + 1; \
+#define FAST_PEAK(ns_)                   \
+    if (live_bytes > peak_bytes) {       \
+        peak_bytes = live_bytes;         \
+        hp->peak_ns = (ns_);             \
+        if (sites) lp_sites_peak(sites); \
     }
 #define FAST_ENTER(ns_)                                             \
     if (LP_MAP_UNLIKELY((ns_) >= bucket_to)) {                      \
@@ -520,8 +518,6 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
                     FAST_DIED_TAIL(slots[i].val, ns, old);
                     if (LP_MAP_UNLIKELY(old >= fast_min))
                         fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 0, old);
-                    yields++; /* the release was one yield of the iterator's */
-                    phases++;
                     if (lp_fnstat_add(f, 1, timed, end_ns - ns, size, 0) != 0) oom = 1;
                     slots[i].val = lp_live_pack(size, stack);
                     FAST_BORN_TAIL(size, end_ns, 0);
@@ -533,8 +529,6 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
                     if (LP_MAP_UNLIKELY(old >= fast_min))
                         fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 0, old);
                 }
-                yields++; /* the release was one yield of the iterator's */
-                phases++;
                 if (lp_fnstat_add(f, 1, timed, end_ns - ns, size, failed) != 0) oom = 1;
                 if (np) FAST_BORN(np, size, end_ns);
                 q = w + 3;
@@ -543,7 +537,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             break;
         }
     next:
-        yields++;
+        taken++;
         stack = 0;
     }
 #undef FAST_HEAP_CHANGED
@@ -556,11 +550,9 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
 #undef FAST_FIND
 #undef FAST_DIED_TAIL
 #undef FAST_DIED
-    uint64_t taken = yields - yields0 - phases;
     hp->live.n = hp->live.cap / 2 - room;
     hp->live_bytes = live_bytes;
     hp->peak_bytes = peak_bytes;
-    hp->yields = yields;
     if (a->cb) {
         hp->bucket = bucket;
         hp->bucket_to = bucket_to;
@@ -744,10 +736,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             a->counting = 1;
             p->h.peak_bytes = p->h.live_bytes;
             p->h.peak_ns = e.ns;
-            p->h.peak_count = p->h.yields;
+            if (a->sites) lp_sites_peak(a->sites);
         }
         struct lp_seen seen = {a->counting, analyse(p, &e), NULL, NULL};
-        p->h.yields++;
         a->events += e.phase;
         unsigned shape = lp_kind_shape[e.kind];
         if (shape == LP_SHAPE_CALL) {
@@ -787,7 +778,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     a->live_blocks = h->live.n;
     lp_map_free(&h->live); /* before the sites' replay, which builds its own */
     if (h->oom || lp_calls_finish(a->calls) != 0) goto oom;
-    if (a->sites && lp_sites_finish(a->sites, h->peak_count, o->peak_at_ns) != 0) goto oom;
+    if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) goto oom;
     if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 

@@ -17,6 +17,8 @@
 
 struct site {
     uint64_t calls, bytes, live, live_blocks, peak, temp, temp_bytes;
+    uint64_t at_peak; /* live bytes at the peak of epoch `stamp` (see lp_sites_peak) */
+    uint32_t stamp;
     const char *library;
     uint32_t pyline; /* 0: not looked at yet; NO_LINE: no Python frame; else 1 + index in lines */
 };
@@ -32,6 +34,7 @@ struct lp_sites {
     const struct lp_reader *r;
     struct site *site; /* by stack id */
     uint32_t nsite;
+    uint32_t epoch; /* peaks passed so far */
     uint64_t with_stack, without_stack;
     struct lp_syms *syms;
     int oom;
@@ -103,6 +106,18 @@ void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t
     if (family < LP_FAM_COUNT) l->fam_ns[family] += dur_ns;
 }
 
+/* What each stack had live at the heap's peak, without a second pass: a peak only bumps the
+ * epoch, and a stack about to change for the first time since keeps what it has (its value at
+ * that peak); one that has not changed since still has it. */
+static inline void keep_peak(struct lp_sites *s, struct site *t) {
+    if (t->stamp != s->epoch) {
+        t->at_peak = t->live;
+        t->stamp = s->epoch;
+    }
+}
+
+void lp_sites_peak(struct lp_sites *s) { s->epoch++; }
+
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
     if (stack >= s->nsite) stack = 0;
     struct site *t = site_of(s, stack);
@@ -121,6 +136,7 @@ int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int countin
         else
             s->without_stack++;
     }
+    keep_peak(s, t);
     t->live += size;
     t->live_blocks++;
     return 0;
@@ -134,6 +150,7 @@ void lp_sites_temporary(struct lp_sites *s, uint64_t v) {
 
 void lp_sites_died(struct lp_sites *s, uint64_t v) {
     struct site *t = site_of(s, lp_live_stack(v));
+    keep_peak(s, t);
     t->live -= lp_live_bytes(v);
     t->live_blocks--;
 }
@@ -143,8 +160,9 @@ static uint32_t site_index(const struct lp_sites *s, uint64_t v) {
     return st < s->nsite ? st : 0;
 }
 
-/* Live bytes per stack at the heap's peak: the allocation events replayed up to it. */
-static int replay_to_peak(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns) {
+/* Live bytes per stack at the instant `at_ns` (libprof-report --at): the allocation events
+ * replayed up to it. */
+static int replay_to(struct lp_sites *s, uint64_t at_ns) {
     struct lp_map live = {0};
     uint64_t *at = lp_os_calloc(s->nsite, sizeof *at);
     struct lp_iter *it = lp_iter_new(s->r);
@@ -154,9 +172,8 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count, uint64_t at_n
         return -1;
     }
     struct lp_event e;
-    uint64_t pos = 0;
-    while ((at_ns || pos++ < peak_count) && lp_iter_next(it, &e)) {
-        if (at_ns && e.ns > at_ns) break; /* the instant asked (--at) instead of the peak */
+    while (lp_iter_next(it, &e)) {
+        if (e.ns > at_ns) break;
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
         if (freed && lp_map_take(&live, freed, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
@@ -174,8 +191,16 @@ static int replay_to_peak(struct lp_sites *s, uint64_t peak_count, uint64_t at_n
     return 0;
 }
 
-int lp_sites_finish(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns) {
-    if (s->oom || replay_to_peak(s, peak_count, at_ns) != 0) return -1;
+int lp_sites_finish(struct lp_sites *s, uint64_t at_ns) {
+    if (s->oom) return -1;
+    if (at_ns) {
+        if (replay_to(s, at_ns) != 0) return -1;
+    } else {
+        for (uint32_t i = 0; i < s->nsite; i++) {
+            struct site *t = &s->site[i];
+            t->peak = t->stamp == s->epoch ? t->at_peak : t->live;
+        }
+    }
     s->syms = lp_syms_new(s->r);
     if (!s->syms) return -1;
     for (uint32_t id = 1; id < s->nsite; id++) {

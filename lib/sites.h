@@ -33,10 +33,13 @@ void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t
 void lp_sites_temporary(struct lp_sites *s, uint64_t v);
 /* The block `v` (lp_live_pack) was released. */
 void lp_sites_died(struct lp_sites *s, uint64_t v);
-/* After the pass: replay the first `peak_count` events the iterator yields (up to and including
- * the one that made the heap's peak) to learn each stack's live bytes there; symbolise.
- * Returns -1 when out of memory. */
-int lp_sites_finish(struct lp_sites *s, uint64_t peak_count, uint64_t at_ns);
+/* The heap has just reached a new peak (or statistics start, at the last reset): what every
+ * stack has live now is what the peak views show, unless a higher peak comes. */
+void lp_sites_peak(struct lp_sites *s);
+/* After the pass: each stack's live bytes at the peak — or, when `at_ns` is not 0, at that
+ * instant (ns since the start; the allocation events replayed up to it); symbolise. Returns -1
+ * when out of memory. */
+int lp_sites_finish(struct lp_sites *s, uint64_t at_ns);
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o);
 void lp_sites_csv(struct lp_sites *s, struct lp_out *o);
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o);
