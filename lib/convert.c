@@ -560,6 +560,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     hp->oom |= oom;
     p->last[t] = (struct last_alloc){last_size, last_stack == UINT32_MAX ? 0 : last_stack, last_stack != UINT32_MAX};
     a->events += taken;
+    a->events_fast += taken;
     lp_iter_run_end(it, q, stack, taken);
 }
 
@@ -567,8 +568,8 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
  * the common one tests for none of their calls. */
 static void fast_run(struct pass *p, struct lp_iter *it, struct lp_sink **stream, int nstream, uint64_t fast_min) {
     struct lp_run run;
-    if (!p->a.counting || p->threshold || !p->h.live.slots || !lp_iter_run(it, &run) || run.thread >= p->nthreads ||
-        run.stack >= LP_MAX_STACK_ID || (run.stack && !p->a.sites))
+    if (!p->a.counting || p->threshold || p->a.opts->general_path || !p->h.live.slots || !lp_iter_run(it, &run) ||
+        run.thread >= p->nthreads || run.stack >= LP_MAX_STACK_ID || (run.stack && !p->a.sites))
         return;
     if (p->a.sites)
         fast_loop(p, it, run, stream, nstream, fast_min, p->a.sites);

@@ -38,6 +38,8 @@ struct lp_convert_opts {
     const char *folded_temp_path; /* bytes of temporary allocations, collapsed stacks */
     int site_tracks;              /* "heap by site" counter tracks in the Chrome trace (one more pass) */
     uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
+    int general_path;             /* every event through the general path, none through the allocation fast
+                       * path (convert.c): the same output, slower — a check of the fast path */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;
@@ -67,8 +69,9 @@ struct lp_analysis {
     uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
     uint64_t untracked_frees, reused_live;
     uint64_t size_hist[LP_SIZE_BUCKETS];
-    uint64_t events; /* events decoded */
-    int counting;    /* 0 before the last libprof_reset: heap state only, no statistics */
+    uint64_t events;      /* events decoded */
+    uint64_t events_fast; /* ... of which the allocation fast path applied */
+    int counting;         /* 0 before the last libprof_reset: heap state only, no statistics */
     uint64_t reset_ns, pauses;
     uint64_t span_ns;      /* the run's length */
     struct lp_cbucket *cb; /* heap counter buckets (only those marked in cb_used are valid) */

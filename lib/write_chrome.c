@@ -345,9 +345,11 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
                (unsigned long long)a->reset_ns);
     lp_out_fmt(o,
-               "\"events_written\":%llu,\"events_decoded\":%llu,\"events_dropped\":%llu,\"chunks\":%u,\"threads\":%u,",
+               "\"events_written\":%llu,\"events_decoded\":%llu,\"events_fast_path\":%llu,\"events_dropped\":%llu,"
+               "\"chunks\":%u,\"threads\":%u,",
                (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
-               (unsigned long long)(r->end ? r->end->events_dropped : 0), r->nchunks, r->nthreads);
+               (unsigned long long)a->events_fast, (unsigned long long)(r->end ? r->end->events_dropped : 0),
+               r->nchunks, r->nthreads);
     lp_out_fmt(o, "\"alloc_instant_min_bytes\":%llu,\"alloc_instants\":%llu,\"heap_counter_points\":%llu,",
                (unsigned long long)a->opts->alloc_min, (unsigned long long)c->instants,
                (unsigned long long)counter_points);

@@ -61,6 +61,8 @@ static const char usage[] =
     "                     temporary (memray's definition; default: heaptrack's)\n"
     "  --speedscope FILE  both as a speedscope JSON file\n"
     "  --summary          print the report too when writing files\n"
+    "  --general-path     decode every event the general way, without the allocation fast\n"
+    "                     path: the same files, slower (a check of the fast path)\n"
     "  --alloc-min BYTES  allocations at least this large become instants in --chrome\n"
     "  --killed-by SIG    the process died by signal SIG (metadata.libprof.signal), as its\n"
     "                     parent saw it; for traces cut short\n"
@@ -73,6 +75,7 @@ static const char usage[] =
 static int quiet;
 static unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
 static uint64_t peak_at_ns;     /* --at: the instant the peak views show instead of the peak */
+static int general_path;        /* --general-path: no allocation fast path (to check it) */
 
 static void progress(uint64_t done, uint64_t total, void *arg) {
     (void)arg;
@@ -206,7 +209,8 @@ static char *summary_text(const struct lp_reader *r, const char *label) {
                                 .alloc_min = r->hdr.alloc_min,
                                 .trace_label = label,
                                 .temporary_threshold = temp_threshold,
-                                .peak_at_ns = peak_at_ns};
+                                .peak_at_ns = peak_at_ns,
+                                .general_path = general_path};
     char err[256];
     if (lp_convert(r, &o, err, sizeof err) != 0) {
         fclose(t);
@@ -247,7 +251,8 @@ static void folded_texts(const struct lp_reader *r, char *out[4]) {
                                 .folded_leaks_path = path[2][0] ? path[2] : NULL,
                                 .folded_temp_path = path[3][0] ? path[3] : NULL,
                                 .temporary_threshold = temp_threshold,
-                                .peak_at_ns = peak_at_ns};
+                                .peak_at_ns = peak_at_ns,
+                                .general_path = general_path};
     char err[256];
     size_t len;
     int ok = lp_convert(r, &o, err, sizeof err) == 0;
@@ -601,6 +606,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--summary")) {
             summary = 1;
+        } else if (!strcmp(a, "--general-path")) {
+            general_path = 1;
         } else if (!strcmp(a, "--merge")) {
             merge = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -783,6 +790,7 @@ int main(int argc, char **argv) {
                 .site_tracks = 1, /* offline: the "heap by site" tracks too */
                 .temporary_threshold = temp_threshold,
                 .peak_at_ns = peak_at_ns,
+                .general_path = general_path,
                 .killed_by = killed_by,
                 .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL,
             };
@@ -864,6 +872,7 @@ int main(int argc, char **argv) {
                                                  .trace_label = in[i].path,
                                                  .temporary_threshold = temp_threshold,
                                                  .peak_at_ns = peak_at_ns,
+                                                 .general_path = general_path,
                                                  .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
                     char err[512];
                     if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {

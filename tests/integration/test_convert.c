@@ -69,3 +69,94 @@ Test(convert, says_how_long_it_took) {
     cr_expect_eq(count_lines_with(r.err, "libprof: converting "), 0, "%s", r.err);
     run_free(&r);
 }
+
+/* The converter's allocation fast path (convert.c) applies runs of malloc/free/realloc records
+ * in place of the general path; it must change nothing. Real traces — threads interleaving,
+ * stacks, timed reallocs, blocks big enough for the writers, a reset, Python frames — converted
+ * both ways give the same files, byte for byte (the JSON but for the count of events the fast
+ * path took, which must be most of them one way and none the other). */
+static void both_ways(const char *dir, const char *name) {
+    const char *lpt = strfmt("%s/%s.lpt", dir, name);
+    const char *ext[] = {"json", "csv", "fold", "peak", "leaks", "html"};
+    char *path[2][6];
+    for (int w = 0; w < 2; w++) {
+        for (int k = 0; k < 6; k++) path[w][k] = strfmt("%s/%s.%d.%s", dir, name, w, ext[k]);
+        int stacks = strstr(name, "stacks") != NULL;
+        const char *argv[] = {REPORT,
+                              lpt,
+                              "--chrome",
+                              path[w][0],
+                              "--csv",
+                              path[w][1],
+                              "--html",
+                              path[w][5],
+                              w ? "--general-path" : "--summary",
+                              stacks ? "--folded" : NULL,
+                              path[w][2],
+                              "--folded-peak",
+                              path[w][3],
+                              "--folded-leaks",
+                              path[w][4],
+                              NULL};
+        struct run r;
+        run_prog(&r, dir, NULL, argv);
+        cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
+        run_free(&r);
+    }
+    for (int k = 0; k < 6; k++) {
+        if (k >= 2 && k <= 4 && !strstr(name, "stacks")) continue;
+        size_t n0 = 0, n1 = 0;
+        char *a = read_file(path[0][k], &n0), *b = read_file(path[1][k], &n1);
+        cr_assert(a && b, "%s: no %s", name, ext[k]);
+        if (k == 0) { /* the one difference: events_fast_path */
+            cJSON *ja = load_json(path[0][0]), *jb = load_json(path[1][0]);
+            double fast = meta_num(libprof_meta(ja), "events_fast_path");
+            double all = meta_num(libprof_meta(ja), "events_decoded");
+            cr_expect_gt(fast, all / 2, "%s: the fast path took %.0f of %.0f events", name, fast, all);
+            cr_expect_eq(meta_num(libprof_meta(jb), "events_fast_path"), 0, "%s", name);
+            cJSON_Delete(ja);
+            cJSON_Delete(jb);
+            char *fa = strstr(a, "\"events_fast_path\":"), *fb = strstr(b, "\"events_fast_path\":");
+            cr_assert(fa && fb, "%s", name);
+            char *ea = strchr(fa, ','), *eb = strchr(fb, ',');
+            cr_expect_eq((size_t)(fa - a), (size_t)(fb - b), "%s: JSON differs before events_fast_path", name);
+            cr_expect_eq(memcmp(a, b, (size_t)(fa - a)), 0, "%s: JSON differs before events_fast_path", name);
+            cr_expect_str_eq(ea, eb, "%s: JSON differs after events_fast_path", name);
+        } else {
+            cr_expect_eq(n0, n1, "%s: %s sizes %zu and %zu", name, ext[k], n0, n1);
+            cr_expect(n0 == n1 && memcmp(a, b, n0) == 0, "%s: %s differs", name, ext[k]);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+static void record(const char *dir, const char *name, const char *stacks, const char *const *argv) {
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/%s.lpt", dir, name),
+                         stacks ? strfmt("LIBPROF_STACKS=%s", stacks) : NULL, NULL};
+    struct run r;
+    run_prog(&r, dir, env, argv);
+    cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
+    run_free(&r);
+}
+
+Test(convert, fast_path_matches_general_path, .timeout = 300) {
+    char *dir = make_tmpdir();
+    record(dir, "sqlite", NULL, sql);
+    record(dir, "sqlite-stacks", "16", sql);
+    record(dir, "stress", NULL, (const char *[]){LP_BUILD_DIR "/progs/stress", NULL});
+    record(dir, "threads-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/threads", NULL});
+    record(dir, "memviews-stacks", "16", (const char *[]){LP_BUILD_DIR "/progs/memviews", NULL});
+    record(dir, "reset-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/phases", "reset", NULL});
+    record(dir, "python-stacks", "16",
+           (const char *[]){"/usr/bin/python3", "-c",
+                            "import json, threading\n"
+                            "def work():\n"
+                            "    for _ in range(300): json.dumps([str(i) * 3 for i in range(200)])\n"
+                            "ts = [threading.Thread(target=work) for _ in range(3)]\n"
+                            "[t.start() for t in ts]; [t.join() for t in ts]\n",
+                            NULL});
+    const char *names[] = {"sqlite",          "sqlite-stacks", "stress",       "threads-stacks",
+                           "memviews-stacks", "reset-stacks",  "python-stacks"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) both_ways(dir, names[i]);
+}
