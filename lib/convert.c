@@ -23,10 +23,8 @@
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
-/* What every allocation event touches. The pass keeps it (p->h) and the fast path below copies it
- * into a local for the length of a run, where the compiler keeps it in registers; the helpers
- * that follow serve both, so what an event does is written once. Nothing here has its address
- * taken by a function that is not inlined (that would pin the local copy to memory). */
+/* What every allocation event touches. The general path's helpers below work on it in place
+ * (p->h); the fast path loads it into local scalars for the length of a run and stores it back. */
 struct hot {
     struct lp_map live; /* pointer -> lp_live_pack(size, stack) of every live block */
     uint64_t live_bytes, peak_bytes, peak_ns;
@@ -240,11 +238,12 @@ HOT uint64_t analyse(struct pass *p, const struct lp_event *e) {
 /* ---- the allocation fast path ------------------------------------------------------------------
  * Most of a trace is malloc, free and realloc records, and most of their blocks are too small for
  * any writer to want them (lp_sink.alloc_min). For those the pass reads the yielding thread's
- * chunk in place (lp_iter_run) and applies each record with the helpers above on a local copy
- * of the hot state — no event is built, no writer called, no kind dispatched twice — until a
- * record it does not take: another kind, a block a writer wants, or the time another thread's
- * record comes first. The iterator then takes over from that record. Statistics before the last
- * reset and memray's threshold are left to the general path. */
+ * chunk in place (lp_iter_run) and applies each record as the helpers above would, on local
+ * scalars — no event is built, no writer called, no kind dispatched twice — until a record it
+ * does not take: another kind, a block a writer wants, or the time another thread's record
+ * comes first. The iterator then takes over from that record. Statistics before the last reset
+ * and memray's threshold are left to the general path. Measured on churn: 295 -> 96
+ * instructions an event for the whole conversion (README "Overhead"). */
 
 /* What the fast path does with a record, by its first byte (kind | LP_REC_TIMED). */
 enum { FAST_NO, FAST_ALLOC, FAST_FREE, FAST_REALLOC, FAST_STACK, FAST_TIMED = 8 };
@@ -291,7 +290,8 @@ static __attribute__((noinline)) void fast_pass_on(struct pass *p, struct lp_sin
  * general path keeps them in p->h) so that the compiler can keep them in registers: this loop is
  * most of a conversion's time. Blocks of 2^42 bytes or more and stack ids past LP_MAX_STACK_ID
  * (which the helpers clamp) are left to the general path. libprof-report --general-path skips
- * this loop; tests/unit/test_convert.c checks both give the same files on real traces. */
+ * this loop; convert/fast_path_matches_general_path (tests/integration/test_convert.c) checks
+ * that both give the same files on real traces. */
 static inline __attribute__((always_inline)) void fast_loop(struct pass *p, struct lp_iter *it, struct lp_run run,
                                                             struct lp_sink **stream, int nstream, uint64_t fast_min,
                                                             struct lp_sites *const sites) {
