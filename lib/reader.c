@@ -81,6 +81,11 @@ static int check_records(const uint64_t *w, size_t n, uint64_t *count, uint64_t 
             c++;
             continue;
         }
+        if (w0 >> LP_TS_BITS == LP_EV_STACK) { /* (untimed) the commonest of the others, with stacks */
+            if (p + 1 >= end || lp_rec_kind(p[1]) == LP_EV_STACK) return -1;
+            p++;
+            continue;
+        }
         unsigned k = lp_rec_kind(w0);
         size_t size = lp_rec_size(p, (size_t)(end - p));
         if (size == 0) return -1;
