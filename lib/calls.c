@@ -72,10 +72,10 @@ struct lp_calls *lp_calls_new(const struct lp_reader *r) {
 
 void lp_calls_free(struct lp_calls *c) {
     if (!c) return;
-    for (unsigned k = 0; k < LP_CALL_COUNT; k++) lp_os_free(c->fn[k].hist);
-    for (uint32_t i = 0; i < c->nshapes; i++) lp_os_free(c->shapes[i].st.hist);
-    for (uint32_t i = 0; i < c->ndnnl_kind; i++) lp_os_free(c->dnnl_kind[i].hist);
-    for (uint32_t i = 0; i < c->ndnnl_shape; i++) lp_os_free(c->dnnl_shape[i].hist);
+    for (unsigned k = 0; k < LP_CALL_COUNT; k++) lp_fnstat_free(&c->fn[k]);
+    for (uint32_t i = 0; i < c->nshapes; i++) lp_fnstat_free(&c->shapes[i].st);
+    for (uint32_t i = 0; i < c->ndnnl_kind; i++) lp_fnstat_free(&c->dnnl_kind[i]);
+    for (uint32_t i = 0; i < c->ndnnl_shape; i++) lp_fnstat_free(&c->dnnl_shape[i]);
     lp_os_free(c->files);
     lp_os_free(c->shapes);
     lp_os_free(c->dnnl_kind);

@@ -21,6 +21,8 @@
 #include "os.h"
 #include "vec.h"
 
+unsigned lp_hist_maps; /* stats.h */
+
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
 /* What every allocation event touches. The general path's helpers below work on it in place
@@ -317,9 +319,9 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     uint32_t stack = sites ? run.stack : 0; /* (0 without sites: the copy below never sets it) */
     const uint64_t NO_SLOT = UINT64_MAX;
 
-/* What heap_changed() does, in three cuts: after the heap grew (only its bucket's maximum can
- * move, and the peak only when that does: the peak is never below a bucket's maximum), after it
- * shrank (only the minimum), and either. A bucket entered starts at the value itself. */
+/* What heap_changed() does, cut to what can move: after the heap grew only its bucket's maximum
+ * (and the peak only when that does: the peak is never below a bucket's maximum), after it
+ * shrank only the minimum. A bucket entered starts at the value itself. */
 #define FAST_PEAK(ns_)                   \
     if (live_bytes > peak_bytes) {       \
         peak_bytes = live_bytes;         \
@@ -333,33 +335,16 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         bucket_to = at__.to;                                        \
         FAST_PEAK(ns_);                                             \
     }
-#define FAST_HEAP_UP(ns_)                                      \
-    do {                                                       \
-        uint64_t ns__ = (ns_);                                 \
-        FAST_ENTER(ns__);                                      \
-        if (live_bytes > bucket->max.v) {                      \
-            bucket->max = (struct lp_point){ns__, live_bytes}; \
-            FAST_PEAK(ns__);                                   \
-        }                                                      \
-        bucket->last = (struct lp_point){ns__, live_bytes};    \
-    } while (0)
-#define FAST_HEAP_DOWN(ns_)                                                                \
-    do {                                                                                   \
-        uint64_t ns__ = (ns_);                                                             \
-        FAST_ENTER(ns__);                                                                  \
-        if (live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
-        bucket->last = (struct lp_point){ns__, live_bytes};                                \
-    } while (0)
-#define FAST_HEAP_CHANGED(ns_)                                                             \
-    do {                                                                                   \
-        uint64_t ns__ = (ns_);                                                             \
-        FAST_ENTER(ns__);                                                                  \
-        if (live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
-        if (live_bytes > bucket->max.v) {                                                  \
-            bucket->max = (struct lp_point){ns__, live_bytes};                             \
-            FAST_PEAK(ns__);                                                               \
-        }                                                                                  \
-        bucket->last = (struct lp_point){ns__, live_bytes};                                \
+#define FAST_HEAP(ns_, grew_, shrank_) /* (grew_, shrank_: constants) */                                \
+    do {                                                                                                \
+        uint64_t ns__ = (ns_);                                                                          \
+        FAST_ENTER(ns__);                                                                               \
+        if ((shrank_) && live_bytes < bucket->min.v) bucket->min = (struct lp_point){ns__, live_bytes}; \
+        if ((grew_) && live_bytes > bucket->max.v) {                                                    \
+            bucket->max = (struct lp_point){ns__, live_bytes};                                          \
+            FAST_PEAK(ns__);                                                                            \
+        }                                                                                               \
+        bucket->last = (struct lp_point){ns__, live_bytes};                                             \
     } while (0)
 
 /* The end of block_born(), once the block is in the map. */
@@ -369,9 +354,9 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         if (sites && lp_sites_born(sites, ts__, stack, 1) != 0) oom = 1; \
         live_bytes += ts__;                                              \
         if (LP_MAP_UNLIKELY(replaced_))                                  \
-            FAST_HEAP_CHANGED(ns_);                                      \
+            FAST_HEAP(ns_, 1, 1);                                        \
         else                                                             \
-            FAST_HEAP_UP(ns_);                                           \
+            FAST_HEAP(ns_, 1, 0);                                        \
         last_size = ts__;                                                \
         last_stack = stack;                                              \
         a->size_hist[lp_size_bucket(ts__)]++;                            \
@@ -429,7 +414,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         last_stack = UINT32_MAX;                                                      \
         if (sites) lp_sites_died(sites, tv__);                                        \
         live_bytes -= tb__;                                                           \
-        FAST_HEAP_DOWN(ns_);                                                          \
+        FAST_HEAP(ns_, 0, 1);                                                         \
         (out_) = tb__;                                                                \
     } while (0)
 
@@ -540,9 +525,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
         taken++;
         stack = 0;
     }
-#undef FAST_HEAP_CHANGED
-#undef FAST_HEAP_UP
-#undef FAST_HEAP_DOWN
+#undef FAST_HEAP
 #undef FAST_ENTER
 #undef FAST_PEAK
 #undef FAST_BORN_TAIL
@@ -809,8 +792,8 @@ out:
         }
     }
     if (p) {
-        for (unsigned k = 0; k < LP_KIND_COUNT; k++) lp_os_free(p->a.fn[k].hist);
-        for (size_t id = 0; id < p->a.nranges; id++) lp_os_free(p->a.ranges[id].hist);
+        for (unsigned k = 0; k < LP_KIND_COUNT; k++) lp_fnstat_free(&p->a.fn[k]);
+        for (size_t id = 0; id < p->a.nranges; id++) lp_fnstat_free(&p->a.ranges[id]);
         lp_os_free(p->a.ranges);
         lp_map_free(&p->h.live);
         lp_calls_free(p->a.calls);

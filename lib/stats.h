@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <sys/mman.h>
+
 #include "os.h"
 
 #define LP_SUB_BITS 6
@@ -17,7 +19,11 @@ struct fnstat {
     uint64_t count, failed, bytes;
     uint64_t timed, total_ns, min_ns, max_ns; /* over the calls that carry a duration */
     uint64_t *hist;
+    int mapped; /* hist is a mapping of its own (else from lp_os_calloc) */
 };
+
+#define LP_HIST_MAPS 256      /* histograms mapped at once, at most */
+extern unsigned lp_hist_maps; /* ... and now (defined in lib/convert.c) */
 
 static inline unsigned lp_hist_bucket(uint64_t v) {
     if (v < LP_SUB) return (unsigned)v;
@@ -51,6 +57,18 @@ static inline uint64_t lp_percentile(const struct fnstat *f, double p) {
     return f->max_ns;
 }
 
+/* Release what lp_fnstat_add took. */
+static inline void lp_fnstat_free(struct fnstat *f) {
+    if (f->mapped) {
+        lp_os_munmap(f->hist, LP_HIST_BUCKETS * sizeof *f->hist);
+        __atomic_fetch_sub(&lp_hist_maps, 1, __ATOMIC_RELAXED);
+    } else {
+        lp_os_free(f->hist);
+    }
+    f->hist = NULL;
+    f->mapped = 0;
+}
+
 /* Add `n` calls that took `dur_ns` each (when timed). Returns -1 when out of memory. */
 static inline int lp_fnstat_add(struct fnstat *f, uint64_t n, int timed, uint64_t dur_ns, uint64_t bytes, int failed) {
     f->count += n;
@@ -58,7 +76,17 @@ static inline int lp_fnstat_add(struct fnstat *f, uint64_t n, int timed, uint64_
     f->failed += failed ? n : 0;
     if (!timed) return 0;
     if (!f->hist) {
-        f->hist = lp_os_calloc(LP_HIST_BUCKETS, sizeof *f->hist);
+        /* The first few are mapped, not calloc'ed: the kernel supplies the zeroes of the pages
+         * a function's durations touch, where calloc clears all 30 KB (a fixed cost of each
+         * conversion). Past LP_HIST_MAPS (a trace with thousands of BLAS shapes) calloc, so as
+         * not to pile up mappings. */
+        if (__atomic_fetch_add(&lp_hist_maps, 1, __ATOMIC_RELAXED) < LP_HIST_MAPS) {
+            void *h = lp_os_mmap(NULL, LP_HIST_BUCKETS * sizeof *f->hist, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            f->hist = h == MAP_FAILED ? NULL : h;
+            f->mapped = f->hist != NULL;
+        }
+        if (!f->hist) f->hist = lp_os_calloc(LP_HIST_BUCKETS, sizeof *f->hist);
         if (!f->hist) return -1;
         f->min_ns = UINT64_MAX;
     }
