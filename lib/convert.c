@@ -161,7 +161,7 @@ HOT void block_born(struct pass *p, struct hot *h, struct last_alloc *l, unsigne
     h->live_bytes += live;
     heap_changed(p, h, counting, ns);
     if (l) temp_born(p, l, threshold, t, ptr, live, stack);
-    a->size_hist[lp_size_bucket(size)] += (uint64_t)counting;
+    a->size_hist[lp_size_pow2(size)] += (uint64_t)counting;
 }
 
 /* The block at `ptr` was released on thread `t` at `ns`: its size, or 0 when it was not known
@@ -359,7 +359,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             FAST_HEAP(ns_, 1, 0);                                        \
         last_size = ts__;                                                \
         last_stack = stack;                                              \
-        a->size_hist[lp_size_bucket(ts__)]++;                            \
+        a->size_hist[lp_size_pow2(ts__)]++;                              \
     } while (0)
 
 /* What block_born() does (`size_` below LP_LIVE_MAX, `stack` below LP_MAX_STACK_ID). */
@@ -752,6 +752,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     }
     lp_iter_free(it);
     struct hot *h = &p->h;
+    for (unsigned b = LP_SIZE_BUCKETS; b < LP_SIZE_POW2; b++) { /* the last bucket: all bigger */
+        a->size_hist[LP_SIZE_BUCKETS - 1] += a->size_hist[b];
+        a->size_hist[b] = 0;
+    }
     a->live_bytes = h->live_bytes;
     a->peak_bytes = h->peak_bytes;
     a->peak_ns = h->peak_ns;

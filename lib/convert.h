@@ -51,6 +51,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
 /* ---- what the pass computes, as the writers read it ------------------------------------------- */
 
 #define LP_SIZE_BUCKETS 29      /* block-size histogram: powers of two from 16 B */
+#define LP_SIZE_POW2 61         /* ... as the pass counts them (convert.c folds the rest) */
 #define LP_COUNTER_BUCKETS 2048 /* the heap counter track, downsampled */
 
 struct lp_point {
@@ -68,7 +69,9 @@ struct lp_analysis {
     size_t nranges;
     uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
     uint64_t untracked_frees, reused_live;
-    uint64_t size_hist[LP_SIZE_BUCKETS];
+    /* block sizes, by lp_size_bucket; during the pass by power of two up to 2^63 (the fold into
+     * the last bucket is done once, at its end) */
+    uint64_t size_hist[LP_SIZE_POW2];
     uint64_t events;      /* events decoded */
     uint64_t events_fast; /* ... of which the allocation fast path applied */
     int counting;         /* 0 before the last libprof_reset: heap state only, no statistics */
@@ -111,10 +114,8 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
 
-/* Size-histogram bucket of a block of `s` bytes. */
-static inline unsigned lp_size_bucket(uint64_t s) {
-    unsigned b = 60u - (unsigned)__builtin_clzll(s | 8); /* 0 below 16 */
-    return b < LP_SIZE_BUCKETS ? b : LP_SIZE_BUCKETS - 1;
-}
+/* Where the pass counts a block of `s` bytes in size_hist: 0 below 16 B, then one per power of
+ * two (bucket LP_SIZE_BUCKETS - 1 takes all of those from there on once the pass is over). */
+static inline unsigned lp_size_pow2(uint64_t s) { return 60u - (unsigned)__builtin_clzll(s | 8); }
 
 #endif

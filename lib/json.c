@@ -94,32 +94,6 @@ void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, cons
 #undef PUTS
 }
 
-/* Decimal digits of v. */
-static inline unsigned digits(uint64_t v) {
-    static const uint64_t pow10[20] = {1u,
-                                       10u,
-                                       100u,
-                                       1000u,
-                                       10000u,
-                                       100000u,
-                                       1000000u,
-                                       10000000u,
-                                       100000000u,
-                                       1000000000u,
-                                       10000000000u,
-                                       100000000000u,
-                                       1000000000000u,
-                                       10000000000000u,
-                                       100000000000000u,
-                                       1000000000000000u,
-                                       10000000000000000u,
-                                       100000000000000000u,
-                                       1000000000000000000u,
-                                       10000000000000000000u};
-    unsigned n = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12; /* log10, or one short */
-    return v < 10 ? 1 : n + (v >= pow10[n]);
-}
-
 void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
     struct lp_out *o = j->o;
     if (!t->plain || ts_ns > INT64_MAX) {
@@ -131,9 +105,11 @@ void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t t
         lp_json_event_end(j);
         return;
     }
-    /* composed in place in the writer's buffer (a local one when it is nearly full); the fixed
-     * parts copied whole, the numbers written where they end */
+    /* composed in place in the writer's buffer (a local one when it is nearly full): the fixed
+     * parts and the numbers (formatted into `num`, where a fixed 24 bytes can be read from
+     * wherever they start) copied whole, each advancing by its own length */
     char local[512], *b = sizeof o->buf - o->n >= sizeof local ? o->buf + o->n : local, *p = b;
+    char num[48], *d;
     *p = ',';
     p += !j->first_event;
     *p++ = '\n';
@@ -143,15 +119,17 @@ void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t t
     else
         memcpy(p, t->head, sizeof t->head);
     p += t->head_len;
-    p += digits(ts_ns / 1000) + 4;
-    lp_fmt_us(p, ts_ns);
+    d = lp_fmt_us(num + 24, ts_ns);
+    memcpy(p, d, 24);
+    p += num + 24 - d;
     if (t->mid_len <= 32)
         memcpy(p, t->mid, 32);
     else
         memcpy(p, t->mid, sizeof t->mid);
     p += t->mid_len;
-    p += digits(v);
-    lp_fmt_u64(p, v);
+    d = lp_fmt_u64(num + 24, v);
+    memcpy(p, d, 24);
+    p += num + 24 - d;
     *p++ = '}';
     *p++ = '}';
     if (b == local)

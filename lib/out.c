@@ -58,35 +58,10 @@ void lp_out_c(struct lp_out *o, char c) {
     o->buf[o->n++] = c;
 }
 
-/* Two decimal digits a step: half the divisions of one digit a step. */
-static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                 "8081828384858687888990919293949596979899";
-
-char *lp_fmt_u64(char *end, uint64_t v) {
-    char *p = end;
-    while (v >= 10000) { /* four digits a division (traces are mostly numbers) */
-        uint64_t q = v / 10000;
-        unsigned r = (unsigned)(v - q * 10000), hi = r / 100, lo = r - hi * 100;
-        p -= 4;
-        memcpy(p, digits2 + hi * 2, 2);
-        memcpy(p + 2, digits2 + lo * 2, 2);
-        v = q;
-    }
-    if (v >= 100) {
-        unsigned hi = (unsigned)v / 100, lo = (unsigned)v - hi * 100;
-        p -= 2;
-        memcpy(p, digits2 + lo * 2, 2);
-        v = hi;
-    }
-    if (v >= 10) {
-        p -= 2;
-        memcpy(p, digits2 + v * 2, 2);
-    } else {
-        *--p = (char)('0' + v);
-    }
-    return p;
-}
+/* Two decimal digits a step (out.h's formatters): half the divisions of one digit a step. */
+const char lp_digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                             "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                             "8081828384858687888990919293949596979899";
 
 void lp_out_u64(struct lp_out *o, uint64_t v) {
     char tmp[24];
@@ -111,16 +86,6 @@ void lp_out_fmt(struct lp_out *o, const char *fmt, ...) {
     va_end(ap);
     if (n < 0) return;
     lp_out_write(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-char *lp_fmt_us(char *end, uint64_t ns) {
-    uint64_t us = ns / 1000;
-    unsigned f = (unsigned)(ns - us * 1000), h = f / 100, r = (f - h * 100) * 2;
-    end[-1] = digits2[r + 1];
-    end[-2] = digits2[r];
-    end[-3] = (char)('0' + h);
-    end[-4] = '.';
-    return lp_fmt_u64(end - 4, us);
 }
 
 void lp_out_us(struct lp_out *o, uint64_t ns) {
