@@ -94,6 +94,16 @@ void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, cons
 #undef PUTS
 }
 
+/* `len` bytes of `src` at p, copied as a fixed `small` bytes when they fit (a few moves, no
+ * call; `room` bytes of src are readable, and as many writable at p); returns p + len. */
+static inline char *piece(char *p, const char *src, size_t len, size_t small, size_t room) {
+    if (len <= small)
+        memcpy(p, src, small);
+    else
+        memcpy(p, src, room);
+    return p + len;
+}
+
 void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
     struct lp_out *o = j->o;
     if (!t->plain || ts_ns > INT64_MAX) {
@@ -105,31 +115,19 @@ void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t t
         lp_json_event_end(j);
         return;
     }
-    /* composed in place in the writer's buffer (a local one when it is nearly full): the fixed
-     * parts and the numbers (formatted into `num`, where a fixed 24 bytes can be read from
-     * wherever they start) copied whole, each advancing by its own length */
+    /* composed in place in the writer's buffer (a local one when it is nearly full) */
     char local[512], *b = sizeof o->buf - o->n >= sizeof local ? o->buf + o->n : local, *p = b;
     char num[48], *d;
     *p = ',';
     p += !j->first_event;
     *p++ = '\n';
     j->first_event = 0;
-    if (t->head_len <= 64) /* (fixed sizes: a few moves, no call) */
-        memcpy(p, t->head, 64);
-    else
-        memcpy(p, t->head, sizeof t->head);
-    p += t->head_len;
-    d = lp_fmt_us(num + 24, ts_ns);
-    memcpy(p, d, 24);
-    p += num + 24 - d;
-    if (t->mid_len <= 32)
-        memcpy(p, t->mid, 32);
-    else
-        memcpy(p, t->mid, sizeof t->mid);
-    p += t->mid_len;
+    p = piece(p, t->head, t->head_len, 64, sizeof t->head);
+    d = lp_fmt_us(num + 24, ts_ns); /* (24 bytes readable from d) */
+    p = piece(p, d, (size_t)(num + 24 - d), 24, 24);
+    p = piece(p, t->mid, t->mid_len, 32, sizeof t->mid);
     d = lp_fmt_u64(num + 24, v);
-    memcpy(p, d, 24);
-    p += num + 24 - d;
+    p = piece(p, d, (size_t)(num + 24 - d), 24, 24);
     *p++ = '}';
     *p++ = '}';
     if (b == local)
