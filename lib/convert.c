@@ -363,43 +363,41 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     } while (0)
 
 /* What block_born() does (`size_` below LP_LIVE_MAX, `stack` below LP_MAX_STACK_ID). */
-#define FAST_BORN(ptr_, size_, ns_)                                               \
-    do {                                                                          \
-        uint64_t ptr__ = (ptr_), size__ = (size_);                                \
-        if (LP_MAP_UNLIKELY(room == 0)) {                                         \
-            hp->live.n = hp->live.cap / 2;                                        \
-            if (lp_map_grow(&hp->live) != 0) {                                    \
-                oom = 1;                                                          \
-                break;                                                            \
-            }                                                                     \
-            slots = hp->live.slots;                                               \
-            mask = hp->live.cap - 1;                                              \
-            shift = hp->live.shift;                                               \
-            room = hp->live.cap / 2 - hp->live.n;                                 \
-        }                                                                         \
-        uint64_t i__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift;           \
-        while (slots[i__].key && slots[i__].key != ptr__) i__ = (i__ + 1) & mask; \
-        if (LP_MAP_UNLIKELY(slots[i__].key != 0)) { /* we missed its free */      \
-            uint64_t old__ = slots[i__].val;                                      \
-            hp->reused_live++;                                                    \
-            live_bytes -= lp_live_bytes(old__);                                   \
-            if (sites) lp_sites_died(sites, old__);                               \
-        }                                                                         \
-        int replaced__ = slots[i__].key != 0;                                     \
-        room -= !replaced__;                                                      \
-        slots[i__].key = ptr__;                                                   \
-        slots[i__].val = lp_live_pack(size__, stack);                             \
-        FAST_BORN_TAIL(size__, ns_, replaced__);                                  \
+#define FAST_BORN(ptr_, size_, ns_)                                          \
+    do {                                                                     \
+        uint64_t ptr__ = (ptr_), size__ = (size_);                           \
+        if (LP_MAP_UNLIKELY(room == 0)) {                                    \
+            hp->live.n = hp->live.cap / 2;                                   \
+            if (lp_map_grow(&hp->live) != 0) {                               \
+                oom = 1;                                                     \
+                break;                                                       \
+            }                                                                \
+            slots = hp->live.slots;                                          \
+            mask = hp->live.cap - 1;                                         \
+            shift = hp->live.shift;                                          \
+            room = hp->live.cap / 2 - hp->live.n;                            \
+        }                                                                    \
+        uint64_t i__ = lp_slot_find(slots, mask, shift, ptr__, 1);           \
+        if (LP_MAP_UNLIKELY(slots[i__].key != 0)) { /* we missed its free */ \
+            uint64_t old__ = slots[i__].val;                                 \
+            hp->reused_live++;                                               \
+            live_bytes -= lp_live_bytes(old__);                              \
+            if (sites) lp_sites_died(sites, old__);                          \
+        }                                                                    \
+        int replaced__ = slots[i__].key != 0;                                \
+        room -= !replaced__;                                                 \
+        slots[i__].key = ptr__;                                              \
+        slots[i__].val = lp_live_pack(size__, stack);                        \
+        FAST_BORN_TAIL(size__, ns_, replaced__);                             \
     } while (0)
 
 /* The slot of live block `ptr_` in `i_`, or NO_SLOT when it is not live. */
-#define FAST_FIND(ptr_, i_)                                                       \
-    do {                                                                          \
-        uint64_t ptr__ = (ptr_);                                                  \
-        (i_) = NO_SLOT;                                                           \
-        uint64_t j__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift;           \
-        while (slots[j__].key != ptr__ && slots[j__].key) j__ = (j__ + 1) & mask; \
-        if (slots[j__].key) (i_) = j__;                                           \
+#define FAST_FIND(ptr_, i_)                                        \
+    do {                                                           \
+        uint64_t ptr__ = (ptr_);                                   \
+        (i_) = NO_SLOT;                                            \
+        uint64_t j__ = lp_slot_find(slots, mask, shift, ptr__, 0); \
+        if (slots[j__].key) (i_) = j__;                            \
     } while (0)
 
 /* The end of block_died(), once block `v_` is out of the map: its size in `out_`. */
@@ -419,26 +417,18 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     } while (0)
 
 /* What block_died() does: the block's size in `out_`, 0 when it was not live. */
-#define FAST_DIED(ptr_, ns_, out_)                                                      \
-    do {                                                                                \
-        uint64_t ptr__ = (ptr_), i__ = (ptr__ * UINT64_C(0x9e3779b97f4a7c15)) >> shift; \
-        (out_) = 0;                                                                     \
-        while (slots[i__].key != ptr__ && slots[i__].key) i__ = (i__ + 1) & mask;       \
-        if (LP_MAP_UNLIKELY(!slots[i__].key)) {                                         \
-            hp->untracked_frees++;                                                      \
-            break;                                                                      \
-        }                                                                               \
-        uint64_t v__ = slots[i__].val;                                                  \
-        room++;                                                                         \
-        for (uint64_t j__ = (i__ + 1) & mask; slots[j__].key; j__ = (j__ + 1) & mask) { \
-            uint64_t home__ = (slots[j__].key * UINT64_C(0x9e3779b97f4a7c15)) >> shift; \
-            if (((j__ - home__) & mask) >= ((j__ - i__) & mask)) {                      \
-                slots[i__] = slots[j__];                                                \
-                i__ = j__;                                                              \
-            }                                                                           \
-        }                                                                               \
-        slots[i__].key = 0;                                                             \
-        FAST_DIED_TAIL(v__, ns_, out_);                                                 \
+#define FAST_DIED(ptr_, ns_, out_)                                  \
+    do {                                                            \
+        uint64_t i__ = lp_slot_find(slots, mask, shift, (ptr_), 0); \
+        (out_) = 0;                                                 \
+        if (LP_MAP_UNLIKELY(!slots[i__].key)) {                     \
+            hp->untracked_frees++;                                  \
+            break;                                                  \
+        }                                                           \
+        uint64_t v__ = slots[i__].val;                              \
+        room++;                                                     \
+        lp_slot_remove(slots, mask, shift, i__);                    \
+        FAST_DIED_TAIL(v__, ns_, out_);                             \
     } while (0)
 
     while (q < end) {
