@@ -105,6 +105,8 @@ LIB_SRCS += lib/vec.c
 TOOL_OS_SRCS += lib/os_libc.c
 
 REPORT_SRCS += tools/libprof-report.c
+REPORT_SRCS += tools/cli.c
+REPORT_SRCS += tools/run.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
@@ -136,6 +138,7 @@ INTEGRATION_TESTS += tests/integration/test_python.c
 INTEGRATION_TESTS += tests/integration/test_ort.c
 INTEGRATION_TESTS += tests/integration/test_memviews.c
 INTEGRATION_TESTS += tests/integration/test_mpi.c
+INTEGRATION_TESTS += tests/integration/test_reliab.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -157,6 +160,7 @@ PROGS += tests/progs/spawner.c
 PROGS += tests/progs/dlhost.c
 PROGS += tests/progs/pyembed.c
 PROGS += tests/progs/memviews.c
+PROGS += tests/progs/reliab.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;
@@ -175,7 +179,7 @@ REPORT_OBJS = $(call obj,$(REPORT_SRCS) $(TOOL_OS_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
-              $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc \
+              $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) \
               $(MPI_PROGS)
 
@@ -234,6 +238,13 @@ $(BUILD)/progs/sites_cxx: tests/progs/sites.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -o $@ $< -Wl,--no-as-needed -lstdc++
+
+# The reliability program linked statically: a profiled process that execs it is told, once, that
+# LD_PRELOAD cannot reach it.
+$(BUILD)/progs/static_reliab: tests/progs/reliab.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -static -o $@ $< -lpthread
 
 # Finds libplugin.so only through its own DT_RUNPATH ($$ORIGIN): see tests/progs/rpath_dlopen.c.
 $(BUILD)/progs/rpath_dlopen: tests/progs/rpath_dlopen.c $(FLAGS_STAMP)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "map.h"
@@ -560,18 +561,23 @@ struct output {
     int open;
 };
 
-/* Open `path` for writing through a temporary name, so a reader never sees half a file. */
-static int open_tmp(const char *path, char *tmp, size_t len) {
+/* Open `path` for writing through a temporary name, so a reader never sees half a file. Traces
+ * name the program's files, its command line and its source lines: `mode` is the owner's only
+ * unless the user says otherwise, and never wider than a file already at `path` (the umask takes
+ * away the rest). */
+static int open_tmp(const char *path, char *tmp, size_t len, unsigned mode) {
     snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) mode &= (unsigned)st.st_mode | 0600;
     /* A new file, never an existing one or a symlink planted at the name; the rename that
      * follows replaces a symlink at `path` rather than writing through it. */
     lp_os_unlink(tmp);
-    return lp_os_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    return lp_os_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (int)mode);
 }
 
-static int output_open(struct output *o, const char *path, int fd, char *err, size_t errlen) {
+static int output_open(struct output *o, const char *path, int fd, unsigned mode, char *err, size_t errlen) {
     o->path = path;
-    if (path) fd = open_tmp(path, o->tmp, sizeof o->tmp);
+    if (path) fd = open_tmp(path, o->tmp, sizeof o->tmp, mode ? mode : 0600);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", path ? path : "output", strerror(errno));
         return -1;
@@ -671,21 +677,21 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             missing_stacks = flame[k];
             continue;
         }
-        if (output_open(&out[OUT_FOLDED + k], flame[k], -1, err, errlen) != 0) goto out;
+        if (output_open(&out[OUT_FOLDED + k], flame[k], -1, o->file_mode, err, errlen) != 0) goto out;
         out[OUT_FOLDED + k].sink.finish = flame_finish[k];
     }
     if ((o->chrome_path || o->chrome_fd >= 0)) {
         a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
         if (!a->cb) goto oom;
-        if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, err, errlen) != 0) goto out;
+        if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, o->file_mode, err, errlen) != 0) goto out;
         if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->alloc_min) != 0) goto oom;
     }
     if (o->csv_path) {
-        if (output_open(&out[OUT_CSV], o->csv_path, -1, err, errlen) != 0) goto out;
+        if (output_open(&out[OUT_CSV], o->csv_path, -1, o->file_mode, err, errlen) != 0) goto out;
         lp_sink_csv(&out[OUT_CSV].sink);
     }
     if (o->summary_fd >= 0) {
-        if (output_open(&out[OUT_SUMMARY], NULL, o->summary_fd, err, errlen) != 0) goto out;
+        if (output_open(&out[OUT_SUMMARY], NULL, o->summary_fd, o->file_mode, err, errlen) != 0) goto out;
         lp_sink_summary(&out[OUT_SUMMARY].sink);
     }
 

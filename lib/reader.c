@@ -105,12 +105,51 @@ static int oom(char *err, size_t errlen) {
     return -1;
 }
 
+/* Does a valid chunk begin at `off`? (its header, its length, an EVENTS chunk's records) */
+static int chunk_at(const uint8_t *d, size_t size, uint64_t off) {
+    struct lp_chunk_header h;
+    if (off % 8 || size - off < sizeof h) return 0;
+    memcpy(&h, d + off, sizeof h);
+    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_HEADER || h.flags ||
+        h.length > size - off - sizeof h)
+        return 0;
+    uint64_t cnt, reset = 0;
+    if (h.type == LP_CHUNK_EVENTS &&
+        (h.length % 8 || check_records((const uint64_t *)(d + off + sizeof h), h.length / 8, &cnt, &reset)))
+        return 0;
+    return 1;
+}
+
+/* Past damage at `off`: the next offset where a valid chunk begins (chunks start 8-byte aligned),
+ * or `size` when none does. */
+static uint64_t resync(const uint8_t *d, size_t size, uint64_t off) {
+    for (off = (off + 8) & ~(uint64_t)7; off + LP_CHUNK_HEADER_SIZE <= size; off += 8) {
+        uint32_t magic;
+        memcpy(&magic, d + off, 4);
+        if (magic == LP_CHUNK_MAGIC && chunk_at(d, size, off)) return off;
+    }
+    return size;
+}
+
 static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapped, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     r->data = data;
     r->size = size;
     r->mapped = mapped;
-    if (size < 8 || memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
+    const uint8_t *hdr = data;
+    if (size >= 8 && memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
+        /* a damaged header (a stray write of the program's): its copy in the HEADER chunk */
+        struct lp_chunk_header ch;
+        if (size >= LP_HEADER_COPY_OFFSET + LP_FILE_HEADER_SIZE) {
+            memcpy(&ch, hdr + LP_FILE_HEADER_SIZE, sizeof ch);
+            if (ch.magic == LP_CHUNK_MAGIC && ch.type == LP_CHUNK_HEADER && ch.length == LP_FILE_HEADER_SIZE &&
+                !memcmp(hdr + LP_HEADER_COPY_OFFSET, LP_FORMAT_MAGIC, 8)) {
+                hdr += LP_HEADER_COPY_OFFSET;
+                r->header_recovered = 1;
+            }
+        }
+    }
+    if (size < 8 || memcmp(hdr, LP_FORMAT_MAGIC, 8) != 0) {
         snprintf(err, errlen, "not a libprof raw trace (bad magic)");
         return -1;
     }
@@ -118,14 +157,15 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
         snprintf(err, errlen, "truncated file header (%zu bytes)", size);
         return -1;
     }
-    memcpy(&r->hdr, data, sizeof r->hdr);
+    memcpy(&r->hdr, hdr, sizeof r->hdr);
     if (r->hdr.byte_order != LP_BYTE_ORDER_MARK) {
         snprintf(err, errlen, "trace was written on a machine of the other byte order");
         return -1;
     }
-    if (r->hdr.version != LP_FORMAT_VERSION) {
-        snprintf(err, errlen, "trace format version %u; this libprof reads version %u%s", r->hdr.version,
-                 LP_FORMAT_VERSION, r->hdr.version > LP_FORMAT_VERSION ? " (written by a newer libprof)" : "");
+    if (r->hdr.version < LP_FORMAT_VERSION_OLDEST || r->hdr.version > LP_FORMAT_VERSION) {
+        snprintf(err, errlen, "trace format version %u; this libprof reads versions %u to %u%s", r->hdr.version,
+                 LP_FORMAT_VERSION_OLDEST, LP_FORMAT_VERSION,
+                 r->hdr.version > LP_FORMAT_VERSION ? " (written by a newer libprof)" : "");
         return -1;
     }
     if (r->hdr.header_size != LP_FILE_HEADER_SIZE || r->hdr.clock > LP_CLOCK_TSC) {
@@ -140,22 +180,35 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
     while (off < size) {
         struct lp_chunk_header h;
         if (size - off < sizeof h) {
-            r->truncated = 1;
+            if (r->end)
+                r->damaged_bytes += size - off; /* junk after the end */
+            else
+                r->truncated = 1;
             break;
         }
         memcpy(&h, d + off, sizeof h);
         if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) {
-            r->truncated = 1;
-            break;
+        damage:; /* a hole left by a failed write, a stray write, a cut-off tail: go on at the
+                  * next whole chunk, if there is one */
+            uint64_t next = resync(d, size, off);
+            if (next >= size) {
+                if (r->end)
+                    r->damaged_bytes += size - off; /* bytes after the end: nothing lost */
+                else
+                    r->truncated = 1;
+                break;
+            }
+            r->damaged_bytes += next - off;
+            r->damaged = 1;
+            off = next;
+            continue;
         }
         uint64_t payload = off + sizeof h;
         if (h.type == LP_CHUNK_EVENTS) {
             uint64_t count;
             if (h.length % 8 || payload % 8 ||
-                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
-                r->truncated = 1;
-                break;
-            }
+                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks))
+                goto damage;
             uint32_t ti;
             if (thread_index(r, &map, h.tid, &ti)) goto nomem;
             struct lp_thread_info *t = &r->threads[ti];

@@ -73,7 +73,10 @@ struct lp_reader {
     uint32_t nshort_chunks;
     uint64_t events;          /* records found */
     const struct lp_end *end; /* NULL when the run did not finish cleanly */
-    int truncated;            /* the file stops in the middle of a chunk or has a damaged chunk */
+    int truncated;            /* the file stops in the middle of a chunk */
+    int damaged;              /* damage inside the file was skipped (damaged_bytes): events may be missing */
+    int header_recovered;     /* the file header was damaged; its copy (HEADER chunk) was used */
+    uint64_t damaged_bytes;   /* bytes skipped between whole chunks (and junk after the end) */
     uint64_t valid_bytes;     /* bytes decoded before the damage */
     uint64_t last_ticks;      /* largest tick value seen (chunk syncs, end) */
     uint64_t reset_ticks;     /* time of the last libprof_reset (0 = none): statistics start there */

@@ -322,7 +322,10 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
                (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)a->span_ns,
                r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",
-               r->end && !r->truncated && !r->end->events_dropped ? "true" : "false");
+               r->end && !r->truncated && !r->damaged && !r->end->events_dropped ? "true" : "false");
+    /* damage the reader skipped: bytes between whole chunks, a header read from its copy */
+    lp_out_fmt(o, "\"damaged_bytes\":%llu,\"header_recovered\":%s,", (unsigned long long)r->damaged_bytes,
+               r->header_recovered ? "true" : "false");
     lp_out_fmt(o, "\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,",
                (unsigned long long)a->peak_bytes, (unsigned long long)a->peak_ns, (unsigned long long)a->live_bytes,
                (unsigned long long)a->live_blocks);

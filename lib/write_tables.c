@@ -67,7 +67,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
         if (exe[i] == '/') b = i + 1;
     lp_out_fmt(o, "libprof: %.*s (pid %u): %.3f s, %llu events%s%s%s\n", (int)(n - b), exe + b, r->hdr.pid,
                (double)a->span_ns / 1e9, (unsigned long long)a->events, label ? ", trace " : "", label ? label : "",
-               r->end && !r->truncated ? "" : " [trace cut short]");
+               r->end && !r->truncated ? (r->damaged ? " [damaged parts skipped]" : "") : " [trace cut short]");
     lp_out_fmt(o, "  %-15s %12s %14s %8s %9s %9s %9s\n", "function", "calls", "bytes", "failed", "mean ns", "p50 ns",
                "p99 ns");
     for (unsigned kind = 1; kind < LP_KIND_COUNT; kind++) {

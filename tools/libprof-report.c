@@ -17,60 +17,12 @@
 #include <unistd.h>
 
 #include "chrome_in.h"
+#include "cli.h"
 #include "lib/fmt.h"
 #include "lib/convert.h"
 #include "lib/reader.h"
 #include "report.h"
 #include "lib/vec.h"
-
-static const char usage[] =
-    "usage: libprof-report TRACE... [options]\n"
-    "\n"
-    "TRACE: a raw libprof trace (LIBPROF_OUTPUT=trace.lpt), or Chrome trace JSON — libprof's or\n"
-    "another profiler's (PyTorch export_chrome_trace, ONNX Runtime, uftrace dump --chrome, ...).\n"
-    "Without an output option the report is printed: per name count, total, self, mean, min,\n"
-    "p10/p50/p90/p95/p99/p99.9, max; per thread busy time and framework tax; and for raw traces\n"
-    "the memory, I/O per file, BLAS shapes, oneDNN primitives and allocation sites.\n"
-    "\n"
-    "report:\n"
-    "  --top N            rows per table (default: all; 20 in the iteration table)\n"
-    "  --sort KEY         total (default), self, count, mean, p50, p99, max, name\n"
-    "  --filter REGEX     only names matching REGEX (POSIX extended)\n"
-    "  --units U          auto (default), ns, us, ms, s\n"
-    "  --iterations REGEX each slice matching REGEX is one iteration: ops per iteration as\n"
-    "                     columns, statistics across iterations, latency and framework tax\n"
-    "  --skip N           leave the first N iterations (warm-up) out of the statistics\n"
-    "  --kernels REGEX    names that count as kernels for the framework tax, beside BLAS,\n"
-    "                     oneDNN and OpenMP regions (and PyTorch's \"kernel\" category)\n"
-    "  --what-if 'REGEX=RATIO'  estimated latency if matching slices ran RATIO x faster\n"
-    "                     (repeatable; model in the README)\n"
-    "  --diff BASE        compare TRACE against BASE per name (count, total, p50, p99), by impact\n"
-    "  --merge            several TRACEs (processes of one run) on one timeline, aligned by\n"
-    "                     their wall-clock start; with --chrome FILE writes the merged trace\n"
-    "exports:\n"
-    "  --chrome FILE      Chrome trace JSON (convert a raw trace, or write the --merge result)\n"
-    "  --csv FILE         CSV summary (raw trace; one row per function, see README)\n"
-    "  --events-csv FILE  one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\n"
-    "                     with --merge, all inputs on one timeline (streamed)\n"
-    "  --html FILE        one self-contained page: tables, heap over time, iterations, flame graph\n"
-    "  --folded FILE      flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)\n"
-    "  --folded-leaks FILE  the same for bytes leaked at exit\n"
-    "  --folded-peak FILE   the same for bytes live at the heap's peak (or at --at)\n"
-    "  --at TIME          the peak views show the heap at TIME (seconds since the start, or ms)\n"
-    "  --temporary-threshold N  a block released before N more allocations of its thread is\n"
-    "                     temporary (memray's definition; default: heaptrack's)\n"
-    "  --speedscope FILE  both as a speedscope JSON file\n"
-    "  --summary          print the report too when writing files\n"
-    "  --general-path     decode every event the general way, without the allocation fast\n"
-    "                     path: the same files, slower (a check of the fast path)\n"
-    "  --alloc-min BYTES  allocations at least this large become instants in --chrome\n"
-    "  --killed-by SIG    the process died by signal SIG (metadata.libprof.signal), as its\n"
-    "                     parent saw it; for traces cut short\n"
-    "  --remove-raw       remove the raw trace once --chrome/--csv are written\n"
-    "  -q, --quiet        no progress or notices on stderr\n"
-    "  -h, --help, --version\n"
-    "\n"
-    "exit status: 0 done, 1 bad input or output error, 2 bad usage\n";
 
 static int quiet;
 static unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
@@ -99,24 +51,6 @@ static char *slurp(const char *path, size_t *len) {
     b[n] = '\0';
     *len = n;
     return b;
-}
-
-static int parse_bytes(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno) return -1;
-    int shift = 0;
-    if (*end == 'k' || *end == 'K')
-        shift = 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        shift = 30, end++;
-    if (*end) return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
 }
 
 /* One input, loaded: a raw trace keeps its reader (memory, I/O, conversions), any trace has its
@@ -513,7 +447,7 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
  * trace streams; a JSON trace is loaded alone), then a k-way merge of the files on key + shift,
  * hosts' clocks aligned as in the Chrome merge (skew.c). Rows come in the order of their effect
  * (an allocation's moment, a call's end), as in one trace's CSV. */
-static int merged_events_csv(const char *const *paths, int n, const char *out) {
+static int merged_events_csv(const char **paths, int n, const char *out) {
     FILE **tmp = calloc((size_t)n, sizeof *tmp);
     struct rp_sync *sy = calloc((size_t)n, sizeof *sy);
     int64_t *skew = calloc((size_t)n, sizeof *skew), *shift = calloc((size_t)n, sizeof *shift);
@@ -583,316 +517,181 @@ static int compile(regex_t *re, const char *s, const char *opt) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    const char *chrome = NULL, *csv = NULL, *folded = NULL, *folded_leaks = NULL, *speedscope = NULL,
-               *folded_peak = NULL;
-    const char *events_csv = NULL, *html = NULL, *diff = NULL;
-    const char **inputs = calloc((size_t)argc, sizeof *inputs); /* any number of traces */
-    int ninputs = 0, summary = 0, have_min = 0, merge = 0;
-    if (!inputs) {
-        fprintf(stderr, "libprof-report: out of memory\n");
-        return 1;
-    }
-    uint64_t alloc_min = 0;
-    int killed_by = 0, remove_raw = 0;
-    struct rp_opts o = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("libprof-report %s (trace format %d)\n", LIBPROF_VERSION, LP_FORMAT_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--summary")) {
-            summary = 1;
-        } else if (!strcmp(a, "--general-path")) {
-            general_path = 1;
-        } else if (!strcmp(a, "--merge")) {
-            merge = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--remove-raw")) {
-            remove_raw = 1;
-        } else if (a[0] == '-' && a[1]) {
-            static const char *const valued[] = {
-                "--chrome",     "--csv",        "--alloc-min", "--folded",      "--folded-leaks",
-                "--speedscope", "--events-csv", "--html",      "--diff",        "--top",
-                "--sort",       "--filter",     "--units",     "--iterations",  "--skip",
-                "--kernels",    "--what-if",    "--killed-by", "--folded-peak", "--temporary-threshold",
-                "--at"};
-            int known = 0;
-            for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
-            if (!known) {
-                fprintf(stderr, "libprof-report: unknown option '%s' (try --help)\n", a);
-                return 2;
-            }
-            if (i + 1 >= argc) {
-                fprintf(stderr, "libprof-report: %s needs an argument (try --help)\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--chrome"))
-                chrome = v;
-            else if (!strcmp(a, "--csv"))
-                csv = v;
-            else if (!strcmp(a, "--folded"))
-                folded = v;
-            else if (!strcmp(a, "--folded-leaks"))
-                folded_leaks = v;
-            else if (!strcmp(a, "--folded-peak"))
-                folded_peak = v;
-            else if (!strcmp(a, "--temporary-threshold")) {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || end == v || n < 1 || n > 64) {
-                    fprintf(stderr, "libprof-report: bad --temporary-threshold '%s' (1 to 64)\n", v);
-                    return 2;
-                }
-                temp_threshold = (unsigned)n;
-            } else if (!strcmp(a, "--at")) {
-                char *end;
-                double sec = strtod(v, &end);
-                if (end == v || sec <= 0 || sec > 1e9 || (*end && strcmp(end, "s") && strcmp(end, "ms"))) {
-                    fprintf(stderr, "libprof-report: bad --at '%s' (seconds since the start, e.g. 1.5 or 200ms)\n", v);
-                    return 2;
-                }
-                peak_at_ns = (uint64_t)(sec * (strcmp(end, "ms") ? 1e9 : 1e6));
-            } else if (!strcmp(a, "--speedscope"))
-                speedscope = v;
-            else if (!strcmp(a, "--events-csv"))
-                events_csv = v;
-            else if (!strcmp(a, "--html"))
-                html = v;
-            else if (!strcmp(a, "--diff"))
-                diff = v;
-            else if (!strcmp(a, "--alloc-min")) {
-                if (parse_bytes(v, &alloc_min) != 0) {
-                    fprintf(stderr, "libprof-report: bad --alloc-min value '%s'\n", v);
-                    return 2;
-                }
-                have_min = 1;
-            } else if (!strcmp(a, "--killed-by")) {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || end == v || n < 1 || n > 64) {
-                    fprintf(stderr, "libprof-report: bad --killed-by value '%s' (a signal number)\n", v);
-                    return 2;
-                }
-                killed_by = (int)n;
-            } else if (!strcmp(a, "--top") || !strcmp(a, "--skip")) {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || end == v || n < 0 || n > 1000000000) {
-                    fprintf(stderr, "libprof-report: bad %s value '%s'\n", a, v);
-                    return 2;
-                }
-                if (!strcmp(a, "--top"))
-                    o.top = (int)n;
-                else
-                    o.skip = (int)n;
-            } else if (!strcmp(a, "--sort")) {
-                static const char *const keys[] = {"total", "self", "count", "mean", "p50", "p99", "max", "name"};
-                int k = -1;
-                for (int j = 0; j < 8; j++)
-                    if (!strcmp(v, keys[j])) k = j;
-                if (k < 0) {
-                    fprintf(stderr, "libprof-report: bad --sort key '%s' (total self count mean p50 p99 max name)\n",
-                            v);
-                    return 2;
-                }
-                o.sort = (enum rp_sort)k;
-            } else if (!strcmp(a, "--units")) {
-                static const char *const units[] = {"auto", "ns", "us", "ms", "s"};
-                int k = -1;
-                for (int j = 0; j < 5; j++)
-                    if (!strcmp(v, units[j])) k = j;
-                if (k < 0) {
-                    fprintf(stderr, "libprof-report: bad --units '%s' (auto ns us ms s)\n", v);
-                    return 2;
-                }
-                o.units = (enum rp_units)k;
-            } else if (!strcmp(a, "--filter")) {
-                if (compile(&o.filter, v, a) != 0) return 2;
-                o.have_filter = 1;
-            } else if (!strcmp(a, "--iterations")) {
-                if (compile(&o.iter_re, v, a) != 0) return 2;
-                o.iterations = v;
-            } else if (!strcmp(a, "--kernels")) {
-                if (compile(&o.kernels, v, a) != 0) return 2;
-                o.have_kernels = 1;
-            } else if (!strcmp(a, "--what-if")) {
-                const char *eq = strrchr(v, '=');
-                char *end = NULL;
-                double ratio = eq ? strtod(eq + 1, &end) : 0;
-                if (!eq || eq == v || !end || *end || !(ratio > 0) || o.nwhatif == RP_MAX_WHATIF) {
-                    fprintf(stderr, "libprof-report: bad --what-if '%s' (expected REGEX=RATIO, RATIO > 0)\n", v);
-                    return 2;
-                }
-                char *re = strndup(v, (size_t)(eq - v));
-                if (!re || compile(&o.whatif_re[o.nwhatif], re, a) != 0) return 2;
-                free(re);
-                o.whatif_ratio[o.nwhatif] = ratio;
-                o.whatif_text[o.nwhatif++] = v;
-            }
-        } else {
-            inputs[ninputs++] = a;
-        }
-    }
-    if (!ninputs) {
-        fputs(usage, stderr);
+/* ---- the actions, each one thing the command line can ask --------------------------------------- */
+
+static struct rp_cli cli;
+
+/* The options of a conversion of a raw trace, as the command line sets them. */
+static struct lp_convert_opts convert_opts(const struct input *in) {
+    return (struct lp_convert_opts){.chrome_fd = -1,
+                                    .summary_fd = -1,
+                                    .alloc_min = cli.have_min ? cli.alloc_min : in->r.hdr.alloc_min,
+                                    .trace_label = in->path,
+                                    .temporary_threshold = temp_threshold,
+                                    .peak_at_ns = peak_at_ns,
+                                    .general_path = general_path,
+                                    .killed_by = cli.killed_by,
+                                    .file_mode = cli.file_mode,
+                                    .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
+}
+
+/* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
+static int act_convert(struct input *in) {
+    if (!in->raw) {
+        fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in->path);
         return 2;
     }
-    int converts = csv || folded || folded_leaks || folded_peak || speedscope || (chrome && !merge);
-    if (ninputs > 1 && !merge && (converts || events_csv || html || diff)) {
+    struct lp_convert_opts co = convert_opts(in);
+    co.chrome_path = cli.chrome;
+    co.csv_path = cli.csv;
+    co.folded_path = cli.folded;
+    co.folded_leaks_path = cli.folded_leaks;
+    co.folded_peak_path = cli.folded_peak;
+    co.speedscope_path = cli.speedscope;
+    co.site_tracks = 1; /* offline: the "heap by site" tracks too */
+    char err[512];
+    if (lp_convert(&in->r, &co, err, sizeof err) != 0) {
+        fprintf(stderr, "libprof-report: %s\n", err);
+        return 1;
+    }
+    if (cli.remove_raw && (cli.chrome || cli.csv) && unlink(in->path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in->path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int act_events_csv(struct input *in) {
+    FILE *f = fopen(cli.events_csv, "w");
+    if (!f || (in->raw ? rp_events_csv_lpt(f, &in->r, 0) : rp_events_csv(f, &in->c, 0)) != 0 || fclose(f) != 0) {
+        fprintf(stderr, "libprof-report: cannot write %s: %s\n", cli.events_csv, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int act_html(struct input *in) {
+    FILE *f = fopen(cli.html, "w");
+    char *sum = in->raw ? summary_text(&in->r, in->path) : NULL;
+    char *fold[4] = {NULL, NULL, NULL, NULL};
+    if (in->raw) folded_texts(&in->r, fold);
+    int rc = 0;
+    if (!f || rp_html(f, in->path, &in->c, in->raw ? &in->r : NULL, sum, (const char *const *)fold, &cli.o) != 0 ||
+        fclose(f) != 0) {
+        fprintf(stderr, "libprof-report: cannot write %s: %s\n", cli.html, strerror(errno));
+        rc = 1;
+    }
+    free(sum);
+    for (int k = 0; k < 4; k++) free(fold[k]);
+    return rc;
+}
+
+static int act_diff(struct input *in) {
+    struct input base;
+    if (load(&base, cli.diff, 1) != 0) return 1;
+    printf("diff: %s -> %s\n", cli.diff, in->path);
+    int rc = rp_diff(stdout, &base.c, &in->c, &cli.o) != 0;
+    unload(&base);
+    return rc;
+}
+
+/* The report on stdout: several traces merged into one, or each after the other (a raw trace's
+ * memory, I/O, BLAS and site tables first). */
+static int act_report(struct input *in, int n) {
+    if (cli.merge && n > 1) {
+        struct lp_slices all;
+        if (merged_slices(in, n, &all) != 0) {
+            fprintf(stderr, "libprof-report: out of memory\n");
+            return 1;
+        }
+        char label[64];
+        snprintf(label, sizeof label, "%d traces merged", n);
+        int rc = rp_print(stdout, label, &all, &cli.o) != 0;
+        lp_slices_free(&all);
+        print_ranks(in, n);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        if (i) putchar('\n');
+        if (in[i].raw) {
+            fflush(stdout);
+            struct lp_convert_opts co = convert_opts(&in[i]);
+            co.summary_fd = STDOUT_FILENO;
+            co.killed_by = 0;
+            char err[512];
+            if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {
+                fprintf(stderr, "libprof-report: %s\n", err);
+                return 1;
+            }
+            if (in[i].c.nslices == 0) continue; /* no timed calls: nothing more to say */
+            putchar('\n');
+        }
+        if (rp_print(stdout, in[i].path, &in[i].c, &cli.o) != 0) return 1;
+    }
+    return 0;
+}
+
+/* ONNX Runtime's runs are a model's iterations: taken as such unless --iterations says otherwise. */
+static void default_iterations(const struct input *in) {
+    if (cli.o.iterations) return;
+    for (size_t k = 0; k < in->c.nnames; k++)
+        if (in->c.names[k] && !strcmp(in->c.names[k], "ort.Run") &&
+            compile(&cli.o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
+            cli.o.iterations = "^ort\\.Run$";
+            if (!quiet)
+                fprintf(stderr, "libprof-report: the ort.Run slices are the iterations (--iterations to choose)\n");
+            return;
+        }
+}
+
+/* Which combinations make sense; 0, or 2 with a message. */
+static int check_usage(int converts) {
+    if (cli.ninputs > 1 && !cli.merge && (converts || cli.events_csv || cli.html || cli.diff)) {
         fprintf(stderr, "libprof-report: several traces: use --merge (or one trace per run of the tool)\n");
         return 2;
     }
-    if (diff && merge) {
+    if (cli.diff && cli.merge) {
         fprintf(stderr, "libprof-report: --diff compares one trace with BASE; --merge cannot be combined with it\n");
         return 2;
     }
-    int report = summary || !(converts || events_csv || html || (merge && chrome));
+    return 0;
+}
 
-    /* --merge --events-csv streams the inputs one at a time */
-    if (merge && events_csv && ninputs > 1) {
-        int rc = merged_events_csv((const char *const *)inputs, ninputs, events_csv);
-        if (rc != 0 || !(report || chrome || html || csv || converts)) return rc;
-        events_csv = NULL; /* written */
+int main(int argc, char **argv) {
+    int rc = rp_cli_parse(&cli, argc, argv);
+    if (rc >= 0) return rc;
+    quiet = cli.quiet, temp_threshold = cli.temp_threshold, peak_at_ns = cli.peak_at_ns;
+    general_path = cli.general_path;
+    if (rp_setup_process(&cli) != 0) return 1; /* --log, file modes, limits */
+    if (cli.wait) return rp_wait(cli.wait, cli.wait_timeout, quiet);
+    int converts =
+        cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || (cli.chrome && !cli.merge);
+    if ((rc = check_usage(converts)) != 0) return rc;
+    int report = cli.summary || !(converts || cli.events_csv || cli.html || (cli.merge && cli.chrome));
+    if (cli.merge && cli.events_csv && cli.ninputs > 1) { /* streams the inputs one at a time */
+        rc = merged_events_csv(cli.inputs, cli.ninputs, cli.events_csv);
+        if (rc != 0 || !(report || cli.chrome || cli.html || converts)) return rc;
+        cli.events_csv = NULL; /* written */
     }
-    /* --merge --chrome alone streams: no input is held (tools/merge.c) */
-    if (merge && chrome && !report && !html && !events_csv && !csv && !diff)
-        return rp_merge_stream((const char *const *)inputs, ninputs, chrome, quiet);
-    struct input *in = calloc((size_t)ninputs, sizeof *in);
+    if (cli.merge && cli.chrome && !report && !cli.html && !cli.events_csv && !cli.csv && !cli.diff)
+        return rp_merge_stream(cli.inputs, cli.ninputs, cli.chrome, quiet); /* bounded: tools/merge.c */
+    struct input *in = calloc((size_t)cli.ninputs, sizeof *in);
     if (!in) return 1;
-    int rc = 0;
-    for (int i = 0; i < ninputs && rc == 0; i++) {
-        /* slices are needed for the tables, merge, diff, html and a JSON input's events CSV */
-        if (load(&in[i], inputs[i], report || merge || diff || html || events_csv) != 0) rc = 1;
-    }
-    if (rc == 0 && converts) {
-        if (!in[0].raw) {
-            fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n",
-                    in[0].path);
-            rc = 2;
-        } else {
-            struct lp_convert_opts co = {
-                .chrome_path = chrome,
-                .chrome_fd = -1,
-                .csv_path = csv,
-                .summary_fd = -1,
-                .alloc_min = have_min ? alloc_min : in[0].r.hdr.alloc_min,
-                .trace_label = in[0].path,
-                .folded_path = folded,
-                .folded_leaks_path = folded_leaks,
-                .folded_peak_path = folded_peak,
-                .speedscope_path = speedscope,
-                .site_tracks = 1, /* offline: the "heap by site" tracks too */
-                .temporary_threshold = temp_threshold,
-                .peak_at_ns = peak_at_ns,
-                .general_path = general_path,
-                .killed_by = killed_by,
-                .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL,
-            };
-            char err[512];
-            if (lp_convert(&in[0].r, &co, err, sizeof err) != 0) {
-                fprintf(stderr, "libprof-report: %s\n", err);
-                rc = 1;
-            } else if (remove_raw && (chrome || csv) && unlink(in[0].path) != 0) {
-                fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in[0].path, strerror(errno));
-                rc = 1;
-            }
-        }
-    }
-    /* ONNX Runtime's runs are a model's iterations: taken as such unless --iterations says otherwise */
-    if (rc == 0 && !o.iterations && ninputs > 0)
-        for (size_t k = 0; k < in[0].c.nnames; k++)
-            if (in[0].c.names[k] && !strcmp(in[0].c.names[k], "ort.Run") &&
-                compile(&o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
-                o.iterations = "^ort\\.Run$";
-                if (!quiet)
-                    fprintf(stderr, "libprof-report: the ort.Run slices are the iterations (--iterations to choose)\n");
-                break;
-            }
-    if (rc == 0 && merge && chrome) rc = write_merged(in, ninputs, chrome);
-    if (rc == 0 && events_csv) {
-        FILE *f = fopen(events_csv, "w");
-        if (!f || (in[0].raw ? rp_events_csv_lpt(f, &in[0].r, 0) : rp_events_csv(f, &in[0].c, 0)) != 0 ||
-            fclose(f) != 0) {
-            fprintf(stderr, "libprof-report: cannot write %s: %s\n", events_csv, strerror(errno));
-            rc = 1;
-        }
-    }
-    if (rc == 0 && html) {
-        FILE *f = fopen(html, "w");
-        char *sum = in[0].raw ? summary_text(&in[0].r, in[0].path) : NULL;
-        char *fold[4] = {NULL, NULL, NULL, NULL};
-        if (in[0].raw) folded_texts(&in[0].r, fold);
-        if (!f ||
-            rp_html(f, in[0].path, &in[0].c, in[0].raw ? &in[0].r : NULL, sum, (const char *const *)fold, &o) != 0 ||
-            fclose(f) != 0) {
-            fprintf(stderr, "libprof-report: cannot write %s: %s\n", html, strerror(errno));
-            rc = 1;
-        }
-        free(sum);
-        for (int k = 0; k < 4; k++) free(fold[k]);
-    }
-    if (rc == 0 && diff) {
-        struct input base;
-        if (load(&base, diff, 1) != 0)
-            rc = 1;
-        else {
-            printf("diff: %s -> %s\n", diff, in[0].path);
-            if (rp_diff(stdout, &base.c, &in[0].c, &o) != 0) rc = 1;
-            unload(&base);
-        }
-        report = summary;
-    }
-    if (rc == 0 && report) {
-        if (merge && ninputs > 1) {
-            struct lp_slices all;
-            if (merged_slices(in, ninputs, &all) != 0) {
-                fprintf(stderr, "libprof-report: out of memory\n");
-                rc = 1;
-            } else {
-                char label[64];
-                snprintf(label, sizeof label, "%d traces merged", ninputs);
-                if (rp_print(stdout, label, &all, &o) != 0) rc = 1;
-                lp_slices_free(&all);
-                print_ranks(in, ninputs);
-            }
-        } else {
-            for (int i = 0; i < ninputs && rc == 0; i++) {
-                if (i) putchar('\n');
-                if (in[i].raw) { /* the memory, I/O, BLAS and site tables first */
-                    fflush(stdout);
-                    struct lp_convert_opts co = {.chrome_fd = -1,
-                                                 .summary_fd = STDOUT_FILENO,
-                                                 .alloc_min = in[i].r.hdr.alloc_min,
-                                                 .trace_label = in[i].path,
-                                                 .temporary_threshold = temp_threshold,
-                                                 .peak_at_ns = peak_at_ns,
-                                                 .general_path = general_path,
-                                                 .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
-                    char err[512];
-                    if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {
-                        fprintf(stderr, "libprof-report: %s\n", err);
-                        rc = 1;
-                        break;
-                    }
-                    if (in[i].c.nslices == 0) continue; /* no timed calls: nothing more to say */
-                    putchar('\n');
-                }
-                if (rp_print(stdout, in[i].path, &in[i].c, &o) != 0) rc = 1;
-            }
-        }
-    }
+    int slices = report || cli.merge || cli.diff || cli.html || cli.events_csv;
+    for (int i = 0; i < cli.ninputs && rc == 0; i++) rc = load(&in[i], cli.inputs[i], slices) != 0;
+    if (rc == 0) rp_inputs_mode(&cli, cli.inputs, cli.ninputs); /* outputs no wider than the inputs */
+    if (rc == 0 && converts) rc = act_convert(&in[0]);
+    if (rc == 0) default_iterations(&in[0]);
+    if (rc == 0 && cli.merge && cli.chrome) rc = write_merged(in, cli.ninputs, cli.chrome);
+    if (rc == 0 && cli.events_csv) rc = act_events_csv(&in[0]);
+    if (rc == 0 && cli.html) rc = act_html(&in[0]);
+    if (rc == 0 && cli.diff) rc = act_diff(&in[0]), report = cli.summary;
+    if (rc == 0 && report) rc = act_report(in, cli.ninputs);
     if (fflush(stdout) != 0 && rc == 0) {
         fprintf(stderr, "libprof-report: cannot write the report: %s\n", strerror(errno));
         rc = 1;
     }
-    for (int i = 0; i < ninputs; i++) unload(&in[i]);
+    for (int i = 0; i < cli.ninputs; i++) unload(&in[i]);
     free(in);
-    free(inputs);
     return rc;
 }

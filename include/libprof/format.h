@@ -35,7 +35,8 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 9
+#define LP_FORMAT_VERSION 10
+#define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
 
@@ -332,7 +333,11 @@ enum lp_chunk_type {
     LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
     LP_CHUNK_MODULES = 6, /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
     LP_CHUNK_PYCODE = 7,  /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
+    LP_CHUNK_HEADER = 8,  /* a copy of the file header, right after it: a damaged header loses nothing */
 };
+
+/* Where the copy of the file header lies: the payload of the first chunk. */
+#define LP_HEADER_COPY_OFFSET (LP_FILE_HEADER_SIZE + LP_CHUNK_HEADER_SIZE)
 
 /* Python frames in call stacks (the interpreter's own frames, read by the recorder where the
  * native stack passes through its evaluation loop): a stack word with the top bit set is not a

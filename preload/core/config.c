@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <strings.h>
 
 #include "lp.h"
@@ -233,176 +234,222 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static void warn_bad(const char *name, const char *value, const char *why) {
-    lpr_warn("ignoring %s=\"%s\" (%s)", name, value, why);
+/* ---- the table ----------------------------------------------------------------------------------
+ * Every variable the preload reads, in the order it reads them: name, argument, default and one
+ * line of help, and how its value is read. The loader below, the documentation test
+ * (tests/unit/test_docs.c) and `libprof --variables` read this table and nothing else, so a
+ * variable cannot exist without its help line, nor be documented without existing. */
+enum { V_BOOL, V_SIZE, V_SECONDS, V_SIGNAL, V_FAMILIES, V_CHOICE, V_STRING, V_MODE };
+
+#define F(field) (unsigned)offsetof(struct lpr_config, field)
+#define ROOM(field) sizeof(((struct lpr_config *)0)->field)
+// clang-format off
+const struct lpr_var lpr_vars[] = {
+    {"LIBPROF_VERBOSE", "0|1", "0", "diagnostics on stderr: paths, clock, event counts, the conversion's time",
+     V_BOOL, F(verbose), 0, 0, NULL},
+    {"LIBPROF", "0|1", "unset", "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv; 0: libprof off whatever else is set",
+     V_BOOL, F(master), 0, 0, NULL},
+    {"LIBPROF_OUTPUT", "path", "off", "profile into this trace (patterns %p %h %t %e %r %%; .lpt: the raw trace, else Chrome JSON)",
+     V_STRING, F(output_pat), 0, ROOM(output_pat), NULL},
+    {"LIBPROF_CSV", "path", "with LIBPROF=1 only", "also write the CSV summary there (same patterns)",
+     V_STRING, F(csv_pat), 0, ROOM(csv_pat), NULL},
+    {"LIBPROF_DIR", "dir", "the current directory at start", "relative output paths are resolved against this directory, for the process and all its descendants",
+     V_STRING, F(dir), 0, ROOM(dir), NULL},
+    {"LIBPROF_SUMMARY", "0|1", "0", "print a summary table on stderr at exit, like glibc's memusage",
+     V_BOOL, F(summary), 0, 0, NULL},
+    {"LIBPROF_EVENTS", "list", "all", "families to record, comma-separated: all, none, alloc, annot, thread, sync, dl, io, process, wait, blas, dnnl, omp, python, ort, mpi; -name drops one",
+     V_FAMILIES, F(families), 0, 0, NULL},
+    {"LIBPROF_STACKS", "n", "0", "record n frames (1-128) of call stack with every allocation",
+     V_SIZE, F(stacks), 0, LP_STACK_MAX_DEPTH, NULL},
+    {"LIBPROF_STACK_CACHE_OFF", "0|1", "0", "1: walk every call stack afresh instead of reusing validated call chains",
+     V_BOOL, F(stack_cache_off), 0, 0, NULL},
+    {"LIBPROF_FLAMEGRAPH", "0|1", "0", "with LIBPROF_STACKS: write NAME.alloc.folded, .leaks.folded, .peak.folded and .speedscope.json beside the trace",
+     V_BOOL, F(flamegraph), 0, 0, NULL},
+    {"LIBPROF_PYTHON", "0|1", "1", "0: do not read the Python interpreter's frames",
+     V_BOOL, F(python), 0, 0, NULL},
+    {"LIBPROF_PYTHON_MALLOC", "0|1", "0", "1: set PYTHONMALLOC=malloc so that small Python objects reach malloc",
+     V_BOOL, F(python_malloc), 0, 0, NULL},
+    {"LIBPROF_PYTHON_CALLS", "regex", "none", "Python functions whose qualified name matches (POSIX ERE) become slices",
+     V_STRING, F(python_calls), 0, ROOM(python_calls), NULL},
+    {"LIBPROF_ORT_NODES", "0|1", "1", "0: do not turn ONNX Runtime's own per-node profiling on",
+     V_BOOL, F(ort_nodes), 0, 0, NULL},
+    {"LIBPROF_MIN_NS", "ns", "0", "calls of the runtime entry points shorter than this are counted, not written one by one",
+     V_SIZE, F(min_ns), 0, UINT64_C(1000000000000), NULL},
+    {"LIBPROF_ALLOC_MIN", "bytes", "64K", "allocations this large become instant events in the JSON (K, M, G allowed; 0: every one)",
+     V_SIZE, F(alloc_min), 0, UINT64_MAX, NULL},
+    {"LIBPROF_ALLOC_TIMING", "0|1", "0", "1: time every allocation call (two timestamps instead of one)",
+     V_BOOL, F(alloc_timing), 0, 0, NULL},
+    {"LIBPROF_START", "running|paused", "running", "paused: start with recording paused",
+     V_CHOICE, F(start_paused), 0, 0, "running,paused"},
+    {"LIBPROF_DELAY", "seconds", "0", "start recording this long after start-up",
+     V_SECONDS, F(delay_ns), 0, 0, NULL},
+    {"LIBPROF_DURATION", "seconds", "unlimited", "stop recording this long after recording started",
+     V_SECONDS, F(duration_ns), 0, 0, NULL},
+    {"LIBPROF_SIGNAL", "signal", "none", "each delivery of this signal (e.g. SIGUSR2) pauses or resumes recording",
+     V_SIGNAL, F(signal), 0, 0, NULL},
+    {"LIBPROF_CHILDREN", "0|1", "1", "0: do not profile child processes (libprof leaves their environment)",
+     V_BOOL, F(children), 0, 0, NULL},
+    {"LIBPROF_BUFFER_KB", "KiB", "128", "per-thread chunk size, 4 to 262144",
+     V_SIZE, F(buffer_kb), 4, 256 * 1024, NULL},
+    {"LIBPROF_KEEP_RAW", "0|1", "0", "1: keep the raw trace (NAME.lpt) beside a JSON trace",
+     V_BOOL, F(keep_raw), 0, 0, NULL},
+    {"LIBPROF_CONVERT", "exit|background", "exit", "background: the program ends at once and a detached libprof-report converts",
+     V_CHOICE, F(convert_background), 0, 0, "exit,background"},
+    {"LIBPROF_CLOCK", "tsc|monotonic", "tsc where invariant", "the timestamp source",
+     V_CHOICE, F(clock), 0, 0, "monotonic,tsc"},
+    {"LIBPROF_FILE_MODE", "octal", "0600", "permissions of the files libprof creates (directories get the matching x bits); 0644 shares traces",
+     V_MODE, F(file_mode), 0, 0777, NULL},
+};
+// clang-format on
+const unsigned lpr_nvars = sizeof lpr_vars / sizeof lpr_vars[0];
+#undef F
+#undef ROOM
+
+static void warn_bad(const struct lpr_var *v, const char *value) {
+    const char *why = "";
+    char buf[96];
+    switch (v->type) {
+    case V_BOOL: why = "expected 0 or 1"; break;
+    case V_SECONDS: why = "expected seconds, e.g. 2.5"; break;
+    case V_SIGNAL: why = "expected a catchable signal such as SIGUSR2"; break;
+    case V_STRING: why = "too long"; break;
+    case V_MODE: why = "expected an octal mode such as 0600"; break;
+    case V_CHOICE:
+        snprintf(buf, sizeof buf, "expected one of %s", v->choices);
+        why = buf;
+        break;
+    case V_SIZE:
+        snprintf(buf, sizeof buf, "expected a number from %llu to %llu, K/M/G allowed", (unsigned long long)v->lo,
+                 (unsigned long long)v->hi);
+        why = buf;
+        break;
+    default: break;
+    }
+    lpr_warn("ignoring %s=\"%s\" (%s)", v->name, value, why);
 }
 
-/* Read every LIBPROF_* variable through `get` into `cfg`. */
+/* Read `s` as variable `v` into the config. Returns 0, or -1 (bad value, default kept). */
+static int read_var(const struct lpr_var *v, const char *s, struct lpr_config *cfg) {
+    char *at = (char *)cfg + v->off;
+    switch (v->type) {
+    case V_BOOL: {
+        int b;
+        if (lpr_parse_bool(s, &b) != 0) return -1;
+        *(int *)at = b;
+        return 0;
+    }
+    case V_SIZE: return lpr_parse_size(s, v->lo, v->hi, (uint64_t *)at);
+    case V_SECONDS: return lpr_parse_seconds(s, (uint64_t *)at);
+    case V_SIGNAL: return lpr_parse_signal(s, (int *)at);
+    case V_STRING:
+        if (strlen(s) >= v->hi) return -1;
+        memcpy(at, s, strlen(s) + 1);
+        return 0;
+    case V_MODE: {
+        char *end;
+        unsigned long m = strtoul(s, &end, 8);
+        if (!*s || *end || m > v->hi || !(m & 0600)) return -1; /* the owner must keep read and write */
+        *(uint64_t *)at = m;
+        return 0;
+    }
+    case V_CHOICE: {
+        int i = 0;
+        for (const char *c = v->choices; *c; i++) {
+            size_t n = strcspn(c, ",");
+            if (strlen(s) == n && !strncasecmp(s, c, n)) {
+                *(int *)at = i;
+                return 0;
+            }
+            c += n + (c[n] == ',');
+        }
+        return -1;
+    }
+    case V_FAMILIES: {
+        uint32_t m;
+        char bad[64];
+        if (lpr_parse_families(s, &m, bad, sizeof bad) == 0) {
+            *(uint32_t *)at = m;
+            return 0;
+        }
+        char known[512] = "all, none";
+        size_t k = strlen(known);
+        for (int f = 0; f < LP_FAM_COUNT; f++)
+            if (f != LP_FAM_CONTROL) k += (size_t)snprintf(known + k, sizeof known - k, ", %s", lp_family_names[f]);
+        lpr_warn("ignoring %s=\"%s\" (unknown family \"%s\"; known: %s)", v->name, s, bad, known);
+        return 1; /* said already */
+    }
+    default: return -1;
+    }
+}
+
+/* Expand the output pattern `pat` into `out` (PATH_MAX), resolved against `dir` when relative. */
+int lpr_expand_path(const char *pat, const char *dir, const struct lpr_pattern_ctx *ctx, char *out) {
+    char tmp[PATH_MAX];
+    if (lpr_expand_pattern(pat, ctx, tmp, sizeof tmp) != 0) return -1;
+    if (tmp[0] == '/' || !dir[0]) {
+        memcpy(out, tmp, strlen(tmp) + 1);
+        return 0;
+    }
+    return snprintf(out, PATH_MAX, "%s/%s", dir, tmp) < PATH_MAX ? 0 : -1;
+}
+
+/* Read every LIBPROF_* variable through `get` into `cfg`, row by row of lpr_vars. */
 void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr_pattern_ctx *ctx) {
-    const char *v;
-    int b;
-    uint64_t n;
     memset(cfg, 0, sizeof *cfg);
+    cfg->master = -1;
     cfg->families = (1u << LP_FAM_COUNT) - 1;
-    cfg->buffer_bytes = DEFAULT_BUFFER_KB * 1024;
+    cfg->buffer_kb = DEFAULT_BUFFER_KB;
     cfg->alloc_min = DEFAULT_ALLOC_MIN;
     cfg->clock = -1;
     cfg->children = 1;
+    cfg->python = 1;
+    cfg->ort_nodes = 1;
+    cfg->file_mode = 0600;
 
-    if ((v = get("LIBPROF_VERBOSE")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->verbose = b;
-        else
-            warn_bad("LIBPROF_VERBOSE", v, "expected 0 or 1");
+    for (unsigned i = 0; i < lpr_nvars; i++) {
+        const struct lpr_var *v = &lpr_vars[i];
+        const char *s = get(v->name);
+        if (!s || !*s) continue;
+        if (read_var(v, s, cfg) < 0) warn_bad(v, s);
+        if (!strcmp(v->name, "LIBPROF")) snprintf(cfg->master_raw, sizeof cfg->master_raw, "%s", s);
+        if (i == 0) lpr_verbose = cfg->verbose; /* the first row: the warnings that follow may need it */
     }
     lpr_verbose = cfg->verbose;
-
-    int master = -1; /* LIBPROF=1 turns on the default paths; LIBPROF=0 turns everything off */
-    if ((v = get("LIBPROF")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            master = b;
-        else
-            warn_bad("LIBPROF", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_SUMMARY")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->summary = b;
-        else
-            warn_bad("LIBPROF_SUMMARY", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_KEEP_RAW")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->keep_raw = b;
-        else
-            warn_bad("LIBPROF_KEEP_RAW", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_ALLOC_TIMING")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->alloc_timing = b;
-        else
-            warn_bad("LIBPROF_ALLOC_TIMING", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_CHILDREN")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->children = b;
-        else
-            warn_bad("LIBPROF_CHILDREN", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_CONVERT")) && *v) {
-        if (strcasecmp(v, "background") == 0)
-            cfg->convert_background = 1;
-        else if (strcasecmp(v, "exit") != 0)
-            warn_bad("LIBPROF_CONVERT", v, "expected exit or background");
-    }
-    if ((v = get("LIBPROF_START")) && *v) {
-        if (strcasecmp(v, "paused") == 0)
-            cfg->start_paused = 1;
-        else if (strcasecmp(v, "running") != 0)
-            warn_bad("LIBPROF_START", v, "expected paused or running");
-    }
-    if ((v = get("LIBPROF_DELAY")) && *v && lpr_parse_seconds(v, &cfg->delay_ns) != 0)
-        warn_bad("LIBPROF_DELAY", v, "expected seconds, e.g. 2.5");
-    if ((v = get("LIBPROF_DURATION")) && *v && lpr_parse_seconds(v, &cfg->duration_ns) != 0)
-        warn_bad("LIBPROF_DURATION", v, "expected seconds, e.g. 10");
-    if ((v = get("LIBPROF_SIGNAL")) && *v && lpr_parse_signal(v, &cfg->signal) != 0)
-        warn_bad("LIBPROF_SIGNAL", v, "expected a catchable signal such as SIGUSR2");
-    if ((v = get("LIBPROF_EVENTS")) && *v) {
-        uint32_t m;
-        char bad[64];
-        if (lpr_parse_families(v, &m, bad, sizeof bad) == 0)
-            cfg->families = m;
-        else {
-            char known[512] = "all, none";
-            size_t k = strlen(known);
-            for (int f = 0; f < LP_FAM_COUNT; f++)
-                if (f != LP_FAM_CONTROL) k += (size_t)snprintf(known + k, sizeof known - k, ", %s", lp_family_names[f]);
-            lpr_warn("ignoring LIBPROF_EVENTS=\"%s\" (unknown family \"%s\"; known: %s)", v, bad, known);
-        }
-    }
-    if ((v = get("LIBPROF_BUFFER_KB")) && *v) {
-        if (lpr_parse_size(v, 4, 256 * 1024, &n) == 0)
-            cfg->buffer_bytes = (uint32_t)n * 1024;
-        else
-            warn_bad("LIBPROF_BUFFER_KB", v, "expected a number of KiB from 4 to 262144");
-    }
-    if ((v = get("LIBPROF_ALLOC_MIN")) && *v) {
-        if (lpr_parse_size(v, 0, UINT64_MAX, &n) == 0)
-            cfg->alloc_min = n;
-        else
-            warn_bad("LIBPROF_ALLOC_MIN", v, "expected bytes, optionally with K, M or G");
-    }
-    if ((v = get("LIBPROF_STACKS")) && *v) {
-        if (lpr_parse_size(v, 0, LP_STACK_MAX_DEPTH, &n) == 0)
-            cfg->stacks = (unsigned)n;
-        else
-            warn_bad("LIBPROF_STACKS", v, "expected a number of frames from 0 to 128");
-    }
-    if ((v = get("LIBPROF_FLAMEGRAPH")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->flamegraph = b;
-        else
-            warn_bad("LIBPROF_FLAMEGRAPH", v, "expected 0 or 1");
-    }
-    cfg->python = 1;
-    if ((v = get("LIBPROF_PYTHON")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->python = b;
-        else
-            warn_bad("LIBPROF_PYTHON", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_PYTHON_MALLOC")) && *v) {
-        if (lpr_parse_bool(v, &b) == 0)
-            cfg->python_malloc = b;
-        else
-            warn_bad("LIBPROF_PYTHON_MALLOC", v, "expected 0 or 1");
-    }
-    if ((v = get("LIBPROF_PYTHON_CALLS")) && *v) {
-        if (strlen(v) < sizeof cfg->python_calls)
-            snprintf(cfg->python_calls, sizeof cfg->python_calls, "%s", v);
-        else
-            warn_bad("LIBPROF_PYTHON_CALLS", v, "expected a regular expression under 512 bytes");
-    }
-    if ((v = get("LIBPROF_MIN_NS")) && *v) {
-        if (lpr_parse_size(v, 0, UINT64_C(1000000000000), &n) == 0)
-            cfg->min_ns = n;
-        else
-            warn_bad("LIBPROF_MIN_NS", v, "expected nanoseconds, e.g. 1000");
-    }
-    if ((v = get("LIBPROF_CLOCK")) && *v) {
-        if (strcasecmp(v, "tsc") == 0)
-            cfg->clock = LP_CLOCK_TSC;
-        else if (strcasecmp(v, "monotonic") == 0)
-            cfg->clock = LP_CLOCK_MONOTONIC;
-        else
-            warn_bad("LIBPROF_CLOCK", v, "expected tsc or monotonic");
+    cfg->buffer_bytes = (uint32_t)cfg->buffer_kb * 1024;
+    if (cfg->dir[0] != '/') { /* unset (or relative, which would mean nothing): where we start */
+        if (cfg->dir[0]) lpr_warn("ignoring LIBPROF_DIR=\"%s\" (not an absolute path)", cfg->dir);
+        cfg->dir[0] = '\0';
+        if (ctx->cwd && ctx->cwd[0] == '/' && strlen(ctx->cwd) < sizeof cfg->dir)
+            memcpy(cfg->dir, ctx->cwd, strlen(ctx->cwd) + 1);
     }
 
-    const char *out = get("LIBPROF_OUTPUT");
-    const char *csv = get("LIBPROF_CSV");
-    if (out && !*out) out = NULL;
-    if (csv && !*csv) csv = NULL;
+    const char *out = cfg->output_pat[0] ? cfg->output_pat : NULL;
+    const char *csv = cfg->csv_pat[0] ? cfg->csv_pat : NULL;
+    int master = cfg->master;
     if (master == 0) return; /* explicit off switch wins */
     if (!ctx->rank && ((out && strstr(out, "%r")) || (csv && strstr(csv, "%r"))))
         lpr_warn("%%r: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID, RANK): "
                  "the pid instead");
-    if (out) {
-        if (lpr_expand_pattern(out, ctx, cfg->output, sizeof cfg->output) != 0) {
-            warn_bad("LIBPROF_OUTPUT", out, "bad %-pattern or too long; use %p %h %t %e %r %%");
-            out = NULL;
-            if (master != 1) master = 1; /* still profile, into the default place */
-        }
+    if (out && lpr_expand_path(out, cfg->dir, ctx, cfg->output) != 0) {
+        lpr_warn("ignoring LIBPROF_OUTPUT=\"%s\" (bad %%-pattern or too long; use %%p %%h %%t %%e %%r %%%%)", out);
+        out = NULL;
+        cfg->output_pat[0] = '\0';
+        master = 1; /* still profile, into the default place */
     }
     if (!out && master == 1) {
-        lpr_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".json", ctx, cfg->output, sizeof cfg->output);
-        if (!csv) lpr_expand_pattern(DEFAULT_DIR "/" DEFAULT_STEM ".csv", ctx, cfg->csv, sizeof cfg->csv);
+        cfg->output_defaulted = 1;
+        snprintf(cfg->output_pat, sizeof cfg->output_pat, "%s", DEFAULT_DIR "/" DEFAULT_STEM ".json");
+        lpr_expand_path(cfg->output_pat, cfg->dir, ctx, cfg->output);
+        if (!csv) {
+            snprintf(cfg->csv_pat, sizeof cfg->csv_pat, "%s", DEFAULT_DIR "/" DEFAULT_STEM ".csv");
+            csv = cfg->csv_pat;
+        }
     }
-    if (csv && lpr_expand_pattern(csv, ctx, cfg->csv, sizeof cfg->csv) != 0) {
-        warn_bad("LIBPROF_CSV", csv, "bad %-pattern or too long");
-        cfg->csv[0] = '\0';
+    if (csv && lpr_expand_path(csv, cfg->dir, ctx, cfg->csv) != 0) {
+        lpr_warn("ignoring LIBPROF_CSV=\"%s\" (bad %%-pattern or too long)", csv);
+        cfg->csv[0] = cfg->csv_pat[0] = '\0';
     }
     cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");
     cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
-    if (cfg->enabled && cfg->families == 0) {
-        lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
-    }
+    if (cfg->enabled && cfg->families == 0) lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
 }

@@ -46,8 +46,10 @@ extern char **environ;
 
 static const char *env_get(const char *name) { return getenv(name); }
 
-/* mkdir -p of the directory part of `path`. */
+/* mkdir -p of the directory part of `path`, with the files' mode and its x bits: 0700 for 0600
+ * (the umask may take more away). */
 static int make_parent_dirs(const char *path) {
+    unsigned fm = (unsigned)lpr_cfg.file_mode, dm = fm | ((fm & 0444) >> 2);
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", path);
     char *slash = strrchr(tmp, '/');
@@ -56,14 +58,14 @@ static int make_parent_dirs(const char *path) {
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        int rc = lpr_sys_mkdir(tmp, 0755);
+        int rc = lpr_sys_mkdir(tmp, (int)dm);
         if (rc != 0 && rc != -EEXIST) {
             errno = -rc;
             return -1;
         }
         *p = '/';
     }
-    int rc = lpr_sys_mkdir(tmp, 0755);
+    int rc = lpr_sys_mkdir(tmp, (int)dm);
     if (rc != 0 && rc != -EEXIST) {
         errno = -rc;
         return -1;
@@ -221,12 +223,15 @@ void lpr_init_slow(int safe) {
             lpr_host[sizeof lpr_host - 1] = '\0';
             const char *base = strrchr(lpr_exe_path, '/');
             lpr_job_from_env(&lpr_job, env_get);
+            static char cwd[PATH_MAX];
+            if (LP_SYS(SYS_getcwd, cwd, sizeof cwd, 0) <= 0) cwd[0] = '\0';
             struct lpr_pattern_ctx ctx = lpr_pattern = (struct lpr_pattern_ctx){
                 .pid = lpr_pid,
                 .start_time = (long)(lpr_real_ns() / 1000000000u),
                 .host = lpr_host,
                 .exe = base ? base + 1 : (lpr_exe_path[0] ? lpr_exe_path : "unknown"),
                 .rank = lpr_job.rank[0] ? lpr_job.rank : NULL,
+                .cwd = cwd,
             };
             lpr_config_load(&lpr_cfg, env_get, &ctx);
             if (!lpr_cfg.enabled) goto done;
@@ -344,7 +349,8 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .folded_leaks_path = flame ? leaks : NULL,
                                 .folded_peak_path = flame ? peak : NULL,
                                 .site_tracks = flame, /* one more pass: with the flame graphs */
-                                .speedscope_path = flame ? ss : NULL};
+                                .speedscope_path = flame ? ss : NULL,
+                                .file_mode = (unsigned)lpr_cfg.file_mode};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lpr_warn("%s", err);
     lp_reader_close(&r);
@@ -360,6 +366,10 @@ static int convert_at_exit(void) {
  * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
  * names are made at start, since a signal handler can format nothing. */
 static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32], spawn_peak[PATH_MAX + 32];
+/* a detached converter's messages go to NAME.log (only when it has any); it is told the mode of
+ * the files it writes, since its environment has no LIBPROF* */
+static char spawn_log[PATH_MAX + 64];
+static char spawn_mode[8];
 
 static void prepare_spawned(void) {
     /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
@@ -368,6 +378,8 @@ static void prepare_spawned(void) {
     flame_name(spawn_leaks, sizeof spawn_leaks, base, ".leaks.folded");
     flame_name(spawn_ss, sizeof spawn_ss, base, ".speedscope.json");
     flame_name(spawn_peak, sizeof spawn_peak, base, ".peak.folded");
+    snprintf(spawn_log, sizeof spawn_log, "%s.log", base);
+    snprintf(spawn_mode, sizeof spawn_mode, "%04o", (unsigned)lpr_cfg.file_mode);
 }
 
 /* Does the run ask for anything beyond the raw spool? */
@@ -399,11 +411,17 @@ static int convert_spawned(int wait_ms) {
         a[n++] = "--folded-peak";
         a[n++] = spawn_peak;
     }
-    if (lpr_cfg.summary) a[n++] = "--summary";
+    if (lpr_cfg.summary) a[n++] = "--summary"; /* detached: into its log file */
+    a[n++] = "--file-mode";
+    a[n++] = spawn_mode;
     if (!lpr_cfg.raw_output && !lpr_cfg.keep_raw) a[n++] = "--remove-raw";
+    if (wait_ms < 0) {
+        a[n++] = "--log";
+        a[n++] = spawn_log;
+    }
     a[n++] = "-q";
     a[n] = NULL;
-    return lpr_spawn_report(a, wait_ms, 1);
+    return lpr_spawn_report(a, spool_path, wait_ms, wait_ms >= 0);
 }
 
 /* How long a crashing process waits for its trace's conversion before it dies anyway (the
@@ -461,8 +479,13 @@ void lpr_finish_signal(int sig, int status) {
                                   ": the trace is still being converted from ", spool_path, "\n", NULL});
         return;
     }
-    say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit", ": raw trace kept in ", spool_path,
-                              " (convert it with libprof-report)\n", NULL});
+    struct stat st;
+    if (lpr_sys_stat(spool_path, &st) != 0)
+        say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit",
+                                  ": the trace is lost: ", spool_path, " was removed while the program ran\n", NULL});
+    else
+        say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit", ": raw trace kept in ",
+                                  spool_path, " (convert it with libprof-report)\n", NULL});
 }
 
 /* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
@@ -502,8 +525,13 @@ void lpr_finish(int status) {
     lpr_spool_stop();
     if (rc == 0 && !spawned && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
         lpr_sys_unlink(spool_path);
-    else if (rc != 0 && !lpr_cfg.raw_output)
-        lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
+    else if (rc != 0 && !lpr_cfg.raw_output) {
+        struct stat st;
+        if (lpr_sys_stat(spool_path, &st) == 0)
+            lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
+        else
+            lpr_warn("the trace is lost: %s was removed while the program ran", spool_path);
+    }
     lpr_lineage_sweep(); /* traces of this run's killed processes */
     lpr_info("trace: %s%s%s (%llu events, %llu dropped)", lpr_cfg.raw_output ? spool_path : lpr_cfg.output,
              lpr_cfg.csv[0] ? ", csv: " : "", lpr_cfg.csv, (unsigned long long)lpr_tbuf_events_written(),

@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lp.h"
@@ -39,8 +42,12 @@ static void save_exec_env(void);
 static void child_name(char *path, size_t len, const char *pattern) {
     if (!path[0]) return;
     pid_named = 1;
-    if (pattern && *pattern && strstr(pattern, "%p") && lpr_expand_pattern(pattern, &lpr_pattern, path, len) == 0)
+    char tmp[PATH_MAX];
+    if (pattern && *pattern && strstr(pattern, "%p") && lpr_expand_path(pattern, lpr_cfg.dir, &lpr_pattern, tmp) == 0 &&
+        strlen(tmp) < len) {
+        memcpy(path, tmp, strlen(tmp) + 1);
         return;
+    }
     lpr_path_insert_pid(path, len, lpr_pid);
 }
 
@@ -76,20 +83,21 @@ static int parent_env_has(const char *entry) {
  * LIBPROF_OUTPUT. If the pattern has no %p, the parent's trace and ours would share one name, so
  * ours gets ".PID" inserted before the extension. */
 static void name_descendant(void) {
-    static const char *const vars[] = {"LIBPROF_OUTPUT", "LIBPROF_CSV", "LIBPROF"};
+    const char *o = lpr_cfg.output_defaulted ? "" : lpr_cfg.output_pat, *c = lpr_cfg.csv_pat;
+    const char *const vars[] = {"LIBPROF_OUTPUT", "LIBPROF_CSV", "LIBPROF"};
+    const char *vals[] = {o, c, lpr_cfg.master_raw};
     int inherited = 0;
     for (size_t i = 0; i < 3 && !inherited; i++) {
-        const char *v = getenv(vars[i]);
         char entry[PATH_MAX + 32];
-        if (!v || !*v) continue;
-        snprintf(entry, sizeof entry, "%s=%s", vars[i], v);
+        if (!vals[i][0]) continue;
+        snprintf(entry, sizeof entry, "%s=%s", vars[i], vals[i]);
         inherited = parent_env_has(entry);
     }
     if (!inherited) return;
-    const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
-    if (lpr_cfg.output[0] && o && *o && !strstr(o, "%p"))
+    if (lpr_cfg.output[0] && o[0] && !strstr(o, "%p"))
         lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
-    if (lpr_cfg.csv[0] && c && *c && !strstr(c, "%p")) lpr_path_insert_pid(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_pid);
+    if (lpr_cfg.csv[0] && !lpr_cfg.output_defaulted && c[0] && !strstr(c, "%p"))
+        lpr_path_insert_pid(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_pid);
     pid_named = 1;
 }
 
@@ -138,14 +146,13 @@ void lpr_make_absolute(char *path, size_t len) {
 int lpr_lineage_names(int forked) {
     if (forked) {
         if (lpr_cfg.raw_output || lpr_cfg.output[0] || lpr_cfg.csv[0]) {
-            child_name(lpr_cfg.output, sizeof lpr_cfg.output, getenv("LIBPROF_OUTPUT"));
-            child_name(lpr_cfg.csv, sizeof lpr_cfg.csv, getenv("LIBPROF_CSV"));
+            child_name(lpr_cfg.output, sizeof lpr_cfg.output, lpr_cfg.output_pat);
+            child_name(lpr_cfg.csv, sizeof lpr_cfg.csv, lpr_cfg.csv_pat);
         }
     } else {
         lpr_make_absolute(lpr_cfg.output, sizeof lpr_cfg.output);
         lpr_make_absolute(lpr_cfg.csv, sizeof lpr_cfg.csv);
-        const char *o = getenv("LIBPROF_OUTPUT"), *c = getenv("LIBPROF_CSV");
-        pid_named = (o && strstr(o, "%p")) || (c && strstr(c, "%p"));
+        pid_named = strstr(lpr_cfg.output_pat, "%p") || strstr(lpr_cfg.csv_pat, "%p");
         name_descendant();
     }
     if (avoid_reused_pid() != 0) {
@@ -272,9 +279,9 @@ static int spool_of(const char *path, int pid) {
     int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0) return 0;
     struct lp_file_header h;
-    long n = lpr_sys_pread(fd, &h, sizeof h, 0);
+    long n = lpr_read_header(fd, &h);
     lpr_sys_close(fd);
-    return n == (long)sizeof h && !memcmp(h.magic, LP_FORMAT_MAGIC, 8) && (int)h.pid == pid;
+    return n == (long)sizeof h && (int)h.pid == pid;
 }
 
 static void convert_orphan(const char *spool, int pid, int sig) {
@@ -288,7 +295,8 @@ static void convert_orphan(const char *spool, int pid, int sig) {
     int with_csv = 0;
     if (!is_csv && dot && lpr_cfg.csv[0] && lpr_cfg.output[0]) { /* LIBPROF=1: NAME.csv beside NAME.json */
         size_t a = strlen(lpr_cfg.output), b = strlen(lpr_cfg.csv);
-        with_csv = a == b && a > 5 && !strncmp(lpr_cfg.output, lpr_cfg.csv, a - 5);
+        with_csv = a > 5 && a - 5 == b - 4 && !strcmp(lpr_cfg.output + a - 5, ".json") &&
+                   !strncmp(lpr_cfg.output, lpr_cfg.csv, a - 5);
         snprintf(csv, sizeof csv, "%.*s.csv", (int)(dot - out), out);
     }
     /* what the child's own conversion left half-written */
@@ -302,7 +310,7 @@ static void convert_orphan(const char *spool, int pid, int sig) {
      * wait for it; in this process only when libprof-report cannot be found */
     char sigtxt[16];
     snprintf(sigtxt, sizeof sigtxt, "%d", sig);
-    const char *args[16];
+    const char *args[20];
     int k = 0;
     args[k++] = spool;
     args[k++] = is_csv ? "--csv" : "--chrome";
@@ -315,16 +323,38 @@ static void convert_orphan(const char *spool, int pid, int sig) {
         args[k++] = "--killed-by";
         args[k++] = sigtxt;
     }
+    char log[PATH_MAX + 128];
+    snprintf(log, sizeof log, "%s.log", out);
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", (unsigned)lpr_cfg.file_mode);
+    args[k++] = "--file-mode";
+    args[k++] = mode;
     args[k++] = "--remove-raw";
+    args[k++] = "--log";
+    args[k++] = log;
     args[k++] = "-q";
     args[k] = NULL;
-    if (lpr_spawn_report(args, -1, 0) == 0) {
-        lpr_info("process %d ended without writing its trace (signal %d): converting %s", pid, sig, spool);
+    char why[32] = "";
+    if (sig) snprintf(why, sizeof why, " (signal %d)", sig);
+    int rc = lpr_spawn_report(args, spool, -1, 0);
+    if (rc == LPR_SPAWN_BUSY) return; /* another process of the run is converting it */
+    struct stat st;
+    if (rc == 0 || lpr_sys_stat(spool, &st) != 0) {
+        /* the trace says it is cut short (complete: false); a line only with LIBPROF_VERBOSE */
+        if (rc == 0) lpr_info("process %d ended%s before writing its trace: what it wrote goes to %s", pid, why, out);
+        return;
+    }
+    /* no libprof-report to run: here, holding the spool's lock as a converter would */
+    int lk = lpr_sys_open(spool, O_RDONLY | O_NOFOLLOW, 0);
+    if (lk < 0) return;
+    if (LP_SYS(SYS_flock, lk, LOCK_EX | LOCK_NB, 0) != 0) {
+        lpr_sys_close(lk);
         return;
     }
     struct lp_reader r;
     char err[256];
     if (lp_reader_open(&r, spool, err, sizeof err) != 0) {
+        lpr_sys_close(lk);
         lpr_warn("process %d ended without writing its trace (signal %d); its raw trace is kept in %s (%s)", pid, sig,
                  spool, err);
         return;
@@ -336,9 +366,11 @@ static void convert_orphan(const char *spool, int pid, int sig) {
                                                        : NULL,
                                 .summary_fd = -1,
                                 .alloc_min = r.hdr.alloc_min,
-                                .killed_by = sig};
-    int rc = lp_convert(&r, &o, err, sizeof err);
+                                .killed_by = sig,
+                                .file_mode = (unsigned)lpr_cfg.file_mode};
+    rc = lp_convert(&r, &o, err, sizeof err);
     lp_reader_close(&r);
+    lpr_sys_close(lk);
     if (rc == 0) {
         lpr_sys_unlink(spool);
         lpr_info("process %d ended without writing its trace (signal %d); converted, cut short, to %s", pid, sig, out);
@@ -409,24 +441,50 @@ void lpr_child_reaped(int pid, int status) {
 
 /* At exit: spools of this run whose process is gone without converting them — killed while no
  * profiled parent was there to reap it (an orphan of a killed shell, say). "Of this run": begun
- * after this process began; "gone": no such pid any more (a zombie still counts as alive, so a
- * process still converting its own trace is never touched). */
+ * after this process began; "gone": no such pid any more, or a zombie nobody reaped (a live
+ * process, even one converting its own trace at exit, is never touched). */
 static int convert_if_orphan(const char *path, void *arg) {
     uint64_t since = *(uint64_t *)arg;
     int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0) return 0;
     struct lp_file_header h;
-    long n = lpr_sys_pread(fd, &h, sizeof h, 0);
+    long n = lpr_read_header(fd, &h);
     lpr_sys_close(fd);
-    if (n != (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) || h.origin_real_ns < since || !h.pid) return 0;
-    if (lpr_sys_kill((int)h.pid, 0) != -ESRCH) return 0;
+    if (n != (long)sizeof h || h.origin_real_ns < since || !h.pid) return 0;
+    if (!lpr_pid_gone((int)h.pid)) return 0;
     convert_orphan(path, (int)h.pid, 0);
     return 0;
 }
 
+/* When this process started (CLOCK_REALTIME, ns): the kernel's start time, which an exec keeps —
+ * so `bash -c 'cmd; last'`, whose bash becomes `last`, still sweeps for cmd's children. 0 when
+ * unknown. */
+static uint64_t process_start_real_ns(void) {
+    char buf[1024];
+    int fd = lpr_sys_open("/proc/self/stat", O_RDONLY, 0);
+    if (fd < 0) return 0;
+    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
+    lpr_sys_close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (!p) return 0;
+    for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' '); /* to field 22: starttime */
+    if (!p) return 0;
+    unsigned long long ticks = strtoull(p + 1, NULL, 10), hz = getauxval(AT_CLKTCK);
+    struct timespec boot, real;
+    if (!hz || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0) return 0;
+    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
+    uint64_t real_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    uint64_t start_boot = ticks * (1000000000u / hz), margin = 2 * (1000000000u / hz); /* the tick's rounding */
+    if (start_boot > boot_ns || boot_ns - start_boot + margin > real_ns) return 0;
+    return real_ns - (boot_ns - start_boot) - margin;
+}
+
 void lpr_lineage_sweep(void) {
     if (lpr_cfg.raw_output) return;
-    uint64_t since = start_real_ns;
+    uint64_t since = start_real_ns, born = process_start_real_ns();
+    if (born && born < since) since = born;
     each_spool(NULL, convert_if_orphan, &since);
 }
 
@@ -487,9 +545,58 @@ void lpr_exec_prepare(void) {
     errno = saved;
 }
 
+/* Is the executable at `path` statically linked (an ELF file without an interpreter)? */
+static int is_static_elf(const char *path) {
+    int fd = lpr_sys_open(path, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    unsigned char eh[64];
+    int stat_elf = 0;
+    if (lpr_sys_pread(fd, eh, sizeof eh, 0) == (long)sizeof eh && !memcmp(eh, "\177ELF", 4) && eh[4] == 2) {
+        uint64_t phoff;
+        uint16_t phentsize, phnum;
+        memcpy(&phoff, eh + 32, 8);
+        memcpy(&phentsize, eh + 54, 2);
+        memcpy(&phnum, eh + 56, 2);
+        stat_elf = phnum > 0 && phentsize >= 4;
+        for (unsigned i = 0; i < phnum && stat_elf; i++) {
+            uint32_t type;
+            if (lpr_sys_pread(fd, &type, 4, phoff + (uint64_t)i * phentsize) != 4) break;
+            if (type == 3 /* PT_INTERP */) stat_elf = 0;
+        }
+    }
+    lpr_sys_close(fd);
+    return stat_elf;
+}
+
+/* Before an exec or a spawn of `file` (`search`: looked up in PATH, as execvp does): a
+ * statically linked program cannot load libprof, so it runs unprofiled — said once. No
+ * allocation (vfork children). */
+void lpr_exec_check_static(const char *file, int search) {
+    static int said;
+    if (!file || !lpr_cfg.enabled || !lpr_cfg.children || said) return;
+    char path[PATH_MAX];
+    const char *found = NULL;
+    if (!search || strchr(file, '/')) {
+        found = file;
+    } else {
+        const char *p = getenv("PATH");
+        for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; *p && !found;) {
+            size_t n = strcspn(p, ":");
+            if (snprintf(path, sizeof path, "%.*s%s%s", (int)n, p, n ? "/" : "", file) < (int)sizeof path &&
+                LP_SYS(SYS_access, path, X_OK, 0) == 0)
+                found = path;
+            p += n + (p[n] == ':');
+        }
+    }
+    if (found && is_static_elf(found)) {
+        said = 1;
+        lpr_warn("%s is statically linked: LD_PRELOAD cannot reach it, so it runs without libprof", found);
+    }
+}
+
 /* Write the held spool content back under its name; 0 or -1. */
 static int restore_spool(int from) {
-    int to = lpr_sys_open(spool_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+    int to = lpr_sys_open(spool_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, (int)lpr_cfg.file_mode);
     if (to < 0) return -1;
     long n;
     while ((n = lpr_sys_copy_file_range(from, to, 1 << 30)) > 0) {}
@@ -518,6 +625,7 @@ void lpr_exec_failed(void) {
     if (exec_fd >= 0) lpr_sys_close(exec_fd);
     exec_fd = -1;
     if (back) {
+        lpr_spool_identify(); /* a copy is another file */
         spool_gone = 0;
         lpr_spool_resume();
     } else {
@@ -537,7 +645,10 @@ static char inj_arena[8192];
 static const char *inj_vars[48];
 static int inj_count;
 
+static char dir_entry[PATH_MAX + 16]; /* "LIBPROF_DIR=..." for an exec from another directory */
+
 static void save_exec_env(void) {
+    if (lpr_cfg.dir[0] == '/') snprintf(dir_entry, sizeof dir_entry, "LIBPROF_DIR=%s", lpr_cfg.dir);
     Dl_info self;
     if (dladdr((void *)lpr_init_slow, &self) && self.dli_fname && self.dli_fname[0] == '/')
         snprintf(inj_self, sizeof inj_self, "%s", self.dli_fname);
@@ -588,16 +699,23 @@ int lpr_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_
         if (!strncmp(envp[n], "LD_PRELOAD=", 11)) pre = envp[n] + 11;
     int need_pre = !pre || !preload_has_self(pre), need_vars = 0;
     for (int i = 0; i < inj_count; i++) need_vars |= !has_var(envp, inj_vars[i]);
-    if (!need_pre && !need_vars) return 0;
-    if (n + (size_t)inj_count + 2 > outlen) return 0;
-    int w = snprintf(buf, buflen, "LD_PRELOAD=%s%s%s", inj_self, pre && *pre ? ":" : "", pre ? pre : "");
-    if (w < 0 || (size_t)w >= buflen) return 0;
+    /* relative output paths stay where this run began, whatever directory the exec happens in */
+    char cwd[PATH_MAX];
+    int need_dir = dir_entry[0] && !has_var(envp, dir_entry) && LP_SYS(SYS_getcwd, cwd, sizeof cwd, 0) > 0 &&
+                   strcmp(cwd, dir_entry + 12) != 0;
+    if (!need_pre && !need_vars && !need_dir) return 0;
+    if (n + (size_t)inj_count + 3 > outlen) return 0;
     size_t k = 0;
+    if (need_pre) {
+        int w = snprintf(buf, buflen, "LD_PRELOAD=%s%s%s", inj_self, pre && *pre ? ":" : "", pre ? pre : "");
+        if (w < 0 || (size_t)w >= buflen) return 0;
+    }
     for (size_t i = 0; i < n; i++)
-        if (strncmp(envp[i], "LD_PRELOAD=", 11)) out[k++] = envp[i];
-    out[k++] = buf;
+        if (!need_pre || strncmp(envp[i], "LD_PRELOAD=", 11)) out[k++] = envp[i];
+    if (need_pre) out[k++] = buf;
     for (int i = 0; i < inj_count; i++)
         if (!has_var(envp, inj_vars[i])) out[k++] = (char *)inj_vars[i];
+    if (need_dir) out[k++] = dir_entry;
     out[k] = NULL;
     return 1;
 }

@@ -54,31 +54,54 @@ LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
 struct lpr_config {
-    int enabled;            /* something asked for a profile */
-    int raw_output;         /* output names a .lpt: the spool file is the trace */
-    int summary;            /* LIBPROF_SUMMARY: table on stderr at exit */
-    int verbose;            /* LIBPROF_VERBOSE */
-    int keep_raw;           /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
-    int clock;              /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
-    int alloc_timing;       /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
-    int start_paused;       /* LIBPROF_START=paused */
-    int signal;             /* LIBPROF_SIGNAL: toggles recording (0 = none) */
-    uint64_t delay_ns;      /* LIBPROF_DELAY */
-    uint64_t duration_ns;   /* LIBPROF_DURATION */
-    int children;           /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
-    uint32_t families;      /* LIBPROF_EVENTS mask */
-    uint32_t buffer_bytes;  /* LIBPROF_BUFFER_KB * 1024 */
-    uint64_t alloc_min;     /* LIBPROF_ALLOC_MIN */
-    uint64_t min_ns;        /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
-    unsigned stacks;        /* LIBPROF_STACKS: frames per allocation event (0 = none) */
-    int flamegraph;         /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
-    int python;             /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
-    char python_calls[512]; /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */
-    int python_malloc;      /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
-    int convert_background; /* LIBPROF_CONVERT=background: a detached libprof-report converts */
-    char output[PATH_MAX];  /* expanded trace path ("" = none, e.g. summary only) */
-    char csv[PATH_MAX];     /* expanded CSV path ("" = none) */
+    int enabled;               /* something asked for a profile */
+    int master;                /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
+    int raw_output;            /* output names a .lpt: the spool file is the trace */
+    int summary;               /* LIBPROF_SUMMARY: table on stderr at exit */
+    int verbose;               /* LIBPROF_VERBOSE */
+    int keep_raw;              /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
+    int clock;                 /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    int alloc_timing;          /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
+    int start_paused;          /* LIBPROF_START=paused */
+    int signal;                /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    uint64_t delay_ns;         /* LIBPROF_DELAY */
+    uint64_t duration_ns;      /* LIBPROF_DURATION */
+    int children;              /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
+    uint32_t families;         /* LIBPROF_EVENTS mask */
+    uint32_t buffer_bytes;     /* LIBPROF_BUFFER_KB * 1024 */
+    uint64_t buffer_kb;        /* LIBPROF_BUFFER_KB as given */
+    uint64_t alloc_min;        /* LIBPROF_ALLOC_MIN */
+    uint64_t min_ns;           /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
+    uint64_t stacks;           /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    int stack_cache_off;       /* LIBPROF_STACK_CACHE_OFF: walk every stack afresh */
+    int flamegraph;            /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
+    int python;                /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
+    char python_calls[512];    /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */
+    int python_malloc;         /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
+    int ort_nodes;             /* LIBPROF_ORT_NODES: ONNX Runtime's per-node profiling (default 1) */
+    int convert_background;    /* LIBPROF_CONVERT=background: a detached libprof-report converts */
+    uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
+    char dir[PATH_MAX];        /* LIBPROF_DIR: relative output paths are resolved against it */
+    char output_pat[PATH_MAX]; /* LIBPROF_OUTPUT as given (patterns unexpanded) */
+    char csv_pat[PATH_MAX];    /* LIBPROF_CSV as given */
+    int output_defaulted;      /* output_pat/csv_pat are LIBPROF=1's defaults, not the user's */
+    char master_raw[16];       /* LIBPROF as given (lineage.c compares it with the parent's) */
+    char output[PATH_MAX];     /* expanded trace path ("" = none, e.g. summary only) */
+    char csv[PATH_MAX];        /* expanded CSV path ("" = none) */
 };
+
+/* The variables the preload reads: one row each in config.c's table, which the loader, the
+ * wrapper's --help and the documentation test all read (name, argument, default, one line of
+ * help). */
+struct lpr_var {
+    const char *name, *arg, *dflt, *help;
+    unsigned type;       /* how the value is read (config.c) */
+    unsigned off;        /* where it goes in struct lpr_config */
+    uint64_t lo, hi;     /* bounds of a number; a string's room */
+    const char *choices; /* a choice's words, comma-separated, in the order of their values */
+};
+LP_HIDDEN extern const struct lpr_var lpr_vars[];
+LP_HIDDEN extern const unsigned lpr_nvars;
 
 typedef const char *(*lpr_getenv_fn)(const char *name);
 
@@ -89,6 +112,7 @@ struct lpr_pattern_ctx {
     const char *host;
     const char *exe;
     const char *rank; /* the launcher's rank of this process (%r), NULL when there is none */
+    const char *cwd;  /* the current directory at start (relative paths without LIBPROF_DIR), or NULL */
 };
 
 /* The job this process belongs to, from its launcher's environment (names.c). */
@@ -105,6 +129,8 @@ LP_HIDDEN int lpr_parse_seconds(const char *s, uint64_t *ns);
 LP_HIDDEN int lpr_parse_signal(const char *s, int *sig);
 LP_HIDDEN int lpr_parse_families(const char *s, uint32_t *mask, char *bad, size_t badlen);
 LP_HIDDEN int lpr_expand_pattern(const char *pat, const struct lpr_pattern_ctx *ctx, char *out, size_t outlen);
+/* An output pattern expanded into `out` (PATH_MAX bytes), resolved against `dir` when relative. */
+LP_HIDDEN int lpr_expand_path(const char *pat, const char *dir, const struct lpr_pattern_ctx *ctx, char *out);
 LP_HIDDEN int lpr_path_insert_pid(char *path, size_t len, long pid);
 
 /* ---- "real.c": the C library's dlsym --------------------------------------------------------
@@ -222,6 +248,9 @@ LP_HIDDEN int lpr_spool_create(const char *path, int allow_rename, const struct 
                                size_t chosen_len);
 LP_HIDDEN int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
 LP_HIDDEN const char *lpr_spool_name(void);
+LP_HIDDEN void lpr_spool_identify(void);
+LP_HIDDEN long lpr_read_header(int fd, struct lp_file_header *h);
+LP_HIDDEN int lpr_pid_gone(int pid);
 LP_HIDDEN void lpr_spool_stop(void);
 LP_HIDDEN void lpr_spool_resume(void);
 LP_HIDDEN uint64_t lpr_spool_offset(void);
@@ -473,6 +502,8 @@ LP_EXPORT void libprof_reset(void);
 LP_EXPORT void exit(int status) __attribute__((noreturn));
 LP_EXPORT void _exit(int status) __attribute__((noreturn));
 LP_EXPORT void _Exit(int status) __attribute__((noreturn));
+LP_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
 /* ---- hook families register their set-up with the core ----------------------------------
  * A family that must do something when libprof starts says so with LP_FAMILY_SETUP
@@ -489,11 +520,14 @@ struct lpr_setup {
 
 LP_HIDDEN void lpr_spawn_init(const char *self_path);
 LP_HIDDEN int lpr_spawn_available(void);
-/* Run libprof-report with `args` (without argv[0]). wait_ms < 0: detached, 0 once started; else
- * its exit status, LPR_SPAWN_LATE when still running after wait_ms, -1 when it could not start.
- * `to_stderr`: its standard output goes to our standard error. */
+/* Run libprof-report with `args` (without argv[0]), holding an exclusive lock on the spool `lock`
+ * for its life. wait_ms < 0: detached, 0 once started; else its exit status, LPR_SPAWN_LATE when
+ * still running after wait_ms, LPR_SPAWN_BUSY when another converter holds the spool, -1 when it
+ * could not start (or the spool is gone). `to_stderr`: its standard output goes to our standard
+ * error (else both go to /dev/null: name a --log file in `args`). */
 #define LPR_SPAWN_LATE (-2)
-LP_HIDDEN int lpr_spawn_report(const char *const *args, int wait_ms, int to_stderr);
+#define LPR_SPAWN_BUSY (-3)
+LP_HIDDEN int lpr_spawn_report(const char *const *args, const char *lock, int wait_ms, int to_stderr);
 
 /* ---- "life.c": the life cycle of the recorder in one process ------------------------------- */
 
@@ -526,6 +560,7 @@ LP_HIDDEN void lpr_lineage_sweep(void);
 LP_HIDDEN void lpr_make_absolute(char *path, size_t len);
 LP_HIDDEN void lpr_exec_prepare(void);
 LP_HIDDEN void lpr_exec_failed(void);
+LP_HIDDEN void lpr_exec_check_static(const char *file, int search);
 LP_HIDDEN int lpr_exec_env(char *const envp[], char **out, size_t outlen, char *buf, size_t buflen);
 LP_HIDDEN void lpr_uid_change(unsigned new_euid);     /* before setuid & co. take effect */
 LP_HIDDEN void lpr_child_reaped(int pid, int status); /* the wait family reaped a child */

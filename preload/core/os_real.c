@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "lp.h"
 #include "sys.h"
@@ -37,7 +38,26 @@ void lp_os_free(void *p) {
 }
 int lp_os_open(const char *path, int flags, int mode) { return (int)ret(lpr_sys_open(path, flags, mode)); }
 int lp_os_close(int fd) { return (int)ret(lpr_sys_close(fd)); }
-ssize_t lp_os_write(int fd, const void *buf, size_t n) { return ret(lpr_sys_write(fd, buf, n)); }
+/* Inside the program a write past its file-size limit (RLIMIT_FSIZE) would kill it with SIGXFSZ:
+ * such a write is cut at the limit, and one at the limit fails with EFBIG, as if the signal were
+ * ignored. */
+ssize_t lp_os_write(int fd, const void *buf, size_t n) {
+    struct {
+        uint64_t cur, max;
+    } l;
+    if (lpr_syscall6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&l, 0, 0) == 0 && l.cur != RLIM64_INFINITY) {
+        struct stat st;
+        long pos = LP_SYS(SYS_lseek, fd, 0, SEEK_CUR);
+        if (pos >= 0 && lpr_sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            if ((uint64_t)pos >= l.cur) {
+                errno = EFBIG;
+                return -1;
+            }
+            if ((uint64_t)pos + n > l.cur) n = (size_t)(l.cur - (uint64_t)pos);
+        }
+    }
+    return ret(lpr_sys_write(fd, buf, n));
+}
 void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     long r = (long)lpr_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off);
     return lpr_sys_failed(r) ? (errno = (int)-r, MAP_FAILED) : (void *)r;

@@ -15,7 +15,15 @@
  * with). For a detached start the intermediate exits at once, leaving the converter to init (or
  * the nearest subreaper). A caller that must wait for the result (a crash: the process may not
  * end before its trace is safe) has the intermediate wait for the converter, up to a time limit,
- * and hand back its exit status through the memory they share. */
+ * and hand back its exit status through the memory they share.
+ *
+ * One spool, one converter: the intermediate takes an exclusive flock on the spool before it
+ * makes the converter, which inherits it (descriptor 3) and holds it until it exits. A second
+ * start on the same spool (a parent reaping a killed child while the next exiting process sweeps
+ * for it) finds the lock taken and starts nothing; `libprof-report --wait` waits on that lock.
+ * The converter keeps none of the program's descriptors: standard input is /dev/null, standard
+ * output and error too for a detached one (its messages go to the --log file its caller names),
+ * every other descriptor but the lock is closed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +31,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +68,8 @@ int lpr_spawn_available(void) { return report_path[0] != '\0'; }
 struct job {
     char *const *argv;
     char **envp;
+    const char *lock; /* the spool to lock for the converter's life (NULL: none) */
+    int lock_fd;
     int wait_ms;   /* < 0: detached */
     int to_stderr; /* its standard output is our standard error */
     int result;    /* set by the intermediate: see lpr_spawn_report */
@@ -76,12 +89,19 @@ static void clean_env(char **out) {
 __attribute__((noreturn)) static void exec_report(const struct job *j) {
     LP_SYS(SYS_setsid, 0, 0, 0);
     lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&j->mask, 0, 8, 0, 0);
-    int null = lpr_sys_open("/dev/null", O_RDONLY, 0); /* no stdin of the program's */
+    /* the lock first, as descriptor 3 (without close-on-exec: it lives through the exec) */
+    if (j->lock_fd >= 0 && j->lock_fd != 3) LP_SYS(SYS_dup2, j->lock_fd, 3, 0);
+    if (j->lock_fd >= 0) LP_SYS(SYS_fcntl, 3, F_SETFD, 0);
+    int null = lpr_sys_open("/dev/null", O_RDWR, 0); /* no stdin of the program's */
     if (null >= 0) {
         LP_SYS(SYS_dup2, null, 0, 0);
-        if (null != 0) lpr_sys_close(null);
+        if (!j->to_stderr) { /* detached: nothing of the program's held open, nothing written into it */
+            LP_SYS(SYS_dup2, null, 1, 0);
+            LP_SYS(SYS_dup2, null, 2, 0);
+        }
     }
     if (j->to_stderr) LP_SYS(SYS_dup2, 2, 1, 0);
+    LP_SYS(SYS_close_range, j->lock_fd >= 0 ? 4 : 3, ~0U, 0); /* and nothing else of the program's */
     lpr_syscall6(SYS_execve, (long)report_path, (long)j->argv, (long)j->envp, 0, 0, 0);
     LP_SYS(SYS_exit_group, 127, 0, 0);
     __builtin_unreachable();
@@ -97,6 +117,36 @@ static int intermediate(void *arg) {
     uint64_t all = ~UINT64_C(0), old = 0;
     lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
     j->mask = old;
+    /* this process's own limits (a copy of the program's): the converter is not the program */
+    struct {
+        uint64_t cur, max;
+    } l;
+    const int lims[2] = {RLIMIT_NOFILE, RLIMIT_FSIZE};
+    for (int i = 0; i < 2; i++)
+        if (lpr_syscall6(SYS_prlimit64, 0, lims[i], 0, (long)&l, 0, 0) == 0 && l.cur < l.max) {
+            l.cur = l.max;
+            lpr_syscall6(SYS_prlimit64, 0, lims[i], (long)&l, 0, 0, 0);
+        }
+    j->lock_fd = -1;
+    if (j->lock) {
+        int fd = lpr_sys_open(j->lock, O_RDONLY | O_NOFOLLOW, 0);
+        if (fd == -EMFILE) { /* the program's table is full: this is a copy of it */
+            lpr_sys_close(0);
+            fd = lpr_sys_open(j->lock, O_RDONLY | O_NOFOLLOW, 0);
+        }
+        struct stat a, b;
+        if (fd < 0) {
+            j->result = -1; /* no spool (any more): nothing to convert */
+            LP_SYS(SYS_exit, 0, 0, 0);
+        }
+        /* another converter has it, or had it and removed it while we opened it */
+        if (LP_SYS(SYS_flock, fd, LOCK_EX | LOCK_NB, 0) != 0 || lpr_sys_fstat(fd, &a) != 0 ||
+            lpr_sys_stat(j->lock, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+            j->result = LPR_SPAWN_BUSY;
+            LP_SYS(SYS_exit, 0, 0, 0);
+        }
+        j->lock_fd = fd;
+    }
     long pid = LP_SYS(SYS_clone, SIGCHLD, 0, 0); /* fork-like: a copy of this address space */
     if (pid == 0) exec_report(j);
     j->result = pid > 0 ? 0 : -1;
@@ -127,7 +177,7 @@ static int intermediate(void *arg) {
 /* Run libprof-report with `args` (NULL-terminated, without argv[0]); see lp.h. Only raw system
  * calls and no allocation: a crashing process's signal handler calls it. One start at a time of
  * each kind (each has its intermediate's stack); a second one meanwhile fails. */
-int lpr_spawn_report(const char *const *args, int wait_ms, int to_stderr) {
+int lpr_spawn_report(const char *const *args, const char *lock, int wait_ms, int to_stderr) {
     if (!report_path[0]) return -1;
     static char stacks[2][16384] __attribute__((aligned(16)));
     static int busy[2];
@@ -140,7 +190,7 @@ int lpr_spawn_report(const char *const *args, int wait_ms, int to_stderr) {
     for (size_t i = 0; args[i] && n < 31; i++) argv[n++] = (char *)args[i];
     argv[n] = NULL;
     clean_env(envps[kind]);
-    struct job j = {argv, envps[kind], wait_ms, to_stderr, -1, 0};
+    struct job j = {argv, envps[kind], lock, -1, wait_ms, to_stderr, -1, 0};
     int saved = errno;
     /* CLONE_VFORK: we resume when the intermediate has exited, its result written */
     int pid = clone(intermediate, stacks[kind] + sizeof stacks[kind], CLONE_VM | CLONE_VFORK, &j);

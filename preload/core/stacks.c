@@ -146,7 +146,7 @@ int lpr_stacks_init(unsigned depth) {
     lpr_unw_backtrace = unw_bt;
     lpr_stack_depth = depth;
     cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
-                !getenv("LIBPROF_STACK_CACHE_OFF");
+                !lpr_cfg.stack_cache_off;
     return 0;
 }
 

@@ -14,9 +14,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -75,12 +79,39 @@ static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
  * descriptor opened (close-on-exec) for that write and closed right after. So a program that
  * dup2s onto a low descriptor, closes every descriptor before an exec (CPython's subprocess,
  * node's child_process, chromium's launcher) or lists its open descriptors never meets one of
- * libprof's, and a descriptor number the program reuses can never receive libprof's bytes.
- * The cost is one open and one close per chunk (128 KiB by default): well under 1 % of the time
- * that chunk's events took to record.
+ * libprof's. The cost is one open and one close per chunk (128 KiB by default): well under 1 % of
+ * the time that chunk's events took to record.
+ *
+ * The program's descriptors and limits must never meet libprof's writes, so each write goes:
+ *   - open with O_APPEND, and write with pwritev2(RWF_NOAPPEND) at the chunk's own offset: a
+ *     stray write() of the program into that descriptor (a buggy thread writing to a number it
+ *     closed) lands at the end of the file, where a later chunk overwrites it or the reader skips
+ *     it, never over the header or a written chunk (kernels without RWF_NOAPPEND: plain open);
+ *   - moved at once above the numbers programs use (F_DUPFD_CLOEXEC from a high floor), and
+ *     checked to be the spool (device and inode) before any byte goes through it: the window in
+ *     which a reused number can meet libprof's is the two system calls between open and dup;
+ *   - never past the process's file-size limit (RLIMIT_FSIZE): a write that would pass it is not
+ *     made — the kernel would kill the program with SIGXFSZ — and recording stops, said once;
+ *   - at the descriptor limit (EMFILE), through a helper process that shares our memory but has
+ *     a table of descriptors of its own (write_via_helper): nothing is lost to a full table.
  *
  * Without a held descriptor there is no flock either; a live process's spool is told apart by
  * its header, which names its pid (see claim). */
+
+#define LP_RWF_NOAPPEND 0x20 /* linux/fs.h since 6.9; older headers lack it */
+#define HIGH_FD_FLOOR 4096   /* where libprof's descriptor goes when the limit allows */
+
+static uint64_t spool_dev, spool_ino; /* the spool's identity: a descriptor is checked against it */
+static int noappend = -1;             /* pwritev2(RWF_NOAPPEND) works here: 1, doesn't: 0, unknown: -1 */
+
+struct lpr_rlimit {
+    uint64_t cur, max;
+};
+static uint64_t rlimit_cur(int what) {
+    struct lpr_rlimit l;
+    if (lpr_syscall6(SYS_prlimit64, 0, what, 0, (long)&l, 0, 0) != 0) return UINT64_MAX;
+    return l.cur;
+}
 
 /* May this process take the existing file at `path`? 1 yes (ours, stale, or not a trace), 0 no
  * (the spool of another live process, or one being created this very moment), or -errno. */
@@ -90,41 +121,187 @@ static int claim(const char *path) {
     struct stat st;
     struct lp_file_header h;
     int rc = lpr_sys_fstat(fd, &st);
-    long n = rc == 0 && S_ISREG(st.st_mode) ? lpr_sys_pread(fd, &h, sizeof h, 0) : -EINVAL;
+    long n = rc == 0 && S_ISREG(st.st_mode) ? lpr_read_header(fd, &h) : -EINVAL;
     lpr_sys_close(fd);
     if (rc < 0) return rc;
     if (n < 0) return (int)n;
-    if (n < (long)sizeof h || memcmp(h.magic, LP_FORMAT_MAGIC, 8) != 0) {
+    if (n == 0) {
         /* an empty file created in the last two seconds may be another process's spool whose
          * header is not written yet; anything else that is not a trace is overwritten, as a
          * trace at that name would be */
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        return !(n == 0 && now.tv_sec - st.st_mtim.tv_sec < 2);
+        return !(st.st_size == 0 && now.tv_sec - st.st_mtim.tv_sec < 2);
     }
     if ((int)h.pid == lpr_sys_getpid()) return 1; /* ours: the image before an exec */
-    return lpr_sys_kill((int)h.pid, 0) == -ESRCH; /* its writer is gone: a stale spool */
+    return lpr_pid_gone((int)h.pid);              /* its writer is gone: a stale spool */
 }
 
-/* Create the spool at `path` and write the file header `h` to it. If another live process owns
- * that name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
+/* Has process `pid` ended? No such process, or a zombie: dead, only not reaped yet (an orphan's
+ * reaper may take its time). */
+int lpr_pid_gone(int pid) {
+    if (lpr_sys_kill(pid, 0) == -ESRCH) return 1;
+    char path[48], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = lpr_sys_open(path, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
+    lpr_sys_close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* The file header of the trace open at `fd` — at offset 0, or its copy in the HEADER chunk when
+ * that one is damaged: sizeof *h, 0 when neither is a libprof header, or -errno. */
+long lpr_read_header(int fd, struct lp_file_header *h) {
+    const uint64_t at[2] = {0, LP_HEADER_COPY_OFFSET};
+    for (int i = 0; i < 2; i++) {
+        long n = lpr_sys_pread(fd, h, sizeof *h, at[i]);
+        if (n < 0) return n;
+        if (n == (long)sizeof *h && !memcmp(h->magic, LP_FORMAT_MAGIC, 8)) return n;
+    }
+    return 0;
+}
+
+/* Note the identity of the file now at the spool's name (after it was made or put back). */
+void lpr_spool_identify(void) {
+    struct stat st;
+    if (lpr_sys_stat(spool_path, &st) == 0) {
+        spool_dev = st.st_dev;
+        spool_ino = st.st_ino;
+    }
+}
+
+/* One write of `cnt` pieces at `off`, however many system calls it takes. 0 or -errno. */
+static long write_all(int fd, struct iovec *iov, int cnt, uint64_t off) {
+    int idx = 0;
+    while (cnt > 0) {
+        long w = noappend == 1 ? lpr_syscall6(SYS_pwritev2, fd, (long)(iov + idx), cnt, (long)off, 0, LP_RWF_NOAPPEND)
+                               : lpr_sys_pwritev(fd, iov + idx, cnt, off);
+        if (w == -EINTR) continue;
+        if (w <= 0) return w < 0 ? w : -EIO;
+        off += (uint64_t)w;
+        while (cnt > 0 && (size_t)w >= iov[idx].iov_len) {
+            w -= (long)iov[idx].iov_len;
+            idx++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            iov[idx].iov_base = (char *)iov[idx].iov_base + w;
+            iov[idx].iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/* A descriptor on the spool for one write, moved above the program's numbers and checked to be
+ * the spool; or -errno. */
+static int open_spool(void) {
+    int fd = lpr_sys_open(spool_path, O_WRONLY | O_NOFOLLOW | (noappend == 1 ? O_APPEND : 0), 0);
+    if (fd < 0) return fd;
+    uint64_t lim = rlimit_cur(RLIMIT_NOFILE);
+    long floor = lim > HIGH_FD_FLOOR + 64 ? HIGH_FD_FLOOR : lim > 64 ? (long)lim - 32 : 0;
+    if (floor > fd) {
+        long hi = LP_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+        if (hi >= 0) {
+            lpr_sys_close(fd);
+            fd = (int)hi;
+        }
+    }
+    struct stat st;
+    if (lpr_sys_fstat(fd, &st) != 0 || st.st_dev != spool_dev || st.st_ino != spool_ino) {
+        lpr_sys_close(fd); /* the number was the program's by the time we looked: never write there */
+        return -EBADF;
+    }
+    return fd;
+}
+
+/* The helper of write_via_helper: runs on its own stack in our memory, with a copy of our table
+ * of descriptors and of our limits, so what it opens and closes is invisible to the program. */
+struct helper_job {
+    struct iovec *iov;
+    int cnt;
+    uint64_t off;
+    long result;
+};
+
+static int helper(void *arg) {
+    struct helper_job *j = arg;
+    uint64_t all = ~UINT64_C(0);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+    struct lpr_rlimit l;
+    if (lpr_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&l, 0, 0) == 0 && l.cur < l.max) {
+        l.cur = l.max;
+        lpr_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&l, 0, 0, 0);
+    }
+    int fd = open_spool();
+    if (fd == -EMFILE) { /* a full table: free a number in this copy of it (the program keeps its own) */
+        lpr_sys_close(0);
+        fd = open_spool();
+    }
+    j->result = fd < 0 ? fd : write_all(fd, j->iov, j->cnt, j->off);
+    LP_SYS(SYS_exit, 0, 0, 0);
+    return 0;
+}
+
+static long write_via_helper(struct iovec *iov, int cnt, uint64_t off) {
+    const size_t stack = 64 * 1024;
+    void *m = lpr_sys_mmap(NULL, stack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (lpr_sys_failed((long)m)) return -ENOMEM;
+    struct helper_job j = {iov, cnt, off, -EMFILE};
+    /* CLONE_VM | CLONE_VFORK: this thread waits until the helper is gone; exit signal 0: no
+     * SIGCHLD, and wait(-1) without __WALL never sees it */
+    int pid = clone(helper, (char *)m + stack, CLONE_VM | CLONE_VFORK, &j);
+    if (pid > 0) {
+        int st;
+        while (lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0) == -EINTR) {}
+    }
+    lpr_sys_munmap(m, stack);
+    return pid > 0 ? j.result : -EMFILE;
+}
+
+/* Write `cnt` pieces of `total` bytes at `off` of the spool. 0 or -errno. */
+static long spool_pwrite(struct iovec *iov, int cnt, size_t total, uint64_t off) {
+    if (off + total > rlimit_cur(RLIMIT_FSIZE)) return -EFBIG; /* the kernel would send SIGXFSZ */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int fd = open_spool();
+        if (fd == -EMFILE || fd == -ENFILE) return write_via_helper(iov, cnt, off);
+        if (fd == -EBADF) continue; /* our number was taken back in between: again */
+        if (fd < 0) return fd;
+        long rc = write_all(fd, iov, cnt, off);
+        lpr_sys_close(fd);
+        if (rc != -EBADF) return rc; /* EBADF: the program closed it under us */
+    }
+    return -EBADF;
+}
+
+/* Create the spool at `path` and write the file header `h` to it, followed by a copy of it in a
+ * HEADER chunk (a damaged header does not lose the trace). If another live process owns that
+ * name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
  * inserted; the name taken is copied to `chosen`. A symlink at the name is never followed.
  * Returns 0 or -1 (errno set). */
 int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
                      size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
+    int mode = (int)lpr_cfg.file_mode ? (int)lpr_cfg.file_mode : 0600;
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = lpr_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        int fd = lpr_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
         if (fd == -EEXIST) {
             int c = claim(chosen);
             if (c < 0) {
                 errno = -c;
                 return -1;
             }
-            if (c == 1)
-                fd = lpr_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0644);
-            else if (!allow_rename || attempt == 1 ||
-                     lpr_path_insert_pid(chosen, chosen_len, (long)lpr_sys_getpid()) != 0) {
+            if (c == 1) {
+                /* a file we take over keeps no wider mode than ours */
+                fd = lpr_sys_open(chosen, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0);
+                struct stat old;
+                if (fd >= 0 && lpr_sys_fstat(fd, &old) == 0)
+                    LP_SYS(SYS_fchmod, fd, old.st_mode & (unsigned)mode & 0777, 0);
+            } else if (!allow_rename || attempt == 1 ||
+                       lpr_path_insert_pid(chosen, chosen_len, (long)lpr_sys_getpid()) != 0) {
                 errno = EBUSY;
                 return -1;
             } else {
@@ -135,16 +312,31 @@ int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_he
             errno = -fd;
             return -1;
         }
-        long w = lpr_sys_pwritev(fd, &(struct iovec){(void *)h, sizeof *h}, 1, 0);
+        struct stat st;
+        lpr_sys_fstat(fd, &st);
+        spool_dev = st.st_dev;
+        spool_ino = st.st_ino;
+        struct lp_chunk_header ch = {.magic = LP_CHUNK_MAGIC, .type = LP_CHUNK_HEADER, .length = sizeof *h};
+        struct iovec iov[3] = {{(void *)h, sizeof *h}, {&ch, sizeof ch}, {(void *)h, sizeof *h}};
+        size_t total = 2 * sizeof *h + sizeof ch;
+        long w = total > rlimit_cur(RLIMIT_FSIZE) ? -EFBIG : 0;
+        if (w == 0) {
+            if (noappend < 0) noappend = 1; /* try RWF_NOAPPEND (Linux 6.9 and later) once */
+            w = write_all(fd, iov, 3, 0);
+            if ((w == -EOPNOTSUPP || w == -EINVAL) && noappend == 1) {
+                noappend = 0;
+                w = write_all(fd, iov, 3, 0);
+            }
+        }
         lpr_sys_close(fd);
-        if (w != (long)sizeof *h) {
+        if (w != 0) {
             lpr_sys_unlink(chosen);
-            errno = w < 0 ? (int)-w : EIO;
+            errno = (int)-w;
             return -1;
         }
         snprintf(spool_path, sizeof spool_path, "%s", chosen);
         spool_pid = lpr_sys_getpid();
-        spool_off = sizeof *h;
+        spool_off = total;
         spool_failed = 0;
         fail_off = UINT64_MAX;
         __atomic_store_n(&lpr_spool_on, 1, __ATOMIC_RELEASE);
@@ -184,9 +376,13 @@ static void write_failed(uint64_t start, long why) {
     uint64_t prev = __atomic_load_n(&fail_off, __ATOMIC_RELAXED);
     while (start < prev &&
            !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-    if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED))
-        lpr_warn("cannot write the trace (%s); recording stops, the program carries on",
-                 why < 0 ? strerror((int)-why) : "short write");
+    if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED)) {
+        if (why == -EFBIG)
+            lpr_warn("the trace reached the process's file-size limit (ulimit -f); recording stops, the program "
+                     "carries on");
+        else
+            lpr_warn("cannot write the trace (%s); recording stops, the program carries on", strerror((int)-why));
+    }
 }
 
 /* Append one chunk made of `a` and `b` (either may be empty) to the spool. Safe to call from any
@@ -210,33 +406,11 @@ int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, con
     struct iovec iov[4] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}, {(void *)&zeros, pad}};
     size_t total = sizeof h + alen + blen + pad;
     uint64_t off = __atomic_fetch_add(&spool_off, total, __ATOMIC_RELAXED);
-    const uint64_t start = off;
-    int fd = lpr_sys_open(spool_path, O_WRONLY | O_NOFOLLOW, 0);
-    if (fd < 0) {
-        write_failed(start, fd);
+    long rc = spool_pwrite(iov, 4, total, off);
+    if (rc != 0) {
+        write_failed(off, rc);
         return -1;
     }
-    int idx = 0, cnt = 4;
-    while (cnt > 0) {
-        long w = lpr_sys_pwritev(fd, iov + idx, cnt, off);
-        if (w == -EINTR) continue;
-        if (w <= 0) {
-            lpr_sys_close(fd);
-            write_failed(start, w);
-            return -1;
-        }
-        off += (uint64_t)w;
-        while (cnt > 0 && (size_t)w >= iov[idx].iov_len) {
-            w -= (long)iov[idx].iov_len;
-            idx++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov[idx].iov_base = (char *)iov[idx].iov_base + w;
-            iov[idx].iov_len -= (size_t)w;
-        }
-    }
-    lpr_sys_close(fd);
     __atomic_fetch_add(&lpr_chunks_written, 1, __ATOMIC_RELAXED);
     return 0;
 }

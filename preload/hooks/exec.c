@@ -63,6 +63,7 @@ static int run_exec(int search, const char *path, char *const argv[], char *cons
     if (!fn) LP_NOFN(-1);
     struct env_fix f;
     char *const *use = fixed_env(&f, envp);
+    lpr_exec_check_static(path, search);
     record_exec(path, argv);
     lpr_exec_prepare();
     int rc = fn(path, argv, use);
@@ -151,10 +152,12 @@ static int run_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spaw
 
 LP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    lpr_exec_check_static(path, 0);
     return run_spawn(LP_REAL(posix_spawn), pid, path, fa, attr, argv, envp);
 }
 
 LP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    lpr_exec_check_static(file, 1);
     return run_spawn(LP_REAL(posix_spawnp), pid, file, fa, attr, argv, envp);
 }

@@ -15,6 +15,26 @@
 
 LP_REAL_SLOT(exit)
 
+/* Returning from main calls exit from inside the C library, past the exit hook: the status main
+ * returns is noted on its way out, by running main through a wrapper. __libc_start_main is how
+ * every dynamically linked C program reaches main (the executable's _start calls it). */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn program_main;
+
+static int main_wrapper(int argc, char **argv, char **envp) {
+    int status = program_main(argc, argv, envp);
+    lpr_exit_status = status;
+    return status;
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end) {
+    typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+    start_fn real = (start_fn)lpr_dlsym(RTLD_NEXT, "__libc_start_main");
+    program_main = main;
+    return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 LP_EXPORT void exit(int status) {
     lpr_exit_status = status;
     LP_REAL(exit)(status);

@@ -151,7 +151,6 @@ static const char *model_of(void *session) {
  * copies it too, when the program ends the profiling or releases the session. */
 #define OPTS 64
 static const void *program_profiled[OPTS]; /* options the program called EnableProfiling on */
-static int nodes_off = -1;
 static char tmpdir[64];
 static unsigned next_file;
 
@@ -305,11 +304,7 @@ static const void *profiling_options(const void *opts, int *profiled) {
         *profiled = 2;
         return opts;
     }
-    if (nodes_off < 0) {
-        const char *v = getenv("LIBPROF_ORT_NODES");
-        nodes_off = v && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off"));
-    }
-    if (nodes_off || !opts || !real_has_v2) return opts;
+    if (!lpr_cfg.ort_nodes || !opts || !real_has_v2) return opts;
     if (!tmpdir[0]) {
         snprintf(tmpdir, sizeof tmpdir, "/tmp/libprof-ort.%d", lpr_sys_getpid());
         lpr_sys_mkdir(tmpdir, 0700);

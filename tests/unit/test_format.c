@@ -184,11 +184,46 @@ Test(format, damaged_and_foreign_files) {
         off += sizeof h + ((h.length + 7) & ~7u);
     }
     c[off + sizeof h + 7] = 0x7e; /* kind byte of the first record: no such kind */
+    /* ... that chunk is skipped as damage, and the reader goes on at the next whole chunk */
     cr_assert_eq(lp_reader_open_mem(&r, c, b.n, err, sizeof err), 0);
-    cr_expect_eq(r.truncated, 1);
-    cr_expect_eq(r.events, 0);
+    cr_expect_eq(r.truncated, 0);
+    cr_expect_eq(r.damaged, 1);
+    cr_expect_eq(r.damaged_bytes, sizeof h + ((h.length + 7) & ~7u), "exactly the damaged chunk is skipped");
+    cr_expect_eq(r.events, 3, "thread 200's chunk survives");
+    cr_expect_not_null(r.end, "and the END chunk after it");
     lp_reader_close(&r);
     free(c);
+}
+
+/* A stray write of the program's over the file header (a descriptor number reused under libprof):
+ * the copy in the HEADER chunk that follows it keeps the trace readable. */
+Test(format, damaged_header_is_read_from_its_copy) {
+    struct buf b = {0};
+    header(&b, LP_CLOCK_MONOTONIC);
+    struct lp_file_header copy;
+    memcpy(&copy, b.d, sizeof copy);
+    chunk(&b, LP_CHUNK_HEADER, 0, &copy, sizeof copy, 0, 1000000);
+    uint64_t ev[] = {W0U(LP_EV_MALLOC, 10), 64, 0xa000, W0U(LP_EV_FREE, 20), 0xa000};
+    chunk(&b, LP_CHUNK_EVENTS, 100, ev, sizeof ev, 30, 1000030);
+    memcpy(b.d, "abc\n", 4); /* what a program's write(fd, "abc\n", 4) did at offset 0 */
+    struct lp_reader r;
+    char err[128];
+    cr_assert_eq(lp_reader_open_mem(&r, b.d, b.n, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(r.header_recovered, 1);
+    cr_expect_eq(r.hdr.pid, 100);
+    cr_expect_eq(r.events, 2);
+    lp_reader_close(&r);
+    /* junk after the END chunk (a stray write appended at the end) loses nothing */
+    struct buf e = sample();
+    put(&e, "abc\n", 4);
+    cr_assert_eq(lp_reader_open_mem(&r, e.d, e.n, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(r.truncated, 0);
+    cr_expect_eq(r.damaged, 0);
+    cr_expect_eq(r.damaged_bytes, 4);
+    cr_expect_eq(r.events, 5);
+    lp_reader_close(&r);
+    free(b.d);
+    free(e.d);
 }
 
 /* Found by fuzzing: a name id far beyond what a writer produces must not size the name table

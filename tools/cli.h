@@ -1,0 +1,49 @@
+/* cli.h: libprof-report's command line — one table of options (name, argument, help, what it
+ * sets), read by the parser, by --help and by the documentation test, and the struct it fills. */
+#ifndef RP_CLI_H
+#define RP_CLI_H
+
+#include <stdint.h>
+
+#include "report.h"
+
+/* Everything the command line says. */
+struct rp_cli {
+    const char **inputs;
+    int ninputs;
+    /* outputs */
+    const char *chrome, *csv, *events_csv, *html, *folded, *folded_leaks, *folded_peak, *speedscope, *diff;
+    const char *log;  /* --log: stdout and stderr go there (removed if nothing was written) */
+    const char *wait; /* --wait FILE: wait for that trace to be complete */
+    double wait_timeout;
+    unsigned file_mode; /* --file-mode: the files written (0600 unless said) */
+    int summary, merge, quiet, remove_raw, general_path;
+    int have_min, killed_by;
+    uint64_t alloc_min;
+    unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
+    uint64_t peak_at_ns;     /* --at: the instant the peak views show instead of the peak */
+    struct rp_opts o;        /* the report's own options */
+};
+
+struct rp_option {
+    const char *name, *alias; /* "--top", and a short form or NULL */
+    const char *arg;          /* the argument's name, NULL for a flag */
+    const char *group;        /* the --help section it is listed under */
+    const char *help;         /* one line; '\n' continues it on the next line */
+    int (*set)(struct rp_cli *c, const char *name, const char *value); /* 0, 1 (done: exit 0), 2 (bad) */
+};
+extern const struct rp_option rp_options[];
+extern const unsigned rp_noptions;
+
+/* Fill `c` from argv. Returns -1 to go on, else the exit status (help printed: 0; bad usage: 2,
+ * message printed). */
+int rp_cli_parse(struct rp_cli *c, int argc, char **argv);
+void rp_cli_usage(FILE *f);
+
+/* run.c: libprof-report as a process — --log, file modes and inherited limits (0, or -1 with a
+ * message); outputs no wider than the inputs; --wait (the exit status). */
+int rp_setup_process(struct rp_cli *c);
+void rp_inputs_mode(struct rp_cli *c, const char *const *paths, int n);
+int rp_wait(const char *file, double timeout, int quiet);
+
+#endif
