@@ -139,6 +139,7 @@ INTEGRATION_TESTS += tests/integration/test_ort.c
 INTEGRATION_TESTS += tests/integration/test_memviews.c
 INTEGRATION_TESTS += tests/integration/test_mpi.c
 INTEGRATION_TESTS += tests/integration/test_reliab.c
+INTEGRATION_TESTS += tests/integration/test_private.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c

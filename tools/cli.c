@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libprof/format.h"
+#include "lib/vars.h"
 
 static const char intro[] =
     "usage: libprof-report TRACE... [options]\n"
@@ -89,6 +90,16 @@ static int set_help(struct rp_cli *c, const char *n, const char *v) {
 static int set_version(struct rp_cli *c, const char *n, const char *v) {
     (void)c, (void)n, (void)v;
     printf("libprof-report %s (trace format %d)\n", LIBPROF_VERSION, LP_FORMAT_VERSION);
+    return 1;
+}
+
+/* --variables: the preload's table (lib/vars.h), for `libprof --variables` and the manual. */
+static int set_variables(struct rp_cli *c, const char *n, const char *v) {
+    (void)c, (void)n, (void)v;
+#define PRINT(name, arg, dflt, help, type, field, lo, hi, choices) \
+    printf("%s=%s\n    %s (default: %s)\n", name, arg, help, dflt);
+    LP_VARS(PRINT)
+#undef PRINT
     return 1;
 }
 
@@ -253,6 +264,7 @@ const struct rp_option rp_options[] = {
     {"--general-path", NULL, NULL, RAW, "decode every event the general way, without the allocation fast\npath: the same files, slower (a check of the fast path)", set_general_path},
     {"--quiet", "-q", NULL, GENERAL, "no progress or notices on stderr", set_quiet},
     {"--help", "-h", NULL, GENERAL, "this text", set_help},
+    {"--variables", NULL, NULL, GENERAL, "the LIBPROF_* variables the preload reads, with defaults", set_variables},
     {"--version", NULL, NULL, GENERAL, "the version and the trace format it reads", set_version},
 };
 // clang-format on

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "lp.h"
+#include "lib/vars.h"
 
 #define DEFAULT_BUFFER_KB 128
 #define DEFAULT_ALLOC_MIN (64u * 1024)
@@ -244,62 +245,10 @@ enum { V_BOOL, V_SIZE, V_SECONDS, V_SIGNAL, V_FAMILIES, V_CHOICE, V_STRING, V_MO
 #define F(field) (unsigned)offsetof(struct lpr_config, field)
 #define ROOM(field) sizeof(((struct lpr_config *)0)->field)
 // clang-format off
-const struct lpr_var lpr_vars[] = {
-    {"LIBPROF_VERBOSE", "0|1", "0", "diagnostics on stderr: paths, clock, event counts, the conversion's time",
-     V_BOOL, F(verbose), 0, 0, NULL},
-    {"LIBPROF", "0|1", "unset", "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv; 0: libprof off whatever else is set",
-     V_BOOL, F(master), 0, 0, NULL},
-    {"LIBPROF_OUTPUT", "path", "off", "profile into this trace (patterns %p %h %t %e %r %%; .lpt: the raw trace, else Chrome JSON)",
-     V_STRING, F(output_pat), 0, ROOM(output_pat), NULL},
-    {"LIBPROF_CSV", "path", "with LIBPROF=1 only", "also write the CSV summary there (same patterns)",
-     V_STRING, F(csv_pat), 0, ROOM(csv_pat), NULL},
-    {"LIBPROF_DIR", "dir", "the current directory at start", "relative output paths are resolved against this directory, for the process and all its descendants",
-     V_STRING, F(dir), 0, ROOM(dir), NULL},
-    {"LIBPROF_SUMMARY", "0|1", "0", "print a summary table on stderr at exit, like glibc's memusage",
-     V_BOOL, F(summary), 0, 0, NULL},
-    {"LIBPROF_EVENTS", "list", "all", "families to record, comma-separated: all, none, alloc, annot, thread, sync, dl, io, process, wait, blas, dnnl, omp, python, ort, mpi; -name drops one",
-     V_FAMILIES, F(families), 0, 0, NULL},
-    {"LIBPROF_STACKS", "n", "0", "record n frames (1-128) of call stack with every allocation",
-     V_SIZE, F(stacks), 0, LP_STACK_MAX_DEPTH, NULL},
-    {"LIBPROF_STACK_CACHE_OFF", "0|1", "0", "1: walk every call stack afresh instead of reusing validated call chains",
-     V_BOOL, F(stack_cache_off), 0, 0, NULL},
-    {"LIBPROF_FLAMEGRAPH", "0|1", "0", "with LIBPROF_STACKS: write NAME.alloc.folded, .leaks.folded, .peak.folded and .speedscope.json beside the trace",
-     V_BOOL, F(flamegraph), 0, 0, NULL},
-    {"LIBPROF_PYTHON", "0|1", "1", "0: do not read the Python interpreter's frames",
-     V_BOOL, F(python), 0, 0, NULL},
-    {"LIBPROF_PYTHON_MALLOC", "0|1", "0", "1: set PYTHONMALLOC=malloc so that small Python objects reach malloc",
-     V_BOOL, F(python_malloc), 0, 0, NULL},
-    {"LIBPROF_PYTHON_CALLS", "regex", "none", "Python functions whose qualified name matches (POSIX ERE) become slices",
-     V_STRING, F(python_calls), 0, ROOM(python_calls), NULL},
-    {"LIBPROF_ORT_NODES", "0|1", "1", "0: do not turn ONNX Runtime's own per-node profiling on",
-     V_BOOL, F(ort_nodes), 0, 0, NULL},
-    {"LIBPROF_MIN_NS", "ns", "0", "calls of the runtime entry points shorter than this are counted, not written one by one",
-     V_SIZE, F(min_ns), 0, UINT64_C(1000000000000), NULL},
-    {"LIBPROF_ALLOC_MIN", "bytes", "64K", "allocations this large become instant events in the JSON (K, M, G allowed; 0: every one)",
-     V_SIZE, F(alloc_min), 0, UINT64_MAX, NULL},
-    {"LIBPROF_ALLOC_TIMING", "0|1", "0", "1: time every allocation call (two timestamps instead of one)",
-     V_BOOL, F(alloc_timing), 0, 0, NULL},
-    {"LIBPROF_START", "running|paused", "running", "paused: start with recording paused",
-     V_CHOICE, F(start_paused), 0, 0, "running,paused"},
-    {"LIBPROF_DELAY", "seconds", "0", "start recording this long after start-up",
-     V_SECONDS, F(delay_ns), 0, 0, NULL},
-    {"LIBPROF_DURATION", "seconds", "unlimited", "stop recording this long after recording started",
-     V_SECONDS, F(duration_ns), 0, 0, NULL},
-    {"LIBPROF_SIGNAL", "signal", "none", "each delivery of this signal (e.g. SIGUSR2) pauses or resumes recording",
-     V_SIGNAL, F(signal), 0, 0, NULL},
-    {"LIBPROF_CHILDREN", "0|1", "1", "0: do not profile child processes (libprof leaves their environment)",
-     V_BOOL, F(children), 0, 0, NULL},
-    {"LIBPROF_BUFFER_KB", "KiB", "128", "per-thread chunk size, 4 to 262144",
-     V_SIZE, F(buffer_kb), 4, 256 * 1024, NULL},
-    {"LIBPROF_KEEP_RAW", "0|1", "0", "1: keep the raw trace (NAME.lpt) beside a JSON trace",
-     V_BOOL, F(keep_raw), 0, 0, NULL},
-    {"LIBPROF_CONVERT", "exit|background", "exit", "background: the program ends at once and a detached libprof-report converts",
-     V_CHOICE, F(convert_background), 0, 0, "exit,background"},
-    {"LIBPROF_CLOCK", "tsc|monotonic", "tsc where invariant", "the timestamp source",
-     V_CHOICE, F(clock), 0, 0, "monotonic,tsc"},
-    {"LIBPROF_FILE_MODE", "octal", "0600", "permissions of the files libprof creates (directories get the matching x bits); 0644 shares traces",
-     V_MODE, F(file_mode), 0, 0777, NULL},
-};
+#define ROW(name, arg, dflt, help, type, field, lo, hi, choices) \
+    {name, arg, dflt, help, V_##type, F(field), lo, (hi) ? (hi) : ROOM(field), choices},
+const struct lpr_var lpr_vars[] = {LP_VARS(ROW)};
+#undef ROW
 // clang-format on
 const unsigned lpr_nvars = sizeof lpr_vars / sizeof lpr_vars[0];
 #undef F

@@ -443,14 +443,26 @@ void lpr_child_reaped(int pid, int status) {
  * profiled parent was there to reap it (an orphan of a killed shell, say). "Of this run": begun
  * after this process began; "gone": no such pid any more, or a zombie nobody reaped (a live
  * process, even one converting its own trace at exit, is never touched). */
+/* Does the spool open at `fd` end with its END chunk (its process finished: a raw trace kept on
+ * purpose, LIBPROF_KEEP_RAW, or one its own converter is working on)? */
+static int ends_whole(int fd) {
+    struct stat st;
+    struct lp_chunk_header ch;
+    const uint64_t tail = sizeof ch + sizeof(struct lp_end);
+    if (lpr_sys_fstat(fd, &st) != 0 || (uint64_t)st.st_size < LP_FILE_HEADER_SIZE + tail) return 0;
+    if (lpr_sys_pread(fd, &ch, sizeof ch, (uint64_t)st.st_size - tail) != (long)sizeof ch) return 0;
+    return ch.magic == LP_CHUNK_MAGIC && ch.type == LP_CHUNK_END && ch.length == sizeof(struct lp_end);
+}
+
 static int convert_if_orphan(const char *path, void *arg) {
     uint64_t since = *(uint64_t *)arg;
     int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0) return 0;
     struct lp_file_header h;
     long n = lpr_read_header(fd, &h);
+    int whole = ends_whole(fd);
     lpr_sys_close(fd);
-    if (n != (long)sizeof h || h.origin_real_ns < since || !h.pid) return 0;
+    if (n != (long)sizeof h || h.origin_real_ns < since || !h.pid || whole) return 0;
     if (!lpr_pid_gone((int)h.pid)) return 0;
     convert_orphan(path, (int)h.pid, 0);
     return 0;

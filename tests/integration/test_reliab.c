@@ -269,8 +269,8 @@ Test(reliab, killed_orphan_is_converted_by_the_run) {
         while (d && (e = readdir(d)) != NULL)
             if (!strncmp(e->d_name, "sleep_", 6)) {
                 size_t n = strlen(e->d_name);
-                sleep_json = strfmt("%s/%.*s", t, (int)(n > 4 && !strcmp(e->d_name + n - 4, ".lpt") ? n - 4 : n),
-                                    e->d_name);
+                sleep_json =
+                    strfmt("%s/%.*s", t, (int)(n > 4 && !strcmp(e->d_name + n - 4, ".lpt") ? n - 4 : n), e->d_name);
             }
         if (d) closedir(d);
         if (!sleep_json) usleep(20 * 1000);

@@ -1,0 +1,98 @@
+/* vars.h: every environment variable the preload reads — the one list that the recorder's loader
+ * (preload/core/config.c), `libprof-report --variables` (and so `libprof --variables`) and the
+ * documentation test (tests/unit/test_docs.c) all expand, so a variable cannot be read without
+ * its help line, nor documented without being read.
+ *
+ * X(name, argument, default, one line of help, how it is read, field of struct lpr_config,
+ *   low bound, high bound (a string's room: 0, sized by the field), the words of a choice).
+ * The loader reads them in this order: LIBPROF_VERBOSE first, so that the warnings about the
+ * others can be verbose. */
+#ifndef LP_VARS_H
+#define LP_VARS_H
+
+// clang-format off
+#define LP_VARS(X) \
+    X("LIBPROF_VERBOSE", "0|1", "0", \
+      "diagnostics on stderr: paths, clock, event counts, the conversion's time", \
+      BOOL, verbose, 0, 0, NULL) \
+    X("LIBPROF", "0|1", "unset", \
+      "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv; 0: libprof off whatever else is set", \
+      BOOL, master, 0, 0, NULL) \
+    X("LIBPROF_OUTPUT", "path", "off", \
+      "profile into this trace (patterns %p %h %t %e %r %%; .lpt: the raw trace, else Chrome JSON)", \
+      STRING, output_pat, 0, 0, NULL) \
+    X("LIBPROF_CSV", "path", "with LIBPROF=1 only", \
+      "also write the CSV summary there (same patterns)", \
+      STRING, csv_pat, 0, 0, NULL) \
+    X("LIBPROF_DIR", "dir", "the current directory at start", \
+      "relative output paths are resolved against this directory, for the process and all its descendants", \
+      STRING, dir, 0, 0, NULL) \
+    X("LIBPROF_SUMMARY", "0|1", "0", \
+      "print a summary table on stderr at exit, like glibc's memusage", \
+      BOOL, summary, 0, 0, NULL) \
+    X("LIBPROF_EVENTS", "list", "all", \
+      "families to record, comma-separated: all, none, alloc, annot, thread, sync, dl, io, process, wait, blas, dnnl, omp, python, ort, mpi; -name drops one", \
+      FAMILIES, families, 0, 0, NULL) \
+    X("LIBPROF_STACKS", "n", "0", \
+      "record n frames (1-128) of call stack with every allocation", \
+      SIZE, stacks, 0, LP_STACK_MAX_DEPTH, NULL) \
+    X("LIBPROF_STACK_CACHE_OFF", "0|1", "0", \
+      "1: walk every call stack afresh instead of reusing validated call chains", \
+      BOOL, stack_cache_off, 0, 0, NULL) \
+    X("LIBPROF_FLAMEGRAPH", "0|1", "0", \
+      "with LIBPROF_STACKS: write NAME.alloc.folded, .leaks.folded, .peak.folded and .speedscope.json beside the trace", \
+      BOOL, flamegraph, 0, 0, NULL) \
+    X("LIBPROF_PYTHON", "0|1", "1", \
+      "0: do not read the Python interpreter's frames", \
+      BOOL, python, 0, 0, NULL) \
+    X("LIBPROF_PYTHON_MALLOC", "0|1", "0", \
+      "1: set PYTHONMALLOC=malloc so that small Python objects reach malloc", \
+      BOOL, python_malloc, 0, 0, NULL) \
+    X("LIBPROF_PYTHON_CALLS", "regex", "none", \
+      "Python functions whose qualified name matches (POSIX ERE) become slices", \
+      STRING, python_calls, 0, 0, NULL) \
+    X("LIBPROF_ORT_NODES", "0|1", "1", \
+      "0: do not turn ONNX Runtime's own per-node profiling on", \
+      BOOL, ort_nodes, 0, 0, NULL) \
+    X("LIBPROF_MIN_NS", "ns", "0", \
+      "calls of the runtime entry points shorter than this are counted, not written one by one", \
+      SIZE, min_ns, 0, UINT64_C(1000000000000), NULL) \
+    X("LIBPROF_ALLOC_MIN", "bytes", "64K", \
+      "allocations this large become instant events in the JSON (K, M, G allowed; 0: every one)", \
+      SIZE, alloc_min, 0, UINT64_MAX, NULL) \
+    X("LIBPROF_ALLOC_TIMING", "0|1", "0", \
+      "1: time every allocation call (two timestamps instead of one)", \
+      BOOL, alloc_timing, 0, 0, NULL) \
+    X("LIBPROF_START", "running|paused", "running", \
+      "paused: start with recording paused", \
+      CHOICE, start_paused, 0, 0, "running,paused") \
+    X("LIBPROF_DELAY", "seconds", "0", \
+      "start recording this long after start-up", \
+      SECONDS, delay_ns, 0, 0, NULL) \
+    X("LIBPROF_DURATION", "seconds", "unlimited", \
+      "stop recording this long after recording started", \
+      SECONDS, duration_ns, 0, 0, NULL) \
+    X("LIBPROF_SIGNAL", "signal", "none", \
+      "each delivery of this signal (e.g. SIGUSR2) pauses or resumes recording", \
+      SIGNAL, signal, 0, 0, NULL) \
+    X("LIBPROF_CHILDREN", "0|1", "1", \
+      "0: do not profile child processes (libprof leaves their environment)", \
+      BOOL, children, 0, 0, NULL) \
+    X("LIBPROF_BUFFER_KB", "KiB", "128", \
+      "per-thread chunk size, 4 to 262144", \
+      SIZE, buffer_kb, 4, 256 * 1024, NULL) \
+    X("LIBPROF_KEEP_RAW", "0|1", "0", \
+      "1: keep the raw trace (NAME.lpt) beside a JSON trace", \
+      BOOL, keep_raw, 0, 0, NULL) \
+    X("LIBPROF_CONVERT", "exit|background", "exit", \
+      "background: the program ends at once and a detached libprof-report converts", \
+      CHOICE, convert_background, 0, 0, "exit,background") \
+    X("LIBPROF_CLOCK", "tsc|monotonic", "tsc where invariant", \
+      "the timestamp source", \
+      CHOICE, clock, 0, 0, "monotonic,tsc") \
+    X("LIBPROF_FILE_MODE", "octal", "0600", \
+      "permissions of the files libprof creates (directories get the matching x bits); 0644 shares traces", \
+      MODE, file_mode, 0, 0777, NULL)
+// clang-format on
+
+#endif
