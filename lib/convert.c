@@ -659,8 +659,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     p->last = lp_os_calloc((size_t)r->nthreads + 1, sizeof *p->last);
     if (p->threshold) p->ring = lp_os_calloc((size_t)r->nthreads * p->threshold + 1, sizeof *p->ring);
     if (!p->last || (p->threshold && !p->ring)) goto oom;
-    if (lp_map_grow(&p->h.live) != 0) goto oom; /* the fast path counts on a map with slots */
-    a->sites = lp_sites_new(r);                 /* NULL: no stacks in this trace */
+    if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
+    a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
     a->pycalls = lp_pycalls_new(r);
     a->ort = lp_ort_new(r);
     if (!a->calls || !a->pycalls || !a->ort) goto oom;

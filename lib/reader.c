@@ -268,18 +268,25 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             size_t nw = h.length / 8;
             for (size_t i = 0; i < nw;) {
                 uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
-                if (id == 0 || id > LP_MAX_STACK_ID || k > LP_STACK_MAX_DEPTH || i + 1 + k > nw) {
-                    r->truncated = 1;
+                int pair = k == LP_STACK_PAIR;
+                size_t words = pair ? 2 : k;
+                if (id == 0 || id > LP_MAX_STACK_ID || (!pair && k > LP_STACK_MAX_DEPTH) || i + 1 + words > nw ||
+                    (pair && ((uint32_t)w[i + 1] >= id || (uint32_t)(w[i + 1] >> 32) >= id))) {
+                    r->truncated = 1; /* a pair names parts defined before it */
                     break;
                 }
                 if (id >= r->nstacks) {
                     if (LP_RESERVE_ZERO(r->stacks, r->cap.stacks, (size_t)id + 1) != 0) goto nomem;
                     r->nstacks = (uint32_t)r->cap.stacks;
                 }
-                if (!r->stacks[id].frames) r->nstacks_found++;
-                r->stacks[id].frames = w + i + 1;
-                r->stacks[id].n = k;
-                i += 1 + k;
+                struct lp_stack *st = &r->stacks[id];
+                if (!st->frames && !st->pair) r->nstacks_found++;
+                if (pair)
+                    *st = (struct lp_stack){
+                        NULL, 0, (uint32_t)w[i + 1], (uint32_t)(w[i + 1] >> 32), 1, (uint8_t)(w[i + 2] & 0xff)};
+                else
+                    *st = (struct lp_stack){w + i + 1, k, 0, 0, 0, 0};
+                i += 1 + words;
             }
             if (r->truncated) break;
         } else if (h.type == LP_CHUNK_MODULES && h.length >= sizeof(struct lp_module)) {
@@ -398,6 +405,57 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->ort_profiles);
     if (r->mapped && r->data) lp_os_munmap((void *)r->data, r->size);
     memset(r, 0, sizeof *r);
+}
+
+/* The words of flat stack `id` without their tags into out (at most max); their number. */
+static uint32_t flat(const struct lp_reader *r, uint32_t id, uint64_t *out, uint32_t max) {
+    if (!id || id >= r->nstacks || !r->stacks[id].frames) return 0;
+    const struct lp_stack *st = &r->stacks[id];
+    uint32_t n = st->n < max ? st->n : max;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t w = st->frames[i];
+        out[i] = w & LP_PYFRAME_BIT ? w & ~LP_PY_RUN_END : w & ~LP_NATIVE_TAGS;
+    }
+    return n;
+}
+
+uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames *v) {
+    v->f = v->buf;
+    v->n = 0;
+    if (!lp_stack_known(r, id)) return 0;
+    const struct lp_stack *st = &r->stacks[id];
+    if (!st->pair) {
+        int tagged = 0;
+        for (uint32_t i = 0; i < st->n && !tagged; i++)
+            tagged = st->frames[i] & LP_PYFRAME_BIT ? (st->frames[i] & LP_PY_RUN_END) != 0
+                                                    : (st->frames[i] & LP_NATIVE_TAGS) != 0;
+        if (!tagged) { /* as written */
+            v->f = st->frames;
+            return v->n = st->n;
+        }
+        return v->n = flat(r, id, v->buf, LP_STACK_MAX_FRAMES);
+    }
+    /* a pair: the Python runs go where the native part runs the evaluation loop */
+    const struct lp_stack *nat = st->native < r->nstacks ? &r->stacks[st->native] : NULL;
+    const struct lp_stack *py = st->python < r->nstacks ? &r->stacks[st->python] : NULL;
+    uint32_t nn = nat && nat->frames ? nat->n : 0, np = py && py->frames ? py->n : 0, p = 0, m = 0;
+    int in_py = 0;
+    for (uint32_t i = 0; i < nn && m < LP_STACK_MAX_FRAMES; i++) {
+        uint64_t w = nat->frames[i];
+        if ((w & LP_NATIVE_EVAL) && p < np) {
+            while (p < np && m < LP_STACK_MAX_FRAMES) {
+                uint64_t q = py->frames[p++];
+                v->buf[m++] = q & ~LP_PY_RUN_END;
+                if (q & LP_PY_RUN_END) break;
+            }
+            in_py = 1;
+        } else if (!in_py || !(w & LP_NATIVE_INTERP)) { /* the interpreter's own frames between runs: left out */
+            v->buf[m++] = w & ~LP_NATIVE_TAGS;
+        }
+    }
+    if (p < np && (st->flags & LP_PAIR_CUT) && m < LP_STACK_MAX_FRAMES) v->buf[m++] = LP_FRAME_ELIDED;
+    while (p < np && m < LP_STACK_MAX_FRAMES) v->buf[m++] = py->frames[p++] & ~LP_PY_RUN_END;
+    return v->n = m;
 }
 
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len) {

@@ -48,9 +48,11 @@ struct lp_reader {
         uint32_t n, tid;
     } * short_chunks; /* LIBPROF_MIN_NS tallies */
     struct lp_stack {
-        const uint64_t *frames;
+        const uint64_t *frames; /* its words as written (tags included: read them with lp_stack_view) */
         uint32_t n;
-    } * stacks;             /* by stack id (frames NULL: unknown) */
+        uint32_t native, python; /* a pair (frames NULL): the ids of its two parts */
+        uint8_t pair, flags;
+    } * stacks;             /* by stack id (frames NULL and not a pair: unknown) */
     uint32_t nstacks;       /* size of `stacks` (ids below it) */
     uint32_t nstacks_found; /* distinct stack ids the trace defines */
     struct lp_module_ref {
@@ -99,8 +101,22 @@ void lp_reader_close(struct lp_reader *r);
 /* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
 
-/* Largest stack id a reader accepts (the preload makes at most 2^20). */
+/* Largest stack id a reader accepts (the preload makes at most 2^21). */
 #define LP_MAX_STACK_ID (1u << 22)
+
+/* The frames of a stack as its users read them: innermost first, a pair's parts joined, tags
+ * taken off (include/libprof/format.h). */
+struct lp_frames {
+    const uint64_t *f;
+    uint32_t n;
+    uint64_t buf[LP_STACK_MAX_FRAMES];
+};
+/* Stack `id` into `v`: its number of frames, 0 when the trace does not define it. */
+uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames *v);
+/* Does the trace define stack `id`? */
+static inline int lp_stack_known(const struct lp_reader *r, uint32_t id) {
+    return id && id < r->nstacks && (r->stacks[id].frames || r->stacks[id].pair);
+}
 
 /* Ticks since origin to nanoseconds since origin. */
 static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {

@@ -32,6 +32,7 @@ struct pyline {
 
 struct lp_sites {
     const struct lp_reader *r;
+    int user_lines;    /* the per-line views charge the first frame in the user's own files */
     struct site *site; /* by stack id */
     uint32_t nsite;
     uint32_t epoch; /* peaks passed so far */
@@ -44,11 +45,12 @@ struct lp_sites {
     struct lp_map line_ix; /* frame word -> 1 + index */
 };
 
-struct lp_sites *lp_sites_new(const struct lp_reader *r) {
+struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
     if (r->nstacks == 0) return NULL;
     struct lp_sites *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
+    s->user_lines = user_lines;
     s->nsite = r->nstacks;
     s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
@@ -71,24 +73,55 @@ static struct site *site_of(struct lp_sites *s, uint32_t stack) {
     return stack < s->nsite ? &s->site[stack] : &s->site[0]; /* ids without a stack entry: "unknown" */
 }
 
+/* Is Python code `id` the interpreter's or an installed package's rather than the program's own:
+ * a file of the standard library (.../lib/python3.X/), of site-packages or dist-packages, or a
+ * frozen module? (The rule Scalene and others use for "your code".) */
+static int library_code(const struct lp_reader *r, uint32_t id) {
+    if (id == 0 || id >= r->npycodes || !r->pycodes[id].file) return 0;
+    const char *f = r->pycodes[id].file;
+    size_t n = r->pycodes[id].file_len;
+    if (n >= 7 && !memcmp(f, "<frozen", 7)) return 1;
+    for (size_t i = 0; i + 13 <= n; i++)
+        if ((f[i] == 's' && !memcmp(f + i, "site-packages", 13)) ||
+            (f[i] == 'd' && !memcmp(f + i, "dist-packages", 13)))
+            return 1;
+    for (size_t i = 0; i + 12 <= n; i++)
+        if (f[i] == '/' && !memcmp(f + i, "/lib/python", 11) && f[i + 11] >= '2' && f[i + 11] <= '9') return 1;
+    return 0;
+}
+
+/* The Python frame a stack's per-line views charge: the innermost one, or (user_lines) the
+ * innermost in the program's own files — the innermost of all when none is. */
+static int64_t charged_frame(const struct lp_sites *s, const struct lp_frames *st) {
+    int64_t first = -1;
+    for (uint32_t i = 0; i < st->n; i++) {
+        uint64_t w = st->f[i];
+        if (!(w & LP_PYFRAME_BIT) || w == LP_FRAME_ELIDED) continue;
+        if (first < 0) first = i;
+        if (!s->user_lines || !library_code(s->r, LP_PYFRAME_ID(w))) return i;
+    }
+    return first;
+}
+
 /* The Python line of stack `stack` (NULL: none). */
 static struct pyline *line_of(struct lp_sites *s, uint32_t stack) {
     if (!stack || stack >= s->nsite || !s->r->npycodes) return NULL;
     struct site *t = &s->site[stack];
     if (t->pyline == 0) {
-        const struct lp_stack *st = &s->r->stacks[stack];
+        struct lp_frames st;
+        lp_stack_view(s->r, stack, &st);
         t->pyline = NO_LINE;
-        for (uint32_t i = 0; st->frames && i < st->n; i++) {
-            if (!(st->frames[i] & LP_PYFRAME_BIT)) continue;
+        int64_t at = charged_frame(s, &st);
+        for (uint32_t i = at < 0 ? st.n : (uint32_t)at; i < st.n; i++) {
             uint64_t ix;
-            if (!lp_map_get(&s->line_ix, st->frames[i], &ix)) {
+            if (!lp_map_get(&s->line_ix, st.f[i], &ix)) {
                 if (LP_RESERVE(s->lines, s->lines_cap, (size_t)s->nlines + 1) != 0 ||
-                    lp_map_put(&s->line_ix, st->frames[i], s->nlines + 1, NULL) < 0) {
+                    lp_map_put(&s->line_ix, st.f[i], s->nlines + 1, NULL) < 0) {
                     s->oom = 1;
                     return NULL;
                 }
                 memset(&s->lines[s->nlines], 0, sizeof s->lines[0]);
-                s->lines[s->nlines].frame = st->frames[i];
+                s->lines[s->nlines].frame = st.f[i];
                 ix = ++s->nlines;
             }
             t->pyline = (uint32_t)ix;
@@ -204,14 +237,14 @@ int lp_sites_finish(struct lp_sites *s, uint64_t at_ns) {
     s->syms = lp_syms_new(s->r);
     if (!s->syms) return -1;
     for (uint32_t id = 1; id < s->nsite; id++) {
-        const struct lp_stack *st = &s->r->stacks[id];
         struct site *t = &s->site[id];
-        if (!st->frames || !t->calls) continue;
+        struct lp_frames st;
+        if (!t->calls || !lp_stack_view(s->r, id, &st)) continue;
         t->library = "?";
-        for (uint32_t i = 0; i < st->n; i++) {
-            if (i == 0) t->library = lp_syms_module(s->syms, st->frames[0]);
-            if (!lp_syms_is_runtime(s->syms, st->frames[i])) {
-                t->library = lp_syms_module(s->syms, st->frames[i]);
+        for (uint32_t i = 0; i < st.n; i++) {
+            if (i == 0) t->library = lp_syms_module(s->syms, st.f[0]);
+            if (!lp_syms_is_runtime(s->syms, st.f[i])) {
+                t->library = lp_syms_module(s->syms, st.f[i]);
                 break;
             }
         }
@@ -258,16 +291,17 @@ static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
 
 /* "leaf < caller < ..." (at most `max` frames) */
 static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, uint32_t max, const char *sep) {
-    const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+    struct lp_frames v;
+    const struct lp_frames *st = &v;
     size_t o = 0;
     buf[0] = '\0';
-    if (!st || !st->frames) {
+    if (!lp_stack_view(s->r, id, &v)) {
         snprintf(buf, len, "(unknown stack)");
         return;
     }
     uint32_t py = st->n; /* the innermost Python frame: always shown (the program's own line) */
     for (uint32_t i = 0; i < st->n; i++)
-        if (st->frames[i] & LP_PYFRAME_BIT) {
+        if ((st->f[i] & LP_PYFRAME_BIT) && st->f[i] != LP_FRAME_ELIDED) {
             py = i;
             break;
         }
@@ -278,7 +312,7 @@ static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, 
             f = py + (i - max / 2);
             if (f >= st->n) break;
         }
-        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->frames[f], 1));
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->f[f], 1));
     }
     if (o >= len) buf[len - 1] = '\0';
 }
@@ -371,9 +405,10 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
         const char *lib = library_of(s, id);
         lp_out_json_str(o, lib, strlen(lib));
         lp_out_s(o, ",\"frames\":[");
-        const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
-        for (uint32_t f = 0; st && st->frames && f < st->n; f++) {
-            const char *fn = lp_syms_function(s->syms, st->frames[f], 1);
+        struct lp_frames st;
+        lp_stack_view(s->r, id, &st);
+        for (uint32_t f = 0; f < st.n; f++) {
+            const char *fn = lp_syms_function(s->syms, st.f[f], 1);
             if (f) lp_out_c(o, ',');
             lp_out_json_str(o, fn, strlen(fn));
         }
@@ -490,8 +525,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     for (int by_bytes = 0; by_bytes < 2 && nline; by_bytes++) {
         if (by_bytes) qsort(lv, nline, sizeof *lv, cmp_line_bytes);
         if (!(by_bytes ? lv[0]->alloc_bytes : lv[0]->call_ns)) continue;
-        lp_out_fmt(o, "  by Python line, %s (the innermost Python frame):\n  %10s %10s",
-                   by_bytes ? "bytes allocated" : "time in runtime calls", "calls", "time");
+        lp_out_fmt(o, "  by Python line, %s (%s):\n  %10s %10s", by_bytes ? "bytes allocated" : "time in runtime calls",
+                   s->user_lines ? "the innermost frame in the program's own files" : "the innermost Python frame",
+                   "calls", "time");
         for (int f = 0; f < LP_FAM_COUNT; f++)
             if (any[f]) lp_out_fmt(o, " %10s", lp_family_names[f]);
         lp_out_fmt(o, " %10s %10s  %s\n", "allocs", "allocated", "line");
@@ -538,12 +574,12 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
     uint32_t *v = ranked(s, ord, &n);
     for (uint32_t i = 0; v && i < n; i++) {
         uint32_t id = v[i];
-        const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
-        if (!st || !st->frames || st->n == 0) {
+        struct lp_frames st;
+        if (!lp_stack_view(s->r, id, &st)) {
             lp_out_s(o, "[unknown stack]");
         } else {
-            for (uint32_t f = st->n; f-- > 0;) { /* root first */
-                folded_name(o, lp_syms_function(s->syms, st->frames[f], 1));
+            for (uint32_t f = st.n; f-- > 0;) { /* root first */
+                folded_name(o, lp_syms_function(s->syms, st.f[f], 1));
                 if (f) lp_out_c(o, ';');
             }
         }
@@ -568,10 +604,10 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
     lp_out_json_str(o, name, strlen(name));
     lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
     for (uint32_t id = 1; id < s->nsite; id++) {
-        const struct lp_stack *st = &s->r->stacks[id];
-        if (!st->frames || (!s->site[id].bytes && !s->site[id].live && !s->site[id].peak)) continue;
-        for (uint32_t f = 0; f < st->n; f++) {
-            const char *fn = lp_syms_function(s->syms, st->frames[f], 1);
+        struct lp_frames st;
+        if ((!s->site[id].bytes && !s->site[id].live && !s->site[id].peak) || !lp_stack_view(s->r, id, &st)) continue;
+        for (uint32_t f = 0; f < st.n; f++) {
+            const char *fn = lp_syms_function(s->syms, st.f[f], 1);
             uint64_t k = name_key(fn), dummy;
             if (lp_map_get(&ix, k, &dummy)) continue;
             lp_map_put(&ix, k, nframes, NULL);
@@ -594,15 +630,15 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
         int first = 1;
         for (uint32_t id = 0; id < s->nsite; id++) {
             if (!key(&s->site[id], ord)) continue;
-            const struct lp_stack *st = id < s->r->nstacks ? &s->r->stacks[id] : NULL;
+            struct lp_frames st;
             lp_out_s(o, first ? "[" : ",[");
             first = 0;
-            if (!st || !st->frames || !st->n) {
+            if (!lp_stack_view(s->r, id, &st)) {
                 lp_out_u64(o, nframes);
             } else {
-                for (uint32_t f = st->n; f-- > 0;) {
+                for (uint32_t f = st.n; f-- > 0;) {
                     uint64_t k;
-                    lp_map_get(&ix, name_key(lp_syms_function(s->syms, st->frames[f], 1)), &k);
+                    lp_map_get(&ix, name_key(lp_syms_function(s->syms, st.f[f], 1)), &k);
                     lp_out_u64(o, k);
                     if (f) lp_out_c(o, ',');
                 }
@@ -718,11 +754,12 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     for (unsigned i = 0; i < t; i++) {
         uint32_t id = (uint32_t)pairs[2 * i + 1];
         series[id] = (int16_t)i;
-        const struct lp_stack *st = &r->stacks[id];
+        struct lp_frames st;
+        lp_stack_view(r, id, &st);
         size_t o = 0;
-        for (uint32_t f = 0; syms && st->frames && f < st->n && f < 3 && o + 8 < sizeof out->label[i]; f++)
+        for (uint32_t f = 0; syms && f < st.n && f < 3 && o + 8 < sizeof out->label[i]; f++)
             o += (size_t)snprintf(out->label[i] + o, sizeof out->label[i] - o, "%s%s", f ? " < " : "",
-                                  lp_syms_function(syms, st->frames[f], 1));
+                                  lp_syms_function(syms, st.f[f], 1));
         if (!o) snprintf(out->label[i], sizeof out->label[i], "stack %u", id);
         for (unsigned j = 0; j < i; j++) /* two stacks, the same three innermost names: told apart */
             if (!strcmp(out->label[j], out->label[i])) {

@@ -232,6 +232,7 @@ static const char *python_frame(struct lp_syms *s, uint64_t w) {
     uint64_t off;
     if (lp_map_get(&s->cache, w, &off)) return s->pool + off - 1;
     uint32_t id = LP_PYFRAME_ID(w);
+    if (w == LP_FRAME_ELIDED) return "…"; /* native frames left out (the depth asked) */
     const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].name ? &s->r->pycodes[id] : NULL;
     char buf[2200];
     if (c)
@@ -288,6 +289,7 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
 }
 
 const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
+    if (addr == LP_FRAME_ELIDED) return "…";
     if (addr & LP_PYFRAME_BIT) { /* the Python file's base name */
         uint32_t id = LP_PYFRAME_ID(addr);
         const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].file ? &s->r->pycodes[id] : NULL;

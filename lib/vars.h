@@ -48,6 +48,9 @@
     X("LIBPROF_PYTHON_MALLOC", "0|1", "0", \
       "1: set PYTHONMALLOC=malloc so that small Python objects reach malloc", \
       BOOL, python_malloc, 0, 0, NULL) \
+    X("LIBPROF_PY_LINES", "innermost|user", "innermost", \
+      "which Python frame the per-line views charge: the innermost, or the innermost in the program's own files (not the standard library's or an installed package's)", \
+      CHOICE, py_user_lines, 0, 0, "innermost,user") \
     X("LIBPROF_PYTHON_CALLS", "regex", "none", \
       "Python functions whose qualified name matches (POSIX ERE) become slices", \
       STRING, python_calls, 0, 0, NULL) \

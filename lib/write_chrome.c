@@ -178,19 +178,19 @@ static void call(struct chrome *c, const struct lp_reader *r, const struct lp_ev
         lp_json_key(j, "file");
         lp_out_json_str(j->o, v->file, v->file_len);
     }
-    const struct lp_stack *st = e->stack && e->stack < r->nstacks ? &r->stacks[e->stack] : NULL;
-    if (st && st->frames && (c->syms || (c->syms = lp_syms_new(r)))) {
+    struct lp_frames sv, *st = &sv;
+    if (e->stack && lp_stack_view(r, e->stack, &sv) && (c->syms || (c->syms = lp_syms_new(r)))) {
         /* the Python line that made the call (frames "f (file:line)", innermost first) */
         char py[4096];
         size_t pn = 0;
         uint32_t native = 0;
         for (uint32_t i = 0; i < st->n; i++) {
-            if (!(st->frames[i] & LP_PYFRAME_BIT)) {
+            if (!(st->f[i] & LP_PYFRAME_BIT)) {
                 native++;
                 continue;
             }
-            int k =
-                snprintf(py + pn, sizeof py - pn, "%s%s", pn ? " < " : "", lp_syms_function(c->syms, st->frames[i], 1));
+            if (st->f[i] == LP_FRAME_ELIDED) continue;
+            int k = snprintf(py + pn, sizeof py - pn, "%s%s", pn ? " < " : "", lp_syms_function(c->syms, st->f[i], 1));
             if (k < 0 || (size_t)k >= sizeof py - pn) break;
             pn += (size_t)k;
         }
@@ -202,7 +202,7 @@ static void call(struct chrome *c, const struct lp_reader *r, const struct lp_ev
             lp_json_key(j, "stack");
             lp_out_c(j->o, '[');
             for (uint32_t i = 0; i < st->n && i < 32; i++) {
-                const char *fn = lp_syms_function(c->syms, st->frames[i], 1);
+                const char *fn = lp_syms_function(c->syms, st->f[i], 1);
                 if (i) lp_out_c(j->o, ',');
                 lp_out_json_str(j->o, fn, strlen(fn));
             }

@@ -119,6 +119,11 @@ static int set_choice(const char *n, const char *v, const char *const *words, in
     return bad(n, v, list);
 }
 
+static int set_py_lines(struct rp_cli *c, const char *n, const char *v) {
+    static const char *const words[] = {"innermost", "user"};
+    return set_choice(n, v, words, 2, "(innermost user)", &c->py_user_lines);
+}
+
 static int set_sort(struct rp_cli *c, const char *n, const char *v) {
     static const char *const keys[] = {"total", "self", "count", "mean", "p50", "p99", "max", "name"};
     int k;
@@ -244,6 +249,7 @@ const struct rp_option rp_options[] = {
     {"--diff", NULL, "BASE", REPORT, "compare TRACE against BASE per name (count, total, p50, p99), by impact", set_diff},
     {"--merge", NULL, NULL, REPORT, "several TRACEs (processes of one run) on one timeline, aligned by\ntheir wall-clock start; with --chrome FILE writes the merged trace", set_merge},
     {"--summary", NULL, NULL, REPORT, "print the report too when writing files", set_summary},
+    {"--py-lines", NULL, "WHICH", REPORT, "the Python frame the per-line views charge: innermost (default), or\nuser: the innermost in the program's own files (not the standard\nlibrary's, not an installed package's)", set_py_lines},
     {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_chrome},
     {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_csv},
     {"--events-csv", NULL, "FILE", EXPORT, "one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\nwith --merge, all inputs on one timeline (streamed)", set_events_csv},

@@ -19,6 +19,7 @@ struct rp_cli {
     unsigned file_mode; /* --file-mode: the files written (0600 unless said) */
     int summary, merge, quiet, remove_raw, general_path;
     int have_min, killed_by;
+    int py_user_lines; /* --py-lines user */
     uint64_t alloc_min;
     unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
     uint64_t peak_at_ns;     /* --at: the instant the peak views show instead of the peak */

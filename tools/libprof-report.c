@@ -24,6 +24,7 @@
 #include "report.h"
 #include "lib/vec.h"
 
+static struct rp_cli cli; /* what the command line says (cli.c) */
 static int quiet;
 static unsigned temp_threshold; /* --temporary-threshold: memray's definition (0: heaptrack's) */
 static uint64_t peak_at_ns;     /* --at: the instant the peak views show instead of the peak */
@@ -144,7 +145,8 @@ static char *summary_text(const struct lp_reader *r, const char *label) {
                                 .trace_label = label,
                                 .temporary_threshold = temp_threshold,
                                 .peak_at_ns = peak_at_ns,
-                                .general_path = general_path};
+                                .general_path = general_path,
+                                .py_user_lines = cli.py_user_lines};
     char err[256];
     if (lp_convert(r, &o, err, sizeof err) != 0) {
         fclose(t);
@@ -519,8 +521,6 @@ static int compile(regex_t *re, const char *s, const char *opt) {
 
 /* ---- the actions, each one thing the command line can ask --------------------------------------- */
 
-static struct rp_cli cli;
-
 /* The options of a conversion of a raw trace, as the command line sets them. */
 static struct lp_convert_opts convert_opts(const struct input *in) {
     return (struct lp_convert_opts){.chrome_fd = -1,
@@ -532,6 +532,7 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .general_path = general_path,
                                     .killed_by = cli.killed_by,
                                     .file_mode = cli.file_mode,
+                                    .py_user_lines = cli.py_user_lines,
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
 }
 

@@ -330,7 +330,8 @@ enum lp_chunk_type {
     LP_CHUNK_STRING = 2,  /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
     LP_CHUNK_END = 3,     /* struct lp_end: the run finished and everything was flushed */
     LP_CHUNK_SHORT = 4,   /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
-    LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }... */
+    LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
+                           * a pair: { u32 id, u32 LP_STACK_PAIR, u64 native | python << 32, u64 flags } */
     LP_CHUNK_MODULES = 6, /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
     LP_CHUNK_PYCODE = 7,  /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
     LP_CHUNK_HEADER = 8,  /* a copy of the file header, right after it: a damaged header loses nothing */
@@ -344,9 +345,30 @@ enum lp_chunk_type {
  * return address but a Python frame — code object `id` (a PYCODE entry) executing line `line`. */
 #define LP_PYFRAME_BIT (UINT64_C(1) << 63)
 #define LP_PYFRAME(id, line) (LP_PYFRAME_BIT | (uint64_t)(id) << 24 | ((uint64_t)(line)&0xffffff))
-#define LP_PYFRAME_ID(w) ((uint32_t)(((w) & ~LP_PYFRAME_BIT) >> 24))
+#define LP_PYFRAME_ID(w) ((uint32_t)((w) >> 24) & 0x3fffff)
 #define LP_PYFRAME_LINE(w) ((uint32_t)((w)&0xffffff))
 #define LP_MAX_PYCODE_ID (1u << 22)
+/* In a stack, where native frames were left out: the native walk stopped at the depth asked
+ * (LIBPROF_STACKS) before it reached the interpreter, and the thread's Python frames follow. */
+#define LP_FRAME_ELIDED LP_PYFRAME_BIT
+
+/* A thread running Python has stacks made of two parts, each a stack of its own in the table:
+ * its native frames and its Python frames. A STACKS entry whose n is LP_STACK_PAIR joins them
+ * (the recorder keeps the parts once and the pair in three words, where a joined copy would
+ * repeat the Python frames in every native stack under them). A reader joins them as the
+ * recorder would have: each native frame tagged LP_NATIVE_EVAL runs one run of the interpreter's
+ * loop — the Python frames up to the next one tagged LP_PY_RUN_END go in its place; native frames
+ * tagged LP_NATIVE_INTERP between runs are the interpreter's own and are left out; Python frames
+ * left when the native frames end follow them, after LP_FRAME_ELIDED when the pair's flags say the
+ * native part was cut (LP_PAIR_CUT). Readers strip the tags. */
+#define LP_STACK_PAIR UINT32_MAX
+#define LP_PAIR_CUT 1u
+#define LP_NATIVE_EVAL (UINT64_C(1) << 62)
+#define LP_NATIVE_INTERP (UINT64_C(1) << 61)
+#define LP_NATIVE_TAGS (LP_NATIVE_EVAL | LP_NATIVE_INTERP)
+#define LP_PY_RUN_END (UINT64_C(1) << 62)
+/* The most frames a stack has once its parts are joined: native, the mark, Python. */
+#define LP_STACK_MAX_FRAMES (2 * LP_STACK_MAX_DEPTH + 1)
 struct lp_pycode {
     uint32_t id;        /* dense from 1 */
     uint32_t firstline; /* co_firstlineno */

@@ -350,7 +350,8 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .folded_peak_path = flame ? peak : NULL,
                                 .site_tracks = flame, /* one more pass: with the flame graphs */
                                 .speedscope_path = flame ? ss : NULL,
-                                .file_mode = (unsigned)lpr_cfg.file_mode};
+                                .file_mode = (unsigned)lpr_cfg.file_mode,
+                                .py_user_lines = lpr_cfg.py_user_lines};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lpr_warn("%s", err);
     lp_reader_close(&r);
@@ -414,6 +415,10 @@ static int convert_spawned(int wait_ms) {
     if (lpr_cfg.summary) a[n++] = "--summary"; /* detached: into its log file */
     a[n++] = "--file-mode";
     a[n++] = spawn_mode;
+    if (lpr_cfg.py_user_lines) {
+        a[n++] = "--py-lines";
+        a[n++] = "user";
+    }
     if (!lpr_cfg.raw_output && !lpr_cfg.keep_raw) a[n++] = "--remove-raw";
     if (wait_ms < 0) {
         a[n++] = "--log";

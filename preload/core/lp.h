@@ -78,6 +78,7 @@ struct lpr_config {
     int python;                /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
     char python_calls[512];    /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */
     int python_malloc;         /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
+    int py_user_lines;         /* LIBPROF_PY_LINES=user: per-line views charge the program's own frame */
     int ort_nodes;             /* LIBPROF_ORT_NODES: ONNX Runtime's per-node profiling (default 1) */
     int convert_background;    /* LIBPROF_CONVERT=background: a detached libprof-report converts */
     uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
@@ -192,6 +193,7 @@ struct lpr_tls {
     uint32_t tid;
     uint32_t py_stack; /* the Python frames at the start of the call being recorded (python.c) */
     uint32_t reserved;
+    void *scache, *pycache;                    /* the registry node's stack and Python caches, once made (tbuf.c) */
     uint64_t records;                          /* records committed by this thread (for the END statistics) */
     struct lpr_thread *thr;                    /* registry node owning the chunk memory */
     uint64_t late_rec[24];                     /* scratch for records written after the thread's destructors ran */
@@ -412,10 +414,12 @@ LP_HIDDEN extern unsigned lpr_stack_depth; /* 0 = no stacks */
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
 LP_HIDDEN extern int (*lpr_unw_backtrace)(void **, int);
 LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
-/* The calling thread's stack as an id (0: unknown); through the thread's cache of call chains
- * (stacks.c). Called by a hook with the guard held. */
-LP_HIDDEN uint32_t lpr_stack_capture(void);
-#define LP_STACK_CAPTURE(sid) ((sid) = lpr_stack_capture())
+/* The calling thread's stack as an id (0: unknown): its native frames through the thread's
+ * cache of call chains (called from the hook itself: the hook's call site keys the cache), then
+ * its Python frames whatever the native depth (stacks.c). Called by a hook with the guard held. */
+LP_HIDDEN uint32_t lpr_stack_native(void);
+LP_HIDDEN uint32_t lpr_stack_python(uint32_t native);
+#define LP_STACK_CAPTURE(sid) ((sid) = lpr_stack_python(lpr_stack_native()))
 struct lpr_stack_cache;
 struct lpr_thread;
 LP_HIDDEN size_t lpr_stack_cache_size(void);
@@ -433,6 +437,7 @@ LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwin
 
 LP_HIDDEN void lpr_python_detect(void);
 LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
+LP_HIDDEN int lpr_py_part(uint64_t *buf, uint32_t *id);
 LP_HIDDEN int lpr_py_thread_running(void);
 LP_HIDDEN int lpr_py_is_eval(uintptr_t ret);
 LP_HIDDEN int lpr_py_is_interp(uintptr_t ret);
@@ -456,6 +461,15 @@ LP_HIDDEN void lpr_py_ready_retry(void);
  * `size` bytes, zeroed, made on first use; NULL: no memory). */
 LP_HIDDEN void *lpr_tbuf_family_state(struct lpr_thread *node, size_t size);
 LP_HIDDEN void *lpr_tbuf_py_cache(struct lpr_thread *node, size_t size); /* python.c's, likewise */
+/* The same two through the thread's own state, without a call once they exist. */
+static inline struct lpr_stack_cache *lpr_stack_cache_of(struct lpr_tls *t) {
+    if (LP_LIKELY(t->scache != NULL)) return (struct lpr_stack_cache *)t->scache;
+    return t->thr ? lpr_tbuf_stack_cache(t->thr) : NULL;
+}
+static inline void *lpr_py_cache_of(struct lpr_tls *t, size_t size) {
+    if (LP_LIKELY(t->pycache != NULL)) return t->pycache;
+    return t->thr ? lpr_tbuf_py_cache(t->thr, size) : NULL;
+}
 LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */

@@ -323,6 +323,7 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
  * call again costs a few loads, not a walk of the code's line table. */
 #define LOC_WAYS 64
 #define LINE_WAYS 512
+#define PART LP_STACK_MAX_DEPTH
 struct pycache {
     struct {
         uintptr_t frame, code, instr;
@@ -332,6 +333,12 @@ struct pycache {
         uint32_t id;
         int addr, line;
     } line[LINE_WAYS];
+    struct { /* the Python part of the last stack captured here (lpr_py_part), outermost last */
+        uint32_t n, id;
+        uintptr_t frame[PART], code[PART], instr[PART];
+        uint64_t word[PART];
+        uint8_t end[PART];
+    } part;
 };
 
 /* Code `code` is still the object entry `id` was made for (a code object freed and another made
@@ -344,8 +351,7 @@ static int still(uintptr_t code, uint32_t id) {
 
 /* The line of `code` (entry `id`) at instruction offset `addr`. */
 static int line_of(uintptr_t code, uint32_t id, int addr) {
-    struct lpr_thread *node = lpr_tls.thr;
-    struct pycache *c = node ? lpr_tbuf_py_cache(node, sizeof *c) : NULL;
+    struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
     if (!c) return py_addr2line((void *)code, addr);
     unsigned w =
         (unsigned)((((uintptr_t)id * 0x9E3779B1u) ^ (uintptr_t)(unsigned)addr * 0x85EBCA6Bu) >> 3) & (LINE_WAYS - 1);
@@ -393,6 +399,113 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
     return n;
 }
 
+/* The calling thread's Python frames as the Python part of a stack: the interned stack of their
+ * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
+ * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
+ * cache of its last part: the frames are walked (a few loads each), and only those that differ
+ * from the last capture's — counted from the outermost, which change least — get their code's
+ * id and line looked up; a part found unchanged is not interned again. A frame that is the same
+ * (address, code, instruction) is the same Python frame at the same line: a live frame holds its
+ * code object, so neither can have been replaced under it. `buf` (LP_STACK_MAX_DEPTH words)
+ * serves a thread that has no cache yet. */
+int lpr_py_part(uint64_t *buf, uint32_t *id) {
+    if (!lpr_py_on) return 0;
+    struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
+    if (!c) {
+        uint8_t end[PART];
+        int n = lpr_py_frames(buf, end, PART);
+        for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
+        *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
+        return n;
+    }
+    uintptr_t fr[PART], co[PART], in[PART];
+    uint8_t en[PART];
+    int n = 0;
+    uintptr_t f = top_frame();
+    /* the layout's offsets in registers: this loop runs for every frame of every capture */
+    const uintptr_t o_code = (uintptr_t)L->f_code, o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr;
+    if (L->kind == 1 && c->part.id) {
+        /* the common case first: the same frames as last time, each at the same line — compared
+         * as they are walked, nothing stored */
+        const uintptr_t o_owner = (uintptr_t)L->f_owner;
+        const int shims = L->minor >= 12;
+        uint32_t i = 0, cn = c->part.n;
+        uintptr_t g = f;
+        for (; g && i < cn; g = rd(g + o_back)) {
+            if (shims && *(const char *)(g + o_owner) == SHIM) continue;
+            /* (3.11+: the instruction lies inside its code object, so it names the code too) */
+            if (g != c->part.frame[i] || rd(g + o_instr) != c->part.instr[i]) break;
+            i++;
+        }
+        if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
+            *id = c->part.id;
+            return (int)cn;
+        }
+    }
+    if (L->kind == 0) { /* up to 3.10: frame objects, the instruction an index */
+        for (; f && n < PART; f = rd(f + o_back)) {
+            uintptr_t code = rd(f + o_code);
+            if (!code) break;
+            fr[n] = f;
+            co[n] = code;
+            in[n] = (uintptr_t) * (const int *)(f + o_instr);
+            en[n++] = 1;
+        }
+    } else { /* 3.11 and later: interpreter frames, the instruction a pointer */
+        const uintptr_t o_owner = (uintptr_t)L->f_owner;
+        const intptr_t o_entry = L->f_entry;
+        const int shims = L->minor >= 12;
+        for (unsigned hops = 0; f && n < PART && hops < 4096; hops++, f = rd(f + o_back)) {
+            if (shims && *(const char *)(f + o_owner) == SHIM) {
+                if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
+                continue;
+            }
+            uintptr_t code = rd(f + o_code);
+            if (!code) break; /* (its type is checked below, where a frame's code is read) */
+            fr[n] = f;
+            co[n] = code;
+            in[n] = rd(f + o_instr);
+            en[n++] = o_entry >= 0 ? *(const char *)(f + (uintptr_t)o_entry) != 0 : 0;
+        }
+    }
+    if (n == 0) return 0;
+    en[n - 1] = 1;
+    /* frames equal to the last capture's, from the outermost */
+    uint32_t k = 0, cn = c->part.n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
+    const uintptr_t *pf = &c->part.frame[cn], *pc = &c->part.code[cn], *pi = &c->part.instr[cn];
+    const uint8_t *pe = &c->part.end[cn];
+    while (k < most && fr[n - 1 - k] == pf[-1 - (int)k] && co[n - 1 - k] == pc[-1 - (int)k] &&
+           in[n - 1 - k] == pi[-1 - (int)k] && en[n - 1 - k] == pe[-1 - (int)k])
+        k++;
+    if (k == (uint32_t)n && cn == (uint32_t)n && c->part.id) {
+        *id = c->part.id;
+        return n;
+    }
+    /* the outer k frames keep their words (moved to their new places), the others are looked up */
+    if ((uint32_t)n != cn) memmove(&c->part.word[n - k], &c->part.word[cn - k], k * sizeof c->part.word[0]);
+    for (int i = 0; i < n - (int)k; i++) {
+        uint32_t cid = rd(co[i] + 8) == py_code_type ? code_id(co[i]) : 0;
+        if (!cid) {
+            n = i; /* the code table is full: the part ends here */
+            break;
+        }
+        int addr = L->kind == 0 ? (L->minor == 10 ? (int)in[i] * 2 : (int)in[i])
+                                : (int)(in[i] - (co[i] + (uintptr_t)L->co_code));
+        int line = line_of(co[i], cid, addr);
+        c->part.word[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
+    }
+    c->part.n = 0;
+    if (n == 0) return 0;
+    memcpy(c->part.frame, fr, (size_t)n * sizeof fr[0]);
+    memcpy(c->part.code, co, (size_t)n * sizeof co[0]);
+    memcpy(c->part.instr, in, (size_t)n * sizeof in[0]);
+    memcpy(c->part.end, en, (size_t)n);
+    c->part.n = (uint32_t)n;
+    c->part.id = lpr_stack_intern_words(c->part.word, (unsigned)n);
+    *id = c->part.id;
+    return n;
+}
+
 /* ---- the location of a call ----------------------------------------------------------------- */
 
 /* The calling thread's Python frames as a stack id (0: none): what a call made from Python
@@ -410,7 +523,7 @@ uint32_t lpr_py_location(void) {
         uintptr_t code = rd(f + (uintptr_t)L->f_code);
         uintptr_t instr =
             L->kind == 0 ? (uintptr_t) * (const int *)(f + (uintptr_t)L->f_instr) : rd(f + (uintptr_t)L->f_instr);
-        struct pycache *c = lpr_tbuf_py_cache(node, sizeof *c);
+        struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
         unsigned w = (unsigned)(((instr ^ (code >> 4)) * 0x9E3779B97F4A7C15ull) >> 58) & (LOC_WAYS - 1);
         if (c && c->loc[w].frame == f && c->loc[w].code == code && c->loc[w].instr == instr && c->loc[w].id &&
             still(code, c->loc[w].code_id))
@@ -425,8 +538,9 @@ uint32_t lpr_py_location(void) {
         }
         return id;
     }
-    int np = lpr_py_frames(py, end, lpr_stack_depth ? (int)lpr_stack_depth : 1);
-    return np > 0 ? lpr_stack_intern_words(py, (unsigned)np) : 0;
+    /* with LIBPROF_STACKS: every Python frame, whatever the depth asked */
+    uint32_t id = 0;
+    return lpr_py_part(py, &id) > 0 ? id : 0;
 }
 
 /* ---- the spool ------------------------------------------------------------------------------ */

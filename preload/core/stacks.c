@@ -16,7 +16,7 @@
  *
  * Capture cost is what stacks cost (libunwind: ~90 instructions a frame), and programs allocate
  * from the same few call chains over and over. So each thread keeps the chains it last walked
- * (lpr_stack_capture): keyed by where the capture was called from and the stack pointer there,
+ * (lpr_stack_native): keyed by where the capture was called from and the stack pointer there,
  * each with the address of every frame's saved return address and the value found there. A
  * chain is reused only if every one of those slots still holds the same return address — read,
  * never written — checked from the innermost frame out, so each slot is read only once the
@@ -45,8 +45,8 @@
 /* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
  * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
  * call site of its own — about 70 MB of frames). */
-#define SLOTS (1u << 21)       /* hash slots (16 MiB reserved; at most half full) */
-#define MAX_IDS (1u << 20)     /* distinct stacks (4 MiB reserved) */
+#define SLOTS (1u << 22)       /* hash slots (16 MiB reserved; at most half full) */
+#define MAX_IDS (1u << 21)     /* distinct stacks (4 MiB reserved) */
 #define ARENA_WORDS (1u << 25) /* frames of all stacks (256 MiB reserved) */
 
 unsigned lpr_stack_depth;
@@ -160,11 +160,14 @@ static uint64_t hash_frames(void *const *f, unsigned n) {
     return h;
 }
 
-static int same(uint32_t id, void *const *f, unsigned n) {
+static int same(uint32_t id, void *const *f, unsigned n, uint64_t head) {
     uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
-    if (off == NEVER || off-- == 0 || arena[off] != n) return 0;
+    if (off == NEVER || off-- == 0 || arena[off] != head) return 0;
     return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
 }
+
+/* A pair is kept as the entry { LP_STACK_PAIR, native | python << 32, flags }: n is never that. */
+#define PAIR_N ((uint64_t)LP_STACK_PAIR)
 
 int lpr_stacks_in_unwinder(const void *pc) { return (uintptr_t)pc >= unw_lo && (uintptr_t)pc < unw_hi; }
 
@@ -173,43 +176,34 @@ static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a
 /* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
  * frames first); 0 when unknown. Called inside a hook, with the guard held. */
 static uint32_t intern(void *const *f, unsigned n);
+static uint32_t with_python(uint32_t native);
 
-uint32_t lpr_stack_intern(void **buf, int got) {
+/* The native frames alone, cut at the depth asked. (Where they run the interpreter, a reader
+ * learns from the tags lpr_stacks_write puts on them, once per stack.) */
+static uint32_t native_id(void *const *buf, int got) {
     int skip = 0;
     while (skip < got && ours((uintptr_t)buf[skip])) skip++;
-    unsigned n = (unsigned)(got - skip);
+    unsigned n = got > skip ? (unsigned)(got - skip) : 0;
     if (n > lpr_stack_depth) n = lpr_stack_depth;
-    if (lpr_py_on) { /* Python frames where the native stack runs the interpreter's loop */
-        uint64_t py[LP_STACK_MAX_DEPTH], mixed[LP_STACK_MAX_DEPTH];
-        uint8_t end[LP_STACK_MAX_DEPTH];
-        int np = lpr_py_frames(py, end, (int)lpr_stack_depth), p = 0, in_py = 0;
-        if (np > 0) {
-            unsigned m = 0;
-            for (int i = skip; i < got && m < lpr_stack_depth; i++) {
-                uintptr_t ip = (uintptr_t)buf[i];
-                if (p < np && lpr_py_is_eval(ip)) { /* this run of the loop: its frames */
-                    while (p < np && m < lpr_stack_depth) {
-                        mixed[m++] = py[p];
-                        if (end[p++]) break;
-                    }
-                    in_py = 1;
-                } else if (!in_py || !lpr_py_is_interp(ip)) { /* the interpreter's own frames
-                                                                 * between Python frames: noise */
-                    mixed[m++] = ip;
-                }
-            }
-            while (p < np && m < lpr_stack_depth) mixed[m++] = py[p++]; /* the native walk stopped short */
-            return intern((void *const *)mixed, m);
-        }
-    }
     return intern(buf + skip, n);
 }
+
+uint32_t lpr_stack_intern(void **buf, int got) { return with_python(native_id(buf, got)); }
 
 /* A stack given as words (Python frames; python.c) as an id. */
 uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n) { return intern((void *const *)f, n); }
 
-static uint32_t intern(void *const *f, unsigned n) {
-    uint64_t h = hash_frames(f, n);
+static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t h);
+
+static uint32_t intern(void *const *f, unsigned n) { return intern_entry(f, n, n, hash_frames(f, n)); }
+
+static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags) {
+    void *const w[2] = {(void *)(uintptr_t)(native | (uint64_t)python << 32), (void *)(uintptr_t)flags};
+    return intern_entry(w, 2, PAIR_N, hash_frames(w, 2) ^ 0x5bd1e995u);
+}
+
+/* The id of the entry `head` (n, or PAIR_N) with words `f` (n of them) and hash `h`. */
+static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t h) {
     uint64_t tag = (h >> 32) << 32;
     uint32_t s = (uint32_t)h & (SLOTS - 1);
     for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (SLOTS - 1)) {
@@ -223,7 +217,7 @@ static uint32_t intern(void *const *f, unsigned n) {
                 __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
                 return 0;
             }
-            arena[off] = n;
+            arena[off] = head;
             memcpy(&arena[off + 1], f, n * sizeof(void *));
             __atomic_store_n(&offset_of[id], off + 1, __ATOMIC_RELEASE);
             uint64_t want = tag | id, expect = 0;
@@ -234,10 +228,10 @@ static uint32_t intern(void *const *f, unsigned n) {
             /* another thread took the slot meanwhile: keep our id (published through the
              * record that uses it) and carry on probing from the winner */
             v = expect;
-            if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n)) return (uint32_t)v;
+            if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n, head)) return (uint32_t)v;
             return id;
         }
-        if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n)) return (uint32_t)v;
+        if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n, head)) return (uint32_t)v;
     }
     __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
     return 0;
@@ -246,18 +240,52 @@ static uint32_t intern(void *const *f, unsigned n) {
 /* ---- the per-thread cache of call chains (see the top) -------------------------------------- */
 
 struct chain {
-    uintptr_t ra, cfa; /* the key: return address and CFA of lpr_stack_capture */
+    uintptr_t ra, cfa; /* the key: return address and CFA of lpr_stack_native */
     uint32_t id, n;    /* the stack's id; slots to check */
     uint32_t seen;     /* captures of this key while noted (SEEN_ONCE) */
     uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
+};
+
+#define MEMO 64
+struct memo {
+    uint32_t native, py, id;
 };
 
 struct lpr_stack_cache {
     struct chain set[CACHE_SETS][CACHE_WAYS];
     uint8_t next[CACHE_SETS]; /* the way a miss replaces next, round robin */
     uint64_t hits, misses;
+    struct memo memo[MEMO]; /* (native stack, Python part) -> their stack (with_python) */
 };
 
+/* ---- the Python part ----------------------------------------------------------------------------
+ * A thread running Python gets its Python frames in every stack, whatever the native depth: they
+ * come from the interpreter's thread state (python.c), not from where the native walk stops. The
+ * stack is then a pair — the native part (its frames tagged where the interpreter runs) and the
+ * Python part, each a stack of the table — joined by the reader (include/libprof/format.h), so
+ * the table holds each part once: under one Python line a program reaches many native stacks,
+ * and one native stack (an allocation inside a library) is reached from many Python lines. A
+ * thread remembers the pairs it made last, so a loop allocating from the same line makes none. */
+static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags);
+
+static uint32_t with_python(uint32_t native) {
+    if (!lpr_py_on) return native;
+    uint64_t buf[LP_STACK_MAX_DEPTH];
+    uint32_t pid = 0;
+    int np = lpr_py_part(buf, &pid);
+    if (np <= 0 || !pid) return native;
+    struct lpr_stack_cache *c = lpr_stack_cache_of(&lpr_tls);
+    struct memo *e = c ? &c->memo[((native * 0x9E3779B1u) ^ (pid * 0x85EBCA6Bu)) >> 26] : NULL;
+    if (e && e->native == native && e->py == pid && e->id) return e->id;
+    uint32_t off = native ? __atomic_load_n(&offset_of[native], __ATOMIC_ACQUIRE) : 0;
+    uint32_t flags = off && off != NEVER && arena[off - 1] >= lpr_stack_depth ? LP_PAIR_CUT : 0;
+    uint32_t id = intern_pair(native, pid, flags);
+    if (!e) return id;
+    *e = (struct memo){native, pid, id};
+    return id;
+}
+
+/* A stack given as words (Python frames; python.c) as an id. */
 /* Walk the stack with libunwind's cursor: ips for the table, and for the cache the frames above
  * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
 __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
@@ -282,7 +310,7 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
             }
         }
     } while (got < max && unw_step_fn(cur) > 0);
-    uint32_t id = lpr_stack_intern(ips, got);
+    uint32_t id = native_id(ips, got);
     /* cached when the capture's caller was found and every frame walked after it can be checked
      * (a chain cut at the depth asked is fine: the frames beyond do not change the id) */
     ch->n = k >= 0 && id && !overflow ? n : UINT32_MAX;
@@ -291,18 +319,13 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
 
 /* The id of the calling thread's stack (0: unknown), for a hook's record. Called with the
  * guard held. */
-__attribute__((noinline)) uint32_t lpr_stack_capture(void) {
-    struct lpr_thread *node = lpr_tls.thr;
-    struct lpr_stack_cache *c = node && cacheable ? lpr_tbuf_stack_cache(node) : NULL;
-    if (LP_UNLIKELY(lpr_py_on) && lpr_py_thread_running()) {
-        /* the same native chain runs every Python line: not cached; walked deep enough to meet
-         * every run of the evaluation loop, since the Python frames count in the depth */
-        void *buf[LP_STACK_MAX_DEPTH + 4];
-        return lpr_stack_intern(buf, lpr_unw_backtrace(buf, LP_STACK_MAX_DEPTH + 3));
-    }
+/* The native part: through the thread's cache of call chains (the chain under a Python line is
+ * the same for every line, so it is cached like any other; the Python part is with_python's). */
+__attribute__((noinline)) uint32_t lpr_stack_native(void) {
+    struct lpr_stack_cache *c = cacheable ? lpr_stack_cache_of(&lpr_tls) : NULL;
     if (!c) {
         void *buf[LP_STACK_MAX_DEPTH + 4];
-        return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+        return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
     }
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
     unsigned set = (unsigned)(((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> 60);
@@ -330,7 +353,7 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
                 return ch->id;
             }
             void *buf[LP_STACK_MAX_DEPTH + 4];
-            return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+            return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
         }
     }
     struct chain *ch = &ways[c->next[set]];
@@ -340,8 +363,10 @@ __attribute__((noinline)) uint32_t lpr_stack_capture(void) {
     ch->n = SEEN_ONCE;
     ch->seen = 1;
     void *buf[LP_STACK_MAX_DEPTH + 4];
-    return lpr_stack_intern(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+    return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
 }
+
+uint32_t lpr_stack_python(uint32_t native) { return with_python(native); }
 
 size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }
 
@@ -363,13 +388,19 @@ void lpr_stacks_write(void) {
         uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
         if (off == NEVER) continue; /* the table was full: id 0 was recorded instead */
         if (off-- == 0) break;      /* in flight: its thread is writing its frames */
-        uint64_t k = arena[off];
+        uint64_t head = arena[off], k = head == PAIR_N ? 2 : head;
         if (used + 1 + k > sizeof wbuf / 8) {
             lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);
             used = 0;
         }
-        wbuf[used++] = (uint64_t)id | k << 32;
+        wbuf[used++] = (uint64_t)id | head << 32;
         memcpy(&wbuf[used], &arena[off + 1], k * 8);
+        if (lpr_py_on && head != PAIR_N) /* where the native frames run the interpreter (format.h) */
+            for (uint64_t i = 0; i < k; i++) {
+                uint64_t w = wbuf[used + i];
+                if (w & LP_PYFRAME_BIT) continue;
+                wbuf[used + i] = w | (lpr_py_is_eval(w) ? LP_NATIVE_EVAL : lpr_py_is_interp(w) ? LP_NATIVE_INTERP : 0);
+            }
         used += k;
     }
     if (used) lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);

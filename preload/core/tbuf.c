@@ -453,10 +453,13 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
     n->flushed_records = records;
 }
 
+/* The node's caches are mirrored in its owner's TLS (lpr_stack_cache_of, lpr_py_cache_of): set
+ * when made or when the node is attached, cleared when it is given away. */
 struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n) {
     if (LP_LIKELY(n->stack_cache != NULL)) return n->stack_cache;
     void *m = lpr_sys_mmap(NULL, lpr_stack_cache_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (lpr_sys_failed((long)m)) return NULL;
+    if (n->tls == &lpr_tls) lpr_tls.scache = m;
     return n->stack_cache = m;
 }
 
@@ -471,6 +474,7 @@ void *lpr_tbuf_py_cache(struct lpr_thread *n, size_t size) {
     if (LP_LIKELY(n->py_cache != NULL)) return n->py_cache;
     void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (lpr_sys_failed((long)m)) return NULL;
+    if (n->tls == &lpr_tls) lpr_tls.pycache = m;
     return n->py_cache = m;
 }
 
@@ -508,6 +512,8 @@ static struct lpr_thread *attach_node(struct lpr_tls *t) {
     n->flushed_records = t->records;
     t->cur = n->base;
     t->end = n->limit;
+    t->scache = n->stack_cache;
+    t->pycache = n->py_cache;
     unlock(&n->lock);
     return n;
 }
@@ -602,6 +608,7 @@ static void thread_dtor(void *arg) {
     t->late = 1;
     t->state = LP_TLS_LATE;
     t->thr = NULL;
+    t->scache = t->pycache = NULL;
     n->tls = NULL;
     unlock(&n->lock);
     write_thread_name(t->tid);
@@ -680,6 +687,7 @@ void lpr_tbuf_after_fork_child(void) {
     struct lpr_tls *t = &lpr_tls;
     t->cur = t->end = NULL;
     t->thr = NULL;
+    t->scache = t->pycache = NULL;
     t->records = 0;
     t->range_depth = 0;
     t->life_flow = 0; /* this thread was not created in the child */

@@ -561,3 +561,218 @@ Test(python, python_malloc_shows_small_objects, .init = setup) {
     cr_expect_lt(mallocs[0], 20000, "without: %lld mallocs", mallocs[0]);
     cr_expect_gt(mallocs[1], 200000, "with LIBPROF_PYTHON_MALLOC=1: %lld mallocs", mallocs[1]);
 }
+
+/* ---- Python frames whatever the native depth ------------------------------------------------ */
+
+/* A program of many shapes of Python code, each line allocating one block of its own size (so a
+ * block's size tells its line): plain calls, recursion 30 deep, a comprehension, a generator, a
+ * lambda called back from C (sorted's key), a class body, a decorator, a thread, a callback from a
+ * C function (map), an exception handler. `python3 tm.py trace` runs it under tracemalloc (CPython's
+ * own per-line tracer) and prints each block's size and its innermost line. */
+static const char tm_py[] =
+    "import sys, threading, tracemalloc\n"                                                    /* 1 */
+    "if sys.argv[1] == 'trace': tracemalloc.start()\n"                                        /* 2 */
+    "keep = []\n"                                                                             /* 3 */
+    "def big(k): keep.append(bytearray(100000 + 64 * k))\n"                                   /* 4 */
+    "def rec(n):\n"                                                                           /* 5 */
+    "    if n == 0: keep.append(bytearray(100000 + 64 * 5)); return\n"                        /* 6 */
+    "    rec(n - 1)\n"                                                                        /* 7 */
+    "def gen():\n"                                                                            /* 8 */
+    "    for i in range(3): yield bytearray(100000 + 64 * (8 + i))\n"                         /* 9 */
+    "class K:\n"                                                                              /* 10 */
+    "    data = bytearray(100000 + 64 * 12)\n"                                                /* 11 */
+    "def deco(f):\n"                                                                          /* 12 */
+    "    keep.append(bytearray(100000 + 64 * 13)); return f\n"                                /* 13 */
+    "@deco\n"                                                                                 /* 14 */
+    "def g(): pass\n"                                                                         /* 15 */
+    "def work():\n"                                                                           /* 16 */
+    "    big(1)\n"                                                                            /* 17 */
+    "    rec(30)\n"                                                                           /* 18 */
+    "    keep.extend([bytearray(100000 + 64 * (20 + i)) for i in range(2)])\n"                /* 19 */
+    "    keep.extend(gen())\n"                                                                /* 20 */
+    "    sorted([1, 2], key=lambda x: keep.append(bytearray(100000 + 64 * (30 + x))) or x)\n" /* 21 */
+    "    keep.append(K.data)\n"                                                               /* 22 */
+    "    list(map(lambda x: keep.append(bytearray(100000 + 64 * (40 + x))), [1]))\n"          /* 23 */
+    "    try:\n"                                                                              /* 24 */
+    "        raise ValueError(bytearray(100000 + 64 * 50))\n"                                 /* 25 */
+    "    except ValueError as e:\n"                                                           /* 26 */
+    "        keep.append(e.args[0])\n"                                                        /* 27 */
+    "t = threading.Thread(target=lambda: keep.append(bytearray(100000 + 64 * 60)))\n"         /* 28 */
+    "work(); t.start(); t.join()\n"                                                           /* 29 */
+    "if sys.argv[1] == 'trace':\n"                                                            /* 30 */
+    "    for tr in tracemalloc.take_snapshot().traces:\n"                                     /* 31 */
+    "        f = tr.traceback[0]\n"                                                           /* 32 */
+    "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                     /* 33 */
+    "            print(tr.size, f.lineno)\n";
+/* 34 */ /* 34 */
+
+/* Each block's line as tracemalloc sees it, against the innermost Python frame of its site in
+ * libprof's trace — every interpreter, with native stacks too shallow to reach the interpreter
+ * (2 frames: the Python part follows a "…") and deep enough (64). */
+Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = interpreters(py, 16), compared = 0, tested = 0;
+    char *script = write_script("tm.py", tm_py);
+    for (int i = 0; i < n; i++) {
+        struct run ref;
+        run_prog(&ref, dir, NULL, (const char *[]){py[i], script, "trace", NULL});
+        if (ref.status != 0) {
+            run_free(&ref);
+            continue;
+        }
+        const char *depths[] = {"LIBPROF_STACKS=2", "LIBPROF_STACKS=64"};
+        for (int d = 0; d < 2; d++) {
+            struct run r, rep;
+            char *lpt = strfmt("%s/tm%d_%d.lpt", dir, i, d), *folded = strfmt("%s/tm%d_%d.folded", dir, i, d);
+            run_prog(&r, dir,
+                     (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), depths[d], NULL},
+                     (const char *[]){py[i], script, "run", NULL});
+            cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+            run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--folded", folded, "-q", NULL});
+            cr_assert_eq(rep.status, 0, "%s", rep.err);
+            char *text = read_file(folded, NULL); /* every stack, root first: "a;b;leaf BYTES" */
+            cr_assert_not_null(text);
+            /* every reference block: a stack of at least its size whose innermost Python frame is its line */
+            char *p = ref.out;
+            int lines = 0;
+            long size, line;
+            while (sscanf(p, "%ld %ld", &size, &line) == 2) {
+                lines++;
+                char *want = strfmt("(%s:%ld)", script, line);
+                int found = 0;
+                for (char *l = text; *l && !found;) {
+                    char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
+                    while (sp > l && *sp != ' ') sp--;
+                    long bytes = atol(sp + 1);
+                    char *inner = NULL; /* the last frame with ".py:" before the count */
+                    for (char *q = l; q < sp; q++)
+                        if (!strncmp(q, ".py:", 4)) inner = q;
+                    if (inner && bytes >= size) {
+                        char *start = inner;
+                        while (start > l && start[-1] != ';') start--;
+                        char *end = strchr(inner, ';');
+                        if (!end || end > sp) end = sp;
+                        found = memmem(start, (size_t)(end - start), want, strlen(want)) != NULL;
+                    }
+                    l = eol ? eol + 1 : sp + strlen(sp);
+                }
+                cr_expect(found, "%s %s: the block of %ld bytes has no stack at line %ld", py[i], depths[d], size,
+                          line);
+                compared += found;
+                p = strchr(p, '\n');
+                if (!p) break;
+                p++;
+            }
+            cr_expect_geq(lines, 14, "%s: tracemalloc saw %d blocks: %s", py[i], lines, ref.out);
+            free(text);
+            run_free(&rep);
+            run_free(&r);
+        }
+        tested++;
+        run_free(&ref);
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
+    fprintf(stderr, "python::lines_match_tracemalloc: %d blocks matched on %d interpreters\n", compared, tested);
+}
+
+/* A deep native library between the interpreter and the allocation (json's C encoder under a
+ * 60-deep list) with 16 native frames: the 2 MB block's site still names the line that called
+ * json.dumps, after a "…" where native frames were left out; --py-lines user charges that line
+ * rather than the standard library's. */
+Test(python, deep_native_code_keeps_the_calling_line, .init = setup) {
+    const char *prog = "import json\n"
+                       "def nest(d):\n"
+                       "    x = ['y' * 2000000]\n"
+                       "    for i in range(d): x = [x]\n"
+                       "    return x\n"
+                       "v = nest(60)\n"
+                       "s = json.dumps(v)\n"
+                       "print(len(s))\n";
+    char *script = write_script("deep.py", prog);
+    struct run r, rep;
+    char *lpt = strfmt("%s/d.lpt", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=16", NULL},
+             (const char *[]){"/usr/bin/python3", script, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *json = strfmt("%s/d.json", dir);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    cJSON *j = load_json(json);
+    cr_assert_not_null(j);
+    char *line7 = strfmt("<module> (%s:7)", script);
+    cJSON *s, *hit = NULL;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(libprof_meta(j), "alloc_sites")) {
+        if (num(s, "bytes") < 2000000 || num(s, "bytes") > 2100000) continue;
+        cJSON *fr = cJSON_GetObjectItem(s, "frames");
+        if (has_frame(fr, "dumps (") && has_frame(fr, line7)) hit = s;
+    }
+    cr_assert_not_null(hit, "no 2 MB site under json.dumps naming %s", line7);
+    cr_expect(has_frame(cJSON_GetObjectItem(hit, "frames"), "…"), "the native frames left out are not marked");
+    run_free(&rep);
+    /* the per-line view: the standard library's line by default, the program's with --py-lines user */
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, NULL});
+    const char *t = strstr(rep.out, "by Python line, bytes allocated (the innermost Python frame)");
+    cr_assert_not_null(t, "%s", rep.out);
+    cr_expect(strstr(t, "encoder.py:") != NULL, "%.600s", t);
+    run_free(&rep);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--py-lines", "user", NULL});
+    t = strstr(rep.out, "by Python line, bytes allocated (the innermost frame in the program's own files)");
+    cr_assert_not_null(t, "%s", rep.out);
+    const char *row = strchr(strchr(t, '\n') + 1, '\n') + 1; /* the heaviest line */
+    cr_expect(strstr(row, line7) && strstr(row, line7) < strchr(row, '\n'), "heaviest: %.200s", row);
+    cJSON_Delete(j);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* A small PyTorch encoder with 16-frame stacks: libtorch's own frames fill the native part, yet
+ * every GEMM and oneDNN slice carries the Python line that ran it. */
+Test(python, torch_gemms_keep_their_line_with_stacks, .init = setup, .timeout = 300) {
+    const char *prog = "import torch\n"
+                       "torch.manual_seed(0); torch.set_num_threads(1)\n"
+                       "layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,\n"
+                       "                                         batch_first=True)\n"
+                       "enc = torch.nn.TransformerEncoder(layer, num_layers=2)\n"
+                       "x = torch.randn(4, 16, 64)\n"
+                       "with torch.no_grad():\n"
+                       "    for i in range(5): y = enc(x)\n"
+                       "print(tuple(y.shape))\n";
+    char *script = write_script("enc.py", prog);
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, (const char *[]){"/usr/bin/python3", script, NULL});
+    if (bare.status != 0) cr_skip_test("python3-torch is not installed: %s", bare.err);
+    char *json = strfmt("%s/e.json", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", json), "LIBPROF_STACKS=16", NULL},
+             (const char *[]){"/usr/bin/python3", script, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cJSON *j = load_json(json), *ev;
+    cr_assert_not_null(j);
+    char *line8 = strfmt("(%s:8)", script);
+    int kernels = 0, located = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *cat = cJSON_GetObjectItem(ev, "cat"), *ts = cJSON_GetObjectItem(ev, "ts");
+        if (!cJSON_IsString(cat) || (strcmp(cat->valuestring, "blas") && strcmp(cat->valuestring, "dnnl")) || !ts)
+            continue;
+        cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "py");
+        if (!cJSON_IsString(py) || strstr(py->valuestring, "import")) continue; /* numpy's checks at import */
+        kernels++;
+        located += strstr(py->valuestring, line8) != NULL;
+    }
+    int all = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+        if (cJSON_IsString(cat) && (!strcmp(cat->valuestring, "blas") || !strcmp(cat->valuestring, "dnnl"))) {
+            all++;
+            cr_expect_not_null(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "py"), "a kernel without its line");
+        }
+    }
+    cr_expect_gt(all, 100, "%d kernel slices", all);
+    cr_expect_gt(kernels, 100);
+    cr_expect_eq(located, kernels, "%d of %d kernel slices name %s", located, kernels, line8);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
