@@ -20,6 +20,10 @@
 
 #include "map.h"
 #include "os.h"
+#include "pprof.h"
+#include "samples.h"
+#include "speedscope.h"
+#include "symbols.h"
 #include "vec.h"
 
 unsigned lp_hist_maps; /* stats.h */
@@ -623,6 +627,12 @@ static void peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
 static void temp_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_sites_folded(a->sites, k->out, LP_FOLD_TEMP);
 }
+/* The sites, when the allocations have stacks (the stacks of a trace may be only its CPU
+ * samples' and its Python calls'; a version 9 file says nothing of it). */
+static struct lp_sites *alloc_sites(const struct lp_analysis *a) {
+    return a->r->hdr.version < 10 || a->r->hdr.alloc_stacks ? a->sites : NULL;
+}
+
 static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
     const struct lp_reader *r = a->r;
     const char *exe = r->exe ? r->exe : "libprof";
@@ -630,13 +640,37 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
     for (uint32_t i = 0; i < n; i++)
         if (exe[i] == '/') b = i + 1;
     char name[512];
-    snprintf(name, sizeof name, "%.*s allocations", (int)(n - b), exe + b);
-    lp_sites_speedscope(a->sites, k->out, name);
+    snprintf(name, sizeof name, "%.*s", (int)(n - b), exe + b);
+    if (lp_speedscope(k->out, name, alloc_sites(a), a->samples) != 0) k->out->err = ENOMEM;
+}
+static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_samples_folded(a->samples, k->out); }
+static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_syms *syms = lp_syms_new(a->r);
+    if (!syms || lp_pprof_cpu(k->out, a->r, a->samples, syms) != 0) k->out->err = ENOMEM;
+    lp_syms_free(syms);
+}
+static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_syms *syms = lp_syms_new(a->r);
+    if (!syms || lp_pprof_heap(k->out, a->r, a->sites, syms) != 0) k->out->err = ENOMEM;
+    lp_syms_free(syms);
 }
 
 /* ---- the conversion ----------------------------------------------------------------------------- */
 
-enum { OUT_CHROME, OUT_CSV, OUT_SUMMARY, OUT_FOLDED, OUT_LEAKS, OUT_SPEEDSCOPE, OUT_PEAK, OUT_TEMP, OUT_COUNT };
+enum {
+    OUT_CHROME,
+    OUT_CSV,
+    OUT_SUMMARY,
+    OUT_FOLDED, /* the flame graphs of the allocation stacks, in flame[]'s order */
+    OUT_LEAKS,
+    OUT_SPEEDSCOPE,
+    OUT_PEAK,
+    OUT_TEMP,
+    OUT_CPU_FOLDED, /* the CPU samples' */
+    OUT_PPROF,
+    OUT_PPROF_HEAP,
+    OUT_COUNT
+};
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
     struct pass *p = lp_os_calloc(1, sizeof *p);
@@ -661,6 +695,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!p->last || (p->threshold && !p->ring)) goto oom;
     if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
     a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
+    int sample_oom = 0;
+    a->samples = lp_samples_new(r, &sample_oom); /* NULL: no CPU samples */
+    if (sample_oom) goto oom;
     a->pycalls = lp_pycalls_new(r);
     a->ort = lp_ort_new(r);
     if (!a->calls || !a->pycalls || !a->ort) goto oom;
@@ -673,12 +710,29 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         folded_finish, leaks_finish, speedscope_finish, peak_finish, temp_finish};
     for (int k = 0; k < 5; k++) {
         if (!flame[k]) continue;
-        if (!a->sites) { /* reported after the others are written */
+        if (!alloc_sites(a) && !(k == 2 && a->samples)) { /* reported after the others are written */
             missing_stacks = flame[k];
             continue;
         }
         if (output_open(&out[OUT_FOLDED + k], flame[k], -1, o->file_mode, err, errlen) != 0) goto out;
         out[OUT_FOLDED + k].sink.finish = flame_finish[k];
+    }
+    /* the CPU samples' views (and pprof of the allocation stacks) */
+    const char *more[3] = {o->cpu_folded_path, o->pprof_path, o->pprof_heap_path};
+    void (*more_finish[3])(struct lp_sink *, const struct lp_analysis *) = {cpu_folded_finish, pprof_finish,
+                                                                            pprof_heap_finish};
+    const char *missing_samples = NULL;
+    for (int k = 0; k < 3; k++) {
+        if (!more[k]) continue;
+        if (k < 2 ? !a->samples : !alloc_sites(a)) {
+            if (k < 2)
+                missing_samples = more[k];
+            else
+                missing_stacks = more[k];
+            continue;
+        }
+        if (output_open(&out[OUT_CPU_FOLDED + k], more[k], -1, o->file_mode, err, errlen) != 0) goto out;
+        out[OUT_CPU_FOLDED + k].sink.finish = more_finish[k];
     }
     if ((o->chrome_path || o->chrome_fd >= 0)) {
         a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
@@ -738,6 +792,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             seen.view = &view;
         }
         if (shape == LP_SHAPE_PYCALL && lp_pycalls_event(a->pycalls, &e, a->counting) != 0) p->h.oom = 1;
+        if (shape == LP_SHAPE_SAMPLE) { /* samples.c's alone: the writers take its totals */
+            if (a->samples && lp_samples_event(a->samples, &e, a->counting) != 0) p->h.oom = 1;
+            continue;
+        }
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
         for (int k = 0; k < nstream; k++)
             if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
@@ -764,12 +822,17 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (h->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) goto oom;
     if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
+    if (lp_samples_finish(a->samples) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
     /* the totals, each writer's file closed and renamed into place */
     rc = 0;
     if (missing_stacks) {
         snprintf(err, errlen, "%s: the trace has no call stacks (record with LIBPROF_STACKS=16)", missing_stacks);
+        rc = -1;
+    }
+    if (missing_samples) {
+        snprintf(err, errlen, "%s: the trace has no CPU samples (record with LIBPROF_SAMPLE_HZ=1000)", missing_samples);
         rc = -1;
     }
     for (int k = 0; k < OUT_COUNT; k++) {
@@ -798,6 +861,7 @@ out:
         lp_map_free(&p->h.live);
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
+        lp_samples_free(p->a.samples);
         lp_pycalls_free(p->a.pycalls);
         lp_ort_free(p->a.ort);
         lp_os_free(p->last);

@@ -37,6 +37,9 @@ struct lp_convert_opts {
     const char *folded_peak_path; /* bytes live at the heap's peak (or at peak_at_ns), collapsed stacks */
     const char *folded_temp_path; /* bytes of temporary allocations, collapsed stacks */
     int site_tracks;              /* "heap by site" counter tracks in the Chrome trace (one more pass) */
+    const char *cpu_folded_path;  /* CPU samples, collapsed stacks (thread as the root frame) */
+    const char *pprof_path;       /* CPU samples, pprof (gzipped profile.proto) */
+    const char *pprof_heap_path;  /* allocation stacks, pprof */
     uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
     int py_user_lines;            /* the per-line views charge the program's own Python frame (sites.c) */
     unsigned file_mode;           /* mode of the files written (0: 0600), no wider than a file they replace */
@@ -83,6 +86,7 @@ struct lp_analysis {
     uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
     struct lp_calls *calls;              /* the runtime entry points (calls.c) */
     struct lp_sites *sites;              /* allocation call stacks (sites.c), NULL without them */
+    struct lp_samples *samples;          /* CPU samples (samples.c), NULL without them */
     struct lp_pycalls *pycalls;          /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
     struct lp_ort *ort;                  /* ONNX Runtime's node profiles (ort.c) */
     uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */

@@ -5,6 +5,7 @@
  * chunk and sets `truncated`, which every consumer reports to the user. */
 #define _GNU_SOURCE
 #include "reader.h"
+#include "cc.h"
 #include "os.h"
 #include "map.h"
 #include "vec.h"
@@ -18,8 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LP_LIKELY(x) __builtin_expect(!!(x), 1)
-#define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
 
 /* ---- memory: a mapped trace is read once, front to back per thread ---------------------------
@@ -38,18 +37,27 @@ static void release(const struct lp_reader *r, uint64_t from, uint64_t to) {
     madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* The index of thread `tid` in r->threads, adding it when new. Returns 0 or -1 (out of memory). */
-static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uint32_t *out) {
-    uint64_t v;
-    if (lp_map_get(m, (uint64_t)tid + 1, &v)) { /* +1: key 0 means empty */
+/* The index of thread `tid`'s stream in r->threads — its events, or (samples) its CPU samples —
+ * adding it when new. Returns 0 or -1 (out of memory). */
+static int stream_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, int samples, uint32_t *out) {
+    uint64_t v, key = ((uint64_t)tid + 1) | (uint64_t)samples << 40; /* +1: key 0 means empty */
+    if (lp_map_get(m, key, &v)) {
         *out = (uint32_t)v;
         return 0;
     }
+    uint32_t owner = 0;
+    if (samples && stream_index(r, m, tid, 0, &owner) != 0) return -1; /* its thread, first */
     if (LP_RESERVE_ZERO(r->threads, r->cap.threads, r->nthreads + 1) != 0) return -1;
     r->threads[r->nthreads].tid = tid;
-    if (lp_map_put(m, (uint64_t)tid + 1, r->nthreads, NULL) < 0) return -1;
+    r->threads[r->nthreads].owner = samples ? owner : r->nthreads;
+    r->threads[r->nthreads].samples = (uint8_t)samples;
+    if (lp_map_put(m, key, r->nthreads, NULL) < 0) return -1;
     *out = r->nthreads++;
     return 0;
+}
+
+static int thread_index(struct lp_reader *r, struct lp_map *m, uint32_t tid, uint32_t *out) {
+    return stream_index(r, m, tid, 0, out);
 }
 
 /* Check that `n` words at `w` are whole, valid records; count them. Returns -1 on damage. The
@@ -110,11 +118,11 @@ static int chunk_at(const uint8_t *d, size_t size, uint64_t off) {
     struct lp_chunk_header h;
     if (off % 8 || size - off < sizeof h) return 0;
     memcpy(&h, d + off, sizeof h);
-    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_HEADER || h.flags ||
+    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_SAMPLING || h.flags ||
         h.length > size - off - sizeof h)
         return 0;
     uint64_t cnt, reset = 0;
-    if (h.type == LP_CHUNK_EVENTS &&
+    if ((h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) &&
         (h.length % 8 || check_records((const uint64_t *)(d + off + sizeof h), h.length / 8, &cnt, &reset)))
         return 0;
     return 1;
@@ -204,13 +212,14 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             continue;
         }
         uint64_t payload = off + sizeof h;
-        if (h.type == LP_CHUNK_EVENTS) {
+        if (h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) {
             uint64_t count;
             if (h.length % 8 || payload % 8 ||
                 check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks))
                 goto damage;
             uint32_t ti;
-            if (thread_index(r, &map, h.tid, &ti)) goto nomem;
+            if (stream_index(r, &map, h.tid, h.type == LP_CHUNK_SAMPLES, &ti)) goto nomem;
+            if (h.type == LP_CHUNK_SAMPLES) r->samples += count;
             struct lp_thread_info *t = &r->threads[ti];
             if (LP_RESERVE(r->chunks, r->cap.chunks, r->nchunks + 1) || LP_RESERVE(t->chunks, t->cap, t->nchunks + 1))
                 goto nomem;
@@ -317,6 +326,8 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
                 at += words * 8;
             }
             if (r->truncated) break;
+        } else if (h.type == LP_CHUNK_SAMPLING && h.length >= sizeof(struct lp_sampling) && payload % 8 == 0) {
+            r->sampling = (const struct lp_sampling *)(d + payload);
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
             r->end = (const struct lp_end *)(d + payload);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
@@ -581,6 +592,7 @@ struct lp_iter *lp_iter_new(const struct lp_reader *r) {
     }
     for (uint32_t i = 0; i < r->nthreads; i++) {
         it->c[i].thread = i;
+        it->c[i].owner = r->threads[i].owner;
         it->c[i].tid = r->threads[i].tid;
         if (cursor_load(r, &it->c[i])) it->heap[it->n++] = i;
     }
@@ -603,7 +615,7 @@ int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
         ev->kind = (uint16_t)kind;
         ev->timed = (uint8_t)timed;
         ev->phase = c->phase;
-        ev->thread = c->thread;
+        ev->thread = c->owner;
         ev->tid = c->tid;
         ev->stack = c->stack;
         ev->w = p + 1 + timed;

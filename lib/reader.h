@@ -11,6 +11,8 @@
 
 struct lp_thread_info {
     uint32_t tid;
+    uint32_t owner;   /* index of the thread whose events these are (itself; for a samples stream, its thread's) */
+    uint8_t samples;  /* a stream of CPU samples (SAMPLES chunks) */
     const char *name; /* not NUL-terminated; NULL if unknown */
     uint32_t name_len;
     uint64_t events;
@@ -73,15 +75,17 @@ struct lp_reader {
     } * ort_profiles; /* ONNX Runtime's own profiles, one per session (ort.c) */
     uint32_t nort_profiles;
     uint32_t nshort_chunks;
-    uint64_t events;          /* records found */
-    const struct lp_end *end; /* NULL when the run did not finish cleanly */
-    int truncated;            /* the file stops in the middle of a chunk */
-    int damaged;              /* damage inside the file was skipped (damaged_bytes): events may be missing */
-    int header_recovered;     /* the file header was damaged; its copy (HEADER chunk) was used */
-    uint64_t damaged_bytes;   /* bytes skipped between whole chunks (and junk after the end) */
-    uint64_t valid_bytes;     /* bytes decoded before the damage */
-    uint64_t last_ticks;      /* largest tick value seen (chunk syncs, end) */
-    uint64_t reset_ticks;     /* time of the last libprof_reset (0 = none): statistics start there */
+    uint64_t events;                    /* records found */
+    const struct lp_end *end;           /* NULL when the run did not finish cleanly */
+    const struct lp_sampling *sampling; /* CPU sampling: how (the last SAMPLING chunk), NULL when none */
+    uint64_t samples;                   /* SAMPLE records found */
+    int truncated;                      /* the file stops in the middle of a chunk */
+    int damaged;                        /* damage inside the file was skipped (damaged_bytes): events may be missing */
+    int header_recovered;               /* the file header was damaged; its copy (HEADER chunk) was used */
+    uint64_t damaged_bytes;             /* bytes skipped between whole chunks (and junk after the end) */
+    uint64_t valid_bytes;               /* bytes decoded before the damage */
+    uint64_t last_ticks;                /* largest tick value seen (chunk syncs, end) */
+    uint64_t reset_ticks;               /* time of the last libprof_reset (0 = none): statistics start there */
     /* clock fit: ns = (ticks * mult) >> 32 */
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
@@ -169,10 +173,10 @@ static inline void lp_event_blocks(const struct lp_event *e, uint64_t *freed, ui
  * the loops that drive it (a trace has millions of events); use the functions. */
 struct lp_cursor {
     const uint64_t *p, *end;
-    uint64_t key;                  /* effect time in ticks of the current record's current phase */
-    uint64_t chunk_from, chunk_to; /* byte range of the chunk being read ... */
-    uint64_t prev_from, prev_to;   /* ... and of the one before (released after the next) */
-    uint32_t thread, tid, next_chunk, stack;
+    uint64_t key;                                   /* effect time in ticks of the current record's current phase */
+    uint64_t chunk_from, chunk_to;                  /* byte range of the chunk being read ... */
+    uint64_t prev_from, prev_to;                    /* ... and of the one before (released after the next) */
+    uint32_t thread, owner, tid, next_chunk, stack; /* owner: the thread the events are of (lp_thread_info) */
     uint8_t phase;
 };
 
@@ -206,7 +210,7 @@ static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     ev->kind = (uint16_t)kind;
     ev->timed = (uint8_t)timed;
     ev->phase = 1;
-    ev->thread = c->thread;
+    ev->thread = c->owner;
     ev->tid = c->tid;
     ev->stack = c->stack;
     ev->w = p + 1 + timed;
@@ -261,7 +265,7 @@ struct lp_run {
 static inline int lp_iter_run(const struct lp_iter *it, struct lp_run *run) {
     const struct lp_cursor *c = it->cur;
     if (!c || (c->phase == 1 && lp_kind_shape[lp_rec_kind(c->p[0])] == LP_SHAPE_REALLOC)) return 0;
-    *run = (struct lp_run){c->p, c->end, it->bound, c->stack, c->thread, c->tid};
+    *run = (struct lp_run){c->p, c->end, it->bound, c->stack, c->owner, c->tid};
     return 1;
 }
 void lp_iter_run_end(struct lp_iter *it, const uint64_t *p, uint32_t stack, uint64_t records);

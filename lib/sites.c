@@ -588,35 +588,21 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
     lp_os_free(v);
 }
 
-/* Frames are one per function name (several return addresses share a function). */
-static uint64_t name_key(const char *n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *n; n++) h = (h ^ (unsigned char)*n) * 0x100000001b3ull;
-    return h | 1;
-}
-
-void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name) {
-    /* frames: one per distinct function name, indexed through a map of name pointers (interned) */
-    struct lp_map ix = {0};
-    uint64_t nframes = 0;
-    lp_out_s(o,
-             "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"libprof\",\"name\":");
-    lp_out_json_str(o, name, strlen(name));
-    lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+/* speedscope.c's two passes over the allocation views: every frame they name, then the three
+ * profiles (allocated, leaked, live at the peak). */
+void lp_sites_speedscope_frames(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg) {
+    if (!s) return;
+    frame(arg, "[unknown stack]");
     for (uint32_t id = 1; id < s->nsite; id++) {
         struct lp_frames st;
         if ((!s->site[id].bytes && !s->site[id].live && !s->site[id].peak) || !lp_stack_view(s->r, id, &st)) continue;
-        for (uint32_t f = 0; f < st.n; f++) {
-            const char *fn = lp_syms_function(s->syms, st.f[f], 1);
-            uint64_t k = name_key(fn), dummy;
-            if (lp_map_get(&ix, k, &dummy)) continue;
-            lp_map_put(&ix, k, nframes, NULL);
-            lp_out_s(o, nframes++ ? ",{\"name\":" : "{\"name\":");
-            lp_out_json_str(o, fn, strlen(fn));
-            lp_out_s(o, "}");
-        }
+        for (uint32_t f = 0; f < st.n; f++) frame(arg, lp_syms_function(s->syms, st.f[f], 1));
     }
-    lp_out_fmt(o, ",{\"name\":\"[unknown stack]\"}]},\"profiles\":[");
+}
+
+int lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
+                                 struct lp_out *o, int first_profile) {
+    if (!s) return first_profile;
     static const enum order views[3] = {BY_BYTES, BY_LEAK, BY_PEAK};
     static const char *const titles[3] = {"allocated bytes", "leaked bytes", "live bytes at the heap's peak"};
     for (int view = 0; view < 3; view++) {
@@ -626,7 +612,8 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
         lp_out_fmt(o,
                    "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,"
                    "\"samples\":[",
-                   view ? "," : "", titles[view], (unsigned long long)total);
+                   first_profile ? "" : ",", titles[view], (unsigned long long)total);
+        first_profile = 0;
         int first = 1;
         for (uint32_t id = 0; id < s->nsite; id++) {
             if (!key(&s->site[id], ord)) continue;
@@ -634,12 +621,10 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
             lp_out_s(o, first ? "[" : ",[");
             first = 0;
             if (!lp_stack_view(s->r, id, &st)) {
-                lp_out_u64(o, nframes);
+                lp_out_u64(o, frame(arg, "[unknown stack]"));
             } else {
                 for (uint32_t f = st.n; f-- > 0;) {
-                    uint64_t k;
-                    lp_map_get(&ix, name_key(lp_syms_function(s->syms, st.f[f], 1)), &k);
-                    lp_out_u64(o, k);
+                    lp_out_u64(o, frame(arg, lp_syms_function(s->syms, st.f[f], 1)));
                     if (f) lp_out_c(o, ',');
                 }
             }
@@ -655,8 +640,7 @@ void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name)
         }
         lp_out_s(o, "]}");
     }
-    lp_out_s(o, "]}\n");
-    lp_map_free(&ix);
+    return first_profile;
 }
 
 /* ---- sites over time -------------------------------------------------------------------------- */
@@ -786,4 +770,15 @@ void lp_site_series_free(struct lp_site_series *s) {
     lp_os_free(s->v);
     s->v = NULL;
     s->nseries = 0;
+}
+
+void lp_sites_each(struct lp_sites *s, void (*fn)(void *arg, uint32_t stack, const struct lp_site_totals *t),
+                   void *arg) {
+    if (!s) return;
+    for (uint32_t id = 0; id < s->nsite; id++) {
+        const struct site *t = &s->site[id];
+        if (!t->calls && !t->live) continue;
+        struct lp_site_totals v = {t->calls, t->bytes, t->live_blocks, t->live, t->peak};
+        fn(arg, id, &v);
+    }
 }

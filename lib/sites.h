@@ -50,11 +50,20 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o);
 enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2, LP_FOLD_TEMP = 3 };
 void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which);
 /* speedscope's file format: three sampled profiles (allocated, leaked, live at the peak), unit bytes. */
-void lp_sites_speedscope(struct lp_sites *s, struct lp_out *o, const char *name);
+/* The allocation views for speedscope.c: every frame they name (`frame` adds it to the file's
+ * table), then their three sampled profiles; returns whether still no profile was written. */
+/* Each stack's allocation totals (pprof.c): calls and bytes allocated, blocks and bytes live at
+ * the end, bytes live at the heap's peak. */
+struct lp_site_totals {
+    uint64_t calls, bytes, live_blocks, live_bytes, peak_bytes;
+};
+void lp_sites_each(struct lp_sites *s, void (*fn)(void *arg, uint32_t stack, const struct lp_site_totals *t),
+                   void *arg);
+void lp_sites_speedscope_frames(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg);
+int lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
+                                 struct lp_out *o, int first_profile);
 
-#endif
-
-/* Sites over time (heaptrack_gui's consumption per call site; issue 17): the live bytes of the
+/* Sites over time (heaptrack_gui's consumption per call site): the live bytes of the
  * `top` heaviest call stacks (by live bytes at their own highest) and of all the others together,
  * at `buckets` instants spread over the run (each the value at the end of its slice of time).
  * v[b * (nseries) + i]: series i (the last is "other") at bucket b. */
@@ -70,3 +79,5 @@ struct lp_site_series {
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
                       const struct lp_sites *by);
 void lp_site_series_free(struct lp_site_series *s);
+
+#endif

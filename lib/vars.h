@@ -36,6 +36,12 @@
     X("LIBPROF_STACKS", "n", "0", \
       "record n frames (1-128) of call stack with every allocation", \
       SIZE, stacks, 0, LP_STACK_MAX_DEPTH, NULL) \
+    X("LIBPROF_SAMPLE_HZ", "n", "0 (LIBPROF=1: 1000)", \
+      "sample every thread's stack n times a second of its own CPU time (1 to 10000; 0: off)", \
+      SIZE, sample_hz, 0, 10000, NULL) \
+    X("LIBPROF_SAMPLE_DEPTH", "n", "LIBPROF_STACKS, else 32", \
+      "native frames a CPU sample keeps (1-128); the Python frames come on top", \
+      SIZE, sample_depth, 0, LP_STACK_MAX_DEPTH, NULL) \
     X("LIBPROF_STACK_CACHE_OFF", "0|1", "0", \
       "1: walk every call stack afresh instead of reusing validated call chains", \
       BOOL, stack_cache_off, 0, 0, NULL) \

@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "describe.h"
 #include "json.h"
+#include "samples.h"
 #include "os.h"
 #include "symbols.h"
 
@@ -66,7 +67,7 @@ static void head(struct chrome *c, const struct lp_reader *r) {
     for (uint32_t i = 0; i < r->nthreads; i++) {
         char name[64];
         uint32_t tid = r->threads[i].tid;
-        if (tid == 0) continue;
+        if (tid == 0 || r->threads[i].samples) continue; /* (a samples stream is its thread's) */
         thread_label(r, &r->threads[i], name, sizeof name);
         lp_json_meta_name(j, c->pid, tid, "thread_name", name, strlen(name));
         lp_json_meta_sort(j, c->pid, tid, tid == c->pid ? 0 : i + 1);
@@ -388,6 +389,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     if (a->sites) lp_sites_metadata(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
     if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
+    lp_samples_metadata(a->samples, o);
     lp_out_s(o, "}");
 }
 
@@ -419,6 +421,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     uint64_t points = heap_counter(c, a);
     if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid); /* ORT's nodes, inside their runs */
     if (a->sites && a->opts->site_tracks) site_counters(c, a);
+    lp_samples_chrome(a->samples, &c->j, c->pid); /* each thread's CPU over time */
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "samples.h"
 #include "fmt.h"
 
 /* Timing columns are empty for a function none of whose calls were timed (allocation calls
@@ -27,6 +28,7 @@ static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_csv(a->pycalls, o);
+    lp_samples_csv(a->samples, o);
 }
 
 int lp_sink_csv(struct lp_sink *k) {
@@ -122,6 +124,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (a->sites) lp_sites_summary(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o);
     if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o);
+    lp_samples_summary(a->samples, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);

@@ -65,6 +65,9 @@ PATH_SETTER(set_folded_leaks, folded_leaks)
 PATH_SETTER(set_folded_peak, folded_peak)
 PATH_SETTER(set_speedscope, speedscope)
 PATH_SETTER(set_diff, diff)
+PATH_SETTER(set_cpu_folded, cpu_folded)
+PATH_SETTER(set_pprof, pprof)
+PATH_SETTER(set_pprof_heap, pprof_heap)
 PATH_SETTER(set_log, log)
 PATH_SETTER(set_wait, wait)
 
@@ -257,7 +260,10 @@ const struct rp_option rp_options[] = {
     {"--folded", NULL, "FILE", EXPORT, "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)", set_folded},
     {"--folded-leaks", NULL, "FILE", EXPORT, "the same for bytes leaked at exit", set_folded_leaks},
     {"--folded-peak", NULL, "FILE", EXPORT, "the same for bytes live at the heap's peak (or at --at)", set_folded_peak},
-    {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file", set_speedscope},
+    {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)", set_speedscope},
+    {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_cpu_folded},
+    {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_pprof},
+    {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_pprof_heap},
     {"--at", NULL, "TIME", EXPORT, "the peak views show the heap at TIME (seconds since the start, or ms)", set_at},
     {"--temporary-threshold", NULL, "N", EXPORT, "a block released before N more allocations of its thread is\ntemporary (memray's definition; default: heaptrack's)", set_temp_threshold},
     {"--alloc-min", NULL, "BYTES", EXPORT, "allocations at least this large become instants in --chrome", set_alloc_min},

@@ -549,6 +549,9 @@ static int act_convert(struct input *in) {
     co.folded_leaks_path = cli.folded_leaks;
     co.folded_peak_path = cli.folded_peak;
     co.speedscope_path = cli.speedscope;
+    co.cpu_folded_path = cli.cpu_folded;
+    co.pprof_path = cli.pprof;
+    co.pprof_heap_path = cli.pprof_heap;
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
     char err[512];
     if (lp_convert(&in->r, &co, err, sizeof err) != 0) {

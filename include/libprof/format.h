@@ -61,7 +61,8 @@
     X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */                                 \
     X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */                    \
     X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */                  \
-    X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */
+    X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */                            \
+    X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */
 // clang-format on
 
 enum lp_family {
@@ -84,7 +85,14 @@ enum lp_shape {
     LP_SHAPE_STACKREF, /* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
                        * to the next record of the same thread (LIBPROF_STACKS) */
     LP_SHAPE_PYCALL,   /* code id (timed)      : a Python function ran (PYCODE entry; LIBPROF_PYTHON_CALLS) */
+    LP_SHAPE_SAMPLE,   /* weight | flags       : the thread was on the CPU here (its stack: the STACK word
+                        * before it); weight periods of the sampling clock (LP_SAMPLE_*) */
 };
+
+/* A SAMPLE's payload word. */
+#define LP_SAMPLE_WEIGHT(w) ((uint32_t)(w))      /* sampling periods this sample stands for (>= 1) */
+#define LP_SAMPLE_IN_LIBPROF (UINT64_C(1) << 32) /* the thread was in libprof's own code: no stack */
+#define LP_SAMPLE_SHALLOW (UINT64_C(1) << 33)    /* native frames not walked (the thread held the loader) */
 
 enum lp_control_reason {
     LP_CTL_API = 1,      /* libprof_start/stop/reset called by the program */
@@ -118,7 +126,8 @@ enum lp_control_reason {
     X(RESET, "libprof reset", CONTROL, LP_SHAPE_CONTROL, 1)                 \
     X(CALL, "call", CONTROL, LP_SHAPE_CALL, 1) /* family: lp_call_family */ \
     X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)                          \
-    X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)
+    X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)                    \
+    X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 1)
 // clang-format on
 
 enum lp_kind {
@@ -321,20 +330,41 @@ struct lp_file_header {
     uint32_t families;       /* bit mask of enum lp_family recorded */
     uint32_t buffer_bytes;   /* per-thread chunk size used */
     uint64_t alloc_min;      /* LIBPROF_ALLOC_MIN in effect (for the Chrome export) */
-    uint8_t reserved[128 - 72];
+    uint32_t alloc_stacks;   /* LIBPROF_STACKS: frames recorded with each allocation (0: none) */
+    uint8_t reserved[128 - 76];
 };
 
 /* Chunk types. */
 enum lp_chunk_type {
-    LP_CHUNK_EVENTS = 1,  /* packed records of thread `tid` */
-    LP_CHUNK_STRING = 2,  /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
-    LP_CHUNK_END = 3,     /* struct lp_end: the run finished and everything was flushed */
-    LP_CHUNK_SHORT = 4,   /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
-    LP_CHUNK_STACKS = 5,  /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
+    LP_CHUNK_EVENTS = 1,    /* packed records of thread `tid` */
+    LP_CHUNK_STRING = 2,    /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
+    LP_CHUNK_END = 3,       /* struct lp_end: the run finished and everything was flushed */
+    LP_CHUNK_SHORT = 4,     /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
+    LP_CHUNK_STACKS = 5,    /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
                            * a pair: { u32 id, u32 LP_STACK_PAIR, u64 native | python << 32, u64 flags } */
-    LP_CHUNK_MODULES = 6, /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
-    LP_CHUNK_PYCODE = 7,  /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
-    LP_CHUNK_HEADER = 8,  /* a copy of the file header, right after it: a damaged header loses nothing */
+    LP_CHUNK_MODULES = 6,   /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
+    LP_CHUNK_PYCODE = 7,    /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
+    LP_CHUNK_HEADER = 8,    /* a copy of the file header, right after it: a damaged header loses nothing */
+    LP_CHUNK_SAMPLES = 9,   /* SAMPLE records of thread `tid`: a stream of its own beside its EVENTS (a
+                           * signal handler writes them, never into the buffer the hooks write) */
+    LP_CHUNK_SAMPLING = 10, /* struct lp_sampling: how samples were taken (at start), how it went (at end) */
+};
+
+/* CPU sampling (LIBPROF_SAMPLE_HZ): every thread's own CPU clock (perf's task-clock, user time)
+ * interrupts it every period_ns of CPU it uses. The last SAMPLING chunk of a file is the one to
+ * read. */
+#define LP_SAMPLING_HIST 256 /* handler times: 100 ns a bucket, the last one everything above */
+struct lp_sampling {
+    uint64_t period_ns; /* CPU time a sample of weight 1 stands for */
+    uint32_t hz;
+    uint32_t threads;    /* threads that took at least one sample */
+    uint64_t samples;    /* samples recorded (weight 1 each) */
+    uint64_t dropped;    /* samples lost: no buffer, the spool failed, a flush in the way */
+    uint64_t in_libprof; /* samples that fell in libprof's own code (recorded, without a stack) */
+    uint64_t shallow;    /* samples whose native frames were not walked */
+    uint64_t handler_ns; /* time in the handler, all samples */
+    uint64_t handler_max_ns;
+    uint32_t hist[LP_SAMPLING_HIST]; /* handler times */
 };
 
 /* Where the copy of the file header lies: the payload of the first chunk. */

@@ -116,17 +116,17 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg) {
 void *lpr_resolve(const char *name) {
     uint8_t g = lpr_guard_hold(&lpr_tls); /* what dlsym allocates is libprof's business, not the program's */
     int saved = errno;
-    void *f = dlsym(RTLD_NEXT, name);
+    void *f = lpr_dlsym(RTLD_NEXT, name);
     if (!f) {
         Dl_info self, other;
         struct scan s;
         s.n = 0;
         lpr_real_resolve();
-        if (dladdr(&self_marker, &self) && dl_iterate_phdr(collect, &s) == 0) {
+        if (dladdr(&self_marker, &self) && lpr_dl_iterate(collect, &s) == 0) {
             for (unsigned i = 0; i < s.n && !f; i++) {
                 void *h = LPR_REAL(dlopen)(s.names[i], RTLD_LAZY | RTLD_NOLOAD);
                 if (!h) continue;
-                void *c = dlsym(h, name);
+                void *c = lpr_dlsym(h, name);
                 if (c && dladdr(c, &other) && other.dli_fbase != self.dli_fbase) f = c;
                 LPR_REAL(dlclose)(h);
             }

@@ -121,6 +121,7 @@ static void atfork_child(void) {
     lpr_clock_init(lpr_clock_kind);
     fini_done = 0;
     if (start_spool(1) == 0) {
+        lpr_sample_after_fork_child();
         lpr_names_after_fork_child(); /* modules: at the end (the loader's lock may be held here) */
         lpr_gate_set(lpr_control_child_gate());
     } else {
@@ -168,6 +169,7 @@ static int start_spool(int forked) {
     h.families = lpr_cfg.families;
     h.buffer_bytes = lpr_cfg.buffer_bytes;
     h.alloc_min = lpr_cfg.alloc_min;
+    h.alloc_stacks = (uint32_t)lpr_cfg.stacks;
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
         lpr_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
@@ -285,6 +287,8 @@ static void init_heavy(void) {
          * allocation goes to malloc instead (before the interpreter reads its environment) */
         if (lpr_cfg.python_malloc) setenv("PYTHONMALLOC", "malloc", 0);
         pthread_atfork(NULL, NULL, atfork_child);
+        lpr_sample_init();                                                /* LIBPROF_SAMPLE_HZ */
+        if (lpr_sample_signal() && !lpr_stack_depth) lpr_modules_write(); /* samples' stacks are symbolised */
         lpr_alloc_lean = !lpr_stack_depth && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))
             __atomic_fetch_or(&lpr_gate, LP_GATE_LEAN, __ATOMIC_RELAXED);
@@ -326,14 +330,15 @@ static void flame_name(char *dst, size_t len, const char *trace, const char *suf
 int lpr_convert_spool(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
-    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32], peak[PATH_MAX + 32];
-    int flame = lpr_cfg.flamegraph && lpr_stack_depth;
-    if (flame) {
+    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32], peak[PATH_MAX + 32], cpu[PATH_MAX + 32];
+    int flame = lpr_cfg.flamegraph && lpr_stack_depth, cpu_flame = lpr_cfg.flamegraph && lpr_sample_signal();
+    if (flame || cpu_flame) {
         const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
         flame_name(fold, sizeof fold, base, ".alloc.folded");
         flame_name(leaks, sizeof leaks, base, ".leaks.folded");
         flame_name(ss, sizeof ss, base, ".speedscope.json");
         flame_name(peak, sizeof peak, base, ".peak.folded");
+        flame_name(cpu, sizeof cpu, base, ".cpu.folded");
     }
     if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
         lpr_warn("cannot read back %s: %s", spool_path, err);
@@ -349,7 +354,8 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .folded_leaks_path = flame ? leaks : NULL,
                                 .folded_peak_path = flame ? peak : NULL,
                                 .site_tracks = flame, /* one more pass: with the flame graphs */
-                                .speedscope_path = flame ? ss : NULL,
+                                .speedscope_path = flame || cpu_flame ? ss : NULL,
+                                .cpu_folded_path = cpu_flame ? cpu : NULL,
                                 .file_mode = (unsigned)lpr_cfg.file_mode,
                                 .py_user_lines = lpr_cfg.py_user_lines};
     int rc = lp_convert(&r, &o, err, sizeof err);
@@ -366,7 +372,8 @@ static int convert_at_exit(void) {
 /* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
  * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
  * names are made at start, since a signal handler can format nothing. */
-static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32], spawn_peak[PATH_MAX + 32];
+static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32], spawn_peak[PATH_MAX + 32],
+    spawn_cpu[PATH_MAX + 32];
 /* a detached converter's messages go to NAME.log (only when it has any); it is told the mode of
  * the files it writes, since its environment has no LIBPROF* */
 static char spawn_log[PATH_MAX + 64];
@@ -379,6 +386,7 @@ static void prepare_spawned(void) {
     flame_name(spawn_leaks, sizeof spawn_leaks, base, ".leaks.folded");
     flame_name(spawn_ss, sizeof spawn_ss, base, ".speedscope.json");
     flame_name(spawn_peak, sizeof spawn_peak, base, ".peak.folded");
+    flame_name(spawn_cpu, sizeof spawn_cpu, base, ".cpu.folded");
     snprintf(spawn_log, sizeof spawn_log, "%s.log", base);
     snprintf(spawn_mode, sizeof spawn_mode, "%04o", (unsigned)lpr_cfg.file_mode);
 }
@@ -391,7 +399,7 @@ static int wants_conversion(void) {
 /* Start libprof-report on the closed spool; see lpr_spawn_report for `wait_ms` and the result.
  * Async-signal-safe: the arguments are static strings. */
 static int convert_spawned(int wait_ms) {
-    const char *a[24];
+    const char *a[32];
     int n = 0;
     a[n++] = spool_path;
     if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
@@ -407,10 +415,16 @@ static int convert_spawned(int wait_ms) {
         a[n++] = spawn_fold;
         a[n++] = "--folded-leaks";
         a[n++] = spawn_leaks;
-        a[n++] = "--speedscope";
-        a[n++] = spawn_ss;
         a[n++] = "--folded-peak";
         a[n++] = spawn_peak;
+    }
+    if (lpr_cfg.flamegraph && (lpr_stack_depth || lpr_sample_signal())) {
+        a[n++] = "--speedscope";
+        a[n++] = spawn_ss;
+    }
+    if (lpr_cfg.flamegraph && lpr_sample_signal()) {
+        a[n++] = "--cpu-folded";
+        a[n++] = spawn_cpu;
     }
     if (lpr_cfg.summary) a[n++] = "--summary"; /* detached: into its log file */
     a[n++] = "--file-mode";
@@ -469,6 +483,7 @@ void lpr_finish_signal(int sig, int status) {
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     lpr_tls.guard = 1;
     lpr_gate_set(0);
+    lpr_sample_finish();
     lpr_tbuf_flush_all(1);
     lpr_spool_recover();
     lpr_stacks_write();
@@ -503,6 +518,7 @@ void lpr_finish(int status) {
     int saved = errno;
     lpr_tls.guard = 1;
     lpr_gate_set(0);
+    lpr_sample_finish();
     lpr_tbuf_flush_all(0);
     lpr_tbuf_close_lives();
     lpr_spool_recover(); /* after a full disk: end the file on a whole chunk, make room for END */

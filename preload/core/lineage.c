@@ -534,6 +534,7 @@ void lpr_exec_prepare(void) {
     int saved = errno;
     uint8_t g = lpr_tls.guard;
     lpr_tls.guard = 1;
+    lpr_sample_finish();
     lpr_tbuf_flush_all(0);
     lpr_spool_recover();
     lpr_tbuf_write_thread_names();

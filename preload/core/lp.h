@@ -16,15 +16,15 @@
 #include <dlfcn.h>
 
 #include "libprof/format.h"
+#include "lib/cc.h"
 
 #define LP_HIDDEN __attribute__((visibility("hidden")))
 #define LP_EXPORT __attribute__((visibility("default")))
-#define LP_LIKELY(x) __builtin_expect(!!(x), 1)
-#define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LP_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* ---- "real.c": the C library's functions libprof calls for itself ------------------------ */
 
+#include <link.h>
 #include <signal.h>
 #include <pthread.h>
 
@@ -43,7 +43,10 @@ struct lpr_real_fns {
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
     void (*(*signal)(int, void (*)(int)))(int);
+    int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 };
+/* dl_iterate_phdr with the thread marked inside the loader (real.c); libprof calls it by this name. */
+LP_HIDDEN int lpr_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 LP_HIDDEN extern struct lpr_real_fns lpr_real;
 /* The C library's (the next) `fn`, never libprof's hook of that name: LPR_REAL(malloc)(n). */
 #define LPR_REAL(fn) (lpr_real.fn)
@@ -54,25 +57,28 @@ LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
 struct lpr_config {
-    int enabled;               /* something asked for a profile */
-    int master;                /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
-    int raw_output;            /* output names a .lpt: the spool file is the trace */
-    int summary;               /* LIBPROF_SUMMARY: table on stderr at exit */
-    int verbose;               /* LIBPROF_VERBOSE */
-    int keep_raw;              /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
-    int clock;                 /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
-    int alloc_timing;          /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
-    int start_paused;          /* LIBPROF_START=paused */
-    int signal;                /* LIBPROF_SIGNAL: toggles recording (0 = none) */
-    uint64_t delay_ns;         /* LIBPROF_DELAY */
-    uint64_t duration_ns;      /* LIBPROF_DURATION */
-    int children;              /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
-    uint32_t families;         /* LIBPROF_EVENTS mask */
-    uint32_t buffer_bytes;     /* LIBPROF_BUFFER_KB * 1024 */
-    uint64_t buffer_kb;        /* LIBPROF_BUFFER_KB as given */
-    uint64_t alloc_min;        /* LIBPROF_ALLOC_MIN */
-    uint64_t min_ns;           /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
-    uint64_t stacks;           /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    int enabled;           /* something asked for a profile */
+    int master;            /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
+    int raw_output;        /* output names a .lpt: the spool file is the trace */
+    int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
+    int verbose;           /* LIBPROF_VERBOSE */
+    int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
+    int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
+    int start_paused;      /* LIBPROF_START=paused */
+    int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    uint64_t delay_ns;     /* LIBPROF_DELAY */
+    uint64_t duration_ns;  /* LIBPROF_DURATION */
+    int children;          /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
+    uint32_t families;     /* LIBPROF_EVENTS mask */
+    uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
+    uint64_t buffer_kb;    /* LIBPROF_BUFFER_KB as given */
+    uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
+    uint64_t min_ns;       /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
+    uint64_t stacks;
+    uint64_t sample_hz; /* LIBPROF_SAMPLE_HZ: CPU samples a second of a thread's CPU time (0: off) */
+    uint64_t sample_depth;
+    /* LIBPROF_SAMPLE_DEPTH: native frames per sample (0: the default) */ /* LIBPROF_STACKS: frames per allocation event (0 = none) */
     int stack_cache_off;       /* LIBPROF_STACK_CACHE_OFF: walk every stack afresh */
     int flamegraph;            /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
     int python;                /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
@@ -135,12 +141,14 @@ LP_HIDDEN int lpr_expand_path(const char *pat, const char *dir, const struct lpr
 LP_HIDDEN int lpr_path_insert_pid(char *path, size_t len, long pid);
 
 /* ---- "real.c": the C library's dlsym --------------------------------------------------------
- * libprof exports dlsym (hooks/ort.c: ONNX Runtime's entry asked of a dlopen'ed library), so its
- * own lookups go to the C library's through this (RTLD_NEXT stays relative to libprof). */
+ * libprof exports dlsym (hooks/dl.c), so its own lookups call the C library's by this name
+ * (RTLD_NEXT stays relative to libprof): never `dlsym` in libprof's code. */
 LP_HIDDEN void *lpr_dlsym(void *handle, const char *name);
 typedef void *(*lpr_dlsym_fn)(void *, const char *);
 LP_HIDDEN lpr_dlsym_fn lpr_dlsym_real(void);
-#define dlsym(h, n) lpr_dlsym((h), (n))
+/* The dlsym hook's helpers: the lookups of names libprof exports (hooks/ort.c, hooks/mpi.c). */
+LP_HIDDEN void *lpr_ort_dlsym(void *handle, const char *name);
+LP_HIDDEN void *lpr_mpi_dlsym(void *handle, const char *name);
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
 
@@ -192,7 +200,9 @@ struct lpr_tls {
     uint8_t dtor_round;
     uint32_t tid;
     uint32_t py_stack; /* the Python frames at the start of the call being recorded (python.c) */
-    uint32_t reserved;
+    uint8_t in_unwind; /* inside libunwind for libprof (stacks.c): a sample must not walk again */
+    uint8_t in_loader; /* inside dlopen, dlclose or dl_iterate_phdr (hooks/dl.c): nor then */
+    uint16_t spare;
     void *scache, *pycache;                    /* the registry node's stack and Python caches, once made (tbuf.c) */
     uint64_t records;                          /* records committed by this thread (for the END statistics) */
     struct lpr_thread *thr;                    /* registry node owning the chunk memory */
@@ -257,6 +267,10 @@ LP_HIDDEN void lpr_spool_stop(void);
 LP_HIDDEN void lpr_spool_resume(void);
 LP_HIDDEN uint64_t lpr_spool_offset(void);
 LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
+/* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words
+ * (NULL: the sample is dropped), then its commit. */
+LP_HIDDEN uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words);
+LP_HIDDEN void lpr_tbuf_sample_commit(struct lpr_tls *t, uint64_t *next);
 LP_HIDDEN void lpr_tbuf_write_thread_names(void);
 LP_HIDDEN void lpr_tbuf_close_lives(void);
 LP_HIDDEN void lpr_tbuf_init(uint32_t buffer_bytes);
@@ -277,6 +291,19 @@ static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
 }
 
 static inline void lpr_hook_leave(struct lpr_tls *t) { t->guard = 0; }
+
+/* The thread is inside the dynamic loader (dlopen, dlclose, dl_iterate_phdr): a CPU sample then
+ * takes no native stack (the loader's lock is not to be taken again from a signal handler). */
+static inline void lpr_loader_enter(void) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    (*(volatile uint8_t *)&lpr_tls.in_loader)++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void lpr_loader_leave(void) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    (*(volatile uint8_t *)&lpr_tls.in_loader)--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
 
 /* Hold the guard around libprof's own use of malloc/free: the compiler knows those builtins do
  * not read program memory and would otherwise drop a plain store before them. */
@@ -412,6 +439,9 @@ static inline void *lpr_next(void **slot, const char *name) {
 
 LP_HIDDEN extern unsigned lpr_stack_depth; /* 0 = no stacks */
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
+LP_HIDDEN int lpr_stacks_for_samples(void);
+LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */
+LP_HIDDEN uint32_t lpr_stack_sample(const void *uc, int walk, unsigned depth, uint64_t *flags);
 LP_HIDDEN extern int (*lpr_unw_backtrace)(void **, int);
 LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
 /* The calling thread's stack as an id (0: unknown): its native frames through the thread's
@@ -437,7 +467,7 @@ LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwin
 
 LP_HIDDEN void lpr_python_detect(void);
 LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
-LP_HIDDEN int lpr_py_part(uint64_t *buf, uint32_t *id);
+LP_HIDDEN int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler);
 LP_HIDDEN int lpr_py_thread_running(void);
 LP_HIDDEN int lpr_py_is_eval(uintptr_t ret);
 LP_HIDDEN int lpr_py_is_interp(uintptr_t ret);
@@ -471,6 +501,14 @@ static inline void *lpr_py_cache_of(struct lpr_tls *t, size_t size) {
     return t->thr ? lpr_tbuf_py_cache(t->thr, size) : NULL;
 }
 LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
+
+/* ---- "sample.c": CPU samples (LIBPROF_SAMPLE_HZ) ---------------------------------------------- */
+
+LP_HIDDEN void lpr_sample_init(void);
+LP_HIDDEN void lpr_sample_stop(const char *why);
+LP_HIDDEN void lpr_sample_finish(void);
+LP_HIDDEN void lpr_sample_after_fork_child(void);
+LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 

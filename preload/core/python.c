@@ -80,7 +80,7 @@ static int interp_range(struct dl_phdr_info *info, size_t size, void *arg) {
 /* The interpreter's `name`: the global scope first (the executable's own exports, which
  * RTLD_NEXT from a preload does not see), then objects loaded with local scope. */
 static void *pysym(const char *name) {
-    void *p = dlsym(RTLD_DEFAULT, name);
+    void *p = lpr_dlsym(RTLD_DEFAULT, name);
     return p ? p : lpr_resolve(name);
 }
 
@@ -146,7 +146,7 @@ void lpr_python_detect(void) {
         return;
     }
     uintptr_t a = (uintptr_t)init;
-    dl_iterate_phdr(interp_range, &a);
+    lpr_dl_iterate(interp_range, &a);
     if (lpr_stacks_table() != 0) return;
     const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     slots = lpr_sys_mmap(NULL, CODE_SLOTS * 8ull, prot, flags, -1, 0);
@@ -333,12 +333,14 @@ struct pycache {
         uint32_t id;
         int addr, line;
     } line[LINE_WAYS];
-    struct { /* the Python part of the last stack captured here (lpr_py_part), outermost last */
+    /* the Python part of the last stack captured here (lpr_py_part), outermost last: one for the
+     * hooks, one for the sampler's signal handler (which may interrupt a hook using the other) */
+    struct pypart {
         uint32_t n, id;
         uintptr_t frame[PART], code[PART], instr[PART];
         uint64_t word[PART];
         uint8_t end[PART];
-    } part;
+    } part_of[2];
 };
 
 /* Code `code` is still the object entry `id` was made for (a code object freed and another made
@@ -407,10 +409,11 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
  * id and line looked up; a part found unchanged is not interned again. A frame that is the same
  * (address, code, instruction) is the same Python frame at the same line: a live frame holds its
  * code object, so neither can have been replaced under it. `buf` (LP_STACK_MAX_DEPTH words)
- * serves a thread that has no cache yet. */
-int lpr_py_part(uint64_t *buf, uint32_t *id) {
+ * serves a thread that has no cache yet; `sampler`: the cache of the sampler's signal handler. */
+int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     if (!lpr_py_on) return 0;
-    struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
+    struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
+    struct pypart *c = cache ? &cache->part_of[sampler != 0] : NULL;
     if (!c) {
         uint8_t end[PART];
         int n = lpr_py_frames(buf, end, PART);
@@ -424,21 +427,21 @@ int lpr_py_part(uint64_t *buf, uint32_t *id) {
     uintptr_t f = top_frame();
     /* the layout's offsets in registers: this loop runs for every frame of every capture */
     const uintptr_t o_code = (uintptr_t)L->f_code, o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr;
-    if (L->kind == 1 && c->part.id) {
+    if (L->kind == 1 && c->id) {
         /* the common case first: the same frames as last time, each at the same line — compared
          * as they are walked, nothing stored */
         const uintptr_t o_owner = (uintptr_t)L->f_owner;
         const int shims = L->minor >= 12;
-        uint32_t i = 0, cn = c->part.n;
+        uint32_t i = 0, cn = c->n;
         uintptr_t g = f;
         for (; g && i < cn; g = rd(g + o_back)) {
             if (shims && *(const char *)(g + o_owner) == SHIM) continue;
             /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->part.frame[i] || rd(g + o_instr) != c->part.instr[i]) break;
+            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
             i++;
         }
         if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
-            *id = c->part.id;
+            *id = c->id;
             return (int)cn;
         }
     }
@@ -471,18 +474,18 @@ int lpr_py_part(uint64_t *buf, uint32_t *id) {
     if (n == 0) return 0;
     en[n - 1] = 1;
     /* frames equal to the last capture's, from the outermost */
-    uint32_t k = 0, cn = c->part.n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
-    const uintptr_t *pf = &c->part.frame[cn], *pc = &c->part.code[cn], *pi = &c->part.instr[cn];
-    const uint8_t *pe = &c->part.end[cn];
+    uint32_t k = 0, cn = c->n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
+    const uintptr_t *pf = &c->frame[cn], *pc = &c->code[cn], *pi = &c->instr[cn];
+    const uint8_t *pe = &c->end[cn];
     while (k < most && fr[n - 1 - k] == pf[-1 - (int)k] && co[n - 1 - k] == pc[-1 - (int)k] &&
            in[n - 1 - k] == pi[-1 - (int)k] && en[n - 1 - k] == pe[-1 - (int)k])
         k++;
-    if (k == (uint32_t)n && cn == (uint32_t)n && c->part.id) {
-        *id = c->part.id;
+    if (k == (uint32_t)n && cn == (uint32_t)n && c->id) {
+        *id = c->id;
         return n;
     }
     /* the outer k frames keep their words (moved to their new places), the others are looked up */
-    if ((uint32_t)n != cn) memmove(&c->part.word[n - k], &c->part.word[cn - k], k * sizeof c->part.word[0]);
+    if ((uint32_t)n != cn) memmove(&c->word[n - k], &c->word[cn - k], k * sizeof c->word[0]);
     for (int i = 0; i < n - (int)k; i++) {
         uint32_t cid = rd(co[i] + 8) == py_code_type ? code_id(co[i]) : 0;
         if (!cid) {
@@ -492,17 +495,17 @@ int lpr_py_part(uint64_t *buf, uint32_t *id) {
         int addr = L->kind == 0 ? (L->minor == 10 ? (int)in[i] * 2 : (int)in[i])
                                 : (int)(in[i] - (co[i] + (uintptr_t)L->co_code));
         int line = line_of(co[i], cid, addr);
-        c->part.word[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
+        c->word[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
     }
-    c->part.n = 0;
+    c->n = 0;
     if (n == 0) return 0;
-    memcpy(c->part.frame, fr, (size_t)n * sizeof fr[0]);
-    memcpy(c->part.code, co, (size_t)n * sizeof co[0]);
-    memcpy(c->part.instr, in, (size_t)n * sizeof in[0]);
-    memcpy(c->part.end, en, (size_t)n);
-    c->part.n = (uint32_t)n;
-    c->part.id = lpr_stack_intern_words(c->part.word, (unsigned)n);
-    *id = c->part.id;
+    memcpy(c->frame, fr, (size_t)n * sizeof fr[0]);
+    memcpy(c->code, co, (size_t)n * sizeof co[0]);
+    memcpy(c->instr, in, (size_t)n * sizeof in[0]);
+    memcpy(c->end, en, (size_t)n);
+    c->n = (uint32_t)n;
+    c->id = lpr_stack_intern_words(c->word, (unsigned)n);
+    *id = c->id;
     return n;
 }
 
@@ -540,7 +543,7 @@ uint32_t lpr_py_location(void) {
     }
     /* with LIBPROF_STACKS: every Python frame, whatever the depth asked */
     uint32_t id = 0;
-    return lpr_py_part(py, &id) > 0 ? id : 0;
+    return lpr_py_part(py, &id, 0) > 0 ? id : 0;
 }
 
 /* ---- the spool ------------------------------------------------------------------------------ */

@@ -10,6 +10,7 @@
  * pool (hooks/alloc.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 
 #include "lp.h"
@@ -18,7 +19,7 @@
 struct lpr_real_fns lpr_real;
 LP_TLS int lpr_real_resolving;
 
-#define RESOLVE(fn) lpr_real.fn = (__typeof__(lpr_real.fn))dlsym(RTLD_NEXT, #fn)
+#define RESOLVE(fn) lpr_real.fn = (__typeof__(lpr_real.fn))lpr_dlsym(RTLD_NEXT, #fn)
 
 void lpr_real_resolve_alloc(void) {
     if (lpr_real.free) return;
@@ -43,6 +44,7 @@ void lpr_real_resolve_alloc(void) {
 void lpr_real_resolve(void) {
     lpr_real_resolve_alloc();
     if (lpr_real.dlopen) return;
+    RESOLVE(dl_iterate_phdr);
     RESOLVE(dlclose);
     RESOLVE(pthread_create);
     RESOLVE(sigaction);
@@ -66,4 +68,15 @@ lpr_dlsym_fn lpr_dlsym_real(void) {
 void *lpr_dlsym(void *handle, const char *name) {
     lpr_dlsym_fn f = lpr_dlsym_real();
     return f ? f(handle, name) : NULL;
+}
+
+/* dl_iterate_phdr for libprof and for the program (hooks/dl.c exports it): the thread is marked
+ * inside the loader meanwhile, so that a CPU sample taken then (sample.c) does not walk the stack
+ * with libunwind, which would take the loader's lock again from a signal handler. */
+int lpr_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data) {
+    lpr_real_resolve();
+    lpr_loader_enter();
+    int r = LPR_REAL(dl_iterate_phdr)(cb, data);
+    lpr_loader_leave();
+    return r;
 }

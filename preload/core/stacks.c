@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "lp.h"
@@ -110,45 +111,61 @@ int lpr_stacks_table(void) {
     return 0;
 }
 
-/* Returns 0, or -1 (with one warning) when stacks cannot be captured here. */
-int lpr_stacks_init(unsigned depth) {
-    if (depth == 0) return 0;
-    if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
+/* libunwind, loaded once (for allocation stacks, for CPU samples, or both): 0, or -1 with one
+ * warning naming `who` asked. */
+static int unwind_load(const char *who) {
+    static int state; /* 0 not tried, 1 loaded, -1 failed */
+    if (state) return state > 0 ? 0 : -1;
+    state = -1;
     lpr_real_resolve();
     void *h = LPR_REAL(dlopen)("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
-        lpr_warn("LIBPROF_STACKS: cannot load libunwind.so.8 (%s); recording without call stacks", dlerror());
+        lpr_warn("%s: cannot load libunwind.so.8 (%s); no native call stacks", who, dlerror());
         return -1;
     }
-    int (*unw_bt)(void **, int) = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-    int (*policy)(void *, int) = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
-    void **space = (void **)dlsym(h, "_ULx86_64_local_addr_space");
+    int (*unw_bt)(void **, int) = (int (*)(void **, int))lpr_dlsym(h, "unw_backtrace");
+    int (*policy)(void *, int) = (int (*)(void *, int))lpr_dlsym(h, "_ULx86_64_set_caching_policy");
+    void **space = (void **)lpr_dlsym(h, "_ULx86_64_local_addr_space");
     if (!unw_bt) {
-        lpr_warn("LIBPROF_STACKS: libunwind has no unw_backtrace; recording without call stacks");
+        lpr_warn("%s: libunwind has no unw_backtrace; no native call stacks", who);
         return -1;
     }
     /* libunwind's text, known before its first call initialises it (hooks/unwind.c tells its
      * calls apart by it) */
     struct range unw = {(uintptr_t)unw_bt, 0, 0};
-    dl_iterate_phdr(find_range, &unw);
+    lpr_dl_iterate(find_range, &unw);
     unw_lo = unw.lo;
     unw_hi = unw.hi;
     if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
-    unw_getcontext_fn = (int (*)(void *))dlsym(h, "_Ux86_64_getcontext");
-    unw_init_local_fn = (int (*)(void *, void *))dlsym(h, "_ULx86_64_init_local");
-    unw_step_fn = (int (*)(void *))dlsym(h, "_ULx86_64_step");
-    unw_get_reg_fn = (int (*)(void *, int, uint64_t *))dlsym(h, "_ULx86_64_get_reg");
+    unw_getcontext_fn = (int (*)(void *))lpr_dlsym(h, "_Ux86_64_getcontext");
+    unw_init_local_fn = (int (*)(void *, void *))lpr_dlsym(h, "_ULx86_64_init_local");
+    unw_step_fn = (int (*)(void *))lpr_dlsym(h, "_ULx86_64_step");
+    unw_get_reg_fn = (int (*)(void *, int, uint64_t *))lpr_dlsym(h, "_ULx86_64_get_reg");
     if (lpr_stacks_table() != 0) return -1;
     struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0};
-    dl_iterate_phdr(find_range, &me);
+    lpr_dl_iterate(find_range, &me);
     self_lo = me.lo;
     self_hi = me.hi;
     lpr_unw_backtrace = unw_bt;
+    state = 1;
+    return 0;
+}
+
+/* Allocation stacks (LIBPROF_STACKS): 0, or -1 (with one warning) when they cannot be captured. */
+int lpr_stacks_init(unsigned depth) {
+    if (depth == 0) return 0;
+    if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
+    if (unwind_load("LIBPROF_STACKS") != 0) return -1;
     lpr_stack_depth = depth;
     cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
                 !lpr_cfg.stack_cache_off;
     return 0;
 }
+
+/* The sampler's unwinder (sample.c): 0, or -1 when samples get no native frames. */
+int lpr_stacks_for_samples(void) { return unwind_load("LIBPROF_SAMPLE_HZ"); }
+
+int lpr_in_libprof(uintptr_t pc) { return (pc >= self_lo && pc < self_hi) || (pc >= unw_lo && pc < unw_hi); }
 
 static uint64_t hash_frames(void *const *f, unsigned n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -272,7 +289,7 @@ static uint32_t with_python(uint32_t native) {
     if (!lpr_py_on) return native;
     uint64_t buf[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
-    int np = lpr_py_part(buf, &pid);
+    int np = lpr_py_part(buf, &pid, 0);
     if (np <= 0 || !pid) return native;
     struct lpr_stack_cache *c = lpr_stack_cache_of(&lpr_tls);
     struct memo *e = c ? &c->memo[((native * 0x9E3779B1u) ^ (pid * 0x85EBCA6Bu)) >> 26] : NULL;
@@ -286,6 +303,21 @@ static uint32_t with_python(uint32_t native) {
 }
 
 /* A stack given as words (Python frames; python.c) as an id. */
+/* libunwind's walk of the calling thread, flagged: a CPU sample taken meanwhile (sample.c) must
+ * not enter libunwind again on this thread. */
+static void unwinding(int on) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *(volatile uint8_t *)&lpr_tls.in_unwind = (uint8_t)on;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static int backtrace_here(void **buf, int n) {
+    unwinding(1);
+    n = lpr_unw_backtrace(buf, n);
+    unwinding(0);
+    return n;
+}
+
 /* Walk the stack with libunwind's cursor: ips for the table, and for the cache the frames above
  * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
 __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
@@ -293,7 +325,11 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
     void *ips[LP_STACK_MAX_DEPTH + 8];
     int got = 0, max = (int)lpr_stack_depth + 6, k = -1, overflow = 0;
     uint32_t n = 0;
-    if (unw_getcontext_fn(ctx) != 0 || unw_init_local_fn(cur, ctx) != 0) return 0;
+    unwinding(1);
+    if (unw_getcontext_fn(ctx) != 0 || unw_init_local_fn(cur, ctx) != 0) {
+        unwinding(0);
+        return 0;
+    }
     do {
         uint64_t ip = 0, sp = 0;
         if (unw_get_reg_fn(cur, UNW_REG_IP, &ip) != 0 || unw_get_reg_fn(cur, UNW_REG_SP, &sp) != 0 || !ip) break;
@@ -310,6 +346,7 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
             }
         }
     } while (got < max && unw_step_fn(cur) > 0);
+    unwinding(0);
     uint32_t id = native_id(ips, got);
     /* cached when the capture's caller was found and every frame walked after it can be checked
      * (a chain cut at the depth asked is fine: the frames beyond do not change the id) */
@@ -325,7 +362,7 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     struct lpr_stack_cache *c = cacheable ? lpr_stack_cache_of(&lpr_tls) : NULL;
     if (!c) {
         void *buf[LP_STACK_MAX_DEPTH + 4];
-        return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+        return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
     }
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
     unsigned set = (unsigned)(((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> 60);
@@ -353,7 +390,7 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
                 return ch->id;
             }
             void *buf[LP_STACK_MAX_DEPTH + 4];
-            return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+            return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
         }
     }
     struct chain *ch = &ways[c->next[set]];
@@ -363,10 +400,44 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     ch->n = SEEN_ONCE;
     ch->seen = 1;
     void *buf[LP_STACK_MAX_DEPTH + 4];
-    return native_id(buf, lpr_unw_backtrace(buf, (int)lpr_stack_depth + 3));
+    return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
 }
 
 uint32_t lpr_stack_python(uint32_t native) { return with_python(native); }
+
+/* The stack of a CPU sample (sample.c's signal handler; `ucv` the interrupted context): its native
+ * frames from the interrupted instruction out — none walked when `walk` is 0, only that
+ * instruction — at most `depth`, then the thread's Python frames (through the sampler's own cache:
+ * the handler may have interrupted a hook using the other, and it keeps no pair memo for the same
+ * reason). *flags gets LP_SAMPLE_SHALLOW when the native frames were not walked. libunwind walks
+ * from here, through the kernel's signal frame, into the interrupted code. */
+uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *flags) {
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    void *buf[LP_STACK_MAX_DEPTH + 32];
+    unsigned n = 0, from = 0;
+    if (walk && lpr_unw_backtrace) {
+        int got = backtrace_here(buf, (int)depth + 32);
+        for (int i = 0; i < got && i < 32; i++)
+            if ((uintptr_t)buf[i] == pc) {
+                from = (unsigned)i;
+                n = (unsigned)(got - i);
+                break;
+            }
+    }
+    if (!n) {
+        from = 0;
+        n = 1;
+        *flags |= LP_SAMPLE_SHALLOW;
+    }
+    if (n > depth) n = depth;
+    buf[from] = (void *)(pc + 1); /* the instruction itself: a reader looks a frame up at its address - 1 */
+    uint32_t native = intern(buf + from, n);
+    uint64_t py[LP_STACK_MAX_DEPTH];
+    uint32_t pid = 0;
+    if (!lpr_py_on || lpr_py_part(py, &pid, 1) <= 0 || !pid) return native;
+    return intern_pair(native, pid, n >= depth || (*flags & LP_SAMPLE_SHALLOW) ? LP_PAIR_CUT : 0);
+}
 
 size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }
 
@@ -477,10 +548,10 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
  * thread arriving meanwhile skips (what it would add is written by the next call). */
 static int modules_busy;
 void lpr_modules_write(void) {
-    if (!lpr_stack_depth || !lpr_spool_on) return;
+    if ((!lpr_stack_depth && !lpr_sample_signal()) || !lpr_spool_on) return;
     if (__atomic_exchange_n(&modules_busy, 1, __ATOMIC_ACQUIRE)) return;
     int saved = errno;
-    dl_iterate_phdr(write_module, NULL);
+    lpr_dl_iterate(write_module, NULL);
     errno = saved;
     __atomic_store_n(&modules_busy, 0, __ATOMIC_RELEASE);
 }

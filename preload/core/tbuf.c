@@ -49,6 +49,9 @@ struct lpr_thread {
     struct {
         uint64_t count, ticks;
     } shorts[LP_CALL_COUNT]; /* LIBPROF_MIN_NS tallies */
+    /* CPU samples (sample.c): a buffer of their own, written only by the owner's signal handler */
+    uint64_t *sbase, *scur, *slimit;
+    int slock; /* held by whoever writes them to the spool */
 };
 
 int lpr_spool_on;
@@ -482,6 +485,59 @@ uint64_t lpr_tbuf_events_written(void) { return __atomic_load_n(&lpr_events_writ
 
 static void thread_dtor(void *arg);
 
+/* ---- the samples' buffer ---------------------------------------------------------------------
+ * CPU samples are taken in a signal handler, which may interrupt the thread anywhere — in the
+ * middle of a hook appending to the thread's chunk, too. So they go to a buffer of their own,
+ * written only by that handler, and to the spool as SAMPLES chunks (a stream of the thread's
+ * beside its events; the reader merges them by time). Flushing it takes its lock: the handler
+ * only tries (a sample that finds it taken is dropped and counted), the exit path waits. */
+
+#define SAMPLE_BYTES (32 * 1024)
+
+/* Write the samples recorded so far. Caller holds n->slock. */
+static void flush_samples(struct lpr_thread *n) {
+    uint64_t *cur = __atomic_load_n(&n->scur, __ATOMIC_ACQUIRE);
+    if (!n->sbase || cur == n->sbase) return;
+    lpr_stacks_write(); /* the stacks these samples name go first */
+    lpr_spool_write(LP_CHUNK_SAMPLES, n->tid, n->sbase, (size_t)(cur - n->sbase) * 8, NULL, 0);
+    __atomic_store_n(&n->scur, n->sbase, __ATOMIC_RELEASE);
+}
+
+static struct lpr_thread *attach_node(struct lpr_tls *t);
+
+uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words) {
+    if (t->state == LP_TLS_NEW) { /* a thread's first record may be a sample */
+        t->tid = lpr_gettid();
+        t->thr = attach_node(t);
+        if (!t->thr) {
+            t->state = LP_TLS_FAILED;
+            return NULL;
+        }
+        t->state = LP_TLS_ACTIVE;
+        if (dtor_key_ok) pthread_setspecific(dtor_key, t->thr);
+    }
+    struct lpr_thread *n = t->state == LP_TLS_ACTIVE ? t->thr : NULL;
+    if (!n) return NULL;
+    if (!n->sbase) {
+        void *m = lpr_sys_mmap(NULL, SAMPLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (lpr_sys_failed((long)m)) return NULL;
+        n->slimit = (uint64_t *)((char *)m + SAMPLE_BYTES);
+        n->scur = n->sbase = m;
+    }
+    uint64_t *r = n->scur;
+    if (r + words > n->slimit) {
+        if (__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) return NULL; /* being written: never wait */
+        flush_samples(n);
+        unlock(&n->slock);
+        r = n->scur;
+    }
+    return r;
+}
+
+void lpr_tbuf_sample_commit(struct lpr_tls *t, uint64_t *next) {
+    __atomic_store_n(&t->thr->scur, next, __ATOMIC_RELEASE);
+}
+
 /* Give the calling thread a chunk: a free registry node if there is one, else a new mapping. */
 static struct lpr_thread *attach_node(struct lpr_tls *t) {
     struct lpr_thread *n;
@@ -602,6 +658,9 @@ static void thread_dtor(void *arg) {
     struct lpr_thread *n = t->thr;
     lock(&n->lock);
     flush_node(n, t->cur, t->records);
+    lock(&n->slock);
+    flush_samples(n);
+    unlock(&n->slock);
     /* Switch to write-through before giving the node away. */
     t->cur = t->late_rec;
     t->end = t->late_rec + sizeof t->late_rec / 8;
@@ -642,6 +701,10 @@ void lpr_tbuf_flush_all(int from_signal) {
             flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));
         }
         unlock(&n->lock);
+        if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) { /* (its handler has it: its samples are lost) */
+            flush_samples(n);
+            unlock(&n->slock);
+        }
     }
 }
 

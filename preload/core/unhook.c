@@ -170,11 +170,11 @@ void lpr_unhook(uint32_t families) {
         void *real = lpr_resolve(u->name);
         if (real && ntargets < sizeof targets / sizeof *targets) {
             /* a lazy slot binds by name: only where that name finds libprof's hook first */
-            targets[ntargets++] = (struct target){u->name, u->hook, real, dlsym(RTLD_DEFAULT, u->name) == u->hook};
+            targets[ntargets++] = (struct target){u->name, u->hook, real, lpr_dlsym(RTLD_DEFAULT, u->name) == u->hook};
             if ((uintptr_t)u->hook < hooks_lo) hooks_lo = (uintptr_t)u->hook;
             if ((uintptr_t)u->hook > hooks_hi) hooks_hi = (uintptr_t)u->hook;
         }
     }
-    if (ntargets) dl_iterate_phdr(object, NULL);
+    if (ntargets) lpr_dl_iterate(object, NULL);
 #endif
 }

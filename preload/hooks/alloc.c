@@ -5,7 +5,7 @@
  * record, take two timestamps around the real call, append one record. errno is whatever the
  * real call left (the core saves and restores it on its slow paths).
  *
- * The next definition (lpr_real, core/real.c) is found with dlsym(RTLD_NEXT), not by calling
+ * The next definition (lpr_real, core/real.c) is found with lpr_dlsym(RTLD_NEXT), not by calling
  * __libc_malloc, so that an allocator preloaded after libprof (tcmalloc, jemalloc) keeps serving
  * the program. dlsym itself may call calloc before we know where calloc is: those requests are
  * served from a static bootstrap pool that free() and realloc() recognise. */

@@ -98,17 +98,21 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
 #endif
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
     uint64_t t0 = t ? lpr_ticks() : 0;
+    lpr_loader_enter();
     void *h = LP_REAL(dlopen)(path, flags);
+    lpr_loader_leave();
     if (!h && path && !strchr(path, '/')) {
         int saved = errno;
+        lpr_loader_enter();
         h = search_caller(caller, path, flags);
         if (!h) LP_REAL(dlopen)(path, flags); /* leave dlerror() as the plain call left it */
+        lpr_loader_leave();
         errno = saved;
     }
     if (h && lpr_spool_on) { /* new objects join the module map, for symbolising stacks; an
                               * interpreter embedded through dlopen is found */
         uint8_t g = lpr_guard_hold(&lpr_tls);
-        if (lpr_stack_depth) lpr_modules_write();
+        if (lpr_stack_depth || lpr_sample_signal()) lpr_modules_write();
         if (!lpr_py_on) lpr_python_detect();
         lpr_guard_restore(&lpr_tls, g);
     }
@@ -123,10 +127,30 @@ LP_EXPORT int dlclose(void *h) {
     if (!LP_REAL(dlclose)) return -1;
     struct lpr_tls *t = lpr_call_begin(LP_FAM_DL);
     uint64_t t0 = t ? lpr_ticks() : 0;
+    lpr_loader_enter();
     int r = LP_REAL(dlclose)(h);
+    lpr_loader_leave();
     if (t) {
         uint64_t a[2] = {(uint64_t)(uintptr_t)h, (uint64_t)(int64_t)r};
         lpr_call_record(t, LP_CALL_DLCLOSE, t0, lpr_ticks(), 2, a, NULL, 0);
     }
     return r;
+}
+
+/* dlsym: lookups of the names libprof itself exports as hooks go where they would have gone
+ * without libprof (ONNX Runtime's entry: to libprof's recorded table, hooks/ort.c; an MPI
+ * function: to the MPI library's, hooks/mpi.c). Every other lookup goes on to the C library's
+ * dlsym as a tail call, so the return address it sees — what RTLD_NEXT is relative to — is the
+ * caller's, not libprof's. libprof's own lookups call the C library's directly (lpr_dlsym). */
+LP_EXPORT void *dlsym(void *handle, const char *name) {
+    if (LP_UNLIKELY(name[0] == 'O' && !strcmp(name, "OrtGetApiBase")) && handle != RTLD_NEXT && handle != RTLD_DEFAULT)
+        return lpr_ort_dlsym(handle, name);
+    if (LP_UNLIKELY(name[0] == 'M' && name[1] == 'P' && name[2] == 'I' && name[3] == '_') && handle != RTLD_NEXT)
+        return lpr_mpi_dlsym(handle, name);
+    return lpr_dlsym_real()(handle, name);
+}
+
+/* dl_iterate_phdr: the program's calls too mark the thread inside the loader (core/real.c). */
+LP_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data) {
+    return lpr_dl_iterate(cb, data);
 }

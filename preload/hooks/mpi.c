@@ -10,7 +10,7 @@
  * none); the sizes come from PMPI_Type_size and PMPI_Comm_size, the profiling interface every
  * MPI library exports, so a tool layered on PMPI underneath still sees its own calls. A program
  * without an MPI library never reaches these hooks; one that probes with
- * dlsym(RTLD_DEFAULT, "MPI_...") is told none is there (hooks/dl.c). */
+ * lpr_dlsym(RTLD_DEFAULT, "MPI_...") is told none is there (hooks/dl.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
@@ -162,3 +162,21 @@ LP_HOOK(MPI, MPI_REDUCE_SCATTER, int, MPI_Reduce_scatter,
         (const void *sbuf, void *rbuf, const int *rcounts, mpi_handle dt, mpi_handle op, mpi_handle comm),
         (sbuf, rbuf, rcounts, dt, op, comm), MPI_ERR_OTHER, uint64_t n = comm_size(comm);
         uint64_t b = sum_bytes(rcounts, (int)n, dt), b, n, I(r))
+
+/* dlsym of an MPI_* name (hooks/dl.c sends it here): libprof exports the MPI functions it hooks,
+ * so a program probing the global scope for MPI would find libprof's — it is told what it would
+ * be told without libprof: the MPI library's function, or nothing (and dlerror says so, as it
+ * would have: ctypes reads it). */
+void *lpr_mpi_dlsym(void *handle, const char *name) {
+    void *f = lpr_dlsym(handle, name);
+    Dl_info self, at;
+    if (f && dladdr((void *)lpr_mpi_dlsym, &self) && dladdr(f, &at) && at.dli_fbase == self.dli_fbase) {
+        f = lpr_resolve(name);
+        if (!f) {
+            static void *libc;
+            if (!libc) libc = LPR_REAL(dlopen)("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+            if (libc) lpr_dlsym(libc, name);
+        }
+    }
+    return f;
+}

@@ -688,7 +688,7 @@ static const void *get_api(uint32_t version) {
     for (int i = 0; i < __atomic_load_n(&ncopies, __ATOMIC_ACQUIRE); i++)
         if (copies[i].version == version) return copies[i].table;
     struct seg sg = {(uintptr_t)table, 0};
-    dl_iterate_phdr(seg_of, &sg);
+    lpr_dl_iterate(seg_of, &sg);
     size_t n = sg.end > sg.p ? (sg.end - sg.p) / sizeof(void *) : 0;
     if (n > TABLE_MAX) n = TABLE_MAX;
     while (__atomic_exchange_n(&copying, 1, __ATOMIC_ACQUIRE)) /* rare: a program asks once or twice */
@@ -748,37 +748,15 @@ LP_EXPORT const struct OrtApiBase *OrtGetApiBase(void) {
     return t ? &our_base : real_base; /* not recording ort: the library's own */
 }
 
-/* A program (or a binding: C#, Java) that dlopens ONNX Runtime and asks dlsym for OrtGetApiBase
- * gets libprof's; one that probes the global scope for an MPI function is told whether an MPI
- * library defines it, not libprof. Every other lookup goes on to the C library's dlsym as a tail call, so the
- * return address it sees — what RTLD_NEXT is relative to — is the caller's, not libprof's. */
+/* dlsym of OrtGetApiBase (hooks/dl.c sends it here): a program (or a binding: C#, Java) that
+ * dlopens ONNX Runtime and asks dlsym for the entry gets libprof's, which hands out the table
+ * whose calls are recorded. */
 /* libprof's entry by a hidden name: no relocation against its own export */
 extern __typeof__(OrtGetApiBase) lpr_ort_entry __attribute__((alias("OrtGetApiBase"), visibility("hidden")));
 
-#undef dlsym
-LP_EXPORT void *dlsym(void *handle, const char *name);
-LP_EXPORT void *dlsym(void *handle, const char *name) {
-    if (LP_UNLIKELY(name[0] == 'O' && !strcmp(name, "OrtGetApiBase")) && handle != RTLD_NEXT &&
-        handle != RTLD_DEFAULT && (lpr_gate & (1u << LP_FAM_ORT))) {
-        void *f = lpr_dlsym(handle, name);
-        if (!f) return NULL;
-        if (!real_entry) real_entry = (const struct OrtApiBase *(*)(void))f;
-        return f == (void *)real_entry ? (void *)lpr_ort_entry : f;
-    }
-    if (LP_UNLIKELY(name[0] == 'M' && name[1] == 'P' && name[2] == 'I' && name[3] == '_') && handle != RTLD_NEXT) {
-        /* libprof exports the MPI functions it hooks (hooks/mpi.c): a program probing for MPI is
-         * told what it would be told without libprof */
-        void *f = lpr_dlsym(handle, name);
-        Dl_info self, at;
-        if (f && dladdr((void *)version_string, &self) && dladdr(f, &at) && at.dli_fbase == self.dli_fbase) {
-            f = lpr_resolve(name);
-            if (!f) { /* and dlerror says so, as it would have (ctypes reads it) */
-                static void *libc;
-                if (!libc) libc = LPR_REAL(dlopen)("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-                if (libc) lpr_dlsym(libc, name);
-            }
-        }
-        return f;
-    }
-    return lpr_dlsym_real()(handle, name);
+void *lpr_ort_dlsym(void *handle, const char *name) {
+    void *f = lpr_dlsym(handle, name);
+    if (!f || !(lpr_gate & (1u << LP_FAM_ORT))) return f;
+    if (!real_entry) real_entry = (const struct OrtApiBase *(*)(void))f;
+    return f == (void *)real_entry ? (void *)lpr_ort_entry : f;
 }

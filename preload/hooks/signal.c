@@ -121,6 +121,16 @@ static int wants_default(int sig, const struct sigaction *act) {
 /* sigaction as the program sees it (the exported hook, and signal() through it). */
 static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(sigaction)(sig, act, old);
+    if (sig == lpr_sample_signal()) { /* the sampler's: the program sees the default, and its handler wins */
+        if (!act) {
+            if (old) as_default(old);
+            return 0;
+        }
+        lpr_sample_stop("the program installs its own SIGTRAP handler");
+        int rc = LPR_REAL(sigaction)(sig, act, NULL);
+        if (rc == 0 && old) as_default(old);
+        return rc;
+    }
     if (wants_default(sig, act)) {
         struct sigaction prev;
         int rc = LPR_REAL(sigaction)(sig, NULL, &prev);
@@ -156,10 +166,11 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         return SIG_ERR;
     }
     if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(signal)(sig, handler);
-    if (handler == SIG_DFL) { /* through sigaction, which knows when libprof stands in */
+    if (handler == SIG_DFL || sig == lpr_sample_signal()) { /* through sigaction, which knows when libprof stands in */
         struct sigaction act, old;
         memset(&act, 0, sizeof act);
-        act.sa_handler = SIG_DFL;
+        act.sa_handler = handler;
+        act.sa_flags = handler == SIG_DFL ? 0 : SA_RESTART; /* signal()'s BSD semantics, as glibc's */
         sigemptyset(&act.sa_mask);
         if (program_sigaction(sig, &act, &old) != 0) return SIG_ERR;
         return old.sa_handler; /* shares its storage with sa_sigaction */

@@ -1,0 +1,331 @@
+/* pprof.c: see pprof.h. The protocol buffer is written by hand (the few field kinds profile.proto
+ * uses: varints and length-delimited messages), and gzip's container around deflate's stored
+ * blocks (RFC 1951 §3.2.4, RFC 1952): every reader of pprof accepts it, and no compression
+ * library is needed for a file that is small anyway. */
+#define _GNU_SOURCE
+#include "pprof.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "convert.h"
+#include "map.h"
+#include "os.h"
+#include "samples.h"
+#include "sites.h"
+#include "symbols.h"
+#include "vec.h"
+
+/* ---- protocol buffers --------------------------------------------------------------------------- */
+
+struct buf {
+    uint8_t *d;
+    size_t n, cap;
+    int oom;
+};
+
+static void put(struct buf *b, const void *p, size_t n) {
+    if (b->oom || LP_RESERVE(b->d, b->cap, b->n + n) != 0) {
+        b->oom = 1;
+        return;
+    }
+    memcpy(b->d + b->n, p, n);
+    b->n += n;
+}
+
+static void varint(struct buf *b, uint64_t v) {
+    uint8_t t[10];
+    size_t k = 0;
+    do {
+        t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    put(b, t, k);
+}
+
+static void field_varint(struct buf *b, unsigned field, uint64_t v) {
+    if (!v) return; /* proto3: zero is the default, not written */
+    varint(b, (uint64_t)field << 3);
+    varint(b, v);
+}
+
+static void field_bytes(struct buf *b, unsigned field, const void *p, size_t n) {
+    varint(b, (uint64_t)field << 3 | 2);
+    varint(b, n);
+    put(b, p, n);
+}
+
+/* A message `m` as field `field` of `b`; `m` is emptied for the next one. */
+static void field_msg(struct buf *b, unsigned field, struct buf *m) {
+    field_bytes(b, field, m->d, m->n);
+    if (m->oom) b->oom = 1;
+    m->n = 0;
+}
+
+/* ---- the profile ------------------------------------------------------------------------------- */
+
+struct pp {
+    const struct lp_reader *r;
+    struct lp_syms *syms;
+    struct buf out, m, m2;
+    struct lp_map strings; /* text hash -> 1 + index (with the texts kept to check) */
+    const char **str;
+    size_t nstr, capstr;
+    struct lp_map locs;  /* frame word -> location id */
+    struct lp_map funcs; /* hash of (name, file) -> function id */
+    uint64_t nlocs, nfuncs;
+    uint32_t nvalues;
+};
+
+static uint64_t text_hash(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h | 1;
+}
+
+/* The string table index of `s` (`n` bytes), added when new. */
+static uint64_t str_of(struct pp *p, const char *s, size_t n) {
+    uint64_t h = text_hash(s, n), v;
+    for (;; h += 2) { /* a collision: the next key */
+        if (!lp_map_get(&p->strings, h, &v)) break;
+        if (strlen(p->str[v - 1]) == n && !memcmp(p->str[v - 1], s, n)) return v - 1;
+    }
+    char *copy = lp_os_strndup(s, n);
+    if (!copy || LP_RESERVE(p->str, p->capstr, p->nstr + 1) != 0 || lp_map_put(&p->strings, h, p->nstr + 1, NULL) < 0) {
+        lp_os_free(copy);
+        p->out.oom = 1;
+        return 0;
+    }
+    p->str[p->nstr] = copy;
+    return p->nstr++;
+}
+
+static uint64_t str0(struct pp *p, const char *s) { return str_of(p, s, strlen(s)); }
+
+/* The function (name, file, start line): its id, written when new. */
+static uint64_t function_of(struct pp *p, const char *name, size_t nlen, const char *file, size_t flen,
+                            uint32_t first) {
+    uint64_t h = text_hash(name, nlen) * 31 + text_hash(file, flen) + first, v;
+    if (lp_map_get(&p->funcs, h | 1, &v)) return v;
+    uint64_t id = ++p->nfuncs;
+    if (lp_map_put(&p->funcs, h | 1, id, NULL) < 0) p->out.oom = 1;
+    field_varint(&p->m, 1, id);
+    field_varint(&p->m, 2, str_of(p, name, nlen));
+    field_varint(&p->m, 3, str_of(p, name, nlen));
+    field_varint(&p->m, 4, str_of(p, file, flen));
+    field_varint(&p->m, 5, first);
+    field_msg(&p->out, 5, &p->m);
+    return id;
+}
+
+/* The module of native address `a`: its index + 1 in r->modules (its mapping's id), or 0. */
+static uint64_t mapping_of(const struct lp_reader *r, uint64_t a) {
+    for (uint32_t i = 0; i < r->nmodules; i++)
+        if (a >= r->modules[i].m.lo && a < r->modules[i].m.hi) return i + 1;
+    return 0;
+}
+
+/* The location of frame word `w` (a native return address, an instruction + 1 for a sample's
+ * leaf, a Python frame, the mark of frames left out): its id, written when new. */
+static uint64_t location_of(struct pp *p, uint64_t w) {
+    uint64_t v;
+    if (lp_map_get(&p->locs, w | (UINT64_C(1) << 62) /* never 0 */, &v)) return v;
+    uint64_t id = ++p->nlocs;
+    if (lp_map_put(&p->locs, w | (UINT64_C(1) << 62), id, NULL) < 0) p->out.oom = 1;
+    uint64_t fid, line = 0, mapping = 0, addr = 0;
+    if (w == LP_FRAME_ELIDED) {
+        fid = function_of(p, "…", strlen("…"), "", 0, 0);
+    } else if (w & LP_PYFRAME_BIT) {
+        uint32_t code = LP_PYFRAME_ID(w);
+        const struct lp_pycode_ref *c = code < p->r->npycodes && p->r->pycodes[code].name ? &p->r->pycodes[code] : NULL;
+        fid = c ? function_of(p, c->name, c->name_len, c->file, c->file_len, c->firstline)
+                : function_of(p, "python", 6, "", 0, 0);
+        line = LP_PYFRAME_LINE(w);
+    } else {
+        const char *fn = lp_syms_function(p->syms, w, 1);
+        mapping = mapping_of(p->r, w ? w - 1 : 0);
+        const char *file = mapping ? p->r->modules[mapping - 1].path : "";
+        size_t flen = mapping ? p->r->modules[mapping - 1].m.path_len : 0;
+        fid = function_of(p, fn, strlen(fn), file, flen, 0);
+        addr = w ? w - 1 : 0; /* inside the call (or the sampled instruction itself) */
+    }
+    field_varint(&p->m2, 1, fid);
+    field_varint(&p->m2, 2, line);
+    field_varint(&p->m, 1, id);
+    field_varint(&p->m, 2, mapping);
+    field_varint(&p->m, 3, addr);
+    field_msg(&p->m, 4, &p->m2);
+    field_msg(&p->out, 4, &p->m);
+    return id;
+}
+
+/* A sample: the stack (innermost first) and its values; `thread` a label when not NULL. */
+static void sample(struct pp *p, uint32_t stack, const char *fixed, const int64_t *values, const char *thread) {
+    struct buf ids = {0}, vals = {0}, lab = {0};
+    struct lp_frames v;
+    if (!fixed && lp_stack_view(p->r, stack, &v)) {
+        for (uint32_t i = 0; i < v.n; i++) varint(&ids, location_of(p, v.f[i]));
+    } else { /* a stack of one made-up frame: "[libprof]", "[unknown stack]" */
+        const char *name = fixed ? fixed : "[unknown stack]";
+        uint64_t key = text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
+        if (!lp_map_get(&p->locs, key | 1, &id)) {
+            id = ++p->nlocs;
+            if (lp_map_put(&p->locs, key | 1, id, NULL) < 0) p->out.oom = 1;
+            field_varint(&p->m2, 1, function_of(p, name, strlen(name), "", 0, 0));
+            field_varint(&p->m, 1, id);
+            field_msg(&p->m, 4, &p->m2);
+            field_msg(&p->out, 4, &p->m);
+        }
+        varint(&ids, id);
+    }
+    for (uint32_t i = 0; i < p->nvalues; i++) varint(&vals, (uint64_t)values[i]);
+    field_bytes(&p->m, 1, ids.d, ids.n); /* packed */
+    field_bytes(&p->m, 2, vals.d, vals.n);
+    if (thread) {
+        field_varint(&lab, 1, str0(p, "thread"));
+        field_varint(&lab, 2, str0(p, thread));
+        field_msg(&p->m, 3, &lab);
+    }
+    if (ids.oom || vals.oom || lab.oom) p->out.oom = 1;
+    lp_os_free(ids.d);
+    lp_os_free(vals.d);
+    lp_os_free(lab.d);
+    field_msg(&p->out, 2, &p->m);
+}
+
+static void value_type(struct pp *p, unsigned field, const char *type, const char *unit) {
+    field_varint(&p->m, 1, str0(p, type));
+    field_varint(&p->m, 2, str0(p, unit));
+    field_msg(&p->out, field, &p->m);
+}
+
+/* The mappings (every loaded object, its build id), the times, the string table. */
+static void tail(struct pp *p) {
+    const struct lp_reader *r = p->r;
+    for (uint32_t i = 0; i < r->nmodules; i++) {
+        const struct lp_module_ref *m = &r->modules[i];
+        char hex[2 * 64 + 1];
+        for (uint16_t k = 0; k < m->m.build_id_len && k < 64; k++) snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+        hex[2 * (m->m.build_id_len < 64 ? m->m.build_id_len : 64)] = '\0';
+        field_varint(&p->m, 1, i + 1);
+        field_varint(&p->m, 2, m->m.lo);
+        field_varint(&p->m, 3, m->m.hi);
+        field_varint(&p->m, 4, m->m.lo - m->m.base);
+        field_varint(&p->m, 5, str_of(p, m->path, m->m.path_len));
+        field_varint(&p->m, 6, str0(p, hex));
+        field_varint(&p->m, 7, 1); /* has_functions */
+        field_msg(&p->out, 3, &p->m);
+    }
+    field_varint(&p->out, 9, r->hdr.origin_real_ns);
+    field_varint(&p->out, 10, lp_ticks_to_ns(r, r->last_ticks));
+    for (size_t i = 0; i < p->nstr; i++) field_bytes(&p->out, 6, p->str[i], strlen(p->str[i]));
+}
+
+/* ---- gzip around stored blocks ------------------------------------------------------------------ */
+
+static uint32_t crc32(const uint8_t *d, size_t n) {
+    static uint32_t table[256];
+    if (!table[1])
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) c = table[(c ^ d[i]) & 0xff] ^ (c >> 8);
+    return c ^ 0xffffffffu;
+}
+
+static void gzip_out(struct lp_out *o, const uint8_t *d, size_t n) {
+    static const uint8_t head[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}; /* deflate, no name, Unix */
+    lp_out_write(o, head, sizeof head);
+    size_t at = 0;
+    do {
+        size_t k = n - at > 65535 ? 65535 : n - at;
+        uint8_t b[5] = {at + k == n, (uint8_t)k, (uint8_t)(k >> 8), (uint8_t)~k, (uint8_t)(~k >> 8)};
+        lp_out_write(o, b, 5);
+        lp_out_write(o, d + at, k);
+        at += k;
+    } while (at < n);
+    uint32_t crc = crc32(d, n), size = (uint32_t)n;
+    uint8_t t[8] = {(uint8_t)crc,  (uint8_t)(crc >> 8),  (uint8_t)(crc >> 16),  (uint8_t)(crc >> 24),
+                    (uint8_t)size, (uint8_t)(size >> 8), (uint8_t)(size >> 16), (uint8_t)(size >> 24)};
+    lp_out_write(o, t, 8);
+}
+
+static int finish(struct pp *p, struct lp_out *o) {
+    int rc = p->out.oom ? -1 : 0;
+    if (!rc) gzip_out(o, p->out.d, p->out.n);
+    for (size_t i = 0; i < p->nstr; i++) lp_os_free((void *)p->str[i]);
+    lp_os_free(p->str);
+    lp_map_free(&p->strings);
+    lp_map_free(&p->locs);
+    lp_map_free(&p->funcs);
+    lp_os_free(p->out.d);
+    lp_os_free(p->m.d);
+    lp_os_free(p->m2.d);
+    return rc;
+}
+
+static void begin(struct pp *p, const struct lp_reader *r, struct lp_syms *syms) {
+    memset(p, 0, sizeof *p);
+    p->r = r;
+    p->syms = syms;
+    str0(p, ""); /* index 0: the empty string, as the format wants */
+}
+
+/* ---- the two profiles --------------------------------------------------------------------------- */
+
+struct cpu_arg {
+    struct pp *p;
+    uint64_t period;
+};
+
+static void cpu_sample(void *arg, uint32_t thread, uint32_t stack, uint64_t n, int in_libprof) {
+    struct cpu_arg *c = arg;
+    const struct lp_reader *r = c->p->r;
+    char name[64];
+    if (thread < r->nthreads && r->threads[thread].name)
+        snprintf(name, sizeof name, "%.*s", (int)(r->threads[thread].name_len < 40 ? r->threads[thread].name_len : 40),
+                 r->threads[thread].name);
+    else if (thread < r->nthreads && r->threads[thread].tid == r->hdr.pid)
+        snprintf(name, sizeof name, "main");
+    else
+        snprintf(name, sizeof name, "thread %u", thread < r->nthreads ? r->threads[thread].tid : 0);
+    int64_t values[2] = {(int64_t)n, (int64_t)(n * c->period)};
+    sample(c->p, stack, in_libprof ? "[libprof]" : NULL, values, name);
+}
+
+int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_samples *s, struct lp_syms *syms) {
+    struct pp p;
+    begin(&p, r, syms);
+    p.nvalues = 2;
+    value_type(&p, 1, "samples", "count");
+    value_type(&p, 1, "cpu", "nanoseconds");
+    struct cpu_arg c = {&p, lp_samples_period(s)};
+    lp_samples_each(s, cpu_sample, &c);
+    value_type(&p, 11, "cpu", "nanoseconds");
+    field_varint(&p.out, 12, c.period);
+    tail(&p);
+    return finish(&p, o);
+}
+
+static void heap_sample(void *arg, uint32_t stack, const struct lp_site_totals *t) {
+    int64_t values[4] = {(int64_t)t->calls, (int64_t)t->bytes, (int64_t)t->live_blocks, (int64_t)t->live_bytes};
+    sample(arg, stack, NULL, values, NULL);
+}
+
+int lp_pprof_heap(struct lp_out *o, const struct lp_reader *r, struct lp_sites *sites, struct lp_syms *syms) {
+    struct pp p;
+    begin(&p, r, syms);
+    p.nvalues = 4;
+    value_type(&p, 1, "alloc_objects", "count");
+    value_type(&p, 1, "alloc_space", "bytes");
+    value_type(&p, 1, "inuse_objects", "count");
+    value_type(&p, 1, "inuse_space", "bytes");
+    lp_sites_each(sites, heap_sample, &p);
+    value_type(&p, 11, "space", "bytes");
+    field_varint(&p.out, 14, str0(&p, "inuse_space")); /* default_sample_type */
+    tail(&p);
+    return finish(&p, o);
+}

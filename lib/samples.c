@@ -1,0 +1,465 @@
+/* samples.c: see samples.h. */
+#define _GNU_SOURCE
+#include "samples.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "json.h"
+#include "map.h"
+#include "os.h"
+#include "symbols.h"
+#include "vec.h"
+
+#define TOP 20
+#define META_ROWS 50
+
+/* A function (or a Python line): its samples as the innermost frame and anywhere in the stack. */
+struct row {
+    const char *name; /* interned by lp_syms (lives as long as it) */
+    uint64_t self, total;
+};
+
+struct table {
+    struct row *rows;
+    size_t n, cap;
+    struct lp_map ix; /* name pointer -> 1 + row */
+};
+
+struct thread_cpu {
+    uint64_t samples, in_libprof;
+    uint32_t *bucket; /* LP_CPU_BUCKETS, made when the thread's first sample comes */
+    struct table fn;  /* its own by-function table */
+};
+
+struct lp_samples {
+    const struct lp_reader *r;
+    uint64_t period_ns, total, in_libprof, span_ns;
+    struct lp_map pairs; /* (thread << 32 | stack) + 1 -> samples */
+    struct thread_cpu *th;
+    struct lp_syms *syms;
+    struct table fn, py; /* all threads: by function, by Python line */
+};
+
+struct lp_samples *lp_samples_new(const struct lp_reader *r, int *oom) {
+    if (!r->samples) return NULL;
+    struct lp_samples *s = lp_os_calloc(1, sizeof *s);
+    if (s) s->th = lp_os_calloc((size_t)r->nthreads + 1, sizeof *s->th);
+    if (!s || !s->th || lp_map_grow(&s->pairs) != 0) {
+        lp_samples_free(s);
+        *oom = 1;
+        return NULL;
+    }
+    s->r = r;
+    s->period_ns = r->sampling && r->sampling->period_ns ? r->sampling->period_ns : 1000000;
+    s->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
+    return s;
+}
+
+static void table_free(struct table *t) {
+    lp_os_free(t->rows);
+    lp_map_free(&t->ix);
+}
+
+void lp_samples_free(struct lp_samples *s) {
+    if (!s) return;
+    for (uint32_t i = 0; s->th && i <= s->r->nthreads; i++) {
+        lp_os_free(s->th[i].bucket);
+        table_free(&s->th[i].fn);
+    }
+    lp_os_free(s->th);
+    lp_map_free(&s->pairs);
+    table_free(&s->fn);
+    table_free(&s->py);
+    lp_syms_free(s->syms);
+    lp_os_free(s);
+}
+
+uint64_t lp_samples_count(const struct lp_samples *s) { return s ? s->total : 0; }
+uint64_t lp_samples_period(const struct lp_samples *s) { return s ? s->period_ns : 0; }
+
+int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting) {
+    if (!counting) return 0;
+    uint64_t w = e->w[0], weight = LP_SAMPLE_WEIGHT(w) ? LP_SAMPLE_WEIGHT(w) : 1;
+    uint32_t t = e->thread <= s->r->nthreads ? e->thread : s->r->nthreads;
+    struct thread_cpu *c = &s->th[t];
+    if (!c->bucket && !(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
+    uint64_t b = (uint64_t)(((unsigned __int128)e->ns * LP_CPU_BUCKETS) / s->span_ns);
+    c->bucket[b < LP_CPU_BUCKETS ? b : LP_CPU_BUCKETS - 1] += (uint32_t)weight;
+    c->samples += weight;
+    s->total += weight;
+    if (w & LP_SAMPLE_IN_LIBPROF) {
+        c->in_libprof += weight;
+        s->in_libprof += weight;
+        return 0;
+    }
+    uint64_t key = ((uint64_t)t << 32 | e->stack) + 1, v = 0;
+    lp_map_get(&s->pairs, key, &v);
+    return lp_map_put(&s->pairs, key, v + weight, NULL) < 0 ? -1 : 0;
+}
+
+/* The row of `name` in `t` (added when new; rows are one per name's text: the symboliser gives
+ * each address its own copy of its function's name); NULL when out of memory. */
+static struct row *row_of(struct table *t, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ull, ix;
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    for (h |= 1;; h += 2) { /* a collision of two texts: the next key */
+        if (!lp_map_get(&t->ix, h, &ix)) break;
+        if (t->rows[ix - 1].name == name || !strcmp(t->rows[ix - 1].name, name)) return &t->rows[ix - 1];
+    }
+    if (LP_RESERVE(t->rows, t->cap, t->n + 1) != 0 || lp_map_put(&t->ix, h, t->n + 1, NULL) < 0) return NULL;
+    t->rows[t->n] = (struct row){name, 0, 0};
+    return &t->rows[t->n++];
+}
+
+/* Charge `n` samples of stack `frames` to `t`: self to the innermost, total once to each function
+ * on it. */
+static int charge(struct lp_samples *s, struct table *t, const struct lp_frames *v, uint64_t n) {
+    const char *seen[LP_STACK_MAX_FRAMES];
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < v->n; i++) {
+        if (v->f[i] == LP_FRAME_ELIDED) continue;
+        const char *name = lp_syms_function(s->syms, v->f[i], 1);
+        struct row *r = row_of(t, name);
+        if (!r) return -1;
+        if (ns == 0) r->self += n;
+        int dup = 0; /* (the row, not the pointer: one row per name) */
+        for (uint32_t k = 0; k < ns && !dup; k++) dup = seen[k] == r->name;
+        if (!dup) {
+            r->total += n;
+            seen[ns++] = r->name;
+        }
+    }
+    return 0;
+}
+
+/* The Python lines: self to the innermost Python frame, total to each Python frame. */
+static int charge_py(struct lp_samples *s, const struct lp_frames *v, uint64_t n) {
+    int first = 1;
+    for (uint32_t i = 0; i < v->n; i++) {
+        uint64_t w = v->f[i];
+        if (!(w & LP_PYFRAME_BIT) || w == LP_FRAME_ELIDED) continue;
+        struct row *r = row_of(&s->py, lp_syms_function(s->syms, w, 1));
+        if (!r) return -1;
+        if (first) r->self += n;
+        r->total += n;
+        first = 0;
+    }
+    return 0;
+}
+
+static int cmp_row(const void *x, const void *y) {
+    const struct row *a = x, *b = y;
+    if (a->self != b->self) return a->self < b->self ? 1 : -1;
+    if (a->total != b->total) return a->total < b->total ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+int lp_samples_finish(struct lp_samples *s) {
+    if (!s) return 0;
+    if (!s->syms && !(s->syms = lp_syms_new(s->r))) return -1;
+    static const char libprof_frame[] = "[libprof]";
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        struct thread_cpu *c = &s->th[t];
+        if (c->in_libprof) {
+            struct row *r = row_of(&s->fn, libprof_frame), *q = row_of(&c->fn, libprof_frame);
+            if (!r || !q) return -1;
+            r->self += c->in_libprof;
+            r->total += c->in_libprof;
+            q->self += c->in_libprof;
+            q->total += c->in_libprof;
+        }
+    }
+    struct lp_frames v;
+    for (uint64_t i = 0; i < s->pairs.cap; i++) {
+        const struct lp_map_slot *sl = &s->pairs.slots[i];
+        if (!sl->key) continue;
+        uint64_t key = sl->key - 1;
+        uint32_t t = (uint32_t)(key >> 32), stack = (uint32_t)key;
+        if (!lp_stack_view(s->r, stack, &v)) {
+            v.buf[0] = 0; /* no stack known: one frame, "0x0" */
+            v.f = v.buf;
+            v.n = 1;
+        }
+        if (charge(s, &s->fn, &v, sl->val) || charge(s, &s->th[t].fn, &v, sl->val) || charge_py(s, &v, sl->val))
+            return -1;
+    }
+    qsort(s->fn.rows, s->fn.n, sizeof *s->fn.rows, cmp_row);
+    qsort(s->py.rows, s->py.n, sizeof *s->py.rows, cmp_row);
+    for (uint32_t t = 0; t <= s->r->nthreads; t++)
+        if (s->th[t].fn.n) qsort(s->th[t].fn.rows, s->th[t].fn.n, sizeof *s->th[t].fn.rows, cmp_row);
+    /* the tables are sorted: their maps point at old places */
+    lp_map_free(&s->fn.ix);
+    lp_map_free(&s->py.ix);
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) lp_map_free(&s->th[t].fn.ix);
+    return 0;
+}
+
+/* ---- the handler's times, from the recorder's histogram --------------------------------------- */
+
+static uint64_t hist_pct(const struct lp_sampling *g, double q) {
+    uint64_t n = 0, seen = 0;
+    for (int i = 0; i < LP_SAMPLING_HIST; i++) n += g->hist[i];
+    if (!n) return 0;
+    uint64_t want = (uint64_t)(q * (double)n);
+    if (want >= n) want = n - 1;
+    for (int i = 0; i < LP_SAMPLING_HIST; i++) {
+        seen += g->hist[i];
+        if (seen > want) return (uint64_t)(i + 1) * 100; /* the bucket's upper end */
+    }
+    return LP_SAMPLING_HIST * 100;
+}
+
+/* "main", a name the thread was given (pthread_setname_np), or "thread TID". */
+static const char *thread_name(const struct lp_reader *r, uint32_t t, char *buf, size_t len) {
+    if (t >= r->nthreads) return "?";
+    const struct lp_thread_info *ti = &r->threads[t];
+    const char *exe = r->exe ? r->exe : "";
+    uint32_t n = r->exe ? r->exe_len : 0, b = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (exe[i] == '/') b = i + 1;
+    /* the kernel's name is the executable's (cut to 15 bytes) unless the thread was named */
+    int inherited = ti->name && ti->name_len <= n - b && !memcmp(ti->name, exe + b, ti->name_len) &&
+                    (ti->name_len == n - b || ti->name_len == 15);
+    if (ti->tid == r->hdr.pid)
+        snprintf(buf, len, "main");
+    else if (ti->name && !inherited)
+        snprintf(buf, len, "%.*s", (int)(ti->name_len < 40 ? ti->name_len : 40), ti->name);
+    else
+        snprintf(buf, len, "thread %u", ti->tid);
+    return buf;
+}
+
+/* ---- the writers' views ---------------------------------------------------------------------- */
+
+static void ms(char *buf, size_t len, uint64_t ns) {
+    if (ns >= 10000000000u)
+        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+    else
+        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+}
+
+static void rows_text(struct lp_out *o, const struct table *t, uint64_t total, uint64_t period, unsigned top) {
+    lp_out_fmt(o, "  %10s %7s %10s %7s %10s  %s\n", "self", "self %", "total", "total %", "self time", "function");
+    for (size_t i = 0; i < t->n && i < top; i++) {
+        const struct row *r = &t->rows[i];
+        char tm[32];
+        ms(tm, sizeof tm, r->self * period);
+        lp_out_fmt(o, "  %10llu %6.1f%% %10llu %6.1f%% %10s  %s\n", (unsigned long long)r->self,
+                   total ? 100.0 * (double)r->self / (double)total : 0, (unsigned long long)r->total,
+                   total ? 100.0 * (double)r->total / (double)total : 0, tm, r->name);
+    }
+}
+
+void lp_samples_summary(const struct lp_samples *s, struct lp_out *o) {
+    if (!s) return;
+    const struct lp_sampling *g = s->r->sampling;
+    char cpu[32];
+    ms(cpu, sizeof cpu, s->total * s->period_ns);
+    unsigned threads = 0;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) threads += s->th[t].samples != 0;
+    lp_out_fmt(o, "  CPU samples: %llu on %u thread%s, %s of CPU (one per %.3f ms of a thread's CPU)",
+               (unsigned long long)s->total, threads, threads == 1 ? "" : "s", cpu, (double)s->period_ns / 1e6);
+    if (g && (g->dropped || g->in_libprof))
+        lp_out_fmt(o, "; %llu in libprof's own code, %llu dropped", (unsigned long long)g->in_libprof,
+                   (unsigned long long)g->dropped);
+    lp_out_s(o,
+             "\n  CPU samples by function, all threads (self: the innermost frame; total: anywhere on the stack):\n");
+    rows_text(o, &s->fn, s->total, s->period_ns, TOP);
+    if (s->py.n) {
+        lp_out_s(o, "  CPU samples by Python line (self: the innermost Python frame; total: any Python frame):\n");
+        rows_text(o, &s->py, s->total, s->period_ns, TOP);
+    }
+    if (threads > 1) {
+        lp_out_fmt(o, "  CPU samples per thread:\n  %10s %10s %10s  %-16s  %s\n", "tid", "samples", "cpu", "thread",
+                   "heaviest function (self)");
+        for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+            const struct thread_cpu *c = &s->th[t];
+            if (!c->samples) continue;
+            char name[64], tm[32];
+            ms(tm, sizeof tm, c->samples * s->period_ns);
+            lp_out_fmt(o, "  %10u %10llu %10s  %-16s  %s\n", t < s->r->nthreads ? s->r->threads[t].tid : 0,
+                       (unsigned long long)c->samples, tm, thread_name(s->r, t, name, sizeof name),
+                       c->fn.n ? c->fn.rows[0].name : "-");
+        }
+    }
+}
+
+void lp_samples_csv(const struct lp_samples *s, struct lp_out *o) {
+    if (!s) return;
+    for (size_t i = 0; i < s->fn.n; i++) {
+        const struct row *r = &s->fn.rows[i];
+        lp_out_csv_str(o, r->name, strlen(r->name));
+        lp_out_fmt(o, ",cpu_self,%llu,%llu,,,,,,,,,\n", (unsigned long long)r->self,
+                   (unsigned long long)(r->self * s->period_ns));
+        lp_out_csv_str(o, r->name, strlen(r->name));
+        lp_out_fmt(o, ",cpu_total,%llu,%llu,,,,,,,,,\n", (unsigned long long)r->total,
+                   (unsigned long long)(r->total * s->period_ns));
+    }
+    for (size_t i = 0; i < s->py.n; i++) {
+        const struct row *r = &s->py.rows[i];
+        lp_out_csv_str(o, r->name, strlen(r->name));
+        lp_out_fmt(o, ",cpu_python_line,%llu,%llu,,,,,,,,,\n", (unsigned long long)r->self,
+                   (unsigned long long)(r->self * s->period_ns));
+    }
+}
+
+static void rows_json(struct lp_out *o, const struct table *t, const char *key) {
+    for (size_t i = 0; i < t->n && i < META_ROWS; i++) {
+        lp_out_fmt(o, "%s{\"%s\":", i ? "," : "", key);
+        lp_out_json_str(o, t->rows[i].name, strlen(t->rows[i].name));
+        lp_out_fmt(o, ",\"self\":%llu,\"total\":%llu}", (unsigned long long)t->rows[i].self,
+                   (unsigned long long)t->rows[i].total);
+    }
+}
+
+void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o) {
+    if (!s) return;
+    const struct lp_sampling *g = s->r->sampling;
+    lp_out_fmt(o, ",\"sampling\":{\"hz\":%u,\"period_ns\":%llu,\"samples\":%llu,\"cpu_ns\":%llu",
+               g ? g->hz : (unsigned)(1000000000u / s->period_ns), (unsigned long long)s->period_ns,
+               (unsigned long long)s->total, (unsigned long long)(s->total * s->period_ns));
+    if (g) {
+        uint64_t n = 0; /* handler runs */
+        for (int i = 0; i < LP_SAMPLING_HIST; i++) n += g->hist[i];
+        lp_out_fmt(
+            o,
+            ",\"taken\":%llu,\"dropped\":%llu,\"in_libprof\":%llu,\"shallow\":%llu,\"handler\":{\"mean_ns\":%llu,"
+            "\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}",
+            (unsigned long long)g->samples, (unsigned long long)g->dropped, (unsigned long long)g->in_libprof,
+            (unsigned long long)g->shallow, (unsigned long long)(n ? g->handler_ns / n : 0),
+            (unsigned long long)hist_pct(g, 0.5), (unsigned long long)hist_pct(g, 0.99),
+            (unsigned long long)g->handler_max_ns);
+    }
+    lp_out_s(o, ",\"threads\":[");
+    int first = 1;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        const struct thread_cpu *c = &s->th[t];
+        if (!c->samples) continue;
+        lp_out_fmt(o, "%s{\"tid\":%u,\"samples\":%llu,\"cpu_ns\":%llu}", first ? "" : ",",
+                   t < s->r->nthreads ? s->r->threads[t].tid : 0, (unsigned long long)c->samples,
+                   (unsigned long long)(c->samples * s->period_ns));
+        first = 0;
+    }
+    lp_out_s(o, "]},\"cpu_functions\":[");
+    rows_json(o, &s->fn, "function");
+    lp_out_s(o, "],\"cpu_python_lines\":[");
+    rows_json(o, &s->py, "line");
+    lp_out_s(o, "]");
+}
+
+/* Brendan Gregg's collapsed format, the thread as the root frame: "thread;root;...;leaf N". */
+static void folded_frame(struct lp_out *o, const char *name) {
+    for (const char *p = name; *p; p++) lp_out_c(o, *p == ';' ? ':' : *p == '\n' ? ' ' : *p);
+}
+
+void lp_samples_folded(const struct lp_samples *s, struct lp_out *o) {
+    if (!s) return;
+    struct lp_frames v;
+    char name[64];
+    for (uint32_t t = 0; t <= s->r->nthreads; t++)
+        if (s->th[t].in_libprof) {
+            folded_frame(o, thread_name(s->r, t, name, sizeof name));
+            lp_out_fmt(o, ";[libprof] %llu\n", (unsigned long long)s->th[t].in_libprof);
+        }
+    for (uint64_t i = 0; i < s->pairs.cap; i++) {
+        const struct lp_map_slot *sl = &s->pairs.slots[i];
+        if (!sl->key) continue;
+        uint32_t t = (uint32_t)((sl->key - 1) >> 32), stack = (uint32_t)(sl->key - 1);
+        folded_frame(o, thread_name(s->r, t, name, sizeof name));
+        if (!lp_stack_view(s->r, stack, &v)) lp_out_s(o, ";[unknown stack]");
+        for (uint32_t f = v.n; f-- > 0;) {
+            lp_out_c(o, ';');
+            folded_frame(o, lp_syms_function(s->syms, v.f[f], 1));
+        }
+        lp_out_fmt(o, " %llu\n", (unsigned long long)sl->val);
+    }
+}
+
+void lp_samples_each(const struct lp_samples *s,
+                     void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t samples, int in_libprof),
+                     void *arg) {
+    if (!s) return;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++)
+        if (s->th[t].in_libprof) fn(arg, t, 0, s->th[t].in_libprof, 1);
+    for (uint64_t i = 0; i < s->pairs.cap; i++) {
+        const struct lp_map_slot *sl = &s->pairs.slots[i];
+        if (sl->key) fn(arg, (uint32_t)((sl->key - 1) >> 32), (uint32_t)(sl->key - 1), sl->val, 0);
+    }
+}
+
+void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg) {
+    if (!s) return;
+    struct lp_frames v;
+    frame(arg, "[libprof]");
+    frame(arg, "[unknown stack]");
+    for (uint64_t i = 0; i < s->pairs.cap; i++) {
+        const struct lp_map_slot *sl = &s->pairs.slots[i];
+        if (!sl->key) continue;
+        lp_stack_view(s->r, (uint32_t)(sl->key - 1), &v);
+        for (uint32_t f = 0; f < v.n; f++) frame(arg, lp_syms_function(s->syms, v.f[f], 1));
+    }
+}
+
+void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg,
+                                    struct lp_out *o, int first) {
+    if (!s) return;
+    struct lp_frames v;
+    char name[64];
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        const struct thread_cpu *c = &s->th[t];
+        if (!c->samples) continue;
+        lp_out_s(o, first ? "{" : ",{");
+        first = 0;
+        lp_out_s(o, "\"type\":\"sampled\",\"name\":");
+        char title[96];
+        snprintf(title, sizeof title, "CPU: %s", thread_name(s->r, t, name, sizeof name));
+        lp_out_json_str(o, title, strlen(title));
+        lp_out_fmt(o, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+                   (unsigned long long)(c->samples * s->period_ns));
+        int k = 0;
+        if (c->in_libprof) lp_out_fmt(o, "%s[%llu]", k++ ? "," : "", (unsigned long long)frame(arg, "[libprof]"));
+        for (uint64_t i = 0; i < s->pairs.cap; i++) {
+            const struct lp_map_slot *sl = &s->pairs.slots[i];
+            if (!sl->key || (uint32_t)((sl->key - 1) >> 32) != t) continue;
+            lp_out_s(o, k++ ? ",[" : "[");
+            if (!lp_stack_view(s->r, (uint32_t)(sl->key - 1), &v)) lp_out_u64(o, frame(arg, "[unknown stack]"));
+            for (uint32_t f = v.n; f-- > 0;) {
+                lp_out_u64(o, frame(arg, lp_syms_function(s->syms, v.f[f], 1)));
+                if (f) lp_out_c(o, ',');
+            }
+            lp_out_c(o, ']');
+        }
+        lp_out_s(o, "],\"weights\":[");
+        k = 0;
+        if (c->in_libprof) lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(c->in_libprof * s->period_ns));
+        for (uint64_t i = 0; i < s->pairs.cap; i++) {
+            const struct lp_map_slot *sl = &s->pairs.slots[i];
+            if (!sl->key || (uint32_t)((sl->key - 1) >> 32) != t) continue;
+            lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(sl->val * s->period_ns));
+        }
+        lp_out_s(o, "]}");
+    }
+}
+
+void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid) {
+    if (!s) return;
+    char name[64], track[128];
+    double width = (double)s->span_ns / LP_CPU_BUCKETS;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        const struct thread_cpu *c = &s->th[t];
+        if (!c->samples || !c->bucket) continue;
+        snprintf(track, sizeof track, "cpu %% (%s)", thread_name(s->r, t, name, sizeof name));
+        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) {
+            if (b && c->bucket[b] == c->bucket[b - 1] && b + 1 < LP_CPU_BUCKETS) continue; /* changes only */
+            lp_json_event(j, "C", pid, pid, "cpu", track, strlen(track), (int64_t)((double)b * width));
+            lp_json_args(j);
+            lp_json_key(j, "cpu");
+            lp_out_fmt(j->o, "%.1f", 100.0 * (double)c->bucket[b] * (double)s->period_ns / width);
+            lp_json_args_end(j);
+            lp_json_event_end(j);
+        }
+    }
+}

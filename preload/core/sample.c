@@ -1,0 +1,277 @@
+/* sample.c: where the CPU goes — every thread's stack, sampled by its own CPU clock
+ * (LIBPROF_SAMPLE_HZ).
+ *
+ * The clock: one perf event for the whole process, the kernel's task-clock (user time), with a
+ * period of 1/HZ second of CPU, `inherit` to every thread created after it (inherit_thread: not
+ * to child processes, which open their own), `sigtrap`: on each period the kernel sends SIGTRAP
+ * (si_code TRAP_PERF, si_perf_data libprof's cookie) to the thread that used that CPU, at the
+ * moment it used it. Measured here against the alternatives (tests/integration/test_sample.c):
+ *   - POSIX CPU-clock timers (timer_create(CLOCK_THREAD_CPUTIME_ID), gperftools' per-thread
+ *     mode) are checked on the kernel tick — 250 Hz on these machines: asked for 1000 Hz they
+ *     deliver a quarter; one ITIMER_PROF per process (gperftools' default) also drifts to threads
+ *     that did not spend the time;
+ *   - a perf event per thread with a signal through fcntl(F_SETSIG) needs a descriptor per
+ *     thread, held for the thread's life;
+ *   - this one: the rate asked (within 2 %), per thread, one descriptor for the process (moved
+ *     above the program's numbers), no thread to register. Linux 5.13 or later.
+ * A thread that sleeps or waits uses no CPU and takes no sample; the timer fires only while the
+ * thread runs user code, so no system call of the program's is ever interrupted by it.
+ *
+ * The handler (on_sample) never touches what a hook may be in the middle of: samples go to a
+ * buffer of their own (tbuf.c), the Python frames through a cache of their own (python.c); a
+ * sample that interrupted libprof's own code is recorded without a stack (and counted), one that
+ * interrupted the dynamic loader or libunwind gets no native walk (libunwind would take the
+ * loader's lock or its own caches again from inside themselves). It allocates nothing and takes
+ * no lock but the samples buffer's, which it only tries.
+ *
+ * The program's own signals stay its own: SIGTRAP is used only while the program leaves it at its
+ * default action; a handler the program installs for it wins (sampling stops, one line says so),
+ * and a SIGTRAP that is not libprof's (a breakpoint) gets the default action it would have had. A
+ * process being debugged is not sampled (its debugger would stop at every SIGTRAP). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "lp.h"
+#include "sys.h"
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6 /* si_code of a perf event's SIGTRAP (Linux 5.13) */
+#endif
+#define COOKIE UINT64_C(0x6c6962726f66) /* si_perf_data: "librof", this sampler's */
+#define DEFAULT_DEPTH 32
+#define MAX_EXTRA 256 /* threads that ran before the sampler started, each with an event of its own */
+
+static int on; /* sampling: the handler is installed and the event open */
+static int event_fd = -1;
+static int extra_fd[MAX_EXTRA], nextra;
+static unsigned depth;
+static uint64_t period_ns;
+static struct lp_sampling st; /* the statistics, updated with atomic adds */
+static LP_TLS int took;       /* this thread took a sample (for st.threads) */
+
+int lpr_sample_signal(void) { return __atomic_load_n(&on, __ATOMIC_ACQUIRE) ? SIGTRAP : 0; }
+
+/* A SIGTRAP that is not a sample (a breakpoint, a kill): the default action it would have had.
+ * Sent again to this thread with the default action back in place, it takes effect as the
+ * handler returns (a trap instruction would not be executed again: it is behind the pc). */
+static void not_ours(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    LPR_REAL(sigaction)(sig, &dfl, NULL);
+    LP_SYS(SYS_tgkill, lpr_sys_getpid(), lpr_sys_gettid(), sig);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One sample of the calling thread, interrupted at `uc`. */
+static void take(struct lpr_tls *t, const ucontext_t *uc) {
+    if (!(lpr_gate & (1u << LP_FAM_CPU))) return; /* paused, or the family is off */
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint64_t flags = 1, stack = 0; /* weight 1 */
+    if (lpr_in_libprof(pc)) {
+        flags |= LP_SAMPLE_IN_LIBPROF;
+        __atomic_fetch_add(&st.in_libprof, 1, __ATOMIC_RELAXED);
+    } else {
+        int walk = !t->in_loader && !t->in_unwind;
+        stack = lpr_stack_sample(uc, walk, depth, &flags);
+        if (flags & LP_SAMPLE_SHALLOW) __atomic_fetch_add(&st.shallow, 1, __ATOMIC_RELAXED);
+    }
+    uint64_t *r = lpr_tbuf_sample_reserve(t, 3);
+    if (!r) {
+        __atomic_fetch_add(&st.dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    r[0] = lpr_word_stack((uint32_t)stack);
+    r[1] = lpr_word0(LP_EV_SAMPLE, lpr_ticks());
+    r[2] = flags;
+    lpr_tbuf_sample_commit(t, r + 3);
+    __atomic_fetch_add(&st.samples, 1, __ATOMIC_RELAXED);
+    if (!took) {
+        took = 1;
+        __atomic_fetch_add(&st.threads, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* si_perf_data: in the kernel's siginfo it follows si_addr (older C library headers lack it). */
+static uint64_t perf_data(const siginfo_t *si) {
+    uint64_t v;
+    memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof v);
+    return v;
+}
+
+static void on_sample(int sig, siginfo_t *si, void *ucv) {
+    if (si->si_code != TRAP_PERF || perf_data(si) != COOKIE) {
+        not_ours(sig);
+        return;
+    }
+    int saved = errno;
+    uint64_t t0 = now_ns();
+    struct lpr_tls *t = &lpr_tls;
+    take(t, ucv);
+    uint64_t dt = now_ns() - t0, b = dt / 100;
+    __atomic_fetch_add(&st.handler_ns, dt, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&st.hist[b < LP_SAMPLING_HIST ? b : LP_SAMPLING_HIST - 1], 1, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&st.handler_max_ns, __ATOMIC_RELAXED);
+    while (dt > m && !__atomic_compare_exchange_n(&st.handler_max_ns, &m, dt, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    errno = saved;
+}
+
+/* The task-clock event of thread `tid` (0: the caller, inherited by the threads it creates),
+ * moved above the program's descriptor numbers; or -errno. */
+static int open_event(int tid, int inherit) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = period_ns;
+    a.inherit = (unsigned)inherit;
+    a.inherit_thread = (unsigned)inherit;
+    a.remove_on_exec = 1;
+    a.sigtrap = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.sig_data = COOKIE;
+    long fd = lpr_syscall6(SYS_perf_event_open, (long)&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC, 0);
+    if (fd < 0) return (int)fd;
+    long hi = LP_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 4096);
+    if (hi >= 0) {
+        lpr_sys_close((int)fd);
+        fd = hi;
+    }
+    return (int)fd;
+}
+
+/* A debugger attached (TracerPid in /proc/self/status)? */
+static int traced(void) {
+    char buf[2048];
+    int fd = lpr_sys_open("/proc/self/status", O_RDONLY, 0);
+    if (fd < 0) return 0;
+    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
+    lpr_sys_close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "TracerPid:");
+    return p && strtol(p + 10, NULL, 10) != 0;
+}
+
+/* Threads that ran before the event existed do not inherit it: each gets one of its own. */
+static void cover_running_threads(void) {
+    int dfd = lpr_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
+    if (dfd < 0) return;
+    int self = lpr_sys_gettid(), missed = 0;
+    char buf[4096];
+    long k;
+    while ((k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < k;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            int tid = atoi(d->name);
+            if (tid <= 0 || tid == self) continue;
+            int fd = nextra < MAX_EXTRA ? open_event(tid, 1) : -1;
+            if (fd >= 0)
+                extra_fd[nextra++] = fd;
+            else
+                missed++;
+        }
+    }
+    lpr_sys_close(dfd);
+    if (missed) lpr_warn("LIBPROF_SAMPLE_HZ: %d thread(s) that ran before libprof started are not sampled", missed);
+}
+
+static void write_info(void) { lpr_spool_write(LP_CHUNK_SAMPLING, 0, &st, sizeof st, NULL, 0); }
+
+/* Start sampling (the start-up that may look symbols up; a process that records). */
+void lpr_sample_init(void) {
+    unsigned hz = (unsigned)lpr_cfg.sample_hz;
+    if (!hz || !(lpr_cfg.families & (1u << LP_FAM_CPU))) return;
+    if (traced()) {
+        lpr_warn("LIBPROF_SAMPLE_HZ: a debugger is attached: no CPU samples (it would stop at every one)");
+        return;
+    }
+    struct sigaction old, sa;
+    if (LPR_REAL(sigaction)(SIGTRAP, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
+        lpr_warn("LIBPROF_SAMPLE_HZ: the program handles SIGTRAP itself: no CPU samples");
+        return;
+    }
+    depth = (unsigned)(lpr_cfg.sample_depth ? lpr_cfg.sample_depth : lpr_cfg.stacks ? lpr_cfg.stacks : DEFAULT_DEPTH);
+    period_ns = 1000000000u / hz;
+    if (lpr_stacks_for_samples() != 0) depth = 1; /* the interrupted instruction only */
+    if (lpr_stacks_table() != 0) return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sample;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (LPR_REAL(sigaction)(SIGTRAP, &sa, NULL) != 0) return;
+    event_fd = open_event(0, 1);
+    if (event_fd < 0) {
+        LPR_REAL(sigaction)(SIGTRAP, &old, NULL);
+        lpr_warn("LIBPROF_SAMPLE_HZ: no CPU samples: perf_event_open of the task clock failed (%s; Linux 5.13 or "
+                 "later, and /proc/sys/kernel/perf_event_paranoid at most 2, are needed)",
+                 strerror(-event_fd));
+        return;
+    }
+    st.period_ns = period_ns;
+    st.hz = hz;
+    __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+    cover_running_threads();
+    write_info();
+    lpr_info("sampling every thread's CPU at %u Hz (%u native frames a sample)", hz, depth);
+}
+
+static void close_events(void) {
+    if (event_fd >= 0) lpr_sys_close(event_fd);
+    for (int i = 0; i < nextra; i++) lpr_sys_close(extra_fd[i]);
+    event_fd = -1;
+    nextra = 0;
+}
+
+/* Sampling ends: the program installs its own SIGTRAP handler (hooks/signal.c), or the run ends. */
+void lpr_sample_stop(const char *why) {
+    if (!__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) return;
+    if (event_fd >= 0) LP_SYS(SYS_ioctl, event_fd, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+    close_events();
+    if (why) lpr_warn("%s: CPU sampling stops here", why);
+}
+
+/* How sampling went, for the trace's end (an END follows). */
+void lpr_sample_finish(void) {
+    if (!st.hz) return;
+    if (event_fd >= 0) LP_SYS(SYS_ioctl, event_fd, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+    write_info();
+}
+
+/* A forked child: the parent's event is the parent's (its descriptor came with the fork). The
+ * child samples its own threads with an event of its own. Only system calls here. */
+void lpr_sample_after_fork_child(void) {
+    if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    close_events();
+    memset(&st, 0, sizeof st);
+    st.period_ns = period_ns;
+    st.hz = (uint32_t)(1000000000u / period_ns);
+    took = 0;
+    event_fd = open_event(0, 1);
+    if (event_fd < 0) __atomic_store_n(&on, 0, __ATOMIC_RELEASE);
+}
