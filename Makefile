@@ -144,6 +144,7 @@ INTEGRATION_TESTS += tests/integration/test_memviews.c
 INTEGRATION_TESTS += tests/integration/test_mpi.c
 INTEGRATION_TESTS += tests/integration/test_reliab.c
 INTEGRATION_TESTS += tests/integration/test_private.c
+INTEGRATION_TESTS += tests/integration/test_sample.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -166,6 +167,7 @@ PROGS += tests/progs/dlhost.c
 PROGS += tests/progs/pyembed.c
 PROGS += tests/progs/memviews.c
 PROGS += tests/progs/reliab.c
+PROGS += tests/progs/cpusplit.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;
@@ -185,6 +187,7 @@ UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
+              $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) \
               $(MPI_PROGS)
 
@@ -243,6 +246,12 @@ $(BUILD)/progs/sites_cxx: tests/progs/sites.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -o $@ $< -Wl,--no-as-needed -lstdc++
+
+# C++ exceptions in a library, for the sampler's churn test.
+$(BUILD)/progs/libthrower.so: tests/progs/thrower.cpp $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CXX) -O1 -g -fPIC -shared -Wall -Wextra -o $@ $<
 
 # The reliability program linked statically: a profiled process that execs it is told, once, that
 # LD_PRELOAD cannot reach it.

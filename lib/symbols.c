@@ -36,9 +36,14 @@ struct lp_syms {
     const struct lp_reader *r;
     struct module *mods; /* sorted by lo */
     uint32_t nmods;
-    struct lp_map cache; /* addr*2+ret -> 1 + offset in pool */
-    char *pool;
-    size_t pool_len, pool_cap;
+    struct lp_map cache; /* addr*2+ret -> the name's text (in a block of the pool) */
+    /* the names, in blocks that never move: a name returned stays valid as long as `s` (a growing
+     * array would move them under the callers that keep them, such as the CPU tables) */
+    struct pool_block {
+        struct pool_block *next;
+        size_t len, cap;
+        char text[];
+    } * pool;
     char *(*demangle)(const char *, char *, size_t *, int *);
 };
 
@@ -128,7 +133,10 @@ void lp_syms_free(struct lp_syms *s) {
             if (m->map[k]) lp_os_munmap(m->map[k], m->map_len[k]);
     }
     lp_os_free(s->mods);
-    lp_os_free(s->pool);
+    for (struct pool_block *b = s->pool, *next; b; b = next) {
+        next = b->next;
+        lp_os_free(b);
+    }
     lp_map_free(&s->cache);
     lp_os_free(s);
 }
@@ -220,17 +228,23 @@ static void load(struct module *m) {
 
 static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     size_t n = strlen(text) + 1;
-    if (LP_RESERVE(s->pool, s->pool_cap, s->pool_len + n) != 0) return "?";
-    memcpy(s->pool + s->pool_len, text, n);
-    lp_map_put(&s->cache, key, s->pool_len + 1, NULL);
-    s->pool_len += n;
-    return s->pool + s->pool_len - n;
+    struct pool_block *b = s->pool;
+    if (!b || b->cap - b->len < n) {
+        size_t cap = n > 65536 - sizeof *b ? n : 65536 - sizeof *b;
+        if (!(b = lp_os_malloc(sizeof *b + cap))) return "?";
+        *b = (struct pool_block){s->pool, 0, cap};
+        s->pool = b;
+    }
+    char *at = memcpy(b->text + b->len, text, n);
+    b->len += n;
+    lp_map_put(&s->cache, key, (uint64_t)(uintptr_t)at, NULL);
+    return at;
 }
 
 /* A Python frame: "qualname (file:line)". */
 static const char *python_frame(struct lp_syms *s, uint64_t w) {
     uint64_t off;
-    if (lp_map_get(&s->cache, w, &off)) return s->pool + off - 1;
+    if (lp_map_get(&s->cache, w, &off)) return (const char *)(uintptr_t)off;
     uint32_t id = LP_PYFRAME_ID(w);
     if (w == LP_FRAME_ELIDED) return "…"; /* native frames left out (the depth asked) */
     const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].name ? &s->r->pycodes[id] : NULL;
@@ -246,7 +260,7 @@ static const char *python_frame(struct lp_syms *s, uint64_t w) {
 const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
     if (addr & LP_PYFRAME_BIT) return python_frame(s, addr);
     uint64_t key = addr * 2 + (ret != 0) + 2, off;
-    if (lp_map_get(&s->cache, key, &off)) return s->pool + off - 1;
+    if (lp_map_get(&s->cache, key, &off)) return (const char *)(uintptr_t)off;
     uint64_t at = ret && addr ? addr - 1 : addr;
     struct module *m = module_of(s, at);
     char buf[1024];
@@ -295,7 +309,7 @@ const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
         const struct lp_pycode_ref *c = id < s->r->npycodes && s->r->pycodes[id].file ? &s->r->pycodes[id] : NULL;
         if (!c) return "python";
         uint64_t key = UINT64_C(1) << 62 | id, off; /* below the Python keys, above every address's */
-        if (lp_map_get(&s->cache, key, &off)) return s->pool + off - 1;
+        if (lp_map_get(&s->cache, key, &off)) return (const char *)(uintptr_t)off;
         const char *b = c->file, *end = c->file + c->file_len;
         for (const char *p = c->file; p < end; p++)
             if (*p == '/') b = p + 1;

@@ -668,8 +668,8 @@ int main(int argc, char **argv) {
     general_path = cli.general_path;
     if (rp_setup_process(&cli) != 0) return 1; /* --log, file modes, limits */
     if (cli.wait) return rp_wait(cli.wait, cli.wait_timeout, quiet);
-    int converts =
-        cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || (cli.chrome && !cli.merge);
+    int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
+                   cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge);
     if ((rc = check_usage(converts)) != 0) return rc;
     int report = cli.summary || !(converts || cli.events_csv || cli.html || (cli.merge && cli.chrome));
     if (cli.merge && cli.events_csv && cli.ninputs > 1) { /* streams the inputs one at a time */
