@@ -116,6 +116,8 @@ REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
 REPORT_SRCS += tools/skew.c
 REPORT_SRCS += tools/html.c
+REPORT_SRCS += tools/html_cpu.c
+REPORT_SRCS += tools/flame.c
 
 UNIT_TESTS += tests/unit/test_config.c
 UNIT_TESTS += tests/unit/test_out.c

@@ -14,7 +14,7 @@
 #include "vec.h"
 
 #define TOP 20
-#define META_ROWS 50
+#define META_ROWS 200
 
 /* A function (or a Python line): its samples as the innermost frame and anywhere in the stack. */
 struct row {
@@ -30,6 +30,11 @@ struct table {
 
 struct thread_cpu {
     uint64_t samples, in_libprof;
+    struct when { /* its samples in time order: the time, the weight up to and with it, the stack */
+        uint64_t ns, upto;
+        uint32_t stack; /* LP_SAMPLES_IN_LIBPROF: in libprof's own code */
+    } * times;
+    size_t ntimes, captimes;
     uint32_t *bucket; /* LP_CPU_BUCKETS, made when the thread's first sample comes */
     struct table fn;  /* its own by-function table */
 };
@@ -67,6 +72,7 @@ void lp_samples_free(struct lp_samples *s) {
     if (!s) return;
     for (uint32_t i = 0; s->th && i <= s->r->nthreads; i++) {
         lp_os_free(s->th[i].bucket);
+        lp_os_free(s->th[i].times);
         table_free(&s->th[i].fn);
     }
     lp_os_free(s->th);
@@ -81,10 +87,15 @@ uint64_t lp_samples_count(const struct lp_samples *s) { return s ? s->total : 0;
 uint64_t lp_samples_period(const struct lp_samples *s) { return s ? s->period_ns : 0; }
 
 int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting) {
-    if (!counting) return 0;
     uint64_t w = e->w[0], weight = LP_SAMPLE_WEIGHT(w) ? LP_SAMPLE_WEIGHT(w) : 1;
     uint32_t t = e->thread <= s->r->nthreads ? e->thread : s->r->nthreads;
     struct thread_cpu *c = &s->th[t];
+    /* the timeline the slices' CPU is read from (before a reset too: a slice may span it) */
+    if (LP_RESERVE(c->times, c->captimes, c->ntimes + 1) != 0) return -1;
+    c->times[c->ntimes] = (struct when){e->ns, (c->ntimes ? c->times[c->ntimes - 1].upto : 0) + weight,
+                                        w & LP_SAMPLE_IN_LIBPROF ? LP_SAMPLES_IN_LIBPROF : e->stack};
+    c->ntimes++;
+    if (!counting) return 0;
     if (!c->bucket && !(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
     uint64_t b = (uint64_t)(((unsigned __int128)e->ns * LP_CPU_BUCKETS) / s->span_ns);
     c->bucket[b < LP_CPU_BUCKETS ? b : LP_CPU_BUCKETS - 1] += (uint32_t)weight;
@@ -98,6 +109,27 @@ int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int countin
     uint64_t key = ((uint64_t)t << 32 | e->stack) + 1, v = 0;
     lp_map_get(&s->pairs, key, &v);
     return lp_map_put(&s->pairs, key, v + weight, NULL) < 0 ? -1 : 0;
+}
+
+/* The weight of the samples of `c` at or before `ns`. */
+static uint64_t upto(const struct thread_cpu *c, uint64_t ns) {
+    size_t lo = 0, hi = c->ntimes; /* the first sample after ns */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c->times[mid].ns <= ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? c->times[lo - 1].upto : 0;
+}
+
+uint64_t lp_samples_cpu_ns(const struct lp_samples *s, uint32_t thread, uint64_t from_ns, uint64_t to_ns) {
+    if (!s || thread > s->r->nthreads || to_ns < from_ns) return 0;
+    const struct thread_cpu *c = &s->th[thread];
+    if (!c->ntimes) return 0;
+    uint64_t before = from_ns ? upto(c, from_ns - 1) : 0;
+    return (upto(c, to_ns) - before) * s->period_ns;
 }
 
 /* The row of `name` in `t` (added when new; rows are one per name's text: the symboliser gives
@@ -232,6 +264,77 @@ static const char *thread_name(const struct lp_reader *r, uint32_t t, char *buf,
     return buf;
 }
 
+static int export_rows(const struct table *t, struct lp_cpu_row **out, size_t *n) {
+    *n = 0;
+    if (!t->n) return 0;
+    if (!(*out = lp_os_calloc(t->n, sizeof **out))) return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!((*out)[i].name = lp_os_strndup(t->rows[i].name, strlen(t->rows[i].name)))) return -1;
+        (*out)[i].self = t->rows[i].self;
+        (*out)[i].total = t->rows[i].total;
+        ++*n;
+    }
+    return 0;
+}
+
+int lp_samples_export(const struct lp_samples *s, struct lp_cpu *out) {
+    memset(out, 0, sizeof *out);
+    if (!s) return 0;
+    out->period_ns = s->period_ns;
+    out->span_ns = s->span_ns;
+    out->samples = s->total;
+    size_t n = 0;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) n += s->th[t].samples != 0;
+    if (n && !(out->threads = lp_os_calloc(n, sizeof *out->threads))) goto oom;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        const struct thread_cpu *c = &s->th[t];
+        if (!c->samples) continue;
+        struct lp_cpu_thread *o = &out->threads[out->nthreads++];
+        o->pid = s->r->hdr.pid;
+        o->tid = t < s->r->nthreads ? s->r->threads[t].tid : 0;
+        thread_name(s->r, t, o->name, sizeof o->name);
+        o->samples = c->samples;
+        if (c->bucket) memcpy(o->bucket, c->bucket, sizeof o->bucket);
+    }
+    if (export_rows(&s->fn, &out->fns, &out->nfns) != 0 || export_rows(&s->py, &out->lines, &out->nlines) != 0)
+        goto oom;
+    return 0;
+oom:
+    lp_cpu_free(out);
+    return -1;
+}
+
+void lp_samples_each_sample(const struct lp_samples *s,
+                            void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t ns, uint64_t weight),
+                            void *arg) {
+    if (!s) return;
+    for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        const struct thread_cpu *c = &s->th[t];
+        for (size_t i = 0; i < c->ntimes; i++)
+            fn(arg, t, c->times[i].stack, c->times[i].ns, c->times[i].upto - (i ? c->times[i - 1].upto : 0));
+    }
+}
+
+unsigned lp_samples_frames(const struct lp_samples *s, uint32_t stack, const char **names, unsigned max) {
+    if (!s || !s->syms || !max) return 0;
+    if (stack == LP_SAMPLES_IN_LIBPROF) {
+        names[0] = "[libprof]";
+        return 1;
+    }
+    struct lp_frames v;
+    if (!lp_stack_view(s->r, stack, &v)) {
+        names[0] = "[unknown stack]";
+        return 1;
+    }
+    unsigned n = 0;
+    for (uint32_t i = 0; i < v.n && n < max; i++) names[n++] = lp_syms_function(s->syms, v.f[i], 1);
+    return n;
+}
+
+const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, char *buf, size_t len) {
+    return s ? thread_name(s->r, thread, buf, len) : "?";
+}
+
 /* ---- the writers' views ---------------------------------------------------------------------- */
 
 static void ms(char *buf, size_t len, uint64_t ns) {
@@ -318,9 +421,10 @@ static void rows_json(struct lp_out *o, const struct table *t, const char *key) 
 void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o) {
     if (!s) return;
     const struct lp_sampling *g = s->r->sampling;
-    lp_out_fmt(o, ",\"sampling\":{\"hz\":%u,\"period_ns\":%llu,\"samples\":%llu,\"cpu_ns\":%llu",
+    lp_out_fmt(o, ",\"sampling\":{\"hz\":%u,\"period_ns\":%llu,\"samples\":%llu,\"cpu_ns\":%llu,\"span_ns\":%llu",
                g ? g->hz : (unsigned)(1000000000u / s->period_ns), (unsigned long long)s->period_ns,
-               (unsigned long long)s->total, (unsigned long long)(s->total * s->period_ns));
+               (unsigned long long)s->total, (unsigned long long)(s->total * s->period_ns),
+               (unsigned long long)s->span_ns);
     if (g) {
         uint64_t n = 0; /* handler runs */
         for (int i = 0; i < LP_SAMPLING_HIST; i++) n += g->hist[i];
@@ -338,12 +442,17 @@ void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o) {
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples) continue;
-        lp_out_fmt(o, "%s{\"tid\":%u,\"samples\":%llu,\"cpu_ns\":%llu}", first ? "" : ",",
-                   t < s->r->nthreads ? s->r->threads[t].tid : 0, (unsigned long long)c->samples,
+        char name[64];
+        lp_out_fmt(o, "%s{\"tid\":%u,\"name\":", first ? "" : ",", t < s->r->nthreads ? s->r->threads[t].tid : 0);
+        thread_name(s->r, t, name, sizeof name);
+        lp_out_json_str(o, name, strlen(name));
+        lp_out_fmt(o, ",\"samples\":%llu,\"cpu_ns\":%llu,\"buckets\":[", (unsigned long long)c->samples,
                    (unsigned long long)(c->samples * s->period_ns));
+        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) lp_out_fmt(o, b ? ",%u" : "%u", c->bucket ? c->bucket[b] : 0);
+        lp_out_s(o, "]}");
         first = 0;
     }
-    lp_out_s(o, "]},\"cpu_functions\":[");
+    lp_out_fmt(o, "],\"functions\":%zu,\"python_lines\":%zu},\"cpu_functions\":[", s->fn.n, s->py.n);
     rows_json(o, &s->fn, "function");
     lp_out_s(o, "],\"cpu_python_lines\":[");
     rows_json(o, &s->py, "line");

@@ -10,8 +10,7 @@
 
 #include "out.h"
 #include "reader.h"
-
-#define LP_CPU_BUCKETS 400 /* each thread's CPU over time: the run in this many slices */
+#include "slices.h"
 
 struct lp_samples;
 struct lp_event;
@@ -23,6 +22,13 @@ void lp_samples_free(struct lp_samples *s);
 int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting);
 /* After the pass: the per-function and per-line tables (symbolises). 0 or -1. */
 int lp_samples_finish(struct lp_samples *s);
+
+/* The CPU time sampled on thread `thread` (a reader's thread index) in [from_ns, to_ns], of the
+ * samples passed so far: a slice asks as its end comes (the pass is in time order). */
+uint64_t lp_samples_cpu_ns(const struct lp_samples *s, uint32_t thread, uint64_t from_ns, uint64_t to_ns);
+/* After lp_samples_finish: the totals as the report's views take them (out->* allocated; free
+ * with lp_cpu_free). 0 or -1. */
+int lp_samples_export(const struct lp_samples *s, struct lp_cpu *out);
 
 uint64_t lp_samples_count(const struct lp_samples *s);
 uint64_t lp_samples_period(const struct lp_samples *s);
@@ -40,6 +46,18 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
 /* The Chrome trace's counter tracks: each thread's CPU use over time, in percent. */
 struct lp_json;
 void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid);
+
+/* Each sample, thread by thread in time order (after lp_samples_finish): its thread (a reader's
+ * thread index), stack (LP_SAMPLES_IN_LIBPROF: in libprof's own code), time and weight. */
+#define LP_SAMPLES_IN_LIBPROF UINT32_MAX
+void lp_samples_each_sample(const struct lp_samples *s,
+                            void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t ns, uint64_t weight),
+                            void *arg);
+/* The function names of a sample's stack, innermost first (at most max; after lp_samples_finish;
+ * they live as long as s); their number. */
+unsigned lp_samples_frames(const struct lp_samples *s, uint32_t stack, const char **names, unsigned max);
+/* "main", the name the thread was given, or "thread TID". */
+const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, char *buf, size_t len);
 
 /* Each (thread, stack) with its sample count, for pprof: calls `fn` once per pair. */
 void lp_samples_each(const struct lp_samples *s,

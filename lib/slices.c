@@ -10,6 +10,7 @@
 #include "describe.h"
 #include "map.h"
 #include "os.h"
+#include "samples.h"
 #include "vec.h"
 
 struct lp_slices_builder {
@@ -61,7 +62,20 @@ void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int
     if (ts > lim) ts = lim;
     if (ts < -lim) ts = -lim;
     if (dur > lim) dur = lim;
-    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur};
+    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur, -1};
+}
+
+void lp_slices_set_cpu(struct lp_slices_builder *b, int64_t cpu_ns) {
+    if (b->c->nslices) b->c->slices[b->c->nslices - 1].cpu_ns = cpu_ns;
+}
+
+void lp_cpu_free(struct lp_cpu *cpu) {
+    for (size_t i = 0; i < cpu->nfns; i++) lp_os_free(cpu->fns[i].name);
+    for (size_t i = 0; i < cpu->nlines; i++) lp_os_free(cpu->lines[i].name);
+    lp_os_free(cpu->fns);
+    lp_os_free(cpu->lines);
+    lp_os_free(cpu->threads);
+    memset(cpu, 0, sizeof *cpu);
 }
 
 void lp_slices_oom(struct lp_slices_builder *b) { b->oom = 1; }
@@ -70,6 +84,7 @@ void lp_slices_free(struct lp_slices *c) {
     for (size_t i = 0; i < c->nnames; i++) lp_os_free(c->names[i]);
     lp_os_free(c->names);
     lp_os_free(c->slices);
+    lp_cpu_free(&c->cpu);
     memset(c, 0, sizeof *c);
 }
 
@@ -100,6 +115,9 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
     uint32_t fam[LP_FAM_COUNT];
     for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_slices_intern(b, lp_family_names[f]);
     struct lp_ort *ort = r->nort_profiles ? lp_ort_new(r) : NULL;
+    int oom = 0;
+    struct lp_samples *cpu = lp_samples_new(r, &oom); /* NULL: no samples */
+    if (oom) lp_slices_oom(b);
     struct lp_event e;
     uint64_t next_progress = 1u << 20;
     while (lp_iter_next(it, &e)) {
@@ -107,8 +125,12 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
             progress(lp_iter_position(it), r->events, NULL);
             next_progress += 1u << 20;
         }
-        if (!e.timed || e.phase != 1) continue;
         int shape = lp_kind_shape[e.kind];
+        if (shape == LP_SHAPE_SAMPLE) {
+            if (cpu && lp_samples_event(cpu, &e, 1) != 0) lp_slices_oom(b);
+            continue;
+        }
+        if (!e.timed || e.phase != 1) continue;
         if (shape != LP_SHAPE_RANGE && shape != LP_SHAPE_CALL && shape != LP_SHAPE_PYCALL)
             continue; /* allocations: the memory report */
         uint32_t len;
@@ -118,6 +140,7 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         const uint64_t lim = UINT64_C(1) << 61; /* a forged clock; lp_slices_add clamps too */
         lp_slices_add(b, name, f >= 0 ? fam[f] : lp_slices_intern(b, cat), r->hdr.pid, e.tid,
                       (int64_t)(e.start_ns > lim ? lim : e.start_ns), (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
+        if (cpu) lp_slices_set_cpu(b, (int64_t)lp_samples_cpu_ns(cpu, e.thread, e.start_ns, e.start_ns + e.dur_ns));
         if (shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) < LP_CALL_COUNT &&
             lp_call_family[lp_call_id(e.w[0])] == LP_FAM_MPI && lp_call_nargs(e.w[0]) >= 1) {
             unsigned call = lp_call_id(e.w[0]), na = lp_call_nargs(e.w[0]);
@@ -141,6 +164,11 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
             uint64_t start, dur;
             lp_ort_node(ort, i, &nm, &tid, &start, &dur);
             lp_slices_add(b, lp_slices_intern(b, nm), cat, r->hdr.pid, tid, (int64_t)start, (int64_t)dur);
+            for (uint32_t t = 0; cpu && t < r->nthreads; t++) /* its thread's index, by its id */
+                if (r->threads[t].tid == tid && r->threads[t].owner == t) {
+                    lp_slices_set_cpu(b, (int64_t)lp_samples_cpu_ns(cpu, t, start, start + dur));
+                    break;
+                }
         }
     }
     lp_ort_free(ort);
@@ -154,6 +182,8 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         if (rk && rk + 1 < r->job + r->job_len) out->rank = strtol(rk + 1, NULL, 10);
     }
     if (r->hostname) snprintf(out->host, sizeof out->host, "%.*s", (int)r->hostname_len, r->hostname);
+    if (cpu && (lp_samples_finish(cpu) != 0 || lp_samples_export(cpu, &out->cpu) != 0)) lp_slices_oom(b);
+    lp_samples_free(cpu);
     if (lp_slices_builder_end(b) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -112,8 +112,18 @@ static void control(struct chrome *c, const struct lp_event *e) {
     lp_json_event_end(j);
 }
 
+/* The CPU sampled on the slice's thread while it ran (LIBPROF_SAMPLE_HZ): an argument of its own,
+ * so that a slice that waited shows little CPU beside its duration. */
+static void cpu_arg(struct lp_json *j, const struct lp_analysis *a, const struct lp_event *e) {
+    if (!a->samples || !e->timed) return;
+    lp_json_key(j, "cpu_ns");
+    lp_out_fmt(j->o, "%llu",
+               (unsigned long long)lp_samples_cpu_ns(a->samples, e->thread, e->start_ns, e->start_ns + e->dur_ns));
+}
+
 /* Annotation records: a range is an X slice, a mark an instant, a counter a C event. */
-static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
+static void annot(struct chrome *c, const struct lp_analysis *a, const struct lp_event *e) {
+    const struct lp_reader *r = a->r;
     struct lp_json *j = &c->j;
     uint32_t len;
     const char *name = lp_reader_name(r, e->w[0], &len);
@@ -130,6 +140,11 @@ static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_e
                   c->pid, shape == LP_SHAPE_COUNTER ? c->pid : tid_of(c, e), "annot", name, len, (int64_t)e->start_ns);
     if (shape == LP_SHAPE_RANGE) {
         lp_json_dur(j, e->dur_ns);
+        if (a->samples) {
+            lp_json_args(j);
+            cpu_arg(j, a, e);
+            lp_json_args_end(j);
+        }
     } else if (shape == LP_SHAPE_MARK) {
         lp_out_s(j->o, ",\"s\":\"t\"");
     } else {
@@ -143,19 +158,24 @@ static void annot(struct chrome *c, const struct lp_reader *r, const struct lp_e
 
 /* A Python function (LIBPROF_PYTHON_CALLS): a slice named by its qualified name, with the file
  * and line of its definition. */
-static void pycall(struct chrome *c, const struct lp_reader *r, const struct lp_event *e) {
+static void pycall(struct chrome *c, const struct lp_analysis *a, const struct lp_event *e) {
+    const struct lp_reader *r = a->r;
     struct lp_json *j = &c->j;
     uint32_t len;
     const char *cat, *name = lp_event_name(r, e, &len, &cat);
     lp_json_event(j, "X", c->pid, tid_of(c, e), "python", name, len, (int64_t)e->start_ns);
     lp_json_dur(j, e->dur_ns);
     uint64_t id = e->w[0];
-    if (id < r->npycodes && r->pycodes[id].file) {
+    int known = id < r->npycodes && r->pycodes[id].file;
+    if (known || a->samples) {
         lp_json_args(j);
-        lp_json_key(j, "file");
-        lp_out_json_str(j->o, r->pycodes[id].file, r->pycodes[id].file_len);
-        lp_json_key(j, "line");
-        lp_out_fmt(j->o, "%u", r->pycodes[id].firstline);
+        if (known) {
+            lp_json_key(j, "file");
+            lp_out_json_str(j->o, r->pycodes[id].file, r->pycodes[id].file_len);
+            lp_json_key(j, "line");
+            lp_out_fmt(j->o, "%u", r->pycodes[id].firstline);
+        }
+        cpu_arg(j, a, e);
         lp_json_args_end(j);
     }
     lp_json_event_end(j);
@@ -163,7 +183,8 @@ static void pycall(struct chrome *c, const struct lp_reader *r, const struct lp_
 
 /* A runtime entry point: a slice (an instant when untimed) with its arguments, the file it
  * worked on and its call site; then the arrow to a created thread, the anonymous-mapping track. */
-static void call(struct chrome *c, const struct lp_reader *r, const struct lp_event *e, const struct lp_seen *s) {
+static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    const struct lp_reader *r = a->r;
     struct lp_json *j = &c->j;
     const struct lp_call_view *v = s->view;
     uint32_t nlen;
@@ -175,6 +196,7 @@ static void call(struct chrome *c, const struct lp_reader *r, const struct lp_ev
         lp_out_s(j->o, ",\"s\":\"t\"");
     lp_json_args(j);
     lp_call_args_json(j, r, s->call, e->dur_ns);
+    cpu_arg(j, a, e);
     if (v->file) {
         lp_json_key(j, "file");
         lp_out_json_str(j->o, v->file, v->file_len);
@@ -239,11 +261,11 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
     }
     if (!s->counting) return; /* before the last reset: nothing to show */
     if (s->call) {
-        if (!s->view->hidden) call(c, a->r, e, s);
+        if (!s->view->hidden) call(c, a, e, s);
     } else if (fam == LP_FAM_ANNOT) {
-        annot(c, a->r, e);
+        annot(c, a, e);
     } else if (e->kind == LP_EV_PYCALL) {
-        pycall(c, a->r, e);
+        pycall(c, a, e);
     } else if (s->size >= a->opts->alloc_min && e->phase == 1) {
         /* big allocations, and frees of big blocks, as instants on the thread's track */
         uint64_t ptr = lp_kind_shape[e->kind] == LP_SHAPE_FREE ? e->w[0] : e->w[1];

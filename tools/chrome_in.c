@@ -81,6 +81,10 @@ static void event(struct parse *l, const cJSON *e) {
         int64_t dur = us_to_ns(cJSON_GetObjectItemCaseSensitive(e, "dur"));
         lp_slices_add(l->b, lp_slices_intern(l->b, name), lp_slices_intern(l->b, cat), pid, tid, ts,
                       dur == INT64_MIN ? 0 : dur);
+        /* libprof's: the CPU sampled while it ran */
+        const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "cpu_ns");
+        if (cJSON_IsNumber(cpu) && cpu->valuedouble >= 0 && cpu->valuedouble < 9e18)
+            lp_slices_set_cpu(l->b, (int64_t)cpu->valuedouble);
     } else if (p == 'B') {
         if (LP_RESERVE(l->open, l->capopen, l->nopen + 1) != 0) {
             l->oom = 1;
@@ -97,6 +101,62 @@ static void event(struct parse *l, const cJSON *e) {
         }
         l->c->unmatched++;
     }
+}
+
+static uint64_t num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18 ? (uint64_t)v->valuedouble : 0;
+}
+
+static int cpu_rows(const cJSON *a, const char *key, struct lp_cpu_row **out, size_t *n) {
+    *n = 0;
+    int count = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || count <= 0) return 0;
+    if (!(*out = calloc((size_t)count, sizeof **out))) return -1;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, a) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(row, key);
+        if (!cJSON_IsString(nm)) continue;
+        struct lp_cpu_row *r = &(*out)[(*n)++];
+        if (!(r->name = strdup(nm->valuestring))) return -1;
+        r->self = num(row, "self");
+        r->total = num(row, "total");
+    }
+    return 0;
+}
+
+/* libprof's metadata on CPU samples (sampling, cpu_functions, cpu_python_lines) into out->cpu;
+ * 0, or -1 when out of memory. */
+static int cpu_of(const cJSON *meta, int64_t pid, struct lp_cpu *out) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(meta, "sampling");
+    if (!cJSON_IsObject(g) || !num(g, "period_ns")) return 0;
+    out->period_ns = num(g, "period_ns");
+    out->span_ns = num(g, "span_ns");
+    out->samples = num(g, "samples");
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(g, "threads"), *t;
+    int n = cJSON_GetArraySize(th);
+    if (cJSON_IsArray(th) && n > 0) {
+        if (!(out->threads = calloc((size_t)n, sizeof *out->threads))) return -1;
+        cJSON_ArrayForEach(t, th) {
+            struct lp_cpu_thread *o = &out->threads[out->nthreads++];
+            o->pid = pid;
+            o->tid = (int64_t)num(t, "tid");
+            o->samples = num(t, "samples");
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name"), *b;
+            snprintf(o->name, sizeof o->name, "%s", cJSON_IsString(nm) ? nm->valuestring : "?");
+            unsigned k = 0;
+            cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(t, "buckets")) {
+                if (k >= LP_CPU_BUCKETS) break;
+                o->bucket[k++] =
+                    cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble < 4e9 ? (uint32_t)b->valuedouble : 0;
+            }
+        }
+    }
+    if (cpu_rows(cJSON_GetObjectItemCaseSensitive(meta, "cpu_functions"), "function", &out->fns, &out->nfns) != 0 ||
+        cpu_rows(cJSON_GetObjectItemCaseSensitive(meta, "cpu_python_lines"), "line", &out->lines, &out->nlines) != 0)
+        return -1;
+    out->fns_cut = num(g, "functions") > out->nfns; /* the metadata lists the first ones */
+    return 0;
 }
 
 int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *err, size_t errlen) {
@@ -135,6 +195,8 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     char hostname[64] = "";
     if (cJSON_IsString(host)) snprintf(hostname, sizeof hostname, "%s", host->valuestring);
     uint64_t sent = out->mpi_sent, recv = out->mpi_recv, coll = out->mpi_coll;
+    struct lp_cpu cpu = {0};
+    if (cpu_of(meta, out->pid, &cpu) != 0) l.oom = 1;
     out->unmatched += l.nopen;
     free(l.open);
     lp_map_free(&l.ids);
@@ -143,9 +205,11 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     int64_t origin = out->origin_real_ns, pid = out->pid;
     size_t nevents = out->events, skipped = out->skipped, unmatched = out->unmatched;
     if (lp_slices_builder_end(l.b) != 0) {
+        lp_cpu_free(&cpu);
         snprintf(err, errlen, "out of memory reading the trace");
         return -1;
     }
+    out->cpu = cpu;
     out->origin_real_ns = origin;
     out->pid = pid;
     out->rank = rank;

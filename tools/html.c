@@ -11,9 +11,10 @@
 #include "lib/map.h"
 #include "lib/sites.h"
 #include "lib/vec.h"
+#include "html.h"
 #include "report.h"
 
-static void esc(FILE *f, const char *s, size_t n) {
+void rp_html_esc(FILE *f, const char *s, size_t n) {
     for (size_t i = 0; i < n && s[i]; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (ch == '<')
@@ -34,9 +35,10 @@ static void esc(FILE *f, const char *s, size_t n) {
 static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {
     FILE *f = arg;
     fputs("<tr><td class=\"n\">", f);
-    esc(f, name, strlen(name));
+    rp_html_esc(f, name, strlen(name));
     fprintf(f, "</td><td>%zu</td>", count);
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
+        if (k == 6 && v[k] < 0) break; /* no CPU samples */
         char b[32];
         lp_fmt_ns(b, sizeof b, v[k]);
         fprintf(f, "<td data-v=\"%lld\">%s</td>", (long long)v[k], b);
@@ -44,24 +46,42 @@ static void row_emit(void *arg, const char *name, size_t count, const int64_t *v
     fputs("</tr>\n", f);
 }
 
+/* The slices carry the CPU sampled while they ran. */
+static int has_cpu(const struct lp_slices *c) {
+    if (c->cpu.period_ns) return 1;
+    for (size_t i = 0; i < c->nslices; i++)
+        if (c->slices[i].cpu_ns >= 0) return 1;
+    return 0;
+}
+
 struct bars {
     FILE *f;
     int y;
 };
-static void thread_emit(void *arg, int64_t pid, int64_t tid, int64_t wall, int64_t busy, int64_t kernel) {
+static void thread_emit(void *arg, const struct rp_thread_share *t) {
     struct bars *b = arg;
-    double bw = wall > 0 ? 600.0 * (double)busy / (double)wall : 0,
-           kw = wall > 0 ? 600.0 * (double)kernel / (double)wall : 0;
-    char w[32];
-    lp_fmt_ns(w, sizeof w, wall);
-    fprintf(
-        b->f,
-        "<text x=\"0\" y=\"%d\">%lld/%lld</text><rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
-        "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy %.1f%%</title></rect>"
-        "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel %.1f%%</title></rect>"
-        "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel</text>\n",
-        b->y + 13, (long long)pid, (long long)tid, b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6,
-        kw / 6);
+    double bw = t->wall > 0 ? 600.0 * (double)t->busy / (double)t->wall : 0,
+           kw = t->wall > 0 ? 600.0 * (double)t->kernel / (double)t->wall : 0;
+    char w[32], c[64] = "";
+    lp_fmt_ns(w, sizeof w, t->wall);
+    if (t->cpu > 0) { /* the samples: CPU, and the framework tax as the share of it outside kernels */
+        char ct[32];
+        lp_fmt_ns(ct, sizeof ct, t->cpu);
+        snprintf(c, sizeof c, ", %s CPU (%.0f%% outside kernels)", ct,
+                 100.0 * (double)(t->cpu - (t->cpu_kernel < t->cpu ? t->cpu_kernel : t->cpu)) / (double)t->cpu);
+    }
+    fprintf(b->f, "<text x=\"0\" y=\"%d\">%lld/%lld</text>", b->y + 13, (long long)t->pid, (long long)t->tid);
+    if (t->wall > 0)
+        fprintf(b->f,
+                "<rect x=\"160\" y=\"%d\" width=\"600\" height=\"16\" fill=\"#eee\"/>"
+                "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#9ecae1\"><title>busy "
+                "%.1f%%</title></rect>"
+                "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel "
+                "%.1f%%</title></rect>"
+                "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel%s</text>\n",
+                b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6, kw / 6, c);
+    else
+        fprintf(b->f, "<text x=\"160\" y=\"%d\">no traced call%s</text>\n", b->y + 13, c);
     b->y += 22;
 }
 
@@ -161,13 +181,13 @@ static void site_plot(FILE *f, const struct lp_reader *r) {
             fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss.buckets - 1), 210 - 200.0 * (double)lo / (double)top);
         }
         fputs("\"><title>", f);
-        esc(f, ss.label[i], strlen(ss.label[i]));
+        rp_html_esc(f, ss.label[i], strlen(ss.label[i]));
         fputs("</title></polygon>\n", f);
     }
     fputs("</svg><ul class=\"legend\">", f);
     for (unsigned i = 0; i < ss.nseries; i++) {
         fprintf(f, "<li><span style=\"background:%s\">&nbsp;&nbsp;&nbsp;</span> ", colors[i % 17]);
-        esc(f, ss.label[i], strlen(ss.label[i]));
+        rp_html_esc(f, ss.label[i], strlen(ss.label[i]));
         fputs("</li>", f);
     }
     fputs("</ul>\n", f);
@@ -278,6 +298,30 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     if (!oom && n > first_call) qsort(rows + first_call, n - first_call, sizeof *rows, by_total);
     size_t made = n;
     if (n > first_call + 30) n = first_call + 30;
+    /* each sampled thread's CPU: samples (as calls) and their time, from its buckets of the run */
+    const struct lp_cpu *cpu = &c->cpu;
+    for (; made > n; made--) { /* the entry points cut off above */
+        free(rows[made - 1].calls);
+        free(rows[made - 1].value);
+    }
+    for (size_t t = 0; t < cpu->nthreads && t < 16 && !oom && cpu->span_ns; t++) {
+        char name[80];
+        snprintf(name, sizeof name, "CPU: %s", cpu->threads[t].name);
+        struct wrow *w = wrow_of(&rows, &n, &cap, name, 0);
+        made = n;
+        if (!w || !w->calls || !w->value) {
+            oom = 1;
+            break;
+        }
+        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) {
+            uint64_t at = (uint64_t)(((double)b + 0.5) * (double)cpu->span_ns / LP_CPU_BUCKETS);
+            size_t wb = (size_t)((double)at / (double)span * WB);
+            if (wb >= WB) wb = WB - 1;
+            w->calls[wb] += cpu->threads[t].bucket[b];
+            w->value[wb] += cpu->threads[t].bucket[b] * cpu->period_ns;
+            w->total += cpu->threads[t].bucket[b] * cpu->period_ns;
+        }
+    }
     if (!oom && n) {
         char sp[32];
         lp_fmt_ns(sp, sizeof sp, (int64_t)span);
@@ -319,8 +363,8 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     free(rows);
 }
 
-/* The window's script: sums each row's buckets in [from, to) and redraws the table; dragging
- * across the heap or the sites chart sets the window. */
+/* The window's script: sums each row's buckets in [from, to), redraws the table and the CPU
+ * flame graph; dragging across the heap, the sites or the CPU chart sets the window. */
 #define WINDOW_JS                                                                                                      \
     "<script>\n"                                                                                                       \
     "(function(){var d=document.getElementById('window-data');if(!d)return;var D=JSON.parse(d.textContent);"           \
@@ -339,8 +383,9 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     "var c2=tr.insertCell();c2.textContent=fmt(o[2],o[3]);c2.dataset.v=o[2];});"                                       \
     "T.dataset.lo=lo;T.dataset.hi=hi;S.textContent=(lo*ms/D.buckets).toFixed(3)+' - '+"                                \
     "(hi*ms/D.buckets).toFixed(3)+' ms';"                                                                              \
-    "['heap-over-time','sites-over-time'].forEach(function(id){var g=document.getElementById(id);if(!g)return;"        \
-    "var r=g.querySelector('rect.win-band');if(!r){r=document.createElementNS(g.namespaceURI,'rect');"                 \
+    "if(window.rpFlameWindow)rpFlameWindow(lo,hi,D.buckets);"                                                          \
+    "['heap-over-time','sites-over-time','cpu-over-time'].forEach(function(id){var g=document.getElementById(id);"     \
+    "if(!g)return;var r=g.querySelector('rect.win-band');if(!r){r=document.createElementNS(g.namespaceURI,'rect');"    \
     "r.setAttribute('class','win-band');r.setAttribute('y',10);r.setAttribute('height',200);"                          \
     "r.setAttribute('fill','#1f77b4');r.setAttribute('fill-opacity','0.15');r.style.pointerEvents='none';"             \
     "g.appendChild(r);}var whole=lo==0&&hi>=D.buckets;r.style.display=whole?'none':'';"                                \
@@ -348,8 +393,8 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     "F.addEventListener('input',show);E.addEventListener('input',show);"                                               \
     "document.getElementById('win-all').addEventListener('click',function(){F.value=0;E.value=ms.toFixed(3);show();})" \
     ";"                                                                                                                \
-    "['heap-over-time','sites-over-time'].forEach(function(id){var g=document.getElementById(id);if(!g)return;"        \
-    "var x0=null;function at(ev){var b=g.getBoundingClientRect(),x=(ev.clientX-b.left)*820/b.width;"                   \
+    "['heap-over-time','sites-over-time','cpu-over-time'].forEach(function(id){var g=document.getElementById(id);"     \
+    "if(!g)return;var x0=null;function at(ev){var b=g.getBoundingClientRect(),x=(ev.clientX-b.left)*820/b.width;"      \
     "return Math.min(1,Math.max(0,(x-60)/740))*ms;}"                                                                   \
     "g.addEventListener('mousedown',function(ev){x0=at(ev);ev.preventDefault();});"                                    \
     "g.addEventListener('mouseup',function(ev){if(x0===null)return;var x1=at(ev);"                                     \
@@ -371,7 +416,7 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
     char m[32];
     lp_fmt_ns(m, sizeof m, mx);
     fprintf(f, "<h2>Iterations</h2><p>latency of each <code>");
-    esc(f, o->iterations, strlen(o->iterations));
+    rp_html_esc(f, o->iterations, strlen(o->iterations));
     fprintf(f,
             "</code> (%zu%s; the first %d are warm-up)</p>\n<svg width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" "
             "role=\"img\" "
@@ -390,143 +435,10 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
     free(lat);
 }
 
-/* ---- flame graph from folded stacks ---------------------------------------------------------- */
-
-struct node {
-    const char *name;
-    size_t len;
-    uint64_t value;
-    int first, next;
-};
-
-struct tree {
-    struct node *v;
-    int n;
-    size_t cap;
-};
-
-static int child(struct tree *t, int parent, const char *name, size_t len) {
-    for (int k = t->v[parent].first; k >= 0; k = t->v[k].next)
-        if (t->v[k].len == len && !memcmp(t->v[k].name, name, len)) return k;
-    if (LP_RESERVE(t->v, t->cap, (size_t)t->n + 1) != 0) return -1;
-    t->v[t->n] = (struct node){name, len, 0, -1, t->v[parent].first};
-    t->v[parent].first = t->n;
-    return t->n++;
-}
-
-static void flame_node(FILE *f, const struct tree *t, int k, double x, double w, int depth, uint64_t total) {
-    const struct node *nd = &t->v[k];
-    if (depth >= 0 && w >= 0.5) {
-        double y = 20.0 + depth * 18.0;
-        unsigned hue = 0;
-        for (size_t i = 0; i < nd->len; i++) hue = hue * 31 + (unsigned char)nd->name[i];
-        char b[32];
-        lp_fmt_bytes(b, sizeof b, (uint64_t)nd->value);
-        fprintf(f, "<g class=\"fr\" data-x=\"%.3f\" data-w=\"%.3f\" data-d=\"%d\" data-v=\"%llu\" data-n=\"", x, w,
-                depth, (unsigned long long)nd->value);
-        esc(f, nd->name, nd->len);
-        fputs("\"><title>", f);
-        esc(f, nd->name, nd->len);
-        fprintf(f,
-                " — %s (%.1f%%)</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"17\" "
-                "fill=\"hsl(%u,70%%,%u%%)\"/>",
-                b, 100.0 * (double)nd->value / (double)total, x, y, w, 10 + hue % 40, 55 + hue % 20);
-        size_t fit = w > 40 ? (size_t)(w / 6.5) : 0;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 3, y + 13);
-        esc(f, nd->name, nd->len < fit ? nd->len : fit);
-        fputs("</text></g>\n", f);
-    }
-    if (depth > 40) return;
-    double cx = x;
-    for (int c = nd->first; c >= 0; c = t->v[c].next) {
-        double cw = nd->value ? w * (double)t->v[c].value / (double)nd->value : 0;
-        flame_node(f, t, c, cx, cw, depth + 1, total);
-        cx += cw;
-    }
-}
-
-static void flame(FILE *f, const char *folded, const char *id, const char *title, const char *what) {
-    struct tree t = {malloc(256 * sizeof *t.v), 1, 256};
-    if (!t.v) return;
-    t.v[0] = (struct node){"all", 3, 0, -1, -1};
-    int depth = 0;
-    for (const char *p = folded; *p;) {
-        const char *nl = strchr(p, '\n');
-        if (!nl) break;
-        const char *sp = nl;
-        while (sp > p && sp[-1] != ' ') sp--;
-        uint64_t v = strtoull(sp, NULL, 10);
-        int cur = 0, d = 0;
-        t.v[0].value += v;
-        for (const char *s = p; s < sp - 1 && cur >= 0;) {
-            const char *semi = memchr(s, ';', (size_t)(sp - 1 - s));
-            const char *e = semi ? semi : sp - 1;
-            cur = child(&t, cur, s, (size_t)(e - s));
-            if (cur >= 0) t.v[cur].value += v;
-            d++;
-            s = semi ? semi + 1 : sp;
-        }
-        if (d > depth) depth = d;
-        p = nl + 1;
-    }
-    if (t.v[0].value) {
-        if (depth > 40) depth = 40;
-        char b[32];
-        lp_fmt_bytes(b, sizeof b, (uint64_t)t.v[0].value);
-        fprintf(f,
-                "<h2>%s</h2><p>flame graph, root at the top; width = %s (%s in all); hover a frame for its share, "
-                "click to zoom into it (click the root to zoom out), search to highlight</p>\n"
-                "<div class=\"flame\" id=\"%s\"><input class=\"search\" placeholder=\"search (regex)\"> "
-                "<span class=\"matched\"></span><br>"
-                "<svg width=\"1000\" height=\"%d\" viewBox=\"0 0 1000 %d\" role=\"img\" aria-label=\"%s\" "
-                "font-family=monospace>\n",
-                title, what, b, id, 40 + depth * 18, 40 + depth * 18, title);
-        flame_node(f, &t, 0, 0, 1000, 0, t.v[0].value);
-        fputs("</svg></div>\n", f);
-    }
-    free(t.v);
-}
-
-/* The flame graphs' interaction and the tables' sorting: no network, no library. A click zooms
- * into a frame (its ancestors span the width, frames outside its subtree are hidden; the root
- * zooms out); the search box highlights the frames whose name matches and says their share. */
-#define FLAME_JS                                                                                         \
-    "<script>\n"                                                                                         \
-    "function fit(g,x,w){var r=g.querySelector('rect'),t=g.querySelector('text'),n=g.dataset.n;"         \
-    "r.setAttribute('x',x);r.setAttribute('width',Math.max(w,0));t.setAttribute('x',x+3);"               \
-    "var k=w>40?Math.floor(w/6.5):0;t.textContent=n.length>k?n.slice(0,k):n;}\n"                         \
-    "function zoom(div,z){var zx=+z.dataset.x,zw=+z.dataset.w,zd=+z.dataset.d;"                          \
-    "div.querySelectorAll('g.fr').forEach(function(g){var x=+g.dataset.x,w=+g.dataset.w,d=+g.dataset.d;" \
-    "if(d>=zd&&x>=zx-1e-6&&x+w<=zx+zw+1e-6){g.style.display='';fit(g,(x-zx)*1000/zw,w*1000/zw);}"        \
-    "else if(d<zd&&x<=zx+1e-6&&x+w>=zx+zw-1e-6){g.style.display='';fit(g,0,1000);}"                      \
-    "else g.style.display='none';});div.dataset.zoom=z.dataset.n;}\n"                                    \
-    "document.querySelectorAll('div.flame').forEach(function(div){"                                      \
-    "div.querySelectorAll('g.fr').forEach(function(g){g.style.cursor='pointer';"                         \
-    "g.addEventListener('click',function(){zoom(div,g);});});"                                           \
-    "var s=div.querySelector('input.search'),m=div.querySelector('.matched');"                           \
-    "s.addEventListener('input',function(){var re;try{re=new RegExp(s.value);}catch(e){return;}"         \
-    "var tot=0,all=+div.querySelector('g.fr[data-d=\"0\"]').dataset.v,hit=0;"                            \
-    "div.querySelectorAll('g.fr').forEach(function(g){var r=g.querySelector('rect');"                    \
-    "if(!r.dataset.fill)r.dataset.fill=r.getAttribute('fill');"                                          \
-    "var on=s.value&&re.test(g.dataset.n);r.setAttribute('fill',on?'#e040fb':r.dataset.fill);"           \
-    "if(on){hit++;var a=g.parentNode.querySelectorAll('g.fr'),top=true;"                                 \
-    "a.forEach(function(h){if(h!==g&&+h.dataset.d<+g.dataset.d&&re.test(h.dataset.n)&&"                  \
-    "+h.dataset.x<=+g.dataset.x&&+h.dataset.x+ +h.dataset.w>=+g.dataset.x+ +g.dataset.w)top=false;});"   \
-    "if(top)tot+=+g.dataset.v;}});div.dataset.matches=hit;"                                              \
-    "m.textContent=s.value?hit+' frames, '+(100*tot/all).toFixed(1)+'% of the total':'';});});\n"        \
-    "document.querySelectorAll('table.sortable th').forEach(function(th,i){th.style.cursor='pointer';"   \
-    "th.addEventListener('click',function(){var tb=th.closest('table'),rows=[].slice.call(tb.rows,1);"   \
-    "var dir=th.dataset.dir==='d'?1:-1;th.dataset.dir=dir<0?'d':'a';"                                    \
-    "rows.sort(function(a,b){var x=a.cells[i].dataset.v||a.cells[i].textContent,"                        \
-    "y=b.cells[i].dataset.v||b.cells[i].textContent,nx=parseFloat(x),ny=parseFloat(y);"                  \
-    "return (isNaN(nx)||isNaN(ny)?x.localeCompare(y):nx-ny)*dir;});"                                     \
-    "rows.forEach(function(r){tb.appendChild(r);});});});\n"                                             \
-    "</script>\n"
-
 int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
             const char *const folded[4], const struct rp_opts *o) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
-    esc(f, label, strlen(label));
+    rp_html_esc(f, label, strlen(label));
     fputs(
         "</"
         "title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:"
@@ -536,13 +448,15 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         "pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}svg{font-size:12px}</style></head><body>\n",
         f);
     fputs("<h1>libprof report</h1><p>", f);
-    esc(f, label, strlen(label));
+    rp_html_esc(f, label, strlen(label));
     fprintf(f, " — %zu slices</p>\n", c->nslices);
     if (c->nslices) { /* timed calls and ranges: absent from an allocation-only trace */
         fputs("<h2>Top entry points</h2><table class=\"sortable\"><tr><th "
               "class=\"n\">name</th><th>count</th><th>total</th><th>self</th><th>mean</th>"
-              "<th>p50</th><th>p99</th><th>max</th></tr>\n",
+              "<th>p50</th><th>p99</th><th>max</th>",
               f);
+        if (has_cpu(c)) fputs("<th title=\"CPU sampled on the slice's thread while it ran\">cpu</th>", f);
+        fputs("</tr>\n", f);
         struct rp_opts top = *o;
         if (top.top <= 0) top.top = 25;
         rp_top_rows(c, &top, row_emit, f);
@@ -562,6 +476,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
             fseek(f, end, SEEK_SET);
         }
     }
+    rp_html_cpu(f, c, r); /* where the CPU went, when the trace has samples */
     if (r) heap_plot(f, r);
     if (r) site_plot(f, r);
     time_window(f, c, r);
@@ -572,13 +487,17 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
                                           "Leaked bytes by call stack", "Temporary allocations by call stack"};
     static const char *const what[4] = {"bytes allocated", "bytes live at the heap's peak", "bytes never freed",
                                         "bytes of allocations released right after"};
-    for (int k = 0; k < 4; k++)
-        if (folded && folded[k] && folded[k][0]) flame(f, folded[k], ids[k], titles[k], what[k]);
-    fputs(FLAME_JS, f);
+    for (int k = 0; k < 4; k++) {
+        if (!folded || !folded[k] || !folded[k][0]) continue;
+        struct rp_flame *t = rp_flame_new(0);
+        if (t && rp_flame_add_folded(t, folded[k]) == 0) rp_flame_svg(f, t, ids[k], titles[k], what[k], 0);
+        rp_flame_free(t);
+    }
+    fputs(rp_flame_js, f);
     fputs(WINDOW_JS, f);
     if (summary && *summary) {
         fputs("<h2>Memory, I/O, BLAS, oneDNN, allocation sites, Python lines</h2><pre>", f);
-        esc(f, summary, strlen(summary));
+        rp_html_esc(f, summary, strlen(summary));
         fputs("</pre>\n", f);
     }
     fputs("<p><small>written by libprof-report " LIBPROF_VERSION "</small></p></body></html>\n", f);

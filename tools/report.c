@@ -36,6 +36,7 @@ struct an {
     uint8_t *kernel; /* a kernel entry point */
     uint8_t *outer_kernel;
     size_t n;
+    int has_cpu; /* the slices carry the CPU sampled while they ran */
 };
 
 static const struct lp_slices *sort_c;
@@ -92,8 +93,10 @@ static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opt
         an_free(a);
         return -1;
     }
+    a->has_cpu = c->cpu.period_ns != 0;
     for (size_t i = 0; i < a->n; i++) {
         const struct lp_slice *s = &c->slices[i];
+        if (s->cpu_ns >= 0) a->has_cpu = 1;
         a->order[i] = (uint32_t)i;
         a->self[i] = s->dur_ns;
         const char *cat = c->names[s->cat], *name = c->names[s->name];
@@ -163,6 +166,7 @@ struct row {
     uint32_t name;
     size_t count;
     int64_t total, self, min, max, p10, p50, p90, p95, p99, p999;
+    int64_t cpu, outer; /* CPU sampled in, and wall time of, its outermost slices (not inside one of the same name) */
 };
 
 static int cmp_i64(const void *x, const void *y) {
@@ -205,6 +209,12 @@ static struct row *name_rows(const struct an *a) {
         r->count++;
         ADD(r->total, s->dur_ns);
         ADD(r->self, a->self[i]);
+        int inner = 0; /* a recursive call's time is its outermost one's */
+        for (int64_t q = a->parent[i]; q >= 0 && !inner; q = a->parent[q]) inner = c->slices[q].name == s->name;
+        if (!inner) {
+            ADD(r->outer, s->dur_ns);
+            if (s->cpu_ns > 0) ADD(r->cpu, s->cpu_ns);
+        }
     }
     for (size_t k = 0; k < c->nnames; k++) {
         struct row *r = &rows[k];
@@ -281,6 +291,7 @@ static void print_table(FILE *f, const struct an *a) {
                                        "p90",   "p95",  "p99",  "p99.9", "max"};
     fprintf(f, "%-*s %9s", w, "name", "count");
     for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) fprintf(f, " %10s", cols[k]);
+    if (a->has_cpu) fprintf(f, " %10s %6s", "cpu", "cpu%");
     if (o->units != RP_AUTO) fprintf(f, "   (%s)", unit_name(o->units));
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
@@ -293,8 +304,16 @@ static void print_table(FILE *f, const struct an *a) {
             fmt_dur(b, sizeof b, v[k], o->units);
             fprintf(f, " %10s", b);
         }
+        if (a->has_cpu) { /* CPU beside wall time: a call that waited shows little */
+            char b[32];
+            fmt_dur(b, sizeof b, r->cpu, o->units);
+            fprintf(f, " %10s %5.0f%%", b, r->outer > 0 ? 100.0 * (double)r->cpu / (double)r->outer : 0.0);
+        }
         fputc('\n', f);
     }
+    if (a->has_cpu)
+        fprintf(f, "(cpu: CPU sampled on the slice's thread while it ran, outermost slices of each name; cpu%%: of "
+                   "their wall time)\n");
     free(rows);
 }
 
@@ -302,11 +321,16 @@ static void print_table(FILE *f, const struct an *a) {
 
 struct thr {
     int64_t pid, tid, first, last, busy, kernel, life;
+    int64_t cpu, cpu_kernel; /* sampled: on the thread, in its outermost kernel slices (-1: not sampled) */
+    int sliced;              /* it has slices (else only samples: no wall time) */
 };
 
+/* The threads: those with slices, then those only sampled (a thread running Python, or the
+ * program's own loops, may have no traced call at all). */
 static struct thr *threads(const struct an *a, size_t *n) {
     struct thr *t = NULL;
     size_t k = 0, cap = 0;
+    const struct lp_cpu *cpu = &a->c->cpu;
     for (size_t j = 0; j < a->n; j++) {
         const struct lp_slice *s = &a->c->slices[a->order[j]];
         if (!k || t[k - 1].pid != s->pid || t[k - 1].tid != s->tid) {
@@ -314,14 +338,31 @@ static struct thr *threads(const struct an *a, size_t *n) {
                 free(t);
                 return NULL;
             }
-            t[k++] = (struct thr){s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0};
+            t[k++] = (struct thr){
+                s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0, a->has_cpu ? 0 : -1, a->has_cpu ? 0 : -1, 1};
         }
         struct thr *x = &t[k - 1];
         uint32_t i = a->order[j];
         if (s->ts_ns + s->dur_ns > x->last) x->last = s->ts_ns + s->dur_ns;
         if (top_work(a, i)) ADD(x->busy, s->dur_ns);
-        if (a->outer_kernel[i]) ADD(x->kernel, s->dur_ns);
+        if (a->outer_kernel[i]) {
+            ADD(x->kernel, s->dur_ns);
+            if (s->cpu_ns > 0) ADD(x->cpu_kernel, s->cpu_ns);
+        }
         if (a->life[i]) x->life = 1;
+    }
+    for (size_t m = 0; m < cpu->nthreads; m++) { /* the samples' totals */
+        const struct lp_cpu_thread *ct = &cpu->threads[m];
+        size_t j = 0;
+        while (j < k && !(t[j].tid == ct->tid && (t[j].pid == ct->pid || !ct->pid))) j++;
+        if (j == k) {
+            if (LP_RESERVE(t, cap, k + 1) != 0) {
+                free(t);
+                return NULL;
+            }
+            t[k++] = (struct thr){ct->pid, ct->tid, 0, 0, 0, 0, 0, 0, 0, 0};
+        }
+        ADD(t[j].cpu, (int64_t)(ct->samples * cpu->period_ns));
     }
     *n = k;
     return t;
@@ -334,35 +375,55 @@ static void print_threads(FILE *f, const struct an *a) {
         free(t);
         return;
     }
-    fprintf(f,
-            "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, oneDNN,\n"
-            "OpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
-    fprintf(f, "%8s %10s %11s %11s %7s %11s %7s %9s\n", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%",
-            "tax%");
-    for (size_t i = 0; i < n; i++) {
-        int64_t wall = t[i].last - t[i].first;
+    if (a->has_cpu)
+        fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
+                   "oneDNN,\nOpenMP regions or --kernels; cpu = sampled CPU time; framework tax = share of the CPU "
+                   "outside kernels\n");
+    else
+        fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
+                   "oneDNN,\nOpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
+    fprintf(f, "%8s %10s %11s %11s %7s %11s %7s", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%");
+    if (a->has_cpu) fprintf(f, " %11s %11s", "cpu", "cpu kernel");
+    fprintf(f, " %9s\n", "tax%");
+    int64_t wall = 0, busy = 0, kern = 0, cpu = 0, ckern = 0;
+    for (size_t i = 0; i <= n; i++) {
+        /* the last line: all threads together (a thread that only waits for work counts too) */
+        int all = i == n;
+        int64_t w_ = all ? wall : t[i].last - t[i].first, b_ = all ? busy : t[i].busy, k_ = all ? kern : t[i].kernel;
+        int64_t c_ = all ? cpu : t[i].cpu, ck_ = all ? ckern : t[i].cpu_kernel;
+        if (!all) {
+            ADD(wall, w_);
+            ADD(busy, b_);
+            ADD(kern, k_);
+            if (c_ > 0) ADD(cpu, c_);
+            if (ck_ > 0) ADD(ckern, ck_);
+        }
         char w[32], b[32], k[32];
-        fmt_dur(w, sizeof w, wall, RP_AUTO);
-        fmt_dur(b, sizeof b, t[i].busy, RP_AUTO);
-        fmt_dur(k, sizeof k, t[i].kernel, RP_AUTO);
-        double bp = wall ? 100.0 * (double)t[i].busy / (double)wall : 0,
-               kp = wall ? 100.0 * (double)t[i].kernel / (double)wall : 0;
-        fprintf(f, "%8lld %10lld %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", (long long)t[i].pid, (long long)t[i].tid, w,
-                b, bp, k, kp, 100.0 - kp);
+        fmt_dur(w, sizeof w, w_, RP_AUTO);
+        fmt_dur(b, sizeof b, b_, RP_AUTO);
+        fmt_dur(k, sizeof k, k_, RP_AUTO);
+        double bp = w_ ? 100.0 * (double)b_ / (double)w_ : 0, kp = w_ ? 100.0 * (double)k_ / (double)w_ : 0;
+        if (all)
+            fprintf(f, "%19s", "overall");
+        else
+            fprintf(f, "%8lld %10lld", (long long)t[i].pid, (long long)t[i].tid);
+        if (!all && !t[i].sliced)
+            fprintf(f, " %11s %11s %7s %11s %7s", "-", "-", "-", "-", "-");
+        else
+            fprintf(f, " %11s %11s %6.1f%% %11s %6.1f%%", w, b, bp, k, kp);
+        double tax = 100.0 - kp;
+        if (a->has_cpu) {
+            char c[32], ck[32];
+            fmt_dur(c, sizeof c, c_, RP_AUTO);
+            fmt_dur(ck, sizeof ck, ck_, RP_AUTO);
+            fprintf(f, " %11s %11s", c, ck);
+            tax = c_ > 0 ? 100.0 * (double)(c_ - (ck_ < c_ ? ck_ : c_)) / (double)c_ : 0;
+        }
+        if (a->has_cpu && c_ <= 0)
+            fprintf(f, " %9s\n", "-");
+        else
+            fprintf(f, " %8.1f%%\n", tax);
     }
-    /* overall: all threads' wall time together (a thread that only waits for work counts too) */
-    int64_t wall = 0, busy = 0, kern = 0;
-    for (size_t i = 0; i < n; i++) {
-        ADD(wall, t[i].last - t[i].first);
-        ADD(busy, t[i].busy);
-        ADD(kern, t[i].kernel);
-    }
-    char w[32], b[32], k[32];
-    fmt_dur(w, sizeof w, wall, RP_AUTO);
-    fmt_dur(b, sizeof b, busy, RP_AUTO);
-    fmt_dur(k, sizeof k, kern, RP_AUTO);
-    double bp = wall ? 100.0 * (double)busy / (double)wall : 0, kp = wall ? 100.0 * (double)kern / (double)wall : 0;
-    fprintf(f, "%19s %11s %11s %6.1f%% %11s %6.1f%% %8.1f%%\n", "overall", w, b, bp, k, kp, 100.0 - kp);
     free(t);
 }
 
@@ -440,6 +501,7 @@ static void print_whatif(FILE *f, const struct an *a) {
 struct iter {
     size_t slice;
     int64_t ts, end, latency, kernel, saved;
+    int64_t cpu, cpu_kernel; /* sampled on its thread: in it, in its outermost kernel slices */
 };
 
 static int cmp_iter(const void *x, const void *y) {
@@ -467,8 +529,14 @@ static struct iter *find_iterations(const struct an *a, size_t *n, int *oom) {
             *n = 0;
             return NULL;
         }
-        it[ni++] =
-            (struct iter){i, c->slices[i].ts_ns, c->slices[i].ts_ns + c->slices[i].dur_ns, c->slices[i].dur_ns, 0, 0};
+        it[ni++] = (struct iter){i,
+                                 c->slices[i].ts_ns,
+                                 c->slices[i].ts_ns + c->slices[i].dur_ns,
+                                 c->slices[i].dur_ns,
+                                 0,
+                                 0,
+                                 c->slices[i].cpu_ns > 0 ? c->slices[i].cpu_ns : 0,
+                                 0};
     }
     if (ni) qsort(it, ni, sizeof *it, cmp_iter);
     *n = ni;
@@ -525,6 +593,7 @@ static void print_iterations(FILE *f, const struct an *a) {
             ADD(per[k * nn + s->name], s->dur_ns);
             if (s->pid == w->pid && s->tid == w->tid) {
                 if (a->outer_kernel[i]) ADD(it[k].kernel, s->dur_ns);
+                if (a->outer_kernel[i] && s->cpu_ns > 0) ADD(it[k].cpu_kernel, s->cpu_ns);
                 if (o->nwhatif) ADD(it[k].saved, saved_by(a, i));
             }
         }
@@ -561,11 +630,22 @@ static void print_iterations(FILE *f, const struct an *a) {
     }
     fprintf(f, " %11s %11s %11s %11s\n", "mean", "p50", "min", "max");
     int64_t *vals = malloc((ni ? ni : 1) * sizeof *vals);
-    for (int line = -3; line < (int)nr && vals; line++) {
+    /* with samples, the framework tax is the CPU outside kernels (measured); without, the wall
+     * time outside them (what is not a kernel is taken for the framework's) */
+    for (int line = -4; line < (int)nr && vals; line++) {
         const char *label;
+        if (line == -3 && !a->has_cpu) continue;
         for (size_t k = 0; k < ni; k++) {
-            if (line == -3)
+            if (line == -4)
                 vals[k] = it[k].latency;
+            else if (line == -3)
+                vals[k] = it[k].cpu;
+            else if (line == -2 && a->has_cpu)
+                vals[k] = it[k].cpu ? (int64_t)(1000.0 *
+                                                (double)(it[k].cpu - (it[k].cpu_kernel < it[k].cpu ? it[k].cpu_kernel
+                                                                                                   : it[k].cpu)) /
+                                                (double)it[k].cpu)
+                                    : 0;
             else if (line == -2)
                 vals[k] = it[k].latency
                               ? (int64_t)(1000.0 * (double)(it[k].latency - it[k].kernel) / (double)it[k].latency)
@@ -576,7 +656,8 @@ static void print_iterations(FILE *f, const struct an *a) {
                 vals[k] = per[k * nn + rows[line].name];
         }
         if (line == -1 && !o->nwhatif) continue;
-        label = line == -3   ? "latency"
+        label = line == -4   ? "latency"
+                : line == -3 ? "cpu"
                 : line == -2 ? "framework tax"
                 : line == -1 ? "what-if"
                              : c->names[rows[line].name];
@@ -617,6 +698,8 @@ static void print_iterations(FILE *f, const struct an *a) {
         fputc('\n', f);
     }
     if (ni > cols) fprintf(f, "(columns: the first %zu of %zu iterations; statistics over all kept ones)\n", cols, ni);
+    fprintf(f, "(framework tax: the share of the iteration's %s outside kernels on its thread%s)\n",
+            a->has_cpu ? "CPU" : "time", a->has_cpu ? ", from the CPU samples" : "");
     free(vals);
     free(rows);
     free(per);
@@ -660,6 +743,88 @@ static int cmp_drow(const void *x, const void *y) {
     const struct drow *a = x, *b = y;
     int64_t ia = a->impact < 0 ? -a->impact : a->impact, ib = b->impact < 0 ? -b->impact : b->impact;
     return ia > ib ? -1 : ia < ib ? 1 : strcmp(a->name, b->name);
+}
+
+/* Two runs' CPU profiles: each function's self and total CPU time (samples x period) before and
+ * after, by the change of its self time. Functions are matched by name. */
+struct cdiff {
+    const char *name;
+    int64_t self[2], total[2];
+};
+static int cmp_cdiff(const void *x, const void *y) {
+    const struct cdiff *a = x, *b = y;
+    int64_t da = a->self[1] - a->self[0], db = b->self[1] - b->self[0];
+    da = da < 0 ? -da : da;
+    db = db < 0 ? -db : db;
+    return da > db ? -1 : da < db ? 1 : strcmp(a->name, b->name);
+}
+
+static int diff_cpu(FILE *f, const struct lp_cpu *base, const struct lp_cpu *cur, const struct rp_opts *o) {
+    if (!base->period_ns && !cur->period_ns) return 0;
+    if (!base->period_ns || !cur->period_ns) {
+        fprintf(f, "\nCPU samples: only in the %s run (record both with LIBPROF_SAMPLE_HZ to compare)\n",
+                base->period_ns ? "base" : "new");
+        return 0;
+    }
+    struct cdiff *d = calloc(base->nfns + cur->nfns + 1, sizeof *d);
+    struct lp_map ix = {0}; /* name hash -> 1 + row (collisions: compared, the next key) */
+    if (!d) return -1;
+    size_t n = 0;
+    const struct lp_cpu *run[2] = {base, cur};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < run[k]->nfns; i++) {
+            const struct lp_cpu_row *r = &run[k]->fns[i];
+            uint64_t h = 0xcbf29ce484222325ull, v = 0;
+            for (const char *p = r->name; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+            for (h |= 1; lp_map_get(&ix, h, &v) && strcmp(d[v - 1].name, r->name); h += 2) {}
+            if (!lp_map_get(&ix, h, &v)) {
+                if (lp_map_put(&ix, h, n + 1, NULL) < 0) {
+                    free(d);
+                    lp_map_free(&ix);
+                    return -1;
+                }
+                d[n].name = r->name;
+                v = ++n;
+            }
+            d[v - 1].self[k] = (int64_t)(r->self * run[k]->period_ns);
+            d[v - 1].total[k] = (int64_t)(r->total * run[k]->period_ns);
+        }
+    lp_map_free(&ix);
+    size_t kept = 0; /* the functions with CPU of their own in either run */
+    for (size_t i = 0; i < n; i++)
+        if (d[i].self[0] || d[i].self[1]) d[kept++] = d[i];
+    n = kept;
+    qsort(d, n, sizeof *d, cmp_cdiff);
+    size_t top = o->top > 0 ? (size_t)o->top : 20;
+    if (n > top) n = top;
+    char c0[32], c1[32];
+    fmt_dur(c0, sizeof c0, (int64_t)(base->samples * base->period_ns), o->units);
+    fmt_dur(c1, sizeof c1, (int64_t)(cur->samples * cur->period_ns), o->units);
+    fprintf(f, "\nCPU by function (self: the innermost frame; samples x period), %s -> %s of CPU:\n", c0, c1);
+    size_t w = 8;
+    for (size_t i = 0; i < n; i++) w = strlen(d[i].name) > w ? strlen(d[i].name) : w;
+    if (w > 60) w = 60;
+    fprintf(f, "%-*s %11s %11s %11s %8s %11s %11s\n", (int)w, "function", "self", "->", "delta", "", "total", "->");
+    for (size_t i = 0; i < n; i++) {
+        char s0[32], s1[32], dt[32], t0[32], t1[32], pc[16];
+        int64_t delta = d[i].self[1] - d[i].self[0];
+        fmt_dur(s0, sizeof s0, d[i].self[0], o->units);
+        fmt_dur(s1, sizeof s1, d[i].self[1], o->units);
+        fmt_dur(dt, sizeof dt, delta, o->units);
+        fmt_dur(t0, sizeof t0, d[i].total[0], o->units);
+        fmt_dur(t1, sizeof t1, d[i].total[1], o->units);
+        if (!d[i].total[1])
+            snprintf(pc, sizeof pc, cur->fns_cut ? "?" : "gone"); /* "?": past the list a JSON trace keeps */
+        else if (!d[i].total[0])
+            snprintf(pc, sizeof pc, base->fns_cut ? "?" : "new");
+        else if (d[i].self[0])
+            snprintf(pc, sizeof pc, "%+.1f%%", 100.0 * (double)delta / (double)d[i].self[0]);
+        else
+            snprintf(pc, sizeof pc, "-");
+        fprintf(f, "%-*.*s %11s %11s %11s %8s %11s %11s\n", (int)w, (int)w, d[i].name, s0, s1, dt, pc, t0, t1);
+    }
+    free(d);
+    return 0;
 }
 
 int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, const struct rp_opts *o) {
@@ -719,12 +884,13 @@ int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, 
         fprintf(f, "%-*.*s %9zu %9zu %11s %11s %11s %8s %11s %11s %11s %11s\n", (int)w, (int)w, d[i].name,
                 b ? b->count : 0, c ? c->count : 0, t0, t1, dt, pc, a50, b50, a99, b99);
     }
+    int failed = diff_cpu(f, &base->cpu, &cur->cpu, o);
     free(d);
     free(rb);
     free(rc);
     an_free(&ab);
     an_free(&ac);
-    return ferror(f) ? -1 : 0;
+    return failed || ferror(f) ? -1 : 0;
 }
 
 /* ---- events CSV ---------------------------------------------------------------------------- */
@@ -944,7 +1110,8 @@ int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
     struct row *rows = ranked_rows(&a, &n);
     for (size_t i = 0; rows && i < n; i++) {
         const struct row *r = &rows[i];
-        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->p50, r->p99, r->max};
+        int64_t v[] = {r->total, r->self, r->total / (int64_t)r->count, r->p50,
+                       r->p99,   r->max,  a.has_cpu ? r->cpu : -1};
         emit(arg, c->names[r->name], r->count, v);
     }
     free(rows);
@@ -953,12 +1120,17 @@ int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
 }
 
 int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
-                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg) {
+                     void (*emit)(void *, const struct rp_thread_share *), void *arg) {
     struct an a;
     if (an_build(&a, c, o) != 0) return -1;
     size_t n;
     struct thr *t = threads(&a, &n);
-    for (size_t i = 0; t && i < n; i++) emit(arg, t[i].pid, t[i].tid, t[i].last - t[i].first, t[i].busy, t[i].kernel);
+    for (size_t i = 0; t && i < n; i++) {
+        struct rp_thread_share sh = {t[i].pid,       t[i].tid,    t[i].sliced ? t[i].last - t[i].first : 0,
+                                     t[i].busy,      t[i].kernel, t[i].cpu,
+                                     t[i].cpu_kernel};
+        emit(arg, &sh);
+    }
     free(t);
     an_free(&a);
     return 0;

@@ -58,8 +58,12 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
  * p99, max), and each thread's wall, busy and kernel time. */
 int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
                 void (*emit)(void *, const char *, size_t, const int64_t *), void *arg);
+struct rp_thread_share {
+    int64_t pid, tid, wall, busy, kernel; /* wall 0: a thread with samples only */
+    int64_t cpu, cpu_kernel;              /* sampled CPU time, in kernels; -1: not sampled */
+};
 int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
-                     void (*emit)(void *, int64_t, int64_t, int64_t, int64_t, int64_t), void *arg);
+                     void (*emit)(void *, const struct rp_thread_share *), void *arg);
 /* The latency of each iteration (--iterations), in time order; their number in *n (caller frees). */
 int64_t *rp_iteration_latencies(const struct lp_slices *c, const struct rp_opts *o, size_t *n);
 

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <glob.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,4 +371,206 @@ Test(sample, a_numpy_gemm_under_its_python_caller) {
                   caller);
     run_free(&rep);
     run_free(&r);
+}
+
+/* The HTML page's CPU views in Debian's chromium (playwright-core): cpusplit's "phases" burns
+ * 0.5 s in f1, sleeps 0.4 s, burns 0.5 s in f2. The CPU flame graph shows both with about the
+ * same width; a time window over the first phase redraws it with f1 alone (f2 hidden, no
+ * samples) and the window table's "CPU: main" row holds about 0.5 s; a window over the second
+ * phase the other way round; the CPU chart exists and dragging across it sets the window. */
+static const char cpu_html_js[] =
+    "const { chromium } = require('playwright-core');\n"
+    "(async () => {\n"
+    "  const [html] = process.argv.slice(2);\n"
+    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
+    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
+    "  const errors = [];\n"
+    "  page.on('pageerror', e => errors.push(String(e)));\n"
+    "  await page.goto('file://' + html);\n"
+    "  const fr = n => page.evaluate(n => { const g = document.querySelector('#flame-cpu g.fr[data-n=\"' + n + "
+    "'\"]');\n"
+    "    return g ? [+g.dataset.v, +g.querySelector('rect').getAttribute('width'), g.style.display === 'none' ? 0 : 1]"
+    " : [-1, -1, -1]; }, n);\n"
+    "  const row = n => page.evaluate(n => { for (const tr of document.querySelectorAll('#window tr'))\n"
+    "    if (tr.dataset.name === n) return +tr.cells[2].dataset.v; return 0; }, n);\n"
+    "  const out = { errors };\n"
+    "  out.lines = await page.locator('#cpu-over-time polyline').count();\n"
+    "  out.all = [await fr('f1'), await fr('f2')];\n"
+    "  const ms = +(await page.locator('#win-to').inputValue());\n"
+    "  out.ms = ms;\n"
+    "  await page.fill('#win-from', '0'); await page.fill('#win-to', String(ms * 0.45));\n"
+    "  out.first = [await fr('f1'), await fr('f2'), await row('CPU: main')];\n"
+    "  await page.fill('#win-from', String(ms * 0.62)); await page.fill('#win-to', String(ms));\n"
+    "  out.second = [await fr('f1'), await fr('f2'), await row('CPU: main')];\n"
+    "  await page.locator('#cpu-over-time').scrollIntoViewIfNeeded();\n"
+    "  const box = await page.locator('#cpu-over-time').boundingBox();\n"
+    "  await page.mouse.move(box.x + box.width * 59 / 820, box.y + 60); await page.mouse.down();\n"
+    "  await page.mouse.move(box.x + box.width * 805 / 820, box.y + 60); await page.mouse.up();\n"
+    "  out.dragged = [+(await page.locator('#win-from').inputValue()), +(await page.locator('#win-to').inputValue()),\n"
+    "    await row('CPU: main')];\n"
+    "  console.log(JSON.stringify(out));\n"
+    "  await browser.close();\n"
+    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
+
+/* o[k], o[k][i] or o[k][i][j] (-1: not indexed) as a number; -1 when absent. */
+static double item(cJSON *o, const char *k, int i, int j) {
+    cJSON *v = cJSON_GetObjectItem(o, k);
+    if (i >= 0) v = cJSON_GetArrayItem(v, i);
+    if (j >= 0) v = cJSON_GetArrayItem(v, j);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+Test(sample, html_cpu_views_and_time_window_in_chromium, .timeout = 180) {
+    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
+        access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    char *dir = make_tmpdir();
+    struct run r, rep, b;
+    char *lpt = strfmt("%s/p.lpt", dir), *html = strfmt("%s/p.html", dir), *js = strfmt("%s/cpu.js", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){PROG("cpusplit"), "phases", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--html", html, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    FILE *f = fopen(js, "w");
+    fputs(cpu_html_js, f);
+    fclose(f);
+    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
+             (const char *[]){"node", js, html, NULL});
+    cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
+    cJSON *o = cJSON_Parse(b.out);
+    cr_assert_not_null(o, "%s", b.out);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "errors")), 0, "%s", b.out);
+    cr_expect_geq(item(o, "lines", -1, -1), 1, "%s", b.out);
+    /* the whole run: f1 and f2 about 500 samples each, about the same width */
+    double v1 = item(o, "all", 0, 0), v2 = item(o, "all", 1, 0), w1 = item(o, "all", 0, 1), w2 = item(o, "all", 1, 1);
+    cr_expect(v1 > 400 && v2 > 400 && w1 > 0 && w2 > 0 && w1 / w2 > 0.8 && w1 / w2 < 1.25, "%s", b.out);
+    /* the first phase's window: f1 only, about 0.5 s of the main thread's CPU */
+    cr_expect(item(o, "first", 0, 0) > 400 && item(o, "first", 0, 2) == 1, "%s", b.out);
+    cr_expect(item(o, "first", 1, 0) == 0 && item(o, "first", 1, 2) == 0, "%s", b.out);
+    double cpu1 = item(o, "first", 2, -1);
+    cr_expect(cpu1 > 400e6 && cpu1 < 600e6, "CPU: main in the first window: %.0f ns (%s)", cpu1, b.out);
+    /* the second: f2 only */
+    cr_expect(item(o, "second", 1, 0) > 400 && item(o, "second", 1, 2) == 1, "%s", b.out);
+    cr_expect(item(o, "second", 0, 0) == 0 && item(o, "second", 0, 2) == 0, "%s", b.out);
+    /* dragged across the CPU chart: the whole run, all of the main thread's CPU */
+    cr_expect(item(o, "dragged", 0, -1) == 0 && item(o, "dragged", 1, -1) > 0.95 * item(o, "ms", -1, -1), "%s", b.out);
+    cr_expect(item(o, "dragged", 2, -1) > 900e6, "%s", b.out);
+    cJSON_Delete(o);
+    run_free(&b);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* The line of `name` in a report's per-name table (the first line starting with it and a space). */
+static const char *table_line(const char *text, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ') return p;
+    return NULL;
+}
+
+/* The last number on a line (cpu% and tax% end their lines). */
+static double last_number(const char *line) {
+    const char *end = strchr(line, '\n'), *p = end ? end : line + strlen(line);
+    while (p > line && (p[-1] == '%' || p[-1] == ' ')) p--;
+    while (p > line && (p[-1] == '.' || (p[-1] >= '0' && p[-1] <= '9'))) p--;
+    return atof(p);
+}
+
+/* Slices carry the CPU sampled while they ran: numpy's GEMMs (sgemm, a kernel) nearly all CPU,
+ * time.sleep's clock_nanosleep none; the framework tax is the share of the thread's sampled CPU
+ * outside kernels, as the Chrome trace's own numbers give it (its sgemm slices' cpu_ns against
+ * metadata.sampling's threads); the JSON read back gives the same table. */
+Test(sample, slices_carry_their_cpu_and_the_tax_is_measured) {
+    char *dir = make_tmpdir();
+    char *script = strfmt("%s/t.py", dir);
+    FILE *f = fopen(script, "w");
+    fputs("import numpy as np, time\n"
+          "a = np.ones((256, 256), dtype=np.float32)\n"
+          "for _ in range(3):\n"
+          "    for _ in range(100): a @ a\n"
+          "    time.sleep(0.2)\n"
+          "    x = 0\n"
+          "    for i in range(400000): x += i\n",
+          f);
+    fclose(f);
+    struct run r, rep, conv, rj;
+    char *lpt = strfmt("%s/t.lpt", dir), *json = strfmt("%s/t.json", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000",
+                              "OPENBLAS_NUM_THREADS=1", NULL},
+             (const char *[]){"/usr/bin/python3", script, NULL});
+    if (r.status != 0 && strstr(r.err, "No module named")) cr_skip_test("numpy is not installed");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    const char *gemm = table_line(rep.out, "sgemm"), *nap = table_line(rep.out, "clock_nanosleep");
+    cr_assert(gemm && nap, "%s", rep.out);
+    cr_expect_gt(last_number(gemm), 80, "sgemm's cpu%%: %.100s", gemm);
+    cr_expect_lt(last_number(nap), 5, "clock_nanosleep's cpu%%: %.100s", nap);
+    /* the tax as the Chrome trace's numbers give it */
+    run_prog(&conv, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "-q", NULL});
+    cr_assert_eq(conv.status, 0, "%s", conv.err);
+    cJSON *j = load_json(json), *e;
+    cr_assert_not_null(j);
+    double in_gemm = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *n = cJSON_GetObjectItem(e, "name"), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "cpu_ns");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, "sgemm") && cJSON_IsNumber(c)) in_gemm += c->valuedouble;
+    }
+    cJSON *th = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(j), "sampling"), "threads"), 0);
+    double cpu = (double)num(th, "cpu_ns"), tax = 100.0 * (cpu - in_gemm) / cpu;
+    const char *overall = strstr(rep.out, "overall");
+    cr_assert(overall && cpu > 0 && in_gemm > 0, "%s", rep.out);
+    cr_expect(fabs(last_number(overall) - tax) < 1.0, "tax %.1f%% in the report, %.1f%% from the JSON (%.100s)",
+              last_number(overall), tax, overall);
+    cr_expect(tax > 5 && tax < 80, "tax %.1f%%", tax);
+    /* the JSON read back: the same sgemm row */
+    run_prog(&rj, dir, NULL, (const char *[]){REPORT, json, NULL});
+    cr_assert_eq(rj.status, 0, "%s", rj.err);
+    const char *gj = table_line(rj.out, "sgemm");
+    cr_assert_not_null(gj, "%s", rj.out);
+    cr_expect(!strncmp(gj, gemm, (size_t)(strchr(gemm, '\n') - gemm)), "raw: %.160s\njson: %.160s", gemm, gj);
+    cJSON_Delete(j);
+    run_free(&rj);
+    run_free(&conv);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* --diff compares two runs' CPU profiles: cpusplit "phases" (f1, f2 on the main thread) against
+ * "split" (burn_a 2 s and burn_b 1 s on threads of their own, f1 and f2 as before): burn_a is new
+ * with about 2 s more, f1 about the same. */
+Test(sample, diff_compares_cpu_profiles) {
+    char *dir = make_tmpdir();
+    struct run a, b, d;
+    char *base = strfmt("%s/a.lpt", dir), *cur = strfmt("%s/b.lpt", dir);
+    run_prog(&a, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", base), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){PROG("cpusplit"), "phases", NULL});
+    run_prog(&b, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", cur), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){PROG("cpusplit"), "split", NULL});
+    cr_assert(a.status == 0 && b.status == 0, "%s%s", a.err, b.err);
+    run_prog(&d, dir, NULL, (const char *[]){REPORT, cur, "--diff", base, NULL});
+    cr_assert_eq(d.status, 0, "%s", d.err);
+    const char *cpu = strstr(d.out, "CPU by function");
+    cr_assert_not_null(cpu, "%s", d.out);
+    const char *ba = table_line(cpu, "burn_a"), *f1 = table_line(cpu, "f1");
+    cr_assert(ba && f1, "%s", cpu);
+    cr_expect_not_null(strstr(ba, "new"), "%.120s", ba);
+    double delta_a = 0, delta_f1 = 0; /* the third duration on the line: the delta */
+    char u[3][8];
+    double v[3];
+    if (sscanf(ba + 6, "%lf %7s %lf %7s %lf %7s", &v[0], u[0], &v[1], u[1], &v[2], u[2]) == 6)
+        delta_a = v[2] * (!strcmp(u[2], "ms") ? 1 : !strcmp(u[2], "s") ? 1000 : 0.001);
+    if (sscanf(f1 + 2, "%lf %7s %lf %7s %lf %7s", &v[0], u[0], &v[1], u[1], &v[2], u[2]) == 6)
+        delta_f1 = v[2] * (!strcmp(u[2], "ms") ? 1 : !strcmp(u[2], "s") ? 1000 : !strcmp(u[2], "us") ? 0.001 : 1e-6);
+    cr_expect(delta_a > 1800 && delta_a < 2200, "burn_a's delta %.0f ms: %.120s", delta_a, ba);
+    cr_expect(delta_f1 > -100 && delta_f1 < 100, "f1's delta %.0f ms: %.120s", delta_f1, f1);
+    run_free(&d);
+    run_free(&b);
+    run_free(&a);
 }

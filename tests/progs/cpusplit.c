@@ -3,6 +3,8 @@
  *   split        thread A burns 2.0 s of its CPU in burn_a, thread B 1.0 s in burn_b, the main
  *                thread 0.5 s in f1 then 0.5 s in f2, a fourth thread sleeps 2 s; prints each
  *                function's measured CPU in ms ("burn_a 2000" ...)
+ *   phases       the main thread burns 0.5 s in f1, sleeps 0.4 s, burns 0.5 s in f2 (a time
+ *                window over each phase sees one function)
  *   sigprof N    its own ITIMER_PROF at 100 Hz and a SIGPROF handler counting ticks while it burns
  *                N ms; prints the ticks (a program's own profiling timer must keep working)
  *   sigtrap      installs its own SIGTRAP handler, raises SIGTRAP, burns 0.2 s; prints "trapped 1"
@@ -110,6 +112,13 @@ int main(int argc, char **argv) {
                took[3] * 1e3);
         return 0;
     }
+    if (!strcmp(mode, "phases")) {
+        took[2] = f1(0.5);
+        usleep(400000);
+        took[3] = f2(0.5);
+        printf("f1 %.0f\nf2 %.0f\n", took[2] * 1e3, took[3] * 1e3);
+        return 0;
+    }
     if (!strcmp(mode, "sigprof") && argc > 2) {
         signal(SIGPROF, on_prof);
         struct itimerval it = {{0, 10000}, {0, 10000}};
@@ -148,6 +157,6 @@ int main(int argc, char **argv) {
         puts("churned");
         return 0;
     }
-    fprintf(stderr, "usage: cpusplit split | sigprof MS | sigtrap | churn S LIB THROWER\n");
+    fprintf(stderr, "usage: cpusplit split | phases | sigprof MS | sigtrap | churn S LIB THROWER\n");
     return 2;
 }
