@@ -331,7 +331,7 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
     static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32], peak[PATH_MAX + 32], cpu[PATH_MAX + 32];
-    int flame = lpr_cfg.flamegraph && lpr_stack_depth, cpu_flame = lpr_cfg.flamegraph && lpr_sample_signal();
+    int flame = lpr_cfg.flamegraph && lpr_stack_depth, cpu_flame = lpr_cfg.flamegraph && lpr_sample_taken();
     if (flame || cpu_flame) {
         const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
         flame_name(fold, sizeof fold, base, ".alloc.folded");
@@ -418,11 +418,11 @@ static int convert_spawned(int wait_ms) {
         a[n++] = "--folded-peak";
         a[n++] = spawn_peak;
     }
-    if (lpr_cfg.flamegraph && (lpr_stack_depth || lpr_sample_signal())) {
+    if (lpr_cfg.flamegraph && (lpr_stack_depth || lpr_sample_taken())) {
         a[n++] = "--speedscope";
         a[n++] = spawn_ss;
     }
-    if (lpr_cfg.flamegraph && lpr_sample_signal()) {
+    if (lpr_cfg.flamegraph && lpr_sample_taken()) {
         a[n++] = "--cpu-folded";
         a[n++] = spawn_cpu;
     }

@@ -509,6 +509,7 @@ LP_HIDDEN void lpr_sample_stop(const char *why);
 LP_HIDDEN void lpr_sample_finish(void);
 LP_HIDDEN void lpr_sample_after_fork_child(void);
 LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
+LP_HIDDEN int lpr_sample_taken(void);  /* this process sampled (the trace has a SAMPLING chunk) */
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 

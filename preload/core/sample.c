@@ -12,8 +12,11 @@
  *     that did not spend the time;
  *   - a perf event per thread with a signal through fcntl(F_SETSIG) needs a descriptor per
  *     thread, held for the thread's life;
- *   - this one: the rate asked (within 2 %), per thread, one descriptor for the process (moved
- *     above the program's numbers), no thread to register. Linux 5.13 or later.
+ *   - this one: the rate asked (within 2 %), per thread, one descriptor for the process, no
+ *     thread to register. Linux 5.13 or later.
+ * An event lives as long as a descriptor on it, and the program's table must hold none of
+ * libprof's (a program that lists its descriptors — test_subprocess's pass_fds checks — or closes
+ * "all" of them would see or close it): the descriptors are given to a holder (see hold()).
  * A thread that sleeps or waits uses no CPU and takes no sample; the timer fires only while the
  * thread runs user code, so no system call of the program's is ever interrupted by it.
  *
@@ -32,11 +35,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -52,15 +58,17 @@
 #define DEFAULT_DEPTH 32
 #define MAX_EXTRA 256 /* threads that ran before the sampler started, each with an event of its own */
 
-static int on; /* sampling: the handler is installed and the event open */
-static int event_fd = -1;
+static int on;            /* sampling: the handler is installed and the event open */
+static int event_fd = -1; /* (in our table only until the holder has it) */
 static int extra_fd[MAX_EXTRA], nextra;
+static int holder; /* the holder's pid, 0: none (the descriptors are ours) */
 static unsigned depth;
 static uint64_t period_ns;
 static struct lp_sampling st; /* the statistics, updated with atomic adds */
 static LP_TLS int took;       /* this thread took a sample (for st.threads) */
 
 int lpr_sample_signal(void) { return __atomic_load_n(&on, __ATOMIC_ACQUIRE) ? SIGTRAP : 0; }
+int lpr_sample_taken(void) { return st.hz != 0; }
 
 /* A SIGTRAP that is not a sample (a breakpoint, a kill): the default action it would have had.
  * Sent again to this thread with the default action back in place, it takes effect as the
@@ -201,6 +209,79 @@ static void cover_running_threads(void) {
     if (missed) lpr_warn("LIBPROF_SAMPLE_HZ: %d thread(s) that ran before libprof started are not sampled", missed);
 }
 
+/* ---- the events' holder ------------------------------------------------------------------------
+ * A process that shares our memory (CLONE_VM: nothing copied) and has a table of descriptors of
+ * its own — a copy of ours made by the clone, in which it closes everything but the events at
+ * once. It blocks every signal and waits for our process to end (a pidfd on it); we end it
+ * (SIGKILL, then reaped: its exit signal is 0, so no SIGCHLD, and wait(-1) without __WALL never
+ * sees it) when sampling stops, before an exec and at the end. It runs on a stack of its own with
+ * our thread's TLS pointer, so it makes raw system calls only (errno would be the thread's). */
+#define HOLDER_STACK (16 * 1024)
+static int holder_keep[1 + MAX_EXTRA], nkeep; /* the descriptors it keeps, ascending */
+static void *holder_stack;
+
+static int holder_main(void *arg) {
+    int parent = (int)(intptr_t)arg;
+    uint64_t all = ~UINT64_C(0);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+    unsigned from = 0;
+    for (int i = 0; i < nkeep; i++) { /* every descriptor but the events' */
+        if ((unsigned)holder_keep[i] > from) LP_SYS(SYS_close_range, from, (unsigned)holder_keep[i] - 1, 0);
+        from = (unsigned)holder_keep[i] + 1;
+    }
+    LP_SYS(SYS_close_range, from, ~0U, 0);
+    long pfd = LP_SYS(SYS_pidfd_open, parent, 0, 0);
+    if (pfd >= 0) {
+        struct pollfd w = {(int)pfd, POLLIN, 0};
+        while (lpr_syscall6(SYS_ppoll, (long)&w, 1, 0, 0, 0, 0) == -EINTR) {}
+    } else { /* no pidfd: our parent's end shows as being handed to another */
+        struct timespec second = {1, 0};
+        while (LP_SYS(SYS_getppid, 0, 0, 0) == parent) LP_SYS(SYS_nanosleep, (long)&second, 0, 0);
+    }
+    LP_SYS(SYS_exit, 0, 0, 0);
+    return 0;
+}
+
+/* Hand the events' descriptors to a holder, and close ours; without one (a sandbox refusing the
+ * clone) they stay in our table, moved high. */
+static void hold(void) {
+    nkeep = 0;
+    if (event_fd >= 0) holder_keep[nkeep++] = event_fd;
+    for (int i = 0; i < nextra; i++) holder_keep[nkeep++] = extra_fd[i];
+    for (int i = 1; i < nkeep; i++) /* ascending (insertion sort: a few) */
+        for (int k = i; k > 0 && holder_keep[k - 1] > holder_keep[k]; k--) {
+            int t = holder_keep[k];
+            holder_keep[k] = holder_keep[k - 1];
+            holder_keep[k - 1] = t;
+        }
+    if (!holder_stack) {
+        void *m =
+            lpr_sys_mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (lpr_sys_failed((long)m)) return;
+        holder_stack = m;
+    }
+    int pid = clone(holder_main, (char *)holder_stack + HOLDER_STACK, CLONE_VM, (void *)(intptr_t)lpr_sys_getpid());
+    if (pid <= 0) {
+        lpr_info("CPU sampling: no holder process for its descriptors (%s); they stay in the program's table",
+                 strerror(errno));
+        return;
+    }
+    holder = pid;
+    if (event_fd >= 0) lpr_sys_close(event_fd); /* the holder's copies keep the events */
+    for (int i = 0; i < nextra; i++) lpr_sys_close(extra_fd[i]);
+    event_fd = -1;
+    nextra = 0;
+}
+
+/* End the holder (the events with it) and reap it. */
+static void unhold(void) {
+    if (holder <= 0) return;
+    LP_SYS(SYS_kill, holder, SIGKILL, 0);
+    int status;
+    while (lpr_syscall6(SYS_wait4, holder, (long)&status, __WCLONE, 0, 0, 0) == -EINTR) {}
+    holder = 0;
+}
+
 static void write_info(void) { lpr_spool_write(LP_CHUNK_SAMPLING, 0, &st, sizeof st, NULL, 0); }
 
 /* Start sampling (the start-up that may look symbols up; a process that records). */
@@ -237,11 +318,13 @@ void lpr_sample_init(void) {
     st.hz = hz;
     __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
     cover_running_threads();
+    hold();
     write_info();
     lpr_info("sampling every thread's CPU at %u Hz (%u native frames a sample)", hz, depth);
 }
 
 static void close_events(void) {
+    unhold();
     if (event_fd >= 0) lpr_sys_close(event_fd);
     for (int i = 0; i < nextra; i++) lpr_sys_close(extra_fd[i]);
     event_fd = -1;
@@ -251,7 +334,6 @@ static void close_events(void) {
 /* Sampling ends: the program installs its own SIGTRAP handler (hooks/signal.c), or the run ends. */
 void lpr_sample_stop(const char *why) {
     if (!__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) return;
-    if (event_fd >= 0) LP_SYS(SYS_ioctl, event_fd, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
     close_events();
     if (why) lpr_warn("%s: CPU sampling stops here", why);
 }
@@ -259,7 +341,7 @@ void lpr_sample_stop(const char *why) {
 /* How sampling went, for the trace's end (an END follows). */
 void lpr_sample_finish(void) {
     if (!st.hz) return;
-    if (event_fd >= 0) LP_SYS(SYS_ioctl, event_fd, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+    if (__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) close_events(); /* the events end with their holder */
     write_info();
 }
 
@@ -267,11 +349,15 @@ void lpr_sample_finish(void) {
  * child samples its own threads with an event of its own. Only system calls here. */
 void lpr_sample_after_fork_child(void) {
     if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    holder = 0; /* the parent's, not ours to end */
     close_events();
     memset(&st, 0, sizeof st);
     st.period_ns = period_ns;
     st.hz = (uint32_t)(1000000000u / period_ns);
     took = 0;
     event_fd = open_event(0, 1);
-    if (event_fd < 0) __atomic_store_n(&on, 0, __ATOMIC_RELEASE);
+    if (event_fd < 0)
+        __atomic_store_n(&on, 0, __ATOMIC_RELEASE);
+    else
+        hold();
 }

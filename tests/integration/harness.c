@@ -86,7 +86,10 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     }
     free(envp);
     int st = 0;
-    waitpid(pid, &st, 0);
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    wait4(pid, &st, 0, &ru);
+    r->user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r->core = WIFSIGNALED(st) && WCOREDUMP(st);
     close(fo);

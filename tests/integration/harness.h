@@ -14,6 +14,7 @@ struct run {
     int core;   /* killed by a signal, with a core dump */
     char *out, *err;
     size_t out_len, err_len;
+    double user_s; /* its user CPU time (and its waited-for children's) */
 };
 
 /* Run argv with the test's environment minus LD_PRELOAD and LIBPROF_*, plus `env` ("K=V" strings,
