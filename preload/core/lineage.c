@@ -641,6 +641,7 @@ void lpr_exec_failed(void) {
         lpr_spool_identify(); /* a copy is another file */
         spool_gone = 0;
         lpr_spool_resume();
+        lpr_sample_resume(); /* the exec did not happen: sampling goes on */
     } else {
         lpr_warn("the trace could not be kept across a failed exec; recording stops");
         lpr_stop_for_good();

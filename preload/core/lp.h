@@ -507,6 +507,7 @@ LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
 LP_HIDDEN void lpr_sample_init(void);
 LP_HIDDEN void lpr_sample_stop(const char *why);
 LP_HIDDEN void lpr_sample_finish(void);
+LP_HIDDEN void lpr_sample_resume(void); /* after a failed exec: as before lpr_sample_finish */
 LP_HIDDEN void lpr_sample_after_fork_child(void);
 LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
 LP_HIDDEN int lpr_sample_taken(void);  /* this process sampled (the trace has a SAMPLING chunk) */

@@ -35,7 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -61,7 +62,8 @@
 static int on;            /* sampling: the handler is installed and the event open */
 static int event_fd = -1; /* (in our table only until the holder has it) */
 static int extra_fd[MAX_EXTRA], nextra;
-static int holder; /* the holder's pid, 0: none (the descriptors are ours) */
+static int holder;  /* the holder's pid, 0: none (the descriptors are ours) */
+static int stopped; /* for good: the program took SIGTRAP */
 static unsigned depth;
 static uint64_t period_ns;
 static struct lp_sampling st; /* the statistics, updated with atomic adds */
@@ -210,15 +212,18 @@ static void cover_running_threads(void) {
 }
 
 /* ---- the events' holder ------------------------------------------------------------------------
- * A process that shares our memory (CLONE_VM: nothing copied) and has a table of descriptors of
- * its own — a copy of ours made by the clone, in which it closes everything but the events at
- * once. It blocks every signal and waits for our process to end (a pidfd on it); we end it
- * (SIGKILL, then reaped: its exit signal is 0, so no SIGCHLD, and wait(-1) without __WALL never
- * sees it) when sampling stops, before an exec and at the end. It runs on a stack of its own with
- * our thread's TLS pointer, so it makes raw system calls only (errno would be the thread's). */
+ * A child process made by clone() without CLONE_VM — a copy of our memory, so that nothing the
+ * program does later (dropping its privileges included) can reach into it — with a copy of our
+ * table of descriptors, in which it closes everything but the events at once. It blocks every
+ * signal and waits on a futex word in a page it shares with us (MAP_SHARED, one per process),
+ * asking again every second whether its parent still lives. We end it by setting that word: no
+ * signal, so no permission is needed when the program has changed its user since. Its exit
+ * signal is 0: no SIGCHLD, and wait(-1) without __WALL never sees it; we reap it with __WCLONE.
+ * It makes raw system calls only: it is a copy of one thread of a process that may hold locks. */
 #define HOLDER_STACK (16 * 1024)
 static int holder_keep[1 + MAX_EXTRA], nkeep; /* the descriptors it keeps, ascending */
 static void *holder_stack;
+static int *holder_stop; /* the shared futex word: 1 asks the holder to go */
 
 static int holder_main(void *arg) {
     int parent = (int)(intptr_t)arg;
@@ -230,14 +235,9 @@ static int holder_main(void *arg) {
         from = (unsigned)holder_keep[i] + 1;
     }
     LP_SYS(SYS_close_range, from, ~0U, 0);
-    long pfd = LP_SYS(SYS_pidfd_open, parent, 0, 0);
-    if (pfd >= 0) {
-        struct pollfd w = {(int)pfd, POLLIN, 0};
-        while (lpr_syscall6(SYS_ppoll, (long)&w, 1, 0, 0, 0, 0) == -EINTR) {}
-    } else { /* no pidfd: our parent's end shows as being handed to another */
-        struct timespec second = {1, 0};
-        while (LP_SYS(SYS_getppid, 0, 0, 0) == parent) LP_SYS(SYS_nanosleep, (long)&second, 0, 0);
-    }
+    struct timespec second = {1, 0};
+    while (!__atomic_load_n(holder_stop, __ATOMIC_ACQUIRE) && LP_SYS(SYS_getppid, 0, 0, 0) == parent)
+        lpr_syscall6(SYS_futex, (long)holder_stop, FUTEX_WAIT, 0, (long)&second, 0, 0);
     LP_SYS(SYS_exit, 0, 0, 0);
     return 0;
 }
@@ -260,8 +260,13 @@ static void hold(void) {
         if (lpr_sys_failed((long)m)) return;
         holder_stack = m;
     }
-    int pid = clone(holder_main, (char *)holder_stack + HOLDER_STACK, CLONE_VM, (void *)(intptr_t)lpr_sys_getpid());
+    void *page = lpr_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (lpr_sys_failed((long)page)) return;
+    holder_stop = page;
+    int pid = clone(holder_main, (char *)holder_stack + HOLDER_STACK, 0, (void *)(intptr_t)lpr_sys_getpid());
     if (pid <= 0) {
+        lpr_sys_munmap(page, 4096);
+        holder_stop = NULL;
         lpr_info("CPU sampling: no holder process for its descriptors (%s); they stay in the program's table",
                  strerror(errno));
         return;
@@ -273,12 +278,21 @@ static void hold(void) {
     nextra = 0;
 }
 
-/* End the holder (the events with it) and reap it. */
+/* End the holder (the events with it) and reap it; a holder that does not go within two seconds
+ * (stopped by a SIGSTOP to the whole group) is left to end with us. */
 static void unhold(void) {
     if (holder <= 0) return;
-    LP_SYS(SYS_kill, holder, SIGKILL, 0);
-    int status;
-    while (lpr_syscall6(SYS_wait4, holder, (long)&status, __WCLONE, 0, 0, 0) == -EINTR) {}
+    __atomic_store_n(holder_stop, 1, __ATOMIC_RELEASE);
+    lpr_syscall6(SYS_futex, (long)holder_stop, FUTEX_WAKE, 1, 0, 0, 0);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 2000; i++) {
+        int status;
+        long r = lpr_syscall6(SYS_wait4, holder, (long)&status, __WCLONE | WNOHANG, 0, 0, 0);
+        if (r != 0 && r != -EINTR) break; /* reaped (or not ours to reap) */
+        LP_SYS(SYS_nanosleep, (long)&ms, 0, 0);
+    }
+    lpr_sys_munmap(holder_stop, 4096);
+    holder_stop = NULL;
     holder = 0;
 }
 
@@ -333,6 +347,7 @@ static void close_events(void) {
 
 /* Sampling ends: the program installs its own SIGTRAP handler (hooks/signal.c), or the run ends. */
 void lpr_sample_stop(const char *why) {
+    stopped = 1;
     if (!__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) return;
     close_events();
     if (why) lpr_warn("%s: CPU sampling stops here", why);
@@ -345,11 +360,22 @@ void lpr_sample_finish(void) {
     write_info();
 }
 
+void lpr_sample_resume(void) {
+    if (!st.hz || stopped || __atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    event_fd = open_event(0, 1);
+    if (event_fd < 0) return;
+    __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+    cover_running_threads();
+    hold();
+}
+
 /* A forked child: the parent's event is the parent's (its descriptor came with the fork). The
  * child samples its own threads with an event of its own. Only system calls here. */
 void lpr_sample_after_fork_child(void) {
     if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
-    holder = 0; /* the parent's, not ours to end */
+    holder = 0; /* the parent's, not ours to end (nor its page: the parent's word, shared) */
+    if (holder_stop) lpr_sys_munmap(holder_stop, 4096);
+    holder_stop = NULL;
     close_events();
     memset(&st, 0, sizeof st);
     st.period_ns = period_ns;
