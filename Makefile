@@ -62,6 +62,7 @@ CORE_SRCS += preload/core/spawn.c
 CORE_SRCS += preload/core/stacks.c
 CORE_SRCS += preload/core/tbuf.c
 CORE_SRCS += preload/core/unhook.c
+CORE_SRCS += preload/core/walk.c
 
 HOOK_SRCS += preload/hooks/alloc.c
 HOOK_SRCS += preload/hooks/annot.c

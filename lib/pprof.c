@@ -159,12 +159,13 @@ static uint64_t location_of(struct pp *p, uint64_t w) {
     return id;
 }
 
-/* A sample: the stack (innermost first) and its values; `thread` a label when not NULL. */
-static void sample(struct pp *p, uint32_t stack, const char *fixed, const int64_t *values, const char *thread) {
+/* A sample: its frames (innermost first; NULL or none: the one made-up frame `fixed`, else
+ * "[unknown stack]") and its values; `thread` a label when not NULL. */
+static void sample(struct pp *p, const struct lp_frames *v, const char *fixed, const int64_t *values,
+                   const char *thread) {
     struct buf ids = {0}, vals = {0}, lab = {0};
-    struct lp_frames v;
-    if (!fixed && lp_stack_view(p->r, stack, &v)) {
-        for (uint32_t i = 0; i < v.n; i++) varint(&ids, location_of(p, v.f[i]));
+    if (!fixed && v && v->n) {
+        for (uint32_t i = 0; i < v->n; i++) varint(&ids, location_of(p, v->f[i]));
     } else { /* a stack of one made-up frame: "[libprof]", "[unknown stack]" */
         const char *name = fixed ? fixed : "[unknown stack]";
         uint64_t key = text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
@@ -278,22 +279,16 @@ static void begin(struct pp *p, const struct lp_reader *r, struct lp_syms *syms)
 
 struct cpu_arg {
     struct pp *p;
+    const struct lp_samples *s;
     uint64_t period;
 };
 
-static void cpu_sample(void *arg, uint32_t thread, uint32_t stack, uint64_t n, int in_libprof) {
+static void cpu_sample(void *arg, uint32_t thread, const struct lp_frames *v, uint64_t n) {
     struct cpu_arg *c = arg;
-    const struct lp_reader *r = c->p->r;
     char name[64];
-    if (thread < r->nthreads && r->threads[thread].name)
-        snprintf(name, sizeof name, "%.*s", (int)(r->threads[thread].name_len < 40 ? r->threads[thread].name_len : 40),
-                 r->threads[thread].name);
-    else if (thread < r->nthreads && r->threads[thread].tid == r->hdr.pid)
-        snprintf(name, sizeof name, "main");
-    else
-        snprintf(name, sizeof name, "thread %u", thread < r->nthreads ? r->threads[thread].tid : 0);
+    lp_samples_thread_name(c->s, thread, name, sizeof name);
     int64_t values[2] = {(int64_t)n, (int64_t)(n * c->period)};
-    sample(c->p, stack, in_libprof ? "[libprof]" : NULL, values, name);
+    sample(c->p, v, v ? NULL : "[libprof]", values, name);
 }
 
 int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_samples *s, struct lp_syms *syms) {
@@ -302,7 +297,7 @@ int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_sa
     p.nvalues = 2;
     value_type(&p, 1, "samples", "count");
     value_type(&p, 1, "cpu", "nanoseconds");
-    struct cpu_arg c = {&p, lp_samples_period(s)};
+    struct cpu_arg c = {&p, s, lp_samples_period(s)};
     lp_samples_each(s, cpu_sample, &c);
     value_type(&p, 11, "cpu", "nanoseconds");
     field_varint(&p.out, 12, c.period);
@@ -311,8 +306,11 @@ int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_sa
 }
 
 static void heap_sample(void *arg, uint32_t stack, const struct lp_site_totals *t) {
+    struct pp *p = arg;
     int64_t values[4] = {(int64_t)t->calls, (int64_t)t->bytes, (int64_t)t->live_blocks, (int64_t)t->live_bytes};
-    sample(arg, stack, NULL, values, NULL);
+    struct lp_frames v;
+    lp_stack_view(p->r, stack, &v);
+    sample(p, &v, NULL, values, NULL);
 }
 
 int lp_pprof_heap(struct lp_out *o, const struct lp_reader *r, struct lp_sites *sites, struct lp_syms *syms) {

@@ -42,7 +42,13 @@ struct thread_cpu {
 struct lp_samples {
     const struct lp_reader *r;
     uint64_t period_ns, total, in_libprof, span_ns;
-    struct lp_map pairs; /* (thread << 32 | stack) + 1 -> samples */
+    /* the distinct samples: thread, callers' stack, instruction */
+    struct skey {
+        uint32_t thread, stack;
+        uint64_t pc, n; /* n: samples counted (after the last reset) */
+    } * keys;
+    size_t nkeys, capkeys;
+    struct lp_map ix; /* their hash -> 1 + index (collisions: compared, the next hash) */
     struct thread_cpu *th;
     struct lp_syms *syms;
     struct table fn, py; /* all threads: by function, by Python line */
@@ -52,7 +58,7 @@ struct lp_samples *lp_samples_new(const struct lp_reader *r, int *oom) {
     if (!r->samples) return NULL;
     struct lp_samples *s = lp_os_calloc(1, sizeof *s);
     if (s) s->th = lp_os_calloc((size_t)r->nthreads + 1, sizeof *s->th);
-    if (!s || !s->th || lp_map_grow(&s->pairs) != 0) {
+    if (!s || !s->th || lp_map_grow(&s->ix) != 0) {
         lp_samples_free(s);
         *oom = 1;
         return NULL;
@@ -76,7 +82,8 @@ void lp_samples_free(struct lp_samples *s) {
         table_free(&s->th[i].fn);
     }
     lp_os_free(s->th);
-    lp_map_free(&s->pairs);
+    lp_map_free(&s->ix);
+    lp_os_free(s->keys);
     table_free(&s->fn);
     table_free(&s->py);
     lp_syms_free(s->syms);
@@ -86,14 +93,28 @@ void lp_samples_free(struct lp_samples *s) {
 uint64_t lp_samples_count(const struct lp_samples *s) { return s ? s->total : 0; }
 uint64_t lp_samples_period(const struct lp_samples *s) { return s ? s->period_ns : 0; }
 
+/* The index of sample key (thread, stack, pc), added when new; -1 when out of memory. */
+static long key_of(struct lp_samples *s, uint32_t thread, uint32_t stack, uint64_t pc) {
+    uint64_t h = ((uint64_t)thread << 32 | stack) * 0x9E3779B97F4A7C15ull ^ pc * 0xff51afd7ed558ccdull, ix;
+    for (h |= 1;; h += 2) { /* two keys of one hash: the next */
+        if (!lp_map_get(&s->ix, h, &ix)) break;
+        const struct skey *k = &s->keys[ix - 1];
+        if (k->thread == thread && k->stack == stack && k->pc == pc) return (long)ix - 1;
+    }
+    if (LP_RESERVE(s->keys, s->capkeys, s->nkeys + 1) != 0 || lp_map_put(&s->ix, h, s->nkeys + 1, NULL) < 0) return -1;
+    s->keys[s->nkeys] = (struct skey){thread, stack, pc, 0};
+    return (long)s->nkeys++;
+}
+
 int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting) {
     uint64_t w = e->w[0], weight = LP_SAMPLE_WEIGHT(w) ? LP_SAMPLE_WEIGHT(w) : 1;
     uint32_t t = e->thread <= s->r->nthreads ? e->thread : s->r->nthreads;
     struct thread_cpu *c = &s->th[t];
+    long k = w & LP_SAMPLE_IN_LIBPROF ? (long)LP_SAMPLES_IN_LIBPROF : key_of(s, t, e->stack, e->w[1]);
+    if (k < 0) return -1;
     /* the timeline the slices' CPU is read from (before a reset too: a slice may span it) */
     if (LP_RESERVE(c->times, c->captimes, c->ntimes + 1) != 0) return -1;
-    c->times[c->ntimes] = (struct when){e->ns, (c->ntimes ? c->times[c->ntimes - 1].upto : 0) + weight,
-                                        w & LP_SAMPLE_IN_LIBPROF ? LP_SAMPLES_IN_LIBPROF : e->stack};
+    c->times[c->ntimes] = (struct when){e->ns, (c->ntimes ? c->times[c->ntimes - 1].upto : 0) + weight, (uint32_t)k};
     c->ntimes++;
     if (!counting) return 0;
     if (!c->bucket && !(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
@@ -104,11 +125,21 @@ int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int countin
     if (w & LP_SAMPLE_IN_LIBPROF) {
         c->in_libprof += weight;
         s->in_libprof += weight;
-        return 0;
+    } else {
+        s->keys[k].n += weight;
     }
-    uint64_t key = ((uint64_t)t << 32 | e->stack) + 1, v = 0;
-    lp_map_get(&s->pairs, key, &v);
-    return lp_map_put(&s->pairs, key, v + weight, NULL) < 0 ? -1 : 0;
+    return 0;
+}
+
+/* A sample key's frames, innermost first: the instruction (as a return address would be: one
+ * past it, looked up at address - 1), then its callers' stack; 0 frames when neither is known. */
+static uint32_t view(const struct lp_samples *s, const struct skey *k, struct lp_frames *v) {
+    struct lp_frames callers;
+    uint32_t n = lp_stack_view(s->r, k->stack, &callers), m = 0;
+    v->f = v->buf;
+    if (k->pc) v->buf[m++] = k->pc + 1;
+    for (uint32_t i = 0; i < n && m < LP_STACK_MAX_FRAMES; i++) v->buf[m++] = callers.f[i];
+    return v->n = m;
 }
 
 /* The weight of the samples of `c` at or before `ns`. */
@@ -205,17 +236,14 @@ int lp_samples_finish(struct lp_samples *s) {
         }
     }
     struct lp_frames v;
-    for (uint64_t i = 0; i < s->pairs.cap; i++) {
-        const struct lp_map_slot *sl = &s->pairs.slots[i];
-        if (!sl->key) continue;
-        uint64_t key = sl->key - 1;
-        uint32_t t = (uint32_t)(key >> 32), stack = (uint32_t)key;
-        if (!lp_stack_view(s->r, stack, &v)) {
-            v.buf[0] = 0; /* no stack known: one frame, "0x0" */
-            v.f = v.buf;
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const struct skey *k = &s->keys[i];
+        if (!k->n) continue;
+        if (!view(s, k, &v)) {
+            v.buf[0] = 0; /* nothing known: one frame, "0x0" */
             v.n = 1;
         }
-        if (charge(s, &s->fn, &v, sl->val) || charge(s, &s->th[t].fn, &v, sl->val) || charge_py(s, &v, sl->val))
+        if (charge(s, &s->fn, &v, k->n) || charge(s, &s->th[k->thread].fn, &v, k->n) || charge_py(s, &v, k->n))
             return -1;
     }
     qsort(s->fn.rows, s->fn.n, sizeof *s->fn.rows, cmp_row);
@@ -305,7 +333,7 @@ oom:
 }
 
 void lp_samples_each_sample(const struct lp_samples *s,
-                            void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t ns, uint64_t weight),
+                            void (*fn)(void *arg, uint32_t thread, uint32_t key, uint64_t ns, uint64_t weight),
                             void *arg) {
     if (!s) return;
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
@@ -315,14 +343,14 @@ void lp_samples_each_sample(const struct lp_samples *s,
     }
 }
 
-unsigned lp_samples_frames(const struct lp_samples *s, uint32_t stack, const char **names, unsigned max) {
+unsigned lp_samples_frames(const struct lp_samples *s, uint32_t key, const char **names, unsigned max) {
     if (!s || !s->syms || !max) return 0;
-    if (stack == LP_SAMPLES_IN_LIBPROF) {
-        names[0] = "[libprof]";
+    if (key == LP_SAMPLES_IN_LIBPROF || key >= s->nkeys) {
+        names[0] = key == LP_SAMPLES_IN_LIBPROF ? "[libprof]" : "[unknown stack]";
         return 1;
     }
     struct lp_frames v;
-    if (!lp_stack_view(s->r, stack, &v)) {
+    if (!view(s, &s->keys[key], &v)) {
         names[0] = "[unknown stack]";
         return 1;
     }
@@ -431,10 +459,11 @@ void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o) {
         lp_out_fmt(
             o,
             ",\"taken\":%llu,\"dropped\":%llu,\"in_libprof\":%llu,\"shallow\":%llu,\"handler\":{\"mean_ns\":%llu,"
-            "\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}",
+            "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,\"max_ns\":%llu}",
             (unsigned long long)g->samples, (unsigned long long)g->dropped, (unsigned long long)g->in_libprof,
             (unsigned long long)g->shallow, (unsigned long long)(n ? g->handler_ns / n : 0),
-            (unsigned long long)hist_pct(g, 0.5), (unsigned long long)hist_pct(g, 0.99),
+            (unsigned long long)hist_pct(g, 0.5), (unsigned long long)hist_pct(g, 0.9),
+            (unsigned long long)hist_pct(g, 0.99), (unsigned long long)hist_pct(g, 0.999),
             (unsigned long long)g->handler_max_ns);
     }
     lp_out_s(o, ",\"threads\":[");
@@ -473,30 +502,30 @@ void lp_samples_folded(const struct lp_samples *s, struct lp_out *o) {
             folded_frame(o, thread_name(s->r, t, name, sizeof name));
             lp_out_fmt(o, ";[libprof] %llu\n", (unsigned long long)s->th[t].in_libprof);
         }
-    for (uint64_t i = 0; i < s->pairs.cap; i++) {
-        const struct lp_map_slot *sl = &s->pairs.slots[i];
-        if (!sl->key) continue;
-        uint32_t t = (uint32_t)((sl->key - 1) >> 32), stack = (uint32_t)(sl->key - 1);
-        folded_frame(o, thread_name(s->r, t, name, sizeof name));
-        if (!lp_stack_view(s->r, stack, &v)) lp_out_s(o, ";[unknown stack]");
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const struct skey *k = &s->keys[i];
+        if (!k->n) continue;
+        folded_frame(o, thread_name(s->r, k->thread, name, sizeof name));
+        if (!view(s, k, &v)) lp_out_s(o, ";[unknown stack]");
         for (uint32_t f = v.n; f-- > 0;) {
             lp_out_c(o, ';');
             folded_frame(o, lp_syms_function(s->syms, v.f[f], 1));
         }
-        lp_out_fmt(o, " %llu\n", (unsigned long long)sl->val);
+        lp_out_fmt(o, " %llu\n", (unsigned long long)k->n);
     }
 }
 
 void lp_samples_each(const struct lp_samples *s,
-                     void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t samples, int in_libprof),
-                     void *arg) {
+                     void (*fn)(void *arg, uint32_t thread, const struct lp_frames *v, uint64_t samples), void *arg) {
     if (!s) return;
+    struct lp_frames v;
     for (uint32_t t = 0; t <= s->r->nthreads; t++)
-        if (s->th[t].in_libprof) fn(arg, t, 0, s->th[t].in_libprof, 1);
-    for (uint64_t i = 0; i < s->pairs.cap; i++) {
-        const struct lp_map_slot *sl = &s->pairs.slots[i];
-        if (sl->key) fn(arg, (uint32_t)((sl->key - 1) >> 32), (uint32_t)(sl->key - 1), sl->val, 0);
-    }
+        if (s->th[t].in_libprof) fn(arg, t, NULL, s->th[t].in_libprof);
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (s->keys[i].n) {
+            view(s, &s->keys[i], &v);
+            fn(arg, s->keys[i].thread, &v, s->keys[i].n);
+        }
 }
 
 void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg) {
@@ -504,10 +533,9 @@ void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(
     struct lp_frames v;
     frame(arg, "[libprof]");
     frame(arg, "[unknown stack]");
-    for (uint64_t i = 0; i < s->pairs.cap; i++) {
-        const struct lp_map_slot *sl = &s->pairs.slots[i];
-        if (!sl->key) continue;
-        lp_stack_view(s->r, (uint32_t)(sl->key - 1), &v);
+    for (size_t i = 0; i < s->nkeys; i++) {
+        if (!s->keys[i].n) continue;
+        view(s, &s->keys[i], &v);
         for (uint32_t f = 0; f < v.n; f++) frame(arg, lp_syms_function(s->syms, v.f[f], 1));
     }
 }
@@ -530,11 +558,10 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
                    (unsigned long long)(c->samples * s->period_ns));
         int k = 0;
         if (c->in_libprof) lp_out_fmt(o, "%s[%llu]", k++ ? "," : "", (unsigned long long)frame(arg, "[libprof]"));
-        for (uint64_t i = 0; i < s->pairs.cap; i++) {
-            const struct lp_map_slot *sl = &s->pairs.slots[i];
-            if (!sl->key || (uint32_t)((sl->key - 1) >> 32) != t) continue;
+        for (size_t i = 0; i < s->nkeys; i++) {
+            if (!s->keys[i].n || s->keys[i].thread != t) continue;
             lp_out_s(o, k++ ? ",[" : "[");
-            if (!lp_stack_view(s->r, (uint32_t)(sl->key - 1), &v)) lp_out_u64(o, frame(arg, "[unknown stack]"));
+            if (!view(s, &s->keys[i], &v)) lp_out_u64(o, frame(arg, "[unknown stack]"));
             for (uint32_t f = v.n; f-- > 0;) {
                 lp_out_u64(o, frame(arg, lp_syms_function(s->syms, v.f[f], 1)));
                 if (f) lp_out_c(o, ',');
@@ -544,10 +571,9 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
         lp_out_s(o, "],\"weights\":[");
         k = 0;
         if (c->in_libprof) lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(c->in_libprof * s->period_ns));
-        for (uint64_t i = 0; i < s->pairs.cap; i++) {
-            const struct lp_map_slot *sl = &s->pairs.slots[i];
-            if (!sl->key || (uint32_t)((sl->key - 1) >> 32) != t) continue;
-            lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(sl->val * s->period_ns));
+        for (size_t i = 0; i < s->nkeys; i++) {
+            if (!s->keys[i].n || s->keys[i].thread != t) continue;
+            lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(s->keys[i].n * s->period_ns));
         }
         lp_out_s(o, "]}");
     }

@@ -48,20 +48,21 @@ struct lp_json;
 void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid);
 
 /* Each sample, thread by thread in time order (after lp_samples_finish): its thread (a reader's
- * thread index), stack (LP_SAMPLES_IN_LIBPROF: in libprof's own code), time and weight. */
+ * thread index), its key (what lp_samples_frames takes; LP_SAMPLES_IN_LIBPROF: in libprof's own
+ * code), time and weight. */
 #define LP_SAMPLES_IN_LIBPROF UINT32_MAX
 void lp_samples_each_sample(const struct lp_samples *s,
-                            void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t ns, uint64_t weight),
+                            void (*fn)(void *arg, uint32_t thread, uint32_t key, uint64_t ns, uint64_t weight),
                             void *arg);
-/* The function names of a sample's stack, innermost first (at most max; after lp_samples_finish;
- * they live as long as s); their number. */
-unsigned lp_samples_frames(const struct lp_samples *s, uint32_t stack, const char **names, unsigned max);
+/* The function names of a sample key's stack, innermost first (the sampled instruction's function,
+ * then its callers; at most max; after lp_samples_finish; they live as long as s); their number. */
+unsigned lp_samples_frames(const struct lp_samples *s, uint32_t key, const char **names, unsigned max);
 /* "main", the name the thread was given, or "thread TID". */
 const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, char *buf, size_t len);
 
-/* Each (thread, stack) with its sample count, for pprof: calls `fn` once per pair. */
+/* Each distinct sample (thread, frames innermost first: the sampled instruction's, then its
+ * callers') with its count, for pprof; `v` NULL for the samples in libprof's own code. */
 void lp_samples_each(const struct lp_samples *s,
-                     void (*fn)(void *arg, uint32_t thread, uint32_t stack, uint64_t samples, int in_libprof),
-                     void *arg);
+                     void (*fn)(void *arg, uint32_t thread, const struct lp_frames *v, uint64_t samples), void *arg);
 
 #endif

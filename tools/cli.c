@@ -70,6 +70,7 @@ PATH_SETTER(set_pprof, pprof)
 PATH_SETTER(set_pprof_heap, pprof_heap)
 PATH_SETTER(set_log, log)
 PATH_SETTER(set_wait, wait)
+PATH_SETTER(set_hold, hold)
 
 #define FLAG_SETTER(fn, field)                                      \
     static int fn(struct rp_cli *c, const char *n, const char *v) { \
@@ -270,6 +271,7 @@ const struct rp_option rp_options[] = {
     {"--file-mode", NULL, "MODE", EXPORT, "permissions of the files written (octal; default 0600, or the\nstricter mode of the input)", set_file_mode},
     {"--wait", NULL, "FILE", RAW, "wait until the trace FILE is complete (its program ended and its\nconversion is done); exit 1 if it never will be", set_wait},
     {"--timeout", NULL, "SECONDS", RAW, "with --wait: give up after SECONDS (exit 1)", set_timeout},
+    {"--hold-events", NULL, "PID:N", RAW, "(started by the preload) keep process PID's CPU sampling events,\ndescriptors 3 to 2+N, open until it ends or asks (descriptor 3+N)", set_hold},
     {"--remove-raw", NULL, NULL, RAW, "remove the raw trace once --chrome/--csv are written", set_remove_raw},
     {"--killed-by", NULL, "SIG", RAW, "the process died by signal SIG (metadata.libprof.signal), as its\nparent saw it; for traces cut short", set_killed_by},
     {"--log", NULL, "FILE", RAW, "messages and the report go to FILE instead of stdout and stderr\n(FILE is removed again when nothing was written)", set_log},
@@ -338,7 +340,7 @@ int rp_cli_parse(struct rp_cli *c, int argc, char **argv) {
         if (rc == 1) return 0;
         if (rc) return rc;
     }
-    if (!c->ninputs && !c->wait) {
+    if (!c->ninputs && !c->wait && !c->hold) {
         rp_cli_usage(stderr);
         return 2;
     }

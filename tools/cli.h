@@ -16,6 +16,7 @@ struct rp_cli {
     const char *cpu_folded, *pprof, *pprof_heap;
     const char *log;  /* --log: stdout and stderr go there (removed if nothing was written) */
     const char *wait; /* --wait FILE: wait for that trace to be complete */
+    const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */
     double wait_timeout;
     unsigned file_mode; /* --file-mode: the files written (0600 unless said) */
     int summary, merge, quiet, remove_raw, general_path;
@@ -47,5 +48,6 @@ void rp_cli_usage(FILE *f);
 int rp_setup_process(struct rp_cli *c);
 void rp_inputs_mode(struct rp_cli *c, const char *const *paths, int n);
 int rp_wait(const char *file, double timeout, int quiet);
+int rp_hold_events(const char *spec);
 
 #endif

@@ -117,12 +117,12 @@ struct build {
     int oom;
 };
 
-static void add_sample(void *arg, uint32_t thread, uint32_t stack, uint64_t ns, uint64_t weight) {
+static void add_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, uint64_t weight) {
     struct build *b = arg;
     if (b->oom) return;
     const char *names[LP_STACK_MAX_FRAMES + 1], *inner[LP_STACK_MAX_FRAMES];
     size_t lens[LP_STACK_MAX_FRAMES + 1];
-    unsigned n = lp_samples_frames(b->s, stack, inner, LP_STACK_MAX_FRAMES);
+    unsigned n = lp_samples_frames(b->s, key, inner, LP_STACK_MAX_FRAMES);
     if (!b->thread[thread][0]) lp_samples_thread_name(b->s, thread, b->thread[thread], sizeof b->thread[thread]);
     names[0] = b->thread[thread];
     for (unsigned i = 0; i < n; i++) names[1 + i] = inner[n - 1 - i]; /* root first */

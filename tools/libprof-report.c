@@ -669,6 +669,7 @@ int main(int argc, char **argv) {
     general_path = cli.general_path;
     if (rp_setup_process(&cli) != 0) return 1; /* --log, file modes, limits */
     if (cli.wait) return rp_wait(cli.wait, cli.wait_timeout, quiet);
+    if (cli.hold) return rp_hold_events(cli.hold);
     int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
                    cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge);
     if ((rc = check_usage(converts)) != 0) return rc;

@@ -1,6 +1,7 @@
 /* run.c: libprof-report as a process among the profiled ones — where its messages go (--log), the
  * modes of the files it writes, the limits it inherits from the program that started it, and
- * --wait, the way a script waits for a trace that a background conversion is still writing. */
+ * --wait, the way a script waits for a trace that a background conversion is still writing, and
+ * --hold-events, the process that keeps the CPU sampler's events open for a profiled program. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -147,4 +152,36 @@ int rp_wait(const char *file, double timeout, int quiet) {
                 file, spool, spool, file);
         return 1;
     }
+}
+
+/* ---- --hold-events --------------------------------------------------------------------------------
+ * The preload's CPU sampler opens perf events that live as long as a descriptor on them, and the
+ * program's table must hold none of libprof's: this process holds them (descriptors 3 .. 2+N, as
+ * the preload placed them) in a table of its own. Descriptor 3+N is a page shared with the program:
+ * its first word set to 1 asks us to go — we close the events, set 2, wake the program and end.
+ * We also end when the program does (a pidfd on it, looked at every second). */
+int rp_hold_events(const char *spec) {
+    int pid = 0, n = 0;
+    if (sscanf(spec, "%d:%d", &pid, &n) != 2 || pid <= 0 || n < 1 || n > 4096) {
+        fprintf(stderr, "libprof-report: --hold-events takes PID:N\n");
+        return 2;
+    }
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    int *word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 3 + n, 0);
+    close(3 + n);
+    if (word == MAP_FAILED) return 1;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    for (;;) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 1) break;
+        struct pollfd p = {pfd, POLLIN, 0};
+        if (pfd >= 0 ? poll(&p, 1, 0) > 0 : kill(pid, 0) != 0) break; /* the program has ended */
+        struct timespec second = {1, 0};
+        syscall(SYS_futex, word, FUTEX_WAIT, 0, &second, NULL, 0);
+    }
+    for (int i = 0; i < n; i++) close(3 + i);
+    __atomic_store_n(word, 2, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+    return 0;
 }

@@ -85,14 +85,15 @@ enum lp_shape {
     LP_SHAPE_STACKREF, /* no payload: the 56 "time" bits are a stack id (STACKS chunks) that belongs
                        * to the next record of the same thread (LIBPROF_STACKS) */
     LP_SHAPE_PYCALL,   /* code id (timed)      : a Python function ran (PYCODE entry; LIBPROF_PYTHON_CALLS) */
-    LP_SHAPE_SAMPLE,   /* weight | flags       : the thread was on the CPU here (its stack: the STACK word
-                        * before it); weight periods of the sampling clock (LP_SAMPLE_*) */
+    LP_SHAPE_SAMPLE,   /* weight | flags, pc   : the thread was on the CPU at instruction pc, called from
+                        * the stack of the STACK word before it (the callers: pc's own frame is not
+                        * in it); weight periods of the sampling clock (LP_SAMPLE_*) */
 };
 
 /* A SAMPLE's payload word. */
 #define LP_SAMPLE_WEIGHT(w) ((uint32_t)(w))      /* sampling periods this sample stands for (>= 1) */
 #define LP_SAMPLE_IN_LIBPROF (UINT64_C(1) << 32) /* the thread was in libprof's own code: no stack */
-#define LP_SAMPLE_SHALLOW (UINT64_C(1) << 33)    /* native frames not walked (the thread held the loader) */
+#define LP_SAMPLE_SHALLOW (UINT64_C(1) << 33)    /* callers not walked (inside the loader, or no unwind rule) */
 
 enum lp_control_reason {
     LP_CTL_API = 1,      /* libprof_start/stop/reset called by the program */
@@ -127,7 +128,7 @@ enum lp_control_reason {
     X(CALL, "call", CONTROL, LP_SHAPE_CALL, 1) /* family: lp_call_family */ \
     X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)                          \
     X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)                    \
-    X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 1)
+    X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 2)
 // clang-format on
 
 enum lp_kind {

@@ -199,10 +199,12 @@ struct lpr_tls {
     uint8_t state; /* enum lpr_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
-    uint32_t py_stack; /* the Python frames at the start of the call being recorded (python.c) */
-    uint8_t in_unwind; /* inside libunwind for libprof (stacks.c): a sample must not walk again */
-    uint8_t in_loader; /* inside dlopen, dlclose or dl_iterate_phdr (hooks/dl.c): nor then */
-    uint16_t spare;
+    uint32_t py_stack;   /* the Python frames at the start of the call being recorded (python.c) */
+    uint8_t in_unwind;   /* inside libunwind for libprof (stacks.c): a sample must not walk again */
+    uint8_t in_loader;   /* inside dlopen, dlclose or dl_iterate_phdr (hooks/dl.c): nor then */
+    uint8_t stack_scans; /* lookups of the thread's stack mapping (walk.c) */
+    uint8_t spare;
+    uintptr_t stack_lo, stack_hi;              /* the stack mapping the thread's samples walk in (walk.c) */
     void *scache, *pycache;                    /* the registry node's stack and Python caches, once made (tbuf.c) */
     uint64_t records;                          /* records committed by this thread (for the END statistics) */
     struct lpr_thread *thr;                    /* registry node owning the chunk memory */
@@ -511,6 +513,26 @@ LP_HIDDEN void lpr_sample_resume(void); /* after a failed exec: as before lpr_sa
 LP_HIDDEN void lpr_sample_after_fork_child(void);
 LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
 LP_HIDDEN int lpr_sample_taken(void);  /* this process sampled (the trace has a SAMPLING chunk) */
+/* The sampler's stack walk (walk.c): the return addresses of the callers of the context `uc`
+ * interrupted on thread `t`, innermost first, into out (at most max); their number, or -1 when
+ * this thread's stack cannot be walked; *whole: the walk reached the outermost frame.
+ * Async-signal-safe. */
+LP_HIDDEN int lpr_walk_init(void);
+/* Memory a signal handler writes must not fault there: lpr_resident makes [base + from, base +
+ * to) resident now (MADV_POPULATE_WRITE; best effort); lpr_ahead keeps a table that fills from
+ * its start resident LPR_AHEAD bytes ahead of `used` (when `on`), a chunk at a time. */
+#define LPR_AHEAD (256 * 1024)
+struct lpr_ahead {
+    size_t done; /* resident up to here */
+    int on, busy;
+};
+LP_HIDDEN void lpr_resident(void *base, size_t from, size_t to);
+LP_HIDDEN void lpr_ahead_slow(struct lpr_ahead *a, void *base, size_t used, size_t cap);
+static inline void lpr_ahead(struct lpr_ahead *a, void *base, size_t used, size_t cap) {
+    if (LP_UNLIKELY(a->on && used + LPR_AHEAD / 2 > a->done)) lpr_ahead_slow(a, base, used, cap);
+}
+LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out, int max, int *whole);
+LP_HIDDEN void lpr_walk_forget(void); /* code may have been unloaded (dlclose) */
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */
 
@@ -574,6 +596,10 @@ struct lpr_setup {
 
 LP_HIDDEN void lpr_spawn_init(const char *self_path);
 LP_HIDDEN int lpr_spawn_available(void);
+/* The CPU sampler's holder: libprof-report --hold-events keeps the descriptors `fds` (n of them)
+ * open, with `page_fd` a memfd page whose first word asks it to go (sample.c); its pid, or -1. */
+#define LPR_HOLD_MAX 257
+LP_HIDDEN int lpr_spawn_holder(const int *fds, int n, int page_fd);
 /* Run libprof-report with `args` (without argv[0]), holding an exclusive lock on the spool `lock`
  * for its life. wait_ms < 0: detached, 0 once started; else its exit status, LPR_SPAWN_LATE when
  * still running after wait_ms, LPR_SPAWN_BUSY when another converter holds the spool, -1 when it

@@ -81,3 +81,20 @@ char *lp_os_strndup(const char *s, size_t n) {
 }
 
 void *lp_os_dlsym(void *handle, const char *name) { return lpr_dlsym(handle, name); }
+
+/* Resident memory for tables a signal handler writes (lp.h). */
+void lpr_resident(void *base, size_t from, size_t to) {
+    from &= ~(size_t)4095;
+    if (to > from) LP_SYS(SYS_madvise, (char *)base + from, to - from, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */);
+}
+
+void lpr_ahead_slow(struct lpr_ahead *a, void *base, size_t used, size_t cap) {
+    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) return; /* another thread is at it */
+    size_t to = used + LPR_AHEAD;
+    if (to > cap) to = cap;
+    if (to > a->done) {
+        lpr_resident(base, a->done, to);
+        a->done = to;
+    }
+    __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+}

@@ -44,7 +44,7 @@ static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
 
-#define CODE_SLOTS (1u << 21)      /* (id << 43) | (code address >> 4); at most half full */
+#define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
 #define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
 #define STR_BYTES (64u << 20)      /* their names and files */
 #define NAME_MAX_BYTES 1024        /* a longer name or path is cut */
@@ -59,6 +59,7 @@ static struct pyent {
 } * ents;
 static char *strs;
 static uint32_t next_code = 1, str_used, codes_full;
+static struct lpr_ahead ents_ahead, strs_ahead; /* resident ahead while sampling (lp.h) */
 
 static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
 
@@ -156,6 +157,10 @@ void lpr_python_detect(void) {
         lpr_warn("out of memory for the Python code table: no Python frames");
         return;
     }
+    if (lpr_cfg.sample_hz) { /* the sampler's signal handler registers code objects too: no page faults there */
+        lpr_resident(slots, 0, CODE_SLOTS * 8ull);
+        ents_ahead.on = strs_ahead.on = 1;
+    }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
@@ -230,10 +235,12 @@ static uint32_t code_id(uintptr_t code) {
                 __atomic_store_n(&codes_full, 1, __ATOMIC_RELAXED);
                 return 0;
             }
+            lpr_ahead(&ents_ahead, ents, (id + 1) * sizeof *ents, MAX_CODES * sizeof *ents);
             struct pyent *e = &ents[id];
             char buf[2 * NAME_MAX_BYTES];
             size_t nl = str_utf8(name, buf, NAME_MAX_BYTES), fl = str_utf8(file, buf + nl, NAME_MAX_BYTES);
             uint32_t at = __atomic_fetch_add(&str_used, (uint32_t)(nl + fl), __ATOMIC_RELAXED);
+            lpr_ahead(&strs_ahead, strs, at + nl + fl, STR_BYTES);
             if (at + nl + fl > STR_BYTES) nl = fl = 0, at = 0;
             memcpy(strs + at, buf, nl + fl);
             *e = (struct pyent){code, file, name, first, at, (uint16_t)nl, (uint16_t)fl, 0};

@@ -43,7 +43,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U
+#endif
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -98,11 +100,11 @@ static void take(struct lpr_tls *t, const ucontext_t *uc) {
         flags |= LP_SAMPLE_IN_LIBPROF;
         __atomic_fetch_add(&st.in_libprof, 1, __ATOMIC_RELAXED);
     } else {
-        int walk = !t->in_loader && !t->in_unwind;
+        int walk = !t->in_loader; /* (the walk would ask the loader for a rule it lacks) */
         stack = lpr_stack_sample(uc, walk, depth, &flags);
         if (flags & LP_SAMPLE_SHALLOW) __atomic_fetch_add(&st.shallow, 1, __ATOMIC_RELAXED);
     }
-    uint64_t *r = lpr_tbuf_sample_reserve(t, 3);
+    uint64_t *r = lpr_tbuf_sample_reserve(t, 4);
     if (!r) {
         __atomic_fetch_add(&st.dropped, 1, __ATOMIC_RELAXED);
         return;
@@ -110,7 +112,8 @@ static void take(struct lpr_tls *t, const ucontext_t *uc) {
     r[0] = lpr_word_stack((uint32_t)stack);
     r[1] = lpr_word0(LP_EV_SAMPLE, lpr_ticks());
     r[2] = flags;
-    lpr_tbuf_sample_commit(t, r + 3);
+    r[3] = flags & LP_SAMPLE_IN_LIBPROF ? 0 : pc;
+    lpr_tbuf_sample_commit(t, r + 4);
     __atomic_fetch_add(&st.samples, 1, __ATOMIC_RELAXED);
     if (!took) {
         took = 1;
@@ -212,87 +215,49 @@ static void cover_running_threads(void) {
 }
 
 /* ---- the events' holder ------------------------------------------------------------------------
- * A child process made by clone() without CLONE_VM — a copy of our memory, so that nothing the
- * program does later (dropping its privileges included) can reach into it — with a copy of our
- * table of descriptors, in which it closes everything but the events at once. It blocks every
- * signal and waits on a futex word in a page it shares with us (MAP_SHARED, one per process),
- * asking again every second whether its parent still lives. We end it by setting that word: no
- * signal, so no permission is needed when the program has changed its user since. Its exit
- * signal is 0: no SIGCHLD, and wait(-1) without __WALL never sees it; we reap it with __WCLONE.
- * It makes raw system calls only: it is a copy of one thread of a process that may hold locks. */
-#define HOLDER_STACK (16 * 1024)
-static int holder_keep[1 + MAX_EXTRA], nkeep; /* the descriptors it keeps, ascending */
-static void *holder_stack;
-static int *holder_stop; /* the shared futex word: 1 asks the holder to go */
+ * `libprof-report --hold-events` (spawn.c starts it): a process of its own — not our child, no
+ * memory of ours — that keeps the events' descriptors open in its table. It shares one page with
+ * us (a memfd, mapped by both): we set its first word to 1 to ask it to go; it closes the events,
+ * sets 2 and goes. It also goes when we end (it watches us). No signal is involved, so a program
+ * that changes its user meanwhile can still end it. Without libprof-report (or when it cannot be
+ * started) the descriptors stay in the program's table. */
+static int *holder_word; /* the shared page: 0 holding, 1 asked to go, 2 gone */
 
-static int holder_main(void *arg) {
-    int parent = (int)(intptr_t)arg;
-    uint64_t all = ~UINT64_C(0);
-    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
-    unsigned from = 0;
-    for (int i = 0; i < nkeep; i++) { /* every descriptor but the events' */
-        if ((unsigned)holder_keep[i] > from) LP_SYS(SYS_close_range, from, (unsigned)holder_keep[i] - 1, 0);
-        from = (unsigned)holder_keep[i] + 1;
-    }
-    LP_SYS(SYS_close_range, from, ~0U, 0);
-    struct timespec second = {1, 0};
-    while (!__atomic_load_n(holder_stop, __ATOMIC_ACQUIRE) && LP_SYS(SYS_getppid, 0, 0, 0) == parent)
-        lpr_syscall6(SYS_futex, (long)holder_stop, FUTEX_WAIT, 0, (long)&second, 0, 0);
-    LP_SYS(SYS_exit, 0, 0, 0);
-    return 0;
-}
-
-/* Hand the events' descriptors to a holder, and close ours; without one (a sandbox refusing the
- * clone) they stay in our table, moved high. */
 static void hold(void) {
-    nkeep = 0;
-    if (event_fd >= 0) holder_keep[nkeep++] = event_fd;
-    for (int i = 0; i < nextra; i++) holder_keep[nkeep++] = extra_fd[i];
-    for (int i = 1; i < nkeep; i++) /* ascending (insertion sort: a few) */
-        for (int k = i; k > 0 && holder_keep[k - 1] > holder_keep[k]; k--) {
-            int t = holder_keep[k];
-            holder_keep[k] = holder_keep[k - 1];
-            holder_keep[k - 1] = t;
-        }
-    if (!holder_stack) {
-        void *m =
-            lpr_sys_mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (lpr_sys_failed((long)m)) return;
-        holder_stack = m;
-    }
-    void *page = lpr_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (lpr_sys_failed((long)page)) return;
-    holder_stop = page;
-    int pid = clone(holder_main, (char *)holder_stack + HOLDER_STACK, 0, (void *)(intptr_t)lpr_sys_getpid());
+    int fds[LPR_HOLD_MAX], n = 0;
+    if (event_fd >= 0) fds[n++] = event_fd;
+    for (int i = 0; i < nextra && n < LPR_HOLD_MAX; i++) fds[n++] = extra_fd[i];
+    if (!n || !lpr_spawn_available()) return;
+    int page = (int)LP_SYS(SYS_memfd_create, "libprof-hold", MFD_CLOEXEC, 0);
+    if (page < 0) return;
+    void *m = LP_SYS(SYS_ftruncate, page, 4096, 0) == 0
+                  ? lpr_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page, 0)
+                  : (void *)(long)-ENOMEM;
+    int pid = lpr_sys_failed((long)m) ? -1 : lpr_spawn_holder(fds, n, page);
+    lpr_sys_close(page);
     if (pid <= 0) {
-        lpr_sys_munmap(page, 4096);
-        holder_stop = NULL;
-        lpr_info("CPU sampling: no holder process for its descriptors (%s); they stay in the program's table",
-                 strerror(errno));
+        if (!lpr_sys_failed((long)m)) lpr_sys_munmap(m, 4096);
+        lpr_info("CPU sampling: no holder process for its descriptors; they stay in the program's table");
         return;
     }
     holder = pid;
+    holder_word = m;
     if (event_fd >= 0) lpr_sys_close(event_fd); /* the holder's copies keep the events */
     for (int i = 0; i < nextra; i++) lpr_sys_close(extra_fd[i]);
     event_fd = -1;
     nextra = 0;
 }
 
-/* End the holder (the events with it) and reap it; a holder that does not go within two seconds
- * (stopped by a SIGSTOP to the whole group) is left to end with us. */
+/* Ask the holder to go, and wait (up to two seconds) until it has closed the events. */
 static void unhold(void) {
     if (holder <= 0) return;
-    __atomic_store_n(holder_stop, 1, __ATOMIC_RELEASE);
-    lpr_syscall6(SYS_futex, (long)holder_stop, FUTEX_WAKE, 1, 0, 0, 0);
-    struct timespec ms = {0, 1000000};
-    for (int i = 0; i < 2000; i++) {
-        int status;
-        long r = lpr_syscall6(SYS_wait4, holder, (long)&status, __WCLONE | WNOHANG, 0, 0, 0);
-        if (r != 0 && r != -EINTR) break; /* reaped (or not ours to reap) */
-        LP_SYS(SYS_nanosleep, (long)&ms, 0, 0);
-    }
-    lpr_sys_munmap(holder_stop, 4096);
-    holder_stop = NULL;
+    __atomic_store_n(holder_word, 1, __ATOMIC_RELEASE);
+    lpr_syscall6(SYS_futex, (long)holder_word, FUTEX_WAKE, 1, 0, 0, 0);
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 200 && __atomic_load_n(holder_word, __ATOMIC_ACQUIRE) != 2; i++)
+        lpr_syscall6(SYS_futex, (long)holder_word, FUTEX_WAIT, 1, (long)&tick, 0, 0);
+    lpr_sys_munmap(holder_word, 4096);
+    holder_word = NULL;
     holder = 0;
 }
 
@@ -374,8 +339,8 @@ void lpr_sample_resume(void) {
 void lpr_sample_after_fork_child(void) {
     if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
     holder = 0; /* the parent's, not ours to end (nor its page: the parent's word, shared) */
-    if (holder_stop) lpr_sys_munmap(holder_stop, 4096);
-    holder_stop = NULL;
+    if (holder_word) lpr_sys_munmap(holder_word, 4096);
+    holder_word = NULL;
     close_events();
     memset(&st, 0, sizeof st);
     st.period_ns = period_ns;

@@ -204,3 +204,68 @@ int lpr_spawn_report(const char *const *args, const char *lock, int wait_ms, int
     errno = saved;
     return rc;
 }
+
+/* ---- the CPU sampler's holder ------------------------------------------------------------------
+ * `libprof-report --hold-events PID:N` keeps the sampler's perf events (sample.c) open in a table
+ * of descriptors of its own: descriptors 3 .. 3+N-1, and 3+N a page of memory it shares with us
+ * (a memfd) whose first word asks it to go. Started as the converter is, but without copying our
+ * memory: the intermediate (CLONE_VM | CLONE_VFORK) starts a second process that shares our memory
+ * and stops the intermediate until it has exec'd; that one moves the descriptors into place and
+ * execs. The intermediate then exits, so the holder is not our child (no SIGCHLD, nothing for
+ * wait(-1)); it goes when asked or when we end (it watches us through a pidfd). */
+struct hold_job {
+    const int *fds;
+    int n, page_fd;
+    char *const *argv;
+    char **envp;
+    int pid; /* the holder's, set by the intermediate */
+};
+
+static char hold_stack[2][16384] __attribute__((aligned(16)));
+
+/* Shares our memory until its exec: raw system calls only. */
+static int hold_exec(void *arg) {
+    struct hold_job *j = arg;
+    LP_SYS(SYS_setsid, 0, 0, 0); /* no terminal's signals */
+    /* into 3 .. 3+n: first out of the way (above every target), then down, without close-on-exec */
+    int tmp[LPR_HOLD_MAX + 1], m = j->n + 1;
+    for (int i = 0; i < m; i++) {
+        int from = i < j->n ? j->fds[i] : j->page_fd;
+        tmp[i] = (int)LP_SYS(SYS_fcntl, from, F_DUPFD, 3 + m);
+    }
+    for (int i = 0; i < m; i++) LP_SYS(SYS_dup2, tmp[i], 3 + i, 0);
+    int null = lpr_sys_open("/dev/null", O_RDWR, 0);
+    if (null >= 0)
+        for (int k = 0; k < 3; k++) LP_SYS(SYS_dup2, null, k, 0);
+    LP_SYS(SYS_close_range, 3 + m, ~0U, 0);
+    lpr_syscall6(SYS_execve, (long)report_path, (long)j->argv, (long)j->envp, 0, 0, 0);
+    LP_SYS(SYS_exit, 127, 0, 0);
+    return 0;
+}
+
+static int hold_intermediate(void *arg) {
+    struct hold_job *j = arg;
+    uint64_t all = ~UINT64_C(0);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+    j->pid = clone(hold_exec, hold_stack[1] + sizeof hold_stack[1], CLONE_VM | CLONE_VFORK | SIGCHLD, j);
+    LP_SYS(SYS_exit, 0, 0, 0);
+    return 0;
+}
+
+int lpr_spawn_holder(const int *fds, int n, int page_fd) {
+    if (!report_path[0] || n < 1 || n > LPR_HOLD_MAX) return -1;
+    static char *envp[MAX_ENV];
+    char spec[32];
+    snprintf(spec, sizeof spec, "%d:%d", lpr_sys_getpid(), n);
+    char *argv[] = {report_path, "--hold-events", spec, NULL};
+    clean_env(envp);
+    struct hold_job j = {fds, n, page_fd, argv, envp, -1};
+    int saved = errno;
+    int pid = clone(hold_intermediate, hold_stack[0] + sizeof hold_stack[0], CLONE_VM | CLONE_VFORK, &j);
+    if (pid > 0) {
+        int st;
+        while (lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0) == -EINTR) {}
+    }
+    errno = saved;
+    return pid > 0 ? j.pid : -1;
+}

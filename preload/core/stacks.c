@@ -46,9 +46,13 @@
 /* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
  * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
  * call site of its own — about 70 MB of frames). */
-#define SLOTS (1u << 22)       /* hash slots (16 MiB reserved; at most half full) */
-#define MAX_IDS (1u << 21)     /* distinct stacks (4 MiB reserved) */
-#define ARENA_WORDS (1u << 25) /* frames of all stacks (256 MiB reserved) */
+#define SLOTS (1u << 22) /* hash slots (32 MiB reserved; at most half full) */
+/* With CPU samples and no allocation stacks, the stacks are the samples' and the Python lines':
+ * a table of its own size, made resident at once, since the sampler's signal handler writes it
+ * (a first touch of a page there is a page fault inside the handler, ~2 us). */
+#define SLOTS_RESIDENT (1u << 19) /* 4 MiB: 256 k stacks */
+#define MAX_IDS (1u << 21)        /* distinct stacks (4 MiB reserved) */
+#define ARENA_WORDS (1u << 25)    /* frames of all stacks (256 MiB reserved) */
 
 unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
@@ -57,17 +61,19 @@ static int (*unw_getcontext_fn)(void *);
 static int (*unw_init_local_fn)(void *, void *);
 static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
-#define UNW_REG_IP 16              /* x86-64: UNW_X86_64_RIP */
-#define UNW_REG_SP 7               /* x86-64: UNW_X86_64_RSP */
-#define CACHE_SETS 16              /* chains kept per thread: sets of 4 (one call site may be reached */
-#define CACHE_WAYS 4               /* from several callers at the same stack pointer) */
-#define SEEN_ONCE (UINT32_MAX - 1) /* chain.n: noted, not walked for the cache yet */
-#define WALK_AFTER 16              /* captures of a key before its chain is walked for the cache */
-#define CACHE_FRAMES 40            /* frames a cached chain may have (deeper: walked every time) */
-static int cacheable;              /* the cursor API was found, and the depth fits */
-static uint64_t *slots;            /* (hash high 32 bits) << 32 | id */
-static uint64_t *arena;            /* per stack: n, frames[n] */
-static uint32_t *offset_of;        /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
+#define UNW_REG_IP 16                           /* x86-64: UNW_X86_64_RIP */
+#define UNW_REG_SP 7                            /* x86-64: UNW_X86_64_RSP */
+#define CACHE_SETS 16                           /* chains kept per thread: sets of 4 (one call site may be reached */
+#define CACHE_WAYS 4                            /* from several callers at the same stack pointer) */
+#define SEEN_ONCE (UINT32_MAX - 1)              /* chain.n: noted, not walked for the cache yet */
+#define WALK_AFTER 16                           /* captures of a key before its chain is walked for the cache */
+#define CACHE_FRAMES 40                         /* frames a cached chain may have (deeper: walked every time) */
+static int cacheable;                           /* the cursor API was found, and the depth fits */
+static uint64_t *slots;                         /* (hash high 32 bits) << 32 | id */
+static uint32_t slot_mask;                      /* slots - 1 */
+static struct lpr_ahead arena_ahead, ids_ahead; /* the sequential parts, made resident ahead (sampling) */
+static uint64_t *arena;                         /* per stack: n, frames[n] */
+static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
 #define NEVER UINT32_MAX
 static uint32_t next_id = 1, arena_used;
 static uint64_t full_drops, captured;
@@ -100,19 +106,34 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
 int lpr_stacks_table(void) {
     if (slots) return 0;
     const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    uint64_t *sl = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
+    int resident = lpr_cfg.sample_hz && !lpr_cfg.stacks;
+    uint32_t n = resident ? SLOTS_RESIDENT : SLOTS;
+    uint64_t *sl = lpr_sys_mmap(NULL, n * 8ull, prot, flags, -1, 0);
     arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
     offset_of = lpr_sys_mmap(NULL, MAX_IDS * 4ull, prot, flags, -1, 0);
     if (lpr_sys_failed((long)sl) || lpr_sys_failed((long)arena) || lpr_sys_failed((long)offset_of)) {
         lpr_warn("out of memory for the stack table; recording without call stacks");
         return -1;
     }
+    slot_mask = n - 1;
+    if (resident) {
+        lpr_resident(sl, 0, n * 8ull);
+        arena_ahead.on = ids_ahead.on = 1;
+    }
     __atomic_store_n(&slots, sl, __ATOMIC_RELEASE);
     return 0;
 }
 
-/* libunwind, loaded once (for allocation stacks, for CPU samples, or both): 0, or -1 with one
- * warning naming `who` asked. */
+/* libprof's own text: frames in it are left out of stacks, samples in it are told apart. */
+static void self_range(void) {
+    if (self_hi) return;
+    struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0};
+    lpr_dl_iterate(find_range, &me);
+    self_lo = me.lo;
+    self_hi = me.hi;
+}
+
+/* libunwind, loaded once (for allocation stacks): 0, or -1 with one warning naming `who` asked. */
 static int unwind_load(const char *who) {
     static int state; /* 0 not tried, 1 loaded, -1 failed */
     if (state) return state > 0 ? 0 : -1;
@@ -142,10 +163,7 @@ static int unwind_load(const char *who) {
     unw_step_fn = (int (*)(void *))lpr_dlsym(h, "_ULx86_64_step");
     unw_get_reg_fn = (int (*)(void *, int, uint64_t *))lpr_dlsym(h, "_ULx86_64_get_reg");
     if (lpr_stacks_table() != 0) return -1;
-    struct range me = {(uintptr_t)&lpr_stacks_init, 0, 0};
-    lpr_dl_iterate(find_range, &me);
-    self_lo = me.lo;
-    self_hi = me.hi;
+    self_range();
     lpr_unw_backtrace = unw_bt;
     state = 1;
     return 0;
@@ -162,8 +180,12 @@ int lpr_stacks_init(unsigned depth) {
     return 0;
 }
 
-/* The sampler's unwinder (sample.c): 0, or -1 when samples get no native frames. */
-int lpr_stacks_for_samples(void) { return unwind_load("LIBPROF_SAMPLE_HZ"); }
+/* The sampler's table and walk (sample.c, walk.c): 0, or -1 when samples get no native frames. */
+int lpr_stacks_for_samples(void) {
+    if (lpr_stacks_table() != 0 || lpr_walk_init() != 0) return -1;
+    self_range();
+    return 0;
+}
 
 int lpr_in_libprof(uintptr_t pc) { return (pc >= self_lo && pc < self_hi) || (pc >= unw_lo && pc < unw_hi); }
 
@@ -222,8 +244,8 @@ static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags) {
 /* The id of the entry `head` (n, or PAIR_N) with words `f` (n of them) and hash `h`. */
 static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t h) {
     uint64_t tag = (h >> 32) << 32;
-    uint32_t s = (uint32_t)h & (SLOTS - 1);
-    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (SLOTS - 1)) {
+    uint32_t s = (uint32_t)h & slot_mask;
+    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & slot_mask) {
         uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
         if (v == 0) {
             /* new: take an id and room, write the frames, then publish */
@@ -234,6 +256,8 @@ static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t
                 __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
                 return 0;
             }
+            lpr_ahead(&arena_ahead, arena, (off + n + 1) * 8ull, ARENA_WORDS * 8ull);
+            lpr_ahead(&ids_ahead, offset_of, (id + 1) * 4ull, MAX_IDS * 4ull);
             arena[off] = head;
             memcpy(&arena[off + 1], f, n * sizeof(void *));
             __atomic_store_n(&offset_of[id], off + 1, __ATOMIC_RELEASE);
@@ -405,38 +429,21 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
 
 uint32_t lpr_stack_python(uint32_t native) { return with_python(native); }
 
-/* The stack of a CPU sample (sample.c's signal handler; `ucv` the interrupted context): its native
- * frames from the interrupted instruction out — none walked when `walk` is 0, only that
- * instruction — at most `depth`, then the thread's Python frames (through the sampler's own cache:
- * the handler may have interrupted a hook using the other, and it keeps no pair memo for the same
- * reason). *flags gets LP_SAMPLE_SHALLOW when the native frames were not walked. libunwind walks
- * from here, through the kernel's signal frame, into the interrupted code. */
+/* A CPU sample's stack (sample.c): the callers of the interrupted context, walked by walk.c
+ * (at most depth - 1 of them: the interrupted instruction is the sample's own word), with the
+ * thread's Python part from the sampler's own cache. Async-signal-safe. */
 uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *flags) {
-    const ucontext_t *uc = ucv;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    void *buf[LP_STACK_MAX_DEPTH + 32];
-    unsigned n = 0, from = 0;
-    if (walk && lpr_unw_backtrace) {
-        int got = backtrace_here(buf, (int)depth + 32);
-        for (int i = 0; i < got && i < 32; i++)
-            if ((uintptr_t)buf[i] == pc) {
-                from = (unsigned)i;
-                n = (unsigned)(got - i);
-                break;
-            }
-    }
-    if (!n) {
-        from = 0;
-        n = 1;
+    uint64_t buf[LP_STACK_MAX_DEPTH];
+    int whole = 0, n = walk ? lpr_walk_context(&lpr_tls, ucv, buf, (int)depth - 1, &whole) : -1;
+    if (n < 0) {
+        n = 0;
         *flags |= LP_SAMPLE_SHALLOW;
     }
-    if (n > depth) n = depth;
-    buf[from] = (void *)(pc + 1); /* the instruction itself: a reader looks a frame up at its address - 1 */
-    uint32_t native = intern(buf + from, n);
+    uint32_t native = n ? intern((void *const *)buf, (unsigned)n) : 0;
     uint64_t py[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
     if (!lpr_py_on || lpr_py_part(py, &pid, 1) <= 0 || !pid) return native;
-    return intern_pair(native, pid, n >= depth || (*flags & LP_SAMPLE_SHALLOW) ? LP_PAIR_CUT : 0);
+    return intern_pair(native, pid, whole ? 0 : LP_PAIR_CUT); /* (cut: native frames may be missing) */
 }
 
 size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }

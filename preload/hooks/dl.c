@@ -130,6 +130,7 @@ LP_EXPORT int dlclose(void *h) {
     lpr_loader_enter();
     int r = LP_REAL(dlclose)(h);
     lpr_loader_leave();
+    if (lpr_sample_signal()) lpr_walk_forget(); /* the sampler's rules for code that went */
     if (t) {
         uint64_t a[2] = {(uint64_t)(uintptr_t)h, (uint64_t)(int64_t)r};
         lpr_call_record(t, LP_CALL_DLCLOSE, t0, lpr_ticks(), 2, a, NULL, 0);
