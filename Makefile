@@ -377,6 +377,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench $(BUILD)
 	@scripts/bench-python $(BUILD)
 	@scripts/bench-ort $(BUILD)
+	@scripts/bench-sample $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man/man1
 PCDIR   = $(LIBDIR)/pkgconfig

@@ -16,7 +16,7 @@
       "diagnostics on stderr: paths, clock, event counts, the conversion's time", \
       BOOL, verbose, 0, 0, NULL) \
     X("LIBPROF", "0|1", "unset", \
-      "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv; 0: libprof off whatever else is set", \
+      "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv, sampling the CPU at 1000 Hz; 0: libprof off whatever else is set", \
       BOOL, master, 0, 0, NULL) \
     X("LIBPROF_OUTPUT", "path", "off", \
       "profile into this trace (patterns %p %h %t %e %r %%; .lpt: the raw trace, else Chrome JSON)", \
@@ -37,7 +37,7 @@
       "record n frames (1-128) of call stack with every allocation", \
       SIZE, stacks, 0, LP_STACK_MAX_DEPTH, NULL) \
     X("LIBPROF_SAMPLE_HZ", "n", "0 (LIBPROF=1: 1000)", \
-      "sample every thread's stack n times a second of its own CPU time (1 to 10000; 0: off)", \
+      "sample every thread's stack n times a second of its own CPU time (1 to 10000; 0: off); Linux 5.13 or later", \
       SIZE, sample_hz, 0, 10000, NULL) \
     X("LIBPROF_SAMPLE_DEPTH", "n", "LIBPROF_STACKS, else 32", \
       "native frames a CPU sample keeps (1-128); the Python frames come on top", \

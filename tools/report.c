@@ -706,6 +706,38 @@ static void print_iterations(FILE *f, const struct an *a) {
     free(it);
 }
 
+/* ---- CPU samples, from a Chrome trace's metadata ---------------------------------------------- */
+
+static void cpu_rows(FILE *f, const char *title, const struct lp_cpu_row *rows, size_t n, const struct lp_cpu *cpu,
+                     size_t top) {
+    if (!n) return;
+    fprintf(f, "%s\n%10s %7s %10s %7s %11s  %s\n", title, "self", "self %", "total", "total %", "self time", "");
+    for (size_t i = 0; i < n && i < top; i++) {
+        char t[32];
+        fmt_dur(t, sizeof t, (int64_t)(rows[i].self * cpu->period_ns), RP_AUTO);
+        double all = cpu->samples ? (double)cpu->samples : 1;
+        fprintf(f, "%10llu %6.1f%% %10llu %6.1f%% %11s  %s\n", (unsigned long long)rows[i].self,
+                100.0 * (double)rows[i].self / all, (unsigned long long)rows[i].total,
+                100.0 * (double)rows[i].total / all, t, rows[i].name);
+    }
+}
+
+int rp_print_cpu(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
+    const struct lp_cpu *cpu = &c->cpu;
+    if (!cpu->period_ns) return 0;
+    char all[32], per[32];
+    fmt_dur(all, sizeof all, (int64_t)(cpu->samples * cpu->period_ns), RP_AUTO);
+    fmt_dur(per, sizeof per, (int64_t)cpu->period_ns, RP_AUTO);
+    fprintf(f, "\nCPU samples: %llu on %zu thread%s, %s of CPU (one per %s of a thread's CPU)\n",
+            (unsigned long long)cpu->samples, cpu->nthreads, cpu->nthreads == 1 ? "" : "s", all, per);
+    size_t top = o->top > 0 ? (size_t)o->top : 20;
+    cpu_rows(f, "CPU samples by function (self: the innermost frame; total: anywhere on the stack):", cpu->fns,
+             cpu->nfns, cpu, top);
+    cpu_rows(f, "CPU samples by Python line (self: the innermost Python frame; total: any Python frame):", cpu->lines,
+             cpu->nlines, cpu, top);
+    return ferror(f) ? -1 : 0;
+}
+
 /* ---- the default report -------------------------------------------------------------------- */
 
 int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct rp_opts *o) {

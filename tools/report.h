@@ -58,6 +58,9 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
  * p99, max), and each thread's wall, busy and kernel time. */
 int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
                 void (*emit)(void *, const char *, size_t, const int64_t *), void *arg);
+/* The CPU samples' tables (by function, by Python line) as a Chrome trace's metadata keeps them
+ * (a raw trace's come with the converter's summary). Nothing when the trace has none. */
+int rp_print_cpu(FILE *f, const struct lp_slices *c, const struct rp_opts *o);
 struct rp_thread_share {
     int64_t pid, tid, wall, busy, kernel; /* wall 0: a thread with samples only */
     int64_t cpu, cpu_kernel;              /* sampled CPU time, in kernels; -1: not sampled */

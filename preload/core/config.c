@@ -16,6 +16,7 @@
 #include "lib/vars.h"
 
 #define DEFAULT_BUFFER_KB 128
+#define LPR_DEFAULT_SAMPLE_HZ 1000 /* LIBPROF=1 samples at this rate unless LIBPROF_SAMPLE_HZ says */
 #define DEFAULT_ALLOC_MIN (64u * 1024)
 #define DEFAULT_DIR "libprof_profiling"
 #define DEFAULT_STEM "profile_%e_%t_%p"
@@ -354,6 +355,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     cfg->python = 1;
     cfg->ort_nodes = 1;
     cfg->file_mode = 0600;
+    int sample_hz_set = 0;
 
     for (unsigned i = 0; i < lpr_nvars; i++) {
         const struct lpr_var *v = &lpr_vars[i];
@@ -361,6 +363,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         if (!s || !*s) continue;
         if (read_var(v, s, cfg) < 0) warn_bad(v, s);
         if (!strcmp(v->name, "LIBPROF")) snprintf(cfg->master_raw, sizeof cfg->master_raw, "%s", s);
+        if (!strcmp(v->name, "LIBPROF_SAMPLE_HZ")) sample_hz_set = 1;
         if (i == 0) lpr_verbose = cfg->verbose; /* the first row: the warnings that follow may need it */
     }
     lpr_verbose = cfg->verbose;
@@ -385,6 +388,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         cfg->output_pat[0] = '\0';
         master = 1; /* still profile, into the default place */
     }
+    if (master == 1 && !sample_hz_set) cfg->sample_hz = LPR_DEFAULT_SAMPLE_HZ; /* LIBPROF=1: where the CPU goes too */
     if (!out && master == 1) {
         cfg->output_defaulted = 1;
         snprintf(cfg->output_pat, sizeof cfg->output_pat, "%s", DEFAULT_DIR "/" DEFAULT_STEM ".json");

@@ -267,7 +267,9 @@ Test(reliab, killed_orphan_is_converted_by_the_run) {
         DIR *d = opendir(t);
         struct dirent *e;
         while (d && (e = readdir(d)) != NULL)
-            if (!strncmp(e->d_name, "sleep_", 6)) {
+            if (!strncmp(e->d_name, "sleep_", 6) && strlen(e->d_name) > 4 &&
+                (!strcmp(e->d_name + strlen(e->d_name) - 4, ".lpt") ||
+                 !strcmp(e->d_name + strlen(e->d_name) - 5, ".json"))) { /* (not its converter's .log) */
                 size_t n = strlen(e->d_name);
                 sleep_json =
                     strfmt("%s/%.*s", t, (int)(n > 4 && !strcmp(e->d_name + n - 4, ".lpt") ? n - 4 : n), e->d_name);

@@ -625,3 +625,40 @@ Test(sample, no_descriptor_of_libprofs_and_no_process_left) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* LIBPROF=1 samples the CPU (1000 Hz) without being asked: a newcomer who runs a Python script
+ * that way finds, in libprof-report's text and in the HTML page of the JSON it wrote, the Python
+ * line (burn's loop) and the functions (one, two, three) the CPU went to. */
+Test(sample, libprof_1_samples_and_the_report_and_page_say_where) {
+    char *dir = make_tmpdir();
+    char *script = strfmt("%s/burn.py", dir);
+    FILE *f = fopen(script, "w");
+    fputs(burn_py, f);
+    fclose(f);
+    struct run r, rep, h;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "LIBPROF=1", NULL},
+             (const char *[]){"/usr/bin/python3", script, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    glob_t g;
+    cr_assert_eq(glob(strfmt("%s/libprof_profiling/*.json", dir), 0, NULL, &g), 0, "no JSON under libprof_profiling");
+    char *json = strfmt("%s", g.gl_pathv[0]), *html = strfmt("%s/p.html", dir);
+    globfree(&g);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, json, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    const char *lines = strstr(rep.out, "CPU samples by Python line");
+    cr_assert_not_null(lines, "%s", rep.out);
+    cr_expect_not_null(strstr(lines, "burn (") && strstr(lines, "three ("), "%s", lines);
+    cr_expect_not_null(strstr(rep.out, "CPU samples by function"), "%s", rep.out);
+    run_prog(&h, dir, NULL, (const char *[]){REPORT, json, "--html", html, NULL});
+    cr_assert_eq(h.status, 0, "%s", h.err);
+    char *page = read_file(html, NULL);
+    cr_assert_not_null(page);
+    const char *cpu = strstr(page, "Where the CPU went");
+    cr_assert_not_null(cpu, "no CPU section in the page");
+    cr_expect_not_null(strstr(cpu, "By Python line") && strstr(cpu, "burn (") && strstr(cpu, "three ("), "%.2000s",
+                       cpu);
+    cr_expect_not_null(strstr(cpu, "id=\"cpu-over-time\""), "no CPU chart");
+    run_free(&h);
+    run_free(&rep);
+    run_free(&r);
+}
