@@ -22,7 +22,9 @@
  * realigned-frame form). Async-signal-safe: no allocation, no lock but the loader's. */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -557,6 +559,43 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1;
 }
 
+/* ---- the loader's lock ------------------------------------------------------------------------------
+ * dl_iterate_phdr takes the loader's write lock, which is not recursive: a sample that interrupted
+ * a thread holding it (the loader inside dlopen or dlclose, or any caller of dl_iterate_phdr)
+ * must not call it again. The lock is found at start, inside a dl_iterate_phdr callback — then
+ * it is held by the calling thread: the one mutex in the loader's globals (_rtld_global) locked
+ * and owned by this thread. A handler reads its word first: taken (by anyone) means no new rule
+ * this time; free means dl_iterate_phdr may wait for another thread at most (the interrupted one
+ * cannot take it meanwhile). Not found (another C library): the handler never calls
+ * dl_iterate_phdr, and only the rules already kept serve. */
+struct glibc_mutex { /* the head of glibc's pthread_mutex_t on x86-64 */
+    int lock;
+    unsigned count;
+    int owner;
+};
+static const struct glibc_mutex *loader_lock;
+
+static int find_loader_lock(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)info, (void)size, (void)arg;
+    void *g = lpr_dlsym(RTLD_DEFAULT, "_rtld_global");
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (!g || !dladdr1(g, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) return 1;
+    int tid = lpr_sys_gettid(), found = 0;
+    const struct glibc_mutex *at = NULL;
+    for (size_t off = 0; off + sizeof(pthread_mutex_t) <= sym->st_size; off += 4) {
+        const struct glibc_mutex *m = (const struct glibc_mutex *)((char *)g + off);
+        if (m->lock != 0 && m->owner == tid) {
+            at = m;
+            found++;
+        }
+    }
+    if (found == 1) loader_lock = at;
+    return 1;
+}
+
+static int loader_free(void) { return loader_lock && __atomic_load_n(&loader_lock->lock, __ATOMIC_ACQUIRE) == 0; }
+
 /* ---- the functions seen: their rows, for their other instructions -------------------------------
  * A function's first instruction that samples land on costs a search and a run of its FDE's
  * program; its rows are kept, so the next instructions of it (a loop's, the interpreter's) cost a
@@ -610,6 +649,10 @@ static uint64_t rule_at(uintptr_t ip) {
     }
     if (!known) {
         if (_r_debug.r_state != RT_CONSISTENT) { /* the loader is changing its list */
+            if (locked) __atomic_store_n(&fns_lock, 0, __ATOMIC_RELEASE);
+            return 0;
+        }
+        if (!loader_free()) { /* held, maybe by the thread interrupted here: waiting would be for ever */
             if (locked) __atomic_store_n(&fns_lock, 0, __ATOMIC_RELEASE);
             return 0;
         }
@@ -738,7 +781,8 @@ int lpr_walk_init(void) {
     void *r = lpr_sys_mmap(NULL, ROWS * sizeof(struct row), PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (!lpr_sys_failed((long)r)) rows_kept = r; /* (without: every instruction's rule computed afresh) */
-    LPR_REAL(dl_iterate_phdr)(subs_cb, &subs_seen);
+    lpr_dl_iterate(find_loader_lock, NULL);
+    lpr_dl_iterate(subs_cb, &subs_seen);
     rules = m;
     return 0;
 }
@@ -750,7 +794,7 @@ int lpr_walk_init(void) {
 void lpr_walk_forget(void) {
     if (!rules) return;
     uint64_t subs = 0;
-    LPR_REAL(dl_iterate_phdr)(subs_cb, &subs);
+    lpr_dl_iterate(subs_cb, &subs);
     if (subs == subs_seen) return;
     subs_seen = subs;
     __atomic_fetch_add(&gen, 1, __ATOMIC_ACQ_REL);

@@ -662,3 +662,42 @@ Test(sample, libprof_1_samples_and_the_report_and_page_say_where) {
     run_free(&rep);
     run_free(&r);
 }
+
+/* node (V8: JIT code without unwind tables, signals of its own) and java (HotSpot: SIGSEGV for
+ * its own checks, JIT code) print the same and exit the same sampled at 1000 Hz; their samples are
+ * taken (a walk stops at JIT code, the sample keeps its instruction). */
+Test(sample, node_and_java_say_the_same_sampled, .timeout = 180) {
+    char *dir = make_tmpdir();
+    FILE *f = fopen(strfmt("%s/Hello.java", dir), "w");
+    fputs("public class Hello { public static void main(String[] a) { long s = 0;"
+          " for (int i = 0; i < 200000000; i++) s += i % 7; System.out.println(\"sum \" + s); } }\n",
+          f);
+    fclose(f);
+    const char *node[] = {"node", "-e", "let s=0;for(let i=0;i<2e8;i++)s+=i%7;console.log(s)", NULL};
+    const char *java[] = {"java", strfmt("%s/Hello.java", dir), NULL};
+    const char *const *progs[2] = {node, java};
+    int ran = 0;
+    for (int k = 0; k < 2; k++) {
+        struct run bare, r;
+        run_prog(&bare, dir, NULL, progs[k]);
+        if (bare.status == 127) { /* not installed */
+            run_free(&bare);
+            continue;
+        }
+        char *json = strfmt("%s/p%d.json", dir, k);
+        run_prog(
+            &r, dir,
+            (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", json), "LIBPROF_SAMPLE_HZ=1000", NULL},
+            progs[k]);
+        cr_expect_eq(r.status, bare.status, "%s: %s", progs[k][0], r.err);
+        cr_expect_str_eq(r.out, bare.out, "%s", progs[k][0]);
+        cJSON *j = load_json(json);
+        cr_assert_not_null(j, "%s: no trace", progs[k][0]);
+        cr_expect_gt(num(cJSON_GetObjectItem(libprof_meta(j), "sampling"), "samples"), 200, "%s", progs[k][0]);
+        cJSON_Delete(j);
+        ran++;
+        run_free(&r);
+        run_free(&bare);
+    }
+    if (!ran) cr_skip_test("neither node nor java is installed");
+}
