@@ -119,6 +119,7 @@ REPORT_SRCS += tools/skew.c
 REPORT_SRCS += tools/html.c
 REPORT_SRCS += tools/html_cpu.c
 REPORT_SRCS += tools/flame.c
+REPORT_SRCS += tools/page.c
 
 UNIT_TESTS += tests/unit/test_config.c
 UNIT_TESTS += tests/unit/test_out.c

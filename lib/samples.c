@@ -90,6 +90,15 @@ void lp_samples_free(struct lp_samples *s) {
     lp_os_free(s);
 }
 
+void lp_cpu_free(struct lp_cpu *cpu) {
+    for (size_t i = 0; i < cpu->nfns; i++) lp_os_free(cpu->fns[i].name);
+    for (size_t i = 0; i < cpu->nlines; i++) lp_os_free(cpu->lines[i].name);
+    lp_os_free(cpu->fns);
+    lp_os_free(cpu->lines);
+    lp_os_free(cpu->threads);
+    memset(cpu, 0, sizeof *cpu);
+}
+
 uint64_t lp_samples_count(const struct lp_samples *s) { return s ? s->total : 0; }
 uint64_t lp_samples_period(const struct lp_samples *s) { return s ? s->period_ns : 0; }
 

@@ -10,7 +10,7 @@
 
 #include "out.h"
 #include "reader.h"
-#include "slices.h"
+#include "cpu.h"
 
 struct lp_samples;
 struct lp_event;

@@ -69,15 +69,6 @@ void lp_slices_set_cpu(struct lp_slices_builder *b, int64_t cpu_ns) {
     if (b->c->nslices) b->c->slices[b->c->nslices - 1].cpu_ns = cpu_ns;
 }
 
-void lp_cpu_free(struct lp_cpu *cpu) {
-    for (size_t i = 0; i < cpu->nfns; i++) lp_os_free(cpu->fns[i].name);
-    for (size_t i = 0; i < cpu->nlines; i++) lp_os_free(cpu->lines[i].name);
-    lp_os_free(cpu->fns);
-    lp_os_free(cpu->lines);
-    lp_os_free(cpu->threads);
-    memset(cpu, 0, sizeof *cpu);
-}
-
 void lp_slices_oom(struct lp_slices_builder *b) { b->oom = 1; }
 
 void lp_slices_free(struct lp_slices *c) {

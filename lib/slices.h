@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu.h"
+
 #include "reader.h"
 
 struct lp_slice {
@@ -17,30 +19,6 @@ struct lp_slice {
     int64_t ts_ns; /* start */
     int64_t dur_ns;
     int64_t cpu_ns; /* CPU sampled on its thread while it ran (LIBPROF_SAMPLE_HZ); -1: not sampled */
-};
-
-/* What a trace's CPU samples add up to, as the report's views need them (from a raw trace's
- * samples, or from a Chrome trace's metadata). */
-#define LP_CPU_BUCKETS 400 /* each thread's CPU over time: the run in this many slices */
-struct lp_cpu_thread {
-    int64_t pid, tid;
-    char name[48];                   /* "main", the name it was given, or "thread TID" */
-    uint64_t samples;                /* ... taken on it */
-    uint32_t bucket[LP_CPU_BUCKETS]; /* its samples in each slice of the run */
-};
-struct lp_cpu_row { /* a function, or a Python line: samples as the innermost frame, and anywhere */
-    char *name;
-    uint64_t self, total;
-};
-struct lp_cpu {
-    uint64_t period_ns; /* CPU time a sample stands for; 0: the trace has no samples */
-    uint64_t span_ns;   /* the run the buckets cut */
-    uint64_t samples;
-    struct lp_cpu_thread *threads;
-    size_t nthreads;
-    struct lp_cpu_row *fns, *lines; /* by samples as the innermost frame, most first */
-    size_t nfns, nlines;
-    int fns_cut; /* fns holds only the first of the trace's functions (a Chrome trace's metadata) */
 };
 
 struct lp_slices {
@@ -73,8 +51,6 @@ void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int
                    int64_t dur_ns);
 /* The CPU sampled during the slice added last (slices are added without: -1). */
 void lp_slices_set_cpu(struct lp_slices_builder *b, int64_t cpu_ns);
-/* Frees what lp_cpu holds (lp_slices_free does it for a trace's). */
-void lp_cpu_free(struct lp_cpu *cpu);
 /* Marks the builder out of memory (a caller's own allocation failed). */
 void lp_slices_oom(struct lp_slices_builder *b);
 /* Frees the builder; returns -1 (and frees `out`'s contents) if memory ran out on the way. */

@@ -14,24 +14,6 @@
 #include "html.h"
 #include "report.h"
 
-void rp_html_esc(FILE *f, const char *s, size_t n) {
-    for (size_t i = 0; i < n && s[i]; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '<')
-            fputs("&lt;", f);
-        else if (ch == '>')
-            fputs("&gt;", f);
-        else if (ch == '&')
-            fputs("&amp;", f);
-        else if (ch == '"')
-            fputs("&quot;", f);
-        else if (ch < 0x20 && ch != '\n' && ch != '\t')
-            fputc(' ', f);
-        else
-            fputc(ch, f);
-    }
-}
-
 static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {
     FILE *f = arg;
     fputs("<tr><td class=\"n\">", f);

@@ -1,12 +1,12 @@
 /* html.h: what the HTML page's parts share (html.c draws the page, flame.c its flame graphs,
- * html_cpu.c its CPU views): escaping, and the flame graph's tree. */
+ * html_cpu.c its CPU views, page.c what they all write alike): escaping, the flame graph's tree. */
 #ifndef RP_HTML_H
 #define RP_HTML_H
 
 #include <stdint.h>
 #include <stdio.h>
 
-/* `s` (at most n bytes) as HTML text or attribute value. */
+/* `s` (at most n bytes) as HTML text or attribute value (page.c). */
 void rp_html_esc(FILE *f, const char *s, size_t n);
 
 /* A flame graph: frames merged from the root down, each with its value; with `buckets`, each

@@ -14,8 +14,8 @@
 #define FLAME_BUCKETS 100 /* the CPU flame graph's slices of the run: a window is exact to 1 % */
 #define CHART_THREADS 8   /* threads drawn in the chart (the most sampled); the others summed */
 
-static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                     "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"};
+static const char *const cpu_colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                         "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"};
 
 static void table(FILE *f, const char *title, const char *what, const struct lp_cpu_row *rows, size_t n,
                   const struct lp_cpu *cpu) {
@@ -77,7 +77,7 @@ static void chart(FILE *f, const struct lp_cpu *cpu) {
         if (i == shown && cpu->nthreads == shown) break;
         const uint32_t *v = i < shown ? th[i]->bucket : rest;
         fprintf(f, "<polyline class=\"cpu-line\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" points=\"",
-                colors[i < shown ? i : CHART_THREADS]);
+                cpu_colors[i < shown ? i : CHART_THREADS]);
         for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) {
             double pct = 100.0 * v[b] * (double)cpu->period_ns / width;
             fprintf(f, "%.1f,%.1f ", 60 + 740.0 * (b + 0.5) / LP_CPU_BUCKETS, 210 - 200.0 * pct / top);
@@ -94,7 +94,7 @@ static void chart(FILE *f, const struct lp_cpu *cpu) {
         if (i == shown && cpu->nthreads == shown) break;
         char t[32];
         lp_fmt_ns(t, sizeof t, (int64_t)((i < shown ? th[i]->samples : 0) * cpu->period_ns));
-        fprintf(f, "<span style=\"color:%s\">&#9632;</span> ", colors[i < shown ? i : CHART_THREADS]);
+        fprintf(f, "<span style=\"color:%s\">&#9632;</span> ", cpu_colors[i < shown ? i : CHART_THREADS]);
         if (i < shown) {
             rp_html_esc(f, th[i]->name, strlen(th[i]->name));
             fprintf(f, " (%lld, %s) &nbsp; ", (long long)th[i]->tid, t);

@@ -507,12 +507,15 @@ LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
 /* ---- "sample.c": CPU samples (LIBPROF_SAMPLE_HZ) ---------------------------------------------- */
 
 LP_HIDDEN void lpr_sample_init(void);
-LP_HIDDEN void lpr_sample_stop(const char *why);
 LP_HIDDEN void lpr_sample_finish(void);
 LP_HIDDEN void lpr_sample_resume(void); /* after a failed exec: as before lpr_sample_finish */
+/* The program's sigaction on SIGTRAP while the sampler holds it: kept (act) and read back (old). */
+struct sigaction;
+LP_HIDDEN void lpr_sample_program_action(const struct sigaction *act, struct sigaction *old);
 LP_HIDDEN void lpr_sample_after_fork_child(void);
-LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
-LP_HIDDEN int lpr_sample_taken(void);  /* this process sampled (the trace has a SAMPLING chunk) */
+LP_HIDDEN int lpr_sample_signal(void);    /* the signal the sampler uses while it samples, else 0 */
+LP_HIDDEN int lpr_sample_taken(void);     /* this process sampled (the trace has a SAMPLING chunk) */
+LP_HIDDEN int lpr_sample_trap_held(void); /* libprof's handler is on SIGTRAP (the program's is kept aside) */
 /* The sampler's stack walk (walk.c): the return addresses of the callers of the context `uc`
  * interrupted on thread `t`, innermost first, into out (at most max); their number, or -1 when
  * this thread's stack cannot be walked; *whole: the walk reached the outermost frame.

@@ -23,14 +23,15 @@
  * The handler (on_sample) never touches what a hook may be in the middle of: samples go to a
  * buffer of their own (tbuf.c), the Python frames through a cache of their own (python.c); a
  * sample that interrupted libprof's own code is recorded without a stack (and counted), one that
- * interrupted the dynamic loader or libunwind gets no native walk (libunwind would take the
- * loader's lock or its own caches again from inside themselves). It allocates nothing and takes
- * no lock but the samples buffer's, which it only tries.
+ * interrupted the dynamic loader gets no walk of its callers (walk.c would ask the loader again).
+ * It allocates nothing and takes no lock but the samples buffer's, which it only tries.
  *
- * The program's own signals stay its own: SIGTRAP is used only while the program leaves it at its
- * default action; a handler the program installs for it wins (sampling stops, one line says so),
- * and a SIGTRAP that is not libprof's (a breakpoint) gets the default action it would have had. A
- * process being debugged is not sampled (its debugger would stop at every SIGTRAP). */
+ * The program's own signals stay its own. SIGTRAP is taken only if the program left it at its
+ * default action at start. A handler the program installs for it later is kept by libprof
+ * (hooks/signal.c) and gets every SIGTRAP that is not a sample — a breakpoint, a raise() —
+ * called as the kernel would have (its mask, SA_SIGINFO, SA_RESETHAND, SA_NODEFER); without one, such
+ * a SIGTRAP gets the default action it would have had. The program reads back what it installed.
+ * A process being debugged is not sampled (its debugger would stop at every SIGTRAP). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -64,25 +65,68 @@
 static int on;            /* sampling: the handler is installed and the event open */
 static int event_fd = -1; /* (in our table only until the holder has it) */
 static int extra_fd[MAX_EXTRA], nextra;
-static int holder;  /* the holder's pid, 0: none (the descriptors are ours) */
-static int stopped; /* for good: the program took SIGTRAP */
+static int holder; /* the holder's pid, 0: none (the descriptors are ours) */
 static unsigned depth;
 static uint64_t period_ns;
 static struct lp_sampling st; /* the statistics, updated with atomic adds */
 static LP_TLS int took;       /* this thread took a sample (for st.threads) */
 
 int lpr_sample_signal(void) { return __atomic_load_n(&on, __ATOMIC_ACQUIRE) ? SIGTRAP : 0; }
+static int trap_held; /* libprof's handler is on SIGTRAP (from the start of sampling on, for good) */
+int lpr_sample_trap_held(void) { return __atomic_load_n(&trap_held, __ATOMIC_ACQUIRE); }
 int lpr_sample_taken(void) { return st.hz != 0; }
 
-/* A SIGTRAP that is not a sample (a breakpoint, a kill): the default action it would have had.
- * Sent again to this thread with the default action back in place, it takes effect as the
- * handler returns (a trap instruction would not be executed again: it is behind the pc). */
-static void not_ours(int sig) {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    LPR_REAL(sigaction)(sig, &dfl, NULL);
-    LP_SYS(SYS_tgkill, lpr_sys_getpid(), lpr_sys_gettid(), sig);
+/* The program's own action for SIGTRAP while libprof's handler holds it (SIG_DFL until it sets
+ * one): what its sigaction installs and reads back (hooks/signal.c). */
+static struct sigaction prog_trap;
+static int prog_lock;
+
+void lpr_sample_program_action(const struct sigaction *act, struct sigaction *old) {
+    while (__atomic_exchange_n(&prog_lock, 1, __ATOMIC_ACQUIRE)) {}
+    if (old) *old = prog_trap;
+    if (act) prog_trap = *act;
+    __atomic_store_n(&prog_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* A SIGTRAP that is not a sample (a breakpoint, a raise()): to the program's handler, as the
+ * kernel would have called it; without one, the default action it would have had (sent again to
+ * this thread with the default in place, it takes effect as the handler returns — a trap
+ * instruction is not executed again: it is behind the pc). */
+static void not_ours(int sig, siginfo_t *si, void *uc) {
+    struct sigaction a;
+    if (__atomic_exchange_n(&prog_lock, 1, __ATOMIC_ACQUIRE)) { /* (the program is setting it: the default) */
+        memset(&a, 0, sizeof a);
+        a.sa_handler = SIG_DFL;
+    } else {
+        a = prog_trap;
+        if (a.sa_flags & SA_RESETHAND) { /* once, then the default again */
+            memset(&prog_trap, 0, sizeof prog_trap);
+            prog_trap.sa_handler = SIG_DFL;
+        }
+        __atomic_store_n(&prog_lock, 0, __ATOMIC_RELEASE);
+    }
+    if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) return;
+    if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        LPR_REAL(sigaction)(sig, &dfl, NULL);
+        LP_SYS(SYS_tgkill, lpr_sys_getpid(), lpr_sys_gettid(), sig);
+        return;
+    }
+    /* its mask while it runs (SIGTRAP itself stays blocked unless SA_NODEFER) */
+    uint64_t mask, old;
+    memcpy(&mask, &a.sa_mask, sizeof mask);
+    if (a.sa_flags & SA_NODEFER) {
+        uint64_t trap = UINT64_C(1) << (sig - 1);
+        lpr_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&trap, 0, 8, 0, 0);
+    }
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&mask, (long)&old, 8, 0, 0);
+    if (a.sa_flags & SA_SIGINFO)
+        a.sa_sigaction(sig, si, uc);
+    else
+        a.sa_handler(sig);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 }
 
 static uint64_t now_ns(void) {
@@ -130,7 +174,7 @@ static uint64_t perf_data(const siginfo_t *si) {
 
 static void on_sample(int sig, siginfo_t *si, void *ucv) {
     if (si->si_code != TRAP_PERF || perf_data(si) != COOKIE) {
-        not_ours(sig);
+        not_ours(sig, si, ucv);
         return;
     }
     int saved = errno;
@@ -280,11 +324,14 @@ void lpr_sample_init(void) {
     period_ns = 1000000000u / hz;
     if (lpr_stacks_for_samples() != 0) depth = 1; /* the interrupted instruction only */
     if (lpr_stacks_table() != 0) return;
+    memset(&prog_trap, 0, sizeof prog_trap);
+    prog_trap.sa_handler = SIG_DFL;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (LPR_REAL(sigaction)(SIGTRAP, &sa, NULL) != 0) return;
+    __atomic_store_n(&trap_held, 1, __ATOMIC_RELEASE);
     event_fd = open_event(0, 1);
     if (event_fd < 0) {
         LPR_REAL(sigaction)(SIGTRAP, &old, NULL);
@@ -310,14 +357,6 @@ static void close_events(void) {
     nextra = 0;
 }
 
-/* Sampling ends: the program installs its own SIGTRAP handler (hooks/signal.c), or the run ends. */
-void lpr_sample_stop(const char *why) {
-    stopped = 1;
-    if (!__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) return;
-    close_events();
-    if (why) lpr_warn("%s: CPU sampling stops here", why);
-}
-
 /* How sampling went, for the trace's end (an END follows). */
 void lpr_sample_finish(void) {
     if (!st.hz) return;
@@ -326,7 +365,7 @@ void lpr_sample_finish(void) {
 }
 
 void lpr_sample_resume(void) {
-    if (!st.hz || stopped || __atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    if (!st.hz || __atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
     event_fd = open_event(0, 1);
     if (event_fd < 0) return;
     __atomic_store_n(&on, 1, __ATOMIC_RELEASE);

@@ -7,7 +7,9 @@
  * handler the program installs simply replaces libprof's.
  *
  * A program that installs its own handler keeps it, and it runs first: libprof's handler stands
- * only where the default action would. When the program gives a fatal signal back to the default
+ * only where the default action would. SIGTRAP while the CPU sampler uses it is the exception: the
+ * program's action is kept by the sampler, whose handler calls it for every SIGTRAP that is not a
+ * sample (core/sample.c). When the program gives a fatal signal back to the default
  * (Python's faulthandler does so before it re-raises the signal), libprof's handler takes that
  * place again, so the program's handler runs, then libprof's, then the default action.
  *
@@ -121,15 +123,10 @@ static int wants_default(int sig, const struct sigaction *act) {
 /* sigaction as the program sees it (the exported hook, and signal() through it). */
 static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(sigaction)(sig, act, old);
-    if (sig == lpr_sample_signal()) { /* the sampler's: the program sees the default, and its handler wins */
-        if (!act) {
-            if (old) as_default(old);
-            return 0;
-        }
-        lpr_sample_stop("the program installs its own SIGTRAP handler");
-        int rc = LPR_REAL(sigaction)(sig, act, NULL);
-        if (rc == 0 && old) as_default(old);
-        return rc;
+    if (sig == SIGTRAP &&
+        lpr_sample_trap_held()) { /* the sampler's: it keeps the program's action and calls it (sample.c) */
+        lpr_sample_program_action(act, old);
+        return 0;
     }
     if (wants_default(sig, act)) {
         struct sigaction prev;
@@ -166,7 +163,8 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         return SIG_ERR;
     }
     if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(signal)(sig, handler);
-    if (handler == SIG_DFL || sig == lpr_sample_signal()) { /* through sigaction, which knows when libprof stands in */
+    if (handler == SIG_DFL ||
+        (sig == SIGTRAP && lpr_sample_trap_held())) { /* through sigaction, which knows when libprof stands in */
         struct sigaction act, old;
         memset(&act, 0, sizeof act);
         act.sa_handler = handler;

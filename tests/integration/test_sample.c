@@ -196,7 +196,8 @@ Test(sample, outputs_agree_and_decode) {
 }
 
 /* A program's own ITIMER_PROF keeps ticking as it does without libprof; a program that installs
- * its own SIGTRAP handler gets its own SIGTRAP (and sampling stops, said once). */
+ * its own SIGTRAP handler reads it back and gets its own SIGTRAPs (a raise, a breakpoint) and
+ * none of libprof's, while its CPU is still sampled. */
 Test(sample, the_programs_own_signals_keep_working) {
     char *dir = make_tmpdir();
     struct run bare, r;
@@ -219,8 +220,13 @@ Test(sample, the_programs_own_signals_keep_working) {
              (const char *[]){PROG("cpusplit"), "sigtrap", NULL});
     cr_expect_eq(r.status, bare.status);
     cr_expect_str_eq(r.out, bare.out);
-    cr_expect_str_eq(r.out, "trapped 1\n");
-    cr_expect_eq(count_lines_with(r.err, "SIGTRAP handler"), 1, "%s", r.err);
+    cr_expect_str_eq(r.out, "trapped 2 readback 1\n");
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 0, "%s", r.err);
+    cJSON *j = load_json(strfmt("%s/t.json", dir));
+    cr_assert_not_null(j);
+    cr_expect_gt(num(cJSON_GetObjectItem(libprof_meta(j), "sampling"), "samples"), 120,
+                 "0.2 s burnt after the handler");
+    cJSON_Delete(j);
     run_free(&r);
     run_free(&bare);
 }

@@ -7,7 +7,8 @@
  *                window over each phase sees one function)
  *   sigprof N    its own ITIMER_PROF at 100 Hz and a SIGPROF handler counting ticks while it burns
  *                N ms; prints the ticks (a program's own profiling timer must keep working)
- *   sigtrap      installs its own SIGTRAP handler, raises SIGTRAP, burns 0.2 s; prints "trapped 1"
+ *   sigtrap      installs its own SIGTRAP handler, reads it back, raises SIGTRAP, executes a
+ *                breakpoint (int3), burns 0.2 s; prints "trapped 2 readback 1"
  *   churn S      for S seconds: one thread dlopens and dlcloses a library, one throws and catches
  *                C++ exceptions through a library, one allocates — the places a sampler's stack
  *                walk can deadlock (the loader's lock, the unwinder's) */
@@ -134,9 +135,12 @@ int main(int argc, char **argv) {
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_trap;
         sigaction(SIGTRAP, &sa, NULL);
+        struct sigaction q;
+        sigaction(SIGTRAP, NULL, &q);
         raise(SIGTRAP);
+        __asm__ volatile("int3");
         burn_a(0.2);
-        printf("trapped %d\n", (int)trapped);
+        printf("trapped %d readback %d\n", (int)trapped, q.sa_handler == on_trap);
         return 0;
     }
     if (!strcmp(mode, "churn") && argc > 4) {
