@@ -45,6 +45,10 @@ struct lp_syms {
         char text[];
     } * pool;
     char *(*demangle)(const char *, char *, size_t *, int *);
+    /* its result's free: the C++ runtime allocates it with whatever `malloc` the process's symbol
+     * lookup finds (a program's own allocator, as chromium's), so it goes back to the `free` that
+     * lookup finds, never to libprof's own */
+    void (*demangled_free)(void *);
 };
 
 static int cmp_mod(const void *a, const void *b) {
@@ -116,6 +120,7 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
     }
     qsort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
     s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    s->demangled_free = (void (*)(void *))lp_os_dlsym(RTLD_DEFAULT, "free");
     if (!s->demangle) {
         void *h = lp_os_dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
         if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(h, "__cxa_demangle");
@@ -293,7 +298,7 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
         if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z')
             dem = s->demangle(best->name, NULL, NULL, &status);
         snprintf(buf, sizeof buf, "%s", dem && status == 0 ? dem : best->name);
-        lp_os_free(dem);
+        if (dem && s->demangled_free) s->demangled_free(dem);
         char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */
         if (ver && ver != buf) *ver = '\0';
     } else {
