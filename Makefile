@@ -74,6 +74,7 @@ HOOK_SRCS += preload/hooks/exit.c
 HOOK_SRCS += preload/hooks/io.c
 HOOK_SRCS += preload/hooks/omp.c
 HOOK_SRCS += preload/hooks/python.c
+HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
@@ -91,6 +92,7 @@ LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
+LIB_SRCS += lib/torch.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
 LIB_SRCS += lib/json.c
@@ -137,6 +139,7 @@ INTEGRATION_TESTS += tests/integration/test_annot.c
 INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
+INTEGRATION_TESTS += tests/integration/test_torch.c
 INTEGRATION_TESTS += tests/integration/test_crashes.c
 INTEGRATION_TESTS += tests/integration/test_convert.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
@@ -172,6 +175,7 @@ PROGS += tests/progs/pyembed.c
 PROGS += tests/progs/memviews.c
 PROGS += tests/progs/reliab.c
 PROGS += tests/progs/cpusplit.c
+PROGS += tests/progs/torchhost.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;
@@ -179,6 +183,9 @@ PROGS_CXX += tests/progs/annotated_cpp.cpp
 NPM_DIR ?= /opt/libprof-npm
 ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
 ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl $(BUILD)/progs/ortapi)
+# A C++ program linked to libtorch, when Debian's libtorch-dev is there (the test skips otherwise),
+# and a library named like a libtorch of a version libprof does not know.
+TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -192,7 +199,7 @@ INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TE
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(BUILD)/progs/libthrower.so \
-              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) \
+              $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
               $(MPI_PROGS)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
@@ -250,6 +257,16 @@ $(BUILD)/progs/sites_cxx: tests/progs/sites.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -o $@ $< -Wl,--no-as-needed -lstdc++
+
+$(BUILD)/progs/torchc: tests/progs/torchc.cpp $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CXX) -std=c++17 -O1 -w -o $@ $< -ltorch_cpu -lc10
+
+$(BUILD)/progs/faketorch/libtorch_cpu.so.9.99: tests/progs/faketorch.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -fPIC -shared -Wall -Wextra -o $@ $<
 
 # C++ exceptions in a library, for the sampler's churn test.
 $(BUILD)/progs/libthrower.so: tests/progs/thrower.cpp $(FLAGS_STAMP)
@@ -379,6 +396,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-python $(BUILD)
 	@scripts/bench-ort $(BUILD)
 	@scripts/bench-sample $(BUILD)
+	@scripts/bench-torch $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man/man1
 PCDIR   = $(LIBDIR)/pkgconfig

@@ -21,8 +21,9 @@ struct lp_call_view {
     uint32_t file_len;
     int mmap_point; /* the anonymous mappings changed: mmap_live is the new total */
     uint64_t mmap_live;
-    int flow; /* both ends of a thread-creation arrow are known now */
+    int flow; /* both ends of an arrow are known now: a thread's creation, a backward node's forward op */
     uint64_t flow_id, s_ts, s_tid, f_ts, f_tid;
+    const char *flow_name, *flow_cat; /* NULL: "thread start" in "thread" */
 };
 
 struct lp_calls *lp_calls_new(const struct lp_reader *r);

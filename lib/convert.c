@@ -58,6 +58,7 @@ struct pass {
     uint64_t *ring; /* memray's threshold: the last N blocks allocated per thread */
     unsigned threshold;
     uint32_t nthreads;
+    int torch_ops;               /* PyTorch operators seen: allocations take the general path (torch.c charges them) */
     struct lp_cbucket no_bucket; /* the fast path's when no counter track is asked for */
 };
 
@@ -546,8 +547,9 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
  * the common one tests for none of their calls. */
 static void fast_run(struct pass *p, struct lp_iter *it, struct lp_sink **stream, int nstream, uint64_t fast_min) {
     struct lp_run run;
-    if (!p->a.counting || p->threshold || p->a.opts->general_path || !p->h.live.slots || !lp_iter_run(it, &run) ||
-        run.thread >= p->nthreads || run.stack >= LP_MAX_STACK_ID || (run.stack && !p->a.sites))
+    if (!p->a.counting || p->threshold || p->a.opts->general_path || p->torch_ops || !p->h.live.slots ||
+        !lp_iter_run(it, &run) || run.thread >= p->nthreads || run.stack >= LP_MAX_STACK_ID ||
+        (run.stack && !p->a.sites))
         return;
     if (p->a.sites)
         fast_loop(p, it, run, stream, nstream, fast_min, p->a.sites);
@@ -700,7 +702,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (sample_oom) goto oom;
     a->pycalls = lp_pycalls_new(r);
     a->ort = lp_ort_new(r);
-    if (!a->calls || !a->pycalls || !a->ort) goto oom;
+    a->torch = lp_torch_new(r);
+    if (!a->calls || !a->pycalls || !a->ort || !a->torch) goto oom;
+    p->torch_ops = lp_torch_expected(a->torch);
 
     /* the writers asked for */
     const char *flame[5] = {o->folded_path, o->folded_leaks_path, o->speedscope_path, o->folded_peak_path,
@@ -786,6 +790,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
                 int w = rec.call != LP_CALL_MPI_BARRIER;
                 if (!a->mpi_sync_ns[w]) a->mpi_sync_ns[w] = e.start_ns + e.dur_ns;
             }
+            if (lp_call_role[rec.call] == LP_ROLE_TORCH) {
+                if (lp_torch_call(a->torch, &e, &rec, a->counting, &view) != 0) p->h.oom = 1;
+                p->torch_ops = 1; /* from here on allocations take the general path: they are charged to operators */
+            }
             if (a->sites && e.stack && a->counting && rec.call < LP_CALL_COUNT)
                 lp_sites_call(a->sites, e.stack, lp_call_family[rec.call], e.dur_ns);
             seen.call = &rec;
@@ -797,6 +805,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
             continue;
         }
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
+        if (p->torch_ops && seen.size && a->counting &&
+            (shape == LP_SHAPE_ALLOC || (shape == LP_SHAPE_REALLOC && e.phase)))
+            lp_torch_alloc(a->torch, e.tid, e.ns, seen.size);
         for (int k = 0; k < nstream; k++)
             if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
         if (o->progress && a->events >= next_progress) {
@@ -821,7 +832,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     lp_map_free(&h->live); /* before the sites' replay, which builds its own */
     if (h->oom || lp_calls_finish(a->calls) != 0) goto oom;
     if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) goto oom;
-    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0) goto oom;
+    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0 || lp_torch_finish(a->torch) != 0) goto oom;
     if (lp_samples_finish(a->samples) != 0) goto oom;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
 
@@ -864,6 +875,7 @@ out:
         lp_samples_free(p->a.samples);
         lp_pycalls_free(p->a.pycalls);
         lp_ort_free(p->a.ort);
+        lp_torch_free(p->a.torch);
         lp_os_free(p->last);
         lp_os_free(p->ring);
         lp_os_free(p->a.cb);

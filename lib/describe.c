@@ -107,10 +107,44 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     const char *name = lp_call_names[call];
     if (is_blas(role) && nargs)
         name = lp_blas_name(call, e->w[nargs]);
-    else if (role == LP_ROLE_DNNL && nargs)
+    else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH) && nargs)
         return lp_reader_name(r, e->w[1], len);
     *len = (uint32_t)strlen(name);
     return name;
+}
+
+/* torch's at::RecordScope, by value */
+const char *lp_torch_scope(uint64_t s) {
+    static const char *const names[] = {
+        "function",      "backward",         "torchscript", "kernel dtype",      "custom class",
+        "build feature", "lite interpreter", "user",        "static runtime op", "static runtime model"};
+    return s < sizeof names / sizeof *names ? names[s] : "?";
+}
+
+/* A PyTorch operator: its sequence number (when it has one), its scope, its input shapes (a
+ * JSON array of arrays, as torch.profiler's "Input Dims"), a backward node's forward thread. */
+void lp_torch_args_json(struct lp_json *j, const struct lp_reader *r, const struct lp_call_rec *c) {
+    const uint64_t *a = c->a;
+    if (c->nargs < 7) return;
+    if ((int64_t)a[1] >= 0) {
+        lp_json_key(j, "seq");
+        lp_out_i64(j->o, (int64_t)a[1]);
+    }
+    lp_json_key(j, "scope");
+    lp_out_json_str(j->o, lp_torch_scope(a[2]), strlen(lp_torch_scope(a[2])));
+    if (a[5]) {
+        uint32_t len;
+        const char *v = lp_reader_name(r, a[5], &len);
+        lp_json_key(j, "shapes");
+        if (len && v[0] == '[' && v[len - 1] == ']' && strspn(v, "[], -0123456789") >= len)
+            lp_out_write(j->o, v, len); /* as the recorder wrote it: digits, brackets, commas */
+        else
+            lp_out_json_str(j->o, v, len);
+    }
+    if (a[4]) {
+        lp_json_key(j, "fwd_thread");
+        lp_out_u64(j->o, a[4]);
+    }
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */
@@ -119,6 +153,10 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
     struct lp_out *o = j->o;
     unsigned call = c->call, role = lp_call_role[call];
     const uint64_t *a = c->a;
+    if (role == LP_ROLE_TORCH) {
+        lp_torch_args_json(j, r, c);
+        return;
+    }
     for (unsigned i = 0; i < c->nargs && i < nargs_of[call]; i++) {
         const struct argdesc *d = &args[call][i];
         lp_json_key(j, d->name);

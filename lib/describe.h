@@ -34,4 +34,8 @@ void lp_call_decode(const uint64_t *w, struct lp_call_rec *c);
  * transposes; gflops for BLAS when `dur_ns`; the string as "path" or "command"). */
 void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struct lp_call_rec *c, uint64_t dur_ns);
 
+/* PyTorch operators (torch.op): the scope's name, and the arguments as the Chrome trace's args. */
+const char *lp_torch_scope(uint64_t s);
+void lp_torch_args_json(struct lp_json *j, const struct lp_reader *r, const struct lp_call_rec *c);
+
 #endif

@@ -76,6 +76,13 @@ void lp_slices_free(struct lp_slices *c) {
     lp_os_free(c->names);
     lp_os_free(c->slices);
     lp_cpu_free(&c->cpu);
+    for (size_t i = 0; i < c->nops; i++) lp_os_free(c->ops[i].name);
+    for (size_t i = 0; i < c->nop_shapes; i++) {
+        lp_os_free(c->op_shapes[i].name);
+        lp_os_free(c->op_shapes[i].shapes);
+    }
+    lp_os_free(c->ops);
+    lp_os_free(c->op_shapes);
     memset(c, 0, sizeof *c);
 }
 

@@ -21,6 +21,13 @@ struct lp_slice {
     int64_t cpu_ns; /* CPU sampled on its thread while it ran (LIBPROF_SAMPLE_HZ); -1: not sampled */
 };
 
+/* One PyTorch operator's row of the trace's operator table (metadata.libprof.torch), by name or by
+ * (name, input shapes). */
+struct lp_op_row {
+    char *name, *shapes; /* shapes NULL: all of the name's calls */
+    uint64_t count, total_ns, self_ns, mean_ns, p50_ns, p99_ns, bytes_self, bytes_total;
+};
+
 struct lp_slices {
     struct lp_slice *slices;
     size_t nslices;
@@ -35,6 +42,8 @@ struct lp_slices {
     char host[64];                         /* its host, when known */
     uint64_t mpi_sent, mpi_recv, mpi_coll; /* bytes of MPI point-to-point sends, receives; collectives */
     struct lp_cpu cpu;                     /* the CPU samples, when the trace has them */
+    struct lp_op_row *ops, *op_shapes;     /* PyTorch's operators (a libprof trace's metadata), by total */
+    size_t nops, nop_shapes;
 };
 
 /* An MPI call's bytes into c's sent/received/collective totals (by its name). */

@@ -63,6 +63,9 @@
     X("LIBPROF_ORT_NODES", "0|1", "1", \
       "0: do not turn ONNX Runtime's own per-node profiling on", \
       BOOL, ort_nodes, 0, 0, NULL) \
+    X("LIBPROF_TORCH_SHAPES", "0|1", "0", \
+      "1: each PyTorch operator carries its input shapes (args.shapes), as torch.profiler's record_shapes", \
+      BOOL, torch_shapes, 0, 0, NULL) \
     X("LIBPROF_MIN_NS", "ns", "0", \
       "calls of the runtime entry points shorter than this are counted, not written one by one", \
       SIZE, min_ns, 0, UINT64_C(1000000000000), NULL) \

@@ -235,10 +235,11 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
     lp_json_args_end(j);
     lp_json_event_end(j);
     if (v->flow) {
-        lp_json_event(j, "s", c->pid, v->s_tid, "thread", "thread start", 12, (int64_t)v->s_ts);
+        const char *fc = v->flow_cat ? v->flow_cat : "thread", *fn = v->flow_name ? v->flow_name : "thread start";
+        lp_json_event(j, "s", c->pid, v->s_tid, fc, fn, strlen(fn), (int64_t)v->s_ts);
         lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)v->flow_id);
         lp_json_event_end(j);
-        lp_json_event(j, "f", c->pid, v->f_tid, "thread", "thread start", 12, (int64_t)v->f_ts);
+        lp_json_event(j, "f", c->pid, v->f_tid, fc, fn, strlen(fn), (int64_t)v->f_ts);
         lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)v->flow_id);
         lp_json_event_end(j);
     }
@@ -411,6 +412,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     if (a->sites) lp_sites_metadata(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
     if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
+    if (lp_torch_any(a->torch)) lp_torch_metadata(a->torch, o);
     lp_samples_metadata(a->samples, o);
     lp_out_s(o, "}");
 }
@@ -441,7 +443,8 @@ static void site_counters(struct chrome *c, const struct lp_analysis *a) {
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
     uint64_t points = heap_counter(c, a);
-    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid); /* ORT's nodes, inside their runs */
+    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid);         /* ORT's nodes, inside their runs */
+    if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, &c->j, c->pid); /* ranges ended elsewhere */
     if (a->sites && a->opts->site_tracks) site_counters(c, a);
     lp_samples_chrome(a->samples, &c->j, c->pid); /* each thread's CPU over time */
     lp_json_metadata(&c->j, "libprof");

@@ -28,6 +28,7 @@ static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_csv(a->pycalls, o);
+    if (lp_torch_any(a->torch)) lp_torch_csv(a->torch, o);
     lp_samples_csv(a->samples, o);
 }
 
@@ -124,6 +125,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (a->sites) lp_sites_summary(a->sites, o);
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o);
     if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o);
+    if (lp_torch_any(a->torch)) lp_torch_summary(a->torch, o);
     lp_samples_summary(a->samples, o);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",

@@ -159,6 +159,32 @@ static int cpu_of(const cJSON *meta, int64_t pid, struct lp_cpu *out) {
     return 0;
 }
 
+/* metadata.libprof.torch's operator table (ops, by_shapes); 0, or -1 when out of memory. */
+static int op_rows(const cJSON *a, struct lp_op_row **out, size_t *n) {
+    *n = 0;
+    int count = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || count <= 0) return 0;
+    if (!(*out = calloc((size_t)count, sizeof **out))) return -1;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, a) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(row, "name"),
+                    *sh = cJSON_GetObjectItemCaseSensitive(row, "shapes");
+        if (!cJSON_IsString(nm)) continue;
+        struct lp_op_row *r = &(*out)[(*n)++];
+        if (!(r->name = strdup(nm->valuestring)) || (cJSON_IsString(sh) && !(r->shapes = strdup(sh->valuestring))))
+            return -1;
+        r->count = num(row, "count");
+        r->total_ns = num(row, "total_ns");
+        r->self_ns = num(row, "self_ns");
+        r->mean_ns = num(row, "mean_ns");
+        r->p50_ns = num(row, "p50_ns");
+        r->p99_ns = num(row, "p99_ns");
+        r->bytes_self = num(row, "bytes_self");
+        r->bytes_total = num(row, "bytes_total");
+    }
+    return 0;
+}
+
 int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_ParseWithLength(text, len);
@@ -197,6 +223,12 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     uint64_t sent = out->mpi_sent, recv = out->mpi_recv, coll = out->mpi_coll;
     struct lp_cpu cpu = {0};
     if (cpu_of(meta, out->pid, &cpu) != 0) l.oom = 1;
+    struct lp_op_row *ops = NULL, *op_shapes = NULL;
+    size_t nops = 0, nop_shapes = 0;
+    const cJSON *torch = cJSON_GetObjectItemCaseSensitive(meta, "torch");
+    if (op_rows(cJSON_GetObjectItemCaseSensitive(torch, "ops"), &ops, &nops) != 0 ||
+        op_rows(cJSON_GetObjectItemCaseSensitive(torch, "by_shapes"), &op_shapes, &nop_shapes) != 0)
+        l.oom = 1;
     out->unmatched += l.nopen;
     free(l.open);
     lp_map_free(&l.ids);
@@ -206,10 +238,21 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     size_t nevents = out->events, skipped = out->skipped, unmatched = out->unmatched;
     if (lp_slices_builder_end(l.b) != 0) {
         lp_cpu_free(&cpu);
+        for (size_t i = 0; i < nops; i++) free(ops[i].name);
+        for (size_t i = 0; i < nop_shapes; i++) {
+            free(op_shapes[i].name);
+            free(op_shapes[i].shapes);
+        }
+        free(ops);
+        free(op_shapes);
         snprintf(err, errlen, "out of memory reading the trace");
         return -1;
     }
     out->cpu = cpu;
+    out->ops = ops;
+    out->nops = nops;
+    out->op_shapes = op_shapes;
+    out->nop_shapes = nop_shapes;
     out->origin_real_ns = origin;
     out->pid = pid;
     out->rank = rank;

@@ -144,6 +144,13 @@ static int set_units(struct rp_cli *c, const char *n, const char *v) {
     return 0;
 }
 
+static int set_by_shapes(struct rp_cli *c, const char *n, const char *v) {
+    (void)n;
+    (void)v;
+    c->o.by_shapes = 1;
+    return 0;
+}
+
 static int set_filter(struct rp_cli *c, const char *n, const char *v) {
     if (compile(&c->o.filter, v, n)) return 2;
     c->o.have_filter = 1;
@@ -253,6 +260,7 @@ const struct rp_option rp_options[] = {
     {"--diff", NULL, "BASE", REPORT, "compare TRACE against BASE per name (count, total, p50, p99), by impact", set_diff},
     {"--merge", NULL, NULL, REPORT, "several TRACEs (processes of one run) on one timeline, aligned by\ntheir wall-clock start; with --chrome FILE writes the merged trace", set_merge},
     {"--summary", NULL, NULL, REPORT, "print the report too when writing files", set_summary},
+    {"--by-shapes", NULL, NULL, REPORT, "PyTorch's operators by input shapes (traces recorded with\nLIBPROF_TORCH_SHAPES=1), as key_averages(group_by_input_shape=True)", set_by_shapes},
     {"--py-lines", NULL, "WHICH", REPORT, "the Python frame the per-line views charge: innermost (default), or\nuser: the innermost in the program's own files (not the standard\nlibrary's, not an installed package's)", set_py_lines},
     {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_chrome},
     {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_csv},

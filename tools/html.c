@@ -28,6 +28,27 @@ static void row_emit(void *arg, const char *name, size_t count, const int64_t *v
     fputs("</tr>\n", f);
 }
 
+static void op_row_emit(void *arg, const struct lp_op_row *r, int64_t cpu) {
+    FILE *f = arg;
+    fputs("<tr><td class=\"n\">", f);
+    rp_html_esc(f, r->name, strlen(r->name));
+    fprintf(f, "</td><td>%llu</td>", (unsigned long long)r->count);
+    int64_t v[6] = {(int64_t)r->total_ns, (int64_t)r->self_ns, (int64_t)r->mean_ns,
+                    (int64_t)r->p50_ns,   (int64_t)r->p99_ns,  cpu};
+    for (int k = 0; k < 6; k++) {
+        char b[32] = "-";
+        if (v[k] >= 0) lp_fmt_ns(b, sizeof b, v[k]);
+        fprintf(f, "<td data-v=\"%lld\">%s</td>", (long long)v[k], b);
+    }
+    for (int k = 0; k < 2; k++) {
+        char b[32];
+        uint64_t x = k ? r->bytes_total : r->bytes_self;
+        lp_fmt_bytes(b, sizeof b, x);
+        fprintf(f, "<td data-v=\"%llu\">%s</td>", (unsigned long long)x, b);
+    }
+    fputs("</tr>\n", f);
+}
+
 /* The slices carry the CPU sampled while they ran. */
 static int has_cpu(const struct lp_slices *c) {
     if (c->cpu.period_ns) return 1;
@@ -457,6 +478,17 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
             fprintf(f, "%06d", b.y + 4);
             fseek(f, end, SEEK_SET);
         }
+    }
+    if (c->nops) { /* PyTorch's operators */
+        fputs("<h2>PyTorch operators</h2><p>self: outside child operators; bytes: allocated inside the operator "
+              "(self: not inside a child operator)</p><table class=\"sortable\"><tr><th class=\"n\">operator</th>"
+              "<th>count</th><th>total</th><th>self</th><th>mean</th><th>p50</th><th>p99</th><th>cpu</th>"
+              "<th>bytes self</th><th>bytes total</th></tr>\n",
+              f);
+        struct rp_opts top = *o;
+        if (top.top <= 0) top.top = 40;
+        rp_torch_rows(c, &top, 0, op_row_emit, f);
+        fputs("</table>\n", f);
     }
     rp_html_cpu(f, c, r); /* where the CPU went, when the trace has samples */
     if (r) heap_plot(f, r);

@@ -633,6 +633,7 @@ static int act_report(struct input *in, int n) {
         }
         if (rp_print(stdout, in[i].path, &in[i].c, &cli.o) != 0) return 1;
         if (!in[i].raw && rp_print_cpu(stdout, &in[i].c, &cli.o) != 0) return 1;
+        if (!in[i].raw && rp_print_torch(stdout, &in[i].c, &cli.o) != 0) return 1;
     }
     return 0;
 }

@@ -738,6 +738,65 @@ int rp_print_cpu(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     return ferror(f) ? -1 : 0;
 }
 
+/* ---- PyTorch's operators ------------------------------------------------------------------- */
+
+/* The CPU sampled inside each operator slice, by name (-1: the trace has no samples). */
+static int64_t op_cpu(const struct lp_slices *c, const char *name) {
+    int64_t cpu = -1;
+    for (size_t i = 0; i < c->nslices; i++) {
+        const struct lp_slice *s = &c->slices[i];
+        if (s->cpu_ns < 0 || strcmp(c->names[s->cat], "torch") || strcmp(c->names[s->name], name)) continue;
+        cpu = (cpu < 0 ? 0 : cpu) + s->cpu_ns;
+    }
+    return cpu;
+}
+
+int rp_torch_rows(const struct lp_slices *c, const struct rp_opts *o, int by_shapes,
+                  void (*emit)(void *, const struct lp_op_row *, int64_t cpu), void *arg) {
+    const struct lp_op_row *rows = by_shapes ? c->op_shapes : c->ops;
+    size_t n = by_shapes ? c->nop_shapes : c->nops, shown = 0;
+    for (size_t i = 0; i < n && (o->top <= 0 || shown < (size_t)o->top); i++) {
+        if (o->have_filter && regexec(&o->filter, rows[i].name, 0, NULL, 0) != 0) continue;
+        emit(arg, &rows[i], by_shapes ? -1 : op_cpu(c, rows[i].name));
+        shown++;
+    }
+    return 0;
+}
+
+struct op_print {
+    FILE *f;
+    const struct rp_opts *o;
+};
+static void op_line(void *arg, const struct lp_op_row *r, int64_t cpu) {
+    struct op_print *p = arg;
+    char v[7][32], bs[32], bt[32];
+    int64_t d[7] = {
+        (int64_t)r->total_ns, (int64_t)r->self_ns, (int64_t)r->mean_ns, (int64_t)r->p50_ns, (int64_t)r->p99_ns, cpu, 0};
+    for (int k = 0; k < 6; k++)
+        if (d[k] >= 0)
+            fmt_dur(v[k], sizeof v[k], d[k], p->o->units);
+        else
+            snprintf(v[k], sizeof v[k], "-");
+    lp_fmt_bytes(bs, sizeof bs, r->bytes_self);
+    lp_fmt_bytes(bt, sizeof bt, r->bytes_total);
+    fprintf(p->f, "%10llu %10s %10s %10s %10s %10s %10s %10s %10s  %s%s%s\n", (unsigned long long)r->count, v[0], v[1],
+            v[2], v[3], v[4], v[5], bs, bt, r->name, r->shapes ? " " : "", r->shapes ? r->shapes : "");
+}
+
+int rp_print_torch(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
+    if (!c->nops) return 0;
+    int shapes = o->by_shapes && c->nop_shapes;
+    fprintf(f, "\nPyTorch operators%s (self: outside child operators; bytes: allocated inside, self and total):\n",
+            shapes ? " by input shapes" : "");
+    if (o->by_shapes && !c->nop_shapes)
+        fprintf(f, "(no input shapes in this trace: record with LIBPROF_TORCH_SHAPES=1)\n");
+    fprintf(f, "%10s %10s %10s %10s %10s %10s %10s %10s %10s  %s\n", "count", "total", "self", "mean", "p50", "p99",
+            "cpu", "bytes self", "bytes tot", "operator");
+    struct op_print p = {f, o};
+    rp_torch_rows(c, o, shapes, op_line, &p);
+    return ferror(f) ? -1 : 0;
+}
+
 /* ---- the default report -------------------------------------------------------------------- */
 
 int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct rp_opts *o) {

@@ -32,6 +32,7 @@ struct rp_opts {
     regex_t whatif_re[RP_MAX_WHATIF];
     double whatif_ratio[RP_MAX_WHATIF];
     const char *whatif_text[RP_MAX_WHATIF];
+    int by_shapes; /* --by-shapes: PyTorch's operators by input shapes */
 };
 
 /* The report printed by default (tables), on `f`. */
@@ -61,6 +62,11 @@ int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
 /* The CPU samples' tables (by function, by Python line) as a Chrome trace's metadata keeps them
  * (a raw trace's come with the converter's summary). Nothing when the trace has none. */
 int rp_print_cpu(FILE *f, const struct lp_slices *c, const struct rp_opts *o);
+/* PyTorch's operators as the trace's metadata keeps them (by name, or by name and input shapes
+ * with --by-shapes), with the CPU sampled inside them; nothing when the trace has none. */
+int rp_print_torch(FILE *f, const struct lp_slices *c, const struct rp_opts *o);
+int rp_torch_rows(const struct lp_slices *c, const struct rp_opts *o, int by_shapes,
+                  void (*emit)(void *, const struct lp_op_row *, int64_t cpu), void *arg);
 struct rp_thread_share {
     int64_t pid, tid, wall, busy, kernel; /* wall 0: a thread with samples only */
     int64_t cpu, cpu_kernel;              /* sampled CPU time, in kernels; -1: not sampled */

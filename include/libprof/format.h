@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 10
+#define LP_FORMAT_VERSION 11
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -62,7 +62,8 @@
     X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */                    \
     X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */                  \
     X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */                            \
-    X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */
+    X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */               \
+    X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */
 // clang-format on
 
 enum lp_family {
@@ -180,6 +181,7 @@ enum lp_call_role {
     LP_ROLE_OMPWORK,   /* a team member running a region: args thread number, flow */
     LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
     LP_ROLE_MPI,       /* MPI: args bytes (count x MPI_Type_size), peer or root, tag, communicator size */
+    LP_ROLE_TORCH,     /* PyTorch: args name id, seq, scope, thread, fwd thread, shapes id, handle */
     LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
                         * inputs "name dtype[shape]; ..." and the output names */
 };
@@ -281,7 +283,10 @@ enum lp_call_role {
     X(MPI_ALLGATHERV, "MPI_Allgatherv", MPI, MPI, "bytes,comm_size,ret-")       \
     X(MPI_ALLTOALL, "MPI_Alltoall", MPI, MPI, "bytes,comm_size,ret-")           \
     X(MPI_ALLTOALLV, "MPI_Alltoallv", MPI, MPI, "bytes,comm_size,ret-")         \
-    X(MPI_REDUCE_SCATTER, "MPI_Reduce_scatter", MPI, MPI, "bytes,comm_size,ret-")
+    X(MPI_REDUCE_SCATTER, "MPI_Reduce_scatter", MPI, MPI, "bytes,comm_size,ret-") \
+    X(TORCH_OP, "torch.op", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle") \
+    X(TORCH_BEGIN, "torch.begin", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle") \
+    X(TORCH_END, "torch.end", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle")
 // clang-format on
 
 enum lp_call {

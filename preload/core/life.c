@@ -511,11 +511,14 @@ void lpr_finish_signal(int sig, int status) {
 /* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
  * and write the conversions. Runs once per process, from the destructor or from an _exit()
  * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
+void (*lpr_finish_family)(void);
+
 void lpr_finish(int status) {
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lpr_spool_on) return;
     if (lpr_sys_getpid() != lpr_pid) return; /* a vfork child, or a raw clone */
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     int saved = errno;
+    if (lpr_finish_family) lpr_finish_family(); /* a family's last records (hooks/torch.c) */
     lpr_tls.guard = 1;
     lpr_gate_set(0);
     lpr_sample_finish();

@@ -86,6 +86,7 @@ struct lpr_config {
     int python_malloc;         /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
     int py_user_lines;         /* LIBPROF_PY_LINES=user: per-line views charge the program's own frame */
     int ort_nodes;             /* LIBPROF_ORT_NODES: ONNX Runtime's per-node profiling (default 1) */
+    int torch_shapes;          /* LIBPROF_TORCH_SHAPES: PyTorch operators carry their input shapes */
     int convert_background;    /* LIBPROF_CONVERT=background: a detached libprof-report converts */
     uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
     char dir[PATH_MAX];        /* LIBPROF_DIR: relative output paths are resolved against it */
@@ -468,6 +469,17 @@ LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwin
 /* ---- "python.c": the CPython interpreter's frames ------------------------------------------- */
 
 LP_HIDDEN void lpr_python_detect(void);
+/* ---- "hooks/torch.c": PyTorch's operators --------------------------------------------------- */
+LP_HIDDEN void lpr_torch_detect(void); /* libtorch may have arrived: register the operator callback */
+LP_HIDDEN void lpr_torch_main(void);   /* main starts: every object of the program is initialised */
+/* Set by a family that has records to write when the process ends, before the buffers are
+ * flushed (hooks/torch.c: operators started and still open). */
+LP_HIDDEN extern void (*lpr_finish_family)(void);
+#define lpr_torch_shapes (lpr_cfg.torch_shapes)
+/* hooks/dl.c: a handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
+ * with lpr_dl_release: libprof's own lookups, not the program's dlopen. */
+LP_HIDDEN void *lpr_dl_handle(const char *path);
+LP_HIDDEN void lpr_dl_release(void *h);
 LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
 LP_HIDDEN int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler);
 LP_HIDDEN int lpr_py_thread_running(void);

@@ -120,6 +120,9 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         uint64_t a[2] = {(uint64_t)(unsigned)flags, (uint64_t)(uintptr_t)h};
         lpr_call_record(t, LP_CALL_DLOPEN, t0, lpr_ticks(), 2, a, path, path ? strlen(path) : 0);
     }
+    /* libtorch's initialisers have run once the outermost dlopen returns (not before: the
+     * operator callback is registered then, hooks/torch.c) */
+    if (h && lpr_spool_on && !lpr_tls.in_loader && !lpr_tls.guard) lpr_torch_detect();
     return h;
 }
 
@@ -136,6 +139,11 @@ LP_EXPORT int dlclose(void *h) {
         lpr_call_record(t, LP_CALL_DLCLOSE, t0, lpr_ticks(), 2, a, NULL, 0);
     }
     return r;
+}
+
+void *lpr_dl_handle(const char *path) { return LP_REAL(dlopen) ? LP_REAL(dlopen)(path, RTLD_NOW | RTLD_NOLOAD) : NULL; }
+void lpr_dl_release(void *h) {
+    if (h && LP_REAL(dlclose)) LP_REAL(dlclose)(h);
 }
 
 /* dlsym: lookups of the names libprof itself exports as hooks go where they would have gone

@@ -22,6 +22,7 @@ typedef int (*main_fn)(int, char **, char **);
 static main_fn program_main;
 
 static int main_wrapper(int argc, char **argv, char **envp) {
+    lpr_torch_main(); /* a program linked to libtorch: its initialisers have run */
     int status = program_main(argc, argv, envp);
     lpr_exit_status = status;
     return status;
