@@ -16,6 +16,7 @@
 #   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions)
 #   format     apply .clang-format to every C source and header of the tree
 #   format-check   say where the tree departs from .clang-format (part of test)
+#   man        remake docs/man/ from the code's tables (scripts/gen-man)
 #   install / uninstall / clean
 
 PREFIX  ?= /usr/local
@@ -140,6 +141,7 @@ INTEGRATION_TESTS += tests/integration/test_control.c
 INTEGRATION_TESTS += tests/integration/test_stress.c
 INTEGRATION_TESTS += tests/integration/test_signals.c
 INTEGRATION_TESTS += tests/integration/test_torch.c
+INTEGRATION_TESTS += tests/integration/test_docs.c
 INTEGRATION_TESTS += tests/integration/test_crashes.c
 INTEGRATION_TESTS += tests/integration/test_convert.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
@@ -204,7 +206,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test unit integration fuzz demo bench install uninstall clean format format-check
+.PHONY: all deps test unit integration fuzz demo bench man install uninstall clean format format-check
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -398,24 +400,33 @@ bench: all $(PROG_BINS)
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
 
-MANDIR  = $(PREFIX)/share/man/man1
+MANDIR  = $(PREFIX)/share/man
 PCDIR   = $(LIBDIR)/pkgconfig
 
+# The man pages of libprof(1), libprof-report(1) and libprof(7), made from the code's tables
+# (scripts/gen-man; committed: building needs no generator). libprof(3) is written by hand.
+man: all
+	scripts/gen-man $(BUILD) docs/man
+
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR)/libprof $(DESTDIR)$(MANDIR) $(DESTDIR)$(PCDIR)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR)/libprof $(DESTDIR)$(PCDIR) \
+	           $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 0755 $(BUILD)/libprof.so $(DESTDIR)$(LIBDIR)/libprof.so
 	install -m 0755 $(BUILD)/libprof-report $(DESTDIR)$(BINDIR)/libprof-report
 	sed 's|^LIBPROF_SO_DEFAULT=.*|LIBPROF_SO_DEFAULT=$(LIBDIR)/libprof.so|' scripts/libprof > $(DESTDIR)$(BINDIR)/libprof
 	chmod 0755 $(DESTDIR)$(BINDIR)/libprof
 	install -m 0644 include/libprof.h $(DESTDIR)$(INCDIR)/libprof.h
 	install -m 0644 include/libprof/format.h $(DESTDIR)$(INCDIR)/libprof/format.h
-	install -m 0644 scripts/libprof.1 $(DESTDIR)$(MANDIR)/libprof.1
+	install -m 0644 docs/man/libprof.1 docs/man/libprof-report.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/libprof.3 $(DESTDIR)$(MANDIR)/man3/libprof.3
+	install -m 0644 docs/man/libprof.7 $(DESTDIR)$(MANDIR)/man7/libprof.7
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/libprof.pc.in > $(DESTDIR)$(PCDIR)/libprof.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libprof.so $(DESTDIR)$(BINDIR)/libprof-report $(DESTDIR)$(BINDIR)/libprof
 	rm -f $(DESTDIR)$(INCDIR)/libprof.h $(DESTDIR)$(INCDIR)/libprof/format.h
-	rm -f $(DESTDIR)$(MANDIR)/libprof.1 $(DESTDIR)$(PCDIR)/libprof.pc
+	rm -f $(DESTDIR)$(MANDIR)/man1/libprof.1 $(DESTDIR)$(MANDIR)/man1/libprof-report.1 \
+	      $(DESTDIR)$(MANDIR)/man3/libprof.3 $(DESTDIR)$(MANDIR)/man7/libprof.7 $(DESTDIR)$(PCDIR)/libprof.pc
 	-rmdir $(DESTDIR)$(INCDIR)/libprof 2>/dev/null
 
 clean:

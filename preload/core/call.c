@@ -173,6 +173,11 @@ void *lpr_resolve(const char *name) {
     int saved = errno;
     void *f = lpr_dlsym(RTLD_NEXT, name);
     if (!f) {
+        /* the failed lookup left a message malloc'ed for dlerror(): take it and let the second
+         * call free it now, under the guard, not in the program's next dl call (a free of a
+         * block the program never allocated) */
+        (void)dlerror();
+        (void)dlerror();
         Dl_info self;
         struct scan s = {name, 0, NULL};
         if (dladdr(&self_marker, &self)) {

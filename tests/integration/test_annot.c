@@ -135,6 +135,7 @@ Test(annot, installed_files_work_together) {
                            "/usr/include/libprof.h",
                            "/usr/include/libprof/format.h",
                            "/usr/share/man/man1/libprof.1",
+                           "/usr/share/man/man1/libprof-report.1",
                            NULL};
     for (int i = 0; files[i]; i++) cr_expect_eq(access(strfmt("%s%s", root, files[i]), R_OK), 0, "%s", files[i]);
     char *build = strfmt("cc %s -o %s/annotated %s/tests/progs/annotated.c -lpthread && "

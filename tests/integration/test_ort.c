@@ -18,49 +18,17 @@ TestSuite(ort, .timeout = 300);
 
 static char *dir, *model;
 
-static const char mk_model[] =
-    "import onnx, numpy as np, sys\n"
-    "from onnx import helper, TensorProto, numpy_helper\n"
-    "rng = np.random.default_rng(0)\n"
-    "nodes, inits, prev = [], [], 'x'\n"
-    "for b in range(4):\n"
-    "    inits += [numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32) * 0.1, f'w{b}'),\n"
-    "              numpy_helper.from_array(np.zeros(64, np.float32), f'b{b}')]\n"
-    "    out = f'r{b}' if b < 3 else 'y'\n"
-    "    nodes += [helper.make_node('MatMul', [prev, f'w{b}'], [f'm{b}'], name=f'block{b}/matmul'),\n"
-    "              helper.make_node('Add', [f'm{b}', f'b{b}'], [f'a{b}'], name=f'block{b}/add'),\n"
-    "              helper.make_node('Relu', [f'a{b}'], [out], name=f'block{b}/relu')]\n"
-    "    prev = out\n"
-    "g = helper.make_graph(nodes, 'mlp', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 64])],\n"
-    "                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 64])], inits)\n"
-    "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])\n"
-    "m.ir_version = 8\n"
-    "onnx.save(m, sys.argv[1])\n";
+/* The model: tests/progs/mlp_onnx.py; the program: tests/progs/ort_infer.js. */
+#define MK_MODEL LP_SOURCE_DIR "/tests/progs/mlp_onnx.py"
+#define INFER_JS LP_SOURCE_DIR "/tests/progs/ort_infer.js"
 
-/* argv: model, then "own PREFIX" to have the program turn ORT's profiling on itself; the graph
- * is not optimised (so its 12 nodes stay 12: MatMul, Add, Relu x 4) */
-static const char infer_js[] =
-    "const ort = require('onnxruntime-node');\n"
-    "(async () => {\n"
-    "  const o = {graphOptimizationLevel: 'disabled'};\n"
-    "  if (process.argv[3] === 'own') { o.enableProfiling = true; o.profileFilePrefix = process.argv[4]; }\n"
-    "  const s = await ort.InferenceSession.create(process.argv[2], o);\n"
-    "  const x = new ort.Tensor('float32', new Float32Array(64).fill(0.5), [1, 64]);\n"
-    "  let sum = 0;\n"
-    "  for (let i = 0; i < 50; i++) { const r = await s.run({x}); sum += r.y.data[0]; }\n"
-    "  if (process.argv[3] === 'own') s.endProfiling();\n"
-    "  await s.release();\n"
-    "  console.log('ok', sum.toFixed(3));\n"
-    "})();\n";
+/* ort_infer.js's graph is not optimised: its 12 nodes stay 12 (MatMul, Add, Relu x 4). */
 
 static void setup(void) {
     dir = make_tmpdir();
     if (access(NPM_MODULES "/onnxruntime-node/package.json", R_OK) != 0)
         cr_skip_test("onnxruntime-node is not installed under " NPM_MODULES " (scripts/install-deps)");
-    char *py = strfmt("%s/mk.py", dir);
-    FILE *f = fopen(py, "w");
-    fputs(mk_model, f);
-    fclose(f);
+    const char *py = MK_MODEL;
     model = strfmt("%s/mlp.onnx", dir);
     struct run r;
     const char *argv[] = {"/usr/bin/python3", py, model, NULL};
@@ -153,10 +121,7 @@ static void check_nodes(cJSON *j, int runs) {
 /* node + onnxruntime-node: one session, 50 runs with their input shapes, the release, ORT's own
  * node events inside the runs (its files removed); the report takes the runs as iterations. */
 Test(ort, node_sessions_and_runs, .init = setup) {
-    char *js = strfmt("%s/infer.js", dir);
-    FILE *f = fopen(js, "w");
-    fputs(infer_js, f);
-    fclose(f);
+    const char *js = INFER_JS;
     const char *argv[] = {"node", js, model, NULL};
     struct run bare, r, rep;
     run_prog(&bare, dir, (const char *[]){"NODE_PATH=" NPM_MODULES, NULL}, argv);
@@ -239,10 +204,8 @@ Test(ort, family_off_hands_out_the_real_table, .init = setup) {
 
 /* The program turned ORT's profiling on itself: its file stays where it asked, and is folded. */
 Test(ort, program_profiling_kept_and_folded, .init = setup) {
-    char *js = strfmt("%s/infer.js", dir), *prefix = strfmt("%s/own", dir);
-    FILE *f = fopen(js, "w");
-    fputs(infer_js, f);
-    fclose(f);
+    const char *js = INFER_JS;
+    char *prefix = strfmt("%s/own", dir);
     const char *argv[] = {"node", js, model, "own", prefix, NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/p.json", dir);
@@ -259,10 +222,7 @@ Test(ort, program_profiling_kept_and_folded, .init = setup) {
 
 /* LIBPROF_ORT_NODES=0: sessions and runs, no node profiling (`extra`: one more variable). */
 static void nodes_off_with(const char *extra) {
-    char *js = strfmt("%s/infer.js", dir);
-    FILE *f = fopen(js, "w");
-    fputs(infer_js, f);
-    fclose(f);
+    const char *js = INFER_JS;
     const char *argv[] = {"node", js, model, NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/x.json", dir);
