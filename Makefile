@@ -74,6 +74,7 @@ HOOK_SRCS += preload/hooks/exec.c
 HOOK_SRCS += preload/hooks/exit.c
 HOOK_SRCS += preload/hooks/io.c
 HOOK_SRCS += preload/hooks/omp.c
+HOOK_SRCS += preload/hooks/net.c
 HOOK_SRCS += preload/hooks/python.c
 HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
@@ -115,6 +116,7 @@ TOOL_OS_SRCS += lib/os_libc.c
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/cli.c
 REPORT_SRCS += tools/run.c
+REPORT_SRCS += tools/live.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
@@ -178,6 +180,8 @@ PROGS += tests/progs/memviews.c
 PROGS += tests/progs/reliab.c
 PROGS += tests/progs/cpusplit.c
 PROGS += tests/progs/torchhost.c
+PROGS += tests/progs/netpeers.c
+PROGS += tests/progs/service.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;

@@ -2,8 +2,9 @@
  *
  * Descriptors and streams are mapped to the file they were opened on as the pass goes (the
  * runtime records a path only at open), so every read or write is charged to its file. A
- * descriptor libprof never saw opened (a socket, a pipe, a dup) is charged to one pseudo-file
- * per kind; GEMM shapes and files are keyed by a hash checked against the stored value. */
+ * socket is charged to its peer (connect, accept) the same way, a pipe or socketpair to "pipe" or
+ * "socketpair", a dup to what it copies; a descriptor libprof never saw made (inherited, or made
+ * by a raw system call) to one pseudo-file; GEMM shapes and files are keyed by a hash checked against the stored value. */
 #define _GNU_SOURCE
 #include "calls.h"
 #include "os.h"
@@ -25,6 +26,7 @@
 struct file {
     const char *path; /* in the trace's memory */
     uint32_t len;
+    int peer; /* a socket's peer (connect, accept), not a file */
     uint64_t opens, reads, rbytes, writes, wbytes, other, time_ns;
 };
 
@@ -126,8 +128,7 @@ static struct file *fd_file(struct lp_calls *c, int64_t fd, int stream, uint64_t
     if (lp_map_get(m, stream ? key : (uint64_t)fd + 1, &ix)) return &c->files[ix];
     uint32_t *u = stream ? &c->unknown_stream : &c->unknown_fd;
     if (!*u) {
-        const char *label =
-            stream ? "(streams not opened by fopen)" : "(descriptors not opened by open: sockets, pipes, dups)";
+        const char *label = stream ? "(streams not opened by fopen)" : "(descriptors libprof did not see made)";
         uint32_t i = new_file(c, label, (uint32_t)strlen(label));
         if (i == UINT32_MAX) return NULL;
         *u = i + 1;
@@ -251,6 +252,40 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
                 file->opens += (uint64_t)counting;
                 bind(c, &c->stream_ix, (uint64_t)ret, ix);
             }
+        }
+        break;
+    }
+    case LP_ROLE_SOCKET: /* a descriptor with no peer yet: "socket" */
+        if (ret >= 0) bind(c, &c->fd_ix, (uint64_t)ret + 1, file_for(c, str, slen));
+        break;
+    case LP_ROLE_PIPE: /* two descriptors: "pipe", "socketpair" */
+        if (ret == 0) {
+            uint32_t ix = file_for(c, str, slen);
+            bind(c, &c->fd_ix, a[0] + 1, ix);
+            bind(c, &c->fd_ix, a[1] + 1, ix);
+        }
+        break;
+    case LP_ROLE_PEER: { /* connect: fd gets the peer; accept: the new descriptor does */
+        int64_t fd = call == LP_CALL_CONNECT ? (int64_t)a[0] : ret;
+        int ok = call == LP_CALL_CONNECT ? (ret == 0 || ret == -115 /* EINPROGRESS */) : ret >= 0;
+        uint32_t ix = file_for(c, str, slen);
+        if (ix != UINT32_MAX) {
+            file = &c->files[ix];
+            file->peer = 1;
+            if (ok) {
+                file->opens += (uint64_t)counting;
+                bind(c, &c->fd_ix, (uint64_t)fd + 1, ix);
+            }
+        }
+        break;
+    }
+    case LP_ROLE_DUP: { /* the new descriptor names what the old one named */
+        uint64_t ix;
+        if (ret >= 0 && lp_map_get(&c->fd_ix, a[0] + 1, &ix))
+            bind(c, &c->fd_ix, (uint64_t)ret + 1, (uint32_t)ix);
+        else if (ret >= 0) { /* unknown: so is the copy (dup2 over a known descriptor forgets it) */
+            uint64_t dummy;
+            lp_map_take(&c->fd_ix, (uint64_t)ret + 1, &dummy);
         }
         break;
     }
@@ -471,23 +506,25 @@ void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
                "exit\":%llu,\"counter_capped\":%s},",
                (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (unsigned long long)c->mmap_peak,
                (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, capped ? "true" : "false");
-    lp_out_s(o, "\"files\":[");
-    const struct file **fv = sorted_files(c);
-    first = 1;
-    for (uint32_t i = 0; fv && i < c->nfiles; i++) {
-        const struct file *f = fv[i];
-        if (!file_used(f)) continue;
-        lp_out_s(o, first ? "{\"path\":" : ",{\"path\":");
-        first = 0;
-        lp_out_json_str(o, f->path, f->len);
-        lp_out_fmt(o,
-                   ",\"opens\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,\"other\":%"
-                   "llu,\"time_ns\":%llu}",
-                   (unsigned long long)f->opens, (unsigned long long)f->reads, (unsigned long long)f->rbytes,
-                   (unsigned long long)f->writes, (unsigned long long)f->wbytes, (unsigned long long)f->other,
-                   (unsigned long long)f->time_ns);
+    for (int peers = 0; peers < 2; peers++) { /* files, then sockets' peers: the same columns */
+        lp_out_s(o, peers ? "],\"peers\":[" : "\"files\":[");
+        const struct file **fv = sorted_files(c);
+        first = 1;
+        for (uint32_t i = 0; fv && i < c->nfiles; i++) {
+            const struct file *f = fv[i];
+            if (!file_used(f) || f->peer != peers) continue;
+            lp_out_s(o, first ? (peers ? "{\"peer\":" : "{\"path\":") : (peers ? ",{\"peer\":" : ",{\"path\":"));
+            first = 0;
+            lp_out_json_str(o, f->path, f->len);
+            lp_out_fmt(o,
+                       ",\"%s\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,"
+                       "\"other\":%llu,\"time_ns\":%llu}",
+                       peers ? "connections" : "opens", (unsigned long long)f->opens, (unsigned long long)f->reads,
+                       (unsigned long long)f->rbytes, (unsigned long long)f->writes, (unsigned long long)f->wbytes,
+                       (unsigned long long)f->other, (unsigned long long)f->time_ns);
+        }
+        lp_os_free(fv);
     }
-    lp_os_free(fv);
     lp_out_s(o, "],\"blas\":[");
     const struct shape **sv = sorted_shapes(c);
     for (uint32_t i = 0; sv && i < c->nshapes; i++) {
@@ -553,8 +590,8 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
         if (!file_used(f)) continue;
         struct fnstat st = {.count = f->opens + f->reads + f->writes + f->other, .bytes = f->rbytes + f->wbytes};
         lp_out_csv_str(o, f->path, f->len);
-        lp_out_fmt(o, ",file,%llu,%llu,,,,,,,%llu,,\n", (unsigned long long)st.count, (unsigned long long)f->time_ns,
-                   (unsigned long long)st.bytes);
+        lp_out_fmt(o, ",%s,%llu,%llu,,,,,,,%llu,,\n", f->peer ? "peer" : "file", (unsigned long long)st.count,
+                   (unsigned long long)f->time_ns, (unsigned long long)st.bytes);
     }
     lp_os_free(fv);
 }
@@ -582,26 +619,28 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
         lp_out_fmt(o, "  (%llu calls under LIBPROF_MIN_NS are counted above but not in the trace)\n",
                    (unsigned long long)c->short_calls);
     const struct file **fv = sorted_files(c);
-    int shown = 0;
-    for (uint32_t i = 0; fv && i < c->nfiles && shown < 12; i++) {
-        const struct file *f = fv[i];
-        if (!file_used(f)) continue;
-        if (!shown++)
-            lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", "file", "opens", "reads", "read", "writes", "written",
-                       "time");
-        char t[24], rb[24], wb[24];
-        lp_fmt_ns(t, sizeof t, f->time_ns);
-        snprintf(rb, sizeof rb, "%.1f KiB", (double)f->rbytes / 1024);
-        snprintf(wb, sizeof wb, "%.1f KiB", (double)f->wbytes / 1024);
-        uint32_t len = f->len;
-        const char *p = f->path;
-        if (len > 44) {
-            p += len - 41;
-            len = 41;
+    for (int peers = 0; peers < 2; peers++) { /* files, then bytes and time per peer */
+        int shown = 0;
+        for (uint32_t i = 0; fv && i < c->nfiles && shown < 12; i++) {
+            const struct file *f = fv[i];
+            if (!file_used(f) || f->peer != peers) continue;
+            if (!shown++)
+                lp_out_fmt(o, "  %-44s %6s %8s %10s %8s %10s %10s\n", peers ? "peer" : "file",
+                           peers ? "conns" : "opens", "reads", "read", "writes", "written", "time");
+            char t[24], rb[24], wb[24];
+            lp_fmt_ns(t, sizeof t, f->time_ns);
+            snprintf(rb, sizeof rb, "%.1f KiB", (double)f->rbytes / 1024);
+            snprintf(wb, sizeof wb, "%.1f KiB", (double)f->wbytes / 1024);
+            uint32_t len = f->len;
+            const char *p = f->path;
+            if (len > 44) {
+                p += len - 41;
+                len = 41;
+            }
+            lp_out_fmt(o, "  %s%-*.*s %6llu %8llu %10s %8llu %10s %10s\n", f->len > 44 ? "..." : "",
+                       f->len > 44 ? 41 : 44, (int)len, p, (unsigned long long)f->opens, (unsigned long long)f->reads,
+                       rb, (unsigned long long)f->writes, wb, t);
         }
-        lp_out_fmt(o, "  %s%-*.*s %6llu %8llu %10s %8llu %10s %10s\n", f->len > 44 ? "..." : "", f->len > 44 ? 41 : 44,
-                   (int)len, p, (unsigned long long)f->opens, (unsigned long long)f->reads, rb,
-                   (unsigned long long)f->writes, wb, t);
     }
     lp_os_free(fv);
     if (c->maps_made)

@@ -44,6 +44,7 @@ struct lp_convert_opts {
     uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
     int py_user_lines;            /* the per-line views charge the program's own Python frame (sites.c) */
     unsigned file_mode;           /* mode of the files written (0: 0600), no wider than a file they replace */
+    int live;                     /* the trace of a process still running (libprof-report --live) */
     int general_path;             /* every event through the general path, none through the allocation fast
                        * path (convert.c): the same output, slower — a check of the fast path */
     /* Called about every million events with (events done, events total). */

@@ -207,7 +207,10 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
             lp_out_s(o, "true");
         }
     } else if (c->slen) {
-        lp_json_key(j, role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path" : "command");
+        lp_json_key(j, role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path"
+                       : role == LP_ROLE_PEER                                                  ? "peer"
+                       : role == LP_ROLE_SOCKET || role == LP_ROLE_PIPE                        ? "kind"
+                                                                                               : "command");
         lp_out_json_str(o, c->str, c->slen);
         if (c->cut) {
             lp_json_key(j, "cut");

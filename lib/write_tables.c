@@ -70,7 +70,9 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
         if (exe[i] == '/') b = i + 1;
     lp_out_fmt(o, "libprof: %.*s (pid %u): %.3f s, %llu events%s%s%s\n", (int)(n - b), exe + b, r->hdr.pid,
                (double)a->span_ns / 1e9, (unsigned long long)a->events, label ? ", trace " : "", label ? label : "",
-               r->end && !r->truncated ? (r->damaged ? " [damaged parts skipped]" : "") : " [trace cut short]");
+               a->opts->live             ? " [so far: the program is running]"
+               : r->end && !r->truncated ? (r->damaged ? " [damaged parts skipped]" : "")
+                                         : " [trace cut short]");
     lp_out_fmt(o, "  %-15s %12s %14s %8s %9s %9s %9s\n", "function", "calls", "bytes", "failed", "mean ns", "p50 ns",
                "p99 ns");
     for (unsigned kind = 1; kind < LP_KIND_COUNT; kind++) {
@@ -96,9 +98,11 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     char peak[32], leak[32];
     lp_fmt_bytes(peak, sizeof peak, a->peak_bytes);
     lp_fmt_bytes(leak, sizeof leak, a->live_bytes);
-    lp_out_fmt(o, "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n", peak,
-               (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak, (unsigned long long)a->live_bytes,
-               (unsigned long long)a->live_blocks);
+    lp_out_fmt(o,
+               a->opts->live ? "  heap peak %s (%llu B) at %.3f ms; live now %s (%llu B) in %llu blocks\n"
+                             : "  heap peak %s (%llu B) at %.3f ms; leaked %s (%llu B) in %llu blocks\n",
+               peak, (unsigned long long)a->peak_bytes, (double)a->peak_ns / 1e6, leak,
+               (unsigned long long)a->live_bytes, (unsigned long long)a->live_blocks);
     if (r->end && r->end->max_rss_kib) {
         char rss[32];
         lp_fmt_bytes(rss, sizeof rss, r->end->max_rss_kib * 1024);

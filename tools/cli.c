@@ -71,6 +71,7 @@ PATH_SETTER(set_pprof_heap, pprof_heap)
 PATH_SETTER(set_log, log)
 PATH_SETTER(set_wait, wait)
 PATH_SETTER(set_hold, hold)
+PATH_SETTER(set_live, live)
 
 #define FLAG_SETTER(fn, field)                                      \
     static int fn(struct rp_cli *c, const char *n, const char *v) { \
@@ -231,6 +232,14 @@ static int set_timeout(struct rp_cli *c, const char *n, const char *v) {
     return 0;
 }
 
+static int set_interval(struct rp_cli *c, const char *n, const char *v) {
+    char *end;
+    double s = strtod(v, &end);
+    if (end == v || *end || !(s >= 0.05) || s > 86400) return bad(n, v, "(seconds, at least 0.05)");
+    c->interval = s;
+    return 0;
+}
+
 static int set_file_mode(struct rp_cli *c, const char *n, const char *v) {
     char *end;
     unsigned long m = strtoul(v, &end, 8);
@@ -278,6 +287,8 @@ const struct rp_option rp_options[] = {
     {"--alloc-min", NULL, "BYTES", EXPORT, "allocations at least this large become instants in --chrome", set_alloc_min},
     {"--file-mode", NULL, "MODE", EXPORT, "permissions of the files written (octal; default 0600, or the\nstricter mode of the input)", set_file_mode},
     {"--wait", NULL, "FILE", RAW, "wait until the trace FILE is complete (its program ended and its\nconversion is done); exit 1 if it never will be", set_wait},
+    {"--live", NULL, "PID", RAW, "the report of a process that is running under libprof, from what it has\nrecorded so far (heap now and its peak, calls, files, sites); with an\noutput option, a snapshot of the run so far. The process is not touched", set_live},
+    {"--interval", NULL, "SECONDS", RAW, "with --live: print the report again every SECONDS until the process ends", set_interval},
     {"--timeout", NULL, "SECONDS", RAW, "with --wait: give up after SECONDS (exit 1)", set_timeout},
     {"--hold-events", NULL, "PID:N", RAW, "(started by the preload) keep process PID's CPU sampling events,\ndescriptors 3 to 2+N, open until it ends or asks (descriptor 3+N)", set_hold},
     {"--remove-raw", NULL, NULL, RAW, "remove the raw trace once --chrome/--csv are written", set_remove_raw},
@@ -348,7 +359,7 @@ int rp_cli_parse(struct rp_cli *c, int argc, char **argv) {
         if (rc == 1) return 0;
         if (rc) return rc;
     }
-    if (!c->ninputs && !c->wait && !c->hold) {
+    if (!c->ninputs && !c->wait && !c->hold && !c->live) {
         rp_cli_usage(stderr);
         return 2;
     }

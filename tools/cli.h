@@ -18,6 +18,8 @@ struct rp_cli {
     const char *wait; /* --wait FILE: wait for that trace to be complete */
     const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */
     double wait_timeout;
+    const char *live;   /* --live PID: the report of a running process */
+    double interval;    /* --interval S: again every S seconds (with --live) */
     unsigned file_mode; /* --file-mode: the files written (0600 unless said) */
     int summary, merge, quiet, remove_raw, general_path;
     int have_min, killed_by;
@@ -49,5 +51,8 @@ int rp_setup_process(struct rp_cli *c);
 void rp_inputs_mode(struct rp_cli *c, const char *const *paths, int n);
 int rp_wait(const char *file, double timeout, int quiet);
 int rp_hold_events(const char *spec);
+/* --live PID (tools/live.c): `once` run on the process's spool, again every `interval` seconds
+ * (0: once) while the process runs. Returns the exit status. */
+int rp_live(const char *pid, double interval, int (*once)(const char *path), int quiet);
 
 #endif

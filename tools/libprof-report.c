@@ -103,7 +103,7 @@ static int load(struct input *in, const char *path, int need_slices) {
             fprintf(stderr, "libprof-report: %s\n", err);
             return -1;
         }
-        if (!quiet && (in->r.truncated || !in->r.end))
+        if (!quiet && !cli.live && (in->r.truncated || !in->r.end)) /* --live: it is still being written */
             fprintf(stderr,
                     "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
                     path, in->r.truncated ? "damaged or partial last chunk" : "the process did not finish",
@@ -534,6 +534,7 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .killed_by = cli.killed_by,
                                     .file_mode = cli.file_mode,
                                     .py_user_lines = cli.py_user_lines,
+                                    .live = cli.live != NULL,
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
 }
 
@@ -664,14 +665,9 @@ static int check_usage(int converts) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    int rc = rp_cli_parse(&cli, argc, argv);
-    if (rc >= 0) return rc;
-    quiet = cli.quiet, temp_threshold = cli.temp_threshold, peak_at_ns = cli.peak_at_ns;
-    general_path = cli.general_path;
-    if (rp_setup_process(&cli) != 0) return 1; /* --log, file modes, limits */
-    if (cli.wait) return rp_wait(cli.wait, cli.wait_timeout, quiet);
-    if (cli.hold) return rp_hold_events(cli.hold);
+/* One run of the tool over cli.inputs: the conversions, exports and report asked. */
+static int run(void) {
+    int rc;
     int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
                    cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge);
     if ((rc = check_usage(converts)) != 0) return rc;
@@ -702,4 +698,25 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cli.ninputs; i++) unload(&in[i]);
     free(in);
     return rc;
+}
+
+/* --live: the running process's spool as the one input. */
+static int run_live(const char *path) {
+    static const char *one[1];
+    one[0] = path;
+    cli.inputs = one;
+    cli.ninputs = 1;
+    return run();
+}
+
+int main(int argc, char **argv) {
+    int rc = rp_cli_parse(&cli, argc, argv);
+    if (rc >= 0) return rc;
+    quiet = cli.quiet, temp_threshold = cli.temp_threshold, peak_at_ns = cli.peak_at_ns;
+    general_path = cli.general_path;
+    if (rp_setup_process(&cli) != 0) return 1; /* --log, file modes, limits */
+    if (cli.wait) return rp_wait(cli.wait, cli.wait_timeout, quiet);
+    if (cli.hold) return rp_hold_events(cli.hold);
+    if (cli.live) return rp_live(cli.live, cli.interval, run_live, quiet);
+    return run();
 }

@@ -63,7 +63,8 @@
     X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */                  \
     X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */                            \
     X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */               \
-    X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */
+    X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */      \
+    X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */
 // clang-format on
 
 enum lp_family {
@@ -182,6 +183,11 @@ enum lp_call_role {
     LP_ROLE_WAITCHILD, /* wait family: args pid asked, ret pid, status */
     LP_ROLE_MPI,       /* MPI: args bytes (count x MPI_Type_size), peer or root, tag, communicator size */
     LP_ROLE_TORCH,     /* PyTorch: args name id, seq, scope, thread, fwd thread, shapes id, handle */
+    LP_ROLE_SOCKET,    /* string what it is ("socket"); args ..., ret fd: a descriptor with no peer yet */
+    LP_ROLE_PEER,      /* string the peer's address; args fd, ret: connect (fd gets the peer when ret is 0
+                        * or -EINPROGRESS), accept (ret, the new descriptor, gets it) */
+    LP_ROLE_PIPE,      /* string what it is ("pipe", "socketpair"); args fd0, fd1, ret */
+    LP_ROLE_DUP,       /* args fd, ..., ret: the new descriptor names what fd named */
     LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
                         * inputs "name dtype[shape]; ..." and the output names */
 };
@@ -286,7 +292,18 @@ enum lp_call_role {
     X(MPI_REDUCE_SCATTER, "MPI_Reduce_scatter", MPI, MPI, "bytes,comm_size,ret-") \
     X(TORCH_OP, "torch.op", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle") \
     X(TORCH_BEGIN, "torch.begin", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle") \
-    X(TORCH_END, "torch.end", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle")
+    X(TORCH_END, "torch.end", TORCH, TORCH, "name,seq-,scope,thread,fwd_thread,shapes,handle") \
+    X(SOCKET, "socket", NET, SOCKET, "domain-,type-,ret-")                      \
+    X(SOCKETPAIR, "socketpair", NET, PIPE, "fd0-,fd1-,ret-")                    \
+    X(CONNECT, "connect", NET, PEER, "fd-,ret-")                                \
+    X(ACCEPT, "accept", NET, PEER, "fd-,ret-")                                  \
+    X(SEND, "send", NET, WRITE, "fd-,count,ret-")                               \
+    X(RECV, "recv", NET, READ, "fd-,count,ret-")                                \
+    X(SHUTDOWN, "shutdown", NET, FDOP, "fd-,how-,ret-")                         \
+    X(DUP, "dup", IO, DUP, "fd-,ret-")                                          \
+    X(DUP2, "dup2", IO, DUP, "fd-,newfd-,ret-")                                 \
+    X(FCNTL_DUPFD, "fcntl", IO, DUP, "fd-,cmd-,ret-")                           \
+    X(PIPE, "pipe", IO, PIPE, "fd0-,fd1-,ret-")
 // clang-format on
 
 enum lp_call {

@@ -270,6 +270,7 @@ LP_HIDDEN void lpr_spool_stop(void);
 LP_HIDDEN void lpr_spool_resume(void);
 LP_HIDDEN uint64_t lpr_spool_offset(void);
 LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
+LP_HIDDEN void lpr_tbuf_idle(void); /* the thread is about to wait: write what it recorded, now and then */
 /* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words
  * (NULL: the sample is dropped), then its commit. */
 LP_HIDDEN uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words);
@@ -469,6 +470,9 @@ LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwin
 /* ---- "python.c": the CPython interpreter's frames ------------------------------------------- */
 
 LP_HIDDEN void lpr_python_detect(void);
+/* hooks/io.c: a pipe made (pipe2's hook is hooks/unwind.c's), recorded as such. */
+struct lpr_tls;
+LP_HIDDEN void lpr_io_pipe(struct lpr_tls *t, uint64_t t0, const int fds[2], int r);
 /* ---- "hooks/torch.c": PyTorch's operators --------------------------------------------------- */
 LP_HIDDEN void lpr_torch_detect(void); /* libtorch may have arrived: register the operator callback */
 LP_HIDDEN void lpr_torch_main(void);   /* main starts: every object of the program is initialised */

@@ -38,6 +38,7 @@ struct lpr_thread {
     uint64_t *limit;          /* end of the record area */
     uint64_t *flushed;        /* records below this are already in the spool */
     uint64_t flushed_records; /* the owner's record count at `flushed` */
+    uint64_t flushed_ns;      /* when the owner last wrote some of its records (CLOCK_MONOTONIC) */
     size_t map_bytes;
     int lock; /* serialises flushes by the owner and by the exit path */
     int in_use;
@@ -454,6 +455,24 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
         __atomic_fetch_add(&lpr_events_dropped, recs, __ATOMIC_RELAXED);
     n->flushed = upto;
     n->flushed_records = records;
+    n->flushed_ns = lpr_mono_ns();
+}
+
+/* The calling thread is about to wait (hooks/wait.c): what it recorded and has not written yet
+ * is written now, if it last wrote more than IDLE_FLUSH_NS ago — so that a thread that goes
+ * idle does not keep its last events from the spool (what libprof-report --live reads) until it
+ * fills a chunk or ends. A thread that waits often writes at most 20 times a second. */
+#define IDLE_FLUSH_NS 50000000u
+void lpr_tbuf_idle(void) {
+    struct lpr_tls *t = &lpr_tls;
+    if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return;
+    struct lpr_thread *n = t->thr;
+    if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return;
+    uint8_t g = lpr_guard_hold(t);
+    lock(&n->lock);
+    flush_node(n, t->cur, t->records);
+    unlock(&n->lock);
+    lpr_guard_restore(t, g);
 }
 
 /* The node's caches are mirrored in its owner's TLS (lpr_stack_cache_of, lpr_py_cache_of): set

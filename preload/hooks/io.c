@@ -1,6 +1,7 @@
 /* io.c: the I/O family — POSIX descriptors (open/openat/creat/close, read/write, pread/pwrite,
  * readv/writev, lseek, fsync/fdatasync), stdio streams (fopen/fread/fwrite/fflush/fclose) and
- * memory mappings (mmap/munmap/mremap).
+ * memory mappings (mmap/munmap/mremap), and the descriptors dup, dup2, dup3, fcntl(F_DUPFD) and
+ * pipe/pipe2 make (so that what is read or written through them is charged to what they name).
  *
  * Records carry the descriptor or stream and the bytes asked and done; the path is recorded
  * once, when the file is opened, and the converter keeps the descriptor -> path table (so the
@@ -43,7 +44,7 @@ size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *stream
     X(creat) X(creat64) X(close) X(read) X(__read_chk) X(write) X(pread) X(pread64) X(__pread_chk) \
     X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync) \
     X(fopen) X(fopen64) X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) \
-    X(mmap) X(mmap64) X(munmap) X(mremap)
+    X(mmap) X(mmap64) X(munmap) X(mremap) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64) X(pipe)
 // clang-format on
 REALS(LP_REAL_SLOT)
 
@@ -293,3 +294,52 @@ LP_UNHOOKABLE(IO, write);
 LP_UNHOOKABLE(IO, pread64);
 LP_UNHOOKABLE(IO, pwrite64);
 LP_UNHOOKABLE(IO, close);
+
+/* ---- descriptors made from others ---------------------------------------------------------- */
+
+LP_HOOK(IO, DUP, int, dup, (int fd), (fd), -1, (void)0, I(fd), I(r))
+LP_HOOK(IO, DUP2, int, dup2, (int fd, int newfd), (fd, newfd), -1, (void)0, I(fd), I(newfd), I(r))
+LP_HOOK(IO, DUP2, int, dup3, (int fd, int newfd, int flags), (fd, newfd, flags), -1, (void)0, I(fd), I(newfd), I(r))
+
+/* pipe (pipe2 is hooks/unwind.c's: it records through lpr_io_pipe) */
+void lpr_io_pipe(struct lpr_tls *t, uint64_t t0, const int fds[2], int r) {
+    LP_RECORD_STR(LP_CALL_PIPE, "pipe", I(r == 0 ? fds[0] : -1), I(r == 0 ? fds[1] : -1), I(r));
+}
+__attribute__((noinline)) static int pipe_slow(int fds[2]) {
+    if (!LP_REAL(pipe)) LP_NOFN(-1);
+    LP_BEGIN(LP_FAM_IO);
+    int r = LP_REAL(pipe)(fds);
+    lpr_io_pipe(t, t0, fds, r);
+    return r;
+}
+LP_EXPORT int pipe(int fds[2]) {
+    LP_PASS_ARGS(LP_FAM_IO, pipe, (fds));
+    return pipe_slow(fds);
+}
+
+/* fcntl is variadic; its third argument, when there is one, is an int or a pointer: passed on as
+ * a word either way (what the C library's own fcntl reads). Only F_DUPFD and F_DUPFD_CLOEXEC
+ * are recorded: every other command passes straight through. */
+#define FCNTL_HOOK(fn)                                                           \
+    __attribute__((noinline)) static int fn##_slow(int fd, int cmd, void *arg) { \
+        if (!LP_REAL(fn)) LP_NOFN(-1);                                           \
+        LP_BEGIN(LP_FAM_IO);                                                     \
+        int r = LP_REAL(fn)(fd, cmd, arg);                                       \
+        LP_RECORD(LP_FAM_IO, LP_CALL_FCNTL_DUPFD, I(fd), I(cmd), I(r));          \
+        return r;                                                                \
+    }                                                                            \
+    LP_EXPORT int fn(int fd, int cmd, ...) {                                     \
+        va_list ap;                                                              \
+        va_start(ap, cmd);                                                       \
+        void *arg = va_arg(ap, void *);                                          \
+        va_end(ap);                                                              \
+        if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) {                          \
+            int (*f)(int, int, ...) = (int (*)(int, int, ...))LP_REAL(fn);       \
+            if (!f) LP_NOFN(-1);                                                 \
+            return f(fd, cmd, arg);                                              \
+        }                                                                        \
+        LP_PASS_ARGS(LP_FAM_IO, fn, (fd, cmd, arg));                             \
+        return fn##_slow(fd, cmd, arg);                                          \
+    }
+FCNTL_HOOK(fcntl)
+FCNTL_HOOK(fcntl64)

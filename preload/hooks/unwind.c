@@ -32,11 +32,15 @@ LP_EXPORT int pipe2(int fds[2], int flags) {
         errno = EMFILE;
         return -1;
     }
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_IO); /* recorded as pipe (io.c) */
+    uint64_t t0 = t ? lpr_ticks() : 0;
     long r = LP_SYS(SYS_pipe2, fds, flags, 0);
     if (lpr_sys_failed(r)) {
         errno = (int)-r;
+        lpr_io_pipe(t, t0, fds, -1);
         return -1;
     }
+    lpr_io_pipe(t, t0, fds, 0);
     return 0;
 }
 

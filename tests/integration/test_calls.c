@@ -436,3 +436,60 @@ Test(calls, off_unbinds_hot_hooks, .init = setup) {
     run_free(&on);
     run_free(&zero);
 }
+
+/* The net family: every byte of a TCP conversation charged to its peer — the address connected
+ * to, the client's address on the accepting side —, writes through a dup of the socket to the
+ * same peer, a pipe's and a socketpair's bytes to them, nothing to descriptors libprof did not
+ * see made; the peers in metadata, the CSV and the summary. */
+static cJSON *peer_entry(cJSON *meta, const char *name) {
+    cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(meta, "peers")) {
+        if (!strcmp(cJSON_GetObjectItem(f, "peer")->valuestring, name)) return f;
+    }
+    return NULL;
+}
+
+Test(calls, sockets_charged_to_their_peers, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/n.json", dir), *csv = strfmt("LIBPROF_CSV=%s/n.csv", dir);
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, (const char *[]){PROG("netpeers"), NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csv, "LIBPROF_SUMMARY=1", NULL},
+             (const char *[]){PROG("netpeers"), NULL});
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    unsigned port = 0;
+    cr_assert_eq(sscanf(r.out, "ok %u", &port), 1, "%s", r.out);
+    cJSON *sum = checked(strfmt("%s/n.json", dir));
+    cJSON_Delete(sum);
+    cJSON *j = load_json(strfmt("%s/n.json", dir)), *meta = libprof_meta(j);
+    char *server = strfmt("127.0.0.1:%u", port);
+    cJSON *c = peer_entry(meta, server), *s = peer_entry(meta, "127.0.0.1 (accepted)");
+    cr_assert_not_null(c, "no peer %s", server);
+    cr_assert_not_null(s, "no accepted peer");
+    cr_expect_eq(num(c, "connections", NULL), 1);
+    cr_expect_eq(num(c, "writes", NULL), 15); /* 10 send + 5 write through the dup */
+    cr_expect_eq(num(c, "write_bytes", NULL), 15000);
+    cr_expect_eq(num(c, "read_bytes", NULL), 15000);
+    cr_expect_eq(num(s, "connections", NULL), 1);
+    cr_expect_eq(num(s, "read_bytes", NULL), 15000);
+    cr_expect_eq(num(s, "write_bytes", NULL), 15000);
+    cr_expect_gt(num(c, "time_ns", NULL), 0);
+    cJSON *p = file_entry(meta, "pipe"), *sp = file_entry(meta, "socketpair"), *u = file_entry(meta, "socket");
+    cr_assert(p && sp && u, "pipe, socketpair or socket missing from the files");
+    cr_expect_eq(num(p, "write_bytes", NULL), 300);
+    cr_expect_eq(num(p, "read_bytes", NULL), 300);
+    cr_expect_eq(num(sp, "write_bytes", NULL), 100);
+    cr_expect_eq(num(sp, "read_bytes", NULL), 100);
+    cr_expect_eq(num(u, "write_bytes", NULL), 64); /* the UDP datagram: a socket with no peer */
+    cr_expect_null(file_entry(meta, "(descriptors libprof did not see made)"));
+    /* a connect slice names its peer */
+    cJSON *ev = slice(j, "connect", 0);
+    cr_assert_not_null(ev);
+    cr_expect_str_eq(sarg(ev, "peer"), server);
+    char *text = read_file(strfmt("%s/n.csv", dir), NULL);
+    cr_expect(strstr(text, strfmt("\n%s,peer,", server)) != NULL, "no peer row in the CSV");
+    cr_expect(strstr(r.err, "127.0.0.1 (accepted)") != NULL, "the summary has no peer table: %s", r.err);
+    cJSON_Delete(j);
+    run_free(&bare);
+    run_free(&r);
+}

@@ -165,3 +165,39 @@ Test(report, summarises_chrome_json_traces) {
     cr_expect_eq(r.status, 2);
     run_free(&r);
 }
+
+/* --live PID: the report of a running process from its spool — the heap it holds now (64 MiB of
+ * blocks held while two threads churn), its peak, "so far"; with --interval, again until the
+ * process ends; with --chrome, a snapshot that is a whole trace. The program's output and status
+ * are as without being looked at. */
+Test(report, live_view_of_a_running_process) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.json %s 4 > %s/out.txt & pid=$!; sleep 1.5; "
+                       "%s --live $pid && %s --live $pid --chrome %s/snap.json -q && "
+                       "%s --live $pid --interval 0.5 > %s/top.txt; wait $pid",
+                       PRELOAD, dir, PROG("service"), dir, REPORT, REPORT, dir, REPORT, dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "[so far: the program is running]") != NULL, "%s", r.out);
+    const char *now = strstr(r.out, "live now ");
+    cr_assert_not_null(now, "%s", r.out);
+    double mib = 0;
+    char unit[8] = "";
+    sscanf(now + 9, "%lf %7s", &mib, unit);
+    double bytes = mib * (!strcmp(unit, "MiB") ? 1048576.0 : !strcmp(unit, "KiB") ? 1024.0 : 1.0);
+    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "live now %s", now);
+    char *out = read_file(strfmt("%s/out.txt", dir), NULL);
+    cr_expect_str_eq(out, "held 64 MiB, churned\n");
+    char *err;
+    cJSON *snap = check_trace_py(strfmt("%s/snap.json", dir), &err);
+    cr_expect_not_null(snap, "%s", err);
+    cJSON_Delete(snap);
+    char *top = read_file(strfmt("%s/top.txt", dir), NULL);
+    cr_expect_geq(count_lines_with(top, "libprof live: process"), 2, "%s", top);
+    cJSON *j = load_json(strfmt("%s/svc.json", dir)); /* the run's own trace, whole */
+    cr_assert_not_null(j);
+    cr_expect_lt(meta_num(libprof_meta(j), "leaked_bytes"), 65536); /* stdio's buffer, threads' own: not the 64 MiB */
+    cJSON_Delete(j);
+    run_free(&r);
+}
