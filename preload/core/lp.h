@@ -480,7 +480,7 @@ LP_HIDDEN void lpr_torch_main(void);   /* main starts: every object of the progr
  * flushed (hooks/torch.c: operators started and still open). */
 LP_HIDDEN extern void (*lpr_finish_family)(void);
 #define lpr_torch_shapes (lpr_cfg.torch_shapes)
-/* hooks/dl.c: a handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
+/* core/real.c: a handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
  * with lpr_dl_release: libprof's own lookups, not the program's dlopen. */
 LP_HIDDEN void *lpr_dl_handle(const char *path);
 LP_HIDDEN void lpr_dl_release(void *h);

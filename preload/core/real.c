@@ -80,3 +80,13 @@ int lpr_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
     lpr_loader_leave();
     return r;
 }
+
+/* A handle on an object already loaded and initialised, through the C library's dlopen
+ * (RTLD_NOLOAD: nothing is loaded), not the program's hook: libprof's own lookups. */
+void *lpr_dl_handle(const char *path) {
+    lpr_real_resolve();
+    return LPR_REAL(dlopen) ? LPR_REAL(dlopen)(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+}
+void lpr_dl_release(void *h) {
+    if (h && LPR_REAL(dlclose)) LPR_REAL(dlclose)(h);
+}

@@ -141,11 +141,6 @@ LP_EXPORT int dlclose(void *h) {
     return r;
 }
 
-void *lpr_dl_handle(const char *path) { return LP_REAL(dlopen) ? LP_REAL(dlopen)(path, RTLD_NOW | RTLD_NOLOAD) : NULL; }
-void lpr_dl_release(void *h) {
-    if (h && LP_REAL(dlclose)) LP_REAL(dlclose)(h);
-}
-
 /* dlsym: lookups of the names libprof itself exports as hooks go where they would have gone
  * without libprof (ONNX Runtime's entry: to libprof's recorded table, hooks/ort.c; an MPI
  * function: to the MPI library's, hooks/mpi.c). Every other lookup goes on to the C library's
