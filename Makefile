@@ -182,6 +182,7 @@ PROGS += tests/progs/cpusplit.c
 PROGS += tests/progs/torchhost.c
 PROGS += tests/progs/netpeers.c
 PROGS += tests/progs/service.c
+PROGS += tests/progs/timeline.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;

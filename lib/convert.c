@@ -742,7 +742,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
         if (!a->cb) goto oom;
         if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, o->file_mode, err, errlen) != 0) goto out;
-        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->alloc_min) != 0) goto oom;
+        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->alloc_min, o->timeline_ns, o->timeline_min_ns) != 0) goto oom;
     }
     if (o->csv_path) {
         if (output_open(&out[OUT_CSV], o->csv_path, -1, o->file_mode, err, errlen) != 0) goto out;

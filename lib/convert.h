@@ -45,6 +45,8 @@ struct lp_convert_opts {
     int py_user_lines;            /* the per-line views charge the program's own Python frame (sites.c) */
     unsigned file_mode;           /* mode of the files written (0: 0600), no wider than a file they replace */
     int live;                     /* the trace of a process still running (libprof-report --live) */
+    uint64_t timeline_ns;         /* the Chrome trace's full-detail stretch, the run's last (0: all of it) */
+    uint64_t timeline_min_ns;     /* before it, slices at least this long are kept, the others folded */
     int general_path;             /* every event through the general path, none through the allocation fast
                        * path (convert.c): the same output, slower — a check of the fast path */
     /* Called about every million events with (events done, events total). */
@@ -119,7 +121,10 @@ struct lp_sink {
 
 /* The writers (write_chrome.c, write_tables.c; the flame graphs are sites.c's). Each returns 0,
  * or -1 when out of memory; `k->out` is set by the caller. */
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min);
+/* timeline_ns: the trace keeps the last timeline_ns of the run at full detail and, before that,
+ * the slices of at least timeline_min_ns (0: the whole run at full detail). */
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min, uint64_t timeline_ns,
+                   uint64_t timeline_min_ns);
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
 

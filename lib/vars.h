@@ -66,6 +66,12 @@
     X("LIBPROF_TORCH_SHAPES", "0|1", "0", \
       "1: each PyTorch operator carries its input shapes (args.shapes), as torch.profiler's record_shapes", \
       BOOL, torch_shapes, 0, 0, NULL) \
+    X("LIBPROF_TIMELINE", "seconds", "300", \
+      "the Chrome trace keeps the run's last this-many seconds at full detail; before that, slices of LIBPROF_TIMELINE_MIN_NS or more, the others folded into per-thread counters (0: every slice)", \
+      SECONDS, timeline_ns, 0, 0, NULL) \
+    X("LIBPROF_TIMELINE_MIN_NS", "ns", "10000000", \
+      "before the full-detail stretch, slices this long are kept", \
+      SIZE, timeline_min_ns, 0, UINT64_C(1000000000000), NULL) \
     X("LIBPROF_MIN_NS", "ns", "0", \
       "calls of the runtime entry points shorter than this are counted, not written one by one", \
       SIZE, min_ns, 0, UINT64_C(1000000000000), NULL) \

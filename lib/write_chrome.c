@@ -14,16 +14,63 @@
 #include "samples.h"
 #include "os.h"
 #include "symbols.h"
+#include "vec.h"
 
 #define MMAP_POINTS_MAX 20000
+
+/* A long run's timeline (LIBPROF_TIMELINE): before `cutoff` the trace keeps slices that last at
+ * least `min_ns` and folds the others into each thread's "folded calls" counter track (calls and
+ * time per second); big-allocation instants there are counted, not written. */
+#define FOLD_BUCKET_NS 1000000000u
+struct fold {
+    uint32_t tid;
+    uint32_t nb;
+    uint64_t *calls, *ns; /* per second of the folded stretch */
+};
 
 struct chrome {
     struct lp_json j;
     uint32_t pid;
     uint64_t instants, mmap_points;
     int mmap_capped;
-    struct lp_syms *syms; /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
+    struct lp_syms *syms;    /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
+    uint64_t cutoff, min_ns; /* the timeline: full detail from `cutoff` (0: the whole run) */
+    uint64_t folded, folded_instants;
+    struct fold *folds;
+    size_t nfolds, capfolds;
 };
+
+/* Fold a slice of thread `tid` that ended before the cutoff: 1 if it is not to be written. */
+static int folded(struct chrome *c, const struct lp_event *e) {
+    if (!c->cutoff || e->start_ns + e->dur_ns >= c->cutoff || (e->timed && e->dur_ns >= c->min_ns)) return 0;
+    if (!e->timed) {
+        c->folded_instants++;
+        return 1;
+    }
+    struct fold *f = NULL;
+    for (size_t i = 0; i < c->nfolds && !f; i++)
+        if (c->folds[i].tid == e->tid) f = &c->folds[i];
+    if (!f) {
+        if (LP_RESERVE(c->folds, c->capfolds, c->nfolds + 1) != 0) return 0; /* out of memory: written */
+        f = &c->folds[c->nfolds++];
+        f->tid = e->tid;
+        f->nb = (uint32_t)(c->cutoff / FOLD_BUCKET_NS + 1);
+        f->calls = lp_os_calloc(f->nb, sizeof *f->calls);
+        f->ns = lp_os_calloc(f->nb, sizeof *f->ns);
+        if (!f->calls || !f->ns) {
+            lp_os_free(f->calls);
+            lp_os_free(f->ns);
+            c->nfolds--;
+            return 0;
+        }
+    }
+    uint64_t b = e->start_ns / FOLD_BUCKET_NS;
+    if (b >= f->nb) b = f->nb - 1;
+    f->calls[b]++;
+    f->ns[b] += e->dur_ns;
+    c->folded++;
+    return 1;
+}
 
 /* The command line with arguments separated by spaces (the executable when none was recorded). */
 static void out_command(struct lp_out *o, const struct lp_reader *r) {
@@ -234,7 +281,7 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
     }
     lp_json_args_end(j);
     lp_json_event_end(j);
-    if (v->flow) {
+    if (v->flow && (!c->cutoff || (v->s_ts >= c->cutoff && v->f_ts >= c->cutoff))) {
         const char *fc = v->flow_cat ? v->flow_cat : "thread", *fn = v->flow_name ? v->flow_name : "thread start";
         lp_json_event(j, "s", c->pid, v->s_tid, fc, fn, strlen(fn), (int64_t)v->s_ts);
         lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)v->flow_id);
@@ -261,6 +308,11 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
         return;
     }
     if (!s->counting) return; /* before the last reset: nothing to show */
+    if (c->cutoff &&
+        (s->call || e->kind == LP_EV_PYCALL || lp_kind_shape[e->kind] == LP_SHAPE_RANGE ||
+         (s->size && e->phase == 1)) &&
+        folded(c, e))
+        return;
     if (s->call) {
         if (!s->view->hidden) call(c, a, e, s);
     } else if (fam == LP_FAM_ANNOT) {
@@ -413,6 +465,10 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
     if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
     if (lp_torch_any(a->torch)) lp_torch_metadata(a->torch, o);
+    lp_out_fmt(o,
+               ",\"timeline\":{\"full_from_ns\":%llu,\"folded_slices\":%llu,\"folded_instants\":%llu,\"min_ns\":%llu}",
+               (unsigned long long)c->cutoff, (unsigned long long)c->folded, (unsigned long long)c->folded_instants,
+               (unsigned long long)c->min_ns);
     lp_samples_metadata(a->samples, o);
     lp_out_s(o, "}");
 }
@@ -440,9 +496,28 @@ static void site_counters(struct chrome *c, const struct lp_analysis *a) {
     lp_site_series_free(&ss);
 }
 
+/* Each thread's folded stretch: calls and the time they took, per second (where any were). */
+static void fold_counters(struct chrome *c) {
+    for (size_t i = 0; i < c->nfolds; i++) {
+        const struct fold *f = &c->folds[i];
+        char name[64];
+        snprintf(name, sizeof name, "folded calls (thread %u)", f->tid);
+        struct lp_json_track tr;
+        lp_json_track(&tr, c->pid, name, "calls");
+        for (uint32_t b = 0; b < f->nb; b++)
+            if (f->calls[b] || (b && f->calls[b - 1]))
+                lp_json_sample(&c->j, &tr, (uint64_t)b * FOLD_BUCKET_NS, f->calls[b]);
+        snprintf(name, sizeof name, "folded time ns (thread %u)", f->tid);
+        lp_json_track(&tr, c->pid, name, "ns");
+        for (uint32_t b = 0; b < f->nb; b++)
+            if (f->ns[b] || (b && f->ns[b - 1])) lp_json_sample(&c->j, &tr, (uint64_t)b * FOLD_BUCKET_NS, f->ns[b]);
+    }
+}
+
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
     uint64_t points = heap_counter(c, a);
+    fold_counters(c);
     if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid);         /* ORT's nodes, inside their runs */
     if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, &c->j, c->pid); /* ranges ended elsewhere */
     if (a->sites && a->opts->site_tracks) site_counters(c, a);
@@ -455,14 +530,25 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
 static void release_chrome(struct lp_sink *k) {
     struct chrome *c = k->self;
     if (c) lp_syms_free(c->syms);
+    for (size_t i = 0; c && i < c->nfolds; i++) {
+        lp_os_free(c->folds[i].calls);
+        lp_os_free(c->folds[i].ns);
+    }
+    if (c) lp_os_free(c->folds);
     lp_os_free(c);
     k->self = NULL;
 }
 
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min) {
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min, uint64_t timeline_ns,
+                   uint64_t timeline_min_ns) {
     struct chrome *c = lp_os_calloc(1, sizeof *c);
     if (!c) return -1;
     k->alloc_min = alloc_min;
+    uint64_t span = lp_ticks_to_ns(r, r->last_ticks);
+    if (timeline_ns && span > timeline_ns && span != UINT64_MAX) {
+        c->cutoff = span - timeline_ns;
+        c->min_ns = timeline_min_ns;
+    }
     c->pid = r->hdr.pid;
     k->self = c;
     k->event = event;

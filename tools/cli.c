@@ -240,6 +240,22 @@ static int set_interval(struct rp_cli *c, const char *n, const char *v) {
     return 0;
 }
 
+static int set_timeline(struct rp_cli *c, const char *n, const char *v) {
+    char *end;
+    double sec = strtod(v, &end);
+    if (end == v || *end || !(sec >= 0) || sec > 1e9) return bad(n, v, "(seconds; 0: every slice)");
+    c->timeline_ns = (uint64_t)(sec * 1e9);
+    c->have_timeline = 1;
+    return 0;
+}
+
+static int set_timeline_min(struct rp_cli *c, const char *n, const char *v) {
+    long k;
+    if (parse_long(v, 0, 1000000000000L, &k)) return bad(n, v, "(nanoseconds)");
+    c->timeline_min_ns = (uint64_t)k;
+    return 0;
+}
+
 static int set_file_mode(struct rp_cli *c, const char *n, const char *v) {
     char *end;
     unsigned long m = strtoul(v, &end, 8);
@@ -284,6 +300,8 @@ const struct rp_option rp_options[] = {
     {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_pprof_heap},
     {"--at", NULL, "TIME", EXPORT, "the peak views show the heap at TIME (seconds since the start, or ms)", set_at},
     {"--temporary-threshold", NULL, "N", EXPORT, "a block released before N more allocations of its thread is\ntemporary (memray's definition; default: heaptrack's)", set_temp_threshold},
+    {"--timeline", NULL, "SECONDS", EXPORT, "--chrome keeps the run's last SECONDS at full detail (default 300; 0:\nevery slice); before that, slices of --timeline-min-ns or more, the\nothers folded into per-thread counters of calls and time a second", set_timeline},
+    {"--timeline-min-ns", NULL, "NS", EXPORT, "before the full-detail stretch, slices this long are kept (default\n10000000: 10 ms)", set_timeline_min},
     {"--alloc-min", NULL, "BYTES", EXPORT, "allocations at least this large become instants in --chrome", set_alloc_min},
     {"--file-mode", NULL, "MODE", EXPORT, "permissions of the files written (octal; default 0600, or the\nstricter mode of the input)", set_file_mode},
     {"--wait", NULL, "FILE", RAW, "wait until the trace FILE is complete (its program ended and its\nconversion is done); exit 1 if it never will be", set_wait},
@@ -332,6 +350,7 @@ void rp_cli_usage(FILE *f) {
 
 int rp_cli_parse(struct rp_cli *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
+    c->timeline_min_ns = 10000000; /* --timeline-min-ns: 10 ms */
     c->inputs = calloc((size_t)argc, sizeof *c->inputs);
     if (!c->inputs) {
         fprintf(stderr, "libprof-report: out of memory\n");

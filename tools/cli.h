@@ -18,8 +18,10 @@ struct rp_cli {
     const char *wait; /* --wait FILE: wait for that trace to be complete */
     const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */
     double wait_timeout;
-    const char *live;   /* --live PID: the report of a running process */
-    double interval;    /* --interval S: again every S seconds (with --live) */
+    const char *live;                      /* --live PID: the report of a running process */
+    double interval;                       /* --interval S: again every S seconds (with --live) */
+    uint64_t timeline_ns, timeline_min_ns; /* --timeline, --timeline-min-ns */
+    int have_timeline;
     unsigned file_mode; /* --file-mode: the files written (0600 unless said) */
     int summary, merge, quiet, remove_raw, general_path;
     int have_min, killed_by;

@@ -535,6 +535,8 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .file_mode = cli.file_mode,
                                     .py_user_lines = cli.py_user_lines,
                                     .live = cli.live != NULL,
+                                    .timeline_ns = cli.have_timeline ? cli.timeline_ns : UINT64_C(300000000000),
+                                    .timeline_min_ns = cli.timeline_min_ns,
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
 }
 

@@ -357,7 +357,9 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .speedscope_path = flame || cpu_flame ? ss : NULL,
                                 .cpu_folded_path = cpu_flame ? cpu : NULL,
                                 .file_mode = (unsigned)lpr_cfg.file_mode,
-                                .py_user_lines = lpr_cfg.py_user_lines};
+                                .py_user_lines = lpr_cfg.py_user_lines,
+                                .timeline_ns = lpr_cfg.timeline_ns,
+                                .timeline_min_ns = lpr_cfg.timeline_min_ns};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0) lpr_warn("%s", err);
     lp_reader_close(&r);
@@ -377,7 +379,7 @@ static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH
 /* a detached converter's messages go to NAME.log (only when it has any); it is told the mode of
  * the files it writes, since its environment has no LIBPROF* */
 static char spawn_log[PATH_MAX + 64];
-static char spawn_mode[8];
+static char spawn_mode[8], spawn_timeline[48], spawn_timeline_min[24];
 
 static void prepare_spawned(void) {
     /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
@@ -389,6 +391,8 @@ static void prepare_spawned(void) {
     flame_name(spawn_cpu, sizeof spawn_cpu, base, ".cpu.folded");
     snprintf(spawn_log, sizeof spawn_log, "%s.log", base);
     snprintf(spawn_mode, sizeof spawn_mode, "%04o", (unsigned)lpr_cfg.file_mode);
+    snprintf(spawn_timeline, sizeof spawn_timeline, "%.9f", (double)lpr_cfg.timeline_ns / 1e9);
+    snprintf(spawn_timeline_min, sizeof spawn_timeline_min, "%llu", (unsigned long long)lpr_cfg.timeline_min_ns);
 }
 
 /* Does the run ask for anything beyond the raw spool? */
@@ -429,6 +433,10 @@ static int convert_spawned(int wait_ms) {
     if (lpr_cfg.summary) a[n++] = "--summary"; /* detached: into its log file */
     a[n++] = "--file-mode";
     a[n++] = spawn_mode;
+    a[n++] = "--timeline";
+    a[n++] = spawn_timeline;
+    a[n++] = "--timeline-min-ns";
+    a[n++] = spawn_timeline_min;
     if (lpr_cfg.py_user_lines) {
         a[n++] = "--py-lines";
         a[n++] = "user";

@@ -87,6 +87,8 @@ struct lpr_config {
     int py_user_lines;         /* LIBPROF_PY_LINES=user: per-line views charge the program's own frame */
     int ort_nodes;             /* LIBPROF_ORT_NODES: ONNX Runtime's per-node profiling (default 1) */
     int torch_shapes;          /* LIBPROF_TORCH_SHAPES: PyTorch operators carry their input shapes */
+    uint64_t timeline_ns;      /* LIBPROF_TIMELINE: the Chrome trace's full-detail stretch (0: the whole run) */
+    uint64_t timeline_min_ns;  /* LIBPROF_TIMELINE_MIN_NS: before it, slices this long are kept */
     int convert_background;    /* LIBPROF_CONVERT=background: a detached libprof-report converts */
     uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
     char dir[PATH_MAX];        /* LIBPROF_DIR: relative output paths are resolved against it */

@@ -201,3 +201,76 @@ Test(report, live_view_of_a_running_process) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* A long run's timeline: LIBPROF_TIMELINE=1 keeps the last second of a 3-second run at full
+ * detail; before it, the 10 ms sleeps stay and the short calls are folded into the thread's
+ * counters — every call either a slice or counted there, the tables and totals as for the whole
+ * run; LIBPROF_TIMELINE=0 keeps every slice; libprof-report --timeline does it offline. */
+static int count_x(cJSON *j, const char *name, double from_us, int *before) {
+    cJSON *ev;
+    int n = 0;
+    *before = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *ph = cJSON_GetObjectItem(ev, "ph"), *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || strcmp(nm->valuestring, name)) continue;
+        n++;
+        if (cJSON_GetObjectItem(ev, "ts")->valuedouble < from_us) (*before)++;
+    }
+    return n;
+}
+
+Test(report, long_timeline_folded_before_its_last_stretch) {
+    char *dir = make_tmpdir();
+    struct run r;
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_TIMELINE=1", "LIBPROF_KEEP_RAW=1", NULL},
+             (const char *[]){PROG("timeline"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "ok\n");
+    char *path = strfmt("%s/t.json", dir), *err;
+    cJSON *sum = check_trace_py(path, &err);
+    cr_assert_not_null(sum, "%s", err);
+    cJSON_Delete(sum);
+    cJSON *j = load_json(path), *meta = libprof_meta(j), *tl = cJSON_GetObjectItem(meta, "timeline"), *ev;
+    double cutoff_us = meta_num(tl, "full_from_ns") / 1000.0;
+    cr_expect_gt(cutoff_us, 1.5e6);
+    cr_expect_lt(cutoff_us, 2.5e6);
+    long long folded = meta_num(tl, "folded_slices");
+    int before, shorts = 0, sleeps = count_x(j, "nanosleep", cutoff_us, &before);
+    cr_expect_eq(sleeps, 60, "the 10 ms sleeps stay: %d", sleeps);
+    const char *names[] = {"fopen", "fread", "fclose"};
+    for (int i = 0; i < 3; i++) {
+        shorts += count_x(j, names[i], cutoff_us, &before);
+        cr_expect_eq(before, 0, "a short %s before the cutoff was kept", names[i]);
+        cr_expect_eq(meta_num(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "calls"), names[i]), "count"),
+                     1500); /* totals: the whole run */
+    }
+    cr_expect_gt(folded, 2000);
+    cr_expect_eq(shorts + folded, 4500, "kept %d + folded %lld", shorts, folded);
+    long long counted = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strncmp(nm->valuestring, "folded calls", 12))
+            counted += (long long)cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "calls")->valuedouble;
+    }
+    cr_expect_eq(counted, folded);
+    cJSON_Delete(j);
+    /* offline: every slice, then the last half second */
+    struct run c;
+    char *lpt = strfmt("%s/t.json.lpt", dir), *all = strfmt("%s/all.json", dir), *half = strfmt("%s/half.json", dir);
+    run_prog(&c, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", all, "--timeline", "0", NULL});
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    run_free(&c);
+    run_prog(&c, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", half, "--timeline", "0.5", NULL});
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    j = load_json(all);
+    cr_expect_eq(count_x(j, "fread", 0, &before), 1500);
+    cr_expect_eq(meta_num(cJSON_GetObjectItem(libprof_meta(j), "timeline"), "folded_slices"), 0);
+    cJSON_Delete(j);
+    j = load_json(half);
+    long long f2 = meta_num(cJSON_GetObjectItem(libprof_meta(j), "timeline"), "folded_slices");
+    cr_expect_gt(f2, folded);
+    cJSON_Delete(j);
+    run_free(&c);
+    run_free(&r);
+}
