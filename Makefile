@@ -117,6 +117,7 @@ REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/cli.c
 REPORT_SRCS += tools/run.c
 REPORT_SRCS += tools/live.c
+REPORT_SRCS += tools/pack.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
@@ -404,6 +405,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-ort $(BUILD)
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
+	@scripts/bench-pack $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man
 PCDIR   = $(LIBDIR)/pkgconfig

@@ -68,6 +68,7 @@ PATH_SETTER(set_diff, diff)
 PATH_SETTER(set_cpu_folded, cpu_folded)
 PATH_SETTER(set_pprof, pprof)
 PATH_SETTER(set_pprof_heap, pprof_heap)
+PATH_SETTER(set_pack, pack)
 PATH_SETTER(set_log, log)
 PATH_SETTER(set_wait, wait)
 PATH_SETTER(set_hold, hold)
@@ -298,6 +299,7 @@ const struct rp_option rp_options[] = {
     {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_cpu_folded},
     {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_pprof},
     {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_pprof_heap},
+    {"--pack", NULL, "FILE", EXPORT, "the raw trace made compact (every event and timestamp kept: columns of\ndifferences, zstd); libprof-report reads it as it reads the raw trace", set_pack},
     {"--at", NULL, "TIME", EXPORT, "the peak views show the heap at TIME (seconds since the start, or ms)", set_at},
     {"--temporary-threshold", NULL, "N", EXPORT, "a block released before N more allocations of its thread is\ntemporary (memray's definition; default: heaptrack's)", set_temp_threshold},
     {"--timeline", NULL, "SECONDS", EXPORT, "--chrome keeps the run's last SECONDS at full detail (default 300; 0:\nevery slice); before that, slices of --timeline-min-ns or more, the\nothers folded into per-thread counters of calls and time a second", set_timeline},

@@ -13,7 +13,7 @@ struct rp_cli {
     int ninputs;
     /* outputs */
     const char *chrome, *csv, *events_csv, *html, *folded, *folded_leaks, *folded_peak, *speedscope, *diff;
-    const char *cpu_folded, *pprof, *pprof_heap;
+    const char *cpu_folded, *pprof, *pprof_heap, *pack;
     const char *log;  /* --log: stdout and stderr go there (removed if nothing was written) */
     const char *wait; /* --wait FILE: wait for that trace to be complete */
     const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */

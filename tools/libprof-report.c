@@ -18,6 +18,7 @@
 
 #include "chrome_in.h"
 #include "cli.h"
+#include "pack.h"
 #include "lib/fmt.h"
 #include "lib/convert.h"
 #include "lib/reader.h"
@@ -59,6 +60,7 @@ static char *slurp(const char *path, size_t *len) {
 struct input {
     const char *path;
     int raw;
+    uint8_t *image; /* a packed trace's raw trace, rebuilt (tools/pack.c) */
     struct lp_reader r;
     struct lp_slices c;
 };
@@ -83,6 +85,7 @@ static int kind_of(const char *path) {
     size_t got = fread(magic, 1, sizeof magic, probe);
     fclose(probe);
     if (got == sizeof magic && memcmp(magic, LP_FORMAT_MAGIC, 8) == 0) return 1;
+    if (rp_is_packed(magic, got)) return 2;
     if (got >= 7 && memcmp(magic, LP_FORMAT_MAGIC, 7) == 0) return 1; /* the reader says which version */
     size_t i = 0;
     while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
@@ -97,10 +100,18 @@ static int load(struct input *in, const char *path, int need_slices) {
     int k = kind_of(path);
     if (k < 0) return -1;
     char err[512];
-    if (k == 1) {
+    if (k >= 1) {
         in->raw = 1;
-        if (lp_reader_open(&in->r, path, err, sizeof err) != 0) {
+        size_t isize = 0;
+        if (k == 2 && rp_unpack(path, &in->image, &isize, err, sizeof err) != 0) {
             fprintf(stderr, "libprof-report: %s\n", err);
+            return -1;
+        }
+        if ((k == 2 ? lp_reader_open_mem(&in->r, in->image, isize, err, sizeof err)
+                    : lp_reader_open(&in->r, path, err, sizeof err)) != 0) {
+            fprintf(stderr, "libprof-report: %s: %s\n", path, err);
+            free(in->image);
+            in->image = NULL;
             return -1;
         }
         if (!quiet && !cli.live && (in->r.truncated || !in->r.end)) /* --live: it is still being written */
@@ -132,6 +143,7 @@ static int load(struct input *in, const char *path, int need_slices) {
 
 static void unload(struct input *in) {
     if (in->raw) lp_reader_close(&in->r);
+    free(in->image);
     lp_slices_free(&in->c);
 }
 
@@ -540,6 +552,25 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
 }
 
+/* --pack: the raw trace, compact. */
+static int act_pack(struct input *in) {
+    if (!in->raw || in->image) {
+        fprintf(stderr, "libprof-report: %s: --pack takes a raw trace (.lpt)\n", in->path);
+        return 2;
+    }
+    char err[512] = "";
+    uint64_t events = 0, bytes = 0;
+    if (rp_pack(in->path, cli.pack, cli.file_mode, err, sizeof err, &events, &bytes) != 0) {
+        fprintf(stderr, "libprof-report: %s\n", err);
+        return 1;
+    }
+    if (!quiet)
+        fprintf(stderr, "libprof-report: %s: %llu events in %llu bytes (%.2f a record; raw: %.2f)\n", cli.pack,
+                (unsigned long long)events, (unsigned long long)bytes, events ? (double)bytes / (double)events : 0.0,
+                events ? (double)in->r.size / (double)events : 0.0);
+    return 0;
+}
+
 /* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
 static int act_convert(struct input *in) {
     if (!in->raw) {
@@ -673,7 +704,7 @@ static int run(void) {
     int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
                    cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge);
     if ((rc = check_usage(converts)) != 0) return rc;
-    int report = cli.summary || !(converts || cli.events_csv || cli.html || (cli.merge && cli.chrome));
+    int report = cli.summary || !(converts || cli.pack || cli.events_csv || cli.html || (cli.merge && cli.chrome));
     if (cli.merge && cli.events_csv && cli.ninputs > 1) { /* streams the inputs one at a time */
         rc = merged_events_csv(cli.inputs, cli.ninputs, cli.events_csv);
         if (rc != 0 || !(report || cli.chrome || cli.html || converts)) return rc;
@@ -687,6 +718,7 @@ static int run(void) {
     for (int i = 0; i < cli.ninputs && rc == 0; i++) rc = load(&in[i], cli.inputs[i], slices) != 0;
     if (rc == 0) rp_inputs_mode(&cli, cli.inputs, cli.ninputs); /* outputs no wider than the inputs */
     if (rc == 0 && converts) rc = act_convert(&in[0]);
+    if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
     if (rc == 0) default_iterations(&in[0]);
     if (rc == 0 && cli.merge && cli.chrome) rc = write_merged(in, cli.ninputs, cli.chrome);
     if (rc == 0 && cli.events_csv) rc = act_events_csv(&in[0]);

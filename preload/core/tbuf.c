@@ -707,6 +707,27 @@ void lpr_tbuf_init(uint32_t buffer_bytes) {
  * per-node lock and the release store in lpr_commit make safe). From a signal handler
  * (`from_signal`), a node whose lock is held — its owner was interrupted while flushing — is
  * skipped rather than waited for. */
+/* Another thread's state, read without trusting that it still exists. A thread that exits after
+ * its TLS destructors ran (its first record a CPU sample or a free taken during its teardown)
+ * never gives its node back: its lpr_tls may since have been unmapped, or reused by another
+ * thread. So it is copied through the kernel (process_vm_readv: an error, not a fault, when the
+ * memory is gone) and believed only if it still names this node and its position lies in the
+ * node's chunk. NULL when it does not. */
+static struct lpr_tls *live_tls(struct lpr_thread *n, struct lpr_tls *copy) {
+    struct lpr_tls *t = n->tls;
+    if (!t) return NULL;
+    if (t == &lpr_tls) {
+        *copy = lpr_tls;
+        return t;
+    }
+    struct iovec local = {copy, sizeof *copy}, remote = {t, sizeof *copy};
+    if (lpr_syscall6(SYS_process_vm_readv, lpr_sys_getpid(), (long)&local, 1, (long)&remote, 1, 0) !=
+        (long)sizeof *copy)
+        return NULL;
+    if (copy->thr != n || copy->state != LP_TLS_ACTIVE || copy->cur < n->base || copy->cur > n->limit) return NULL;
+    return t;
+}
+
 void lpr_tbuf_flush_all(int from_signal) {
     for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
@@ -715,10 +736,8 @@ void lpr_tbuf_flush_all(int from_signal) {
         } else {
             lock(&n->lock);
         }
-        if (n->tls) {
-            uint64_t *cur = __atomic_load_n(&n->tls->cur, __ATOMIC_ACQUIRE);
-            flush_node(n, cur, __atomic_load_n(&n->tls->records, __ATOMIC_RELAXED));
-        }
+        struct lpr_tls copy;
+        if (live_tls(n, &copy)) flush_node(n, copy.cur, copy.records);
         unlock(&n->lock);
         if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) { /* (its handler has it: its samples are lost) */
             flush_samples(n);
@@ -735,13 +754,13 @@ void lpr_tbuf_close_lives(void) {
     for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
         lock(&n->lock);
-        struct lpr_tls *t = n->tls;
-        if (t && t != &lpr_tls && t->life_flow) {
-            uint64_t rec[6] = {lpr_word0_timed(LP_EV_CALL, t->life_t0),
-                               lpr_word1(t->life_t0, now),
+        struct lpr_tls copy, *t = live_tls(n, &copy);
+        if (t && t != &lpr_tls && copy.life_flow) {
+            uint64_t rec[6] = {lpr_word0_timed(LP_EV_CALL, copy.life_t0),
+                               lpr_word1(copy.life_t0, now),
                                lp_call_header(LP_CALL_THREAD_LIFE, 3, 0),
-                               t->life_creator,
-                               t->life_flow,
+                               copy.life_creator,
+                               copy.life_flow,
                                1};
             t->life_flow = 0;
             if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)

@@ -160,3 +160,67 @@ Test(convert, fast_path_matches_general_path, .timeout = 300) {
                            "memviews-stacks", "reset-stacks",  "python-stacks"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) both_ways(dir, names[i]);
 }
+
+/* Packed traces (--pack): every view of a packed trace is the view of its raw trace — the same
+ * Chrome JSON, CSV and report, byte for byte — on traces with threads, stacks, calls, Python
+ * frames, CPU samples and a reset; and smaller than the raw trace. A damaged packed file is
+ * refused with a message. */
+Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
+    char *dir = make_tmpdir();
+    record(dir, "sqlite", NULL, sql);
+    record(dir, "stress", NULL, (const char *[]){LP_BUILD_DIR "/progs/stress", NULL});
+    record(dir, "reset-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/phases", "reset", NULL});
+    record(dir, "calls", NULL,
+           (const char *[]){LP_BUILD_DIR "/progs/calls", dir, LP_BUILD_DIR "/progs/libplugin.so", NULL});
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/python.lpt", dir), "LIBPROF_STACKS=16",
+                         "LIBPROF_SAMPLE_HZ=1000", NULL};
+    struct run r;
+    run_prog(&r, dir, env,
+             (const char *[]){"/usr/bin/python3", "-c",
+                              "import json\nfor _ in range(300): json.dumps([str(i) * 3 for i in range(2000)])\n",
+                              NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    const char *names[] = {"sqlite", "stress", "reset-stacks", "calls", "python"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *lpt = strfmt("%s/%s.lpt", dir, names[i]), *lpz = strfmt("%s/%s.lpz", dir, names[i]);
+        run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--pack", lpz, NULL});
+        cr_assert_eq(r.status, 0, "%s: %s", names[i], r.err);
+        run_free(&r);
+        size_t nraw = 0, npack = 0;
+        free(read_file(lpt, &nraw));
+        free(read_file(lpz, &npack));
+        cr_expect_lt(npack * 3, nraw, "%s: packed %zu of raw %zu bytes", names[i], npack, nraw);
+        const char *ext[] = {"json", "csv", "txt"};
+        char *out[2][3];
+        for (int w = 0; w < 2; w++) {
+            for (int k = 0; k < 3; k++) out[w][k] = strfmt("%s/%s.%d.%s", dir, names[i], w, ext[k]);
+            run_prog(&r, dir, NULL,
+                     (const char *[]){REPORT, w ? lpz : lpt, "--chrome", out[w][0], "--csv", out[w][1], "--summary",
+                                      "--log", out[w][2], NULL});
+            cr_assert_eq(r.status, 0, "%s: %s", names[i], r.err);
+            run_free(&r);
+        }
+        for (int k = 0; k < 3; k++) {
+            size_t na = 0, nb = 0;
+            char *a = read_file(out[0][k], &na), *b = read_file(out[1][k], &nb);
+            cr_assert(a && b, "%s: no %s", names[i], ext[k]);
+            if (k == 2) { /* the report names its input: the same once the names are */
+                for (char *q = b; (q = strstr(q, ".lpz")); q += 4) q[3] = 't';
+                cr_expect(na == nb && !memcmp(a, b, na), "%s: the reports differ", names[i]);
+            } else {
+                cr_expect(na == nb && !memcmp(a, b, na), "%s: the %s differ", names[i], ext[k]);
+            }
+            free(a);
+            free(b);
+        }
+    }
+    /* damage: refused, with a message */
+    char *lpz = strfmt("%s/sqlite.lpz", dir),
+         *cmd = strfmt("dd if=/dev/urandom of=%s bs=1 seek=200 count=64 conv=notrunc 2>/dev/null", lpz);
+    cr_assert_eq(system(cmd), 0);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpz, NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "damaged packed trace") != NULL, "%s", r.err);
+    run_free(&r);
+}
