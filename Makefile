@@ -336,11 +336,11 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
 # The fuzz target is built with clang, ASan and UBSan from the sources themselves.
-$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
+$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c tools/pack.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  FUZZ    $@')
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c -lcjson -lm
+		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c tools/pack.c -lcjson -lm
 
 $(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(wildcard tools/*.h lib/*.h)
 	@mkdir -p $(dir $@)

@@ -423,7 +423,6 @@ static int decode_records(struct in *s, uint64_t *out, size_t words, struct prev
 int rp_unpack(const char *path, uint8_t **image, size_t *size, char *err, size_t errlen) {
     *image = NULL;
     *size = 0;
-    if (zstd_ready(err, errlen) != 0) return -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -440,17 +439,39 @@ int rp_unpack(const char *path, uint8_t **image, size_t *size, char *err, size_t
         got += (size_t)k;
     }
     close(fd);
+    int rc = -1;
+    if (!f)
+        snprintf(err, errlen, "%s: out of memory unpacking the trace", path);
+    else if (got != n)
+        snprintf(err, errlen, "%s: cannot read it", path);
+    else if ((rc = rp_unpack_mem(f, n, image, size, err, errlen)) != 0) {
+        char e2[256];
+        snprintf(e2, sizeof e2, "%s", err);
+        snprintf(err, errlen, "%s: %s", path, e2);
+    }
+    free(f);
+    return rc;
+}
+
+int rp_unpack_mem(const uint8_t *f, size_t n, uint8_t **image, size_t *size, char *err, size_t errlen) {
+    *image = NULL;
+    *size = 0;
+    if (zstd_ready(err, errlen) != 0) return -1;
     struct pack_head ph;
     uint8_t *col[NSTREAMS] = {0}, *out = NULL;
     int rc = -1;
-    if (!f || got != n || n < sizeof ph) goto bad;
+    if (n < sizeof ph) goto bad;
     memcpy(&ph, f, sizeof ph);
-    if (!rp_is_packed(ph.magic, 8) || ph.version != 2 || ph.nstreams != NSTREAMS || ph.raw_size > ((uint64_t)1 << 40))
+    /* sizes a forged header cannot push past: the raw trace at most 65536 times the packed file
+     * (real traces pack 5 to 40 times), a column at most twice the raw trace (a varint takes at
+     * most 10 bytes for an 8-byte word) */
+    if (!rp_is_packed(ph.magic, 8) || ph.version != 2 || ph.nstreams != NSTREAMS || ph.raw_size > ((uint64_t)1 << 40) ||
+        ph.raw_size / 65536 > n)
         goto bad;
     uint64_t at = sizeof ph;
     struct in s[NSTREAMS];
     for (int c = 0; c < NSTREAMS; c++) {
-        if (ph.len[c][1] > n - at || ph.len[c][0] > ((uint64_t)1 << 40)) goto bad;
+        if (ph.len[c][1] > n - at || ph.len[c][0] > 2 * ph.raw_size + 4096) goto bad;
         col[c] = malloc(ph.len[c][0] + 1);
         if (!col[c]) goto oom;
         size_t r = z.decompress(col[c], ph.len[c][0] + 1, f + at, ph.len[c][1]);
@@ -495,13 +516,12 @@ bad_map:
     lp_map_free(&tids);
     lp_map_free(&ag.map);
 bad:
-    snprintf(err, errlen, "%s: a damaged packed trace", path);
+    snprintf(err, errlen, "a damaged packed trace");
     goto done;
 oom:
-    snprintf(err, errlen, "%s: out of memory unpacking the trace", path);
+    snprintf(err, errlen, "out of memory unpacking the trace");
 done:
     if (rc != 0) free(out);
     for (int c = 0; c < NSTREAMS; c++) free(col[c]);
-    free(f);
     return rc;
 }

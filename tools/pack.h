@@ -17,5 +17,7 @@ int rp_is_packed(const void *head, size_t n);
 /* The raw trace a packed file holds, rebuilt in memory (*image: free() it). 0, or -1 with a
  * message in `err`. */
 int rp_unpack(const char *path, uint8_t **image, size_t *size, char *err, size_t errlen);
+/* The same from the packed file's bytes in memory. */
+int rp_unpack_mem(const uint8_t *packed, size_t n, uint8_t **image, size_t *size, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* fuzz_lpt: libFuzzer target for the raw-trace decoder and the converter — any bytes must give
- * an error or a trace, never a crash, a hang or a leak (built with ASan).
+ * an error or a trace, never a crash, a hang or a leak (built with ASan). Packed traces
+ * (libprof-report --pack) are unpacked first, as libprof-report does.
  *
  *   make fuzz                                  a short run (part of make test)
  *   build/fuzz/fuzz_lpt -max_total_time=600 build/fuzz/corpus tests/fuzz/corpus   by hand */
@@ -14,6 +15,7 @@
 
 #include "lib/convert.h"
 #include "lib/reader.h"
+#include "tools/pack.h"
 #include "tools/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,10 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* a mapped file is page-aligned: give the decoder the same alignment */
     void *buf = NULL;
-    if (posix_memalign(&buf, 64, size ? size : 1)) return 0;
-    memcpy(buf, data, size);
-    struct lp_reader r;
     char err[256];
+    if (rp_is_packed(data, size)) { /* a packed trace: its raw trace, rebuilt */
+        uint8_t *image;
+        if (rp_unpack_mem(data, size, &image, &size, err, sizeof err) != 0) return 0;
+        buf = image;
+    } else {
+        if (posix_memalign(&buf, 64, size ? size : 1)) return 0;
+        memcpy(buf, data, size);
+    }
+    struct lp_reader r;
     if (lp_reader_open_mem(&r, buf, size, err, sizeof err) == 0) {
         struct lp_convert_opts o = {.chrome_fd = devnull, .summary_fd = devnull, .alloc_min = 0};
         lp_convert(&r, &o, err, sizeof err);
