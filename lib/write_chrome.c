@@ -37,7 +37,7 @@ struct chrome {
     uint64_t cutoff, min_ns; /* the timeline: full detail from `cutoff` (0: the whole run) */
     uint64_t folded, folded_instants;
     struct fold *folds;
-    size_t nfolds, capfolds;
+    size_t nfolds, capfolds, last_fold;
 };
 
 /* Fold a slice of thread `tid` that ended before the cutoff: 1 if it is not to be written. */
@@ -47,11 +47,12 @@ static int folded(struct chrome *c, const struct lp_event *e) {
         c->folded_instants++;
         return 1;
     }
-    struct fold *f = NULL;
-    for (size_t i = 0; i < c->nfolds && !f; i++)
-        if (c->folds[i].tid == e->tid) f = &c->folds[i];
+    struct fold *f = c->nfolds && c->folds[c->last_fold].tid == e->tid ? &c->folds[c->last_fold] : NULL;
+    for (size_t i = 0; i < c->nfolds && !f; i++) /* a thread's calls come in runs: rarely walked */
+        if (c->folds[i].tid == e->tid) f = &c->folds[c->last_fold = i];
     if (!f) {
         if (LP_RESERVE(c->folds, c->capfolds, c->nfolds + 1) != 0) return 0; /* out of memory: written */
+        c->last_fold = c->nfolds;
         f = &c->folds[c->nfolds++];
         f->tid = e->tid;
         f->nb = (uint32_t)(c->cutoff / FOLD_BUCKET_NS + 1);
@@ -61,6 +62,7 @@ static int folded(struct chrome *c, const struct lp_event *e) {
             lp_os_free(f->calls);
             lp_os_free(f->ns);
             c->nfolds--;
+            c->last_fold = 0;
             return 0;
         }
     }

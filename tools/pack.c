@@ -131,10 +131,32 @@ static struct prev *prev_of(struct lp_map *m, struct prev **v, size_t *n, uint32
     return &g[(*n)++];
 }
 
-/* Words in the record at w (avail words left): its length, 0 when it cannot be walked. */
-static size_t rec_words(const uint64_t *w, size_t avail) { return lp_rec_size(w, avail); }
+/* The whole file at `path`, malloc'ed (*n bytes); NULL with a message in `err`. */
+static uint8_t *read_whole(const char *path, size_t *n, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    uint8_t *d = malloc(size ? size : 1);
+    while (d && got < size) {
+        ssize_t k = read(fd, d + got, size - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (!d || got != size) {
+        snprintf(err, errlen, d ? "%s: cannot read it" : "%s: out of memory", path);
+        free(d);
+        return NULL;
+    }
+    *n = size;
+    return d;
+}
 
-/* One chunk's records into the columns; -1 when they cannot be walked (kept raw then). */
 /* A released pointer: its block's age, or 0 and its difference in S_FRAW. */
 static void put_free(struct col *s, struct ages *ag, struct prev *pv, uint64_t ptr) {
     uint64_t num;
@@ -154,18 +176,17 @@ static void put_alloc(struct col *s, struct ages *ag, struct prev *pv, uint64_t 
     if (ptr && lp_map_put(&ag->map, ptr, ag->seq, NULL) < 0) s[S_APTR].oom = 1;
 }
 
-static int encode_records(struct col *s, const uint64_t *w, size_t words, struct prev *pv, struct ages *ag) {
-    for (size_t i = 0; i < words;) {
-        size_t n = rec_words(w + i, words - i);
-        unsigned k = lp_rec_kind(w[i]);
-        if (!n && k == LP_EV_STACK) n = 1; /* a stack word: one word, no payload */
-        if (!n) return -1;
-        i += n;
-    }
+/* One chunk's records into the columns, counted in *nrec; -1 when they cannot be walked (the
+ * chunk is then kept as it is: nothing was written). */
+static int encode_records(struct col *s, const uint64_t *w, size_t words, struct prev *pv, struct ages *ag,
+                          uint64_t *nrec) {
+    for (size_t i = 0, n; i < words; i += n) /* walked first: a chunk that cannot be is left whole */
+        if (!(n = lp_rec_size(w + i, words - i)) || (lp_rec_kind(w[i]) == LP_EV_STACK && n != 1)) return -1;
     for (size_t i = 0; i < words;) {
         uint64_t w0 = w[i];
         unsigned k = lp_rec_kind(w0), timed = lp_rec_timed(w0);
-        size_t n = k == LP_EV_STACK ? 1 : rec_words(w + i, words - i);
+        size_t n = lp_rec_size(w + i, words - i);
+        *nrec += k != LP_EV_STACK;
         uint8_t kb = (uint8_t)(w0 >> LP_TS_BITS);
         put(&s[S_KIND], &kb, 1);
         if (k == LP_EV_STACK) {
@@ -201,23 +222,10 @@ static int encode_records(struct col *s, const uint64_t *w, size_t words, struct
 int rp_pack(const char *in_path, const char *out_path, unsigned mode, char *err, size_t errlen, uint64_t *events,
             uint64_t *out_bytes) {
     if (zstd_ready(err, errlen) != 0) return -1;
-    int fd = open(in_path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", in_path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *d = size ? malloc(size) : NULL;
-    size_t got = 0;
-    while (d && got < size) {
-        ssize_t k = read(fd, d + got, size - got);
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    if (!d || got != size || size < LP_FILE_HEADER_SIZE || memcmp(d, LP_FORMAT_MAGIC, 8)) {
+    size_t size = 0;
+    uint8_t *d = read_whole(in_path, &size, err, errlen);
+    if (!d) return -1;
+    if (size < LP_FILE_HEADER_SIZE || memcmp(d, LP_FORMAT_MAGIC, 8)) {
         snprintf(err, errlen, "%s: not a raw libprof trace", in_path);
         free(d);
         return -1;
@@ -242,23 +250,12 @@ int rp_pack(const char *in_path, const char *out_path, unsigned mode, char *err,
         struct prev *p = NULL;
         if ((h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) && h.length % 8 == 0 &&
             (p = prev_of(&tids, &pv, &npv, h.tid)) != NULL) {
-            struct prev keep = *p;
-            struct col mark[NSTREAMS];
-            memcpy(mark, s, sizeof s);
+            size_t mark = s[S_META].n;
             how = 1;
             put(&s[S_META], &how, 1);
-            if (encode_records(s, (const uint64_t *)(const void *)payload, h.length / 8, p, &ag) != 0) {
-                for (int c = 1; c < NSTREAMS; c++) s[c].n = mark[c].n; /* undo: kept as it is */
-                s[S_META].n = mark[S_META].n;
-                *p = keep;
+            if (encode_records(s, (const uint64_t *)(const void *)payload, h.length / 8, p, &ag, &nrec) != 0) {
+                s[S_META].n = mark; /* kept as it is */
                 how = 0;
-            } else {
-                for (size_t i = 0; i < h.length / 8;) { /* count the records, as the decoder does */
-                    const uint64_t *w = (const uint64_t *)(const void *)payload + i;
-                    unsigned k = lp_rec_kind(w[0]);
-                    i += k == LP_EV_STACK ? 1 : rec_words(w, h.length / 8 - i);
-                    nrec += k != LP_EV_STACK;
-                }
             }
         }
         if (!how) {
@@ -423,28 +420,11 @@ static int decode_records(struct in *s, uint64_t *out, size_t words, struct prev
 int rp_unpack(const char *path, uint8_t **image, size_t *size, char *err, size_t errlen) {
     *image = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size;
-    uint8_t *f = malloc(n ? n : 1);
-    size_t got = 0;
-    while (f && got < n) {
-        ssize_t k = read(fd, f + got, n - got);
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    int rc = -1;
-    if (!f)
-        snprintf(err, errlen, "%s: out of memory unpacking the trace", path);
-    else if (got != n)
-        snprintf(err, errlen, "%s: cannot read it", path);
-    else if ((rc = rp_unpack_mem(f, n, image, size, err, errlen)) != 0) {
+    size_t n = 0;
+    uint8_t *f = read_whole(path, &n, err, errlen);
+    if (!f) return -1;
+    int rc = rp_unpack_mem(f, n, image, size, err, errlen);
+    if (rc != 0) {
         char e2[256];
         snprintf(e2, sizeof e2, "%s", err);
         snprintf(err, errlen, "%s: %s", path, e2);

@@ -262,9 +262,10 @@ void lpr_init_slow(int safe) {
 extern const struct lpr_setup __start_lpr_setup[] __attribute__((weak, visibility("hidden")));
 extern const struct lpr_setup __stop_lpr_setup[] __attribute__((weak, visibility("hidden")));
 
-static void setup_each(int start) {
+enum { SETUP_RESOLVE, SETUP_START, SETUP_FINISH };
+static void setup_each(int what) {
     for (const struct lpr_setup *s = __start_lpr_setup; s && s < __stop_lpr_setup; s++) {
-        void (*fn)(void) = start ? s->start : s->resolve;
+        void (*fn)(void) = what == SETUP_START ? s->start : what == SETUP_FINISH ? s->finish : s->resolve;
         if (fn) fn();
     }
 }
@@ -277,7 +278,7 @@ static void init_heavy(void) {
     uint8_t g = lpr_tls.guard;
     lpr_tls.guard = 1;
     lpr_real_resolve();
-    setup_each(0); /* every family's real functions */
+    setup_each(SETUP_RESOLVE); /* every family's real functions */
     int on = lpr_spool_on;
     if (on) {
         lpr_lineage_init(); /* what an exec'd program or a converter needs: libprof's own path */
@@ -299,7 +300,7 @@ static void init_heavy(void) {
     __atomic_fetch_and(&lpr_gate, ~LP_GATE_PENDING, __ATOMIC_RELEASE);
     __atomic_store_n(&heavy_state, 2, __ATOMIC_RELEASE);
     lpr_tls.guard = g;
-    if (on) setup_each(1); /* the families' own start: signal handlers, inherited descriptors */
+    if (on) setup_each(SETUP_START); /* the families' own start: signal handlers, inherited descriptors */
     errno = saved;
 }
 
@@ -519,14 +520,12 @@ void lpr_finish_signal(int sig, int status) {
 /* Flush every thread, close the spool with an END chunk that records `status` (-1 = unknown),
  * and write the conversions. Runs once per process, from the destructor or from an _exit()
  * hook; a forked child of a raw fork/clone syscall (another pid) does nothing. */
-void (*lpr_finish_family)(void);
-
 void lpr_finish(int status) {
     if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || !lpr_spool_on) return;
     if (lpr_sys_getpid() != lpr_pid) return; /* a vfork child, or a raw clone */
     if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL)) return;
     int saved = errno;
-    if (lpr_finish_family) lpr_finish_family(); /* a family's last records (hooks/torch.c) */
+    setup_each(SETUP_FINISH); /* the families' last records */
     lpr_tls.guard = 1;
     lpr_gate_set(0);
     lpr_sample_finish();

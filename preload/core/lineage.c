@@ -395,13 +395,7 @@ static void each_spool(const char *needle, int (*fn)(const char *path, void *arg
     int stop = 0;
     while (!stop && (k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
         for (long off = 0; off < k && !stop;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
+            const struct lpr_dirent64 *d = (const void *)(buf + off);
             off += d->reclen;
             size_t len = strlen(d->name);
             if (len < 5 || strcmp(d->name + len - 4, ".lpt") || (needle && !strstr(d->name, needle))) continue;
@@ -473,12 +467,7 @@ static int convert_if_orphan(const char *path, void *arg) {
  * unknown. */
 static uint64_t process_start_real_ns(void) {
     char buf[1024];
-    int fd = lpr_sys_open("/proc/self/stat", O_RDONLY, 0);
-    if (fd < 0) return 0;
-    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
-    lpr_sys_close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
+    if (lpr_sys_read_file("/proc/self/stat", buf, sizeof buf) <= 0) return 0;
     char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
     if (!p) return 0;
     for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' '); /* to field 22: starttime */

@@ -478,9 +478,6 @@ LP_HIDDEN void lpr_io_pipe(struct lpr_tls *t, uint64_t t0, const int fds[2], int
 /* ---- "hooks/torch.c": PyTorch's operators --------------------------------------------------- */
 LP_HIDDEN void lpr_torch_detect(void); /* libtorch may have arrived: register the operator callback */
 LP_HIDDEN void lpr_torch_main(void);   /* main starts: every object of the program is initialised */
-/* Set by a family that has records to write when the process ends, before the buffers are
- * flushed (hooks/torch.c: operators started and still open). */
-LP_HIDDEN extern void (*lpr_finish_family)(void);
 #define lpr_torch_shapes (lpr_cfg.torch_shapes)
 /* core/real.c: a handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
  * with lpr_dl_release: libprof's own lookups, not the program's dlopen. */
@@ -606,11 +603,13 @@ LP_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, ch
  * A family that must do something when libprof starts says so with LP_FAMILY_SETUP
  * (preload/hooks/hook.h): `resolve` runs in the part of the start-up that may look symbols up,
  * in every process, before recording's set-up ends; `start`, after it, in a process that
- * records. The core finds them in the linker section lpr_setup (Darshan's modules register
+ * records; `finish` when the process ends, before the buffers are written for the last time
+ * (records a family still holds: PyTorch's operators started and still open). The core finds them in the linker section lpr_setup (Darshan's modules register
  * with its core the same way): it names no hook file, and a new family needs no line here. */
 struct lpr_setup {
     void (*resolve)(void);
     void (*start)(void);
+    void (*finish)(void);
 };
 
 /* ---- "spawn.c": libprof-report in a process of its own, unseen by the program --------------- */

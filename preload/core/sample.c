@@ -218,12 +218,7 @@ static int open_event(int tid, int inherit) {
 /* A debugger attached (TracerPid in /proc/self/status)? */
 static int traced(void) {
     char buf[2048];
-    int fd = lpr_sys_open("/proc/self/status", O_RDONLY, 0);
-    if (fd < 0) return 0;
-    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
-    lpr_sys_close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
+    if (lpr_sys_read_file("/proc/self/status", buf, sizeof buf) <= 0) return 0;
     const char *p = strstr(buf, "TracerPid:");
     return p && strtol(p + 10, NULL, 10) != 0;
 }
@@ -237,13 +232,7 @@ static void cover_running_threads(void) {
     long k;
     while ((k = LP_SYS(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
         for (long off = 0; off < k;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
+            const struct lpr_dirent64 *d = (const void *)(buf + off);
             off += d->reclen;
             int tid = atoi(d->name);
             if (tid <= 0 || tid == self) continue;

@@ -95,6 +95,24 @@ static inline int lpr_sys_munmap(void *addr, size_t len) { return (int)LP_SYS(SY
 static inline void *lpr_sys_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want) {
     return (void *)lpr_syscall6(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
 }
+/* A small file (/proc's) into `buf`, NUL-terminated: its length, or -1. */
+static inline long lpr_sys_read_file(const char *path, char *buf, size_t cap) {
+    int fd = lpr_sys_open(path, O_RDONLY, 0);
+    if (fd < 0) return -1;
+    long n = lpr_sys_read(fd, buf, cap - 1);
+    lpr_sys_close(fd);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return n;
+}
+/* One entry of what getdents64 fills a buffer with (the kernel's struct linux_dirent64). */
+struct lpr_dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
 /* A raw mmap-family result in the C library's convention: MAP_FAILED and errno on failure. */
 static inline int lpr_sys_failed(long r) { return r < 0 && r > -4096; }
 

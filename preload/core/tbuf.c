@@ -147,12 +147,7 @@ int lpr_pid_gone(int pid) {
     if (lpr_sys_kill(pid, 0) == -ESRCH) return 1;
     char path[48], buf[256];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = lpr_sys_open(path, O_RDONLY, 0);
-    if (fd < 0) return 0;
-    long n = lpr_sys_read(fd, buf, sizeof buf - 1);
-    lpr_sys_close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
+    if (lpr_sys_read_file(path, buf, sizeof buf) <= 0) return 0;
     const char *p = strrchr(buf, ')');
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }

@@ -46,7 +46,7 @@ static void lpr_alloc_resolve(void) {
     if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED)) __atomic_fetch_or(&lpr_gate, LP_GATE_SLOWPATH, __ATOMIC_RELAXED);
 }
 
-LP_FAMILY_SETUP(alloc, lpr_alloc_resolve, NULL);
+LP_FAMILY_SETUP(alloc, lpr_alloc_resolve, NULL, NULL);
 
 #define ENSURE_REAL()                                                \
     do {                                                             \

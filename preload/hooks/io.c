@@ -286,7 +286,7 @@ static void io_start(void) {
     t->guard = 0;
 }
 
-LP_FAMILY_SETUP(io, io_resolve, io_start);
+LP_FAMILY_SETUP(io, io_resolve, io_start, NULL);
 
 /* the hottest pass-throughs: unbound from the program when this family never records */
 LP_UNHOOKABLE(IO, read);

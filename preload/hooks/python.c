@@ -224,4 +224,4 @@ static void start(void) {
     __atomic_store_n(&lpr_py_ready, request, __ATOMIC_RELEASE);
 }
 
-LP_FAMILY_SETUP(python, NULL, start);
+LP_FAMILY_SETUP(python, NULL, start, NULL);

@@ -180,4 +180,4 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
     return SIG_DFL;
 }
 
-LP_FAMILY_SETUP(signal, NULL, start);
+LP_FAMILY_SETUP(signal, NULL, start, NULL);

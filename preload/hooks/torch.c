@@ -24,7 +24,6 @@
  * exit), and the end as torch.end wherever it happens; the converter pairs them by handle. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -222,6 +221,7 @@ static void op_end(const void *rf, void *ctx) {
 static void torch_finish(void) {
     if (state == 1 && ops.depth) unwind_to(lpr_call_begin(LP_FAM_TORCH), 0);
 }
+LP_FAMILY_SETUP(torch, NULL, NULL, torch_finish);
 
 /* ---- finding libtorch --------------------------------------------------------------------------- */
 
@@ -252,12 +252,8 @@ static void version_of(const char *path, char *v, size_t cap) {
     const char *slash = strrchr(path, '/');
     if (!slash) return;
     snprintf(py, sizeof py, "%.*s/../version.py", (int)(slash - path), path);
-    int fd = lpr_sys_open(py, O_RDONLY | O_CLOEXEC, 0); /* not fopen: libprof's own calls skip its hooks */
-    if (fd < 0) return;
-    char text[1024];
-    long n = lpr_sys_read(fd, text, sizeof text - 1);
-    lpr_sys_close(fd);
-    text[n > 0 ? n : 0] = '\0';
+    char text[1024]; /* not fopen: libprof's own calls skip its hooks */
+    if (lpr_sys_read_file(py, text, sizeof text) < 0) return;
     char *q = strstr(text, "__version__");
     if (q && (q = strpbrk(q, "'\""))) {
         char quote = *q++, *e = strchr(q, quote);
@@ -326,6 +322,5 @@ static void detect(void) {
     struct callback cb = {op_start, op_end, 1.0, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0, 1, {0}};
     cb.needs_inputs = (uint8_t)(lpr_torch_shapes != 0);
     state = 1;
-    lpr_finish_family = torch_finish;
     registered = add(cb);
 }

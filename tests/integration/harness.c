@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,4 +230,39 @@ cJSON *check_trace_py(const char *path, char **err) {
         *err = strdup("check_trace.py printed no JSON");
     run_free(&r);
     return j;
+}
+
+char *write_text(const char *dir, const char *name, const char *text) {
+    char *path = strfmt("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int run_node(struct run *r, const char *dir, const char *name, const char *script, const char *const *args) {
+    char *js = write_text(dir, name, script);
+    const char *argv[16] = {"node", js};
+    int n = 2;
+    for (int i = 0; args && args[i] && n < 15; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    int rc = js ? run_prog(r, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL}, argv) : -1;
+    free(js);
+    return rc;
+}
+
+int python_interpreters(char out[][256], int cap, int min_minor) {
+    int n = 0;
+    glob_t g;
+    if (glob("/root/.pyenv/versions/3.*/bin/python3", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
+            const char *v = strstr(g.gl_pathv[i], "/versions/3.") + 12;
+            if (atoi(v) >= min_minor) snprintf(out[n++], 256, "%s", g.gl_pathv[i]);
+        }
+        globfree(&g);
+    }
+    if (access("/usr/bin/python3", X_OK) == 0 && n < cap) snprintf(out[n++], 256, "/usr/bin/python3");
+    return n;
 }

@@ -40,6 +40,14 @@ char **child_traces(const char *dir, const char *prefix, int *n);
  * slices, paired flows), or NULL with the reason in *err (caller frees both). */
 cJSON *check_trace_py(const char *path, char **err);
 char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* `text` written to DIR/NAME; its path (caller frees), NULL if it cannot be written. */
+char *write_text(const char *dir, const char *name, const char *text);
+/* node running `script` (written to DIR/NAME) with `args` (NULL-terminated), the npm packages of
+ * scripts/install-deps on its NODE_PATH. Returns 0 or -1, as run_prog. */
+int run_node(struct run *r, const char *dir, const char *name, const char *script, const char *const *args);
+/* Every Python interpreter installed that libprof reads: pyenv's 3.MIN and later builds, then
+ * Debian's /usr/bin/python3. Their paths in out[], their number returned. */
+int python_interpreters(char out[][256], int cap, int min_minor);
 
 /* memusage's counts for a program run: calls per function. Returns 0 or -1. */
 struct memusage {

@@ -238,15 +238,11 @@ Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/h.lpt", dir);
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", NULL}, argv);
     cr_assert_eq(r.status, 0);
-    char *html = strfmt("%s/h.html", dir), *shot = strfmt("%s/h.png", dir), *js = strfmt("%s/check.js", dir);
+    char *html = strfmt("%s/h.html", dir), *shot = strfmt("%s/h.png", dir);
     const char *rargv[] = {REPORT, strfmt("%s/h.lpt", dir), "--html", html, NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    FILE *f = fopen(js, "w");
-    fputs(check_js, f);
-    fclose(f);
-    const char *bargv[] = {"node", js, html, shot, NULL};
-    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL}, bargv);
+    run_node(&b, dir, "check.js", check_js, (const char *[]){html, shot, NULL});
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);
@@ -317,14 +313,10 @@ Test(memviews, time_window_in_chromium, .init = setup, .timeout = 180) {
     struct run r, rep, b;
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/w.lpt", dir), NULL}, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    char *html = strfmt("%s/w.html", dir), *js = strfmt("%s/window.js", dir);
+    char *html = strfmt("%s/w.html", dir);
     run_prog(&rep, dir, NULL, (const char *[]){REPORT, strfmt("%s/w.lpt", dir), "--html", html, NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    FILE *f = fopen(js, "w");
-    fputs(window_js, f);
-    fclose(f);
-    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
-             (const char *[]){"node", js, html, NULL});
+    run_node(&b, dir, "window.js", window_js, (const char *[]){html, NULL});
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);

@@ -215,16 +215,11 @@ Test(mpi, fleet_query_on_duckdb, .init = setup) {
         cr_assert_eq(r.status, 0, "%s", r.err);
         run_free(&r);
     }
-    char *js = strfmt("%s/q.js", dir);
-    FILE *f = fopen(js, "w");
-    fputs(duck_js, f);
-    fclose(f);
     char *sql = strfmt("select rank, count(*) as calls, sum(dur_ns) > 0 as timed from read_csv_auto('%s/e*.csv') "
                        "where category = 'mpi' group by rank order by rank",
                        dir);
     struct run q;
-    run_prog(&q, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
-             (const char *[]){"node", js, sql, NULL});
+    run_node(&q, dir, "q.js", duck_js, (const char *[]){sql, NULL});
     cr_assert_eq(q.status, 0, "%s%s", q.out, q.err);
     /* MPI calls per rank: Init, 10 Sendrecv, 5 Allreduce, Bcast, 2 Barrier, Finalize, and 3 Send or Recv on 0, 1 */
     cr_expect_str_eq(q.out, "[[0,23,true],[1,23,true],[2,20,true],[3,20,true]]\n");

@@ -37,27 +37,9 @@ static const char frames_py[] = "import sys, threading, time\n"                 
                                 "print('done')\n";                                  /* 16 */
 
 static char *write_script(const char *name, const char *text) {
-    char *path = strfmt("%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    char *path = write_text(dir, name, text);
+    cr_assert_not_null(path);
     return path;
-}
-
-/* Every interpreter libprof reads that is installed: pyenv's 3.7+ builds, then Debian's. */
-static int interpreters(char out[][256], int cap) {
-    int n = 0;
-    glob_t g;
-    if (glob("/root/.pyenv/versions/3.*/bin/python3", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
-            const char *v = strstr(g.gl_pathv[i], "/versions/3.") + 12;
-            if (atoi(v) >= 7) snprintf(out[n++], 256, "%s", g.gl_pathv[i]); /* 3.7 and later */
-        }
-        globfree(&g);
-    }
-    if (access("/usr/bin/python3", X_OK) == 0 && n < cap) snprintf(out[n++], 256, "/usr/bin/python3");
-    return n;
 }
 
 static int has_frame(cJSON *frames, const char *needle) {
@@ -101,7 +83,7 @@ static int has_call(cJSON *trace, const char *name, const char *want, int main_t
  * bytes each way; the file read of line 8 carries "go (FILE:8)" as its innermost frame. */
 Test(python, every_interpreter_mixed_stacks_and_call_lines, .init = setup) {
     char py[16][256];
-    int n = interpreters(py, 16), tested = 0;
+    int n = python_interpreters(py, 16, 7), tested = 0;
     char *script = write_script("frames.py", frames_py);
     for (int i = 0; i < n; i++) {
         const char *argv[] = {py[i], script, script, NULL};
@@ -386,7 +368,7 @@ static struct slice_count count_slices(cJSON *trace, const char *name) {
  * (3.9+: from pthread_create's hook or PyEval_SetProfileAllThreads). */
 Test(python, call_slices_every_interpreter, .init = setup) {
     char py[16][256];
-    int n = interpreters(py, 16), tested = 0;
+    int n = python_interpreters(py, 16, 7), tested = 0;
     char *script = write_script("calls.py", calls_py);
     for (int i = 0; i < n; i++) {
         const char *argv[] = {py[i], script, NULL};
@@ -611,7 +593,7 @@ static const char tm_py[] =
  * (2 frames: the Python part follows a "…") and deep enough (64). */
 Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
     char py[16][256];
-    int n = interpreters(py, 16), compared = 0, tested = 0;
+    int n = python_interpreters(py, 16, 7), compared = 0, tested = 0;
     char *script = write_script("tm.py", tm_py);
     for (int i = 0; i < n; i++) {
         struct run ref;

@@ -273,20 +273,6 @@ static const char burn_py[] = "import time\n"
                               "def three(): return burn(0.6)\n"
                               "one(); two(); three()\n";
 
-static int interpreters(char out[][256], int cap) {
-    int n = 0;
-    glob_t g;
-    if (glob("/root/.pyenv/versions/3.*/bin/python3", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
-            const char *v = strstr(g.gl_pathv[i], "/versions/3.") + 12;
-            if (atoi(v) >= 8) snprintf(out[n++], 256, "%s", g.gl_pathv[i]);
-        }
-        globfree(&g);
-    }
-    if (access("/usr/bin/python3", X_OK) == 0 && n < cap) snprintf(out[n++], 256, "/usr/bin/python3");
-    return n;
-}
-
 /* The `total` samples of the Python line whose name starts with `fn (`. */
 static long long py_line(cJSON *meta, const char *fn) {
     cJSON *r;
@@ -302,12 +288,10 @@ static long long py_line(cJSON *meta, const char *fn) {
 
 Test(sample, python_functions_in_proportion_every_interpreter) {
     char *dir = make_tmpdir();
-    char *script = strfmt("%s/burn.py", dir);
-    FILE *f = fopen(script, "w");
-    fputs(burn_py, f);
-    fclose(f);
+    char *script = write_text(dir, "burn.py", burn_py);
+    cr_assert_not_null(script);
     char py[16][256];
-    int n = interpreters(py, 16), tested = 0;
+    int n = python_interpreters(py, 16, 8), tested = 0;
     for (int i = 0; i < n; i++) {
         struct run r;
         char *json = strfmt("%s/b%d.json", dir, i);
@@ -340,15 +324,13 @@ Test(sample, python_functions_in_proportion_every_interpreter) {
  * that called it: the sample stacks in libopenblas/sgemm carry the caller's frame. */
 Test(sample, a_numpy_gemm_under_its_python_caller) {
     char *dir = make_tmpdir();
-    char *script = strfmt("%s/mm.py", dir);
-    FILE *f = fopen(script, "w");
-    fputs("import numpy as np\n"
-          "a = np.ones((512, 512), dtype=np.float32)\n"
-          "def mm():\n"
-          "    for _ in range(60): a @ a\n"
-          "mm()\n",
-          f);
-    fclose(f);
+    char *script = write_text(dir, "mm.py",
+                              "import numpy as np\n"
+                              "a = np.ones((512, 512), dtype=np.float32)\n"
+                              "def mm():\n"
+                              "    for _ in range(60): a @ a\n"
+                              "mm()\n");
+    cr_assert_not_null(script);
     struct run r, rep;
     char *lpt = strfmt("%s/m.lpt", dir), *folded = strfmt("%s/m.folded", dir);
     run_prog(&r, dir,
@@ -435,18 +417,14 @@ Test(sample, html_cpu_views_and_time_window_in_chromium, .timeout = 180) {
         cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
     char *dir = make_tmpdir();
     struct run r, rep, b;
-    char *lpt = strfmt("%s/p.lpt", dir), *html = strfmt("%s/p.html", dir), *js = strfmt("%s/cpu.js", dir);
+    char *lpt = strfmt("%s/p.lpt", dir), *html = strfmt("%s/p.html", dir);
     run_prog(&r, dir,
              (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000", NULL},
              (const char *[]){PROG("cpusplit"), "phases", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--html", html, NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    FILE *f = fopen(js, "w");
-    fputs(cpu_html_js, f);
-    fclose(f);
-    run_prog(&b, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
-             (const char *[]){"node", js, html, NULL});
+    run_node(&b, dir, "cpu.js", cpu_html_js, (const char *[]){html, NULL});
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);
@@ -494,17 +472,15 @@ static double last_number(const char *line) {
  * metadata.sampling's threads); the JSON read back gives the same table. */
 Test(sample, slices_carry_their_cpu_and_the_tax_is_measured) {
     char *dir = make_tmpdir();
-    char *script = strfmt("%s/t.py", dir);
-    FILE *f = fopen(script, "w");
-    fputs("import numpy as np, time\n"
-          "a = np.ones((256, 256), dtype=np.float32)\n"
-          "for _ in range(3):\n"
-          "    for _ in range(100): a @ a\n"
-          "    time.sleep(0.2)\n"
-          "    x = 0\n"
-          "    for i in range(400000): x += i\n",
-          f);
-    fclose(f);
+    char *script = write_text(dir, "t.py",
+                              "import numpy as np, time\n"
+                              "a = np.ones((256, 256), dtype=np.float32)\n"
+                              "for _ in range(3):\n"
+                              "    for _ in range(100): a @ a\n"
+                              "    time.sleep(0.2)\n"
+                              "    x = 0\n"
+                              "    for i in range(400000): x += i\n");
+    cr_assert_not_null(script);
     struct run r, rep, conv, rj;
     char *lpt = strfmt("%s/t.lpt", dir), *json = strfmt("%s/t.json", dir);
     run_prog(&r, dir,
@@ -637,10 +613,8 @@ Test(sample, no_descriptor_of_libprofs_and_no_process_left) {
  * line (burn's loop) and the functions (one, two, three) the CPU went to. */
 Test(sample, libprof_1_samples_and_the_report_and_page_say_where) {
     char *dir = make_tmpdir();
-    char *script = strfmt("%s/burn.py", dir);
-    FILE *f = fopen(script, "w");
-    fputs(burn_py, f);
-    fclose(f);
+    char *script = write_text(dir, "burn.py", burn_py);
+    cr_assert_not_null(script);
     struct run r, rep, h;
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "LIBPROF=1", NULL},
              (const char *[]){"/usr/bin/python3", script, NULL});
@@ -674,11 +648,10 @@ Test(sample, libprof_1_samples_and_the_report_and_page_say_where) {
  * taken (a walk stops at JIT code, the sample keeps its instruction). */
 Test(sample, node_and_java_say_the_same_sampled, .timeout = 180) {
     char *dir = make_tmpdir();
-    FILE *f = fopen(strfmt("%s/Hello.java", dir), "w");
-    fputs("public class Hello { public static void main(String[] a) { long s = 0;"
-          " for (int i = 0; i < 200000000; i++) s += i % 7; System.out.println(\"sum \" + s); } }\n",
-          f);
-    fclose(f);
+    cr_assert_not_null(
+        write_text(dir, "Hello.java",
+                   "public class Hello { public static void main(String[] a) { long s = 0;"
+                   " for (int i = 0; i < 200000000; i++) s += i % 7; System.out.println(\"sum \" + s); } }\n"));
     const char *node[] = {"node", "-e", "let s=0;for(let i=0;i<2e8;i++)s+=i%7;console.log(s)", NULL};
     const char *java[] = {"java", strfmt("%s/Hello.java", dir), NULL};
     const char *const *progs[2] = {node, java};
