@@ -550,6 +550,8 @@ static inline void lpr_ahead(struct lpr_ahead *a, void *base, size_t used, size_
     if (LP_UNLIKELY(a->on && used + LPR_AHEAD / 2 > a->done)) lpr_ahead_slow(a, base, used, cap);
 }
 LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out, int max, int *whole);
+/* t's stack mapping holds sp (found in /proc/self/maps, again only a few times a thread): 0, or -1. */
+LP_HIDDEN int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp);
 LP_HIDDEN void lpr_walk_forget(void); /* code may have been unloaded (dlclose) */
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */

@@ -13,9 +13,10 @@
  * without the GIL still finds the line that called it); its frames are followed through the
  * layout's offsets; a frame's line is PyCode_Addr2Line on the instruction it is executing (a pure
  * walk of the code's line table). No reference is taken, no object touched, no lock: the frames
- * of the calling thread cannot change under it. Every code object read is checked to be one
- * (its type is PyCode_Type) before anything else of it is read; a chain that fails the check
- * ends there.
+ * of the calling thread cannot change under it, though a signal may catch them mid-change (see
+ * "frames": from 3.11 on a frame or code object is read only where it is sure to be memory).
+ * Every code object read is checked to be one (its type is PyCode_Type) before anything else of
+ * it is read; a chain that fails a check ends there.
  *
  * Code objects get dense ids in a lock-free table (keyed by address, checked against the
  * object's file, name and first line, so a code object freed and another made at its address
@@ -29,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "lp.h"
 #include "python_layouts.h"
@@ -43,6 +46,7 @@ static uintptr_t py_code_type;
 static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
+static size_t frame_bytes; /* how much of a frame is read: its first fields (3.11+) */
 
 #define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
 #define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
@@ -132,6 +136,10 @@ void lpr_python_detect(void) {
             lpr_warn("a Python interpreter of unknown version: no Python frames");
         return;
     }
+    int need[] = {L->f_code + 8, L->f_back + 8, L->f_instr + 8, L->f_owner + 1, L->f_entry + 1};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if ((size_t)need[i] > frame_bytes) frame_bytes = (size_t)need[i];
+    frame_bytes = (frame_bytes + 7) & ~(size_t)7;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -221,12 +229,27 @@ static uintptr_t code_name(uintptr_t code) {
     return rd(code + (uintptr_t)(L->co_qualname >= 0 ? L->co_qualname : L->co_name));
 }
 
+#define SLOT_LOW(code) (((code) >> 4) & ((UINT64_C(1) << 43) - 1))
+#define SLOT_OF(code) ((uint32_t)(((code) >> 4) * 0x9E3779B97F4A7C15ull >> 43) & (CODE_SLOTS - 1))
+
+/* A code object at `code` has an entry (its address alone is looked up: nothing of it is read). */
+static int code_known(uintptr_t code) {
+    uint64_t low = SLOT_LOW(code);
+    uint32_t s = SLOT_OF(code);
+    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (CODE_SLOTS - 1)) {
+        uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
+        if (v == 0) return 0;
+        if ((v & ((UINT64_C(1) << 43) - 1)) == low && ents[v >> 43].code == code) return 1;
+    }
+    return 0;
+}
+
 /* The id of code object `code` (0: table full). */
 static uint32_t code_id(uintptr_t code) {
     uintptr_t file = rd(code + (uintptr_t)L->co_filename), name = code_name(code);
     int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
-    uint64_t low = (code >> 4) & ((UINT64_C(1) << 43) - 1);
-    uint32_t s = (uint32_t)((code >> 4) * 0x9E3779B97F4A7C15ull >> 43) & (CODE_SLOTS - 1);
+    uint64_t low = SLOT_LOW(code);
+    uint32_t s = SLOT_OF(code);
     for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (CODE_SLOTS - 1)) {
         uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
         if (v == 0) {
@@ -264,15 +287,105 @@ static uint32_t code_id(uintptr_t code) {
 
 /* ---- frames --------------------------------------------------------------------------------- */
 
+/* A thread's chain of frames is consistent at almost every instruction, but not at every one, and
+ * a sample — or a hook reached from a signal handler of the program's, such as the byte Python's
+ * own C handler writes to its wakeup descriptor — may interrupt the interpreter anywhere:
+ *   - 3.11 and 3.12 make a new evaluation loop's state current before its frame is stored in it
+ *     (for a few instructions the thread's cframe holds whatever that stack slot held before);
+ *   - 3.11 to 3.13 may link a frame before its `previous` is written (what was there before);
+ *   - 3.11 keeps a returning frame current while the chunk of frame stack under it is unmapped.
+ * So from 3.11 on a frame is read only where it is sure to be memory: inside one of the thread's
+ * frame-stack chunks (a few compares: almost every frame), on the thread's own C stack (3.12+:
+ * the evaluation loop's entry shims), or else — a generator's or coroutine's frame, which lives
+ * in its object — through a copy the kernel makes (process_vm_readv, which fails where a load
+ * would fault). A code object is read when the table knows its address, or after a copy of its
+ * header shows PyCode_Type. A chain that reaches what it cannot read ends there; a stale frame
+ * read as a frame costs one sample a wrong line, never a fault. Up to 3.10 the chain is frame
+ * objects, linked once made and unlinked before freed: read as they are. */
+struct pyframe {
+    uintptr_t code, back, instr;
+    int owner, entry;
+};
+struct chain {
+    uintptr_t chunk; /* the chunk the last frame was found in: frames go outward through them */
+};
+
+/* n bytes at src into dst if they are mapped: 0, or -1. */
+static int copy_safe(void *dst, uintptr_t src, size_t n) {
+    struct iovec l = {dst, n}, r = {(void *)src, n};
+    return lpr_syscall6(SYS_process_vm_readv, lpr_pid, (long)&l, 1, (long)&r, 1, 0) == (long)n ? 0 : -1;
+}
+
+/* f lies in one of the thread's frame-stack chunks (from the one the last frame was in, outward). */
+static int in_chunks(struct chain *c, uintptr_t f) {
+    uintptr_t k = c->chunk;
+    for (unsigned hops = 0; k && hops < 4096; hops++, k = rd(k)) {
+        if (f >= k + (uintptr_t)L->chunk_data && f + frame_bytes <= k + rd(k + 8)) {
+            c->chunk = k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* f lies on the calling thread's C stack (its mapping looked up once, walk.c). */
+static int on_cstack(uintptr_t f) {
+    struct lpr_tls *t = &lpr_tls;
+    if (!t->stack_hi && lpr_stack_bounds(t, (uintptr_t)__builtin_frame_address(0)) != 0) return 0;
+    return f >= t->stack_lo && f + frame_bytes <= t->stack_hi;
+}
+
+/* Frame f's fields into *o: 0, or -1 where f cannot be read. */
+static int frame_read(struct chain *c, uintptr_t f, struct pyframe *o) {
+    const char *p = (const char *)f;
+    char copy[128];
+    if (L->kind == 0) {
+        o->code = rd(f + (uintptr_t)L->f_code);
+        o->back = rd(f + (uintptr_t)L->f_back);
+        o->instr = (uintptr_t) * (const int *)(f + (uintptr_t)L->f_instr);
+        o->owner = 0;
+        o->entry = 1;
+        return 0;
+    }
+    if (!f || (f & 7)) return -1;
+    if (!in_chunks(c, f) && !(L->minor >= 12 && on_cstack(f))) {
+        if (copy_safe(copy, f, frame_bytes) != 0) return -1;
+        p = copy;
+    }
+    o->code = *(const uintptr_t *)(p + L->f_code);
+    o->back = *(const uintptr_t *)(p + L->f_back);
+    o->instr = *(const uintptr_t *)(p + L->f_instr);
+    o->owner = *(const char *)(p + L->f_owner);
+    o->entry = L->f_entry >= 0 ? *(const char *)(p + L->f_entry) != 0 : 0;
+    return 0;
+}
+
+/* `code` is a code object that may be read. */
+static int code_readable(uintptr_t code) {
+    if (!code || (code & 7)) return 0;
+    if (L->kind == 1 && !code_known(code)) {
+        uintptr_t head[2];
+        if (copy_safe(head, code, sizeof head) != 0) return 0;
+    }
+    return rd(code + 8) == py_code_type;
+}
+
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
- * ran Python, no Python running on it). */
-static uintptr_t top_frame(void) {
+ * ran Python, no Python running on it); `c` set up to read the chain from it. */
+static uintptr_t top_frame_in(struct chain *c) {
+    c->chunk = 0;
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (!ts) return 0;
     uintptr_t f = rd(ts + (uintptr_t)L->tstate_frame);
     if (L->cframe_frame >= 0) f = f ? rd(f + (uintptr_t)L->cframe_frame) : 0;
+    if (L->ts_datastack >= 0) c->chunk = rd(ts + (uintptr_t)L->ts_datastack);
     return f;
+}
+
+static uintptr_t top_frame(void) {
+    struct chain c;
+    return top_frame_in(&c);
 }
 
 int lpr_py_thread_running(void) { return lpr_py_on && top_frame() != 0; }
@@ -286,11 +399,12 @@ void *lpr_py_profile_of(void *ts) { return L ? (void *)rd((uintptr_t)ts + (uintp
  * the frame being entered or left is the current one. */
 uint32_t lpr_py_top_code(void) {
     if (!lpr_py_on) return 0;
-    uintptr_t f = top_frame();
-    for (unsigned hops = 0; f && hops < 4; hops++, f = rd(f + (uintptr_t)L->f_back)) {
-        if (L->kind == 1 && L->minor >= 12 && *(const char *)(f + (uintptr_t)L->f_owner) == SHIM) continue;
-        uintptr_t code = rd(f + (uintptr_t)L->f_code);
-        return code && rd(code + 8) == py_code_type ? code_id(code) : 0;
+    struct chain c;
+    struct pyframe fr;
+    uintptr_t f = top_frame_in(&c);
+    for (unsigned hops = 0; f && hops < 4 && frame_read(&c, f, &fr) == 0; hops++, f = fr.back) {
+        if (L->kind == 1 && L->minor >= 12 && fr.owner == SHIM) continue;
+        return code_readable(fr.code) ? code_id(fr.code) : 0;
     }
     return 0;
 }
@@ -377,31 +491,28 @@ static int line_of(uintptr_t code, uint32_t id, int addr) {
  * stack leaves _PyEval_EvalFrameDefault). */
 int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
     if (!lpr_py_on) return 0;
-    uintptr_t f = top_frame();
+    struct chain c;
+    struct pyframe fr;
+    uintptr_t f = top_frame_in(&c);
     int n = 0;
-    for (unsigned hops = 0; f && n < max && hops < 4096; hops++, f = rd(f + (uintptr_t)L->f_back)) {
-        int act_end = 1;
-        uintptr_t code = rd(f + (uintptr_t)L->f_code);
+    for (unsigned hops = 0; f && n < max && hops < 4096 && frame_read(&c, f, &fr) == 0; hops++, f = fr.back) {
         int addr;
         if (L->kind == 0) {
-            int lasti = *(const int *)(f + (uintptr_t)L->f_instr);
+            int lasti = (int)fr.instr;
             addr = L->minor == 10 ? lasti * 2 : lasti; /* 3.10 counts instructions, older bytes */
         } else {
-            char owner = *(const char *)(f + (uintptr_t)L->f_owner);
-            if (L->minor >= 12 && owner == SHIM) { /* the evaluation loop's entry: a run ends */
+            if (L->minor >= 12 && fr.owner == SHIM) { /* the evaluation loop's entry: a run ends */
                 if (n) end[n - 1] = 1;
                 continue;
             }
-            if (!code || rd(code + 8) != py_code_type) break;
-            addr = (int)(rd(f + (uintptr_t)L->f_instr) - (code + (uintptr_t)L->co_code));
-            act_end = L->f_entry >= 0 ? *(const char *)(f + (uintptr_t)L->f_entry) != 0 : 0;
+            addr = (int)(fr.instr - (fr.code + (uintptr_t)L->co_code));
         }
-        if (!code || rd(code + 8) != py_code_type) break;
-        uint32_t id = code_id(code);
+        if (!code_readable(fr.code)) break;
+        uint32_t id = code_id(fr.code);
         if (!id) break;
-        int line = line_of(code, id, addr);
+        int line = line_of(fr.code, id, addr);
         out[n] = LP_PYFRAME(id, line > 0 ? (uint32_t)line : 0);
-        end[n] = (uint8_t)act_end;
+        end[n] = (uint8_t)fr.entry;
         n++;
     }
     if (n) end[n - 1] = 1;
@@ -431,20 +542,21 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     uintptr_t fr[PART], co[PART], in[PART];
     uint8_t en[PART];
     int n = 0;
-    uintptr_t f = top_frame();
-    /* the layout's offsets in registers: this loop runs for every frame of every capture */
-    const uintptr_t o_code = (uintptr_t)L->f_code, o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr;
+    struct chain ch;
+    struct pyframe x;
+    uintptr_t f = top_frame_in(&ch);
+    const int shims = L->kind == 1 && L->minor >= 12;
     if (L->kind == 1 && c->id) {
         /* the common case first: the same frames as last time, each at the same line — compared
          * as they are walked, nothing stored */
-        const uintptr_t o_owner = (uintptr_t)L->f_owner;
-        const int shims = L->minor >= 12;
+        struct chain again = ch;
         uint32_t i = 0, cn = c->n;
         uintptr_t g = f;
-        for (; g && i < cn; g = rd(g + o_back)) {
-            if (shims && *(const char *)(g + o_owner) == SHIM) continue;
+        for (; g && i < cn; g = x.back) {
+            if (frame_read(&again, g, &x) != 0) break;
+            if (shims && x.owner == SHIM) continue;
             /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
+            if (g != c->frame[i] || x.instr != c->instr[i]) break;
             i++;
         }
         if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
@@ -452,31 +564,17 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
             return (int)cn;
         }
     }
-    if (L->kind == 0) { /* up to 3.10: frame objects, the instruction an index */
-        for (; f && n < PART; f = rd(f + o_back)) {
-            uintptr_t code = rd(f + o_code);
-            if (!code) break;
-            fr[n] = f;
-            co[n] = code;
-            in[n] = (uintptr_t) * (const int *)(f + o_instr);
-            en[n++] = 1;
+    /* up to 3.10 frame objects, the instruction an index; then interpreter frames, a pointer */
+    for (unsigned hops = 0; f && n < PART && hops < 4096 && frame_read(&ch, f, &x) == 0; hops++, f = x.back) {
+        if (shims && x.owner == SHIM) {
+            if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
+            continue;
         }
-    } else { /* 3.11 and later: interpreter frames, the instruction a pointer */
-        const uintptr_t o_owner = (uintptr_t)L->f_owner;
-        const intptr_t o_entry = L->f_entry;
-        const int shims = L->minor >= 12;
-        for (unsigned hops = 0; f && n < PART && hops < 4096; hops++, f = rd(f + o_back)) {
-            if (shims && *(const char *)(f + o_owner) == SHIM) {
-                if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
-                continue;
-            }
-            uintptr_t code = rd(f + o_code);
-            if (!code) break; /* (its type is checked below, where a frame's code is read) */
-            fr[n] = f;
-            co[n] = code;
-            in[n] = rd(f + o_instr);
-            en[n++] = o_entry >= 0 ? *(const char *)(f + (uintptr_t)o_entry) != 0 : 0;
-        }
+        if (!x.code) break; /* (whether it is one is checked below, where a frame's code is read) */
+        fr[n] = f;
+        co[n] = x.code;
+        in[n] = x.instr;
+        en[n++] = (uint8_t)x.entry;
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
@@ -494,7 +592,7 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     /* the outer k frames keep their words (moved to their new places), the others are looked up */
     if ((uint32_t)n != cn) memmove(&c->word[n - k], &c->word[cn - k], k * sizeof c->word[0]);
     for (int i = 0; i < n - (int)k; i++) {
-        uint32_t cid = rd(co[i] + 8) == py_code_type ? code_id(co[i]) : 0;
+        uint32_t cid = code_readable(co[i]) ? code_id(co[i]) : 0;
         if (!cid) {
             n = i; /* the code table is full: the part ends here */
             break;
@@ -526,13 +624,13 @@ uint32_t lpr_py_location(void) {
     uint8_t end[LP_STACK_MAX_DEPTH];
     struct lpr_thread *node = lpr_tls.thr;
     if (lpr_stack_depth == 0 && node) {
-        uintptr_t f = top_frame();
-        if (!f) return 0;
-        if (L->kind == 1 && L->minor >= 12 && *(const char *)(f + (uintptr_t)L->f_owner) == SHIM)
+        struct chain ch;
+        struct pyframe x;
+        uintptr_t f = top_frame_in(&ch);
+        if (!f || frame_read(&ch, f, &x) != 0) return 0;
+        if (L->kind == 1 && L->minor >= 12 && x.owner == SHIM)
             return lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1) : 0;
-        uintptr_t code = rd(f + (uintptr_t)L->f_code);
-        uintptr_t instr =
-            L->kind == 0 ? (uintptr_t) * (const int *)(f + (uintptr_t)L->f_instr) : rd(f + (uintptr_t)L->f_instr);
+        uintptr_t code = x.code, instr = x.instr;
         struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
         unsigned w = (unsigned)(((instr ^ (code >> 4)) * 0x9E3779B97F4A7C15ull) >> 58) & (LOC_WAYS - 1);
         if (c && c->loc[w].frame == f && c->loc[w].code == code && c->loc[w].instr == instr && c->loc[w].id &&

@@ -706,18 +706,21 @@ static int stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
 
 #define RESCANS 8 /* a thread whose stack pointer leaves its stack (coroutines): looked up this often */
 
+int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp) {
+    if (sp >= t->stack_lo && sp < t->stack_hi) return 0;
+    if (t->stack_scans >= RESCANS || stack_mapping(sp, &t->stack_lo, &t->stack_hi) != 0) {
+        t->stack_scans = RESCANS;
+        return -1;
+    }
+    t->stack_scans++;
+    return 0;
+}
+
 int lpr_walk_context(struct lpr_tls *t, const void *ucv, uint64_t *out, int max, int *whole) {
     const ucontext_t *uc = ucv;
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
               bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-    if (!rules) return -1;
-    if (sp < t->stack_lo || sp >= t->stack_hi) {
-        if (t->stack_scans >= RESCANS || stack_mapping(sp, &t->stack_lo, &t->stack_hi) != 0) {
-            t->stack_scans = RESCANS;
-            return -1;
-        }
-        t->stack_scans++;
-    }
+    if (!rules || lpr_stack_bounds(t, sp) != 0) return -1;
     const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 #define LOAD(addr, dst)                                    \
     do {                                                   \

@@ -680,3 +680,37 @@ Test(sample, node_and_java_say_the_same_sampled, .timeout = 180) {
     }
     if (!ran) cr_skip_test("neither node nor java is installed");
 }
+
+/* The frame chain is read at any instruction: sampled at 5000 Hz while the interpreter is entered
+ * from C thousands of times a second, and hooked writes made by Python's own C signal handler
+ * (its wakeup byte) wherever a timer interrupts it. 3.11 and 3.12 make a new evaluation loop
+ * current a few instructions before its frame is stored, and may link a frame before its
+ * `previous` is: a reader that followed those faulted (both 3.11 and 3.12 died of SIGSEGV here
+ * within seconds). Every interpreter present runs to its end, and its samples still name the
+ * Python functions. */
+Test(sample, python_frames_read_at_any_instruction_every_interpreter, .timeout = 300) {
+    char *dir = make_tmpdir();
+    char py[16][256];
+    int n = python_interpreters(py, 16, 7), tested = 0;
+    for (int i = 0; i < n; i++) {
+        struct run r;
+        char *json = strfmt("%s/e%d.json", dir, i);
+        run_prog(
+            &r, dir,
+            (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", json), "LIBPROF_SAMPLE_HZ=5000", NULL},
+            (const char *[]){py[i], LP_SOURCE_DIR "/tests/progs/pyentries.py", "3", NULL});
+        cr_expect_eq(r.status, 0, "%s: status %d\n%s", py[i], r.status, r.err);
+        cr_expect_str_eq(r.out, "ok\n", "%s", py[i]);
+        cJSON *j = r.status == 0 ? load_json(json) : NULL;
+        cr_expect_not_null(j, "%s: no trace", py[i]);
+        if (j) {
+            cJSON *m = libprof_meta(j);
+            cr_expect_gt(py_line(m, "layer"), 100, "%s: samples in layer()", py[i]);
+            cr_expect_gt(py_line(m, "f"), 0, "%s: samples in the functions map calls", py[i]);
+            cJSON_Delete(j);
+            tested++;
+        }
+        run_free(&r);
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
+}
