@@ -307,7 +307,8 @@ struct pyframe {
     int owner, entry;
 };
 struct chain {
-    uintptr_t chunk; /* the chunk the last frame was found in: frames go outward through them */
+    uintptr_t chunk;    /* the chunk the last frame was found in: frames go outward through them */
+    uintptr_t lo, span; /* where a frame may start in it: [lo, lo + span] */
 };
 
 /* n bytes at src into dst if they are mapped: 0, or -1. */
@@ -316,12 +317,24 @@ static int copy_safe(void *dst, uintptr_t src, size_t n) {
     return lpr_syscall6(SYS_process_vm_readv, lpr_pid, (long)&l, 1, (long)&r, 1, 0) == (long)n ? 0 : -1;
 }
 
-/* f lies in one of the thread's frame-stack chunks (from the one the last frame was in, outward). */
-static int in_chunks(struct chain *c, uintptr_t f) {
-    uintptr_t k = c->chunk;
+/* Chunk k, where the chain looks first from now on. */
+static inline void chain_at(struct chain *c, uintptr_t k) {
+    uintptr_t size = k ? rd(k + 8) : 0, head = (uintptr_t)L->chunk_data + frame_bytes;
+    c->chunk = k;
+    c->lo = c->span = 0; /* no frame in it (a frame is never at 0) */
+    if (k && size >= head) {
+        c->lo = k + (uintptr_t)L->chunk_data;
+        c->span = size - head;
+    }
+}
+
+/* f lies in an older chunk of the thread's frame stack (then the chain looks there first). */
+static int in_older_chunk(struct chain *c, uintptr_t f) {
+    uintptr_t k = c->chunk ? rd(c->chunk) : 0;
     for (unsigned hops = 0; k && hops < 4096; hops++, k = rd(k)) {
-        if (f >= k + (uintptr_t)L->chunk_data && f + frame_bytes <= k + rd(k + 8)) {
-            c->chunk = k;
+        uintptr_t size = rd(k + 8);
+        if (f >= k + (uintptr_t)L->chunk_data && f + frame_bytes <= k + size) {
+            chain_at(c, k);
             return 1;
         }
     }
@@ -335,28 +348,39 @@ static int on_cstack(uintptr_t f) {
     return f >= t->stack_lo && f + frame_bytes <= t->stack_hi;
 }
 
+/* A frame outside the chunk the chain is in: in an older chunk or on the C stack (f returned),
+ * else copied into `copy` (returned); NULL where it cannot be read. */
+static __attribute__((noinline)) const char *frame_far(struct chain *c, uintptr_t f, char *copy) {
+    if (!f || (f & 7)) return NULL;
+    if (in_older_chunk(c, f) || (L->minor >= 12 && on_cstack(f))) return (const char *)f;
+    return copy_safe(copy, f, frame_bytes) == 0 ? copy : NULL;
+}
+
+/* Where frame f's fields can be read (f itself, or `copy`, FRAME_COPY bytes, holding them), NULL
+ * where they cannot. Inline: every frame of every capture comes here, nearly all of them in the
+ * chunk the last one was in. */
+#define FRAME_COPY 128
+static inline __attribute__((always_inline)) const char *frame_at(struct chain *c, uintptr_t f, char *copy) {
+    if (L->kind == 0 || LP_LIKELY(f - c->lo <= c->span)) return (const char *)f;
+    return frame_far(c, f, copy);
+}
+
 /* Frame f's fields into *o: 0, or -1 where f cannot be read. */
 static int frame_read(struct chain *c, uintptr_t f, struct pyframe *o) {
-    const char *p = (const char *)f;
-    char copy[128];
+    char copy[FRAME_COPY];
+    const char *p = frame_at(c, f, copy);
+    if (!p) return -1;
+    const intptr_t oc = L->f_code, ob = L->f_back, oi = L->f_instr, oo = L->f_owner, oe = L->f_entry;
+    uintptr_t code = *(const uintptr_t *)(p + oc), back = *(const uintptr_t *)(p + ob), instr;
+    int owner = 0, entry = 1;
     if (L->kind == 0) {
-        o->code = rd(f + (uintptr_t)L->f_code);
-        o->back = rd(f + (uintptr_t)L->f_back);
-        o->instr = (uintptr_t) * (const int *)(f + (uintptr_t)L->f_instr);
-        o->owner = 0;
-        o->entry = 1;
-        return 0;
+        instr = (uintptr_t) * (const int *)(p + oi);
+    } else {
+        instr = *(const uintptr_t *)(p + oi);
+        owner = *(const char *)(p + oo);
+        entry = oe >= 0 ? *(const char *)(p + oe) != 0 : 0;
     }
-    if (!f || (f & 7)) return -1;
-    if (!in_chunks(c, f) && !(L->minor >= 12 && on_cstack(f))) {
-        if (copy_safe(copy, f, frame_bytes) != 0) return -1;
-        p = copy;
-    }
-    o->code = *(const uintptr_t *)(p + L->f_code);
-    o->back = *(const uintptr_t *)(p + L->f_back);
-    o->instr = *(const uintptr_t *)(p + L->f_instr);
-    o->owner = *(const char *)(p + L->f_owner);
-    o->entry = L->f_entry >= 0 ? *(const char *)(p + L->f_entry) != 0 : 0;
+    *o = (struct pyframe){code, back, instr, owner, entry};
     return 0;
 }
 
@@ -372,14 +396,14 @@ static int code_readable(uintptr_t code) {
 
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
  * ran Python, no Python running on it); `c` set up to read the chain from it. */
-static uintptr_t top_frame_in(struct chain *c) {
-    c->chunk = 0;
+static inline uintptr_t top_frame_in(struct chain *c) {
+    chain_at(c, 0);
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (!ts) return 0;
     uintptr_t f = rd(ts + (uintptr_t)L->tstate_frame);
     if (L->cframe_frame >= 0) f = f ? rd(f + (uintptr_t)L->cframe_frame) : 0;
-    if (L->ts_datastack >= 0) c->chunk = rd(ts + (uintptr_t)L->ts_datastack);
+    if (L->ts_datastack >= 0) chain_at(c, rd(ts + (uintptr_t)L->ts_datastack));
     return f;
 }
 
@@ -543,20 +567,25 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     uint8_t en[PART];
     int n = 0;
     struct chain ch;
-    struct pyframe x;
+    char copy[FRAME_COPY];
     uintptr_t f = top_frame_in(&ch);
     const int shims = L->kind == 1 && L->minor >= 12;
+    /* the layout's offsets in registers: these loops run for every frame of every capture */
+    const uintptr_t o_code = (uintptr_t)L->f_code, o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr,
+                    o_owner = (uintptr_t)L->f_owner;
     if (L->kind == 1 && c->id) {
         /* the common case first: the same frames as last time, each at the same line — compared
          * as they are walked, nothing stored */
         struct chain again = ch;
         uint32_t i = 0, cn = c->n;
-        uintptr_t g = f;
-        for (; g && i < cn; g = x.back) {
-            if (frame_read(&again, g, &x) != 0) break;
-            if (shims && x.owner == SHIM) continue;
+        uintptr_t g = f, next = 0;
+        for (; g && i < cn; g = next) {
+            const char *p = frame_at(&again, g, copy);
+            if (!p) break;
+            next = rd((uintptr_t)p + o_back);
+            if (shims && p[o_owner] == SHIM) continue;
             /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->frame[i] || x.instr != c->instr[i]) break;
+            if (g != c->frame[i] || rd((uintptr_t)p + o_instr) != c->instr[i]) break;
             i++;
         }
         if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
@@ -565,16 +594,27 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
         }
     }
     /* up to 3.10 frame objects, the instruction an index; then interpreter frames, a pointer */
-    for (unsigned hops = 0; f && n < PART && hops < 4096 && frame_read(&ch, f, &x) == 0; hops++, f = x.back) {
-        if (shims && x.owner == SHIM) {
+    const intptr_t o_entry = L->f_entry;
+    for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
+        const char *p = frame_at(&ch, f, copy);
+        if (!p) break;
+        uintptr_t g = f;
+        f = rd((uintptr_t)p + o_back);
+        if (shims && p[o_owner] == SHIM) {
             if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
             continue;
         }
-        if (!x.code) break; /* (whether it is one is checked below, where a frame's code is read) */
-        fr[n] = f;
-        co[n] = x.code;
-        in[n] = x.instr;
-        en[n++] = (uint8_t)x.entry;
+        uintptr_t code = rd((uintptr_t)p + o_code);
+        if (!code) break; /* (whether it is one is checked below, where a frame's code is read) */
+        fr[n] = g;
+        co[n] = code;
+        if (L->kind == 0) {
+            in[n] = (uintptr_t) * (const int *)(p + o_instr);
+            en[n++] = 1;
+        } else {
+            in[n] = rd((uintptr_t)p + o_instr);
+            en[n++] = o_entry >= 0 ? p[o_entry] != 0 : 0;
+        }
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
