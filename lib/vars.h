@@ -100,7 +100,7 @@
       "per-thread chunk size, 4 to 262144", \
       SIZE, buffer_kb, 4, 256 * 1024, NULL) \
     X("LIBPROF_KEEP_RAW", "0|1", "0", \
-      "1: keep the raw trace (NAME.lpt) beside a JSON trace", \
+      "1: keep the raw trace beside a JSON trace, packed (NAME.lpz)", \
       BOOL, keep_raw, 0, 0, NULL) \
     X("LIBPROF_CONVERT", "exit|background", "exit", \
       "background: the program ends at once and a detached libprof-report converts", \

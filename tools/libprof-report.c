@@ -593,7 +593,13 @@ static int act_convert(struct input *in) {
         fprintf(stderr, "libprof-report: %s\n", err);
         return 1;
     }
-    if (cli.remove_raw && (cli.chrome || cli.csv) && unlink(in->path) != 0 && errno != ENOENT) {
+    return 0;
+}
+
+/* --remove-raw: once --chrome/--csv or --pack are written, the raw trace goes. */
+static int remove_raw(struct input *in) {
+    if (!cli.remove_raw || !(cli.chrome || cli.csv || cli.pack) || !in->raw || in->image) return 0;
+    if (unlink(in->path) != 0 && errno != ENOENT) {
         fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in->path, strerror(errno));
         return 1;
     }
@@ -719,6 +725,7 @@ static int run(void) {
     if (rc == 0) rp_inputs_mode(&cli, cli.inputs, cli.ninputs); /* outputs no wider than the inputs */
     if (rc == 0 && converts) rc = act_convert(&in[0]);
     if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
+    if (rc == 0 && (converts || cli.pack)) rc = remove_raw(&in[0]);
     if (rc == 0) default_iterations(&in[0]);
     if (rc == 0 && cli.merge && cli.chrome) rc = write_merged(in, cli.ninputs, cli.chrome);
     if (rc == 0 && cli.events_csv) rc = act_events_csv(&in[0]);

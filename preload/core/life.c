@@ -381,6 +381,27 @@ static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH
  * the files it writes, since its environment has no LIBPROF* */
 static char spawn_log[PATH_MAX + 64];
 static char spawn_mode[8], spawn_timeline[48], spawn_timeline_min[24];
+static char spawn_packed[PATH_MAX + 8]; /* LIBPROF_KEEP_RAW: the spool, packed (.lpz for .lpt) */
+
+/* The packed name of raw trace `lpt` into dst: its .lpt suffix made .lpz (else .lpz added). */
+static void packed_name(char *dst, size_t len, const char *lpt) {
+    size_t n = strlen(lpt);
+    if (n > 4 && !strcmp(lpt + n - 4, ".lpt")) n -= 4;
+    snprintf(dst, len, "%.*s.lpz", (int)n, lpt);
+}
+
+/* The raw trace `lpt` kept (LIBPROF_KEEP_RAW) becomes its packed trace (libprof-report --pack in a
+ * process of its own: zstd never enters the program), the .lpt removed; where that cannot be
+ * done the .lpt stays, said once. Waits up to a minute (packing runs at tens of millions of
+ * events a second), then lets the packer finish alone. */
+void lpr_pack_kept(const char *lpt) {
+    static char packed[PATH_MAX + 8];
+    packed_name(packed, sizeof packed, lpt);
+    const char *a[] = {lpt, "--pack", packed, "--remove-raw", "--file-mode", spawn_mode, "-q", NULL};
+    int rc = lpr_spawn_available() ? lpr_spawn_report(a, lpt, 60000, 0) : -1;
+    if (rc != 0 && rc != LPR_SPAWN_LATE)
+        lpr_warn("the raw trace stays unpacked in %s (no libprof-report to pack it)", lpt);
+}
 
 static void prepare_spawned(void) {
     /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
@@ -392,6 +413,7 @@ static void prepare_spawned(void) {
     flame_name(spawn_cpu, sizeof spawn_cpu, base, ".cpu.folded");
     snprintf(spawn_log, sizeof spawn_log, "%s.log", base);
     snprintf(spawn_mode, sizeof spawn_mode, "%04o", (unsigned)lpr_cfg.file_mode);
+    packed_name(spawn_packed, sizeof spawn_packed, spool_path);
     snprintf(spawn_timeline, sizeof spawn_timeline, "%.9f", (double)lpr_cfg.timeline_ns / 1e9);
     snprintf(spawn_timeline_min, sizeof spawn_timeline_min, "%llu", (unsigned long long)lpr_cfg.timeline_min_ns);
 }
@@ -442,7 +464,11 @@ static int convert_spawned(int wait_ms) {
         a[n++] = "--py-lines";
         a[n++] = "user";
     }
-    if (!lpr_cfg.raw_output && !lpr_cfg.keep_raw) a[n++] = "--remove-raw";
+    if (!lpr_cfg.raw_output && lpr_cfg.keep_raw) { /* kept packed */
+        a[n++] = "--pack";
+        a[n++] = spawn_packed;
+    }
+    if (!lpr_cfg.raw_output) a[n++] = "--remove-raw";
     if (wait_ms < 0) {
         a[n++] = "--log";
         a[n++] = spawn_log;
@@ -556,6 +582,8 @@ void lpr_finish(int status) {
     lpr_spool_stop();
     if (rc == 0 && !spawned && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
         lpr_sys_unlink(spool_path);
+    else if (rc == 0 && !spawned && !lpr_cfg.raw_output)
+        lpr_pack_kept(spool_path);
     else if (rc != 0 && !lpr_cfg.raw_output) {
         struct stat st;
         if (lpr_sys_stat(spool_path, &st) == 0)

@@ -535,7 +535,8 @@ void lpr_exec_prepare(void) {
     exec_lpt[0] = '\0';
     if (!lpr_cfg.raw_output) lpr_convert_spool(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
     lpr_spool_stop();
-    if (lpr_cfg.raw_output || lpr_cfg.keep_raw) { /* the raw trace is wanted: it moves to the exec name */
+    /* the raw trace is wanted: it moves to the exec name (unpacked: a failed exec takes it back) */
+    if (lpr_cfg.raw_output || lpr_cfg.keep_raw) {
         exec_name(exec_lpt, sizeof exec_lpt, spool_path);
         if (lpr_sys_rename(spool_path, exec_lpt) != 0) exec_lpt[0] = '\0';
     } else {

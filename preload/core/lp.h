@@ -528,8 +528,9 @@ LP_HIDDEN void lpr_sample_resume(void); /* after a failed exec: as before lpr_sa
 struct sigaction;
 LP_HIDDEN void lpr_sample_program_action(const struct sigaction *act, struct sigaction *old);
 LP_HIDDEN void lpr_sample_after_fork_child(void);
-LP_HIDDEN int lpr_sample_signal(void);    /* the signal the sampler uses while it samples, else 0 */
-LP_HIDDEN int lpr_sample_taken(void);     /* this process sampled (the trace has a SAMPLING chunk) */
+LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
+LP_HIDDEN int
+lpr_sample_taken(void); /* this process took CPU samples (a run too short for one has no CPU flame graph) */
 LP_HIDDEN int lpr_sample_trap_held(void); /* libprof's handler is on SIGTRAP (the program's is kept aside) */
 /* The sampler's stack walk (walk.c): the return addresses of the callers of the context `uc`
  * interrupted on thread `t`, innermost first, into out (at most max); their number, or -1 when
@@ -649,6 +650,8 @@ LP_HIDDEN void lpr_finish_signal(int sig, int status);
 LP_HIDDEN int lpr_recording(void); /* recording, and this process owns the spool */
 LP_HIDDEN void lpr_stop_for_good(void);
 LP_HIDDEN int lpr_convert_spool(const char *chrome, const char *csv);
+/* LIBPROF_KEEP_RAW: raw trace `lpt` packed beside it as .lpz, the .lpt removed (libprof-report --pack). */
+LP_HIDDEN void lpr_pack_kept(const char *lpt);
 LP_HIDDEN void lpr_write_end(int status, int sig);
 
 /* ---- "lineage.c": this process among the others of its run -------------------------------- */

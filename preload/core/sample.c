@@ -74,7 +74,7 @@ static LP_TLS int took;       /* this thread took a sample (for st.threads) */
 int lpr_sample_signal(void) { return __atomic_load_n(&on, __ATOMIC_ACQUIRE) ? SIGTRAP : 0; }
 static int trap_held; /* libprof's handler is on SIGTRAP (from the start of sampling on, for good) */
 int lpr_sample_trap_held(void) { return __atomic_load_n(&trap_held, __ATOMIC_ACQUIRE); }
-int lpr_sample_taken(void) { return st.hz != 0; }
+int lpr_sample_taken(void) { return st.hz != 0 && __atomic_load_n(&st.samples, __ATOMIC_RELAXED) != 0; }
 
 /* The program's own action for SIGTRAP while libprof's handler holds it (SIG_DFL until it sets
  * one): what its sigaction installs and reads back (hooks/signal.c). */

@@ -54,7 +54,8 @@ static void wait_trace(const char *file) {
 }
 
 /* The default: a shell and its children (LIBPROF=1: the default directory, JSON and CSV), raw
- * traces kept, flame graphs, a background conversion; then libprof-report's every output. */
+ * traces kept (packed: .lpz), flame graphs, a background conversion keeping its raw trace too;
+ * then libprof-report's every output. */
 Test(private, every_file_is_the_owners_only) {
     umask(022);
     char *dir = make_tmpdir();
@@ -65,11 +66,12 @@ Test(private, every_file_is_the_owners_only) {
                               "LIBPROF_KEEP_RAW=1", NULL},
              (const char *[]){"/bin/sh", "-c", cmd, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.err, "", "every conversion went through, nothing to say");
     run_free(&r);
     char *bg = strfmt("%s/libprof_profiling/bg.json", dir);
     run_prog(&r, dir,
              (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", bg), "LIBPROF_CONVERT=background",
-                              "LIBPROF_SUMMARY=1", NULL},
+                              "LIBPROF_SUMMARY=1", "LIBPROF_KEEP_RAW=1", NULL},
              (const char *[]){PROG("reliab"), "fsize", "1000", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     wait_trace(bg);
@@ -80,11 +82,13 @@ Test(private, every_file_is_the_owners_only) {
     DIR *d = opendir(pd);
     struct dirent *e;
     char *lpt = NULL, *json = NULL;
-    int kept = 0;
+    int kept = 0, unpacked = 0;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
-        kept += n > 9 && !strcmp(e->d_name + n - 9, ".json.lpt");
-        if (!lpt && n > 9 && !strcmp(e->d_name + n - 9, ".json.lpt")) lpt = strfmt("%s/%s", pd, e->d_name);
+        kept += n > 9 && !strcmp(e->d_name + n - 9, ".json.lpz");
+        unpacked += n > 4 && !strcmp(e->d_name + n - 4, ".lpt");
+        if (!lpt && !strncmp(e->d_name, "profile_", 8) && n > 9 && !strcmp(e->d_name + n - 9, ".json.lpz"))
+            lpt = strfmt("%s/%s", pd, e->d_name); /* (one with stacks, for the flame graphs) */
         if (!json && !strncmp(e->d_name, "profile_", 8) && n > 5 && !strcmp(e->d_name + n - 5, ".json") &&
             !strstr(e->d_name, "speedscope"))
             json = strfmt("%s/%s", pd, e->d_name);
@@ -92,7 +96,8 @@ Test(private, every_file_is_the_owners_only) {
     closedir(d);
     cr_assert_not_null(lpt, "no kept raw trace");
     /* a finished process's kept raw trace is no orphan: no later exit converts or removes it */
-    cr_expect_eq(kept, 3, "LIBPROF_KEEP_RAW: the shell's and its two children's raw traces, found %d", kept);
+    cr_expect_eq(kept, 4, "LIBPROF_KEEP_RAW: the shell's, its two children's and bg's raw traces, found %d", kept);
+    cr_expect_eq(unpacked, 0, "a kept raw trace stayed unpacked");
     char *rd = strfmt("%s/report", dir);
     const char *argv[] = {REPORT,         lpt,
                           "--chrome",     strfmt("%s/c.json", rd),

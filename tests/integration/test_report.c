@@ -257,7 +257,7 @@ Test(report, long_timeline_folded_before_its_last_stretch) {
     cJSON_Delete(j);
     /* offline: every slice, then the last half second */
     struct run c;
-    char *lpt = strfmt("%s/t.json.lpt", dir), *all = strfmt("%s/all.json", dir), *half = strfmt("%s/half.json", dir);
+    char *lpt = strfmt("%s/t.json.lpz", dir), *all = strfmt("%s/all.json", dir), *half = strfmt("%s/half.json", dir);
     run_prog(&c, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", all, "--timeline", "0", NULL});
     cr_assert_eq(c.status, 0, "%s", c.err);
     run_free(&c);
