@@ -319,8 +319,8 @@ static int copy_safe(void *dst, uintptr_t src, size_t n) {
 
 /* Chunk k, where the chain looks first from now on. */
 static inline void chain_at(struct chain *c, uintptr_t k) {
-    uintptr_t size = k ? rd(k + 8) : 0, head = (uintptr_t)L->chunk_data + frame_bytes;
     c->chunk = k;
+    uintptr_t size = k ? rd(k + 8) : 0, head = (uintptr_t)L->chunk_data + frame_bytes;
     c->lo = c->span = 0; /* no frame in it (a frame is never at 0) */
     if (k && size >= head) {
         c->lo = k + (uintptr_t)L->chunk_data;
@@ -341,11 +341,21 @@ static int in_older_chunk(struct chain *c, uintptr_t f) {
     return 0;
 }
 
-/* f lies on the calling thread's C stack (its mapping looked up once, walk.c). */
-static int on_cstack(uintptr_t f) {
+/* Where a frame may start on the calling thread's C stack: [*lo, *lo + *span] (its mapping looked
+ * up once, walk.c); left as it is when unknown. */
+static void cstack_range(uintptr_t *lo, uintptr_t *span) {
     struct lpr_tls *t = &lpr_tls;
-    if (!t->stack_hi && lpr_stack_bounds(t, (uintptr_t)__builtin_frame_address(0)) != 0) return 0;
-    return f >= t->stack_lo && f + frame_bytes <= t->stack_hi;
+    if (!t->stack_hi && lpr_stack_bounds(t, (uintptr_t)__builtin_frame_address(0)) != 0) return;
+    if (t->stack_hi - t->stack_lo < frame_bytes) return;
+    *lo = t->stack_lo;
+    *span = t->stack_hi - t->stack_lo - frame_bytes;
+}
+
+/* f lies on the calling thread's C stack. */
+static int on_cstack(uintptr_t f) {
+    uintptr_t lo = 0, span = 0;
+    cstack_range(&lo, &span);
+    return f && f - lo <= span;
 }
 
 /* A frame outside the chunk the chain is in: in an older chunk or on the C stack (f returned),
@@ -361,7 +371,7 @@ static __attribute__((noinline)) const char *frame_far(struct chain *c, uintptr_
  * chunk the last one was in. */
 #define FRAME_COPY 128
 static inline __attribute__((always_inline)) const char *frame_at(struct chain *c, uintptr_t f, char *copy) {
-    if (L->kind == 0 || LP_LIKELY(f - c->lo <= c->span)) return (const char *)f;
+    if (LP_LIKELY(f - c->lo <= c->span)) return (const char *)f;
     return frame_far(c, f, copy);
 }
 
@@ -397,7 +407,8 @@ static int code_readable(uintptr_t code) {
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
  * ran Python, no Python running on it); `c` set up to read the chain from it. */
 static inline uintptr_t top_frame_in(struct chain *c) {
-    chain_at(c, 0);
+    c->chunk = c->lo = 0;
+    c->span = ~(uintptr_t)0; /* up to 3.10 (frame objects): every frame is read where it is */
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (!ts) return 0;
@@ -482,6 +493,8 @@ struct pycache {
      * hooks, one for the sampler's signal handler (which may interrupt a hook using the other) */
     struct pypart {
         uint32_t n, id;
+        int one_chunk;      /* every frame lay in one chunk of frame stack, from lo to lo + span */
+        uintptr_t lo, span; /* (then a frame at one of these addresses may be read while it is so) */
         uintptr_t frame[PART], code[PART], instr[PART];
         uint64_t word[PART];
         uint8_t end[PART];
@@ -576,16 +589,32 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     if (L->kind == 1 && c->id) {
         /* the common case first: the same frames as last time, each at the same line — compared
          * as they are walked, nothing stored */
-        struct chain again = ch;
+        /* every frame here must lie in the chunk the chain starts in, or (3.12+ shims) on the C
+         * stack; anything else — an older chunk, a generator's frame — is left to the walk below */
+        const uintptr_t lo = ch.lo, span = ch.span;
         uint32_t i = 0, cn = c->n;
-        uintptr_t g = f, next = 0;
-        for (; g && i < cn; g = next) {
-            const char *p = frame_at(&again, g, copy);
-            if (!p) break;
-            next = rd((uintptr_t)p + o_back);
-            if (shims && p[o_owner] == SHIM) continue;
+        uintptr_t g = f;
+        if (!shims && c->one_chunk && c->lo == lo && c->span == span) {
+            /* 3.11, every frame of the last capture in the chunk the chain starts in, as it was:
+             * a frame at the same address as one of them is there to be read */
+            for (; g && i < cn && g == c->frame[i] && rd(g + o_instr) == c->instr[i]; i++) g = rd(g + o_back);
+            if (i == cn && !g) {
+                *id = c->id;
+                return (int)cn;
+            }
+            goto walk;
+        }
+        uintptr_t cs_lo = 0, cs_span = 0; /* (none: g is never 0 here) */
+        if (shims) cstack_range(&cs_lo, &cs_span);
+        while (g && i < cn) {
+            if (LP_UNLIKELY(g - lo > span) && g - cs_lo > cs_span) break;
+            if (shims && *(const char *)(g + o_owner) == SHIM) {
+                g = rd(g + o_back);
+                continue;
+            }
             /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->frame[i] || rd((uintptr_t)p + o_instr) != c->instr[i]) break;
+            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
+            g = rd(g + o_back);
             i++;
         }
         if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
@@ -593,11 +622,19 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
             return (int)cn;
         }
     }
+walk:;
     /* up to 3.10 frame objects, the instruction an index; then interpreter frames, a pointer */
     const intptr_t o_entry = L->f_entry;
+    const uintptr_t lo0 = ch.lo, span0 = ch.span;
+    uintptr_t lo = lo0, span = span0;
+    int one_chunk = L->kind == 1;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
-        const char *p = frame_at(&ch, f, copy);
-        if (!p) break;
+        const char *p = (const char *)f;
+        if (LP_UNLIKELY(f - lo > span)) {
+            if (!(p = frame_far(&ch, f, copy))) break;
+            lo = ch.lo;
+            span = ch.span;
+        }
         uintptr_t g = f;
         f = rd((uintptr_t)p + o_back);
         if (shims && p[o_owner] == SHIM) {
@@ -608,6 +645,7 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
         if (!code) break; /* (whether it is one is checked below, where a frame's code is read) */
         fr[n] = g;
         co[n] = code;
+        if (g - lo0 > span0) one_chunk = 0;
         if (L->kind == 0) {
             in[n] = (uintptr_t) * (const int *)(p + o_instr);
             en[n++] = 1;
@@ -626,6 +664,9 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
            in[n - 1 - k] == pi[-1 - (int)k] && en[n - 1 - k] == pe[-1 - (int)k])
         k++;
     if (k == (uint32_t)n && cn == (uint32_t)n && c->id) {
+        c->one_chunk = one_chunk; /* (the same frames: where they lie now) */
+        c->lo = lo0;
+        c->span = span0;
         *id = c->id;
         return n;
     }
@@ -649,6 +690,9 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     memcpy(c->instr, in, (size_t)n * sizeof in[0]);
     memcpy(c->end, en, (size_t)n);
     c->n = (uint32_t)n;
+    c->one_chunk = one_chunk;
+    c->lo = lo0;
+    c->span = span0;
     c->id = lpr_stack_intern_words(c->word, (unsigned)n);
     *id = c->id;
     return n;

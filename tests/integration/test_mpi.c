@@ -104,10 +104,11 @@ Test(mpi, four_ranks_exact_calls_and_bytes, .init = setup) {
     }
 }
 
-/* Rank r computes 80 ms x (r + 1) before the last barrier, rank 3 nothing: it spends the most time
- * in MPI, waiting. */
+/* Rank r computes 400 ms x (r + 1) before the last barrier, rank 3 nothing: it spends the most
+ * time in MPI, waiting. (Steps of 400 ms: four ranks on two cores of a busy machine start up and
+ * end a few hundred ms apart, and that time outside MPI counts as compute too.) */
 Test(mpi, merged_report_names_ranks_and_imbalance, .init = setup) {
-    job("80");
+    job("400");
     const char *argv[] = {REPORT,
                           "--merge",
                           strfmt("%s/r0.json", dir),
@@ -147,7 +148,7 @@ Test(mpi, merged_report_names_ranks_and_imbalance, .init = setup) {
     }
     cr_expect(compute[2] > compute[1] && compute[1] > compute[0] && compute[0] > compute[3],
               "compute per rank: %g %g %g %g\n%s", compute[0], compute[1], compute[2], compute[3], t);
-    cr_expect(compute[2] > 200e6 && compute[3] < 20e6, "%s", t);
+    cr_expect(compute[2] > 1000e6 && compute[3] < 20e6, "%s", t);
     cr_expect(mpi[3] > mpi[0] && mpi[3] > mpi[1] && mpi[3] > mpi[2], "rank 3 waits longest in MPI:\n%s", t);
     cr_expect(heaviest[3][0] != '\0', "%s", t);
     cr_expect_not_null(strstr(t, "the slowest rank: 2 "), "%s", t);
