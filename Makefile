@@ -13,7 +13,7 @@
 #   test       deps + all + every test (unit, integration); what CI runs
 #   demo       deps + all + profile a real program and print where the trace went
 #   bench      overhead benchmarks against bare runs, memusage and heaptrack
-#   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions)
+#   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions, FUZZ_SEED=S)
 #   format     apply .clang-format to every C source and header of the tree
 #   format-check   say where the tree departs from .clang-format (part of test)
 #   man        remake docs/man/ from the code's tables (scripts/gen-man)
@@ -28,6 +28,7 @@ CXX     ?= c++
 CFLAGS  ?= -O2 -g
 FUZZ_CC ?= clang
 FUZZ_RUNS ?= 50000
+FUZZ_SEED ?= 1 # the same inputs every run (make test repeats); FUZZ_SEED=0: a new seed each time
 
 BINDIR  = $(PREFIX)/bin
 LIBDIR  = $(PREFIX)/lib
@@ -350,7 +351,7 @@ $(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/repo
 
 # New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
 FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \
-	$(1) -runs=$(FUZZ_RUNS) -max_len=65536 -timeout=10 -artifact_prefix=$(BUILD)/fuzz/ \
+	$(1) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) -max_len=65536 -timeout=10 -artifact_prefix=$(BUILD)/fuzz/ \
 		$(BUILD)/fuzz/$(2) tests/fuzz/$(2) 2>$(BUILD)/fuzz/last.log \
 		|| { tail -40 $(BUILD)/fuzz/last.log; exit 1; }; grep -E '^Done' $(BUILD)/fuzz/last.log | tail -1
 
@@ -406,6 +407,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
 	@scripts/bench-pack $(BUILD)
+	@scripts/bench-long $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man
 PCDIR   = $(LIBDIR)/pkgconfig

@@ -446,7 +446,7 @@ int rp_unpack_mem(const uint8_t *f, size_t n, uint8_t **image, size_t *size, cha
      * (real traces pack 5 to 40 times), a column at most twice the raw trace (a varint takes at
      * most 10 bytes for an 8-byte word) */
     if (!rp_is_packed(ph.magic, 8) || ph.version != 2 || ph.nstreams != NSTREAMS || ph.raw_size > ((uint64_t)1 << 40) ||
-        ph.raw_size / 65536 > n)
+        ph.raw_size < LP_FILE_HEADER_SIZE || ph.raw_size / 65536 > n) /* (the header is copied in whole) */
         goto bad;
     uint64_t at = sizeof ph;
     struct in s[NSTREAMS];

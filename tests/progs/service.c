@@ -41,5 +41,6 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < 64; i++) free(held[i]);
     printf("held 64 MiB, churned\n");
+    fflush(stdout); /* (its last line leaves now: what follows it is the exit) */
     return 0;
 }
