@@ -436,7 +436,7 @@ static const struct file **sorted_files(const struct lp_calls *c) {
     const struct file **v = lp_os_malloc((c->nfiles + 1) * sizeof *v);
     if (!v) return NULL;
     for (uint32_t i = 0; i < c->nfiles; i++) v[i] = &c->files[i];
-    qsort(v, c->nfiles, sizeof *v, cmp_file_time);
+    lp_sort(v, c->nfiles, sizeof *v, cmp_file_time);
     return v;
 }
 
@@ -444,7 +444,7 @@ static const struct shape **sorted_shapes(const struct lp_calls *c) {
     const struct shape **v = lp_os_malloc((c->nshapes + 1) * sizeof *v);
     if (!v) return NULL;
     for (uint32_t i = 0; i < c->nshapes; i++) v[i] = &c->shapes[i];
-    qsort(v, c->nshapes, sizeof *v, cmp_shape_time);
+    lp_sort(v, c->nshapes, sizeof *v, cmp_shape_time);
     return v;
 }
 

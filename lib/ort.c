@@ -280,7 +280,7 @@ static int fold(struct lp_ort *o, const char *data, size_t len, struct run *run,
 int lp_ort_finish(struct lp_ort *o) {
     const struct lp_reader *r = o->r;
     if (!r->nort_profiles || !o->nrun) return 0;
-    qsort(o->run, o->nrun, sizeof *o->run, by_start);
+    lp_sort(o->run, o->nrun, sizeof *o->run, by_start);
     for (uint32_t i = 0; i < r->nort_profiles; i++) {
         uint64_t session = r->ort_profiles[i].session;
         size_t a = 0;
@@ -346,7 +346,7 @@ static struct agg *aggregate(const struct lp_ort *o, int by_op, size_t *n) {
         v[k].count++;
         v[k].ns += o->node[i].dur;
     }
-    qsort(v, *n, sizeof *v, by_ns);
+    lp_sort(v, *n, sizeof *v, by_ns);
     return v;
 }
 

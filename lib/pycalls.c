@@ -64,7 +64,7 @@ static int by_thread_start(const void *x, const void *y) {
  * one thread nest, so a sweep in time order keeps the open ones on a stack. */
 int lp_pycalls_finish(struct lp_pycalls *p) {
     if (!p->nspan) return 0;
-    qsort(p->span, p->nspan, sizeof *p->span, by_thread_start);
+    lp_sort(p->span, p->nspan, sizeof *p->span, by_thread_start);
     uint32_t nthreads = p->r->nthreads;
     size_t *first = lp_os_calloc((size_t)nthreads + 1, sizeof *first), *next = lp_os_calloc(nthreads + 1, sizeof *next);
     struct open {
@@ -123,7 +123,7 @@ static uint32_t *ranked(const struct lp_pycalls *p, uint32_t *n) {
     for (uint32_t id = 0; id < p->cap_fn; id++)
         if (p->fn[id].calls) v[(*n)++] = id;
     sort_p = p;
-    qsort(v, *n, sizeof *v, by_time);
+    lp_sort(v, *n, sizeof *v, by_time);
     return v;
 }
 

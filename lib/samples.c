@@ -255,10 +255,10 @@ int lp_samples_finish(struct lp_samples *s) {
         if (charge(s, &s->fn, &v, k->n) || charge(s, &s->th[k->thread].fn, &v, k->n) || charge_py(s, &v, k->n))
             return -1;
     }
-    qsort(s->fn.rows, s->fn.n, sizeof *s->fn.rows, cmp_row);
-    qsort(s->py.rows, s->py.n, sizeof *s->py.rows, cmp_row);
+    lp_sort(s->fn.rows, s->fn.n, sizeof *s->fn.rows, cmp_row);
+    lp_sort(s->py.rows, s->py.n, sizeof *s->py.rows, cmp_row);
     for (uint32_t t = 0; t <= s->r->nthreads; t++)
-        if (s->th[t].fn.n) qsort(s->th[t].fn.rows, s->th[t].fn.n, sizeof *s->th[t].fn.rows, cmp_row);
+        if (s->th[t].fn.n) lp_sort(s->th[t].fn.rows, s->th[t].fn.n, sizeof *s->th[t].fn.rows, cmp_row);
     /* the tables are sorted: their maps point at old places */
     lp_map_free(&s->fn.ix);
     lp_map_free(&s->py.ix);

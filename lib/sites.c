@@ -284,7 +284,7 @@ static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
         if (key(&s->site[id], o)) v[k++] = id;
     sort_sites = s;
     sort_order = o;
-    qsort(v, k, sizeof *v, cmp_site);
+    lp_sort(v, k, sizeof *v, cmp_site);
     *n = k;
     return v;
 }
@@ -337,7 +337,7 @@ static struct pyline **lines_ranked(const struct lp_sites *s, uint32_t *n) {
     struct pyline **v = lp_os_malloc(s->nlines * sizeof *v);
     if (!v) return NULL;
     for (uint32_t i = 0; i < s->nlines; i++) v[i] = &s->lines[i];
-    qsort(v, s->nlines, sizeof *v, cmp_line);
+    lp_sort(v, s->nlines, sizeof *v, cmp_line);
     *n = s->nlines;
     return v;
 }
@@ -523,7 +523,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     for (uint32_t i = 0; i < nline; i++)
         for (int f = 0; f < LP_FAM_COUNT; f++) any[f] += lv[i]->fam_ns[f];
     for (int by_bytes = 0; by_bytes < 2 && nline; by_bytes++) {
-        if (by_bytes) qsort(lv, nline, sizeof *lv, cmp_line_bytes);
+        if (by_bytes) lp_sort(lv, nline, sizeof *lv, cmp_line_bytes);
         if (!(by_bytes ? lv[0]->alloc_bytes : lv[0]->call_ns)) continue;
         lp_out_fmt(o, "  by Python line, %s (%s):\n  %10s %10s", by_bytes ? "bytes allocated" : "time in runtime calls",
                    s->user_lines ? "the innermost frame in the program's own files" : "the innermost Python frame",
@@ -727,7 +727,7 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
             pairs[2 * k + 1] = id;
             k++;
         }
-    qsort(pairs, k, 2 * sizeof *pairs, by_weight_desc);
+    lp_sort(pairs, k, 2 * sizeof *pairs, by_weight_desc);
     unsigned t = k < top ? k : top;
     out->nseries = t + 1;
     out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;

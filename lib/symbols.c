@@ -118,7 +118,7 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
         for (size_t k = 0; k < sizeof runtime_prefixes / sizeof *runtime_prefixes; k++)
             if (!strncmp(mm->base, runtime_prefixes[k], strlen(runtime_prefixes[k]))) mm->runtime = 1;
     }
-    qsort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
+    lp_sort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
     s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(RTLD_DEFAULT, "__cxa_demangle");
     s->demangled_free = (void (*)(void *))lp_os_dlsym(RTLD_DEFAULT, "free");
     if (!s->demangle) {

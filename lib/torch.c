@@ -261,7 +261,7 @@ static uint32_t *sorted(const struct lp_torch *t, int pairs, size_t *n) {
     for (size_t i = 0; i < t->nst; i++)
         if (t->st[i].f.count && (t->st[i].shape != 0) == pairs) v[(*n)++] = (uint32_t)i;
     sort_t = t;
-    qsort(v, *n, sizeof *v, by_total);
+    lp_sort(v, *n, sizeof *v, by_total);
     return v;
 }
 

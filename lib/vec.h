@@ -5,6 +5,7 @@
 #define LP_VEC_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /* Make room for `need` elements of `elem` bytes at *arr (capacity *cap, in elements): the
  * capacity is doubled (at least 16) until it holds `need`. `zero`: new elements are zeroed.
@@ -15,5 +16,10 @@ int lp_vec_reserve(void *arr, size_t *cap, size_t need, size_t elem, int zero);
 #define LP_RESERVE(arr, cap, need) lp_vec_reserve(&(arr), &(cap), (need), sizeof *(arr), 0)
 /* The same with the new elements zeroed: arrays indexed by an id that may skip values. */
 #define LP_RESERVE_ZERO(arr, cap, need) lp_vec_reserve(&(arr), &(cap), (need), sizeof *(arr), 1)
+
+/* qsort for the arrays above: an empty one may be NULL, which qsort must not be given. */
+static inline void lp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1) qsort(base, n, size, cmp);
+}
 
 #endif

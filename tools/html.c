@@ -298,7 +298,7 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
         w->total += (uint64_t)(sl->dur_ns > 0 ? sl->dur_ns : 0);
     }
     free(row_of);
-    if (!oom && n > first_call) qsort(rows + first_call, n - first_call, sizeof *rows, by_total);
+    if (!oom && n > first_call) lp_sort(rows + first_call, n - first_call, sizeof *rows, by_total);
     size_t made = n;
     if (n > first_call + 30) n = first_call + 30;
     /* each sampled thread's CPU: samples (as calls) and their time, from its buckets of the run */

@@ -9,6 +9,7 @@
 #include "html.h"
 #include "lib/fmt.h"
 #include "lib/samples.h"
+#include "lib/vec.h"
 #include "report.h"
 
 #define FLAME_BUCKETS 100 /* the CPU flame graph's slices of the run: a window is exact to 1 % */
@@ -55,7 +56,7 @@ static void chart(FILE *f, const struct lp_cpu *cpu) {
         return;
     }
     for (size_t i = 0; i < cpu->nthreads; i++) th[i] = &cpu->threads[i];
-    qsort(th, cpu->nthreads, sizeof *th, by_samples);
+    lp_sort(th, cpu->nthreads, sizeof *th, by_samples);
     size_t shown = cpu->nthreads > CHART_THREADS ? CHART_THREADS : cpu->nthreads;
     for (size_t i = shown; i < cpu->nthreads; i++)
         for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) rest[b] += th[i]->bucket[b];

@@ -104,7 +104,7 @@ static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opt
         a->kernel[i] = is_kernel_cat(cat) || (o->have_kernels && regexec(&o->kernels, name, 0, NULL, 0) == 0);
     }
     sort_c = c;
-    qsort(a->order, a->n, sizeof *a->order, cmp_order);
+    lp_sort(a->order, a->n, sizeof *a->order, cmp_order);
     size_t depth = 0;
     for (size_t k = 0; k < a->n; k++) {
         uint32_t i = a->order[k];
@@ -221,7 +221,7 @@ static struct row *name_rows(const struct an *a) {
         r->name = (uint32_t)k;
         if (!r->count) continue;
         int64_t *v = d + start[k];
-        qsort(v, r->count, sizeof *v, cmp_i64);
+        lp_sort(v, r->count, sizeof *v, cmp_i64);
         r->min = v[0];
         r->max = v[r->count - 1];
         r->p10 = pct(v, r->count, 0.10);
@@ -266,7 +266,7 @@ static struct row *ranked_rows(const struct an *a, size_t *n) {
         if (rows[i].count && shown(a->o, a->c->names[rows[i].name])) rows[k++] = rows[i];
     sort_by = a->o->sort;
     sort_names = a->c;
-    qsort(rows, k, sizeof *rows, cmp_row);
+    lp_sort(rows, k, sizeof *rows, cmp_row);
     if (a->o->top > 0 && (size_t)a->o->top < k) k = (size_t)a->o->top;
     *n = k;
     return rows;
@@ -538,7 +538,7 @@ static struct iter *find_iterations(const struct an *a, size_t *n, int *oom) {
                                  c->slices[i].cpu_ns > 0 ? c->slices[i].cpu_ns : 0,
                                  0};
     }
-    if (ni) qsort(it, ni, sizeof *it, cmp_iter);
+    if (ni) lp_sort(it, ni, sizeof *it, cmp_iter);
     *n = ni;
     return it;
 }
@@ -575,7 +575,7 @@ static void print_iterations(FILE *f, const struct an *a) {
     }
     for (size_t i = 0; i < a->n; i++) byts[i] = (uint32_t)i;
     sort_c = c;
-    qsort(byts, a->n, sizeof *byts, cmp_ts);
+    lp_sort(byts, a->n, sizeof *byts, cmp_ts);
     for (size_t k = 0; k < ni; k++) {
         const struct lp_slice *w = &c->slices[it[k].slice];
         size_t lo = 0, hi = a->n;
@@ -613,7 +613,7 @@ static void print_iterations(FILE *f, const struct an *a) {
     }
     sort_by = RP_TOTAL;
     sort_names = c;
-    if (rows) qsort(rows, nr, sizeof *rows, cmp_row);
+    if (rows) lp_sort(rows, nr, sizeof *rows, cmp_row);
     size_t top = o->top > 0 ? (size_t)o->top : 20;
     if (nr > top) nr = top;
     size_t cols = ni < 8 ? ni : 8;
@@ -681,7 +681,7 @@ static void print_iterations(FILE *f, const struct an *a) {
             int64_t *s2 = malloc(kept * sizeof *s2);
             if (s2) {
                 memcpy(s2, vals + skip, kept * sizeof *s2);
-                qsort(s2, kept, sizeof *s2, cmp_i64);
+                lp_sort(s2, kept, sizeof *s2, cmp_i64);
                 med = pct(s2, kept, 0.5);
                 free(s2);
             }
@@ -885,7 +885,7 @@ static int diff_cpu(FILE *f, const struct lp_cpu *base, const struct lp_cpu *cur
     for (size_t i = 0; i < n; i++)
         if (d[i].self[0] || d[i].self[1]) d[kept++] = d[i];
     n = kept;
-    qsort(d, n, sizeof *d, cmp_cdiff);
+    lp_sort(d, n, sizeof *d, cmp_cdiff);
     size_t top = o->top > 0 ? (size_t)o->top : 20;
     if (n > top) n = top;
     char c0[32], c1[32];
@@ -950,7 +950,7 @@ int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, 
             found = rc[i].count && !strcmp(base->names[j], cur->names[i]);
         if (!found) d[n++] = (struct drow){base->names[j], &rb[j], NULL, -rb[j].total};
     }
-    qsort(d, n, sizeof *d, cmp_drow);
+    lp_sort(d, n, sizeof *d, cmp_drow);
     if (o->top > 0 && (size_t)o->top < n) n = (size_t)o->top;
     size_t w = 16; /* "name (by impact)" */
     for (size_t i = 0; i < n; i++) w = strlen(d[i].name) > w ? strlen(d[i].name) : w;
@@ -1014,7 +1014,7 @@ int rp_events_csv(FILE *f, const struct lp_slices *c, int keyed) {
         if (!order) return -1;
         for (size_t i = 0; i < c->nslices; i++) order[i] = i;
         sort_base = c->slices;
-        qsort(order, c->nslices, sizeof *order, by_start);
+        lp_sort(order, c->nslices, sizeof *order, by_start);
     } else {
         fputs(EVENTS_CSV_HEADER, f);
     }
