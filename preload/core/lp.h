@@ -202,16 +202,16 @@ struct lpr_tls {
     uint8_t state; /* enum lpr_tls_state */
     uint8_t dtor_round;
     uint32_t tid;
-    uint32_t py_stack;   /* the Python frames at the start of the call being recorded (python.c) */
-    uint8_t in_unwind;   /* inside libunwind for libprof (stacks.c): a sample must not walk again */
-    uint8_t in_loader;   /* inside dlopen, dlclose or dl_iterate_phdr (hooks/dl.c): nor then */
-    uint8_t stack_scans; /* lookups of the thread's stack mapping (walk.c) */
-    uint8_t spare;
-    uintptr_t stack_lo, stack_hi;              /* the stack mapping the thread's samples walk in (walk.c) */
-    void *scache, *pycache;                    /* the registry node's stack and Python caches, once made (tbuf.c) */
-    uint64_t records;                          /* records committed by this thread (for the END statistics) */
-    struct lpr_thread *thr;                    /* registry node owning the chunk memory */
-    uint64_t late_rec[24];                     /* scratch for records written after the thread's destructors ran */
+    uint32_t py_stack;            /* the Python frames at the start of the call being recorded (python.c) */
+    uint8_t in_unwind;            /* inside libunwind for libprof (stacks.c): a sample must not walk again */
+    uint8_t in_loader;            /* inside dlopen, dlclose or dl_iterate_phdr (hooks/dl.c): nor then */
+    uint8_t stack_scans;          /* lookups of the thread's stack mapping (walk.c) */
+    uint8_t probe_fault;          /* a probed load faulted (python.c: lpr_py_fault_fixup stepped over it) */
+    uintptr_t stack_lo, stack_hi; /* the stack mapping the thread's samples walk in (walk.c) */
+    void *scache, *pycache;       /* the registry node's stack and Python caches, once made (tbuf.c) */
+    uint64_t records;             /* records committed by this thread (for the END statistics) */
+    struct lpr_thread *thr;       /* registry node owning the chunk memory */
+    uint64_t late_rec[24];        /* scratch for records written after the thread's destructors ran */
     uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
     uint32_t range_depth;                      /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
@@ -553,6 +553,11 @@ static inline void lpr_ahead(struct lpr_ahead *a, void *base, size_t used, size_
 LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out, int max, int *whole);
 /* t's stack mapping holds sp (found in /proc/self/maps, again only a few times a thread): 0, or -1. */
 LP_HIDDEN int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp);
+/* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date): a
+ * probed load may then fault, and the handler steps over it (python.c). */
+LP_HIDDEN extern int lpr_faults_ours;
+/* The fault at `uc` is a probed load's: stepped over (it yields 0, lpr_tls.probe_fault set); 1. */
+LP_HIDDEN int lpr_py_fault_fixup(void *uc);
 LP_HIDDEN void lpr_walk_forget(void); /* code may have been unloaded (dlclose) */
 
 /* ---- "unhook.c": libprof off for good: hot pass-through hooks unbound from the program ---- */

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 
 #include "lp.h"
 #include "python_layouts.h"
@@ -317,6 +318,47 @@ static int copy_safe(void *dst, uintptr_t src, size_t n) {
     return lpr_syscall6(SYS_process_vm_readv, lpr_pid, (long)&l, 1, (long)&r, 1, 0) == (long)n ? 0 : -1;
 }
 
+/* One word at `a`, a load libprof's fault handler can step over: where it faults, the handler
+ * (hooks/signal.c, on SIGSEGV and SIGBUS while the program has not taken them) moves the
+ * instruction pointer past it with 0 as the word, and sets lpr_tls.probe_fault. A few
+ * instructions where process_vm_readv is a system call (a generator's frame, read at every
+ * capture, would otherwise cost one). */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl lpr_probe_load\n"
+        ".hidden lpr_probe_load\n"
+        ".type lpr_probe_load, @function\n"
+        "lpr_probe_load:\n"
+        "    movq (%rdi), %rax\n"
+        ".globl lpr_probe_load_done\n"
+        ".hidden lpr_probe_load_done\n"
+        "lpr_probe_load_done:\n"
+        "    ret\n"
+        ".size lpr_probe_load, .-lpr_probe_load\n");
+LP_HIDDEN uintptr_t lpr_probe_load(uintptr_t a);
+LP_HIDDEN extern const char lpr_probe_load_done[];
+int lpr_faults_ours;
+
+int lpr_py_fault_fixup(void *ucv) {
+    ucontext_t *uc = ucv;
+    if ((uintptr_t)uc->uc_mcontext.gregs[REG_RIP] != (uintptr_t)lpr_probe_load) return 0;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)lpr_probe_load_done;
+    uc->uc_mcontext.gregs[REG_RAX] = 0;
+    lpr_tls.probe_fault = 1;
+    return 1;
+}
+
+/* n bytes (whole words) at src into dst if they are mapped: 0, or -1. Probed loads where a
+ * fault reaches libprof's handler, else the kernel's copy. */
+static int copy_probed(void *dst, uintptr_t src, size_t n) {
+    if (!__atomic_load_n(&lpr_faults_ours, __ATOMIC_ACQUIRE)) return copy_safe(dst, src, n);
+    struct lpr_tls *t = &lpr_tls;
+    uintptr_t *d = dst;
+    t->probe_fault = 0;
+    for (size_t i = 0; i < n / 8; i++) d[i] = lpr_probe_load(src + 8 * i);
+    return t->probe_fault ? -1 : 0;
+}
+
 /* Chunk k, where the chain looks first from now on. */
 static inline void chain_at(struct chain *c, uintptr_t k) {
     c->chunk = k;
@@ -363,7 +405,7 @@ static int on_cstack(uintptr_t f) {
 static __attribute__((noinline)) const char *frame_far(struct chain *c, uintptr_t f, char *copy) {
     if (!f || (f & 7)) return NULL;
     if (in_older_chunk(c, f) || (L->minor >= 12 && on_cstack(f))) return (const char *)f;
-    return copy_safe(copy, f, frame_bytes) == 0 ? copy : NULL;
+    return copy_probed(copy, f, frame_bytes) == 0 ? copy : NULL;
 }
 
 /* Where frame f's fields can be read (f itself, or `copy`, FRAME_COPY bytes, holding them), NULL
@@ -399,7 +441,7 @@ static int code_readable(uintptr_t code) {
     if (!code || (code & 7)) return 0;
     if (L->kind == 1 && !code_known(code)) {
         uintptr_t head[2];
-        if (copy_safe(head, code, sizeof head) != 0) return 0;
+        if (copy_probed(head, code, sizeof head) != 0) return 0;
     }
     return rd(code + 8) == py_code_type;
 }

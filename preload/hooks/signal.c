@@ -30,6 +30,13 @@
 
 static volatile sig_atomic_t ours[NSIG_MAX]; /* libprof's handler is installed on this signal */
 
+/* ours[sig] = v, and whether a fault reaches libprof's handler first (core/python.c reads
+ * memory it cannot vouch for through a load that handler can step over: lpr_py_fault_fixup). */
+static void mark(int sig, int v) {
+    ours[sig] = v;
+    __atomic_store_n(&lpr_faults_ours, ours[SIGSEGV] && ours[SIGBUS], __ATOMIC_RELEASE);
+}
+
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 static int started; /* the fatal signals are watched (this process records) */
 
@@ -44,10 +51,10 @@ static int is_fault(int sig) {
 }
 
 static void on_fatal(int sig, siginfo_t *si, void *uc) {
-    (void)uc;
+    if ((sig == SIGSEGV || sig == SIGBUS) && si->si_code > 0 && lpr_py_fault_fixup(uc)) return; /* a probe */
     int saved = errno;
     lpr_finish_signal(sig, -1);
-    ours[sig] = 0;
+    mark(sig, 0);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -73,7 +80,7 @@ static int install(int sig, void (*handler)(int)) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (LPR_REAL(sigaction)(sig, &sa, NULL) != 0) return -1;
-    ours[sig] = 1;
+    mark(sig, 1);
     return 0;
 }
 
@@ -85,7 +92,7 @@ static int install_fatal(int sig) {
     sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     if (LPR_REAL(sigaction)(sig, &sa, NULL) != 0) return -1;
-    ours[sig] = 1;
+    mark(sig, 1);
     return 0;
 }
 
@@ -141,11 +148,10 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
         return rc;
     }
     if (!ours[sig]) return LPR_REAL(sigaction)(sig, act, old);
+    if (act) mark(sig, 0); /* (before: from now on the program's handler, or SIG_IGN, rules) */
     int rc = LPR_REAL(sigaction)(sig, act, old);
-    if (rc == 0) {
-        if (old) as_default(old);
-        if (act) ours[sig] = 0; /* the program's handler (or SIG_IGN) now rules */
-    }
+    if (rc == 0 && old) as_default(old);
+    if (rc != 0 && act) mark(sig, 1);
     return rc;
 }
 
@@ -174,9 +180,12 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         return old.sa_handler; /* shares its storage with sa_sigaction */
     }
     if (!ours[sig]) return LPR_REAL(signal)(sig, handler);
+    mark(sig, 0);
     sighandler_t prev = LPR_REAL(signal)(sig, handler);
-    if (prev == SIG_ERR) return prev;
-    ours[sig] = 0;
+    if (prev == SIG_ERR) {
+        mark(sig, 1);
+        return prev;
+    }
     return SIG_DFL;
 }
 
