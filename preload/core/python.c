@@ -298,9 +298,10 @@ static uint32_t code_id(uintptr_t code) {
  * So from 3.11 on a frame is read only where it is sure to be memory: inside one of the thread's
  * frame-stack chunks (a few compares: almost every frame), on the thread's own C stack (3.12+:
  * the evaluation loop's entry shims), or else — a generator's or coroutine's frame, which lives
- * in its object — through a copy the kernel makes (process_vm_readv, which fails where a load
- * would fault). A code object is read when the table knows its address, or after a copy of its
- * header shows PyCode_Type. A chain that reaches what it cannot read ends there; a stale frame
+ * in its object — through loads libprof's fault handler steps over (lpr_probe_load), or where
+ * the program has taken SIGSEGV/SIGBUS itself, a copy the kernel makes (process_vm_readv, which
+ * fails where a load would fault). A code object is read when the table knows its address, or
+ * after such a read of its header shows PyCode_Type. A chain that reaches what it cannot read ends there; a stale frame
  * read as a frame costs one sample a wrong line, never a fault. Up to 3.10 the chain is frame
  * objects, linked once made and unlinked before freed: read as they are. */
 struct pyframe {
