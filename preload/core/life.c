@@ -390,17 +390,15 @@ static void packed_name(char *dst, size_t len, const char *lpt) {
     snprintf(dst, len, "%.*s.lpz", (int)n, lpt);
 }
 
-/* The raw trace `lpt` kept (LIBPROF_KEEP_RAW) becomes its packed trace (libprof-report --pack in a
- * process of its own: zstd never enters the program), the .lpt removed; where that cannot be
- * done the .lpt stays, said once. Waits up to a minute (packing runs at tens of millions of
+/* The spool kept (LIBPROF_KEEP_RAW) becomes its packed trace, spawn_packed (libprof-report --pack
+ * in a process of its own: zstd never enters the program), the .lpt removed; where that cannot
+ * be done the .lpt stays, said once. Waits up to a minute (packing runs at tens of millions of
  * events a second), then lets the packer finish alone. */
-void lpr_pack_kept(const char *lpt) {
-    static char packed[PATH_MAX + 8];
-    packed_name(packed, sizeof packed, lpt);
-    const char *a[] = {lpt, "--pack", packed, "--remove-raw", "--file-mode", spawn_mode, "-q", NULL};
-    int rc = lpr_spawn_available() ? lpr_spawn_report(a, lpt, 60000, 0) : -1;
+static void pack_kept(void) {
+    const char *a[] = {spool_path, "--pack", spawn_packed, "--remove-raw", "--file-mode", spawn_mode, "-q", NULL};
+    int rc = lpr_spawn_available() ? lpr_spawn_report(a, spool_path, 60000, 0) : -1;
     if (rc != 0 && rc != LPR_SPAWN_LATE)
-        lpr_warn("the raw trace stays unpacked in %s (no libprof-report to pack it)", lpt);
+        lpr_warn("the raw trace stays unpacked in %s (no libprof-report to pack it)", spool_path);
 }
 
 static void prepare_spawned(void) {
@@ -583,7 +581,7 @@ void lpr_finish(int status) {
     if (rc == 0 && !spawned && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
         lpr_sys_unlink(spool_path);
     else if (rc == 0 && !spawned && !lpr_cfg.raw_output)
-        lpr_pack_kept(spool_path);
+        pack_kept();
     else if (rc != 0 && !lpr_cfg.raw_output) {
         struct stat st;
         if (lpr_sys_stat(spool_path, &st) == 0)

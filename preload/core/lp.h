@@ -655,8 +655,6 @@ LP_HIDDEN void lpr_finish_signal(int sig, int status);
 LP_HIDDEN int lpr_recording(void); /* recording, and this process owns the spool */
 LP_HIDDEN void lpr_stop_for_good(void);
 LP_HIDDEN int lpr_convert_spool(const char *chrome, const char *csv);
-/* LIBPROF_KEEP_RAW: raw trace `lpt` packed beside it as .lpz, the .lpt removed (libprof-report --pack). */
-LP_HIDDEN void lpr_pack_kept(const char *lpt);
 LP_HIDDEN void lpr_write_end(int status, int sig);
 
 /* ---- "lineage.c": this process among the others of its run -------------------------------- */

@@ -409,19 +409,13 @@ static __attribute__((noinline)) const char *frame_far(struct chain *c, uintptr_
     return copy_probed(copy, f, frame_bytes) == 0 ? copy : NULL;
 }
 
-/* Where frame f's fields can be read (f itself, or `copy`, FRAME_COPY bytes, holding them), NULL
- * where they cannot. Inline: every frame of every capture comes here, nearly all of them in the
- * chunk the last one was in. */
-#define FRAME_COPY 128
-static inline __attribute__((always_inline)) const char *frame_at(struct chain *c, uintptr_t f, char *copy) {
-    if (LP_LIKELY(f - c->lo <= c->span)) return (const char *)f;
-    return frame_far(c, f, copy);
-}
+#define FRAME_COPY 128 /* room for a frame's fields read by frame_far */
 
-/* Frame f's fields into *o: 0, or -1 where f cannot be read. */
+/* Frame f's fields into *o: 0, or -1 where f cannot be read. (lpr_py_part, which every capture
+ * runs, makes the same in-chunk test in its own loops, with the bounds in registers.) */
 static int frame_read(struct chain *c, uintptr_t f, struct pyframe *o) {
     char copy[FRAME_COPY];
-    const char *p = frame_at(c, f, copy);
+    const char *p = LP_LIKELY(f - c->lo <= c->span) ? (const char *)f : frame_far(c, f, copy);
     if (!p) return -1;
     const intptr_t oc = L->f_code, ob = L->f_back, oi = L->f_instr, oo = L->f_owner, oe = L->f_entry;
     uintptr_t code = *(const uintptr_t *)(p + oc), back = *(const uintptr_t *)(p + ob), instr;
