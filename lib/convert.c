@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "map.h"
@@ -59,10 +60,14 @@ struct pass {
     unsigned threshold;
     uint32_t nthreads;
     int torch_ops;               /* PyTorch operators seen: allocations take the general path (torch.c charges them) */
+    int follow;                  /* the trace is still being written (lp_reader_follow): its length is not known */
     struct lp_cbucket no_bucket; /* the fast path's when no counter track is asked for */
 };
 
 #define HOT static inline __attribute__((always_inline))
+
+/* A followed trace's first guess of its length (the counter buckets double as it outgrows it). */
+#define FOLLOW_SPAN_NS UINT64_C(64000000000)
 
 /* A block of `size` bytes from `stack` was allocated on thread `t` (`l`: its last_alloc). */
 HOT void temp_born(struct pass *p, struct last_alloc *l, unsigned threshold, uint32_t t, uint64_t ptr, uint64_t size,
@@ -107,8 +112,34 @@ struct bucket_at {
 /* The counter bucket of time `ns`, entered for the first time. Events come in time order (the
  * iterator yields by effect time, and every event's ns is that time), so the pass asks only when
  * it passes the end of the bucket it is in. */
+/* A followed trace's run outgrew the buckets: each two become one, twice as long. */
+static void halve_buckets(struct pass *p) {
+    struct lp_analysis *a = &p->a;
+    uint64_t used[LP_COUNTER_BUCKETS / 64] = {0};
+    for (unsigned i = 0; i < LP_COUNTER_BUCKETS / 2; i++) {
+        int u0 = (a->cb_used[(2 * i) / 64] >> ((2 * i) % 64)) & 1,
+            u1 = (a->cb_used[(2 * i + 1) / 64] >> ((2 * i + 1) % 64)) & 1;
+        struct lp_cbucket x = a->cb[2 * i], y = a->cb[2 * i + 1];
+        if (u0 && u1) {
+            if (y.min.v < x.min.v) x.min = y.min;
+            if (y.max.v > x.max.v) x.max = y.max;
+            x.last = y.last;
+        } else if (u1) {
+            x = y;
+        }
+        a->cb[i] = x;
+        if (u0 || u1) used[i / 64] |= UINT64_C(1) << (i % 64);
+    }
+    memcpy(a->cb_used, used, sizeof used);
+    p->bucket_mult >>= 1;
+    p->h.bucket_to = 0; /* the bucket the general path is in moved */
+}
+
 static __attribute__((noinline)) struct bucket_at enter_bucket(struct pass *p, uint64_t ns, uint64_t live_bytes) {
     struct lp_analysis *a = &p->a;
+    while (p->follow && p->bucket_mult > 1 &&
+           (uint64_t)(((unsigned __int128)ns * p->bucket_mult) >> 64) >= LP_COUNTER_BUCKETS)
+        halve_buckets(p);
     uint64_t b = (uint64_t)(((unsigned __int128)ns * p->bucket_mult) >> 64);
     if (b >= LP_COUNTER_BUCKETS) b = LP_COUNTER_BUCKETS - 1;
     /* the times that map to b end at ceil((b + 1) * 2^64 / mult) */
@@ -674,6 +705,147 @@ enum {
     OUT_COUNT
 };
 
+/* A followed trace (lp_reader_follow) has grown new threads or stacks since the last look: the
+ * pass's tables indexed by them grow too. Returns 0 or -1 (out of memory). */
+static int refit(struct pass *p) {
+    const struct lp_reader *r = p->a.r;
+    uint32_t n = r->nthreads;
+    if (n > p->nthreads) {
+        struct last_alloc *l = lp_os_realloc(p->last, ((size_t)n + 1) * sizeof *l);
+        if (!l) return -1;
+        memset(l + p->nthreads + 1, 0, (size_t)(n - p->nthreads) * sizeof *l);
+        p->last = l;
+        if (p->threshold) {
+            uint64_t *g = lp_os_realloc(p->ring, ((size_t)n * p->threshold + 1) * sizeof *g);
+            if (!g) return -1;
+            memset(g + (size_t)p->nthreads * p->threshold, 0,
+                   ((size_t)(n - p->nthreads) * p->threshold + 1) * sizeof *g);
+            p->ring = g;
+        }
+        p->nthreads = n;
+        if (p->a.samples && lp_samples_fit(p->a.samples) != 0) return -1;
+    }
+    if (p->a.sites && lp_sites_fit(p->a.sites) != 0) return -1;
+    return 0;
+}
+
+/* The pass is over (or a snapshot's copy of it stops here): the totals, each writer's file
+ * closed and renamed into place. 0, -1 (a file not written: err) or -2 (out of memory). */
+static int totals(struct pass *p, struct output *out, char *err, size_t errlen) {
+    struct lp_analysis *a = &p->a;
+    const struct lp_convert_opts *o = a->opts;
+    const struct lp_reader *r = a->r;
+    struct hot *h = &p->h;
+    for (unsigned b = LP_SIZE_BUCKETS; b < LP_SIZE_POW2; b++) { /* the last bucket: all bigger */
+        a->size_hist[LP_SIZE_BUCKETS - 1] += a->size_hist[b];
+        a->size_hist[b] = 0;
+    }
+    a->live_bytes = h->live_bytes;
+    a->peak_bytes = h->peak_bytes;
+    a->peak_ns = h->peak_ns;
+    a->temporary = h->temporary;
+    a->temporary_bytes = h->temporary_bytes;
+    a->untracked_frees = h->untracked_frees;
+    a->reused_live = h->reused_live;
+    a->live_blocks = h->live.n;
+    lp_map_free(&h->live); /* before the sites' replay, which builds its own */
+    if (h->oom || lp_calls_finish(a->calls) != 0) return -2;
+    if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) return -2;
+    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0 || lp_torch_finish(a->torch) != 0) return -2;
+    if (lp_samples_finish(a->samples) != 0) return -2;
+    if (o->progress) o->progress(a->events, r->events, o->progress_arg);
+    int rc = 0;
+    for (int k = 0; k < OUT_COUNT; k++) {
+        if (!out[k].open) continue;
+        if (out[k].sink.finish) out[k].sink.finish(&out[k].sink, a);
+        if (output_close(&out[k], err, errlen) != 0) rc = -1;
+    }
+    return rc;
+}
+
+/* ---- snapshots of a followed trace (struct lp_snapshot) ----------------------------------------- */
+
+struct snap {
+    struct pass *p;
+    struct output *out;
+};
+
+/* In the forked copy of the pass: the outputs asked for, from what the pass has so far. Nothing
+ * the pass itself writes is touched: the Chrome trace streamed so far is copied from its file
+ * (read, never written), the other outputs are made by their totals alone. */
+static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
+    struct pass *p = x->p;
+    struct output *out = x->out;
+    const struct lp_convert_opts *o = p->a.opts;
+    const struct lp_snapshot *s = o->snapshot;
+    const char *want[OUT_COUNT] = {0};
+    want[OUT_CHROME] = s->chrome;
+    want[OUT_CSV] = s->csv;
+    want[OUT_SUMMARY] = s->summary;
+    want[OUT_FOLDED] = s->folded;
+    want[OUT_SPEEDSCOPE] = s->speedscope;
+    want[OUT_CPU_FOLDED] = s->cpu_folded;
+    want[OUT_PPROF] = s->pprof;
+    want[OUT_PPROF_HEAP] = s->pprof_heap;
+    char err[512];
+    for (int k = 0; k < OUT_COUNT; k++) {
+        const char *w = want[k] && want[k][0] ? want[k] : NULL;
+        if (out[k].open) {
+            int old = out[k].out.fd;
+            out[k].open = 0;
+            out[k].path = NULL; /* (its temporary file is the pass's: never removed here) */
+            if (!w || k != OUT_CHROME) {
+                lp_os_close(old);
+                if (!w) continue;
+            } else { /* the streamed part, copied */
+                char tmp[sizeof out[k].tmp];
+                int fd = open_tmp(w, tmp, sizeof tmp, o->file_mode ? o->file_mode : 0600);
+                if (fd < 0) continue;
+                char buf[1 << 16];
+                ssize_t n = 0;
+                for (off_t at = 0; at < (off_t)out[k].out.total && (n = pread(old, buf, sizeof buf, at)) > 0; at += n)
+                    if (lp_os_write(fd, buf, (size_t)n) != n) break;
+                lp_os_close(old);
+                out[k].out.fd = fd;
+                out[k].path = w;
+                memcpy(out[k].tmp, tmp, sizeof tmp);
+                out[k].open = 1;
+                continue;
+            }
+        }
+        if (k == OUT_CHROME) continue; /* a Chrome trace is streamed: only the one the pass writes can be copied */
+        void (*fin)(struct lp_sink *, const struct lp_analysis *) = NULL;
+        int ok = 1;
+        switch (k) {
+        case OUT_FOLDED: fin = folded_finish, ok = alloc_sites(&p->a) != NULL; break;
+        case OUT_SPEEDSCOPE: fin = speedscope_finish, ok = alloc_sites(&p->a) || p->a.samples; break;
+        case OUT_CPU_FOLDED: fin = cpu_folded_finish, ok = p->a.samples != NULL; break;
+        case OUT_PPROF: fin = pprof_finish, ok = p->a.samples != NULL; break;
+        case OUT_PPROF_HEAP: fin = pprof_heap_finish, ok = alloc_sites(&p->a) != NULL; break;
+        default: break;
+        }
+        if (!ok || output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0) continue;
+        out[k].sink = (struct lp_sink){.out = &out[k].out, .finish = fin};
+        if (k == OUT_SUMMARY) lp_sink_summary(&out[k].sink);
+        if (k == OUT_CSV) lp_sink_csv(&out[k].sink);
+    }
+    int rc = totals(p, out, err, sizeof err);
+    if (s->done[0]) lp_os_close(lp_os_open(s->done, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    _exit(rc == 0 ? 0 : 1);
+}
+
+/* While a followed trace's pass waits for more: a snapshot asked is made by a copy of the
+ * process, and copies that are done are reaped. */
+static void snapshot_idle(void *arg) {
+    struct snap *x = arg;
+    struct lp_snapshot *s = x->p->a.opts->snapshot;
+    while (waitpid(-1, NULL, WNOHANG) > 0) {}
+    if (!s || !s->asked) return;
+    s->asked = 0;
+    if (s->load && s->load(s) != 0) return;
+    if (fork() == 0) snapshot_child(x);
+}
+
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
     struct pass *p = lp_os_calloc(1, sizeof *p);
     struct output *out = lp_os_calloc(OUT_COUNT, sizeof *out);
@@ -682,10 +854,12 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     struct lp_analysis *a = &p->a;
     a->r = r;
     a->opts = o;
+    p->follow = r->follow != NULL;
     a->span_ns = lp_ticks_to_ns(r, r->last_ticks);
     a->reset_ns = r->reset_ticks ? lp_ticks_to_ns(r, r->reset_ticks) : 0;
     a->counting = a->reset_ns == 0;
     uint64_t span = a->span_ns == UINT64_MAX ? UINT64_MAX : a->span_ns + 1; /* a forged clock */
+    if (p->follow) span = FOLLOW_SPAN_NS; /* and twice as long each time the run outgrows it */
     unsigned __int128 mult = ((unsigned __int128)LP_COUNTER_BUCKETS << 64) / span;
     p->bucket_mult = mult > UINT64_MAX ? UINT64_MAX : (uint64_t)mult; /* spans under 2 us */
     a->calls = lp_calls_new(r);
@@ -742,7 +916,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
         if (!a->cb) goto oom;
         if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, o->file_mode, err, errlen) != 0) goto out;
-        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->alloc_min, o->timeline_ns, o->timeline_min_ns) != 0) goto oom;
+        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->chrome_path, o->alloc_min, o->timeline_ns,
+                           o->timeline_min_ns) != 0)
+            goto oom;
     }
     if (o->csv_path) {
         if (output_open(&out[OUT_CSV], o->csv_path, -1, o->file_mode, err, errlen) != 0) goto out;
@@ -758,7 +934,8 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int nstream = 0;
     for (int k = 0; k < OUT_COUNT; k++)
         if (out[k].open && out[k].sink.event) stream[nstream++] = &out[k].sink;
-    struct lp_iter *it = lp_iter_new(r);
+    struct snap snap = {p, out};
+    struct lp_iter *it = p->follow ? lp_iter_follow((struct lp_reader *)r, snapshot_idle, &snap) : lp_iter_new(r);
     if (!it) goto oom;
     struct lp_event e;
     struct lp_call_rec rec;
@@ -768,8 +945,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     for (int k = 0; k < nstream; k++)
         if (stream[k]->alloc_min < fast_min) fast_min = stream[k]->alloc_min;
     for (;;) {
+        if (p->follow && refit(p) != 0) goto oom;
         fast_run(p, it, stream, nstream, fast_min);
         if (!lp_iter_next(it, &e)) break;
+        if (p->follow && refit(p) != 0) goto oom;
         if (!a->counting && e.ns >= a->reset_ns) { /* the last reset: statistics start here */
             a->counting = 1;
             p->h.peak_bytes = p->h.live_bytes;
@@ -816,28 +995,13 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
     }
     lp_iter_free(it);
-    struct hot *h = &p->h;
-    for (unsigned b = LP_SIZE_BUCKETS; b < LP_SIZE_POW2; b++) { /* the last bucket: all bigger */
-        a->size_hist[LP_SIZE_BUCKETS - 1] += a->size_hist[b];
-        a->size_hist[b] = 0;
+    if (p->follow) {
+        a->span_ns = lp_ticks_to_ns(r, r->last_ticks); /* now known */
+        if (refit(p) != 0) goto oom;
     }
-    a->live_bytes = h->live_bytes;
-    a->peak_bytes = h->peak_bytes;
-    a->peak_ns = h->peak_ns;
-    a->temporary = h->temporary;
-    a->temporary_bytes = h->temporary_bytes;
-    a->untracked_frees = h->untracked_frees;
-    a->reused_live = h->reused_live;
-    a->live_blocks = h->live.n;
-    lp_map_free(&h->live); /* before the sites' replay, which builds its own */
-    if (h->oom || lp_calls_finish(a->calls) != 0) goto oom;
-    if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) goto oom;
-    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0 || lp_torch_finish(a->torch) != 0) goto oom;
-    if (lp_samples_finish(a->samples) != 0) goto oom;
-    if (o->progress) o->progress(a->events, r->events, o->progress_arg);
-
-    /* the totals, each writer's file closed and renamed into place */
-    rc = 0;
+    int t = totals(p, out, err, errlen);
+    if (t == -2) goto oom;
+    rc = t;
     if (missing_stacks) {
         snprintf(err, errlen, "%s: the trace has no call stacks (record with LIBPROF_STACKS=16)", missing_stacks);
         rc = -1;
@@ -845,11 +1009,6 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (missing_samples) {
         snprintf(err, errlen, "%s: the trace has no CPU samples (record with LIBPROF_SAMPLE_HZ=1000)", missing_samples);
         rc = -1;
-    }
-    for (int k = 0; k < OUT_COUNT; k++) {
-        if (!out[k].open) continue;
-        if (out[k].sink.finish) out[k].sink.finish(&out[k].sink, a);
-        if (output_close(&out[k], err, errlen) != 0) rc = -1;
     }
     goto out;
 oom:

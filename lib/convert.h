@@ -19,6 +19,19 @@
 #include "stats.h"
 #include "torch.h"
 
+/* A snapshot of a followed trace (libprof-report --live on a run a follower converts): when
+ * `asked` turns 1 (a signal handler sets it), the pass calls load() for the paths wanted ("" for
+ * none) and a forked copy of the pass writes them from what it has read so far, while the pass
+ * itself goes on. The summary is the table LIBPROF_SUMMARY prints (its "leaked" is what is
+ * still live). */
+struct lp_snapshot {
+    volatile int asked;
+    int (*load)(struct lp_snapshot *s);
+    char summary[4096], chrome[4096], csv[4096], folded[4096], speedscope[4096], cpu_folded[4096], pprof[4096],
+        pprof_heap[4096];
+    char done[4096]; /* made empty once the others are all in place */
+};
+
 struct lp_convert_opts {
     const char *chrome_path; /* Chrome trace JSON to write, or NULL */
     int chrome_fd;           /* ... or to this open descriptor when >= 0 (no temporary name) */
@@ -49,6 +62,7 @@ struct lp_convert_opts {
     uint64_t timeline_min_ns;     /* before it, slices at least this long are kept, the others folded */
     int general_path;             /* every event through the general path, none through the allocation fast
                        * path (convert.c): the same output, slower — a check of the fast path */
+    struct lp_snapshot *snapshot; /* a followed trace: snapshots asked while it runs, or NULL */
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;
@@ -123,8 +137,8 @@ struct lp_sink {
  * or -1 when out of memory; `k->out` is set by the caller. */
 /* timeline_ns: the trace keeps the last timeline_ns of the run at full detail and, before that,
  * the slices of at least timeline_min_ns (0: the whole run at full detail). */
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min, uint64_t timeline_ns,
-                   uint64_t timeline_min_ns);
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
+                   uint64_t timeline_ns, uint64_t timeline_min_ns);
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
 

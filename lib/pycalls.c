@@ -65,6 +65,7 @@ static int by_thread_start(const void *x, const void *y) {
 int lp_pycalls_finish(struct lp_pycalls *p) {
     if (!p->nspan) return 0;
     lp_sort(p->span, p->nspan, sizeof *p->span, by_thread_start);
+    if (p->r->follow) return 0; /* a followed trace is read once: no bytes charged to the calls */
     uint32_t nthreads = p->r->nthreads;
     size_t *first = lp_os_calloc((size_t)nthreads + 1, sizeof *first), *next = lp_os_calloc(nthreads + 1, sizeof *next);
     struct open {

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
@@ -118,7 +120,7 @@ static int chunk_at(const uint8_t *d, size_t size, uint64_t off) {
     struct lp_chunk_header h;
     if (off % 8 || size - off < sizeof h) return 0;
     memcpy(&h, d + off, sizeof h);
-    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_SAMPLING || h.flags ||
+    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_WATERMARK || h.flags ||
         h.length > size - off - sizeof h)
         return 0;
     uint64_t cnt, reset = 0;
@@ -139,11 +141,41 @@ static uint64_t resync(const uint8_t *d, size_t size, uint64_t off) {
     return size;
 }
 
-static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapped, char *err, size_t errlen) {
-    memset(r, 0, sizeof *r);
-    r->data = data;
-    r->size = size;
-    r->mapped = mapped;
+/* What indexing keeps from one call to the next: where it stopped, the latest clock pair, how
+ * far it handed pages back, the streams by thread. A whole file is indexed in one call; a
+ * followed one (lp_reader_follow) in one call per look, its idx kept in its lp_follow. */
+struct idx {
+    struct lp_map map; /* (tid, samples) -> index in r->threads */
+    uint64_t off, sync_ticks, sync_ns, released;
+};
+static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int partial);
+static void fit_clock(struct lp_reader *r, const struct idx *x);
+
+/* A trace still being written, followed: mapped once for far more than its size (the pages past
+ * its end are never touched), indexed as it grows; its metadata is copied out as it is indexed,
+ * since what has been read is handed back to the file system (lp_reader_follow_release). */
+struct lp_follow {
+    struct idx x;
+    int fd;
+    long pid;
+    size_t map_size;
+    uint64_t punched;              /* the file below this was given back (a hole punched) */
+    uint64_t wait_off, wait_since; /* the index has stopped at wait_off since (ns, CLOCK_MONOTONIC) */
+    void **kept;                   /* the metadata copies */
+    size_t nkept, capkept;
+};
+
+static void *keep(struct lp_reader *r, const void *p, size_t n) {
+    struct lp_follow *f = r->follow;
+    if (LP_RESERVE(f->kept, f->capkept, f->nkept + 1) != 0) return NULL;
+    void *c = lp_os_malloc((n + 7) & ~(size_t)7);
+    if (!c) return NULL;
+    memcpy(c, p, n);
+    return f->kept[f->nkept++] = c;
+}
+
+/* Validate the file header of `data` into r->hdr (from its copy when it is damaged). */
+static int read_header(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
     const uint8_t *hdr = data;
     if (size >= 8 && memcmp(data, LP_FORMAT_MAGIC, 8) != 0) {
         /* a damaged header (a stray write of the program's): its copy in the HEADER chunk */
@@ -180,14 +212,38 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
         snprintf(err, errlen, "corrupt file header");
         return -1;
     }
+    return 0;
+}
 
-    struct lp_map map = {0};
-    uint64_t sync_ticks = 0, sync_ns = r->hdr.origin_mono_ns;
-    uint64_t off = LP_FILE_HEADER_SIZE, released = 0;
-    const uint8_t *d = data;
+static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapped, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->data = data;
+    r->size = size;
+    r->mapped = mapped;
+    if (read_header(r, data, size, err, errlen) != 0) return -1;
+    struct idx x = {.off = LP_FILE_HEADER_SIZE, .sync_ns = r->hdr.origin_mono_ns};
+    if (index_chunks(r, &x, size, 0) != 0) {
+        lp_map_free(&x.map);
+        r->mapped = 0; /* the caller unmaps */
+        lp_reader_close(r);
+        return oom(err, errlen);
+    }
+    lp_map_free(&x.map);
+    fit_clock(r, &x);
+    return 0;
+}
+
+/* Index the chunks from x->off up to `size`. `partial` (a trace still being written): a chunk
+ * not whole yet ends the index there, to be read again when more is written; otherwise it is
+ * damage, skipped or the end of the file. Returns 0, or -1 when out of memory. */
+static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int partial) {
+    struct lp_map *map = &x->map;
+    uint64_t off = x->off;
+    const uint8_t *d = r->data;
     while (off < size) {
         struct lp_chunk_header h;
         if (size - off < sizeof h) {
+            if (partial) break;
             if (r->end)
                 r->damaged_bytes += size - off; /* junk after the end */
             else
@@ -196,7 +252,8 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
         }
         memcpy(&h, d + off, sizeof h);
         if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) {
-        damage:; /* a hole left by a failed write, a stray write, a cut-off tail: go on at the
+            if (partial) break; /* not written yet */
+        damage:;                /* a hole left by a failed write, a stray write, a cut-off tail: go on at the
                   * next whole chunk, if there is one */
             uint64_t next = resync(d, size, off);
             if (next >= size) {
@@ -212,13 +269,19 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             continue;
         }
         uint64_t payload = off + sizeof h;
+        const uint8_t *pl = d + payload; /* a followed trace's metadata: a copy (the file is released as read) */
+        if (r->follow && h.type != LP_CHUNK_EVENTS && h.type != LP_CHUNK_SAMPLES && h.length &&
+            !(pl = keep(r, pl, h.length)))
+            goto nomem;
         if (h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) {
             uint64_t count;
             if (h.length % 8 || payload % 8 ||
-                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks))
+                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
+                if (partial) break; /* its records are being written */
                 goto damage;
+            }
             uint32_t ti;
-            if (stream_index(r, &map, h.tid, h.type == LP_CHUNK_SAMPLES, &ti)) goto nomem;
+            if (stream_index(r, map, h.tid, h.type == LP_CHUNK_SAMPLES, &ti)) goto nomem;
             if (h.type == LP_CHUNK_SAMPLES) r->samples += count;
             struct lp_thread_info *t = &r->threads[ti];
             if (LP_RESERVE(r->chunks, r->cap.chunks, r->nchunks + 1) || LP_RESERVE(t->chunks, t->cap, t->nchunks + 1))
@@ -227,10 +290,14 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             t->events += count;
             r->chunks[r->nchunks++] = (struct lp_chunk_ref){payload, h.length, ti};
             r->events += count;
+        } else if (h.type == LP_CHUNK_WATERMARK && h.length >= 8) {
+            uint64_t wm;
+            memcpy(&wm, d + payload, 8);
+            if (wm > r->watermark) r->watermark = wm;
         } else if (h.type == LP_CHUNK_STRING && h.length >= 4) {
             uint32_t key;
-            memcpy(&key, d + payload, 4);
-            const char *s = (const char *)d + payload + 4;
+            memcpy(&key, pl, 4);
+            const char *s = (const char *)pl + 4;
             uint32_t n = h.length - 4;
             if (key == LP_STR_HOSTNAME) {
                 r->hostname = s;
@@ -264,16 +331,16 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
                 r->ort_profiles[r->nort_profiles++] = (struct lp_ort_profile){sess, s + 8, n - 8};
             } else if (key == LP_STR_THREAD_NAME) {
                 uint32_t ti;
-                if (thread_index(r, &map, h.tid, &ti)) goto nomem;
+                if (thread_index(r, map, h.tid, &ti)) goto nomem;
                 r->threads[ti].name = s;
                 r->threads[ti].name_len = n;
             }
         } else if (h.type == LP_CHUNK_SHORT && h.length % sizeof(struct lp_short) == 0 && payload % 8 == 0) {
             if (LP_RESERVE(r->short_chunks, r->cap.short_chunks, r->nshort_chunks + 1) != 0) goto nomem;
             r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
-                (const struct lp_short *)(d + payload), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
+                (const struct lp_short *)(pl), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
         } else if (h.type == LP_CHUNK_STACKS && h.length % 8 == 0 && payload % 8 == 0) {
-            const uint64_t *w = (const uint64_t *)(d + payload);
+            const uint64_t *w = (const uint64_t *)(pl);
             size_t nw = h.length / 8;
             for (size_t i = 0; i < nw;) {
                 uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
@@ -300,17 +367,17 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
             if (r->truncated) break;
         } else if (h.type == LP_CHUNK_MODULES && h.length >= sizeof(struct lp_module)) {
             struct lp_module m;
-            memcpy(&m, d + payload, sizeof m);
+            memcpy(&m, pl, sizeof m);
             if (sizeof m + (size_t)m.path_len + m.build_id_len <= h.length && m.lo < m.hi) {
                 if (LP_RESERVE(r->modules, r->cap.modules, r->nmodules + 1) != 0) goto nomem;
-                const char *path = (const char *)d + payload + sizeof m;
+                const char *path = (const char *)pl + sizeof m;
                 r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
             }
         } else if (h.type == LP_CHUNK_PYCODE) {
             size_t at = 0;
             while (at + sizeof(struct lp_pycode) <= h.length) {
                 struct lp_pycode pc;
-                memcpy(&pc, d + payload + at, sizeof pc);
+                memcpy(&pc, pl + at, sizeof pc);
                 size_t words = (sizeof pc + pc.name_len + pc.file_len + 7) / 8;
                 if (pc.id == 0 || pc.id > LP_MAX_PYCODE_ID || at + sizeof pc + pc.name_len + pc.file_len > h.length) {
                     r->truncated = 1;
@@ -320,47 +387,154 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
                     if (LP_RESERVE_ZERO(r->pycodes, r->cap.pycodes, (size_t)pc.id + 1) != 0) goto nomem;
                     r->npycodes = (uint32_t)r->cap.pycodes;
                 }
-                const char *name = (const char *)d + payload + at + sizeof pc;
+                const char *name = (const char *)pl + at + sizeof pc;
                 r->pycodes[pc.id] =
                     (struct lp_pycode_ref){name, name + pc.name_len, pc.name_len, pc.file_len, pc.firstline};
                 at += words * 8;
             }
             if (r->truncated) break;
         } else if (h.type == LP_CHUNK_SAMPLING && h.length >= sizeof(struct lp_sampling) && payload % 8 == 0) {
-            r->sampling = (const struct lp_sampling *)(d + payload);
+            r->sampling = (const struct lp_sampling *)(pl);
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
-            r->end = (const struct lp_end *)(d + payload);
+            r->end = (const struct lp_end *)(pl);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
         }
         /* Unknown chunk types are skipped: newer producers may add them within one version. */
-        if (h.sync_ticks >= sync_ticks && h.sync_mono_ns >= sync_ns) {
-            sync_ticks = h.sync_ticks;
-            sync_ns = h.sync_mono_ns;
+        if (h.sync_ticks >= x->sync_ticks && h.sync_mono_ns >= x->sync_ns) {
+            x->sync_ticks = h.sync_ticks;
+            x->sync_ns = h.sync_mono_ns;
         }
         if (h.sync_ticks > r->last_ticks) r->last_ticks = h.sync_ticks;
         off = payload + ROUND8(h.length);
-        if (off - released >= RELEASE_STEP) { /* what is indexed is read again only by chunk */
-            release(r, released, off);
-            released = off;
+        if (off - x->released >= RELEASE_STEP) { /* what is indexed is read again only by chunk */
+            release(r, x->released, off);
+            x->released = off;
         }
     }
-    r->valid_bytes = off > size ? size : off;
-    release(r, released, size); /* what the pass reads it reads again, chunk by chunk */
-    lp_map_free(&map);
-
-    /* Clock fit through the origin and the latest sync pair. */
-    r->mult = UINT64_C(1) << 32;
-    if (r->hdr.clock == LP_CLOCK_TSC && sync_ticks > 0 && sync_ns > r->hdr.origin_mono_ns)
-        r->mult = (uint64_t)(((unsigned __int128)(sync_ns - r->hdr.origin_mono_ns) << 32) / sync_ticks);
-    r->fit_ticks = sync_ticks;
-    r->fit_ns = sync_ns - r->hdr.origin_mono_ns;
+    x->off = off > size ? size : off;
+    if (partial) return 0;
+    r->valid_bytes = x->off;
+    release(r, x->released, size); /* what the pass reads it reads again, chunk by chunk */
     return 0;
 nomem:
-    lp_map_free(&map);
-    r->mapped = 0; /* the caller unmaps */
-    lp_reader_close(r);
-    return oom(err, errlen);
+    return -1;
 }
+
+/* Clock fit through the origin and the latest sync pair. */
+static void fit_clock(struct lp_reader *r, const struct idx *x) {
+    r->mult = UINT64_C(1) << 32;
+    if (r->hdr.clock == LP_CLOCK_TSC && x->sync_ticks > 0 && x->sync_ns > r->hdr.origin_mono_ns)
+        r->mult = (uint64_t)(((unsigned __int128)(x->sync_ns - r->hdr.origin_mono_ns) << 32) / x->sync_ticks);
+    r->fit_ticks = x->sync_ticks;
+    r->fit_ns = x->sync_ns - r->hdr.origin_mono_ns;
+}
+
+/* ---- a trace still being written --------------------------------------------------------------
+ * The follower (libprof-report --follow) converts a spool while its program runs. The file is
+ * read as it grows: a chunk not yet whole ends the index until the next look (writers reserve
+ * their place first and write after, so a later chunk may be whole before an earlier one); the
+ * preload's WATERMARK chunks say up to when every thread's records are in; what the pass has read
+ * is given back to the file system, so the disk holds only what is not yet converted. */
+
+#define FOLLOW_MAP ((size_t)1 << 40) /* address space, not memory: pages past the end are never touched */
+#define FOLLOW_STUCK_NS 5000000000u  /* a chunk not whole after this long is damage after all */
+#define FOLLOW_END_NS 1000000000u    /* after END: how long chunks of late threads are waited for */
+#define FOLLOW_SLACK_NS 50000000u    /* a record may be stamped this long before its thread commits it */
+#define FOLLOW_RELEASE_STEP (8u << 20)
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int lp_reader_follow(struct lp_reader *r, const char *path, long pid, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    int fd = lp_os_open(path, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < LP_FILE_HEADER_SIZE ||
+        (m = lp_os_mmap(NULL, FOLLOW_MAP, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0)) == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot follow: %s", path,
+                 m == MAP_FAILED && errno ? strerror(errno) : "not a trace");
+        lp_os_close(fd);
+        return -1;
+    }
+    struct lp_follow *f = lp_os_calloc(1, sizeof *f);
+    r->data = m;
+    r->size = (size_t)st.st_size;
+    r->mapped = 1;
+    r->follow = f;
+    if (!f) {
+        lp_os_munmap(m, FOLLOW_MAP);
+        lp_os_close(fd);
+        memset(r, 0, sizeof *r);
+        return oom(err, errlen);
+    }
+    f->fd = fd;
+    f->pid = pid;
+    f->map_size = FOLLOW_MAP;
+    f->punched = 4096; /* the header's page stays */
+    char e2[200];
+    if (read_header(r, m, r->size, e2, sizeof e2) != 0) {
+        snprintf(err, errlen, "%s: %s", path, e2);
+        lp_reader_close(r);
+        return -1;
+    }
+    f->x.off = LP_FILE_HEADER_SIZE;
+    f->x.sync_ns = r->hdr.origin_mono_ns;
+    if (index_chunks(r, &f->x, r->size, 1) != 0) {
+        lp_reader_close(r);
+        return oom(err, errlen);
+    }
+    fit_clock(r, &f->x); /* once: every event of the pass is placed on the same clock */
+    lp_reader_follow_more(r);
+    return 0;
+}
+
+int lp_reader_follow_more(struct lp_reader *r) {
+    struct lp_follow *f = r->follow;
+    if (!f || r->follow_done) return 0;
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return 0;
+    size_t size = (uint64_t)st.st_size < f->map_size ? (size_t)st.st_size : f->map_size;
+    int gone = f->pid > 0 && kill((pid_t)f->pid, 0) != 0 && errno == ESRCH;
+    uint64_t before = f->x.off, now = mono_ns();
+    r->size = size;
+    if (index_chunks(r, &f->x, size, 1) != 0) return -1;
+    if (f->x.off != f->wait_off) {
+        f->wait_off = f->x.off;
+        f->wait_since = now;
+    }
+    int stuck = f->x.off < size && now - f->wait_since > (r->end ? FOLLOW_END_NS : FOLLOW_STUCK_NS);
+    if (gone || stuck || (r->end && f->x.off >= size)) {
+        /* the run is over (or a hole stays a hole): the rest is read as a whole file is */
+        if (gone && !r->end) size = (size_t)(fstat(f->fd, &st) == 0 ? (uint64_t)st.st_size : size);
+        r->size = size;
+        if (index_chunks(r, &f->x, size, 0) != 0) return -1;
+        f->wait_off = f->x.off;
+        if (gone || r->end) r->follow_done = 1;
+    }
+    uint64_t slack = (uint64_t)(((unsigned __int128)FOLLOW_SLACK_NS << 32) / (r->mult ? r->mult : 1));
+    r->follow_wm = r->follow_done ? UINT64_MAX : r->watermark > slack ? r->watermark - slack : 0;
+    r->valid_bytes = f->x.off;
+    return f->x.off != before || r->follow_done;
+}
+
+void lp_reader_follow_release(struct lp_reader *r, uint64_t off) {
+    struct lp_follow *f = r->follow;
+    if (!f) return;
+    off &= ~(uint64_t)4095;
+    if (off < f->punched + FOLLOW_RELEASE_STEP) return;
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)f->punched, (off_t)(off - f->punched)) == 0)
+        f->punched = off;
+}
+
+uint64_t lp_reader_follow_released(const struct lp_reader *r) { return r->follow ? r->follow->punched : 0; }
 
 int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen) {
     return open_mem(r, data, size, 0, err, errlen);
@@ -414,7 +588,15 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->modules);
     lp_os_free(r->pycodes);
     lp_os_free(r->ort_profiles);
-    if (r->mapped && r->data) lp_os_munmap((void *)r->data, r->size);
+    struct lp_follow *f = r->follow;
+    if (r->mapped && r->data) lp_os_munmap((void *)r->data, f ? f->map_size : r->size);
+    if (f) {
+        lp_os_close(f->fd);
+        lp_map_free(&f->x.map);
+        for (size_t i = 0; i < f->nkept; i++) lp_os_free(f->kept[i]);
+        lp_os_free(f->kept);
+        lp_os_free(f);
+    }
     memset(r, 0, sizeof *r);
 }
 
@@ -566,7 +748,10 @@ static void sift_down(struct lp_iter *it, uint32_t i) {
     }
 }
 
-static void set_bound(struct lp_iter *it) { it->bound = it->n ? it->c[it->heap[0]].key : UINT64_MAX; }
+static void set_bound(struct lp_iter *it) {
+    uint64_t b = it->n ? it->c[it->heap[0]].key : UINT64_MAX;
+    it->bound = b < it->wm ? b : it->wm; /* a followed trace: nothing at or past the watermark */
+}
 
 /* The heap's top becomes the yielding cursor (the current one is done). */
 static void pop_top(struct lp_iter *it) {
@@ -580,10 +765,15 @@ static void pop_top(struct lp_iter *it) {
     set_bound(it);
 }
 
+static void follow_wait(struct lp_iter *it);
+
 struct lp_iter *lp_iter_new(const struct lp_reader *r) {
     struct lp_iter *it = lp_os_calloc(1, sizeof *it);
     if (!it) return NULL;
     it->r = r;
+    it->wm = UINT64_MAX;
+    it->hold = UINT64_MAX;
+    it->ncursors = r->nthreads;
     it->c = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->c);
     it->heap = lp_os_calloc(r->nthreads ? r->nthreads : 1, sizeof *it->heap);
     if (!it->c || !it->heap) {
@@ -594,11 +784,84 @@ struct lp_iter *lp_iter_new(const struct lp_reader *r) {
         it->c[i].thread = i;
         it->c[i].owner = r->threads[i].owner;
         it->c[i].tid = r->threads[i].tid;
-        if (cursor_load(r, &it->c[i])) it->heap[it->n++] = i;
+        if (cursor_load(r, &it->c[i]))
+            it->heap[it->n++] = i;
+        else
+            it->c[i].out = 1;
     }
     for (uint32_t i = it->n / 2; i-- > 0;) sift_down(it, i);
     pop_top(it);
     return it;
+}
+
+struct lp_iter *lp_iter_follow(struct lp_reader *r, void (*idle)(void *arg), void *arg) {
+    struct lp_iter *it = lp_iter_new(r);
+    if (!it) return NULL;
+    it->idle = idle;
+    it->idle_arg = arg;
+    if (r->follow && !r->follow_done) {
+        it->wm = r->follow_wm;
+        set_bound(it);
+        follow_wait(it);
+    }
+    return it;
+}
+
+/* The followed file has grown: cursors for new threads, and the ones out of records that have
+ * some now, join the heap; the current one goes back into it and the earliest of all is taken.
+ * Returns -1 when out of memory. */
+static int adopt(struct lp_iter *it) {
+    const struct lp_reader *r = it->r;
+    uint32_t cur = it->cur ? (uint32_t)(it->cur - it->c) : UINT32_MAX;
+    if (r->nthreads > it->ncursors) {
+        struct lp_cursor *c = lp_os_realloc(it->c, r->nthreads * sizeof *c);
+        if (c) it->c = c;
+        uint32_t *h = c ? lp_os_realloc(it->heap, r->nthreads * sizeof *h) : NULL;
+        if (!h) return -1;
+        it->heap = h;
+        for (uint32_t i = it->ncursors; i < r->nthreads; i++) {
+            memset(&it->c[i], 0, sizeof it->c[i]);
+            it->c[i].thread = i;
+            it->c[i].owner = r->threads[i].owner;
+            it->c[i].tid = r->threads[i].tid;
+            it->c[i].out = 1;
+        }
+        it->ncursors = r->nthreads;
+    }
+    for (uint32_t i = 0; i < it->ncursors; i++) {
+        struct lp_cursor *c = &it->c[i];
+        if (!c->out || c->next_chunk >= r->threads[i].nchunks) continue;
+        if (cursor_load(r, c)) {
+            c->out = 0;
+            it->heap[it->n++] = i;
+        }
+    }
+    if (cur != UINT32_MAX) it->heap[it->n++] = cur;
+    for (uint32_t i = it->n / 2; i-- > 0;) sift_down(it, i);
+    pop_top(it);
+    return 0;
+}
+
+/* The next record is not known to come before every record still to be written (or there is
+ * none): look at the file again until it is, or until the run is over. */
+static void follow_wait(struct lp_iter *it) {
+    struct lp_reader *r = (struct lp_reader *)it->r;
+    while (r->follow && it->wm != UINT64_MAX && (!it->cur || it->cur->key >= it->wm)) {
+        lp_reader_follow_release(r, it->swept < it->hold ? it->swept : it->hold);
+        int more = lp_reader_follow_more(r);
+        if (more < 0 || adopt(it) != 0) { /* out of memory: what is indexed is all there will be */
+            r->follow_done = 1;
+            r->truncated = 1;
+        }
+        it->wm = r->follow_done ? UINT64_MAX : r->follow_wm;
+        set_bound(it);
+        if (it->cur && it->cur->key < it->wm) break;
+        if (it->idle) it->idle(it->idle_arg);
+        if (more <= 0) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 
 /* Everything lp_iter_next does not inline. With `ev`, yield the current record (any kind, any
@@ -606,6 +869,7 @@ struct lp_iter *lp_iter_new(const struct lp_reader *r) {
 int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
     const struct lp_reader *r = it->r;
     struct lp_cursor *c = it->cur;
+    if (c) it->hold = c->chunk_from;
     if (ev) {
         if (!c) return 0;
         const uint64_t *p = c->p;
@@ -641,8 +905,10 @@ int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
     }
     int loaded = cursor_load(r, c);
     if (loaded != 1) sweep(it);
-    if (!loaded) { /* this thread is done: the heap's top goes next */
+    if (!loaded) { /* this thread is done (a followed one: for now): the heap's top goes next */
+        c->out = 1;
         pop_top(it);
+        if (it->wm != UINT64_MAX && (!it->cur || it->cur->key >= it->wm)) follow_wait(it);
         return 1;
     }
 order:
@@ -653,6 +919,7 @@ order:
         sift_down(it, 0);
     }
     set_bound(it);
+    if (it->wm != UINT64_MAX && it->cur->key >= it->wm) follow_wait(it);
     return 1;
 }
 

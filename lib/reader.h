@@ -92,6 +92,11 @@ struct lp_reader {
     struct {
         size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles;
     } cap; /* the arrays' room */
+    /* a trace still being written (lp_reader_follow) */
+    struct lp_follow *follow; /* NULL for a whole file */
+    uint64_t watermark;       /* the latest WATERMARK chunk's ticks: every thread's records before it are in */
+    uint64_t follow_wm;       /* what the iterator may yield: records stamped before this (UINT64_MAX: all) */
+    int follow_done;          /* the run is over and all of it is indexed */
 };
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
@@ -101,6 +106,17 @@ int lp_reader_open_fd(struct lp_reader *r, int fd, const char *label, char *err,
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */
 int lp_reader_open_mem(struct lp_reader *r, const void *data, size_t size, char *err, size_t errlen);
 void lp_reader_close(struct lp_reader *r);
+
+/* Follow `path`, the spool of process `pid` while it is still being written: index what is
+ * there. The iterator then waits for the rest as it goes (lp_reader_follow_more), and gives the
+ * file's blocks back as it has read them (lp_reader_follow_release). Returns 0 or -1 (err). */
+int lp_reader_follow(struct lp_reader *r, const char *path, long pid, char *err, size_t errlen);
+/* Index what was written since the last look; follow_wm and follow_done say how far the pass may
+ * go. 1 when there was something new (or the run just ended), 0 when not, -1 when out of memory. */
+int lp_reader_follow_more(struct lp_reader *r);
+/* The pass has read everything below `off`: its blocks go back to the file system (a hole). */
+void lp_reader_follow_release(struct lp_reader *r, uint64_t off);
+uint64_t lp_reader_follow_released(const struct lp_reader *r);
 
 /* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
@@ -178,6 +194,7 @@ struct lp_cursor {
     uint64_t prev_from, prev_to;                    /* ... and of the one before (released after the next) */
     uint32_t thread, owner, tid, next_chunk, stack; /* owner: the thread the events are of (lp_thread_info) */
     uint8_t phase;
+    uint8_t out; /* out of records (a followed trace: until its thread writes more) */
 };
 
 struct lp_iter {
@@ -188,9 +205,18 @@ struct lp_iter {
     uint32_t *heap, n;     /* the other cursors with records left, a min-heap by (key, index) */
     uint64_t consumed;
     uint64_t loads, swept; /* chunks entered; the file below `swept` is handed back (reader.c) */
+    /* a followed trace: records yield only before wm; when none does, the iterator waits for the
+     * file to grow, calling idle(idle_arg) between its looks */
+    uint64_t wm;
+    uint64_t hold;     /* the chunk of the record yielded last: not given back while it may be read */
+    uint32_t ncursors; /* cursors made (the reader's threads when last looked) */
+    void (*idle)(void *arg);
+    void *idle_arg;
 };
 
 struct lp_iter *lp_iter_new(const struct lp_reader *r);
+/* A followed trace's iterator: the same, with `idle` called while it waits for the program. */
+struct lp_iter *lp_iter_follow(struct lp_reader *r, void (*idle)(void *arg), void *arg);
 int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev);
 void lp_iter_free(struct lp_iter *it);
 static inline uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; } /* records so far */

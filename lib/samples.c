@@ -42,6 +42,7 @@ struct thread_cpu {
 struct lp_samples {
     const struct lp_reader *r;
     uint64_t period_ns, total, in_libprof, span_ns;
+    uint32_t nth; /* th holds nth + 1 threads (a followed trace's grow: lp_samples_fit) */
     /* the distinct samples: thread, callers' stack, instruction */
     struct skey {
         uint32_t thread, stack;
@@ -55,9 +56,10 @@ struct lp_samples {
 };
 
 struct lp_samples *lp_samples_new(const struct lp_reader *r, int *oom) {
-    if (!r->samples) return NULL;
+    if (!r->samples && !(r->follow && r->sampling)) return NULL; /* (followed: samples may come) */
     struct lp_samples *s = lp_os_calloc(1, sizeof *s);
     if (s) s->th = lp_os_calloc((size_t)r->nthreads + 1, sizeof *s->th);
+    if (s) s->nth = r->nthreads;
     if (!s || !s->th || lp_map_grow(&s->ix) != 0) {
         lp_samples_free(s);
         *oom = 1;
@@ -65,8 +67,32 @@ struct lp_samples *lp_samples_new(const struct lp_reader *r, int *oom) {
     }
     s->r = r;
     s->period_ns = r->sampling && r->sampling->period_ns ? r->sampling->period_ns : 1000000;
-    s->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
+    s->span_ns = r->follow ? UINT64_C(64000000000) : lp_ticks_to_ns(r, r->last_ticks) + 1;
     return s;
+}
+
+int lp_samples_fit(struct lp_samples *s) {
+    uint32_t n = s->r->nthreads;
+    if (n <= s->nth) return 0;
+    struct thread_cpu *t = lp_os_realloc(s->th, ((size_t)n + 1) * sizeof *t);
+    if (!t) return -1;
+    /* the last slot takes samples of no known thread: it moves to the end */
+    t[n] = t[s->nth];
+    memset(t + s->nth, 0, (size_t)(n - s->nth) * sizeof *t);
+    s->th = t;
+    s->nth = n;
+    return 0;
+}
+
+/* A followed trace outgrew the time its buckets span: each two become one, twice as long. */
+static void double_span(struct lp_samples *s) {
+    for (uint32_t t = 0; t <= s->nth; t++) {
+        uint32_t *b = s->th[t].bucket;
+        if (!b) continue;
+        for (unsigned i = 0; i < LP_CPU_BUCKETS / 2; i++) b[i] = b[2 * i] + b[2 * i + 1];
+        memset(b + LP_CPU_BUCKETS / 2, 0, (LP_CPU_BUCKETS - LP_CPU_BUCKETS / 2) * sizeof *b);
+    }
+    s->span_ns *= 2;
 }
 
 static void table_free(struct table *t) {
@@ -117,7 +143,7 @@ static long key_of(struct lp_samples *s, uint32_t thread, uint32_t stack, uint64
 
 int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting) {
     uint64_t w = e->w[0], weight = LP_SAMPLE_WEIGHT(w) ? LP_SAMPLE_WEIGHT(w) : 1;
-    uint32_t t = e->thread <= s->r->nthreads ? e->thread : s->r->nthreads;
+    uint32_t t = e->thread <= s->nth ? e->thread : s->nth;
     struct thread_cpu *c = &s->th[t];
     long k = w & LP_SAMPLE_IN_LIBPROF ? (long)LP_SAMPLES_IN_LIBPROF : key_of(s, t, e->stack, e->w[1]);
     if (k < 0) return -1;
@@ -127,6 +153,7 @@ int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int countin
     c->ntimes++;
     if (!counting) return 0;
     if (!c->bucket && !(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
+    while (s->r->follow && e->ns >= s->span_ns && s->span_ns < (UINT64_C(1) << 62)) double_span(s);
     uint64_t b = (uint64_t)(((unsigned __int128)e->ns * LP_CPU_BUCKETS) / s->span_ns);
     c->bucket[b < LP_CPU_BUCKETS ? b : LP_CPU_BUCKETS - 1] += (uint32_t)weight;
     c->samples += weight;

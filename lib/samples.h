@@ -17,6 +17,8 @@ struct lp_event;
 
 /* NULL when the trace has no samples (or out of memory: *oom set). */
 struct lp_samples *lp_samples_new(const struct lp_reader *r, int *oom);
+/* A followed trace has more threads since: the tables grow to them. 0 or -1 (out of memory). */
+int lp_samples_fit(struct lp_samples *s);
 void lp_samples_free(struct lp_samples *s);
 /* A SAMPLE event (e->kind LP_EV_SAMPLE). 0, or -1 when out of memory. */
 int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int counting);

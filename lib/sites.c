@@ -46,12 +46,13 @@ struct lp_sites {
 };
 
 struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
-    if (r->nstacks == 0) return NULL;
+    /* a followed trace recording stacks may not have written one yet */
+    if (r->nstacks == 0 && !(r->follow && r->hdr.version >= 10 && r->hdr.alloc_stacks)) return NULL;
     struct lp_sites *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
     s->user_lines = user_lines;
-    s->nsite = r->nstacks;
+    s->nsite = r->nstacks ? r->nstacks : 1;
     s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
         lp_os_free(s);
@@ -67,6 +68,17 @@ void lp_sites_free(struct lp_sites *s) {
     lp_os_free(s->site);
     lp_syms_free(s->syms);
     lp_os_free(s);
+}
+
+int lp_sites_fit(struct lp_sites *s) {
+    uint32_t n = s->r->nstacks;
+    if (n <= s->nsite) return 0;
+    struct site *t = lp_os_realloc(s->site, (size_t)n * sizeof *t);
+    if (!t) return -1;
+    memset(t + s->nsite, 0, (size_t)(n - s->nsite) * sizeof *t);
+    s->site = t;
+    s->nsite = n;
+    return 0;
 }
 
 static struct site *site_of(struct lp_sites *s, uint32_t stack) {

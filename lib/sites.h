@@ -15,6 +15,8 @@ struct lp_sites;
 /* `user_lines`: the per-line views charge the innermost Python frame in the program's own files
  * (not the standard library's, not an installed package's) rather than the innermost of all. */
 struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines);
+/* A followed trace defined more stacks since: the table grows to them. 0 or -1 (out of memory). */
+int lp_sites_fit(struct lp_sites *s);
 void lp_sites_free(struct lp_sites *s);
 /* A live block as the pass keeps it (one word, the value of its live map): its size, capped at
  * 2^42 - 1 bytes, and its call stack id (< LP_MAX_STACK_ID = 2^22). */

@@ -102,6 +102,9 @@
     X("LIBPROF_KEEP_RAW", "0|1", "0", \
       "1: keep the raw trace beside a JSON trace, packed (NAME.lpz)", \
       BOOL, keep_raw, 0, 0, NULL) \
+    X("LIBPROF_FOLLOW", "MiB", "64", \
+      "once the raw spool passes this many MiB, a process of libprof's own converts it while the program runs: the disk holds only what is not yet converted, the exit waits only for the last of it (0: convert at exit only)", \
+      SIZE, follow_mb, 0, 1024 * 1024, NULL) \
     X("LIBPROF_CONVERT", "exit|background", "exit", \
       "background: the program ends at once and a detached libprof-report converts", \
       CHOICE, convert_background, 0, 0, "exit,background") \

@@ -4,9 +4,11 @@
  * pause/resume markers; then the heap and "mmap anon" counter tracks and metadata.libprof.
  * Events are written with lib/json.c, the one JSON trace writer. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "convert.h"
 #include "describe.h"
@@ -22,6 +24,18 @@
  * least `min_ns` and folds the others into each thread's "folded calls" counter track (calls and
  * time per second); big-allocation instants there are counted, not written. */
 #define FOLD_BUCKET_NS 1000000000u
+/* A followed trace (the run still going) does not know which stretch will be its last: the
+ * slices that would be folded before it are written to segment files of SEG_COUNT - 1 per
+ * window (unlinked temporary files beside the trace), each counted into the folded counters as
+ * well; a segment that falls out of the window is dropped, and at the end the ones left are
+ * copied into the trace. Full detail then starts at the oldest segment kept. */
+#define SEG_COUNT 5
+struct seg {
+    uint64_t k; /* it holds the slices that start in [k * seg_ns, (k + 1) * seg_ns) */
+    int fd;
+    uint64_t slices, instants;
+    struct lp_out *out;
+};
 struct fold {
     uint32_t tid;
     uint32_t nb;
@@ -38,7 +52,55 @@ struct chrome {
     uint64_t folded, folded_instants;
     struct fold *folds;
     size_t nfolds, capfolds, last_fold;
+    /* a followed trace's window (see SEG_COUNT) */
+    int follow;
+    uint64_t window_ns, seg_ns;
+    struct seg segs[SEG_COUNT];
+    int nsegs;
+    uint64_t dropped_to; /* segments before this k are gone (their slices folded) */
+    char dir[4096];
 };
+
+/* Count slice `e` into its thread's folded counters. 0, or -1 when out of memory. */
+static int fold_count(struct chrome *c, const struct lp_event *e) {
+    struct fold *f = c->nfolds && c->folds[c->last_fold].tid == e->tid ? &c->folds[c->last_fold] : NULL;
+    for (size_t i = 0; i < c->nfolds && !f; i++) /* a thread's calls come in runs: rarely walked */
+        if (c->folds[i].tid == e->tid) f = &c->folds[c->last_fold = i];
+    if (!f) {
+        if (LP_RESERVE(c->folds, c->capfolds, c->nfolds + 1) != 0) return -1;
+        c->last_fold = c->nfolds;
+        f = &c->folds[c->nfolds++];
+        f->tid = e->tid;
+        f->nb = c->follow ? 64 : (uint32_t)(c->cutoff / FOLD_BUCKET_NS + 1);
+        f->calls = lp_os_calloc(f->nb, sizeof *f->calls);
+        f->ns = lp_os_calloc(f->nb, sizeof *f->ns);
+        if (!f->calls || !f->ns) {
+            lp_os_free(f->calls);
+            lp_os_free(f->ns);
+            c->nfolds--;
+            c->last_fold = 0;
+            return -1;
+        }
+    }
+    uint64_t b = e->start_ns / FOLD_BUCKET_NS;
+    if (b >= f->nb && c->follow && b < (1u << 24)) { /* a followed run: the counters grow with it */
+        uint32_t nb = f->nb;
+        while (nb <= b) nb *= 2;
+        uint64_t *calls = lp_os_realloc(f->calls, nb * sizeof *calls),
+                 *ns = calls ? lp_os_realloc(f->ns, nb * sizeof *ns) : NULL;
+        if (calls) f->calls = calls;
+        if (ns) {
+            f->ns = ns;
+            memset(f->calls + f->nb, 0, (nb - f->nb) * sizeof *calls);
+            memset(f->ns + f->nb, 0, (nb - f->nb) * sizeof *ns);
+            f->nb = nb;
+        }
+    }
+    if (b >= f->nb) b = f->nb - 1;
+    f->calls[b]++;
+    f->ns[b] += e->dur_ns;
+    return 0;
+}
 
 /* Fold a slice of thread `tid` that ended before the cutoff: 1 if it is not to be written. */
 static int folded(struct chrome *c, const struct lp_event *e) {
@@ -47,31 +109,88 @@ static int folded(struct chrome *c, const struct lp_event *e) {
         c->folded_instants++;
         return 1;
     }
-    struct fold *f = c->nfolds && c->folds[c->last_fold].tid == e->tid ? &c->folds[c->last_fold] : NULL;
-    for (size_t i = 0; i < c->nfolds && !f; i++) /* a thread's calls come in runs: rarely walked */
-        if (c->folds[i].tid == e->tid) f = &c->folds[c->last_fold = i];
-    if (!f) {
-        if (LP_RESERVE(c->folds, c->capfolds, c->nfolds + 1) != 0) return 0; /* out of memory: written */
-        c->last_fold = c->nfolds;
-        f = &c->folds[c->nfolds++];
-        f->tid = e->tid;
-        f->nb = (uint32_t)(c->cutoff / FOLD_BUCKET_NS + 1);
-        f->calls = lp_os_calloc(f->nb, sizeof *f->calls);
-        f->ns = lp_os_calloc(f->nb, sizeof *f->ns);
-        if (!f->calls || !f->ns) {
-            lp_os_free(f->calls);
-            lp_os_free(f->ns);
-            c->nfolds--;
-            c->last_fold = 0;
-            return 0;
-        }
-    }
-    uint64_t b = e->start_ns / FOLD_BUCKET_NS;
-    if (b >= f->nb) b = f->nb - 1;
-    f->calls[b]++;
-    f->ns[b] += e->dur_ns;
+    if (fold_count(c, e) != 0) return 0; /* out of memory: written */
     c->folded++;
     return 1;
+}
+
+/* ---- a followed trace's window (see SEG_COUNT) ---- */
+
+static void thread_names(struct chrome *c, const struct lp_reader *r);
+
+static void seg_drop(struct chrome *c, int i) {
+    struct seg *g = &c->segs[i];
+    c->folded += g->slices;
+    c->folded_instants += g->instants;
+    if (g->k + 1 > c->dropped_to) c->dropped_to = g->k + 1;
+    lp_os_close(g->fd);
+    lp_os_free(g->out);
+    c->segs[i] = c->segs[--c->nsegs];
+}
+
+/* The segment that short event `e` goes to (NULL: its stretch is gone, and `e` folded). */
+static struct seg *seg_of(struct chrome *c, const struct lp_event *e) {
+    uint64_t k = e->start_ns / c->seg_ns, end = e->ns;
+    /* what started a whole window before the latest event is past: its segments go */
+    uint64_t kmin = end > c->window_ns ? (end - c->window_ns) / c->seg_ns : 0;
+    for (int i = c->nsegs; i-- > 0;)
+        if (c->segs[i].k < kmin) seg_drop(c, i);
+    if (k < c->dropped_to) return NULL;
+    for (int i = 0; i < c->nsegs; i++)
+        if (c->segs[i].k == k) return &c->segs[i];
+    if (c->nsegs == SEG_COUNT) { /* (a window of SEG_COUNT - 1 segments cannot need more) */
+        int old = 0;
+        for (int i = 1; i < c->nsegs; i++)
+            if (c->segs[i].k < c->segs[old].k) old = i;
+        seg_drop(c, old);
+        if (k < c->dropped_to) return NULL;
+    }
+    struct lp_out *o = lp_os_malloc(sizeof *o);
+    int fd = o ? lp_os_open(c->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+    if (fd < 0) {
+        lp_os_free(o);
+        return NULL; /* no room for it: folded */
+    }
+    lp_out_init(o, fd);
+    c->segs[c->nsegs] = (struct seg){k, fd, 0, 0, o};
+    return &c->segs[c->nsegs++];
+}
+
+/* A followed trace: a short slice (or an instant) goes to its segment, counted as folded too. */
+static int follow_short(struct chrome *c, const struct lp_event *e, struct lp_out **main_out) {
+    if (e->timed && e->dur_ns >= c->min_ns) return 0;
+    struct seg *g = seg_of(c, e);
+    if (e->timed) fold_count(c, e);
+    if (!g) {
+        if (e->timed)
+            c->folded++;
+        else
+            c->folded_instants++;
+        return 1;
+    }
+    if (e->timed)
+        g->slices++;
+    else
+        g->instants++;
+    *main_out = c->j.o;
+    c->j.o = g->out;
+    return 2;
+}
+
+/* The end of a followed trace: the thread names, the segments kept copied in, full detail from
+ * the oldest of them. */
+static void follow_finish(struct chrome *c, const struct lp_reader *r) {
+    thread_names(c, r);
+    for (int i = 0; i < c->nsegs; i++) {
+        struct seg *g = &c->segs[i];
+        /* what it wrote, then what it holds: read only (a snapshot's copy of the pass shares the file) */
+        char buf[1 << 16];
+        ssize_t n = 0;
+        for (off_t at = 0; at < (off_t)g->out->total && (n = pread(g->fd, buf, sizeof buf, at)) > 0; at += n)
+            lp_out_write(c->j.o, buf, (size_t)n);
+        lp_out_write(c->j.o, g->out->buf, g->out->n);
+    }
+    c->cutoff = c->dropped_to * c->seg_ns;
 }
 
 /* The command line with arguments separated by spaces (the executable when none was recorded). */
@@ -113,6 +232,10 @@ static void head(struct chrome *c, const struct lp_reader *r) {
     out_command(j->o, r);
     lp_json_args_end(j);
     lp_json_event_end(j);
+}
+
+static void thread_names(struct chrome *c, const struct lp_reader *r) {
+    struct lp_json *j = &c->j;
     for (uint32_t i = 0; i < r->nthreads; i++) {
         char name[64];
         uint32_t tid = r->threads[i].tid;
@@ -309,12 +432,12 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
         control(c, e);
         return;
     }
-    if (!s->counting) return; /* before the last reset: nothing to show */
-    if (c->cutoff &&
-        (s->call || e->kind == LP_EV_PYCALL || lp_kind_shape[e->kind] == LP_SHAPE_RANGE ||
-         (s->size && e->phase == 1)) &&
-        folded(c, e))
-        return;
+    if (!s->counting) return;       /* before the last reset: nothing to show */
+    struct lp_out *main_out = NULL; /* a followed trace's short slice: the stream it goes back to */
+    if ((c->cutoff || c->follow) && (s->call || e->kind == LP_EV_PYCALL || lp_kind_shape[e->kind] == LP_SHAPE_RANGE ||
+                                     (s->size && e->phase == 1))) {
+        if (c->follow ? follow_short(c, e, &main_out) == 1 : folded(c, e)) return;
+    }
     if (s->call) {
         if (!s->view->hidden) call(c, a, e, s);
     } else if (fam == LP_FAM_ANNOT) {
@@ -329,6 +452,7 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
             c->instants++;
         }
     }
+    if (main_out) c->j.o = main_out;
 }
 
 /* The heap track, downsampled: per time bucket its minimum, maximum and last value, so the
@@ -506,24 +630,27 @@ static void fold_counters(struct chrome *c) {
         snprintf(name, sizeof name, "folded calls (thread %u)", f->tid);
         struct lp_json_track tr;
         lp_json_track(&tr, c->pid, name, "calls");
-        for (uint32_t b = 0; b < f->nb; b++)
+        uint32_t nb = f->nb; /* a followed trace counted the window's slices too: they are written */
+        if (c->follow && nb > c->cutoff / FOLD_BUCKET_NS) nb = (uint32_t)(c->cutoff / FOLD_BUCKET_NS);
+        for (uint32_t b = 0; b < nb; b++)
             if (f->calls[b] || (b && f->calls[b - 1]))
                 lp_json_sample(&c->j, &tr, (uint64_t)b * FOLD_BUCKET_NS, f->calls[b]);
         snprintf(name, sizeof name, "folded time ns (thread %u)", f->tid);
         lp_json_track(&tr, c->pid, name, "ns");
-        for (uint32_t b = 0; b < f->nb; b++)
+        for (uint32_t b = 0; b < nb; b++)
             if (f->ns[b] || (b && f->ns[b - 1])) lp_json_sample(&c->j, &tr, (uint64_t)b * FOLD_BUCKET_NS, f->ns[b]);
     }
 }
 
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct chrome *c = k->self;
+    if (c->follow) follow_finish(c, a->r);
     uint64_t points = heap_counter(c, a);
     fold_counters(c);
-    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid);         /* ORT's nodes, inside their runs */
-    if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, &c->j, c->pid); /* ranges ended elsewhere */
-    if (a->sites && a->opts->site_tracks) site_counters(c, a);
-    lp_samples_chrome(a->samples, &c->j, c->pid); /* each thread's CPU over time */
+    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid);               /* ORT's nodes, inside their runs */
+    if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, &c->j, c->pid);       /* ranges ended elsewhere */
+    if (a->sites && a->opts->site_tracks && !a->r->follow) site_counters(c, a); /* a second pass */
+    lp_samples_chrome(a->samples, &c->j, c->pid);                               /* each thread's CPU over time */
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);
@@ -532,6 +659,11 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
 static void release_chrome(struct lp_sink *k) {
     struct chrome *c = k->self;
     if (c) lp_syms_free(c->syms);
+    while (c && c->nsegs) {
+        c->nsegs--;
+        lp_os_close(c->segs[c->nsegs].fd);
+        lp_os_free(c->segs[c->nsegs].out);
+    }
     for (size_t i = 0; c && i < c->nfolds; i++) {
         lp_os_free(c->folds[i].calls);
         lp_os_free(c->folds[i].ns);
@@ -541,13 +673,20 @@ static void release_chrome(struct lp_sink *k) {
     k->self = NULL;
 }
 
-int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_min, uint64_t timeline_ns,
-                   uint64_t timeline_min_ns) {
+int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
+                   uint64_t timeline_ns, uint64_t timeline_min_ns) {
     struct chrome *c = lp_os_calloc(1, sizeof *c);
     if (!c) return -1;
     k->alloc_min = alloc_min;
     uint64_t span = lp_ticks_to_ns(r, r->last_ticks);
-    if (timeline_ns && span > timeline_ns && span != UINT64_MAX) {
+    if (r->follow && timeline_ns) { /* the length of the run is not known yet */
+        c->follow = 1;
+        c->min_ns = timeline_min_ns;
+        c->window_ns = timeline_ns;
+        c->seg_ns = (timeline_ns / (SEG_COUNT - 1) + FOLD_BUCKET_NS - 1) / FOLD_BUCKET_NS * FOLD_BUCKET_NS;
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        snprintf(c->dir, sizeof c->dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    } else if (timeline_ns && span > timeline_ns && span != UINT64_MAX) {
         c->cutoff = span - timeline_ns;
         c->min_ns = timeline_min_ns;
     }
@@ -558,5 +697,6 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, uint64_t alloc_
     k->release = release_chrome;
     lp_json_begin(&c->j, k->out);
     head(c, r);
+    if (!c->follow) thread_names(c, r); /* a followed trace's threads are known at its end */
     return 0;
 }

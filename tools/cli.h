@@ -19,6 +19,7 @@ struct rp_cli {
     const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */
     double wait_timeout;
     const char *live;                      /* --live PID: the report of a running process */
+    const char *follow;                    /* --follow PID: convert the spool while PID writes it */
     double interval;                       /* --interval S: again every S seconds (with --live) */
     uint64_t timeline_ns, timeline_min_ns; /* --timeline, --timeline-min-ns */
     int have_timeline;

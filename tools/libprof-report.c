@@ -9,9 +9,12 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,14 +110,15 @@ static int load(struct input *in, const char *path, int need_slices) {
             fprintf(stderr, "libprof-report: %s\n", err);
             return -1;
         }
-        if ((k == 2 ? lp_reader_open_mem(&in->r, in->image, isize, err, sizeof err)
-                    : lp_reader_open(&in->r, path, err, sizeof err)) != 0) {
+        if ((k == 2       ? lp_reader_open_mem(&in->r, in->image, isize, err, sizeof err)
+             : cli.follow ? lp_reader_follow(&in->r, path, atol(cli.follow), err, sizeof err)
+                          : lp_reader_open(&in->r, path, err, sizeof err)) != 0) {
             fprintf(stderr, "libprof-report: %s: %s\n", path, err);
             free(in->image);
             in->image = NULL;
             return -1;
         }
-        if (!quiet && !cli.live && (in->r.truncated || !in->r.end)) /* --live: it is still being written */
+        if (!quiet && !cli.live && !cli.follow && (in->r.truncated || !in->r.end)) /* still being written */
             fprintf(stderr,
                     "libprof-report: %s: the trace was cut short (%s); decoded %llu events in %llu of %zu bytes\n",
                     path, in->r.truncated ? "damaged or partial last chunk" : "the process did not finish",
@@ -571,6 +575,58 @@ static int act_pack(struct input *in) {
     return 0;
 }
 
+/* --follow: libprof-report --live asks for a snapshot by writing what it wants into SPOOL.live
+ * (lines "summary PATH", "chrome PATH", ...) and sending SIGUSR1 to the pid in SPOOL.follower,
+ * which exists while the handler is in place. */
+static struct lp_snapshot snapshot;
+static char follow_spool[4096];
+
+static void on_snapshot(int sig) {
+    (void)sig;
+    snapshot.asked = 1;
+}
+
+static int snapshot_load(struct lp_snapshot *s) {
+    char path[4200], line[4200];
+    snprintf(path, sizeof path, "%s.live", follow_spool);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    s->done[0] = s->summary[0] = s->chrome[0] = s->csv[0] = s->folded[0] = s->speedscope[0] = s->cpu_folded[0] =
+        s->pprof[0] = s->pprof_heap[0] = '\0';
+    struct {
+        const char *key;
+        char *dst;
+    } keys[] = {{"summary", s->summary}, {"chrome", s->chrome},         {"csv", s->csv},
+                {"folded", s->folded},   {"speedscope", s->speedscope}, {"cpu-folded", s->cpu_folded},
+                {"pprof", s->pprof},     {"pprof-heap", s->pprof_heap}, {"done", s->done}};
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *sp = strchr(line, ' ');
+        if (!sp) continue;
+        *sp = '\0';
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (!strcmp(line, keys[i].key)) snprintf(keys[i].dst, sizeof s->summary, "%s", sp + 1);
+    }
+    fclose(f);
+    unlink(path);
+    return 0;
+}
+
+static void follower_file(int make) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.follower", follow_spool);
+    if (!make) {
+        unlink(path);
+        return;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (write(fd, pid, (size_t)n) != n) unlink(path);
+    close(fd);
+}
+
 /* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
 static int act_convert(struct input *in) {
     if (!in->raw) {
@@ -588,8 +644,19 @@ static int act_convert(struct input *in) {
     co.pprof_path = cli.pprof;
     co.pprof_heap_path = cli.pprof_heap;
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
+    if (cli.follow) {
+        snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
+        snapshot.load = snapshot_load;
+        co.snapshot = &snapshot;
+        struct sigaction sa = {.sa_handler = on_snapshot, .sa_flags = SA_RESTART};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR1, &sa, NULL);
+        follower_file(1);
+    }
     char err[512];
-    if (lp_convert(&in->r, &co, err, sizeof err) != 0) {
+    int rc = lp_convert(&in->r, &co, err, sizeof err);
+    if (cli.follow) follower_file(0); /* (the handler stays: a late signal is harmless) */
+    if (rc != 0) {
         fprintf(stderr, "libprof-report: %s\n", err);
         return 1;
     }
@@ -741,8 +808,76 @@ static int run(void) {
     return rc;
 }
 
+/* --live on a run that a follower converts (its spool has given back what was read): the
+ * snapshot is the follower's, asked for by SPOOL.live and a signal; the report is the summary. */
+static int live_followed(const char *spool, long follower) {
+    if (cli.html || cli.events_csv || cli.folded_leaks || cli.folded_peak || cli.diff) {
+        fprintf(stderr, "libprof-report: --live: a follower converts this run; its snapshot has --chrome, --csv, "
+                        "--folded, --speedscope, --cpu-folded, --pprof and --pprof-heap\n");
+        return 2;
+    }
+    int any = cli.chrome || cli.csv || cli.folded || cli.speedscope || cli.cpu_folded || cli.pprof || cli.pprof_heap;
+    char req[4200], tmp[4300], sum[128], done[128];
+    snprintf(sum, sizeof sum, "/tmp/libprof-live-%ld.txt", (long)getpid());
+    snprintf(done, sizeof done, "/tmp/libprof-live-%ld.done", (long)getpid());
+    unlink(sum);
+    unlink(done);
+    snprintf(req, sizeof req, "%s.live", spool);
+    snprintf(tmp, sizeof tmp, "%s.live.%ld", spool, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "libprof-report: %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    const char *keys[] = {"chrome", "csv", "folded", "speedscope", "cpu-folded", "pprof", "pprof-heap"};
+    const char *vals[] = {cli.chrome, cli.csv, cli.folded, cli.speedscope, cli.cpu_folded, cli.pprof, cli.pprof_heap};
+    for (int i = 0; i < 7; i++)
+        if (vals[i]) { /* the follower's working directory is not ours */
+            char cwd[4096];
+            if (vals[i][0] == '/' || !getcwd(cwd, sizeof cwd))
+                fprintf(f, "%s %s\n", keys[i], vals[i]);
+            else
+                fprintf(f, "%s %s/%s\n", keys[i], cwd, vals[i]);
+        }
+    if (!any) fprintf(f, "summary %s\n", sum);
+    fprintf(f, "done %s\n", done);
+    if (fclose(f) != 0 || rename(tmp, req) != 0 || kill((pid_t)follower, SIGUSR1) != 0) {
+        fprintf(stderr, "libprof-report: cannot ask the follower (pid %ld): %s\n", follower, strerror(errno));
+        unlink(tmp);
+        return 1;
+    }
+    for (int waited = 0; access(done, F_OK) != 0; waited += 10) {
+        if (waited >= 20000 || (kill((pid_t)follower, 0) != 0 && errno == ESRCH)) {
+            fprintf(stderr, "libprof-report: the follower (pid %ld) made no snapshot\n", follower);
+            return 1;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    unlink(done);
+    if (!any) {
+        size_t len = 0;
+        char *text = slurp(sum, &len);
+        unlink(sum);
+        if (!text) {
+            fprintf(stderr, "libprof-report: the follower wrote no summary\n");
+            return 1;
+        }
+        fwrite(text, 1, len, stdout);
+        free(text);
+    }
+    return 0;
+}
+
 /* --live: the running process's spool as the one input. */
 static int run_live(const char *path) {
+    char pf[4200];
+    snprintf(pf, sizeof pf, "%s.follower", path);
+    size_t len = 0;
+    char *text = slurp(pf, &len);
+    long follower = text ? atol(text) : 0;
+    free(text);
+    if (follower > 0 && !(kill((pid_t)follower, 0) != 0 && errno == ESRCH)) return live_followed(path, follower);
     static const char *one[1];
     one[0] = path;
     cli.inputs = one;

@@ -359,18 +359,20 @@ struct lp_file_header {
 
 /* Chunk types. */
 enum lp_chunk_type {
-    LP_CHUNK_EVENTS = 1,    /* packed records of thread `tid` */
-    LP_CHUNK_STRING = 2,    /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
-    LP_CHUNK_END = 3,       /* struct lp_end: the run finished and everything was flushed */
-    LP_CHUNK_SHORT = 4,     /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
-    LP_CHUNK_STACKS = 5,    /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
+    LP_CHUNK_EVENTS = 1,     /* packed records of thread `tid` */
+    LP_CHUNK_STRING = 2,     /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
+    LP_CHUNK_END = 3,        /* struct lp_end: the run finished and everything was flushed */
+    LP_CHUNK_SHORT = 4,      /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
+    LP_CHUNK_STACKS = 5,     /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
                            * a pair: { u32 id, u32 LP_STACK_PAIR, u64 native | python << 32, u64 flags } */
-    LP_CHUNK_MODULES = 6,   /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
-    LP_CHUNK_PYCODE = 7,    /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
-    LP_CHUNK_HEADER = 8,    /* a copy of the file header, right after it: a damaged header loses nothing */
-    LP_CHUNK_SAMPLES = 9,   /* SAMPLE records of thread `tid`: a stream of its own beside its EVENTS (a
+    LP_CHUNK_MODULES = 6,    /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
+    LP_CHUNK_PYCODE = 7,     /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
+    LP_CHUNK_HEADER = 8,     /* a copy of the file header, right after it: a damaged header loses nothing */
+    LP_CHUNK_SAMPLES = 9,    /* SAMPLE records of thread `tid`: a stream of its own beside its EVENTS (a
                            * signal handler writes them, never into the buffer the hooks write) */
-    LP_CHUNK_SAMPLING = 10, /* struct lp_sampling: how samples were taken (at start), how it went (at end) */
+    LP_CHUNK_SAMPLING = 10,  /* struct lp_sampling: how samples were taken (at start), how it went (at end) */
+    LP_CHUNK_WATERMARK = 11, /* u64 ticks: every record stamped before this is in the chunks before this one
+                              * (written while a follower converts the spool during the run) */
 };
 
 /* CPU sampling (LIBPROF_SAMPLE_HZ): every thread's own CPU clock (perf's task-clock, user time)

@@ -94,6 +94,7 @@ static void write_string(uint32_t key, const char *s, size_t n) {
 
 static int start_spool(int forked);
 static void prepare_spawned(void);
+static void follow_arm(void);
 
 /* Is this process recording and the owner of its spool (not a vfork child, not finished)? */
 int lpr_recording(void) {
@@ -193,6 +194,7 @@ static int start_spool(int forked) {
     size_t n = read_cmdline(cmd, sizeof cmd);
     write_string(LP_STR_CMDLINE, cmd, n);
     prepare_spawned();
+    follow_arm();
     return 0;
 }
 
@@ -423,10 +425,17 @@ static int wants_conversion(void) {
 
 /* Start libprof-report on the closed spool; see lpr_spawn_report for `wait_ms` and the result.
  * Async-signal-safe: the arguments are static strings. */
-static int convert_spawned(int wait_ms) {
+static char follow_pid[24];
+static int follow_started; /* a follower converts the spool (lpr_follow_start) */
+
+static int convert_spawned(int wait_ms, int follow) {
     const char *a[32];
     int n = 0;
     a[n++] = spool_path;
+    if (follow) {
+        a[n++] = "--follow";
+        a[n++] = follow_pid;
+    }
     if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
         a[n++] = "--chrome";
         a[n++] = lpr_cfg.output;
@@ -443,11 +452,13 @@ static int convert_spawned(int wait_ms) {
         a[n++] = "--folded-peak";
         a[n++] = spawn_peak;
     }
-    if (lpr_cfg.flamegraph && (lpr_stack_depth || lpr_sample_taken())) {
+    /* (a follower starts before any sample may have been taken) */
+    int sampled = lpr_sample_taken() || (follow && lpr_cfg.sample_hz);
+    if (lpr_cfg.flamegraph && (lpr_stack_depth || sampled)) {
         a[n++] = "--speedscope";
         a[n++] = spawn_ss;
     }
-    if (lpr_cfg.flamegraph && lpr_sample_taken()) {
+    if (lpr_cfg.flamegraph && sampled) {
         a[n++] = "--cpu-folded";
         a[n++] = spawn_cpu;
     }
@@ -467,13 +478,85 @@ static int convert_spawned(int wait_ms) {
         a[n++] = spawn_packed;
     }
     if (!lpr_cfg.raw_output) a[n++] = "--remove-raw";
-    if (wait_ms < 0) {
+    if (wait_ms < 0 || follow) {
         a[n++] = "--log";
         a[n++] = spawn_log;
     }
     a[n++] = "-q";
     a[n] = NULL;
     return lpr_spawn_report(a, spool_path, wait_ms, wait_ms >= 0);
+}
+
+/* ---- the follower -------------------------------------------------------------------------------
+ * A long run's spool is converted while the program runs (LIBPROF_FOLLOW): once it passes the
+ * size, the thread that writes the chunk crossing it starts libprof-report --follow, detached as
+ * the background converter is (tbuf.c then keeps it told how far it may go). The follower holds
+ * the spool's lock, gives the blocks it has read back to the file system and removes the spool
+ * once it has written the outputs; the exit only writes the last chunks and waits for that. A
+ * raw trace that is itself the output, or is to be kept (LIBPROF_KEEP_RAW), is never followed. */
+void lpr_follow_start(void) {
+    if (__atomic_exchange_n(&lpr_follow_at, UINT64_MAX, __ATOMIC_ACQ_REL) == UINT64_MAX) return; /* once */
+    if (!lpr_spawn_available() || lpr_sys_getpid() != lpr_pid) return;
+    uint8_t g = lpr_guard_hold(&lpr_tls);
+    snprintf(follow_pid, sizeof follow_pid, "%ld", (long)lpr_pid);
+    if (convert_spawned(-1, 1) == 0) {
+        follow_started = 1;
+        __atomic_store_n(&lpr_follow_on, 1, __ATOMIC_RELEASE);
+        lpr_info("a follower converts %s while the program runs", spool_path);
+    }
+    lpr_guard_restore(&lpr_tls, g);
+}
+
+/* Arm the follower for a new spool (at start, in a forked child). */
+static void follow_arm(void) {
+    follow_started = 0;
+    lpr_follow_on = 0;
+    lpr_follow_at = lpr_cfg.follow_mb && !lpr_cfg.raw_output && !lpr_cfg.keep_raw && wants_conversion()
+                        ? lpr_cfg.follow_mb << 20
+                        : UINT64_MAX;
+}
+
+/* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone. 0 when it
+ * did; -1 when the follower is gone without (nobody holds the spool's lock); 1 when out of time.
+ * System calls only: a crashing process's handler waits here too. */
+static int follow_wait(int wait_ms) {
+    for (long waited = 0;; waited += 5) {
+        struct stat st;
+        if (lpr_sys_stat(spool_path, &st) != 0) return 0;
+        int fd = lpr_sys_open(spool_path, O_RDONLY | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            long locked = LP_SYS(SYS_flock, fd, LOCK_EX | LOCK_NB, 0);
+            lpr_sys_close(fd);
+            if (locked == 0) return lpr_sys_stat(spool_path, &st) != 0 ? 0 : -1;
+        }
+        if (wait_ms >= 0 && waited >= wait_ms) return 1;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        LP_SYS(SYS_nanosleep, &ts, NULL, 0);
+    }
+}
+
+/* Before an exec, with a follower: it converts the outgoing image's trace to the run's names,
+ * which then move to the exec names (`json`, `csv`; "" for none). 1 when a follower ran. */
+int lpr_follow_exec(const char *json, const char *csv) {
+    if (!follow_started) return 0;
+    lpr_spool_stop();
+    if (follow_wait(-1) == 0) {
+        if (json[0] && lpr_cfg.output[0]) lpr_sys_rename(lpr_cfg.output, json);
+        if (csv[0] && lpr_cfg.csv[0]) lpr_sys_rename(lpr_cfg.csv, csv);
+    }
+    follow_started = 0;
+    return 1;
+}
+
+/* The follower's messages (its log): to stderr, where an exit conversion's would have gone. */
+static void follow_log(void) {
+    int fd = lpr_sys_open(spawn_log, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return;
+    char buf[4096];
+    long n;
+    while ((n = lpr_sys_read(fd, buf, sizeof buf)) > 0) lpr_sys_write(STDERR_FILENO, buf, (size_t)n);
+    lpr_sys_close(fd);
+    lpr_sys_unlink(spawn_log);
 }
 
 /* How long a crashing process waits for its trace's conversion before it dies anyway (the
@@ -523,9 +606,13 @@ void lpr_finish_signal(int sig, int status) {
     lpr_write_end(status, sig);
     if (!wants_conversion()) return; /* the raw spool is the trace asked for */
     lpr_spool_stop();
+    if (follow_started) { /* it converts the rest */
+        follow_wait(CRASH_WAIT_MS);
+        return;
+    }
     char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), '\0', '\0'};
     const char *sn = num + (sig < 10);
-    int rc = lpr_spawn_available() ? convert_spawned(CRASH_WAIT_MS) : -1;
+    int rc = lpr_spawn_available() ? convert_spawned(CRASH_WAIT_MS, 0) : -1;
     if (rc == 0) return;
     if (rc == LPR_SPAWN_LATE) {
         say((const char *const[]){"libprof: ", sig ? "signal " : "", sig ? sn : "_exit",
@@ -563,7 +650,17 @@ void lpr_finish(int status) {
     int rc = 0, spawned = 0;
     if (wants_conversion()) {
         lpr_spool_stop();
-        if (lpr_cfg.convert_background && lpr_spawn_available() && convert_spawned(-1) == 0) {
+        int fw = follow_started ? (lpr_cfg.convert_background ? 1 : follow_wait(-1)) : -2;
+        if (fw == 0) {
+            spawned = 1; /* converted, the spool removed */
+            follow_log();
+        } else if (fw == 1) {
+            spawned = 1;
+            lpr_info("the follower finishes %s in the background", spool_path);
+        } else if (fw == -1) {
+            lpr_warn("the follower of %s ended before the trace; converting what is left of it", spool_path);
+            rc = convert_at_exit();
+        } else if (lpr_cfg.convert_background && lpr_spawn_available() && convert_spawned(-1, 0) == 0) {
             spawned = 1; /* the converter removes the spool when it is done */
             lpr_info("converting %s in the background", spool_path);
         } else {

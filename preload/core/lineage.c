@@ -533,6 +533,12 @@ void lpr_exec_prepare(void) {
     exec_name(exec_json, sizeof exec_json, lpr_cfg.raw_output ? "" : lpr_cfg.output);
     exec_name(exec_csv, sizeof exec_csv, lpr_cfg.csv);
     exec_lpt[0] = '\0';
+    if (lpr_follow_exec(exec_json, exec_csv)) { /* converted by the follower; nothing to take back */
+        spool_gone = 1;
+        lpr_tls.guard = g;
+        errno = saved;
+        return;
+    }
     if (!lpr_cfg.raw_output) lpr_convert_spool(exec_json[0] ? exec_json : NULL, exec_csv[0] ? exec_csv : NULL);
     lpr_spool_stop();
     /* the raw trace is wanted: it moves to the exec name (unpacked: a failed exec takes it back) */

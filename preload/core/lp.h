@@ -90,6 +90,7 @@ struct lpr_config {
     uint64_t timeline_ns;      /* LIBPROF_TIMELINE: the Chrome trace's full-detail stretch (0: the whole run) */
     uint64_t timeline_min_ns;  /* LIBPROF_TIMELINE_MIN_NS: before it, slices this long are kept */
     int convert_background;    /* LIBPROF_CONVERT=background: a detached libprof-report converts */
+    uint64_t follow_mb;        /* LIBPROF_FOLLOW: a follower converts the spool once it passes this (0: never) */
     uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
     char dir[PATH_MAX];        /* LIBPROF_DIR: relative output paths are resolved against it */
     char output_pat[PATH_MAX]; /* LIBPROF_OUTPUT as given (patterns unexpanded) */
@@ -271,6 +272,11 @@ LP_HIDDEN int lpr_pid_gone(int pid);
 LP_HIDDEN void lpr_spool_stop(void);
 LP_HIDDEN void lpr_spool_resume(void);
 LP_HIDDEN uint64_t lpr_spool_offset(void);
+/* a followed spool (tbuf.c, life.c): the follower runs; the spool offset that starts it */
+LP_HIDDEN extern int lpr_follow_on;
+LP_HIDDEN extern uint64_t lpr_follow_at;
+LP_HIDDEN void lpr_follow_start(void);
+LP_HIDDEN int lpr_follow_exec(const char *json, const char *csv);
 LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
 LP_HIDDEN void lpr_tbuf_idle(void); /* the thread is about to wait: write what it recorded, now and then */
 /* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words

@@ -39,6 +39,7 @@ struct lpr_thread {
     uint64_t *flushed;        /* records below this are already in the spool */
     uint64_t flushed_records; /* the owner's record count at `flushed` */
     uint64_t flushed_ns;      /* when the owner last wrote some of its records (CLOCK_MONOTONIC) */
+    uint64_t flushed_ticks;   /* ... and in ticks since the origin: its records stamped before are written */
     size_t map_bytes;
     int lock; /* serialises flushes by the owner and by the exit path */
     int in_use;
@@ -438,20 +439,25 @@ void lpr_tbuf_count_short(struct lpr_tls *t, unsigned call, uint64_t ticks) {
     n->nshort = 1;
 }
 
-static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records) {
+/* `ticks`: when `upto` was read (its records are all stamped before). */
+static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records, uint64_t ticks) {
     if (n->nshort) flush_shorts(n);
-    if (upto <= n->flushed) return;
-    size_t words = (size_t)(upto - n->flushed);
-    uint64_t recs = records - n->flushed_records;
-    lpr_stacks_write(); /* the stacks these records name go first */
-    if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
-        __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
-    else
-        __atomic_fetch_add(&lpr_events_dropped, recs, __ATOMIC_RELAXED);
-    n->flushed = upto;
-    n->flushed_records = records;
+    if (upto > n->flushed) {
+        size_t words = (size_t)(upto - n->flushed);
+        uint64_t recs = records - n->flushed_records;
+        lpr_stacks_write(); /* the stacks these records name go first */
+        if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
+            __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_add(&lpr_events_dropped, recs, __ATOMIC_RELAXED);
+        n->flushed = upto;
+        n->flushed_records = records;
+    }
     n->flushed_ns = lpr_mono_ns();
+    __atomic_store_n(&n->flushed_ticks, ticks, __ATOMIC_RELEASE);
 }
+
+static uint64_t ticks_now(void) { return lpr_ticks() - lpr_origin_ticks; }
 
 /* The calling thread is about to wait (hooks/wait.c): what it recorded and has not written yet
  * is written now, if it last wrote more than IDLE_FLUSH_NS ago — so that a thread that goes
@@ -465,7 +471,7 @@ void lpr_tbuf_idle(void) {
     if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return;
     uint8_t g = lpr_guard_hold(t);
     lock(&n->lock);
-    flush_node(n, t->cur, t->records);
+    flush_node(n, t->cur, t->records, ticks_now());
     unlock(&n->lock);
     lpr_guard_restore(t, g);
 }
@@ -580,12 +586,60 @@ static struct lpr_thread *attach_node(struct lpr_tls *t) {
     n->nshort = 0;
     n->flushed = n->base;
     n->flushed_records = t->records;
+    n->flushed_ns = lpr_mono_ns();
+    n->flushed_ticks = ticks_now();
     t->cur = n->base;
     t->end = n->limit;
     t->scache = n->stack_cache;
     t->pycache = n->py_cache;
     unlock(&n->lock);
     return n;
+}
+
+/* ---- a followed spool ---------------------------------------------------------------------------
+ * Once the spool is large enough (LIBPROF_FOLLOW), life.c starts a follower: libprof-report
+ * converting the spool while the program runs (lp_reader_follow). It may convert a record only
+ * when no thread can still write an earlier one, so the threads say how far that is: whichever
+ * thread has just written a full chunk, at most every FOLLOW_FLUSH_NS, writes what each other
+ * thread has held for longer than that (as the exit path does: under the node's lock, its owner
+ * appending meanwhile), then a WATERMARK chunk — the earliest time a thread may still hold a
+ * record from. A thread that waits in a hooked call writes on its way in (lpr_tbuf_idle); one
+ * that holds nothing moves the watermark just by being looked at. No thread of libprof's own,
+ * no signal: a program with no busy thread has nothing new to convert either. */
+int lpr_follow_on;
+uint64_t lpr_follow_at = UINT64_MAX;
+static uint64_t last_scan_ns;
+#define FOLLOW_FLUSH_NS 100000000u
+
+static struct lpr_tls *live_tls(struct lpr_thread *n, struct lpr_tls *copy);
+
+static void follow_scan(struct lpr_thread *self) {
+    uint64_t now = lpr_mono_ns(), last = __atomic_load_n(&last_scan_ns, __ATOMIC_RELAXED);
+    if (now - last < FOLLOW_FLUSH_NS ||
+        !__atomic_compare_exchange_n(&last_scan_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;
+    uint64_t wm = UINT64_MAX;
+    for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
+        if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
+        int counts = 1;
+        if (n != self && now - n->flushed_ns >= FOLLOW_FLUSH_NS &&
+            !__atomic_exchange_n(&n->lock, 1, __ATOMIC_ACQUIRE)) {
+            struct lpr_tls copy;
+            uint64_t ticks = ticks_now(); /* before its position is read */
+            if (live_tls(n, &copy))
+                flush_node(n, copy.cur, copy.records, ticks);
+            else
+                counts = 0; /* its thread is gone without giving the node back: it holds nothing new */
+            unlock(&n->lock);
+            if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) {
+                flush_samples(n);
+                unlock(&n->slock);
+            }
+        }
+        uint64_t f = __atomic_load_n(&n->flushed_ticks, __ATOMIC_ACQUIRE);
+        if (counts && f < wm) wm = f;
+    }
+    if (wm != UINT64_MAX) lpr_spool_write(LP_CHUNK_WATERMARK, 0, &wm, sizeof wm, NULL, 0);
 }
 
 /* The slow half of lpr_reserve: first event of a thread, full chunk, or a thread that can no
@@ -611,11 +665,13 @@ uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words) {
     case LP_TLS_ACTIVE: {
         struct lpr_thread *n = t->thr;
         lock(&n->lock);
-        flush_node(n, t->cur, t->records);
+        flush_node(n, t->cur, t->records, ticks_now());
         n->flushed = n->base;
         t->cur = n->base;
         unlock(&n->lock);
         r = t->cur;
+        if (__atomic_load_n(&lpr_follow_on, __ATOMIC_RELAXED)) follow_scan(n);
+        if (LP_UNLIKELY(lpr_spool_offset() >= lpr_follow_at)) lpr_follow_start();
         break;
     }
     case LP_TLS_LATE:
@@ -671,7 +727,7 @@ static void thread_dtor(void *arg) {
     t->guard = 1;
     struct lpr_thread *n = t->thr;
     lock(&n->lock);
-    flush_node(n, t->cur, t->records);
+    flush_node(n, t->cur, t->records, ticks_now());
     lock(&n->slock);
     flush_samples(n);
     unlock(&n->slock);
@@ -732,7 +788,8 @@ void lpr_tbuf_flush_all(int from_signal) {
             lock(&n->lock);
         }
         struct lpr_tls copy;
-        if (live_tls(n, &copy)) flush_node(n, copy.cur, copy.records);
+        uint64_t ticks = ticks_now(); /* before its position is read */
+        if (live_tls(n, &copy)) flush_node(n, copy.cur, copy.records, ticks);
         unlock(&n->lock);
         if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) { /* (its handler has it: its samples are lost) */
             flush_samples(n);
