@@ -128,9 +128,9 @@ static void seg_drop(struct chrome *c, int i) {
     c->segs[i] = c->segs[--c->nsegs];
 }
 
-/* The segment that short event `e` goes to (NULL: its stretch is gone, and `e` folded). */
-static struct seg *seg_of(struct chrome *c, const struct lp_event *e) {
-    uint64_t k = e->start_ns / c->seg_ns, end = e->ns;
+/* The segment of what starts at `start` (NULL: its stretch is gone), the latest event at `end`. */
+static struct seg *seg_at(struct chrome *c, uint64_t start, uint64_t end) {
+    uint64_t k = start / c->seg_ns;
     /* what started a whole window before the latest event is past: its segments go */
     uint64_t kmin = end > c->window_ns ? (end - c->window_ns) / c->seg_ns : 0;
     for (int i = c->nsegs; i-- > 0;)
@@ -159,7 +159,7 @@ static struct seg *seg_of(struct chrome *c, const struct lp_event *e) {
 /* A followed trace: a short slice (or an instant) goes to its segment, counted as folded too. */
 static int follow_short(struct chrome *c, const struct lp_event *e, struct lp_out **main_out) {
     if (e->timed && e->dur_ns >= c->min_ns) return 0;
-    struct seg *g = seg_of(c, e);
+    struct seg *g = seg_at(c, e->start_ns, e->ns);
     if (e->timed) fold_count(c, e);
     if (!g) {
         if (e->timed)
@@ -406,7 +406,15 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
     }
     lp_json_args_end(j);
     lp_json_event_end(j);
-    if (v->flow && (!c->cutoff || (v->s_ts >= c->cutoff && v->f_ts >= c->cutoff))) {
+    struct lp_out *flow_back = NULL; /* a followed trace: a flow goes with the short slice its start may be in */
+    if (v->flow && c->follow) {
+        struct seg *g = seg_at(c, v->s_ts > c->min_ns ? v->s_ts - c->min_ns : 0, e->ns);
+        if (g) {
+            flow_back = j->o;
+            j->o = g->out;
+        }
+    }
+    if (v->flow && (c->follow ? flow_back != NULL : !c->cutoff || (v->s_ts >= c->cutoff && v->f_ts >= c->cutoff))) {
         const char *fc = v->flow_cat ? v->flow_cat : "thread", *fn = v->flow_name ? v->flow_name : "thread start";
         lp_json_event(j, "s", c->pid, v->s_tid, fc, fn, strlen(fn), (int64_t)v->s_ts);
         lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)v->flow_id);
@@ -415,6 +423,7 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
         lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)v->flow_id);
         lp_json_event_end(j);
     }
+    if (flow_back) j->o = flow_back;
     if (v->mmap_point) {
         if (c->mmap_points < MMAP_POINTS_MAX) {
             c->mmap_points++;

@@ -511,9 +511,10 @@ void lpr_follow_start(void) {
 static void follow_arm(void) {
     follow_started = 0;
     lpr_follow_on = 0;
-    lpr_follow_at = lpr_cfg.follow_mb && !lpr_cfg.raw_output && !lpr_cfg.keep_raw && wants_conversion()
-                        ? lpr_cfg.follow_mb << 20
-                        : UINT64_MAX;
+    lpr_follow_at =
+        lpr_cfg.follow_mb && !lpr_cfg.raw_output && !lpr_cfg.keep_raw && !lpr_cfg.python_calls[0] && wants_conversion()
+            ? lpr_cfg.follow_mb << 20
+            : UINT64_MAX;
 }
 
 /* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone. 0 when it

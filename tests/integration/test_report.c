@@ -274,3 +274,98 @@ Test(report, long_timeline_folded_before_its_last_stretch) {
     run_free(&c);
     run_free(&r);
 }
+
+/* A long run, followed: two minutes of tests/progs/service serving requests while two threads
+ * churn about a million allocation events a second. A follower converts the spool as it goes,
+ * so the output directory never holds more than 256 MiB (sampled every quarter second); the
+ * totals are exact (the program counts its own mallocs, frees and requests; the offset for libc's
+ * own is taken from a short run converted at exit); a --live look half-way answers from the
+ * follower with the 64 MiB the program holds; the Chrome trace keeps its last 20 s at full detail
+ * and passes the strict checks; nothing but the trace is left. */
+static long long call_count(cJSON *meta, const char *name) {
+    return meta_num(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "calls"), name), "count");
+}
+
+Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 400) {
+    char *dir = make_tmpdir();
+    /* libc's own allocations, from a short run converted at exit */
+    struct run r0;
+    run_prog(
+        &r0, dir,
+        (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/short.json", dir), "LIBPROF_FOLLOW=0", NULL},
+        (const char *[]){PROG("service"), "0.5", "serve", NULL});
+    cr_assert_eq(r0.status, 0, "%s", r0.err);
+    unsigned long m0, f0, q0, m1, f1, q1;
+    cr_assert_eq(sscanf(strstr(r0.out, "mallocs"), "mallocs %lu frees %lu requests %lu", &m0, &f0, &q0), 3);
+    cJSON *j0 = load_json(strfmt("%s/short.json", dir));
+    cr_assert_not_null(j0);
+    long long dm = meta_fn(libprof_meta(j0), "malloc", "count") - (long long)m0,
+              df = meta_fn(libprof_meta(j0), "free", "count") - (long long)f0,
+              leak0 = meta_num(libprof_meta(j0), "leaked_bytes");
+    char *cmd = strfmt("mkdir -p %s/out; LD_PRELOAD=%s LIBPROF_OUTPUT=%s/out/svc.json LIBPROF_TIMELINE=20 "
+                       "%s 120 serve > %s/out.txt & pid=$!; "
+                       "(while kill -0 $pid 2>/dev/null; do du -sk %s/out | cut -f1; sleep 0.25; done > %s/du.txt) & "
+                       "sleep 60; %s --live $pid > %s/live.txt; wait $pid",
+                       dir, PRELOAD, dir, PROG("service"), dir, dir, dir, REPORT, dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *out = read_file(strfmt("%s/out.txt", dir), NULL);
+    cr_assert_eq(sscanf(strstr(out, "mallocs"), "mallocs %lu frees %lu requests %lu", &m1, &f1, &q1), 3, "%s", out);
+    /* the disk, at every look */
+    char *du = read_file(strfmt("%s/du.txt", dir), NULL);
+    long peak_kib = 0, looks = 0;
+    for (char *p = du; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p), looks++)
+        if (atol(p) > peak_kib) peak_kib = atol(p);
+    cr_expect_gt(looks, 200, "%s", du);
+    cr_expect_leq(peak_kib, 256 * 1024, "the output directory held %ld KiB", peak_kib);
+    /* the live look, half-way: the follower's summary, with the 64 MiB held */
+    char *live = read_file(strfmt("%s/live.txt", dir), NULL);
+    cr_assert_not_null(strstr(live, "[so far: the program is running]"), "%s", live);
+    const char *now = strstr(live, "live now ");
+    cr_assert_not_null(now, "%s", live);
+    double mib = 0;
+    char unit[8] = "";
+    sscanf(now + 9, "%lf %7s", &mib, unit);
+    double bytes = mib * (!strcmp(unit, "MiB") ? 1048576.0 : !strcmp(unit, "KiB") ? 1024.0 : 1.0);
+    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "live now %s", now);
+    /* exact totals */
+    char *path = strfmt("%s/out/svc.json", dir), *err;
+    cJSON *sum = check_trace_py(path, &err);
+    cr_assert_not_null(sum, "%s", err);
+    cJSON_Delete(sum);
+    cJSON *j = load_json(path), *meta = libprof_meta(j);
+    cr_assert_not_null(j);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(meta, "complete")));
+    cr_expect_eq(meta_num(meta, "events_dropped"), 0);
+    cr_expect_eq(meta_num(meta, "events_decoded"), meta_num(meta, "events_written"));
+    cr_expect_gt(meta_num(meta, "events_written"), 50000000);
+    cr_expect_eq(meta_fn(meta, "malloc", "count") - (long long)m1, dm);
+    cr_expect_eq(meta_fn(meta, "free", "count") - (long long)f1, df);
+    cr_expect_eq(meta_num(meta, "leaked_bytes"), leak0);
+    cr_expect_eq(meta_num(meta, "untracked_frees"), 0);
+    cr_expect_eq(meta_num(meta, "reused_without_free"), 0);
+    cr_expect_eq(call_count(meta, "send"), (long long)q1);
+    cr_expect_eq(call_count(meta, "recv"), (long long)q1);
+    cr_expect_geq(meta_num(meta, "peak_bytes"), 64 << 20);
+    /* the timeline: the last 20 s at full detail, the rest folded */
+    cJSON *tl = cJSON_GetObjectItem(meta, "timeline");
+    double full_from = meta_num(tl, "full_from_ns") / 1e9;
+    cr_expect(full_from > 90 && full_from < 105, "full detail from %.1f s", full_from);
+    cr_expect_gt(meta_num(tl, "folded_slices"), 100000);
+    int before;
+    int sends = count_x(j, "send", full_from * 1e6, &before);
+    cr_expect_eq(before, 0, "a short send before the full-detail stretch was kept");
+    cr_expect_gt(sends, 1000, "the last 20 s keep their sends: %d", sends);
+    /* nothing left but the trace */
+    char *ls = NULL;
+    struct run l;
+    run_prog(&l, dir, NULL, (const char *[]){"/bin/ls", "-A", strfmt("%s/out", dir), NULL});
+    ls = l.out;
+    cr_expect_str_eq(ls, "svc.json\n");
+    cJSON_Delete(j);
+    cJSON_Delete(j0);
+    run_free(&l);
+    run_free(&r);
+    run_free(&r0);
+}
