@@ -29,7 +29,7 @@
  * window (unlinked temporary files beside the trace), each counted into the folded counters as
  * well; a segment that falls out of the window is dropped, and at the end the ones left are
  * copied into the trace. Full detail then starts at the oldest segment kept. */
-#define SEG_COUNT 5
+#define SEG_COUNT 9
 struct seg {
     uint64_t k; /* it holds the slices that start in [k * seg_ns, (k + 1) * seg_ns) */
     int fd;
