@@ -448,6 +448,22 @@ static uint64_t mono_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Has process `pid` ended? (a zombie has: only its parent's wait is left) */
+static int pid_gone(long pid) {
+    if (pid <= 0) return 0;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = lp_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    lp_os_close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
 int lp_reader_follow(struct lp_reader *r, const char *path, long pid, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     int fd = lp_os_open(path, O_RDWR | O_CLOEXEC, 0);
@@ -502,7 +518,7 @@ int lp_reader_follow_more(struct lp_reader *r) {
     struct stat st;
     if (fstat(f->fd, &st) != 0) return 0;
     size_t size = (uint64_t)st.st_size < f->map_size ? (size_t)st.st_size : f->map_size;
-    int gone = f->pid > 0 && kill((pid_t)f->pid, 0) != 0 && errno == ESRCH;
+    int gone = pid_gone(f->pid);
     uint64_t before = f->x.off, now = mono_ns();
     r->size = size;
     if (index_chunks(r, &f->x, size, 1) != 0) return -1;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -878,11 +879,30 @@ static int run_live(const char *path) {
     long follower = text ? atol(text) : 0;
     free(text);
     if (follower > 0 && !(kill((pid_t)follower, 0) != 0 && errno == ESRCH)) return live_followed(path, follower);
+    /* Read the spool itself, holding its lock shared: a follower cannot start meanwhile (it would
+     * give back the blocks being read; it starts at the program's next chunk instead). Held by
+     * one: a follower is starting, or the run is over and converting. */
+    int lk = open(path, O_RDONLY | O_CLOEXEC);
+    if (lk >= 0 && flock(lk, LOCK_SH | LOCK_NB) != 0) {
+        close(lk);
+        for (int waited = 0; waited < 3000; waited += 20) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            text = slurp(pf, &len);
+            follower = text ? atol(text) : 0;
+            free(text);
+            if (follower > 0) return live_followed(path, follower);
+        }
+        fprintf(stderr, "libprof-report: --live: the trace %s is being converted (the run is ending)\n", path);
+        return 1;
+    }
     static const char *one[1];
     one[0] = path;
     cli.inputs = one;
     cli.ninputs = 1;
-    return run();
+    int rc = run();
+    if (lk >= 0) close(lk);
+    return rc;
 }
 
 int main(int argc, char **argv) {

@@ -499,10 +499,13 @@ void lpr_follow_start(void) {
     if (!lpr_spawn_available() || lpr_sys_getpid() != lpr_pid) return;
     uint8_t g = lpr_guard_hold(&lpr_tls);
     snprintf(follow_pid, sizeof follow_pid, "%ld", (long)lpr_pid);
-    if (convert_spawned(-1, 1) == 0) {
+    int rc = convert_spawned(-1, 1);
+    if (rc == 0) {
         follow_started = 1;
         __atomic_store_n(&lpr_follow_on, 1, __ATOMIC_RELEASE);
         lpr_info("a follower converts %s while the program runs", spool_path);
+    } else if (rc == LPR_SPAWN_BUSY) { /* a --live look holds the spool: again a little later */
+        __atomic_store_n(&lpr_follow_at, lpr_spool_offset() + (16u << 20), __ATOMIC_RELEASE);
     }
     lpr_guard_restore(&lpr_tls, g);
 }
@@ -516,6 +519,10 @@ static void follow_arm(void) {
             ? lpr_cfg.follow_mb << 20
             : UINT64_MAX;
 }
+
+/* How long an exit waits for its follower, which has at most the last second or so to read: past
+ * this it is stuck somehow, and the program must not be. */
+#define FOLLOW_WAIT_MS 600000
 
 /* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone. 0 when it
  * did; -1 when the follower is gone without (nobody holds the spool's lock); 1 when out of time.
@@ -541,7 +548,7 @@ static int follow_wait(int wait_ms) {
 int lpr_follow_exec(const char *json, const char *csv) {
     if (!follow_started) return 0;
     lpr_spool_stop();
-    if (follow_wait(-1) == 0) {
+    if (follow_wait(FOLLOW_WAIT_MS) == 0) {
         if (json[0] && lpr_cfg.output[0]) lpr_sys_rename(lpr_cfg.output, json);
         if (csv[0] && lpr_cfg.csv[0]) lpr_sys_rename(lpr_cfg.csv, csv);
     }
@@ -651,13 +658,17 @@ void lpr_finish(int status) {
     int rc = 0, spawned = 0;
     if (wants_conversion()) {
         lpr_spool_stop();
-        int fw = follow_started ? (lpr_cfg.convert_background ? 1 : follow_wait(-1)) : -2;
+        int fw = follow_started ? (lpr_cfg.convert_background ? 1 : follow_wait(FOLLOW_WAIT_MS)) : -2;
         if (fw == 0) {
             spawned = 1; /* converted, the spool removed */
             follow_log();
         } else if (fw == 1) {
             spawned = 1;
-            lpr_info("the follower finishes %s in the background", spool_path);
+            if (lpr_cfg.convert_background)
+                lpr_info("the follower finishes %s in the background", spool_path);
+            else
+                lpr_warn("the follower of %s has not finished after %d s; it finishes on its own", spool_path,
+                         FOLLOW_WAIT_MS / 1000);
         } else if (fw == -1) {
             lpr_warn("the follower of %s ended before the trace; converting what is left of it", spool_path);
             rc = convert_at_exit();

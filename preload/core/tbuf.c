@@ -509,8 +509,9 @@ static void thread_dtor(void *arg);
  * CPU samples are taken in a signal handler, which may interrupt the thread anywhere — in the
  * middle of a hook appending to the thread's chunk, too. So they go to a buffer of their own,
  * written only by that handler, and to the spool as SAMPLES chunks (a stream of the thread's
- * beside its events; the reader merges them by time). Flushing it takes its lock: the handler
- * only tries (a sample that finds it taken is dropped and counted), the exit path waits. */
+ * beside its events; the reader merges them by time). The buffer's lock is held while a sample
+ * is stored and while the buffer is written out: the handler only tries (a sample that finds it
+ * taken is dropped and counted), the exit path and a follower's scan write it under it. */
 
 #define SAMPLE_BYTES (32 * 1024)
 
@@ -544,11 +545,12 @@ uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words) {
         n->slimit = (uint64_t *)((char *)m + SAMPLE_BYTES);
         n->scur = n->sbase = m;
     }
+    /* held from here to the commit: a follower's scan may write this buffer from another thread
+     * (follow_scan); being written, the sample is dropped (and counted) — never waited for */
+    if (__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) return NULL;
     uint64_t *r = n->scur;
     if (r + words > n->slimit) {
-        if (__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) return NULL; /* being written: never wait */
         flush_samples(n);
-        unlock(&n->slock);
         r = n->scur;
     }
     return r;
@@ -556,6 +558,7 @@ uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words) {
 
 void lpr_tbuf_sample_commit(struct lpr_tls *t, uint64_t *next) {
     __atomic_store_n(&t->thr->scur, next, __ATOMIC_RELEASE);
+    unlock(&t->thr->slock);
 }
 
 /* Give the calling thread a chunk: a free registry node if there is one, else a new mapping. */
@@ -586,7 +589,7 @@ static struct lpr_thread *attach_node(struct lpr_tls *t) {
     n->nshort = 0;
     n->flushed = n->base;
     n->flushed_records = t->records;
-    n->flushed_ns = lpr_mono_ns();
+    n->flushed_ns = 0; /* never: the thread's first wait writes what it has (lpr_tbuf_idle) */
     n->flushed_ticks = ticks_now();
     t->cur = n->base;
     t->end = n->limit;
@@ -631,10 +634,11 @@ static void follow_scan(struct lpr_thread *self) {
             else
                 counts = 0; /* its thread is gone without giving the node back: it holds nothing new */
             unlock(&n->lock);
-            if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) {
-                flush_samples(n);
-                unlock(&n->slock);
-            }
+        }
+        /* every thread's CPU samples so far, so that none comes after the watermark passed it */
+        if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) {
+            flush_samples(n);
+            unlock(&n->slock);
         }
         uint64_t f = __atomic_load_n(&n->flushed_ticks, __ATOMIC_ACQUIRE);
         if (counts && f < wm) wm = f;
