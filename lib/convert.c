@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "map.h"
@@ -803,7 +802,8 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
                 if (fd < 0) continue;
                 char buf[1 << 16];
                 ssize_t n = 0;
-                for (off_t at = 0; at < (off_t)out[k].out.total && (n = pread(old, buf, sizeof buf, at)) > 0; at += n)
+                for (off_t at = 0; at < (off_t)out[k].out.total && (n = lp_os_pread(old, buf, sizeof buf, at)) > 0;
+                     at += n)
                     if (lp_os_write(fd, buf, (size_t)n) != n) break;
                 lp_os_close(old);
                 out[k].out.fd = fd;
@@ -833,7 +833,7 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
     p->a.span_ns = lp_ticks_to_ns(p->a.r, p->a.r->last_ticks);
     int rc = refit(p) != 0 ? -2 : totals(p, out, err, sizeof err);
     if (s->done[0]) lp_os_close(lp_os_open(s->done, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-    _exit(rc == 0 ? 0 : 1);
+    lp_os_exit(rc == 0 ? 0 : 1);
 }
 
 /* While a followed trace's pass waits for more: a snapshot asked is made by a copy of the
@@ -841,11 +841,11 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
 static void snapshot_idle(void *arg) {
     struct snap *x = arg;
     struct lp_snapshot *s = x->p->a.opts->snapshot;
-    while (waitpid(-1, NULL, WNOHANG) > 0) {}
+    while (lp_os_reap() > 0) {}
     if (!s || !s->asked) return;
     s->asked = 0;
     if (s->load && s->load(s) != 0) return;
-    if (fork() == 0) snapshot_child(x);
+    if (lp_os_fork() == 0) snapshot_child(x);
 }
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {

@@ -3,7 +3,7 @@
  * program for the conversion at exit, where the C library's names would land in libprof's own
  * hooks (malloc, open, write, mmap, dlopen are all exported by libprof.so): there they are the
  * real functions resolved once, or raw system calls (preload/core/os_real.c). So nothing in lib/
- * calls malloc, free, open, close, write, mmap, rename or dlopen directly; every other C library
+ * calls malloc, free, open, close, read, write, mmap, rename, nanosleep, fork or dlopen directly; every other C library
  * function (snprintf, qsort, memcpy, fstat ...) is called as usual. dlsym too is exported by libprof
  * (the way to ONNX Runtime's entry through a dlopen'ed library): lp_os_dlsym.
  *
@@ -25,6 +25,14 @@ void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 int lp_os_munmap(void *addr, size_t len);
 int lp_os_rename(const char *from, const char *to);
 int lp_os_unlink(const char *path);
+ssize_t lp_os_read(int fd, void *buf, size_t n);
+ssize_t lp_os_pread(int fd, void *buf, size_t n, off_t off);
+void lp_os_sleep_ms(unsigned ms);
+/* Processes: only libprof-report's follower makes them (a snapshot is a forked copy of its pass,
+ * lib/convert.c); inside the program lp_os_fork fails with ENOSYS. */
+pid_t lp_os_fork(void);
+int lp_os_reap(void); /* a child that has ended, waited for without blocking: its pid, else 0 or -1 */
+void lp_os_exit(int status) __attribute__((noreturn));
 void *lp_os_dlopen(const char *path, int flags);
 void *lp_os_dlsym(void *handle, const char *name);
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 void *lp_os_malloc(size_t n) { return malloc(n); }
@@ -36,3 +38,12 @@ char *lp_os_strndup(const char *s, size_t n) {
     }
     return d;
 }
+ssize_t lp_os_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }
+ssize_t lp_os_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+void lp_os_sleep_ms(unsigned ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+pid_t lp_os_fork(void) { return fork(); }
+int lp_os_reap(void) { return (int)waitpid(-1, NULL, WNOHANG); }
+void lp_os_exit(int status) { _exit(status); }

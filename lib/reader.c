@@ -456,7 +456,7 @@ static int pid_gone(long pid) {
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = lp_os_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = lp_os_read(fd, buf, sizeof buf - 1);
     lp_os_close(fd);
     if (n <= 0) return 0;
     buf[n] = '\0';
@@ -873,10 +873,7 @@ static void follow_wait(struct lp_iter *it) {
         set_bound(it);
         if (it->cur && it->cur->key < it->wm) break;
         if (it->idle) it->idle(it->idle_arg);
-        if (more <= 0) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (more <= 0) lp_os_sleep_ms(20);
     }
 }
 

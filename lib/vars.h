@@ -93,6 +93,9 @@
     X("LIBPROF_SIGNAL", "signal", "none", \
       "each delivery of this signal (e.g. SIGUSR2) pauses or resumes recording", \
       SIGNAL, signal, 0, 0, NULL) \
+    X("LIBPROF_SNAPSHOT_SIGNAL", "signal", "none", \
+      "each delivery writes a snapshot of the run so far beside the trace, NAME.snapshot-N.json (and .csv with a CSV), made by a libprof-report of its own while the program goes on", \
+      SIGNAL, snapshot_signal, 0, 0, NULL) \
     X("LIBPROF_CHILDREN", "0|1", "1", \
       "0: do not profile child processes (libprof leaves their environment)", \
       BOOL, children, 0, 0, NULL) \

@@ -186,7 +186,7 @@ static void follow_finish(struct chrome *c, const struct lp_reader *r) {
         /* what it wrote, then what it holds: read only (a snapshot's copy of the pass shares the file) */
         char buf[1 << 16];
         ssize_t n = 0;
-        for (off_t at = 0; at < (off_t)g->out->total && (n = pread(g->fd, buf, sizeof buf, at)) > 0; at += n)
+        for (off_t at = 0; at < (off_t)g->out->total && (n = lp_os_pread(g->fd, buf, sizeof buf, at)) > 0; at += n)
             lp_out_write(c->j.o, buf, (size_t)n);
         lp_out_write(c->j.o, g->out->buf, g->out->n);
     }

@@ -95,6 +95,7 @@ static void write_string(uint32_t key, const char *s, size_t n) {
 static int start_spool(int forked);
 static void prepare_spawned(void);
 static void follow_arm(void);
+static void snapshot_names(void);
 
 /* Is this process recording and the owner of its spool (not a vfork child, not finished)? */
 int lpr_recording(void) {
@@ -195,6 +196,7 @@ static int start_spool(int forked) {
     write_string(LP_STR_CMDLINE, cmd, n);
     prepare_spawned();
     follow_arm();
+    snapshot_names();
     return 0;
 }
 
@@ -554,6 +556,69 @@ int lpr_follow_exec(const char *json, const char *csv) {
     }
     follow_started = 0;
     return 1;
+}
+
+/* LIBPROF_SNAPSHOT_SIGNAL: a libprof-report of its own writes the run so far (--live, which asks
+ * the follower when there is one) to NAME.snapshot-N.json (.csv), N counting from 1, while the
+ * program goes on. A signal handler: the names are made by hand from parts made at start. */
+static char snap_json[PATH_MAX + 48], snap_csv[PATH_MAX + 48], snap_log[PATH_MAX + 48], snap_pid[24];
+static size_t snap_json_at, snap_csv_at, snap_log_at; /* where N goes */
+static unsigned snap_count;
+
+static void snapshot_names(void) {
+    char base[PATH_MAX + 32];
+    flame_name(base, sizeof base, lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv[0] ? lpr_cfg.csv : spool_path, "");
+    snap_json_at = (size_t)snprintf(snap_json, sizeof snap_json, "%s.snapshot-", base);
+    snap_log_at = (size_t)snprintf(snap_log, sizeof snap_log, "%s.snapshot-", base);
+    snap_csv_at = 0;
+    if (lpr_cfg.csv[0]) {
+        flame_name(base, sizeof base, lpr_cfg.csv, "");
+        snap_csv_at = (size_t)snprintf(snap_csv, sizeof snap_csv, "%s.snapshot-", base);
+    }
+    snprintf(snap_pid, sizeof snap_pid, "%ld", (long)lpr_pid);
+}
+
+static void put_number(char *dst, size_t at, size_t cap, unsigned n, const char *ext) {
+    char digits[12];
+    int k = 0;
+    do digits[k++] = (char)('0' + n % 10);
+    while ((n /= 10) && k < 11);
+    while (k > 0 && at + 1 < cap) dst[at++] = digits[--k];
+    for (; *ext && at + 1 < cap; ext++) dst[at++] = *ext;
+    dst[at] = '\0';
+}
+
+void lpr_snapshot_on_signal(int sig) {
+    (void)sig;
+    int saved = errno;
+    if (lpr_recording() && lpr_spawn_available() && snap_json_at) {
+        unsigned n = __atomic_add_fetch(&snap_count, 1, __ATOMIC_RELAXED);
+        put_number(snap_log, snap_log_at, sizeof snap_log, n, ".log");
+        const char *a[16];
+        int k = 0;
+        a[k++] = "--live";
+        a[k++] = snap_pid;
+        if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
+            put_number(snap_json, snap_json_at, sizeof snap_json, n, ".json");
+            a[k++] = "--chrome";
+            a[k++] = snap_json;
+        }
+        if (snap_csv_at) {
+            put_number(snap_csv, snap_csv_at, sizeof snap_csv, n, ".csv");
+            a[k++] = "--csv";
+            a[k++] = snap_csv;
+        }
+        if (k == 2) { /* no trace and no CSV (a summary only, or a raw trace): the summary, to the log */
+            a[k++] = "--log";
+            a[k++] = snap_log;
+        }
+        a[k++] = "--file-mode";
+        a[k++] = spawn_mode;
+        a[k++] = "-q";
+        a[k] = NULL;
+        lpr_spawn_report(a, NULL, -1, 0);
+    }
+    errno = saved;
 }
 
 /* The follower's messages (its log): to stderr, where an exit conversion's would have gone. */

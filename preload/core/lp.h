@@ -67,6 +67,7 @@ struct lpr_config {
     int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
     int start_paused;      /* LIBPROF_START=paused */
     int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    int snapshot_signal;   /* LIBPROF_SNAPSHOT_SIGNAL: writes a snapshot of the run so far (0 = none) */
     uint64_t delay_ns;     /* LIBPROF_DELAY */
     uint64_t duration_ns;  /* LIBPROF_DURATION */
     int children;          /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
@@ -277,6 +278,7 @@ LP_HIDDEN extern int lpr_follow_on;
 LP_HIDDEN extern uint64_t lpr_follow_at;
 LP_HIDDEN void lpr_follow_start(void);
 LP_HIDDEN int lpr_follow_exec(const char *json, const char *csv);
+LP_HIDDEN void lpr_snapshot_on_signal(int sig); /* LIBPROF_SNAPSHOT_SIGNAL's handler (life.c) */
 LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
 LP_HIDDEN void lpr_tbuf_idle(void); /* the thread is about to wait: write what it recorded, now and then */
 /* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "lp.h"
 #include "sys.h"
@@ -97,4 +99,19 @@ void lpr_ahead_slow(struct lpr_ahead *a, void *base, size_t used, size_t cap) {
         a->done = to;
     }
     __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+}
+ssize_t lp_os_read(int fd, void *buf, size_t n) { return ret(lpr_sys_read(fd, buf, n)); }
+ssize_t lp_os_pread(int fd, void *buf, size_t n, off_t off) { return ret(lpr_sys_pread(fd, buf, n, off)); }
+void lp_os_sleep_ms(unsigned ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    LP_SYS(SYS_nanosleep, &ts, NULL, 0);
+}
+pid_t lp_os_fork(void) {
+    errno = ENOSYS; /* never inside the program */
+    return -1;
+}
+int lp_os_reap(void) { return (int)ret(lpr_syscall6(SYS_wait4, -1, 0, WNOHANG, 0, 0, 0)); }
+void lp_os_exit(int status) {
+    LP_SYS(SYS_exit_group, status, 0, 0);
+    __builtin_unreachable();
 }

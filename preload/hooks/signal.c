@@ -1,7 +1,8 @@
 /* signal.c: signals, without the program noticing libprof.
  *
  * libprof installs handlers only on signals the program has left at their default action: the
- * fatal ones (so that a crash or a kill still leaves a trace) and LIBPROF_SIGNAL. sigaction()
+ * fatal ones (so that a crash or a kill still leaves a trace), LIBPROF_SIGNAL and
+ * LIBPROF_SNAPSHOT_SIGNAL. sigaction()
  * and signal() are interposed so that the program still sees SIG_DFL there (Python, for one,
  * installs its KeyboardInterrupt handler only if SIGINT is at its default), and so that a
  * handler the program installs simply replaces libprof's.
@@ -103,6 +104,9 @@ static void start(void) {
     int sig = lpr_cfg.signal;
     if (sig && install(sig, lpr_control_on_signal) != 0)
         lpr_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", sig);
+    sig = lpr_cfg.snapshot_signal;
+    if (sig && (sig == lpr_cfg.signal || install(sig, lpr_snapshot_on_signal) != 0))
+        lpr_warn("LIBPROF_SNAPSHOT_SIGNAL: the program already handles signal %d; not using it", sig);
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         sig = fatal_signals[i];
         struct sigaction old;

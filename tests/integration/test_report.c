@@ -369,3 +369,41 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     run_free(&r);
     run_free(&r0);
 }
+
+/* LIBPROF_SNAPSHOT_SIGNAL: each delivery writes NAME.snapshot-N.json and .csv of the run so far
+ * while the program goes on — the first from the spool itself (under LIBPROF_FOLLOW's 64 MiB),
+ * the second from the follower — and the program's output and status are its own. */
+Test(report, snapshot_on_a_signal_the_user_names) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.json LIBPROF_CSV=%s/svc.csv LIBPROF_SNAPSHOT_SIGNAL=USR2 "
+                       "%s 4 serve > %s/out.txt & pid=$!; sleep 1; kill -USR2 $pid; sleep 2; kill -USR2 $pid; "
+                       "wait $pid",
+                       PRELOAD, dir, dir, PROG("service"), dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect_eq(strncmp(read_file(strfmt("%s/out.txt", dir), NULL), "held 64 MiB, churned\n", 21), 0);
+    long long events[3] = {0};
+    for (int n = 1; n <= 2; n++) {
+        char *json = strfmt("%s/svc.snapshot-%d.json", dir, n), *csv = strfmt("%s/svc.snapshot-%d.csv", dir, n);
+        for (int waited = 0; waited < 20000 && (access(json, F_OK) || access(csv, F_OK)); waited += 50) usleep(50000);
+        char *err;
+        cJSON *sum = check_trace_py(json, &err);
+        cr_expect_not_null(sum, "snapshot %d: %s", n, err);
+        cJSON_Delete(sum);
+        cJSON *j = load_json(json);
+        cr_assert_not_null(j, "%s", json);
+        events[n] = meta_num(libprof_meta(j), "events_decoded");
+        cr_expect_geq(meta_num(libprof_meta(j), "peak_bytes"), 64 << 20, "snapshot %d", n);
+        cJSON_Delete(j);
+        char *text = read_file(csv, NULL);
+        cr_expect(text && strstr(text, "malloc"), "%s", csv);
+    }
+    cJSON *j = load_json(strfmt("%s/svc.json", dir));
+    cr_assert_not_null(j);
+    long long total = meta_num(libprof_meta(j), "events_decoded");
+    cr_expect(events[1] > 0 && events[1] < events[2] && events[2] < total, "%lld < %lld < %lld", events[1], events[2],
+              total);
+    cJSON_Delete(j);
+    run_free(&r);
+}
