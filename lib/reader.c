@@ -533,7 +533,10 @@ int lp_reader_follow_more(struct lp_reader *r) {
         r->size = size;
         if (index_chunks(r, &f->x, size, 0) != 0) return -1;
         f->wait_off = f->x.off;
-        if (gone || r->end) r->follow_done = 1;
+        if (gone || r->end)
+            r->follow_done = 1;
+        else
+            r->truncated = 0; /* (a chunk still being written at the end: read again next time) */
     }
     uint64_t slack = (uint64_t)(((unsigned __int128)FOLLOW_SLACK_NS << 32) / (r->mult ? r->mult : 1));
     r->follow_wm = r->follow_done ? UINT64_MAX : r->watermark > slack ? r->watermark - slack : 0;
