@@ -166,6 +166,18 @@ Test(report, summarises_chrome_json_traces) {
     run_free(&r);
 }
 
+/* The bytes of a live view's "live now X MiB" (-1 when it says none). */
+static double live_now(const char *report) {
+    const char *now = report ? strstr(report, "live now ") : NULL;
+    double v = 0;
+    char unit[8] = "";
+    if (!now || sscanf(now + 9, "%lf %7s", &v, unit) != 2) return -1;
+    return v * (!strcmp(unit, "MiB")   ? 1048576.0
+                : !strcmp(unit, "KiB") ? 1024.0
+                : !strcmp(unit, "GiB") ? 1073741824.0
+                                       : 1.0);
+}
+
 /* --live PID: the report of a running process from its spool — the heap it holds now (64 MiB of
  * blocks held while two threads churn), its peak, "so far"; with --interval, again until the
  * process ends; with --chrome, a snapshot that is a whole trace. The program's output and status
@@ -180,13 +192,8 @@ Test(report, live_view_of_a_running_process) {
     run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "[so far: the program is running]") != NULL, "%s", r.out);
-    const char *now = strstr(r.out, "live now ");
-    cr_assert_not_null(now, "%s", r.out);
-    double mib = 0;
-    char unit[8] = "";
-    sscanf(now + 9, "%lf %7s", &mib, unit);
-    double bytes = mib * (!strcmp(unit, "MiB") ? 1048576.0 : !strcmp(unit, "KiB") ? 1024.0 : 1.0);
-    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "live now %s", now);
+    double bytes = live_now(r.out);
+    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "%s", r.out);
     char *out = read_file(strfmt("%s/out.txt", dir), NULL);
     cr_expect_str_eq(out, "held 64 MiB, churned\n");
     char *err;
@@ -322,13 +329,8 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     /* the live look, half-way: the follower's summary, with the 64 MiB held */
     char *live = read_file(strfmt("%s/live.txt", dir), NULL);
     cr_assert_not_null(strstr(live, "[so far: the program is running]"), "%s", live);
-    const char *now = strstr(live, "live now ");
-    cr_assert_not_null(now, "%s", live);
-    double mib = 0;
-    char unit[8] = "";
-    sscanf(now + 9, "%lf %7s", &mib, unit);
-    double bytes = mib * (!strcmp(unit, "MiB") ? 1048576.0 : !strcmp(unit, "KiB") ? 1024.0 : 1.0);
-    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "live now %s", now);
+    double bytes = live_now(live);
+    cr_expect(bytes > 0.9 * 64 * 1048576 && bytes < 1.1 * 64 * 1048576, "%s", live);
     /* exact totals */
     char *path = strfmt("%s/out/svc.json", dir), *err;
     cJSON *sum = check_trace_py(path, &err);
