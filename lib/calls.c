@@ -24,8 +24,9 @@
 #define MMAP_POINTS_MAX 20000
 
 struct file {
-    const char *path; /* in the trace's memory */
+    const char *path; /* in the trace's memory (a followed trace's: a copy, owned) */
     uint32_t len;
+    uint8_t owned;
     int peer; /* a socket's peer (connect, accept), not a file */
     uint64_t opens, reads, rbytes, writes, wbytes, other, time_ns;
 };
@@ -78,6 +79,8 @@ void lp_calls_free(struct lp_calls *c) {
     for (uint32_t i = 0; i < c->nshapes; i++) lp_fnstat_free(&c->shapes[i].st);
     for (uint32_t i = 0; i < c->ndnnl_kind; i++) lp_fnstat_free(&c->dnnl_kind[i]);
     for (uint32_t i = 0; i < c->ndnnl_shape; i++) lp_fnstat_free(&c->dnnl_shape[i]);
+    for (uint32_t i = 0; c->files && i < c->nfiles; i++)
+        if (c->files[i].owned) lp_os_free((void *)c->files[i].path);
     lp_os_free(c->files);
     lp_os_free(c->shapes);
     lp_os_free(c->dnnl_kind);
@@ -105,6 +108,13 @@ static uint32_t new_file(struct lp_calls *c, const char *path, uint32_t len) {
     memset(f, 0, sizeof *f);
     f->path = path;
     f->len = len;
+    if (c->r->follow) { /* a followed trace's file is given back as it is read */
+        if (!(f->path = lp_os_strndup(path, len))) {
+            c->oom = 1;
+            return UINT32_MAX;
+        }
+        f->owned = 1;
+    }
     return c->nfiles++;
 }
 
