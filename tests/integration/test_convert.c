@@ -224,3 +224,71 @@ Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
     cr_expect(strstr(r.err, "damaged packed trace") != NULL, "%s", r.err);
     run_free(&r);
 }
+
+/* A run converted while it runs (a follower from the first MiB of spool, LIBPROF_FOLLOW=1) gives
+ * the totals of the same run converted at exit: 64 threads at once, and 1000 short-lived ones
+ * (their thread ids reused), with 4-frame allocation stacks — every count, byte, leak and
+ * temporary, per function and per allocation site; every event decoded, no block live twice. */
+static cJSON *site_by_frames(cJSON *sites, cJSON *like) {
+    char *want = cJSON_PrintUnformatted(cJSON_GetObjectItem(like, "frames"));
+    cJSON *s, *found = NULL;
+    cJSON_ArrayForEach(s, sites) {
+        char *f = cJSON_PrintUnformatted(cJSON_GetObjectItem(s, "frames"));
+        if (!found && f && want && !strcmp(f, want)) found = s;
+        free(f);
+    }
+    free(want);
+    return found;
+}
+
+Test(convert, followed_run_matches_the_exit_conversion, .timeout = 300) {
+    char *dir = make_tmpdir();
+    const char *modes[] = {"threads64", "short1000"};
+    for (int m = 0; m < 2; m++) {
+        cJSON *meta[2], *j[2];
+        for (int f = 0; f < 2; f++) {
+            char *out = strfmt("%s/%s-%d.json", dir, modes[m], f);
+            struct run r;
+            run_prog(&r, dir,
+                     (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", out), "LIBPROF_STACKS=4",
+                                      f ? "LIBPROF_FOLLOW=1" : "LIBPROF_FOLLOW=0", f ? "LIBPROF_VERBOSE=1" : NULL,
+                                      NULL},
+                     (const char *[]){PROG("stress"), modes[m], NULL});
+            cr_assert_eq(r.status, 0, "%s", r.err);
+            if (f) cr_expect(strstr(r.err, "a follower converts") != NULL, "%s: no follower: %s", modes[m], r.err);
+            run_free(&r);
+            j[f] = load_json(out);
+            cr_assert_not_null(j[f], "%s", out);
+            meta[f] = libprof_meta(j[f]);
+        }
+        /* (the number of events and of frees of blocks libprof never saw made vary from run to run
+         * with the stack walker's own; what the program does does not) */
+        const char *fields[] = {"leaked_bytes", "leaked_blocks", "threads"};
+        for (int k = 0; k < 3; k++)
+            cr_expect_eq(meta_num(meta[1], fields[k]), meta_num(meta[0], fields[k]), "%s: %s", modes[m], fields[k]);
+        const char *fns[] = {"malloc", "free", "calloc", "realloc"};
+        for (int k = 0; k < 4; k++) {
+            cr_expect_eq(meta_fn(meta[1], fns[k], "count"), meta_fn(meta[0], fns[k], "count"), "%s %s", modes[m],
+                         fns[k]);
+            cr_expect_eq(meta_fn(meta[1], fns[k], "bytes"), meta_fn(meta[0], fns[k], "bytes"), "%s %s", modes[m],
+                         fns[k]);
+        }
+        cr_expect_eq(meta_num(meta[1], "events_decoded"), meta_num(meta[1], "events_written"), "%s", modes[m]);
+        cr_expect_eq(meta_num(meta[1], "reused_without_free"), 0, "%s", modes[m]);
+        cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(meta[1], "complete")), "%s", modes[m]);
+        cJSON *sites0 = cJSON_GetObjectItem(meta[0], "alloc_sites"),
+              *sites1 = cJSON_GetObjectItem(meta[1], "alloc_sites");
+        cr_assert_gt(cJSON_GetArraySize(sites0), 0, "%s: no sites", modes[m]);
+        cr_expect_eq(cJSON_GetArraySize(sites1), cJSON_GetArraySize(sites0), "%s: sites", modes[m]);
+        cJSON *s0;
+        cJSON_ArrayForEach(s0, sites0) {
+            cJSON *s1 = site_by_frames(sites1, s0);
+            cr_assert_not_null(s1, "%s: a site of the exit conversion is missing", modes[m]);
+            const char *sf[] = {"calls", "bytes", "leaked_bytes", "leaked_blocks", "temporary", "temporary_bytes"};
+            for (int k = 0; k < 6; k++)
+                cr_expect_eq(meta_num(s1, sf[k]), meta_num(s0, sf[k]), "%s: site %s", modes[m], sf[k]);
+        }
+        cJSON_Delete(j[0]);
+        cJSON_Delete(j[1]);
+    }
+}
