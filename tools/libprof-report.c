@@ -629,7 +629,7 @@ static void follower_file(int make) {
 }
 
 /* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
-static int act_convert(struct input *in) {
+static int act_convert(struct input *in, int summary) {
     if (!in->raw) {
         fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in->path);
         return 2;
@@ -645,6 +645,8 @@ static int act_convert(struct input *in) {
     co.pprof_path = cli.pprof;
     co.pprof_heap_path = cli.pprof_heap;
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
+    if (summary) co.summary_fd = STDOUT_FILENO;
+    if (cli.follow) co.trace_label = cli.chrome ? cli.chrome : cli.csv; /* as the program's own conversion says it */
     if (cli.follow) {
         snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
         snapshot.load = snapshot_load;
@@ -666,7 +668,7 @@ static int act_convert(struct input *in) {
 
 /* --remove-raw: once --chrome/--csv or --pack are written, the raw trace goes. */
 static int remove_raw(struct input *in) {
-    if (!cli.remove_raw || !(cli.chrome || cli.csv || cli.pack) || !in->raw || in->image) return 0;
+    if (!cli.remove_raw || !(cli.chrome || cli.csv || cli.pack || cli.follow) || !in->raw || in->image) return 0;
     if (unlink(in->path) != 0 && errno != ENOENT) {
         fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in->path, strerror(errno));
         return 1;
@@ -776,9 +778,12 @@ static int check_usage(int converts) {
 static int run(void) {
     int rc;
     int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
-                   cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge);
+                   cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge) || cli.follow;
     if ((rc = check_usage(converts)) != 0) return rc;
     int report = cli.summary || !(converts || cli.pack || cli.events_csv || cli.html || (cli.merge && cli.chrome));
+    /* following, the trace is read once: the summary is the conversion's (act_convert) */
+    int follow_summary = cli.follow && report;
+    if (cli.follow) report = 0;
     if (cli.merge && cli.events_csv && cli.ninputs > 1) { /* streams the inputs one at a time */
         rc = merged_events_csv(cli.inputs, cli.ninputs, cli.events_csv);
         if (rc != 0 || !(report || cli.chrome || cli.html || converts)) return rc;
@@ -791,7 +796,7 @@ static int run(void) {
     int slices = report || cli.merge || cli.diff || cli.html || cli.events_csv;
     for (int i = 0; i < cli.ninputs && rc == 0; i++) rc = load(&in[i], cli.inputs[i], slices) != 0;
     if (rc == 0) rp_inputs_mode(&cli, cli.inputs, cli.ninputs); /* outputs no wider than the inputs */
-    if (rc == 0 && converts) rc = act_convert(&in[0]);
+    if (rc == 0 && converts) rc = act_convert(&in[0], follow_summary);
     if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
     if (rc == 0 && (converts || cli.pack)) rc = remove_raw(&in[0]);
     if (rc == 0) default_iterations(&in[0]);

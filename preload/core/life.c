@@ -428,7 +428,8 @@ static int wants_conversion(void) {
 /* Start libprof-report on the closed spool; see lpr_spawn_report for `wait_ms` and the result.
  * Async-signal-safe: the arguments are static strings. */
 static char follow_pid[24];
-static int follow_started; /* a follower converts the spool (lpr_follow_start) */
+static char follower_file[PATH_MAX + 48]; /* SPOOL.follower: the follower's pid, while it converts */
+static int follow_started;                /* a follower converts the spool (lpr_follow_start) */
 
 static int convert_spawned(int wait_ms, int follow) {
     const char *a[32];
@@ -501,6 +502,7 @@ void lpr_follow_start(void) {
     if (!lpr_spawn_available() || lpr_sys_getpid() != lpr_pid) return;
     uint8_t g = lpr_guard_hold(&lpr_tls);
     snprintf(follow_pid, sizeof follow_pid, "%ld", (long)lpr_pid);
+    snprintf(follower_file, sizeof follower_file, "%s.follower", spool_path);
     int rc = convert_spawned(-1, 1);
     if (rc == 0) {
         follow_started = 1;
@@ -529,15 +531,32 @@ static void follow_arm(void) {
 /* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone. 0 when it
  * did; -1 when the follower is gone without (nobody holds the spool's lock); 1 when out of time.
  * System calls only: a crashing process's handler waits here too. */
+
+/* The follower's pid from its file (0 when not there). */
+static long follower_pid(void) {
+    char buf[24];
+    int fd = lpr_sys_open(follower_file, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    long n = lpr_sys_read(fd, buf, sizeof buf - 1), pid = 0;
+    lpr_sys_close(fd);
+    for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) pid = pid * 10 + (buf[i] - '0');
+    return pid;
+}
+
 static int follow_wait(int wait_ms) {
+    long pid = 0; /* once known: the follower is done when it has exited (its messages written) */
     for (long waited = 0;; waited += 5) {
         struct stat st;
-        if (lpr_sys_stat(spool_path, &st) != 0) return 0;
-        int fd = lpr_sys_open(spool_path, O_RDONLY | O_CLOEXEC, 0);
-        if (fd >= 0) {
-            long locked = LP_SYS(SYS_flock, fd, LOCK_EX | LOCK_NB, 0);
-            lpr_sys_close(fd);
-            if (locked == 0) return lpr_sys_stat(spool_path, &st) != 0 ? 0 : -1;
+        if (!pid) pid = follower_pid();
+        if (lpr_sys_stat(spool_path, &st) != 0) {
+            if (!pid || LP_SYS(SYS_kill, pid, 0, 0) != 0) return 0;
+        } else {
+            int fd = lpr_sys_open(spool_path, O_RDONLY | O_CLOEXEC, 0);
+            if (fd >= 0) {
+                long locked = LP_SYS(SYS_flock, fd, LOCK_EX | LOCK_NB, 0);
+                lpr_sys_close(fd);
+                if (locked == 0) return lpr_sys_stat(spool_path, &st) != 0 ? 0 : -1;
+            }
         }
         if (wait_ms >= 0 && waited >= wait_ms) return 1;
         struct timespec ts = {0, 5 * 1000 * 1000};

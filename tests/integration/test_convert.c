@@ -251,15 +251,20 @@ Test(convert, followed_run_matches_the_exit_conversion, .timeout = 300) {
             struct run r;
             run_prog(&r, dir,
                      (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", out), "LIBPROF_STACKS=4",
-                                      f ? "LIBPROF_FOLLOW=1" : "LIBPROF_FOLLOW=0", f ? "LIBPROF_VERBOSE=1" : NULL,
-                                      NULL},
+                                      "LIBPROF_SUMMARY=1", f ? "LIBPROF_FOLLOW=1" : "LIBPROF_FOLLOW=0",
+                                      f ? "LIBPROF_VERBOSE=1" : NULL, NULL},
                      (const char *[]){PROG("stress"), modes[m], NULL});
             cr_assert_eq(r.status, 0, "%s", r.err);
             if (f) cr_expect(strstr(r.err, "a follower converts") != NULL, "%s: no follower: %s", modes[m], r.err);
-            run_free(&r);
             j[f] = load_json(out);
             cr_assert_not_null(j[f], "%s", out);
             meta[f] = libprof_meta(j[f]);
+            /* the summary on stderr (the follower's, passed on at the exit) counts what the trace does */
+            const char *line = strstr(r.err, "\n  malloc ");
+            long long calls = -1;
+            cr_expect(line && sscanf(line, "\n  malloc %lld", &calls) == 1, "%s: no summary: %s", modes[m], r.err);
+            cr_expect_eq(calls, meta_fn(meta[f], "malloc", "count"), "%s (followed: %d)", modes[m], f);
+            run_free(&r);
         }
         /* (the number of events and of frees of blocks libprof never saw made vary from run to run
          * with the stack walker's own; what the program does does not) */
