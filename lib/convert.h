@@ -3,8 +3,8 @@
  * every statistic and feeds each writer through one interface (struct lp_sink): writers that
  * stream events (the Chrome trace, write_chrome.c) see every event as the pass does; all of them
  * then write what the whole run added up to (write_tables.c, the flame graphs in sites.c). The
- * preload calls this at exit and libprof-report calls it on a saved .lpt, so both give the same
- * output. */
+ * preload calls this at exit and libprof-report calls it on a saved .lpt — or on a spool it
+ * follows while the program runs (lp_reader_follow) — so all give the same output. */
 #ifndef LP_CONVERT_H
 #define LP_CONVERT_H
 
