@@ -528,10 +528,6 @@ static void follow_arm(void) {
  * this it is stuck somehow, and the program must not be. */
 #define FOLLOW_WAIT_MS 600000
 
-/* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone. 0 when it
- * did; -1 when the follower is gone without (nobody holds the spool's lock); 1 when out of time.
- * System calls only: a crashing process's handler waits here too. */
-
 /* The follower's pid from its file (0 when not there). */
 static long follower_pid(void) {
     char buf[24];
@@ -543,6 +539,10 @@ static long follower_pid(void) {
     return pid;
 }
 
+/* Wait (up to `wait_ms`, -1: for good) for the follower to finish: the spool gone and
+ * the follower process ended (its messages written). 0 when it
+ * did; -1 when the follower is gone without (nobody holds the spool's lock); 1 when out of time.
+ * System calls only: a crashing process's handler waits here too. */
 static int follow_wait(int wait_ms) {
     long pid = 0; /* once known: the follower is done when it has exited (its messages written) */
     for (long waited = 0;; waited += 5) {
