@@ -597,12 +597,10 @@ static void snapshot_names(void) {
     snprintf(snap_pid, sizeof snap_pid, "%ld", (long)lpr_pid);
 }
 
+/* dst[at..] = the digits of n, then ext (lp_fmt_u64 formats without a library call). */
 static void put_number(char *dst, size_t at, size_t cap, unsigned n, const char *ext) {
-    char digits[12];
-    int k = 0;
-    do digits[k++] = (char)('0' + n % 10);
-    while ((n /= 10) && k < 11);
-    while (k > 0 && at + 1 < cap) dst[at++] = digits[--k];
+    char digits[24], *p = lp_fmt_u64(digits + sizeof digits, n);
+    while (p < digits + sizeof digits && at + 1 < cap) dst[at++] = *p++;
     for (; *ext && at + 1 < cap; ext++) dst[at++] = *ext;
     dst[at] = '\0';
 }
