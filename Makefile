@@ -187,11 +187,18 @@ PROGS += tests/progs/service.c
 PROGS += tests/progs/timeline.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
-# ONNX Runtime from npm (scripts/install-deps): a C program linked against it, for the ort tests;
-# not built when the package is absent (those tests then skip).
-NPM_DIR ?= /opt/libprof-npm
-ORT_LIB = $(NPM_DIR)/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
-ORT_PROGS = $(if $(wildcard $(ORT_LIB)),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl $(BUILD)/progs/ortapi)
+# The project's Python environment (scripts/install-deps, scripts/requirements.txt): PyPI's
+# onnxruntime wheel ships the C API library, libonnxruntime.so.1.N; the C programs of the ort tests
+# link it through a link named by its soname in $(BUILD)/ort (the wheel has no such name). Not built
+# when the environment is absent (those tests then skip).
+VENV    ?= /opt/libprof-venv
+ORT_WHEEL_LIB = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.*))
+ORT_LIB = $(abspath $(BUILD))/ort/libonnxruntime.so.1
+ORT_PROGS = $(if $(ORT_WHEEL_LIB),$(BUILD)/progs/ortc $(BUILD)/progs/ortdl $(BUILD)/progs/ortapi $(BUILD)/progs/ortrun)
+# Go's own pprof, built offline from Debian's sources of it (golang-github-google-pprof-dev) with
+# Debian's Go: a reader of libprof's pprof files that libprof did not write.
+PPROF_SRC = /usr/share/gocode/src/github.com/google/pprof
+PPROF_BIN = $(if $(and $(wildcard $(PPROF_SRC)/pprof.go),$(wildcard /usr/bin/go)),$(BUILD)/go/pprof)
 # A C++ program linked to libtorch, when Debian's libtorch-dev is there (the test skips otherwise),
 # and a library named like a libtorch of a version libprof does not know.
 TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99
@@ -209,11 +216,11 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
-              $(MPI_PROGS)
+              $(MPI_PROGS) $(PPROF_BIN)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test unit integration fuzz demo bench man install uninstall clean format format-check
+.PHONY: all deps test tests-build unit integration fuzz demo bench man install uninstall clean format format-check
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -242,7 +249,8 @@ $(BUILD)/libprof: scripts/libprof
 
 # ---- tests ---------------------------------------------------------------------------------
 TEST_CFLAGS = $(ALL_CFLAGS) -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspath $(BUILD))"' \
-              -DLP_SOURCE_DIR='"$(abspath .)"'
+              -DLP_SOURCE_DIR='"$(abspath .)"' \
+              -DLP_VENV='"$(VENV)"'
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(LIB_OBJS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -309,13 +317,27 @@ $(BUILD)/progs/libownalloc_dep.so: tests/progs/ownalloc_dep.c $(FLAGS_STAMP)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -fPIC -shared -Wall -Wextra -o $@ $<
 
-$(BUILD)/progs/ortc: tests/progs/ortc.c $(FLAGS_STAMP)
+$(ORT_LIB): $(ORT_WHEEL_LIB)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
+	$(Q)ln -sf $< $@
 
-$(BUILD)/progs/ortapi: tests/progs/ortapi.c $(FLAGS_STAMP)
+ORT_LINK = $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB))
+$(BUILD)/progs/ortc: tests/progs/ortc.c $(ORT_LIB) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LIB) -Wl,-rpath,$(dir $(ORT_LIB)) -pthread
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LINK)
+
+$(BUILD)/progs/ortrun: tests/progs/ortrun.c $(ORT_LIB) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LINK)
+
+$(BUILD)/progs/ortapi: tests/progs/ortapi.c $(ORT_LIB) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< $(ORT_LINK) -pthread
+
+$(BUILD)/go/pprof: $(PPROF_SRC)/pprof.go
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  GO      $@')
+	$(Q)GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(abspath $(BUILD))/go/cache GOFLAGS= go build -o $@ github.com/google/pprof
 
 $(BUILD)/progs/mpiring: tests/progs/mpiring.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -375,6 +397,9 @@ format-check:
 RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do echo "== $$t"; \
 	$$t --jobs 2 > $(BUILD)/test-logs/$$(basename $$t).log 2>&1; rc=$$?; cat $(BUILD)/test-logs/$$(basename $$t).log; \
 	[ $$rc -eq 0 ] || exit $$rc; done
+
+# Everything the tests run, built (make -j2 tests-build: then any one suite can be run by hand).
+tests-build: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
 
 unit: all $(UNIT_BINS)
 	@$(call RUN_SUITE,$(UNIT_BINS))

@@ -199,6 +199,13 @@ uint64_t lp_samples_cpu_ns(const struct lp_samples *s, uint32_t thread, uint64_t
     return (upto(c, to_ns) - before) * s->period_ns;
 }
 
+uint64_t lp_samples_cpu_others_ns(const struct lp_samples *s, uint32_t thread, uint64_t from_ns, uint64_t to_ns) {
+    uint64_t ns = 0;
+    for (uint32_t t = 0; s && t <= s->nth && t <= s->r->nthreads; t++)
+        if (t != thread && s->th[t].ntimes) ns += lp_samples_cpu_ns(s, t, from_ns, to_ns);
+    return ns;
+}
+
 /* The row of `name` in `t` (added when new; rows are one per name's text: the symboliser gives
  * each address its own copy of its function's name); NULL when out of memory. */
 static struct row *row_of(struct table *t, const char *name) {

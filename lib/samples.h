@@ -28,6 +28,8 @@ int lp_samples_finish(struct lp_samples *s);
 /* The CPU time sampled on thread `thread` (a reader's thread index) in [from_ns, to_ns], of the
  * samples passed so far: a slice asks as its end comes (the pass is in time order). */
 uint64_t lp_samples_cpu_ns(const struct lp_samples *s, uint32_t thread, uint64_t from_ns, uint64_t to_ns);
+/* The same on every other thread of the process: a run's pool (ONNX Runtime's intra-op threads). */
+uint64_t lp_samples_cpu_others_ns(const struct lp_samples *s, uint32_t thread, uint64_t from_ns, uint64_t to_ns);
 /* After lp_samples_finish: the totals as the report's views take them (out->* allocated; free
  * with lp_cpu_free). 0 or -1. */
 int lp_samples_export(const struct lp_samples *s, struct lp_cpu *out);

@@ -62,11 +62,15 @@ void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int
     if (ts > lim) ts = lim;
     if (ts < -lim) ts = -lim;
     if (dur > lim) dur = lim;
-    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur, -1};
+    c->slices[c->nslices++] = (struct lp_slice){name, cat, pid, tid, ts, dur < 0 ? 0 : dur, -1, -1};
 }
 
 void lp_slices_set_cpu(struct lp_slices_builder *b, int64_t cpu_ns) {
     if (b->c->nslices) b->c->slices[b->c->nslices - 1].cpu_ns = cpu_ns;
+}
+
+void lp_slices_set_cpu_others(struct lp_slices_builder *b, int64_t cpu_ns) {
+    if (b->c->nslices) b->c->slices[b->c->nslices - 1].cpu_others_ns = cpu_ns;
 }
 
 void lp_slices_oom(struct lp_slices_builder *b) { b->oom = 1; }
@@ -149,6 +153,9 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
                 lp_slices_mpi_bytes(out, lp_call_names[call], e.w[1],
                                     call == LP_CALL_MPI_SENDRECV && na >= 6 ? e.w[6] : 0);
         }
+        if (shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && cpu) /* its pool's work */
+            lp_slices_set_cpu_others(
+                b, (int64_t)lp_samples_cpu_others_ns(cpu, e.thread, e.start_ns, e.start_ns + e.dur_ns));
         if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
     }

@@ -18,7 +18,8 @@ struct lp_slice {
     int64_t pid, tid;
     int64_t ts_ns; /* start */
     int64_t dur_ns;
-    int64_t cpu_ns; /* CPU sampled on its thread while it ran (LIBPROF_SAMPLE_HZ); -1: not sampled */
+    int64_t cpu_ns;        /* CPU sampled on its thread while it ran (LIBPROF_SAMPLE_HZ); -1: not sampled */
+    int64_t cpu_others_ns; /* ... on the process's other threads, for a runtime's run (its pool); -1: not known */
 };
 
 /* One PyTorch operator's row of the trace's operator table (metadata.libprof.torch), by name or by
@@ -60,6 +61,8 @@ void lp_slices_add(struct lp_slices_builder *b, uint32_t name, uint32_t cat, int
                    int64_t dur_ns);
 /* The CPU sampled during the slice added last (slices are added without: -1). */
 void lp_slices_set_cpu(struct lp_slices_builder *b, int64_t cpu_ns);
+/* The CPU sampled on the other threads while it ran (a run: its pool's work). */
+void lp_slices_set_cpu_others(struct lp_slices_builder *b, int64_t cpu_ns);
 /* Marks the builder out of memory (a caller's own allocation failed). */
 void lp_slices_oom(struct lp_slices_builder *b);
 /* Frees the builder; returns -1 (and frees `out`'s contents) if memory ran out on the way. */

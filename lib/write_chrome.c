@@ -291,6 +291,12 @@ static void cpu_arg(struct lp_json *j, const struct lp_analysis *a, const struct
     lp_json_key(j, "cpu_ns");
     lp_out_fmt(j->o, "%llu",
                (unsigned long long)lp_samples_cpu_ns(a->samples, e->thread, e->start_ns, e->start_ns + e->dur_ns));
+    if (lp_kind_shape[e->kind] == LP_SHAPE_CALL && lp_call_id(e->w[0]) == LP_CALL_ORT_RUN) { /* its pool's work */
+        lp_json_key(j, "cpu_others_ns");
+        lp_out_fmt(
+            j->o, "%llu",
+            (unsigned long long)lp_samples_cpu_others_ns(a->samples, e->thread, e->start_ns, e->start_ns + e->dur_ns));
+    }
 }
 
 /* Annotation records: a range is an X slice, a mark an instant, a counter a C event. */

@@ -85,6 +85,10 @@ static void event(struct parse *l, const cJSON *e) {
         const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "cpu_ns");
         if (cJSON_IsNumber(cpu) && cpu->valuedouble >= 0 && cpu->valuedouble < 9e18)
             lp_slices_set_cpu(l->b, (int64_t)cpu->valuedouble);
+        const cJSON *oth =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "cpu_others_ns");
+        if (cJSON_IsNumber(oth) && oth->valuedouble >= 0 && oth->valuedouble < 9e18)
+            lp_slices_set_cpu_others(l->b, (int64_t)oth->valuedouble);
     } else if (p == 'B') {
         if (LP_RESERVE(l->open, l->capopen, l->nopen + 1) != 0) {
             l->oom = 1;

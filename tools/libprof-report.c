@@ -452,6 +452,7 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
             lp_slices_add(b, lp_slices_intern(b, c->names[s->name]), lp_slices_intern(b, c->names[s->cat]), s->pid,
                           s->tid, s->ts_ns + shift, s->dur_ns);
             lp_slices_set_cpu(b, s->cpu_ns);
+            lp_slices_set_cpu_others(b, s->cpu_others_ns);
         }
         out->skipped += c->skipped;
         out->unmatched += c->unmatched;

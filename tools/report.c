@@ -502,6 +502,7 @@ struct iter {
     size_t slice;
     int64_t ts, end, latency, kernel, saved;
     int64_t cpu, cpu_kernel; /* sampled on its thread: in it, in its outermost kernel slices */
+    int64_t cpu_others;      /* sampled on the process's other threads while it ran (a run's pool); -1 unknown */
 };
 
 static int cmp_iter(const void *x, const void *y) {
@@ -536,7 +537,8 @@ static struct iter *find_iterations(const struct an *a, size_t *n, int *oom) {
                                  0,
                                  0,
                                  c->slices[i].cpu_ns > 0 ? c->slices[i].cpu_ns : 0,
-                                 0};
+                                 0,
+                                 c->slices[i].cpu_others_ns};
     }
     if (ni) lp_sort(it, ni, sizeof *it, cmp_iter);
     *n = ni;
@@ -617,7 +619,9 @@ static void print_iterations(FILE *f, const struct an *a) {
     size_t top = o->top > 0 ? (size_t)o->top : 20;
     if (nr > top) nr = top;
     size_t cols = ni < 8 ? ni : 8;
-    int w = 13; /* "framework tax" */
+    int others = 0; /* the iterations know their pool's CPU */
+    for (size_t k = 0; k < ni; k++) others |= it[k].cpu_others >= 0;
+    int w = others ? 18 : 13; /* "cpu, other threads", "framework tax" */
     for (size_t r = 0; r < nr; r++) {
         int l = (int)strlen(c->names[rows[r].name]);
         if (l > w) w = l > 48 ? 48 : l;
@@ -631,15 +635,19 @@ static void print_iterations(FILE *f, const struct an *a) {
     fprintf(f, " %11s %11s %11s %11s\n", "mean", "p50", "min", "max");
     int64_t *vals = malloc((ni ? ni : 1) * sizeof *vals);
     /* with samples, the framework tax is the CPU outside kernels (measured); without, the wall
-     * time outside them (what is not a kernel is taken for the framework's) */
-    for (int line = -4; line < (int)nr && vals; line++) {
+     * time outside them (what is not a kernel is taken for the framework's). The lines: -5
+     * latency, -4 cpu, -3 cpu of the other threads (a run's pool), -2 tax, -1 what-if, then ops */
+    for (int line = -5; line < (int)nr && vals; line++) {
         const char *label;
-        if (line == -3 && !a->has_cpu) continue;
+        if (line == -4 && !a->has_cpu) continue;
+        if (line == -3 && !others) continue;
         for (size_t k = 0; k < ni; k++) {
-            if (line == -4)
+            if (line == -5)
                 vals[k] = it[k].latency;
-            else if (line == -3)
+            else if (line == -4)
                 vals[k] = it[k].cpu;
+            else if (line == -3)
+                vals[k] = it[k].cpu_others > 0 ? it[k].cpu_others : 0;
             else if (line == -2 && a->has_cpu)
                 vals[k] = it[k].cpu ? (int64_t)(1000.0 *
                                                 (double)(it[k].cpu - (it[k].cpu_kernel < it[k].cpu ? it[k].cpu_kernel
@@ -656,8 +664,9 @@ static void print_iterations(FILE *f, const struct an *a) {
                 vals[k] = per[k * nn + rows[line].name];
         }
         if (line == -1 && !o->nwhatif) continue;
-        label = line == -4   ? "latency"
-                : line == -3 ? "cpu"
+        label = line == -5   ? "latency"
+                : line == -4 ? "cpu"
+                : line == -3 ? "cpu, other threads"
                 : line == -2 ? "framework tax"
                 : line == -1 ? "what-if"
                              : c->names[rows[line].name];

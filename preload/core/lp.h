@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <pthread.h>
 
+struct dl_phdr_info; /* <link.h> */
 struct lpr_real_fns {
     void *(*malloc)(size_t);
     void *(*calloc)(size_t, size_t);
@@ -153,6 +154,10 @@ typedef void *(*lpr_dlsym_fn)(void *, const char *);
 LP_HIDDEN lpr_dlsym_fn lpr_dlsym_real(void);
 /* The dlsym hook's helpers: the lookups of names libprof exports (hooks/ort.c, hooks/mpi.c). */
 LP_HIDDEN void *lpr_ort_dlsym(void *handle, const char *name);
+/* Python's InferenceSession, seen through its methods (hooks/python.c): the strings of its records. */
+LP_HIDDEN size_t lpr_ort_py_session(const void *self, const char *path, const char *providers, char *s, size_t cap);
+LP_HIDDEN size_t lpr_ort_py_run(const void *self, const char *inputs, const char *outputs, const char *api, char *s,
+                                size_t cap);
 LP_HIDDEN void *lpr_mpi_dlsym(void *handle, const char *name);
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
@@ -509,7 +514,13 @@ LP_HIDDEN extern void (*lpr_py_new_thread)(void); /* set by hooks/python.c; call
 LP_HIDDEN uint32_t lpr_py_top_code(void);
 LP_HIDDEN uint32_t lpr_py_frame_code(const void *frame);
 LP_HIDDEN const char *lpr_py_code_name(uint32_t id, size_t *len);
-LP_HIDDEN extern void (*lpr_py_ready)(void); /* set by hooks/python.c */
+LP_HIDDEN const char *lpr_py_code_file(uint32_t id, size_t *len);
+LP_HIDDEN uintptr_t lpr_py_frame_arg(const void *frame, unsigned i);
+LP_HIDDEN size_t lpr_py_str(uintptr_t o, char *out, size_t cap);
+LP_HIDDEN size_t lpr_py_items(uintptr_t o, const uintptr_t **items);
+LP_HIDDEN const char *lpr_py_type_name(uintptr_t o);
+LP_HIDDEN void lpr_python_known_loaded(const char *path); /* hooks/python.c: after each dlopen */
+LP_HIDDEN extern void (*lpr_py_ready)(void);              /* set by hooks/python.c */
 LP_HIDDEN void lpr_py_check_ready(void);
 LP_HIDDEN void lpr_py_ready_retry(void);
 /* The per-thread state of a hook family that needs more than the TLS holds (one per thread,

@@ -43,7 +43,7 @@ static const struct lpr_pylayout *L;
 static int (*py_initialized)(void);
 static void *(*py_this_tstate)(void);
 static int (*py_addr2line)(void *code, int addr);
-static uintptr_t py_code_type;
+static uintptr_t py_code_type, py_str_type, py_list_type, py_tuple_type;
 static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
@@ -145,6 +145,9 @@ void lpr_python_detect(void) {
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
     py_code_type = (uintptr_t)pysym("PyCode_Type");
+    py_str_type = (uintptr_t)pysym("PyUnicode_Type");
+    py_list_type = (uintptr_t)pysym("PyList_Type");
+    py_tuple_type = (uintptr_t)pysym("PyTuple_Type");
     void *eval = pysym("_PyEval_EvalFrameDefault");
     const ElfW(Sym) *sym = NULL;
     if (eval && dladdr1(eval, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
@@ -497,6 +500,50 @@ const char *lpr_py_code_name(uint32_t id, size_t *len) {
     }
     *len = ents[id].name_len;
     return strs + ents[id].str;
+}
+
+/* The file of code `id` as copied when first seen (UTF-8, not NUL-terminated). */
+const char *lpr_py_code_file(uint32_t id, size_t *len) {
+    if (!lpr_py_on || id == 0 || id >= MAX_CODES || !__atomic_load_n(&ents[id].ready, __ATOMIC_ACQUIRE)) {
+        *len = 0;
+        return "";
+    }
+    *len = ents[id].file_len;
+    return strs + ents[id].str + ents[id].name_len;
+}
+
+/* Argument `i` of a frame handed to a PEP 523 evaluation function (its fast locals start with
+ * the arguments, set before it is evaluated): the object, or 0. */
+uintptr_t lpr_py_frame_arg(const void *frame, unsigned i) {
+    if (!lpr_py_on || !frame || L->f_locals < 0) return 0;
+    return rd((uintptr_t)frame + (uintptr_t)L->f_locals + 8u * i);
+}
+
+/* A str object's characters as UTF-8 (at most cap bytes): their length, 0 when `o` is not a
+ * compact str. */
+size_t lpr_py_str(uintptr_t o, char *out, size_t cap) {
+    if (!lpr_py_on || !o || !py_str_type || rd(o + 8) != py_str_type) return 0;
+    return str_utf8(o, out, cap);
+}
+
+/* The items of a list or tuple object (the argument of a known function, read with the GIL held):
+ * how many, and where they are; 0 when `o` is neither. Both keep ob_size at 16; a list points to
+ * its items at 24, a tuple holds them there. */
+size_t lpr_py_items(uintptr_t o, const uintptr_t **items) {
+    if (!lpr_py_on || !o) return 0;
+    uintptr_t type = rd(o + 8);
+    int64_t n = *(const int64_t *)(o + 16);
+    if (n <= 0 || (type != py_list_type && type != py_tuple_type) || !type) return 0;
+    *items = type == py_list_type ? (const uintptr_t *)rd(o + 24) : (const uintptr_t *)(o + 24);
+    return *items ? (size_t)n : 0;
+}
+
+/* The name of an object's type (tp_name, just after the type's PyVarObject header). */
+const char *lpr_py_type_name(uintptr_t o) {
+    if (!lpr_py_on || !o) return "NULL";
+    uintptr_t type = rd(o + 8);
+    const char *n = type ? (const char *)rd(type + 24) : NULL;
+    return n ? n : "?";
 }
 
 /* Called once, on the first call recorded from a thread running Python after the interpreter

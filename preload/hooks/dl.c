@@ -121,8 +121,12 @@ LP_EXPORT void *dlopen(const char *path, int flags) {
         lpr_call_record(t, LP_CALL_DLOPEN, t0, lpr_ticks(), 2, a, path, path ? strlen(path) : 0);
     }
     /* libtorch's initialisers have run once the outermost dlopen returns (not before: the
-     * operator callback is registered then, hooks/torch.c) */
-    if (h && lpr_spool_on && !lpr_tls.in_loader && !lpr_tls.guard) lpr_torch_detect();
+     * operator callback is registered then, hooks/torch.c); a Python extension module has been
+     * loaded by then too */
+    if (h && lpr_spool_on && !lpr_tls.in_loader && !lpr_tls.guard) {
+        lpr_torch_detect();
+        lpr_python_known_loaded(path); /* a runtime seen through its Python functions (hooks/python.c) */
+    }
     return h;
 }
 

@@ -110,6 +110,11 @@ static int seg_of(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
 /* ---- which session is which model ------------------------------------------------------------ */
 
 #define SESSIONS 64
@@ -140,6 +145,22 @@ static struct session *session_of(void *session) {
 static const char *model_of(void *session) {
     struct session *s = session_of(session);
     return s ? s->model : "?";
+}
+
+/* ---- Python's InferenceSession ----------------------------------------------------------------- *
+ * onnxruntime's Python module holds a copy of ORT of its own, linked in, that exports nothing: no
+ * OrtGetApiBase to answer. Its sessions are seen through the methods of its Python classes
+ * instead (hooks/python.c, the known functions): these make their records' strings, as the C
+ * API's wrappers do — a session remembered by its object, a run named by its method. */
+static size_t clamp(int n, size_t cap) { return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1; }
+
+size_t lpr_ort_py_session(const void *self, const char *path, const char *providers, char *s, size_t cap) {
+    remember((void *)self, path[0] ? base_name(path) : "<memory>", 0);
+    return clamp(snprintf(s, cap, "%s\x1f%s", path[0] ? path : "<memory>", providers), cap);
+}
+
+size_t lpr_ort_py_run(const void *self, const char *inputs, const char *outputs, const char *api, char *s, size_t cap) {
+    return clamp(snprintf(s, cap, "%s\x1f%s\x1f%s\x1f%s", model_of((void *)self), inputs, outputs, api), cap);
 }
 
 /* ---- ORT's own per-node profile ------------------------------------------------------------- *
@@ -213,11 +234,6 @@ static void end_profiling(struct session *s) {
     if (path && path[0]) fold_file(s->session, path, s->profiled == 1);
     s->folded = 1;
     if (path) release_status(ORT_FN(I_ALLOCATOR_FREE, status_t(*)(void *, void *))(alloc, path));
-}
-
-static const char *base_name(const char *path) {
-    const char *b = strrchr(path, '/');
-    return b ? b + 1 : path;
 }
 
 /* ---- execution providers ------------------------------------------------------------------- *

@@ -242,15 +242,25 @@ char *write_text(const char *dir, const char *name, const char *text) {
     return path;
 }
 
-int run_node(struct run *r, const char *dir, const char *name, const char *script, const char *const *args) {
-    char *js = write_text(dir, name, script);
-    const char *argv[16] = {"node", js};
-    int n = 2;
+int venv_has(const char *pkg) {
+    glob_t g;
+    char *pat = strfmt("%s/lib/python3*/site-packages/%s", LP_VENV, pkg);
+    int ok = glob(pat, 0, NULL, &g) == 0;
+    if (ok) globfree(&g);
+    free(pat);
+    return ok;
+}
+
+int run_venv(struct run *r, const char *dir, const char *const *args) {
+    const char *argv[16] = {VENV_PYTHON};
+    int n = 1;
     for (int i = 0; args && args[i] && n < 15; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    int rc = js ? run_prog(r, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL}, argv) : -1;
-    free(js);
-    return rc;
+    return run_prog(r, dir, NULL, argv);
+}
+
+int run_browser(struct run *r, const char *dir, const char *mode, const char *html, const char *shot) {
+    return run_venv(r, dir, (const char *[]){LP_SOURCE_DIR "/tests/progs/browser.py", mode, html, shot, NULL});
 }
 
 int python_interpreters(char out[][256], int cap, int min_minor) {

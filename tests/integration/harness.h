@@ -8,6 +8,8 @@
 #define PRELOAD LP_BUILD_DIR "/libprof.so"
 #define REPORT LP_BUILD_DIR "/libprof-report"
 #define PROG(name) LP_BUILD_DIR "/progs/" name
+/* The project's Python environment (scripts/install-deps: PyPI's packages of scripts/requirements.txt). */
+#define VENV_PYTHON LP_VENV "/bin/python3"
 
 struct run {
     int status; /* exit code, or 128 + signal */
@@ -42,9 +44,14 @@ cJSON *check_trace_py(const char *path, char **err);
 char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* `text` written to DIR/NAME; its path (caller frees), NULL if it cannot be written. */
 char *write_text(const char *dir, const char *name, const char *text);
-/* node running `script` (written to DIR/NAME) with `args` (NULL-terminated), the npm packages of
- * scripts/install-deps on its NODE_PATH. Returns 0 or -1, as run_prog. */
-int run_node(struct run *r, const char *dir, const char *name, const char *script, const char *const *args);
+/* 1 when the project's Python environment has package `pkg` (its directory in site-packages). */
+int venv_has(const char *pkg);
+/* The environment's python3 running `args` (NULL-terminated: a script, then its arguments) in DIR.
+ * Returns 0 or -1, as run_prog. */
+int run_venv(struct run *r, const char *dir, const char *const *args);
+/* tests/progs/browser.py MODE HTML [SHOT]: the page in Debian's chromium through playwright; its
+ * JSON on r->out. */
+int run_browser(struct run *r, const char *dir, const char *mode, const char *html, const char *shot);
 /* Every Python interpreter installed that libprof reads: pyenv's 3.MIN and later builds, then
  * Debian's /usr/bin/python3. Their paths in out[], their number returned. */
 int python_interpreters(char out[][256], int cap, int min_minor);

@@ -198,41 +198,13 @@ Test(memviews, peak_view_at_another_instant, .init = setup) {
     run_free(&r);
 }
 
-/* The HTML report in a real browser: Debian's chromium driven by playwright-core (npm). A click
- * on a frame zooms into it (its width becomes the graph's, frames outside its subtree hide), the
- * root zooms out, the search highlights and gives the share, no script error; a screenshot of
- * the whole page is written and is a real PNG of the page's size. */
-static const char check_js[] =
-    "const { chromium } = require('playwright-core');\n"
-    "(async () => {\n"
-    "  const [html, shot] = process.argv.slice(2);\n"
-    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
-    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
-    "  const errors = [];\n"
-    "  page.on('pageerror', e => errors.push(String(e)));\n"
-    "  await page.goto('file://' + html);\n"
-    "  const out = { errors };\n"
-    "  const frame = page.locator('#flame-alloc g.fr[data-n=\"temp_b\"]').first();\n"
-    "  out.before = +(await frame.locator('rect').getAttribute('width'));\n"
-    "  await frame.click();\n"
-    "  out.after = +(await frame.locator('rect').getAttribute('width'));\n"
-    "  out.hidden = await page.locator('#flame-alloc g.fr[data-n=\"big\"]').first().evaluate(g => g.style.display "
-    "=== 'none');\n"
-    "  await page.locator('#flame-alloc g.fr[data-d=\"0\"]').click();\n"
-    "  out.reset = +(await frame.locator('rect').getAttribute('width'));\n"
-    "  await page.locator('#flame-peak input.search').fill('^keep$');\n"
-    "  out.matches = +(await page.locator('#flame-peak').getAttribute('data-matches'));\n"
-    "  out.matched = await page.locator('#flame-peak .matched').textContent();\n"
-    "  out.sites = await page.locator('#sites-over-time polygon.site').count();\n"
-    "  await page.screenshot({ path: shot, fullPage: true });\n"
-    "  console.log(JSON.stringify(out));\n"
-    "  await browser.close();\n"
-    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
-
+/* The HTML report in a real browser: Debian's chromium driven by playwright (tests/progs/browser.py
+ * flame). A click on a frame zooms into it (its width becomes the graph's, frames outside its
+ * subtree hide), the root zooms out, the search highlights and gives the share, no script error; a
+ * screenshot of the whole page is written and is a real PNG of the page's size. */
 Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
-    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
-        access("/usr/bin/chromium", X_OK) != 0)
-        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    if (!venv_has("playwright") || access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright (the project's Python environment) or chromium missing (scripts/install-deps)");
     const char *argv[] = {PROG("memviews"), NULL};
     struct run r, rep, b;
     char *out = strfmt("LIBPROF_OUTPUT=%s/h.lpt", dir);
@@ -242,7 +214,7 @@ Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
     const char *rargv[] = {REPORT, strfmt("%s/h.lpt", dir), "--html", html, NULL};
     run_prog(&rep, dir, NULL, rargv);
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    run_node(&b, dir, "check.js", check_js, (const char *[]){html, shot, NULL});
+    run_browser(&b, dir, "flame", html, shot);
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);
@@ -268,37 +240,10 @@ Test(memviews, html_report_in_chromium, .init = setup, .timeout = 180) {
     run_free(&r);
 }
 
-/* The time window (issue 17): tests/progs/phases in its "sleep" mode allocates 100 x 1001 bytes,
- * sleeps 1.5 s, 100 x 1002 bytes, sleeps 1.5 s, 100 x 1003 bytes. In Debian's chromium, a window
- * typed over each phase recomputes the table to exactly that phase's mallocs; dragging across the
- * whole heap chart selects the whole run. */
-static const char window_js[] =
-    "const { chromium } = require('playwright-core');\n"
-    "(async () => {\n"
-    "  const [html] = process.argv.slice(2);\n"
-    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
-    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
-    "  const errors = [];\n"
-    "  page.on('pageerror', e => errors.push(String(e)));\n"
-    "  await page.goto('file://' + html);\n"
-    "  const row = n => page.evaluate(n => { for (const tr of document.querySelectorAll('#window tr'))\n"
-    "    if (tr.dataset.name === n) return [+tr.cells[1].dataset.v, +tr.cells[2].dataset.v]; return [0, 0]; }, n);\n"
-    "  const out = { errors };\n"
-    "  out.all = await row('malloc');\n"
-    "  await page.fill('#win-from', '0'); await page.fill('#win-to', '1000');\n"
-    "  out.a = await row('malloc');\n"
-    "  await page.fill('#win-from', '1000'); await page.fill('#win-to', '2500');\n"
-    "  out.b = await row('malloc');\n"
-    "  out.sleeps = await row('nanosleep');\n"
-    "  out.band = +(await page.locator('#heap-over-time rect.win-band').getAttribute('width'));\n"
-    "  const box = await page.locator('#heap-over-time').boundingBox();\n"
-    "  await page.mouse.move(box.x + box.width * 59 / 820, box.y + 60); await page.mouse.down();\n"
-    "  await page.mouse.move(box.x + box.width * 805 / 820, box.y + 60); await page.mouse.up();\n"
-    "  out.dragged = await row('malloc');\n"
-    "  console.log(JSON.stringify(out));\n"
-    "  await browser.close();\n"
-    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
-
+/* The time window: tests/progs/phases in its "sleep" mode allocates 100 x 1001 bytes, sleeps 1.5 s,
+ * 100 x 1002 bytes, sleeps 1.5 s, 100 x 1003 bytes. In Debian's chromium (tests/progs/browser.py
+ * window), a window typed over each phase recomputes the table to exactly that phase's mallocs;
+ * dragging across the whole heap chart selects the whole run. */
 static void pair(cJSON *o, const char *k, double *a, double *b) {
     cJSON *v = cJSON_GetObjectItem(o, k);
     *a = cJSON_GetArrayItem(v, 0) ? cJSON_GetArrayItem(v, 0)->valuedouble : -1;
@@ -306,9 +251,8 @@ static void pair(cJSON *o, const char *k, double *a, double *b) {
 }
 
 Test(memviews, time_window_in_chromium, .init = setup, .timeout = 180) {
-    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
-        access("/usr/bin/chromium", X_OK) != 0)
-        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    if (!venv_has("playwright") || access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright (the project's Python environment) or chromium missing (scripts/install-deps)");
     const char *argv[] = {PROG("phases"), "sleep", NULL};
     struct run r, rep, b;
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/w.lpt", dir), NULL}, argv);
@@ -316,7 +260,7 @@ Test(memviews, time_window_in_chromium, .init = setup, .timeout = 180) {
     char *html = strfmt("%s/w.html", dir);
     run_prog(&rep, dir, NULL, (const char *[]){REPORT, strfmt("%s/w.lpt", dir), "--html", html, NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    run_node(&b, dir, "window.js", window_js, (const char *[]){html, NULL});
+    run_browser(&b, dir, "window", html, NULL);
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);

@@ -194,19 +194,12 @@ Test(mpi, probing_for_mpi_finds_none, .init = setup) {
 }
 
 /* Past one machine: every rank's events CSV (rank and host columns) queried as one table by a
- * real engine — DuckDB from npm — with the SQL the README gives. */
-static const char duck_js[] = "const { DuckDBInstance } = require('@duckdb/node-api');\n"
-                              "(async () => {\n"
-                              "  const db = await DuckDBInstance.create(':memory:');\n"
-                              "  const con = await db.connect();\n"
-                              "  const r = await con.runAndReadAll(process.argv[2]);\n"
-                              "  console.log(JSON.stringify(r.getRows(), (k, v) => typeof v === 'bigint' ? Number(v) : "
-                              "v));\n"
-                              "})();\n";
+ * real engine — DuckDB for Python, from the project's environment — with the SQL the README gives. */
+static const char duck_py[] = "import duckdb, json, sys\n"
+                              "print(json.dumps([list(r) for r in duckdb.sql(sys.argv[1]).fetchall()]))\n";
 
 Test(mpi, fleet_query_on_duckdb, .init = setup) {
-    if (access("/opt/libprof-npm/node_modules/@duckdb/node-api/package.json", R_OK) != 0)
-        cr_skip_test("@duckdb/node-api (npm) is not installed (scripts/install-deps)");
+    if (!venv_has("duckdb")) cr_skip_test("duckdb is not in the project's Python environment (scripts/install-deps)");
     job("0");
     for (int k = 0; k < 4; k++) {
         struct run r;
@@ -220,10 +213,10 @@ Test(mpi, fleet_query_on_duckdb, .init = setup) {
                        "where category = 'mpi' group by rank order by rank",
                        dir);
     struct run q;
-    run_node(&q, dir, "q.js", duck_js, (const char *[]){sql, NULL});
+    run_venv(&q, dir, (const char *[]){write_text(dir, "q.py", duck_py), sql, NULL});
     cr_assert_eq(q.status, 0, "%s%s", q.out, q.err);
     /* MPI calls per rank: Init, 10 Sendrecv, 5 Allreduce, Bcast, 2 Barrier, Finalize, and 3 Send or Recv on 0, 1 */
-    cr_expect_str_eq(q.out, "[[0,23,true],[1,23,true],[2,20,true],[3,20,true]]\n");
+    cr_expect_str_eq(q.out, "[[0, 23, true], [1, 23, true], [2, 20, true], [3, 20, true]]\n");
     run_free(&q);
 }
 

@@ -1,7 +1,10 @@
-/* ONNX Runtime (issue 16): sessions and runs of unmodified programs through ORT's C API table —
- * node with onnxruntime-node from npm (which loads libonnxruntime.so.1 with local scope), and a C
- * program linked against the library that asks for an older API version (tests/progs/ortc.c).
- * The model, a 4-block MLP, is written here with Debian's python3-onnx. */
+/* ONNX Runtime: sessions and runs of unmodified programs through ORT's C API table — C programs
+ * linked against the C API library of PyPI's onnxruntime wheel (the project's environment,
+ * scripts/install-deps): an application asking for the library's own API version
+ * (tests/progs/ortrun.c), one asking for an older one (ortc.c), one that dlopens the library with
+ * local scope (ortdl), one using the entries of later versions (ortapi.c) — and Python's own
+ * InferenceSession, whose module holds a copy of ORT that exports nothing (seen through its
+ * Python methods). The model, a 4-block MLP, is written here with Debian's python3-onnx. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <glob.h>
@@ -14,20 +17,21 @@
 
 TestSuite(ort, .timeout = 300);
 
-#define NPM_MODULES "/opt/libprof-npm/node_modules"
-
 static char *dir, *model;
 
-/* The model: tests/progs/mlp_onnx.py; the program: tests/progs/ort_infer.js. */
+/* The model: tests/progs/mlp_onnx.py; the application: tests/progs/ortrun.c, linked to the wheel's
+ * library through LP_BUILD_DIR/ort (the Makefile). */
 #define MK_MODEL LP_SOURCE_DIR "/tests/progs/mlp_onnx.py"
-#define INFER_JS LP_SOURCE_DIR "/tests/progs/ort_infer.js"
+#define ORT_LIB LP_BUILD_DIR "/ort/libonnxruntime.so.1"
+#define VENV_PY LP_VENV "/bin/python3"
 
-/* ort_infer.js's graph is not optimised: its 12 nodes stay 12 (MatMul, Add, Relu x 4). */
+/* ortrun's graph is not optimised: its 12 nodes stay 12 (MatMul, Add, Relu x 4). */
 
 static void setup(void) {
     dir = make_tmpdir();
-    if (access(NPM_MODULES "/onnxruntime-node/package.json", R_OK) != 0)
-        cr_skip_test("onnxruntime-node is not installed under " NPM_MODULES " (scripts/install-deps)");
+    if (access(PROG("ortrun"), X_OK) != 0)
+        cr_skip_test("ortrun not built: no onnxruntime in the project's environment " LP_VENV
+                     " (scripts/install-deps)");
     const char *py = MK_MODEL;
     model = strfmt("%s/mlp.onnx", dir);
     struct run r;
@@ -118,16 +122,16 @@ static void check_nodes(cJSON *j, int runs) {
     cr_expect(cJSON_GetObjectItem(o, "kernel_ns")->valuedouble < cJSON_GetObjectItem(o, "run_ns")->valuedouble);
 }
 
-/* node + onnxruntime-node: one session, 50 runs with their input shapes, the release, ORT's own
- * node events inside the runs (its files removed); the report takes the runs as iterations. */
-Test(ort, node_sessions_and_runs, .init = setup) {
-    const char *js = INFER_JS;
-    const char *argv[] = {"node", js, model, NULL};
+/* An application of the C API (ortrun): one session, 50 runs with their input shapes, the release,
+ * ORT's own node events inside the runs (its files removed); the report takes the runs as
+ * iterations. */
+Test(ort, c_application_sessions_and_runs, .init = setup) {
+    const char *argv[] = {PROG("ortrun"), model, NULL};
     struct run bare, r, rep;
-    run_prog(&bare, dir, (const char *[]){"NODE_PATH=" NPM_MODULES, NULL}, argv);
+    run_prog(&bare, dir, NULL, argv);
     cr_assert_eq(bare.status, 0, "%s", bare.err);
     char *out = strfmt("LIBPROF_OUTPUT=%s/n.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, NULL}, argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, bare.out);
     char *path = strfmt("%s/n.json", dir), *err;
@@ -182,8 +186,7 @@ Test(ort, c_program_older_api_version, .init = setup) {
 /* A C program that dlopens the shipped library with local scope and asks dlsym for the entry. */
 Test(ort, c_program_dlopen_dlsym, .init = setup) {
     if (access(PROG("ortdl"), X_OK) != 0) cr_skip_test("ortdl not built (no ONNX Runtime at build time)");
-    const char *lib = NPM_MODULES "/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1";
-    c_program_runs((const char *[]){PROG("ortdl"), model, lib, NULL}, "d");
+    c_program_runs((const char *[]){PROG("ortdl"), model, ORT_LIB, NULL}, "d");
 }
 
 /* LIBPROF_EVENTS without ort: the library's own table, nothing recorded of it. */
@@ -204,12 +207,11 @@ Test(ort, family_off_hands_out_the_real_table, .init = setup) {
 
 /* The program turned ORT's profiling on itself: its file stays where it asked, and is folded. */
 Test(ort, program_profiling_kept_and_folded, .init = setup) {
-    const char *js = INFER_JS;
     char *prefix = strfmt("%s/own", dir);
-    const char *argv[] = {"node", js, model, "own", prefix, NULL};
+    const char *argv[] = {PROG("ortrun"), model, "50", "own", prefix, NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/p.json", dir);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, NULL}, argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     glob_t g;
     cr_expect_eq(glob(strfmt("%s*.json", prefix), 0, NULL, &g), 0, "the program's profile file is gone");
@@ -222,13 +224,10 @@ Test(ort, program_profiling_kept_and_folded, .init = setup) {
 
 /* LIBPROF_ORT_NODES=0: sessions and runs, no node profiling (`extra`: one more variable). */
 static void nodes_off_with(const char *extra) {
-    const char *js = INFER_JS;
-    const char *argv[] = {"node", js, model, NULL};
+    const char *argv[] = {PROG("ortrun"), model, NULL};
     struct run r;
     char *out = strfmt("LIBPROF_OUTPUT=%s/x.json", dir);
-    run_prog(&r, dir,
-             (const char *[]){"LD_PRELOAD=" PRELOAD, "NODE_PATH=" NPM_MODULES, out, "LIBPROF_ORT_NODES=0", extra, NULL},
-             argv);
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_ORT_NODES=0", extra, NULL}, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     size_t len;
     char *text = read_file(strfmt("%s/x.json", dir), &len);
@@ -326,4 +325,82 @@ Test(ort, later_entries_providers_binding_async_prepacked, .init = setup) {
         run_free(&r);
         run_free(&bare);
     }
+}
+
+/* Python's own InferenceSession (PyPI's onnxruntime in the project's environment; its module holds a
+ * copy of ORT that exports nothing): the session and every run recorded from the module's Python
+ * methods with no variable set — model, providers, input shapes, output names, the Python line that
+ * ran it; the report takes the runs as iterations, and with CPU samples each run counts the CPU of
+ * ORT's intra-op pool thread under it (a [4096, 64] batch keeps both pool threads busy). */
+Test(ort, python_inference_session, .init = setup) {
+    if (access(VENV_PY, X_OK) != 0) cr_skip_test("no Python environment at " LP_VENV " (scripts/install-deps)");
+    char *dyn = strfmt("%s/dyn.onnx", dir);
+    struct run mk, bare, r, rep;
+    run_prog(&mk, dir, NULL, (const char *[]){"/usr/bin/python3", MK_MODEL, dyn, "dynamic", NULL});
+    cr_assert_eq(mk.status, 0, "%s", mk.err);
+    const char *argv[] = {VENV_PY, LP_SOURCE_DIR "/tests/progs/ort_session.py", dyn, "20", "4096", "2", NULL};
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    char *path = strfmt("%s/py.json", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", path), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_expect_eq(r.err_len, 0, "libprof wrote into the program's stderr: %s", r.err);
+    char *err;
+    cJSON *sum = check_trace_py(path, &err);
+    cr_assert_not_null(sum, "%s", err);
+    cJSON_Delete(sum);
+    cJSON *j = load_json(path), *ev;
+    cr_assert_not_null(j);
+    int create = 0, run = 0, run_ok = 0, ort_values = 0;
+    double others = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm)) continue;
+        if (!strcmp(nm->valuestring, "ort.CreateSession")) {
+            create++;
+            cr_expect_str_eq(sarg(ev, "model"), dyn);
+            cr_expect_str_eq(sarg(ev, "providers"), "CPU");
+            cr_expect_eq(narg(ev, "failed"), 0);
+        } else if (!strcmp(nm->valuestring, "ort.Run")) {
+            run++;
+            cJSON *o = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "args"), "cpu_others_ns");
+            if (cJSON_IsNumber(o)) others += o->valuedouble;
+            if (!strcmp(sarg(ev, "api"), "InferenceSession.run_with_ort_values")) {
+                ort_values++;
+                cr_expect_str_eq(sarg(ev, "inputs"), "x <OrtValue>");
+                continue;
+            }
+            run_ok += !strcmp(sarg(ev, "model"), "dyn.onnx") && !strcmp(sarg(ev, "inputs"), "x float32[4096,64]") &&
+                      !strcmp(sarg(ev, "outputs"), "y") && !strcmp(sarg(ev, "api"), "InferenceSession.run") &&
+                      narg(ev, "n_inputs") == 1 && narg(ev, "failed") == 0 && strstr(sarg(ev, "py"), "ort_session.py:");
+        }
+    }
+    cr_expect_eq(create, 1);
+    cr_expect_eq(run, 21, "ort.Run slices: %d", run);
+    cr_expect_eq(run_ok, 20, "runs with model, inputs, outputs, api, line: %d of 20", run_ok);
+    cr_expect_eq(ort_values, 1);
+    cr_expect_gt(others, 0, "no CPU of ORT's pool thread under the runs");
+    cJSON_Delete(j);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, path, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    cr_expect_not_null(strstr(rep.out, "iterations /^ort\\.Run$/: 21"), "%s", rep.out);
+    cr_expect_not_null(strstr(rep.out, "\ncpu, other threads "), "%s", rep.out);
+    run_free(&rep);
+    run_free(&r);
+    /* the ort family off: nothing of it recorded, the program's output the same */
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", path), "LIBPROF_EVENTS=-ort", NULL},
+             argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    size_t len;
+    char *text = read_file(path, &len);
+    cr_assert_not_null(text);
+    cr_expect_null(strstr(text, "\"ort.Run\""));
+    run_free(&r);
+    run_free(&bare);
+    run_free(&mk);
 }

@@ -107,23 +107,67 @@ Test(sample, known_split_matches_the_truth_and_perf) {
     run_free(&r);
 }
 
-/* The outputs of one sampled run: the folded file, pprof (decoded by npm's pprof-format, an
- * independent reader: the same total), speedscope (one profile per thread), the CSV rows, the
- * report's table; LIBPROF_FLAMEGRAPH=1 writes NAME.cpu.folded at exit. */
+/* Go's own pprof (built from Debian's sources of it, the Makefile) reading a pprof file in its raw
+ * form: the sample types ("samples/count,cpu/nanoseconds"), the sums of the samples' first values
+ * (up to 4), and whether a location names function `fn`. -1 when pprof cannot read it. */
+static int pprof_raw(const char *dir, const char *file, char *types, size_t cap, long long sum[4], const char *fn,
+                     int *has_fn) {
+    struct run p;
+    run_prog(&p, dir, NULL, (const char *[]){LP_BUILD_DIR "/go/pprof", "-raw", file, NULL});
+    if (p.status != 0) {
+        fprintf(stderr, "pprof -raw %s: %s\n", file, p.err);
+        run_free(&p);
+        return -1;
+    }
+    int part = 0; /* 1: the sample types' line next, 2: samples, 3: locations */
+    types[0] = '\0';
+    *has_fn = 0;
+    for (char *l = p.out; l && *l;) {
+        char *eol = strchr(l, '\n');
+        if (eol) *eol = '\0';
+        if (!strncmp(l, "Samples:", 8)) {
+            part = 1;
+        } else if (part == 1) {
+            for (char *t = strtok(l, " "); t; t = strtok(NULL, " ")) {
+                size_t o = strlen(types);
+                snprintf(types + o, cap - o, "%s%.*s", o ? "," : "", (int)strcspn(t, "["), t);
+            }
+            part = 2;
+        } else if (part >= 2 && !strncmp(l, "Locations", 9)) {
+            part = 3;
+        } else if (part == 2 && strchr(l, ':') && l[0] == ' ' && l[strspn(l, " ")] != 't') {
+            long long v[4] = {0, 0, 0, 0};
+            sscanf(l, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
+            for (int k = 0; k < 4; k++) sum[k] += v[k];
+        } else if (part == 3 && fn && strstr(l, fn)) {
+            char *at = strstr(l, fn);
+            *has_fn |= at[-1] == ' ' && (at[strlen(fn)] == ' ' || at[strlen(fn)] == '\0');
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    run_free(&p);
+    return 0;
+}
+
+/* The outputs of one sampled run: the folded file, pprof (decoded by Go's own pprof, an
+ * independent reader: the same total; its heap profile too: the same bytes as the allocation
+ * flame graph), speedscope (a profile per thread that took a sample), the CSV rows, the report's
+ * table; LIBPROF_FLAMEGRAPH=1 writes NAME.cpu.folded at exit. */
 Test(sample, outputs_agree_and_decode) {
     char *dir = make_tmpdir();
     char *lpt = strfmt("%s/s.lpt", dir);
     struct run r, rep;
     run_prog(&r, dir,
-             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=500", NULL},
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=500",
+                              "LIBPROF_STACKS=8", NULL},
              (const char *[]){PROG("cpusplit"), "split", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *folded = strfmt("%s/s.cpu.folded", dir), *pprof = strfmt("%s/s.pb.gz", dir),
-         *ss = strfmt("%s/s.ss.json", dir);
+         *ss = strfmt("%s/s.ss.json", dir), *heap = strfmt("%s/h.pb.gz", dir), *afold = strfmt("%s/a.folded", dir);
     char *csv = strfmt("%s/s.csv", dir);
     run_prog(&rep, dir, NULL,
              (const char *[]){REPORT, lpt, "--cpu-folded", folded, "--pprof", pprof, "--speedscope", ss, "--csv", csv,
-                              "-q", NULL});
+                              "--pprof-heap", heap, "--folded", afold, "-q", NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
     run_free(&rep);
     /* folded: thread;frames... N — its total */
@@ -142,36 +186,53 @@ Test(sample, outputs_agree_and_decode) {
         l = eol + 1;
     }
     cr_expect_gt(burn_a_lines, 0, "no stack of thread A ends in burn_a");
-    /* pprof-format (npm) decodes it: its samples' first value (count) adds up to the same total */
-    const char *js = "const fs=require('fs'),zlib=require('zlib');const {Profile}=require('pprof-format');"
-                     "const p=Profile.decode(zlib.gunzipSync(fs.readFileSync(process.argv[1])));"
-                     "let n=0,ns=0;for(const s of p.sample){n+=Number(s.value[0]);ns+=Number(s.value[1]);}"
-                     "const st=p.stringTable.strings;"
-                     "console.log(n,ns,p.sampleType.map(t=>st[t.type]+'/'+st[t.unit]).join(','),"
-                     "p.function.some(f=>st[f.name]==='burn_a'));";
-    run_prog(&rep, dir, (const char *[]){"NODE_PATH=/opt/libprof-npm/node_modules", NULL},
-             (const char *[]){"node", "-e", js, pprof, NULL});
-    if (rep.status != 0 && strstr(rep.err, "Cannot find module"))
-        cr_skip_test("npm's pprof-format is not installed (scripts/install-deps)");
-    cr_assert_eq(rep.status, 0, "%s", rep.err);
-    long long n = 0, ns = 0;
-    char types[128] = "", named[16] = "";
-    sscanf(rep.out, "%lld %lld %127s %15s", &n, &ns, types, named);
-    cr_expect_eq(n, folded_total, "pprof %lld samples, folded %lld", n, folded_total);
-    cr_expect_eq(ns, n * 2000000, "cpu/nanoseconds: %lld for %lld samples at 500 Hz", ns, n);
+    /* Go's pprof decodes it: its samples' first value (count) adds up to the same total */
+    if (access(LP_BUILD_DIR "/go/pprof", X_OK) != 0)
+        cr_skip_test("Go's pprof not built (golang-go, golang-github-google-pprof-dev)");
+    char types[128];
+    long long sum[4] = {0, 0, 0, 0};
+    int named = 0;
+    cr_assert_eq(pprof_raw(dir, pprof, types, sizeof types, sum, "burn_a", &named), 0);
+    cr_expect_eq(sum[0], folded_total, "pprof %lld samples, folded %lld", sum[0], folded_total);
+    cr_expect_eq(sum[1], sum[0] * 2000000, "cpu/nanoseconds: %lld for %lld samples at 500 Hz", sum[1], sum[0]);
     cr_expect_str_eq(types, "samples/count,cpu/nanoseconds");
-    cr_expect_str_eq(named, "true", "no function burn_a in the profile");
-    run_free(&rep);
-    /* speedscope: a sampled profile per thread that ran */
+    cr_expect(named, "no function burn_a in the profile");
+    /* the heap profile: allocated bytes as the allocation flame graph's total */
+    long long hsum[4] = {0, 0, 0, 0}, fbytes = 0;
+    cr_assert_eq(pprof_raw(dir, heap, types, sizeof types, hsum, NULL, &named), 0);
+    cr_expect_str_eq(types, "alloc_objects/count,alloc_space/bytes,inuse_objects/count,inuse_space/bytes");
+    char *ftext = read_file(afold, NULL);
+    cr_assert_not_null(ftext);
+    for (char *l = ftext; *l;) {
+        char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
+        while (sp > l && sp[-1] != ' ') sp--;
+        fbytes += atoll(sp);
+        if (!eol) break;
+        l = eol + 1;
+    }
+    cr_expect(hsum[0] > 0 && hsum[1] == fbytes, "pprof heap: %lld allocations, %lld bytes; the flame graph %lld bytes",
+              hsum[0], hsum[1], fbytes);
+    cr_expect(hsum[3] <= hsum[1] && hsum[2] <= hsum[0]);
+    /* speedscope: a sampled profile per thread that took samples — the three burners', each of
+     * 0.5 s of CPU and more; the sleeper's, if its start took a sample's worth of CPU on a busy
+     * machine, of a few samples (2 ms each) at most */
     cJSON *s = load_json(ss);
     cr_assert_not_null(s);
-    int cpu_profiles = 0;
+    int burners = 0, strays = 0;
     cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItem(s, "profiles")) {
-        cJSON *name = cJSON_GetObjectItem(p, "name");
-        cpu_profiles += cJSON_IsString(name) && !strncmp(name->valuestring, "CPU: ", 5);
+        cJSON *name = cJSON_GetObjectItem(p, "name"), *w;
+        if (!cJSON_IsString(name) || strncmp(name->valuestring, "CPU: ", 5)) continue;
+        double ns = 0;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItem(p, "weights")) ns += w->valuedouble;
+        if (ns >= 400e6) {
+            burners++;
+        } else {
+            cr_expect_lt(ns, 10e6, "%s: %.0f ns of samples", name->valuestring, ns);
+            strays++;
+        }
     }
-    cr_expect_eq(cpu_profiles, 3);
+    cr_expect_eq(burners, 3, "CPU profiles of the three burning threads: %d (and %d others)", burners, strays);
     cJSON_Delete(s);
     char *c = read_file(csv, NULL);
     cr_assert_not_null(c);
@@ -364,45 +425,11 @@ Test(sample, a_numpy_gemm_under_its_python_caller) {
     run_free(&r);
 }
 
-/* The HTML page's CPU views in Debian's chromium (playwright-core): cpusplit's "phases" burns
- * 0.5 s in f1, sleeps 0.4 s, burns 0.5 s in f2. The CPU flame graph shows both with about the
+/* The HTML page's CPU views in Debian's chromium (tests/progs/browser.py cpu): cpusplit's "phases"
+ * burns 0.5 s in f1, sleeps 0.4 s, burns 0.5 s in f2. The CPU flame graph shows both with about the
  * same width; a time window over the first phase redraws it with f1 alone (f2 hidden, no
  * samples) and the window table's "CPU: main" row holds about 0.5 s; a window over the second
  * phase the other way round; the CPU chart exists and dragging across it sets the window. */
-static const char cpu_html_js[] =
-    "const { chromium } = require('playwright-core');\n"
-    "(async () => {\n"
-    "  const [html] = process.argv.slice(2);\n"
-    "  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });\n"
-    "  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });\n"
-    "  const errors = [];\n"
-    "  page.on('pageerror', e => errors.push(String(e)));\n"
-    "  await page.goto('file://' + html);\n"
-    "  const fr = n => page.evaluate(n => { const g = document.querySelector('#flame-cpu g.fr[data-n=\"' + n + "
-    "'\"]');\n"
-    "    return g ? [+g.dataset.v, +g.querySelector('rect').getAttribute('width'), g.style.display === 'none' ? 0 : 1]"
-    " : [-1, -1, -1]; }, n);\n"
-    "  const row = n => page.evaluate(n => { for (const tr of document.querySelectorAll('#window tr'))\n"
-    "    if (tr.dataset.name === n) return +tr.cells[2].dataset.v; return 0; }, n);\n"
-    "  const out = { errors };\n"
-    "  out.lines = await page.locator('#cpu-over-time polyline').count();\n"
-    "  out.all = [await fr('f1'), await fr('f2')];\n"
-    "  const ms = +(await page.locator('#win-to').inputValue());\n"
-    "  out.ms = ms;\n"
-    "  await page.fill('#win-from', '0'); await page.fill('#win-to', String(ms * 0.45));\n"
-    "  out.first = [await fr('f1'), await fr('f2'), await row('CPU: main')];\n"
-    "  await page.fill('#win-from', String(ms * 0.62)); await page.fill('#win-to', String(ms));\n"
-    "  out.second = [await fr('f1'), await fr('f2'), await row('CPU: main')];\n"
-    "  await page.locator('#cpu-over-time').scrollIntoViewIfNeeded();\n"
-    "  const box = await page.locator('#cpu-over-time').boundingBox();\n"
-    "  await page.mouse.move(box.x + box.width * 59 / 820, box.y + 60); await page.mouse.down();\n"
-    "  await page.mouse.move(box.x + box.width * 805 / 820, box.y + 60); await page.mouse.up();\n"
-    "  out.dragged = [+(await page.locator('#win-from').inputValue()), +(await page.locator('#win-to').inputValue()),\n"
-    "    await row('CPU: main')];\n"
-    "  console.log(JSON.stringify(out));\n"
-    "  await browser.close();\n"
-    "})().catch(e => { console.log(JSON.stringify({ fatal: String(e) })); process.exit(1); });\n";
-
 /* o[k], o[k][i] or o[k][i][j] (-1: not indexed) as a number; -1 when absent. */
 static double item(cJSON *o, const char *k, int i, int j) {
     cJSON *v = cJSON_GetObjectItem(o, k);
@@ -412,9 +439,8 @@ static double item(cJSON *o, const char *k, int i, int j) {
 }
 
 Test(sample, html_cpu_views_and_time_window_in_chromium, .timeout = 180) {
-    if (access("/opt/libprof-npm/node_modules/playwright-core/package.json", R_OK) != 0 ||
-        access("/usr/bin/chromium", X_OK) != 0)
-        cr_skip_test("playwright-core (npm) or chromium missing (scripts/install-deps)");
+    if (!venv_has("playwright") || access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("playwright (the project's Python environment) or chromium missing (scripts/install-deps)");
     char *dir = make_tmpdir();
     struct run r, rep, b;
     char *lpt = strfmt("%s/p.lpt", dir), *html = strfmt("%s/p.html", dir);
@@ -424,7 +450,7 @@ Test(sample, html_cpu_views_and_time_window_in_chromium, .timeout = 180) {
     cr_assert_eq(r.status, 0, "%s", r.err);
     run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--html", html, NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
-    run_node(&b, dir, "cpu.js", cpu_html_js, (const char *[]){html, NULL});
+    run_browser(&b, dir, "cpu", html, NULL);
     cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
     cJSON *o = cJSON_Parse(b.out);
     cr_assert_not_null(o, "%s", b.out);
