@@ -2,6 +2,7 @@
 #
 # Options (set on the command line, e.g. `make V=1 BUILD=/tmp/b`):
 #   PREFIX   installation prefix                      (default /usr/local)
+#   VENV     the project's Python environment         (default /opt/libprof-venv)
 #   DESTDIR  staging root prepended at install time   (default empty)
 #   BUILD    output directory for everything built    (default build)
 #   V=1      show the full compiler commands
@@ -9,10 +10,12 @@
 #
 # Targets:
 #   all        build/libprof.so, build/libprof-report, build/libprof (wrapper)
-#   deps       install missing Debian packages (scripts/install-deps)
+#   deps       install missing Debian packages and the Python environment (scripts/install-deps)
+#   tests-build  build everything the tests run (then one suite can be run by hand)
 #   test       deps + all + every test (unit, integration); what CI runs
 #   demo       deps + all + profile a real program and print where the trace went
-#   bench      overhead benchmarks against bare runs, memusage and heaptrack
+#   bench      overhead benchmarks against bare runs, memusage and heaptrack, and beside memray,
+#              py-spy, Scalene and Austin (scripts/bench-peers.py)
 #   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions, FUZZ_SEED=S)
 #   format     apply .clang-format to every C source and header of the tree
 #   format-check   say where the tree departs from .clang-format (part of test)
@@ -382,7 +385,7 @@ fuzz: $(BUILD)/fuzz/fuzz_lpt $(BUILD)/fuzz/fuzz_chrome
 	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_chrome,corpus-json)
 
 deps:
-	@scripts/install-deps
+	@LIBPROF_VENV=$(VENV) scripts/install-deps
 
 # The house style is .clang-format's (clang-format 14, Debian 12); test data are not code.
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null | grep -v '^tests/fuzz/corpus')
@@ -429,6 +432,8 @@ bench: all $(PROG_BINS)
 	@scripts/bench $(BUILD)
 	@scripts/bench-python $(BUILD)
 	@scripts/bench-ort $(BUILD)
+	@if [ -x $(VENV)/bin/python3 ]; then LIBPROF_VENV=$(VENV) $(VENV)/bin/python3 scripts/bench-peers.py $(BUILD); \
+	else echo "## Python profilers: no environment at $(VENV) (scripts/install-deps): skipped"; fi
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
 	@scripts/bench-pack $(BUILD)
