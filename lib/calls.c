@@ -606,15 +606,16 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o) {
     lp_os_free(fv);
 }
 
-void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
+void lp_calls_summary(const struct lp_calls *c, struct lp_out *o, unsigned top) {
     int any = 0;
     for (unsigned k = 1; k < LP_CALL_COUNT; k++) any |= c->fn[k].count && lp_call_role[k] != LP_ROLE_FDPATH;
     if (!any) return;
     lp_out_fmt(o, "  %-24s %-8s %10s %11s %11s %11s %11s\n", "entry point", "family", "calls", "total", "mean", "p50",
                "p99");
-    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
+    for (unsigned k = 1, rows = 0; k < LP_CALL_COUNT && (!top || rows < top); k++) {
         const struct fnstat *f = &c->fn[k];
         if (!f->count || lp_call_role[k] == LP_ROLE_FDPATH) continue;
+        rows++;
         char tot[24] = "-", mean[24] = "-", p50[24] = "-", p99[24] = "-";
         if (f->timed) {
             lp_fmt_ns(tot, sizeof tot, f->total_ns);
@@ -631,7 +632,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
     const struct file **fv = sorted_files(c);
     for (int peers = 0; peers < 2; peers++) { /* files, then bytes and time per peer */
         int shown = 0;
-        for (uint32_t i = 0; fv && i < c->nfiles && shown < 12; i++) {
+        for (uint32_t i = 0; fv && i < c->nfiles && shown < (int)lp_top(top, 12); i++) {
             const struct file *f = fv[i];
             if (!file_used(f) || f->peer != peers) continue;
             if (!shown++)
@@ -658,7 +659,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
                    (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed,
                    (double)c->mmap_peak / 1048576.0, (double)c->mmap_live / 1048576.0);
     const struct shape **sv = sorted_shapes(c);
-    for (uint32_t i = 0; sv && i < c->nshapes && i < 12; i++) {
+    for (uint32_t i = 0; sv && i < c->nshapes && i < lp_top(top, 12); i++) {
         if (i == 0) lp_out_fmt(o, "  %-32s %10s %11s %11s %9s\n", "BLAS shape", "calls", "total", "mean", "GFLOP/s");
         char label[128], t[24], m[24];
         shape_label(sv[i], label, sizeof label);
@@ -671,7 +672,7 @@ void lp_calls_summary(const struct lp_calls *c, struct lp_out *o) {
     int dn = 0;
     for (uint32_t id = 0; id < c->ndnnl_shape; id++) {
         const struct fnstat *f = &c->dnnl_shape[id];
-        if (!f->count) continue;
+        if (!f->count || (top && dn >= (int)top)) continue;
         if (!dn++) lp_out_fmt(o, "  %-64s %8s %11s\n", "oneDNN primitive", "calls", "total");
         uint32_t len;
         const char *n = lp_reader_name(c->r, id, &len);

@@ -41,6 +41,6 @@ void lp_calls_csv(const struct lp_calls *c, struct lp_out *o);
 struct fnstat;
 /* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops,temporary (gflops <= 0: empty). */
 void lp_csv_row(struct lp_out *o, const char *name, size_t len, const char *cat, const struct fnstat *f, double gflops);
-void lp_calls_summary(const struct lp_calls *c, struct lp_out *o);
+void lp_calls_summary(const struct lp_calls *c, struct lp_out *o, unsigned top);
 
 #endif

@@ -830,6 +830,7 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
         if (k == OUT_CSV) lp_sink_csv(&out[k].sink);
     }
     ((struct lp_convert_opts *)o)->live = 1; /* (this copy's own memory) the summary says "so far" */
+    ((struct lp_convert_opts *)o)->top = s->top;
     p->a.span_ns = lp_ticks_to_ns(p->a.r, p->a.r->last_ticks);
     int rc = refit(p) != 0 ? -2 : totals(p, out, err, sizeof err);
     if (s->done[0]) lp_os_close(lp_os_open(s->done, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));

@@ -30,6 +30,7 @@ struct lp_snapshot {
     char summary[4096], chrome[4096], csv[4096], folded[4096], speedscope[4096], cpu_folded[4096], pprof[4096],
         pprof_heap[4096];
     char done[4096]; /* made empty once the others are all in place */
+    unsigned top;    /* the summary's rows per table (--top; 0: each table's own) */
 };
 
 struct lp_convert_opts {
@@ -58,6 +59,7 @@ struct lp_convert_opts {
     int py_user_lines;            /* the per-line views charge the program's own Python frame (sites.c) */
     unsigned file_mode;           /* mode of the files written (0: 0600), no wider than a file they replace */
     int live;                     /* the trace of a process still running (libprof-report --live) */
+    unsigned top;                 /* rows per table of the summary (--top; 0: each table's own) */
     uint64_t timeline_ns;         /* the Chrome trace's full-detail stretch, the run's last (0: all of it) */
     uint64_t timeline_min_ns;     /* before it, slices at least this long are kept, the others folded */
     int general_path;             /* every event through the general path, none through the allocation fast

@@ -6,17 +6,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* "950 ns", "12.5 us", "31.0 ms", "2.50 s": three significant digits or so, never more than 4 wide. */
+/* Rows a table shows: `top` when the user said (--top), else the table's own number. */
+static inline size_t lp_top(unsigned top, size_t dflt) { return top ? top : dflt; }
+
+/* "950 ns", "12.5 us", "9.0 ms", "31.0 ms", "2.5 s": the largest unit the value is at least one
+ * of, one decimal — the one rule of every table of the report, the summary and the HTML page
+ * (whose script's fmt() spells them the same way), so a column never says "9000.0 us" above
+ * "19.0 ms". */
 static inline void lp_fmt_ns(char *buf, size_t len, int64_t ns) {
     int64_t a = ns < 0 ? -ns : ns;
-    if (a < 10000)
+    if (a < 1000)
         snprintf(buf, len, "%lld ns", (long long)ns);
-    else if (a < 10000000)
+    else if (a < 999950)
         snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-    else if (a < 10000000000LL)
+    else if (a < 999950000)
         snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
     else
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+        snprintf(buf, len, "%.1f s", (double)ns / 1e9);
 }
 
 /* "4096 B", "12.3 KiB", "45.6 MiB", "1.2 GiB" */

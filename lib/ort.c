@@ -356,7 +356,7 @@ static uint64_t kernel_ns(const struct lp_ort *o) {
     return k;
 }
 
-void lp_ort_summary(const struct lp_ort *o, struct lp_out *out) {
+void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top) {
     char b1[32], b2[32], b3[32];
     uint64_t run_ns = o->profiled_run_ns, kern = kernel_ns(o);
     lp_fmt_ns(b1, sizeof b1, (int64_t)run_ns);
@@ -373,7 +373,7 @@ void lp_ort_summary(const struct lp_ort *o, struct lp_out *out) {
         struct agg *v = aggregate(o, by_op, &n);
         lp_out_fmt(out, "  %s:\n  %10s %10s %10s %7s  %s\n", by_op ? "ONNX Runtime by op type" : "ONNX Runtime by node",
                    "count", "total", "mean", "share", by_op ? "op" : "node (op)");
-        for (size_t i = 0; v && i < n && i < 20; i++) {
+        for (size_t i = 0; v && i < n && i < lp_top(top, 20); i++) {
             lp_fmt_ns(b1, sizeof b1, (int64_t)v[i].ns);
             lp_fmt_ns(b2, sizeof b2, (int64_t)(v[i].ns / v[i].count));
             lp_out_fmt(out, "  %10llu %10s %10s %6.1f%%  %s", (unsigned long long)v[i].count, b1, b2,

@@ -138,7 +138,7 @@ static void name_of(const struct lp_pycalls *p, uint32_t id, const char **name, 
     *line = c ? c->firstline : 0;
 }
 
-void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o) {
+void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned top) {
     uint32_t n;
     uint32_t *v = ranked(p, &n);
     if (!v || !n) {
@@ -150,7 +150,7 @@ void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o) {
                "inclusive):\n  %10s %10s %10s %10s %10s  %s\n",
                "calls", "time", "mean", "allocs", "allocated", "function");
     char b1[32], b2[32], b3[32];
-    for (uint32_t i = 0; i < n && i < 20; i++) {
+    for (uint32_t i = 0; i < n && i < lp_top(top, 20); i++) {
         const struct fn *f = &p->fn[v[i]];
         const char *name, *file;
         uint32_t nl, fl, line;

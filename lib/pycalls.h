@@ -20,7 +20,7 @@ int lp_pycalls_event(struct lp_pycalls *p, const struct lp_event *e, int countin
 int lp_pycalls_finish(struct lp_pycalls *p);
 /* 1 when the trace had Python call slices. */
 int lp_pycalls_any(const struct lp_pycalls *p);
-void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o);
+void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned top);
 void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_out *o); /* ,"python_calls":[...] */
 void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o);
 

@@ -74,6 +74,11 @@ struct lp_reader {
         uint32_t len;
     } * ort_profiles; /* ONNX Runtime's own profiles, one per session (ort.c) */
     uint32_t nort_profiles;
+    struct lp_note {
+        const char *s;
+        uint32_t len;
+    } * notes; /* what the recorder noted for the user (LP_STR_NOTE), in order */
+    uint32_t nnotes;
     uint32_t nshort_chunks;
     uint64_t events;                    /* records found */
     const struct lp_end *end;           /* NULL when the run did not finish cleanly */
@@ -90,7 +95,7 @@ struct lp_reader {
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
     struct {
-        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles;
+        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles, notes;
     } cap; /* the arrays' room */
     /* a trace still being written (lp_reader_follow) */
     struct lp_follow *follow; /* NULL for a whole file */

@@ -1,6 +1,7 @@
 /* samples.c: see samples.h. */
 #define _GNU_SOURCE
 #include "samples.h"
+#include "fmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,31 +428,32 @@ static void rows_text(struct lp_out *o, const struct table *t, uint64_t total, u
     }
 }
 
-void lp_samples_summary(const struct lp_samples *s, struct lp_out *o) {
+void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned top) {
     if (!s) return;
     const struct lp_sampling *g = s->r->sampling;
     char cpu[32];
     ms(cpu, sizeof cpu, s->total * s->period_ns);
     unsigned threads = 0;
     for (uint32_t t = 0; t <= s->r->nthreads; t++) threads += s->th[t].samples != 0;
-    lp_out_fmt(o, "  CPU samples: %llu on %u thread%s, %s of CPU (one per %.3f ms of a thread's CPU)",
+    lp_out_fmt(o, "  CPU samples: %llu on %u thread%s, %s of user CPU (one per %.3f ms of a thread's user CPU)",
                (unsigned long long)s->total, threads, threads == 1 ? "" : "s", cpu, (double)s->period_ns / 1e6);
     if (g && (g->dropped || g->in_libprof))
         lp_out_fmt(o, "; %llu in libprof's own code, %llu dropped", (unsigned long long)g->in_libprof,
                    (unsigned long long)g->dropped);
     lp_out_s(o,
              "\n  CPU samples by function, all threads (self: the innermost frame; total: anywhere on the stack):\n");
-    rows_text(o, &s->fn, s->total, s->period_ns, TOP);
+    rows_text(o, &s->fn, s->total, s->period_ns, (unsigned)lp_top(top, TOP));
     if (s->py.n) {
         lp_out_s(o, "  CPU samples by Python line (self: the innermost Python frame; total: any Python frame):\n");
-        rows_text(o, &s->py, s->total, s->period_ns, TOP);
+        rows_text(o, &s->py, s->total, s->period_ns, (unsigned)lp_top(top, TOP));
     }
     if (threads > 1) {
-        lp_out_fmt(o, "  CPU samples per thread:\n  %10s %10s %10s  %-16s  %s\n", "tid", "samples", "cpu", "thread",
-                   "heaviest function (self)");
-        for (uint32_t t = 0; t <= s->r->nthreads; t++) {
+        lp_out_fmt(o, "  CPU samples per thread:\n  %10s %10s %10s  %-16s  %s\n", "tid", "samples", "user cpu",
+                   "thread", "heaviest function (self)");
+        for (uint32_t t = 0, rows = 0; t <= s->r->nthreads && (!top || rows < top); t++) {
             const struct thread_cpu *c = &s->th[t];
             if (!c->samples) continue;
+            rows++;
             char name[64], tm[32];
             ms(tm, sizeof tm, c->samples * s->period_ns);
             lp_out_fmt(o, "  %10u %10llu %10s  %-16s  %s\n", t < s->r->nthreads ? s->r->threads[t].tid : 0,

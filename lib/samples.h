@@ -38,7 +38,7 @@ uint64_t lp_samples_count(const struct lp_samples *s);
 uint64_t lp_samples_period(const struct lp_samples *s);
 
 /* The writers' views. */
-void lp_samples_summary(const struct lp_samples *s, struct lp_out *o);
+void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned top);
 void lp_samples_csv(const struct lp_samples *s, struct lp_out *o);
 void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o); /* ,"sampling":{...},"cpu_functions":[...] */
 void lp_samples_folded(const struct lp_samples *s, struct lp_out *o);

@@ -46,8 +46,9 @@ struct lp_sites {
 };
 
 struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
-    /* a followed trace recording stacks may not have written one yet */
-    if (r->nstacks == 0 && !(r->follow && r->hdr.version >= 10 && r->hdr.alloc_stacks)) return NULL;
+    /* a trace recorded with stacks may have none (a program that allocated nothing, a followed
+     * trace that has not written one yet): its flame graphs are empty, not missing */
+    if (r->nstacks == 0 && !(r->hdr.version >= 10 && r->hdr.alloc_stacks)) return NULL;
     struct lp_sites *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
@@ -489,7 +490,8 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     }
 }
 
-void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
+void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
+    const uint32_t rows = (uint32_t)lp_top(top, TOP);
     static const char *const titles[] = {"allocation sites by bytes allocated", "allocation sites by calls",
                                          "allocation sites by share of the peak", "leaks by allocation site"};
     char buf[512], b1[32], b2[32], b3[32];
@@ -502,7 +504,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
         }
         lp_out_fmt(o, "  %s:\n  %10s %10s %10s %10s  %s\n", titles[ord], "calls", "allocated", "at peak", "leaked",
                    "stack (innermost first)");
-        for (uint32_t i = 0; i < n && i < TOP; i++) {
+        for (uint32_t i = 0; i < n && i < rows; i++) {
             const struct site *t = &s->site[v[i]];
             frames_text(s, v[i], buf, sizeof buf, 4, " < ");
             lp_fmt_bytes(b1, sizeof b1, t->bytes);
@@ -519,7 +521,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
             lp_out_fmt(o,
                        "  most temporary allocations (released right after, on their thread):\n  %10s %10s %10s  %s\n",
                        "temporary", "of calls", "bytes", "stack (innermost first)");
-            for (uint32_t i = 0; i < n && i < TOP; i++) {
+            for (uint32_t i = 0; i < n && i < rows; i++) {
                 const struct site *t = &s->site[v[i]];
                 frames_text(s, v[i], buf, sizeof buf, 4, " < ");
                 lp_fmt_bytes(b1, sizeof b1, t->temp_bytes);
@@ -543,7 +545,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
         for (int f = 0; f < LP_FAM_COUNT; f++)
             if (any[f]) lp_out_fmt(o, " %10s", lp_family_names[f]);
         lp_out_fmt(o, " %10s %10s  %s\n", "allocs", "allocated", "line");
-        for (uint32_t i = 0; i < nline && i < TOP; i++) {
+        for (uint32_t i = 0; i < nline && i < rows; i++) {
             const struct pyline *l = lv[i];
             if (!(by_bytes ? l->alloc_bytes : l->call_ns)) break;
             lp_fmt_ns(b1, sizeof b1, (int64_t)l->call_ns);
@@ -564,7 +566,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o) {
     if (nl)
         lp_out_fmt(o, "  memory per library (the first caller outside the C/C++ runtime):\n  %10s %10s %10s %10s  %s\n",
                    "calls", "allocated", "at peak", "leaked", "library");
-    for (uint32_t i = 0; i < nl && i < TOP; i++) {
+    for (uint32_t i = 0; i < nl && i < rows; i++) {
         lp_fmt_bytes(b1, sizeof b1, libs[i].bytes);
         lp_fmt_bytes(b2, sizeof b2, libs[i].peak);
         lp_fmt_bytes(b3, sizeof b3, libs[i].live);

@@ -46,7 +46,7 @@ void lp_sites_peak(struct lp_sites *s);
 int lp_sites_finish(struct lp_sites *s, uint64_t at_ns);
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o);
 void lp_sites_csv(struct lp_sites *s, struct lp_out *o);
-void lp_sites_summary(struct lp_sites *s, struct lp_out *o);
+void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top);
 /* Collapsed stacks, one line per stack: "root;...;leaf BYTES", heaviest first: bytes allocated,
  * leaked at exit, or live at the heap's peak (or at the instant lp_sites_finish was given). */
 enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2, LP_FOLD_TEMP = 3 };

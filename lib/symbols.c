@@ -30,6 +30,11 @@ struct module {
     size_t nsyms, capsyms;
     void *map[2];
     size_t map_len[2];
+    /* its unwind table (.eh_frame_hdr's, in map[0]): where each function starts, for code that
+     * has no symbol (a stripped library's assembly); fde_tried: looked for once */
+    const int32_t *fde; /* pairs (initial location, FDE), datarel to fde_base, sorted */
+    uint64_t fde_base, nfde;
+    int fde_tried;
 };
 
 struct lp_syms {
@@ -231,6 +236,67 @@ static void load(struct module *m) {
     if (m->nsyms && sort_syms(m->syms, m->nsyms) != 0) m->nsyms = 0; /* no memory: module+offset */
 }
 
+/* The unwind table of module m's file (PT_GNU_EH_FRAME): every function the compiler or assembler
+ * described for unwinding has an entry, symbol or not. Only the usual encoding (datarel sdata4
+ * pairs) is read; anything else leaves the module without one. */
+static void fde_load(struct module *m) {
+    m->fde_tried = 1;
+    if (!m->map[0]) {
+        char path[4200];
+        snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
+        int fd = lp_os_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
+        struct stat st;
+        if (fd < 0) return;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+            lp_os_close(fd);
+            return;
+        }
+        void *d = lp_os_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        lp_os_close(fd);
+        if (d == MAP_FAILED) return;
+        m->map[0] = d;
+        m->map_len[0] = (size_t)st.st_size;
+    }
+    const uint8_t *d = m->map[0];
+    size_t len = m->map_len[0];
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+    if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
+        (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
+        return;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(d + eh->e_phoff);
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_GNU_EH_FRAME || ph[i].p_offset > len || ph[i].p_filesz > len - ph[i].p_offset ||
+            ph[i].p_filesz < 12)
+            continue;
+        const uint8_t *h = d + ph[i].p_offset;
+        /* version 1; eh_frame_ptr (any 4-byte encoding); fde_count udata4; table datarel sdata4 */
+        if (h[0] != 1 || (h[1] & 0x0f) != 0x0b || h[2] != 0x03 || h[3] != 0x3b) return;
+        uint32_t n;
+        memcpy(&n, h + 8, 4);
+        if ((uint64_t)n * 8 > ph[i].p_filesz - 12) return;
+        m->fde = (const int32_t *)(h + 12);
+        m->nfde = n;
+        m->fde_base = ph[i].p_vaddr;
+        return;
+    }
+}
+
+/* Where the function holding `v` (an address in the module's own terms) starts by its unwind
+ * table; 0 when the table has none below it. */
+static uint64_t fde_start(struct module *m, uint64_t v) {
+    if (!m->fde_tried) fde_load(m);
+    size_t lo = 0, hi = m->nfde;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->fde_base + (uint64_t)(int64_t)m->fde[2 * mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? m->fde_base + (uint64_t)(int64_t)m->fde[2 * (lo - 1)] : 0;
+}
+
 static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     size_t n = strlen(text) + 1;
     struct pool_block *b = s->pool;
@@ -302,7 +368,14 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
         char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */
         if (ver && ver != buf) *ver = '\0';
     } else {
-        snprintf(buf, sizeof buf, "%s+0x%llx", m->base, (unsigned long long)v);
+        /* no symbol: the function its unwind table says it is in ("+0x… (no symbol)", one row
+         * for all of its instructions), else its page of the library */
+        uint64_t start = fde_start(m, v);
+        if (start)
+            snprintf(buf, sizeof buf, "%s+0x%llx (no symbol)", m->base, (unsigned long long)start);
+        else
+            snprintf(buf, sizeof buf, "%s+0x%llx.. (no symbol, by page)", m->base,
+                     (unsigned long long)(v & ~UINT64_C(0xfff)));
     }
     return intern(s, key, buf);
 }

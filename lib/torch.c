@@ -342,7 +342,8 @@ void lp_torch_csv(const struct lp_torch *t, struct lp_out *o) {
     }
 }
 
-void lp_torch_summary(const struct lp_torch *t, struct lp_out *o) {
+void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top) {
+    size_t rows = lp_top(top, 20);
     size_t n;
     uint32_t *v = sorted(t, 0, &n);
     if (!v) return;
@@ -350,7 +351,7 @@ void lp_torch_summary(const struct lp_torch *t, struct lp_out *o) {
                t->flows ? ", backward nodes linked to their forward operators" : "");
     lp_out_fmt(o, "    %-36s %8s %10s %10s %10s %10s %10s %10s\n", "operator", "count", "total", "self", "p50", "p99",
                "bytes self", "bytes tot");
-    for (size_t i = 0; i < n && i < 20; i++) {
+    for (size_t i = 0; i < n && i < rows; i++) {
         const struct opstat *s = &t->st[v[i]];
         uint32_t len;
         const char *name = lp_reader_name(t->r, s->name, &len);
@@ -364,6 +365,6 @@ void lp_torch_summary(const struct lp_torch *t, struct lp_out *o) {
         lp_out_fmt(o, "    %-36.*s %8llu %10s %10s %10s %10s %10s %10s\n", (int)(len > 36 ? 36 : len), name,
                    (unsigned long long)s->f.count, tot, self, p50, p99, bs, bt);
     }
-    if (n > 20) lp_out_fmt(o, "    ... %zu more (metadata.libprof.torch, the CSV)\n", n - 20);
+    if (n > rows) lp_out_fmt(o, "    ... %zu more (metadata.libprof.torch, the CSV)\n", n - rows);
     lp_os_free(v);
 }

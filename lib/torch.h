@@ -30,6 +30,6 @@ int lp_torch_any(const struct lp_torch *t);                                     
 void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid); /* the paired ranges */
 void lp_torch_metadata(const struct lp_torch *t, struct lp_out *o);              /* ,"torch":{...} */
 void lp_torch_csv(const struct lp_torch *t, struct lp_out *o);
-void lp_torch_summary(const struct lp_torch *t, struct lp_out *o);
+void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top);
 
 #endif

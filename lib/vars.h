@@ -5,8 +5,8 @@
  *
  * X(name, argument, default, one line of help, how it is read, field of struct lpr_config,
  *   low bound, high bound (a string's room: 0, sized by the field), the words of a choice).
- * The loader reads them in this order: LIBPROF_VERBOSE first, so that the warnings about the
- * others can be verbose. */
+ * The loader reads them in this order: LIBPROF_VERBOSE and LIBPROF_LOG first, so that the
+ * warnings about the others can be verbose and go to the log. */
 #ifndef LP_VARS_H
 #define LP_VARS_H
 
@@ -15,6 +15,9 @@
     X("LIBPROF_VERBOSE", "0|1", "0", \
       "diagnostics on stderr: paths, clock, event counts, the conversion's time", \
       BOOL, verbose, 0, 0, NULL) \
+    X("LIBPROF_LOG", "path", "none", \
+      "libprof's own messages go to this file (same patterns as LIBPROF_OUTPUT), never to the program's stderr; without it only a line saying libprof cannot work reaches stderr, and what libprof notes while it works is kept in the trace (metadata.libprof.notes)", \
+      STRING, log_pat, 0, 0, NULL) \
     X("LIBPROF", "0|1", "unset", \
       "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv, sampling the CPU at 1000 Hz; 0: libprof off whatever else is set", \
       BOOL, master, 0, 0, NULL) \

@@ -536,6 +536,13 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
                    (unsigned long long)a->mpi_sync_ns[1]);
         lp_out_s(o, "}");
     }
+    /* what libprof noted while it worked, kept out of the program's stderr (preload/core/log.c) */
+    lp_out_s(o, ",\"notes\":[");
+    for (uint32_t i = 0; i < r->nnotes; i++) {
+        if (i) lp_out_s(o, ",");
+        lp_out_json_str(o, r->notes[i].s, r->notes[i].len);
+    }
+    lp_out_s(o, "]");
     lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
                (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)a->span_ns,
                r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",

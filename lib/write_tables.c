@@ -125,15 +125,18 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (a->untracked_frees || a->reused_live)
         lp_out_fmt(o, "  frees of blocks not seen allocated: %llu; blocks reused without a seen free: %llu\n",
                    (unsigned long long)a->untracked_frees, (unsigned long long)a->reused_live);
-    lp_calls_summary(a->calls, o);
-    if (a->sites) lp_sites_summary(a->sites, o);
-    if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o);
-    if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o);
-    if (lp_torch_any(a->torch)) lp_torch_summary(a->torch, o);
-    lp_samples_summary(a->samples, o);
+    unsigned top = a->opts->top; /* rows per table (0: each table's own) */
+    lp_calls_summary(a->calls, o, top);
+    if (a->sites) lp_sites_summary(a->sites, o, top);
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o, top);
+    if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o, top);
+    if (lp_torch_any(a->torch)) lp_torch_summary(a->torch, o, top);
+    lp_samples_summary(a->samples, o, top);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);
+    for (uint32_t i = 0; i < r->nnotes; i++) /* what libprof noted while it worked */
+        lp_out_fmt(o, "  note: %.*s\n", (int)r->notes[i].len, r->notes[i].s);
     size_histogram(o, a);
 }
 

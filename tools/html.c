@@ -81,11 +81,11 @@ static void thread_emit(void *arg, const struct rp_thread_share *t) {
                 "%.1f%%</title></rect>"
                 "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"#3182bd\"><title>kernel "
                 "%.1f%%</title></rect>"
-                "<text x=\"770\" y=\"%d\">%s wall, %.0f%% busy, %.0f%% kernel%s</text>\n",
-                b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 13, w, bw / 6, kw / 6, c);
+                "<text x=\"160\" y=\"%d\" class=\"bar-label\">%s wall, %.0f%% busy, %.0f%% kernel%s</text>\n",
+                b->y, b->y, bw, bw / 6, b->y, kw, kw / 6, b->y + 31, w, bw / 6, kw / 6, c);
     else
         fprintf(b->f, "<text x=\"160\" y=\"%d\">no traced call%s</text>\n", b->y + 13, c);
-    b->y += 22;
+    b->y += 40; /* the bar, and its label on a line of its own under it: it never runs off the page */
 }
 
 /* The live heap over time from a raw trace: up to 1000 points (the maximum of each bucket). */

@@ -159,10 +159,11 @@ void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r) 
     char all[32], per[32];
     lp_fmt_ns(all, sizeof all, (int64_t)(cpu->samples * cpu->period_ns));
     lp_fmt_ns(per, sizeof per, (int64_t)cpu->period_ns);
-    fprintf(f,
-            "<h2 id=\"cpu\">Where the CPU went</h2><p>%llu CPU samples on %zu thread%s, %s of CPU (one per %s of a "
-            "thread's CPU time); self: the innermost frame, total: anywhere on the stack</p>\n",
-            (unsigned long long)cpu->samples, cpu->nthreads, cpu->nthreads == 1 ? "" : "s", all, per);
+    fprintf(
+        f,
+        "<h2 id=\"cpu\">Where the CPU went</h2><p>%llu CPU samples on %zu thread%s, %s of user CPU (one per %s of a "
+        "thread's user CPU time); self: the innermost frame, total: anywhere on the stack</p>\n",
+        (unsigned long long)cpu->samples, cpu->nthreads, cpu->nthreads == 1 ? "" : "s", all, per);
     table(f, "By function", "function", cpu->fns, cpu->nfns, cpu);
     table(f, "By Python line", "line", cpu->lines, cpu->nlines, cpu);
     chart(f, cpu);

@@ -553,6 +553,7 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .file_mode = cli.file_mode,
                                     .py_user_lines = cli.py_user_lines,
                                     .live = cli.live != NULL,
+                                    .top = cli.o.top > 0 ? (unsigned)cli.o.top : 0,
                                     .timeline_ns = cli.have_timeline ? cli.timeline_ns : UINT64_C(300000000000),
                                     .timeline_min_ns = cli.timeline_min_ns,
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
@@ -595,6 +596,7 @@ static int snapshot_load(struct lp_snapshot *s) {
     if (!f) return -1;
     s->done[0] = s->summary[0] = s->chrome[0] = s->csv[0] = s->folded[0] = s->speedscope[0] = s->cpu_folded[0] =
         s->pprof[0] = s->pprof_heap[0] = '\0';
+    s->top = 0;
     struct {
         const char *key;
         char *dst;
@@ -608,6 +610,7 @@ static int snapshot_load(struct lp_snapshot *s) {
         *sp = '\0';
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             if (!strcmp(line, keys[i].key)) snprintf(keys[i].dst, sizeof s->summary, "%s", sp + 1);
+        if (!strcmp(line, "top")) s->top = (unsigned)atoi(sp + 1);
     }
     fclose(f);
     unlink(path);
@@ -631,8 +634,26 @@ static void follower_file(int make) {
 
 /* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
 static int act_convert(struct input *in, int summary) {
-    if (!in->raw) {
-        fprintf(stderr, "libprof-report: %s: --chrome, --csv and the flame graphs take a raw trace (.lpt)\n", in->path);
+    if (!in->raw) { /* name what was asked, and where a raw trace comes from */
+        const struct {
+            const char *path, *opt;
+        } asked[] = {{cli.csv, "--csv"},
+                     {cli.folded, "--folded"},
+                     {cli.folded_leaks, "--folded-leaks"},
+                     {cli.folded_peak, "--folded-peak"},
+                     {cli.speedscope, "--speedscope"},
+                     {cli.cpu_folded, "--cpu-folded"},
+                     {cli.pprof, "--pprof"},
+                     {cli.pprof_heap, "--pprof-heap"},
+                     {cli.chrome, "--chrome"}};
+        char opts[160] = "";
+        for (size_t i = 0, o = 0; i < sizeof asked / sizeof asked[0]; i++)
+            if (asked[i].path && o < sizeof opts)
+                o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%s", o ? ", " : "", asked[i].opt);
+        fprintf(stderr,
+                "libprof-report: %s: %s read%s a raw trace (.lpt, or .lpz packed), not a Chrome trace: record with "
+                "LIBPROF_OUTPUT=NAME.lpt, or keep the raw trace beside the JSON with LIBPROF_KEEP_RAW=1\n",
+                in->path, opts[0] ? opts : "these outputs", strchr(opts, ',') ? "" : "s");
         return 2;
     }
     struct lp_convert_opts co = convert_opts(in);
@@ -847,6 +868,7 @@ static int live_followed(const char *spool, long follower) {
                 fprintf(f, "%s %s/%s\n", keys[i], cwd, vals[i]);
         }
     if (!any) fprintf(f, "summary %s\n", sum);
+    if (cli.o.top > 0) fprintf(f, "top %d\n", cli.o.top);
     fprintf(f, "done %s\n", done);
     if (fclose(f) != 0 || rename(tmp, req) != 0 || kill((pid_t)follower, SIGUSR1) != 0) {
         fprintf(stderr, "libprof-report: cannot ask the follower (pid %ld): %s\n", follower, strerror(errno));

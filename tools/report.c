@@ -368,6 +368,13 @@ static struct thr *threads(const struct an *a, size_t *n) {
     return t;
 }
 
+/* --top N: the N threads that used the most (sampled CPU, else busy time) come first, alone. */
+static int by_use_desc(const void *x, const void *y) {
+    const struct thr *a = x, *b = y;
+    int64_t ua = a->cpu > 0 ? a->cpu : a->busy, ub = b->cpu > 0 ? b->cpu : b->busy;
+    return ua > ub ? -1 : ua < ub;
+}
+
 static void print_threads(FILE *f, const struct an *a) {
     size_t n;
     struct thr *t = threads(a, &n);
@@ -375,9 +382,11 @@ static void print_threads(FILE *f, const struct an *a) {
         free(t);
         return;
     }
+    size_t shown = a->o->top > 0 && (size_t)a->o->top < n ? (size_t)a->o->top : n;
+    if (shown < n) lp_sort(t, n, sizeof *t, by_use_desc);
     if (a->has_cpu)
         fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
-                   "oneDNN,\nOpenMP regions or --kernels; cpu = sampled CPU time; framework tax = share of the CPU "
+                   "oneDNN,\nOpenMP regions or --kernels; cpu = sampled user CPU time; framework tax = share of it "
                    "outside kernels\n");
     else
         fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
@@ -389,6 +398,15 @@ static void print_threads(FILE *f, const struct an *a) {
     for (size_t i = 0; i <= n; i++) {
         /* the last line: all threads together (a thread that only waits for work counts too) */
         int all = i == n;
+        if (!all && i >= shown) { /* beyond --top: counted in the overall line only */
+            ADD(wall, t[i].last - t[i].first);
+            ADD(busy, t[i].busy);
+            ADD(kern, t[i].kernel);
+            if (t[i].cpu > 0) ADD(cpu, t[i].cpu);
+            if (t[i].cpu_kernel > 0) ADD(ckern, t[i].cpu_kernel);
+            if (i + 1 == n) fprintf(f, "%19s (%zu more threads, in the overall line)\n", "...", n - shown);
+            continue;
+        }
         int64_t w_ = all ? wall : t[i].last - t[i].first, b_ = all ? busy : t[i].busy, k_ = all ? kern : t[i].kernel;
         int64_t c_ = all ? cpu : t[i].cpu, ck_ = all ? ckern : t[i].cpu_kernel;
         if (!all) {
@@ -737,7 +755,7 @@ int rp_print_cpu(FILE *f, const struct lp_slices *c, const struct rp_opts *o) {
     char all[32], per[32];
     fmt_dur(all, sizeof all, (int64_t)(cpu->samples * cpu->period_ns), RP_AUTO);
     fmt_dur(per, sizeof per, (int64_t)cpu->period_ns, RP_AUTO);
-    fprintf(f, "\nCPU samples: %llu on %zu thread%s, %s of CPU (one per %s of a thread's CPU)\n",
+    fprintf(f, "\nCPU samples: %llu on %zu thread%s, %s of user CPU (one per %s of a thread's user CPU)\n",
             (unsigned long long)cpu->samples, cpu->nthreads, cpu->nthreads == 1 ? "" : "s", all, per);
     size_t top = o->top > 0 ? (size_t)o->top : 20;
     cpu_rows(f, "CPU samples by function (self: the innermost frame; total: anywhere on the stack):", cpu->fns,

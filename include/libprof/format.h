@@ -460,6 +460,7 @@ enum lp_string_key {
     LP_STR_NAME = 5,        /* u32 id, then the bytes: a name that annotation records refer to */
     LP_STR_ORT_PROFILE = 6, /* u64 session, then ONNX Runtime's own profile of that session (its JSON) */
     LP_STR_JOB = 7,         /* launcher, rank, world size, local rank: NUL-separated (%r, metadata.job) */
+    LP_STR_NOTE = 8, /* a message libprof had for the user, kept out of the program's stderr (metadata.libprof.notes) */
 };
 
 /* Annotation name ids are dense from 1; a reader may treat a larger id as damage. */

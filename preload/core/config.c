@@ -275,7 +275,7 @@ static void warn_bad(const struct lpr_var *v, const char *value) {
         break;
     default: break;
     }
-    lpr_warn("ignoring %s=\"%s\" (%s)", v->name, value, why);
+    lpr_say("ignoring %s=\"%s\" (%s)", v->name, value, why);
 }
 
 /* Read `s` as variable `v` into the config. Returns 0, or -1 (bad value, default kept). */
@@ -325,7 +325,7 @@ static int read_var(const struct lpr_var *v, const char *s, struct lpr_config *c
         size_t k = strlen(known);
         for (int f = 0; f < LP_FAM_COUNT; f++)
             if (f != LP_FAM_CONTROL) k += (size_t)snprintf(known + k, sizeof known - k, ", %s", lp_family_names[f]);
-        lpr_warn("ignoring %s=\"%s\" (unknown family \"%s\"; known: %s)", v->name, s, bad, known);
+        lpr_say("ignoring %s=\"%s\" (unknown family \"%s\"; known: %s)", v->name, s, bad, known);
         return 1; /* said already */
     }
     default: return -1;
@@ -368,11 +368,14 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         if (!strcmp(v->name, "LIBPROF")) snprintf(cfg->master_raw, sizeof cfg->master_raw, "%s", s);
         if (!strcmp(v->name, "LIBPROF_SAMPLE_HZ")) sample_hz_set = 1;
         if (i == 0) lpr_verbose = cfg->verbose; /* the first row: the warnings that follow may need it */
+        if (!strcmp(v->name, "LIBPROF_LOG") &&  /* relative: to where the process starts */
+            lpr_expand_path(cfg->log_pat, ctx->cwd ? ctx->cwd : "", ctx, lpr_log_path) != 0)
+            lpr_log_path[0] = '\0';
     }
     lpr_verbose = cfg->verbose;
     cfg->buffer_bytes = (uint32_t)cfg->buffer_kb * 1024;
     if (cfg->dir[0] != '/') { /* unset (or relative, which would mean nothing): where we start */
-        if (cfg->dir[0]) lpr_warn("ignoring LIBPROF_DIR=\"%s\" (not an absolute path)", cfg->dir);
+        if (cfg->dir[0]) lpr_say("ignoring LIBPROF_DIR=\"%s\" (not an absolute path)", cfg->dir);
         cfg->dir[0] = '\0';
         if (ctx->cwd && ctx->cwd[0] == '/' && strlen(ctx->cwd) < sizeof cfg->dir)
             memcpy(cfg->dir, ctx->cwd, strlen(ctx->cwd) + 1);
@@ -383,10 +386,10 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     int master = cfg->master;
     if (master == 0) return; /* explicit off switch wins */
     if (!ctx->rank && ((out && strstr(out, "%r")) || (csv && strstr(csv, "%r"))))
-        lpr_warn("%%r: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID, RANK): "
-                 "the pid instead");
+        lpr_say("%%r: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID, RANK): "
+                "the pid instead");
     if (out && lpr_expand_path(out, cfg->dir, ctx, cfg->output) != 0) {
-        lpr_warn("ignoring LIBPROF_OUTPUT=\"%s\" (bad %%-pattern or too long; use %%p %%h %%t %%e %%r %%%%)", out);
+        lpr_say("ignoring LIBPROF_OUTPUT=\"%s\" (bad %%-pattern or too long; use %%p %%h %%t %%e %%r %%%%)", out);
         out = NULL;
         cfg->output_pat[0] = '\0';
         master = 1; /* still profile, into the default place */
@@ -402,7 +405,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         }
     }
     if (csv && lpr_expand_path(csv, cfg->dir, ctx, cfg->csv) != 0) {
-        lpr_warn("ignoring LIBPROF_CSV=\"%s\" (bad %%-pattern or too long)", csv);
+        lpr_say("ignoring LIBPROF_CSV=\"%s\" (bad %%-pattern or too long)", csv);
         cfg->csv[0] = cfg->csv_pat[0] = '\0';
     }
     cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");

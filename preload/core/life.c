@@ -153,11 +153,11 @@ static int start_spool(int forked) {
         temp = 1;
     }
     if (lpr_cfg.output[0] && make_parent_dirs(lpr_cfg.output) != 0) {
-        lpr_warn("cannot create the directory for %s (%s); not profiling", lpr_cfg.output, strerror(errno));
+        lpr_say("cannot create the directory for %s (%s); not profiling", lpr_cfg.output, strerror(errno));
         return -1;
     }
     if (lpr_cfg.csv[0] && make_parent_dirs(lpr_cfg.csv) != 0) {
-        lpr_warn("cannot create the directory for %s (%s); not writing the CSV", lpr_cfg.csv, strerror(errno));
+        lpr_say("cannot create the directory for %s (%s); not writing the CSV", lpr_cfg.csv, strerror(errno));
         lpr_cfg.csv[0] = '\0';
     }
 
@@ -174,7 +174,13 @@ static int start_spool(int forked) {
     h.alloc_stacks = (uint32_t)lpr_cfg.stacks;
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
-        lpr_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
+        /* A descendant that may not write there (it runs as another user, whose change of user
+         * its traced parent noted in its own trace) stays untraced without a word: its stderr
+         * may be what its parent reads. Anyone else is told. */
+        if ((errno == EACCES || errno == EPERM) && lpr_lineage_descendant())
+            lpr_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
+        else
+            lpr_say("cannot create %s (%s); not profiling", spool_path, strerror(errno));
         return -1;
     }
     if (strcmp(chosen, spool_path) != 0) {
@@ -194,6 +200,7 @@ static int start_spool(int forked) {
     char cmd[8192];
     size_t n = read_cmdline(cmd, sizeof cmd);
     write_string(LP_STR_CMDLINE, cmd, n);
+    lpr_notes_flush(); /* what libprof noted before the trace was open */
     prepare_spawned();
     follow_arm();
     snapshot_names();
@@ -346,13 +353,17 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
         flame_name(cpu, sizeof cpu, base, ".cpu.folded");
     }
     if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
-        lpr_warn("cannot read back %s: %s", spool_path, err);
+        lpr_say("cannot read back %s: %s", spool_path, err);
         return -1;
     }
+    /* the summary asked for: on stderr, or in the log the user named */
+    int sum_fd = !lpr_cfg.summary  ? -1
+                 : lpr_log_path[0] ? lpr_sys_open(lpr_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
+                                   : STDERR_FILENO;
     struct lp_convert_opts o = {.chrome_path = chrome,
                                 .chrome_fd = -1,
                                 .csv_path = csv,
-                                .summary_fd = lpr_cfg.summary ? STDERR_FILENO : -1,
+                                .summary_fd = sum_fd >= 0 ? sum_fd : (lpr_cfg.summary ? STDERR_FILENO : -1),
                                 .alloc_min = lpr_cfg.alloc_min,
                                 .trace_label = lpr_cfg.output[0] ? lpr_cfg.output : NULL,
                                 .folded_path = flame ? fold : NULL,
@@ -366,7 +377,8 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .timeline_ns = lpr_cfg.timeline_ns,
                                 .timeline_min_ns = lpr_cfg.timeline_min_ns};
     int rc = lp_convert(&r, &o, err, sizeof err);
-    if (rc != 0) lpr_warn("%s", err);
+    if (sum_fd > STDERR_FILENO) lpr_sys_close(sum_fd);
+    if (rc != 0) lpr_say("%s", err);
     lp_reader_close(&r);
     return rc;
 }
@@ -549,7 +561,9 @@ static int follow_wait(int wait_ms) {
         struct stat st;
         if (!pid) pid = follower_pid();
         if (lpr_sys_stat(spool_path, &st) != 0) {
-            if (!pid || LP_SYS(SYS_kill, pid, 0, 0) != 0) return 0;
+            /* gone or a zombie: the follower is not our child (started through an intermediate
+             * that exits at once), and whatever adopted it may take a second or two to reap it */
+            if (!pid || lpr_pid_gone((int)pid)) return 0;
         } else {
             int fd = lpr_sys_open(spool_path, O_RDONLY | O_CLOEXEC, 0);
             if (fd >= 0) {
@@ -638,13 +652,14 @@ void lpr_snapshot_on_signal(int sig) {
     errno = saved;
 }
 
-/* The follower's messages (its log): to stderr, where an exit conversion's would have gone. */
+/* The follower's messages (its log): where an exit conversion's would have gone (stderr, or
+ * LIBPROF_LOG's file). */
 static void follow_log(void) {
     int fd = lpr_sys_open(spawn_log, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return;
     char buf[4096];
     long n;
-    while ((n = lpr_sys_read(fd, buf, sizeof buf)) > 0) lpr_sys_write(STDERR_FILENO, buf, (size_t)n);
+    while ((n = lpr_sys_read(fd, buf, sizeof buf)) > 0) lpr_log_write(buf, (size_t)n);
     lpr_sys_close(fd);
     lpr_sys_unlink(spawn_log);
 }
@@ -776,9 +791,9 @@ void lpr_finish(int status) {
     else if (rc != 0 && !lpr_cfg.raw_output) {
         struct stat st;
         if (lpr_sys_stat(spool_path, &st) == 0)
-            lpr_warn("raw trace kept in %s (convert it with libprof-report)", spool_path);
+            lpr_say("raw trace kept in %s (convert it with libprof-report)", spool_path);
         else
-            lpr_warn("the trace is lost: %s was removed while the program ran", spool_path);
+            lpr_say("the trace is lost: %s was removed while the program ran", spool_path);
     }
     lpr_lineage_sweep(); /* traces of this run's killed processes */
     lpr_info("trace: %s%s%s (%llu events, %llu dropped)", lpr_cfg.raw_output ? spool_path : lpr_cfg.output,

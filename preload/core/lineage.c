@@ -51,11 +51,15 @@ static void child_name(char *path, size_t len, const char *pattern) {
     lpr_path_insert_pid(path, len, lpr_pid);
 }
 
-/* Is `entry` ("NAME=value") in the environment our parent process started with? */
+/* Is `entry` ("NAME=value") in the environment our parent process started with? A parent whose
+ * environment we may not read (it runs as another user: we were started by a process that changed
+ * user, subprocess.run(user=...)) is taken to have it — its trace may be at that name, and a file
+ * of another user's is one we could not take over anyway. */
 static int parent_env_has(const char *entry) {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%ld/environ", (long)getppid());
     int fd = lpr_sys_open(path, O_RDONLY, 0);
+    if (fd == -EACCES || fd == -EPERM) return 1;
     if (fd < 0) return 0;
     size_t want = strlen(entry) + 1, have = 0; /* bytes of the current entry matched so far */
     int match = 1, found = 0;
@@ -79,6 +83,9 @@ static int parent_env_has(const char *entry) {
     return found;
 }
 
+static int descendant; /* started by a traced process, whose outputs' names we inherited */
+int lpr_lineage_descendant(void) { return descendant; }
+
 /* A process started by a traced process (make running gcc, a shell running a pipeline) inherits
  * LIBPROF_OUTPUT. If the pattern has no %p, the parent's trace and ours would share one name, so
  * ours gets ".PID" inserted before the extension. */
@@ -94,6 +101,7 @@ static void name_descendant(void) {
         inherited = parent_env_has(entry);
     }
     if (!inherited) return;
+    descendant = 1;
     if (lpr_cfg.output[0] && o[0] && !strstr(o, "%p"))
         lpr_path_insert_pid(lpr_cfg.output, sizeof lpr_cfg.output, lpr_pid);
     if (lpr_cfg.csv[0] && !lpr_cfg.output_defaulted && c[0] && !strstr(c, "%p"))
@@ -156,7 +164,7 @@ int lpr_lineage_names(int forked) {
         name_descendant();
     }
     if (avoid_reused_pid() != 0) {
-        lpr_warn("every variant of %s is taken; not profiling", lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv);
+        lpr_say("every variant of %s is taken; not profiling", lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv);
         return -1;
     }
     return 0;

@@ -1,10 +1,26 @@
-/* log.c: messages from the preload to the user, always on stderr and prefixed "libprof:".
+/* log.c: libprof's messages to the user, prefixed "libprof:".
  *
- * Messages are formatted into a stack buffer and written with one write(2), so they neither
- * allocate nor interleave with the program's own stdio buffering. Warnings are capped: a
- * profiler that floods a program's stderr has changed the program. */
+ * A profiler writes nothing into the program's streams that the user did not ask for: a test
+ * runner that reads its workers' last line of stderr, a program whose captured stderr is its
+ * result, must see what they would without libprof. So there are three kinds of message:
+ *   - lpr_say: libprof cannot work, or cannot do what a variable asked (not profiling, recording
+ *     stops, the trace is lost, a value ignored): on stderr — that line is asked-for;
+ *   - lpr_warn, a note: libprof works with less (no Python frames, no CPU samples, a flag
+ *     dropped) or has something to report (how long the exit conversion took): kept in the trace
+ *     (NOTE strings: metadata.libprof.notes, shown by the report), never on the program's stderr;
+ *   - lpr_info: diagnostics asked for with LIBPROF_VERBOSE=1, on stderr (notes too, then).
+ * LIBPROF_LOG=FILE sends every kind to that file instead of stderr (appended: one file may serve
+ * a whole process tree), notes included.
+ *
+ * Messages are formatted into a stack buffer and written with one write(2) (the log: opened,
+ * written and closed each time, so the program never holds a descriptor of libprof's), so they
+ * neither allocate nor interleave with the program's own stdio buffering. Each kind is capped: a
+ * profiler that floods a program's stderr has changed the program. A note made before the trace
+ * is open waits in a small buffer and is written when it opens (lpr_notes_flush). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,38 +29,102 @@
 #include "lp.h"
 #include "sys.h"
 
-#define MAX_WARNINGS 16
+#define MAX_SAID 16
+#define MAX_NOTES 64
+#define PENDING 8
 
 int lpr_verbose;
-static int warnings;
+char lpr_log_path[PATH_MAX]; /* LIBPROF_LOG, expanded (config.c); empty: stderr */
+static int said, noted;
+static struct {
+    uint16_t len;
+    char text[254];
+} pending[PENDING];
+static int npending;
 
-static void emit(const char *fmt, va_list ap) {
-    int saved = errno;
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "libprof: ");
-    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+/* "libprof: " + the message + "\n" into buf; its length. */
+static int format(char *buf, size_t cap, const char *fmt, va_list ap) {
+    int n = snprintf(buf, cap, "libprof: ");
+    int m = vsnprintf(buf + n, cap - (size_t)n - 1, fmt, ap);
     if (m < 0) m = 0;
     n += m;
-    if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
+    if (n > (int)cap - 2) n = (int)cap - 2;
     buf[n++] = '\n';
-    lpr_sys_write(STDERR_FILENO, buf, (size_t)n); /* libprof's own write: not through the hook */
+    return n;
+}
+
+/* To the log the user named, else to stderr. libprof's own writes: not through the hooks. */
+void lpr_log_write(const char *buf, size_t n) {
+    if (lpr_log_path[0]) {
+        int fd = lpr_sys_open(lpr_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            lpr_sys_write(fd, buf, n);
+            lpr_sys_close(fd);
+            return;
+        }
+    }
+    lpr_sys_write(STDERR_FILENO, buf, n);
+}
+
+/* libprof cannot work, or cannot do what a variable asked: the user is told. */
+void lpr_say(const char *fmt, ...) {
+    if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) >= MAX_SAID) return;
+    int saved = errno;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = format(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    lpr_log_write(buf, (size_t)n);
     errno = saved;
 }
 
-/* A problem the user should know about; the program carries on. */
+/* The note into the trace (a STRING chunk of kind NOTE, without "libprof: " and the newline). */
+static int keep(const char *text, size_t len) {
+    uint32_t key = LP_STR_NOTE;
+    return lpr_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, text, len);
+}
+
+/* A note: kept in the trace (and the log, or stderr with LIBPROF_VERBOSE=1); never on the
+ * program's stderr otherwise. */
 void lpr_warn(const char *fmt, ...) {
-    if (__atomic_fetch_add(&warnings, 1, __ATOMIC_RELAXED) >= MAX_WARNINGS) return;
+    if (__atomic_fetch_add(&noted, 1, __ATOMIC_RELAXED) >= MAX_NOTES) return;
+    int saved = errno;
+    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    emit(fmt, ap);
+    int n = format(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (lpr_log_path[0] || lpr_verbose) lpr_log_write(buf, (size_t)n);
+    const char *text = buf + 9; /* "libprof: " */
+    size_t len = (size_t)n - 10;
+    if (keep(text, len) != 0) { /* the trace is not open yet (or no more): kept for it */
+        int i = __atomic_fetch_add(&npending, 1, __ATOMIC_RELAXED);
+        if (i < PENDING) {
+            size_t k = len < sizeof pending[i].text ? len : sizeof pending[i].text;
+            memcpy(pending[i].text, text, k);
+            __atomic_store_n(&pending[i].len, (uint16_t)k, __ATOMIC_RELEASE);
+        }
+    }
+    errno = saved;
+}
+
+/* The notes made before the trace was open, into it (life.c, once the spool is started). */
+void lpr_notes_flush(void) {
+    int n = __atomic_exchange_n(&npending, 0, __ATOMIC_ACQ_REL);
+    for (int i = 0; i < n && i < PENDING; i++)
+        if (pending[i].len) keep(pending[i].text, pending[i].len);
 }
 
 /* A diagnostic shown only with LIBPROF_VERBOSE=1. */
 void lpr_info(const char *fmt, ...) {
     if (!lpr_verbose) return;
+    int saved = errno;
+    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    emit(fmt, ap);
+    int n = format(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    lpr_log_write(buf, (size_t)n);
+    errno = saved;
 }

@@ -95,6 +95,7 @@ struct lpr_config {
     uint64_t follow_mb;        /* LIBPROF_FOLLOW: a follower converts the spool once it passes this (0: never) */
     uint64_t file_mode;        /* LIBPROF_FILE_MODE: mode of the files libprof creates (0600) */
     char dir[PATH_MAX];        /* LIBPROF_DIR: relative output paths are resolved against it */
+    char log_pat[PATH_MAX];    /* LIBPROF_LOG as given (lpr_log_path: expanded) */
     char output_pat[PATH_MAX]; /* LIBPROF_OUTPUT as given (patterns unexpanded) */
     char csv_pat[PATH_MAX];    /* LIBPROF_CSV as given */
     int output_defaulted;      /* output_pat/csv_pat are LIBPROF=1's defaults, not the user's */
@@ -162,9 +163,14 @@ LP_HIDDEN void *lpr_mpi_dlsym(void *handle, const char *name);
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
 
+/* "log.c": libprof cannot work (stderr); a note (the trace, the log); a diagnostic (verbose). */
+LP_HIDDEN void lpr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 LP_HIDDEN void lpr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 LP_HIDDEN void lpr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+LP_HIDDEN void lpr_notes_flush(void);
+LP_HIDDEN void lpr_log_write(const char *buf, size_t n); /* as they are: to LIBPROF_LOG, else stderr */
 LP_HIDDEN extern int lpr_verbose;
+LP_HIDDEN extern char lpr_log_path[]; /* LIBPROF_LOG, expanded; empty: stderr */
 
 /* ---- "clock.c": timestamps ----------------------------------------------------------------- */
 
@@ -680,6 +686,7 @@ LP_HIDDEN void lpr_write_end(int status, int sig);
 
 LP_HIDDEN int lpr_lineage_names(int forked);
 LP_HIDDEN void lpr_lineage_pid_inserted(void);
+LP_HIDDEN int lpr_lineage_descendant(void); /* started by a traced process (its outputs' names inherited) */
 LP_HIDDEN void lpr_lineage_started(uint64_t real_ns);
 LP_HIDDEN void lpr_lineage_init(void);
 LP_HIDDEN void lpr_lineage_forget_children(void);

@@ -122,6 +122,7 @@ static uint64_t rlimit_cur(int what) {
  * (the spool of another live process, or one being created this very moment), or -errno. */
 static int claim(const char *path) {
     int fd = lpr_sys_open(path, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd == -EACCES || fd == -EPERM) return 0; /* another user's (a process that changed user): taken */
     if (fd < 0) return fd == -ENOENT ? 1 : fd;
     struct stat st;
     struct lp_file_header h;
@@ -378,10 +379,10 @@ static void write_failed(uint64_t start, long why) {
            !__atomic_compare_exchange_n(&fail_off, &prev, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     if (!__atomic_exchange_n(&spool_failed, 1, __ATOMIC_RELAXED)) {
         if (why == -EFBIG)
-            lpr_warn("the trace reached the process's file-size limit (ulimit -f); recording stops, the program "
-                     "carries on");
+            lpr_say("the trace reached the process's file-size limit (ulimit -f); recording stops, the program "
+                    "carries on");
         else
-            lpr_warn("cannot write the trace (%s); recording stops, the program carries on", strerror((int)-why));
+            lpr_say("cannot write the trace (%s); recording stops, the program carries on", strerror((int)-why));
     }
 }
 

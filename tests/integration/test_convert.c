@@ -1,11 +1,15 @@
-/* The exit conversion (issue 14): LIBPROF_CONVERT=background lets the program end without
- * waiting — a detached libprof-report writes the same JSON and CSV and removes the spool — and
- * the conversion's own time is reported (always with LIBPROF_VERBOSE, else past one second). */
+/* The exit conversion: LIBPROF_CONVERT=background lets the program end without waiting — a
+ * detached libprof-report writes the same JSON and CSV and removes the spool — and the
+ * conversion's own time is reported where the user asks (LIBPROF_VERBOSE, LIBPROF_LOG), never on
+ * the program's stderr otherwise. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +48,31 @@ Test(convert, in_the_background) {
     cr_expect_not_null(strstr(c, "\nmalloc,alloc,"));
     free(c);
     cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
+
+/* libprof's messages never reach the program's stderr unasked: LIBPROF_LOG=FILE takes every one of
+ * them (here the conversion's time, which LIBPROF_VERBOSE asks for), appended, and stderr is the
+ * program's alone; a note is kept in the trace as well. */
+Test(convert, messages_go_to_the_log_the_user_names) {
+    char *dir = make_tmpdir();
+    char *log = strfmt("%s/lp-%%p.log", dir);
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, sql);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), "LIBPROF_VERBOSE=1",
+                         strfmt("LIBPROF_LOG=%s", log), NULL};
+    run_prog(&r, dir, env, sql);
+    cr_assert_eq(r.status, 0);
+    cr_expect_str_eq(r.err, bare.err);
+    glob_t g;
+    cr_assert_eq(glob(strfmt("%s/lp-*.log", dir), 0, NULL, &g), 0, "no log written");
+    cr_assert_eq(g.gl_pathc, 1);
+    char *text = read_file(g.gl_pathv[0], NULL);
+    cr_assert_not_null(text);
+    cr_expect_eq(count_lines_with(text, "libprof: converting "), 1, "%s", text);
+    cr_expect_gt(count_lines_with(text, "libprof: "), 1, "%s", text);
+    globfree(&g);
     run_free(&r);
     run_free(&bare);
 }
@@ -190,7 +219,12 @@ Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
         size_t nraw = 0, npack = 0;
         free(read_file(lpt, &nraw));
         free(read_file(lpz, &npack));
-        cr_expect_lt(npack * 3, nraw, "%s: packed %zu of raw %zu bytes", names[i], npack, nraw);
+        /* a third of the raw trace at most; a few KiB of trace (its fixed parts, and timestamps that
+         * a loaded machine scatters) only smaller */
+        if (nraw > 64 * 1024)
+            cr_expect_lt(npack * 3, nraw, "%s: packed %zu of raw %zu bytes", names[i], npack, nraw);
+        else
+            cr_expect_lt(npack, nraw, "%s: packed %zu of raw %zu bytes", names[i], npack, nraw);
         const char *ext[] = {"json", "csv", "txt"};
         char *out[2][3];
         for (int w = 0; w < 2; w++) {
@@ -296,4 +330,31 @@ Test(convert, followed_run_matches_the_exit_conversion, .timeout = 300) {
         cJSON_Delete(j[0]);
         cJSON_Delete(j[1]);
     }
+}
+
+/* A followed run's exit waits for its follower to be done, not for it to be reaped. The follower
+ * is nobody's child the program can wait for: whatever adopts it reaps it when it likes (a
+ * container's init took a second or two: every followed exit waited that long). Here the test
+ * itself adopts it (a child subreaper) and reaps nothing until the program has ended: the program
+ * still ends, its trace complete. (It used to wait for the reaping — ten minutes, then give up.) */
+Test(convert, followed_exit_does_not_wait_for_the_reaper, .timeout = 120) {
+    char *dir = make_tmpdir();
+    cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/f.json", dir), "LIBPROF_FOLLOW=1", NULL};
+    const char *q[] = {"sqlite3", ":memory:",
+                       "create table t(x); with recursive c(i) as (select 1 union all select i + 1 from c where i < "
+                       "200000) insert into t select i from c; select count(*) from t;",
+                       NULL};
+    struct run r;
+    run_prog(&r, dir, env, q);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "200000\n");
+    while (waitpid(-1, NULL, WNOHANG) > 0) {} /* the follower, now */
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    cJSON *j = load_json(strfmt("%s/f.json", dir));
+    cr_assert_not_null(j);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(libprof_meta(j), "complete")));
+    cr_expect_gt(meta_fn(libprof_meta(j), "malloc", "count"), 100000);
+    cJSON_Delete(j);
+    run_free(&r);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -157,4 +158,49 @@ Test(exec, system_children_are_profiled) {
     }
     cr_expect_eq(found, 1, "the program run by system() was not profiled");
     run_free(&r);
+}
+
+/* A child that changes user and then execs (subprocess.run(user=...)): the new image, which may
+ * not read its traced parent's environment nor take over its files, gets a name of its own where
+ * it can write (a sticky directory open to all); where it cannot write, it runs untraced without a
+ * word — its stderr, which the parent captures, is what it would be without libprof — and the
+ * reason is in the trace of the process that changed user. */
+Test(exec, a_child_that_changes_user_keeps_its_stderr) {
+    if (geteuid() != 0) cr_skip_test("needs root to change user");
+    const char *py =
+        "import subprocess, sys\n"
+        "r = subprocess.run([sys.executable, '-c', 'print(1)'], user=65534, capture_output=True, text=True)\n"
+        "print(repr(r.stdout), repr(r.stderr))\n";
+    for (int open_to_all = 1; open_to_all >= 0; open_to_all--) {
+        char *dir = make_tmpdir();
+        chmod(dir, open_to_all ? 01777 : 0755);
+        struct run r;
+        run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), NULL},
+                 (const char *[]){"/usr/bin/python3", "-c", py, NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_expect_str_eq(r.out, "'1\\n' ''\n", "the child's output as the parent captured it");
+        cr_expect_str_eq(r.err, "");
+        int own = 0, said = 0;
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.' || !strcmp(e->d_name, "t.json")) continue;
+            size_t l = strlen(e->d_name);
+            cr_expect(l > 5 && !strcmp(e->d_name + l - 5, ".json"), "left behind: %s", e->d_name);
+            /* the forked child's trace up to its exec (it changed user), or the new image's own */
+            cJSON *j = load_json(strfmt("%s/%s", dir, e->d_name));
+            cJSON *n = j ? cJSON_GetObjectItem(libprof_meta(j), "notes") : NULL, *x;
+            cJSON_ArrayForEach(x, n) said |= strstr(x->valuestring, "takes user id 65534") != NULL;
+            const char *cmd = j ? cJSON_GetObjectItem(libprof_meta(j), "command")->valuestring : "";
+            size_t cl = strlen(cmd);
+            own += cl > 11 && !strcmp(cmd + cl - 11, "-c print(1)"); /* the new image: its command line */
+            cJSON_Delete(j);
+        }
+        if (d) closedir(d);
+        if (open_to_all)
+            cr_expect_eq(own, 1, "the child has no trace of its own in a directory it can write");
+        else
+            cr_expect(said && own == 0, "no note of the change of user in the forked child's trace");
+        run_free(&r);
+    }
 }

@@ -1,6 +1,7 @@
 /* libprof-report on good, cut-off and hostile input: clear errors, exit 1, never a crash. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <regex.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,5 +417,124 @@ Test(report, snapshot_on_a_signal_the_user_names) {
     cr_expect(events[1] > 0 && events[1] < events[2] && events[2] < total, "%lld < %lld < %lld", events[1], events[2],
               total);
     cJSON_Delete(j);
+    run_free(&r);
+}
+
+/* --top N holds for a live look too: a process with 24 threads that each started and sleep shows
+ * N of them in the per-thread table (the busiest first) and the rest counted in the overall line,
+ * and no table of the summary longer than N. */
+Test(report, live_view_keeps_to_top) {
+    char *dir = make_tmpdir();
+    char *py = write_text(dir, "t.py",
+                          "import threading, time\n"
+                          "ev = threading.Event()\n"
+                          "def w():\n"
+                          "    time.sleep(0.01)\n"
+                          "    ev.wait(4)\n"
+                          "ts = [threading.Thread(target=w) for _ in range(24)]\n"
+                          "[t.start() for t in ts]\n"
+                          "time.sleep(0.2)\n"
+                          "open('ready', 'w').write('1')\n"
+                          "[t.join() for t in ts]\n");
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/t.json /usr/bin/python3 %s & pid=$!; "
+                       "while [ ! -s %s/ready ]; do sleep 0.05; done; %s --live $pid --top 5; kill $pid; wait $pid",
+                       PRELOAD, dir, py, dir, REPORT);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    const char *t = strstr(r.out, "\nper thread:");
+    cr_assert_not_null(t, "%s%s", r.out, r.err);
+    const char *head = strstr(t, "tax%\n"), *all = strstr(t, " overall ");
+    cr_assert(head && all, "%s", t);
+    int rows = 0;
+    for (const char *p = head; p < all; p = strchr(p, '\n') + 1) rows++;
+    cr_expect_eq(rows - 1, 6, "thread rows (5 and the line counting the others): %d\n%s", rows - 1, t);
+    cr_expect_not_null(strstr(t, "more threads, in the overall line"), "%s", t);
+    run_free(&r);
+}
+
+/* A run with stacks that allocated nothing (LIBPROF_FLAMEGRAPH=1 /usr/bin/true): empty flame
+ * graphs, the JSON, nothing on stderr, no raw trace left behind. */
+Test(report, flame_graphs_of_a_run_without_allocations) {
+    char *dir = make_tmpdir();
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_FLAMEGRAPH=1", NULL},
+             (const char *[]){"/usr/bin/true", NULL});
+    cr_assert_eq(r.status, 0);
+    cr_expect_str_eq(r.err, "");
+    cr_expect(python_json_ok(strfmt("%s/t.json", dir)));
+    cr_expect_neq(access(strfmt("%s/t.json.lpt", dir), F_OK), 0, "the raw trace was left behind");
+    const char *fg[] = {"alloc.folded", "leaks.folded", "peak.folded", "speedscope.json"};
+    for (int k = 0; k < 4; k++) cr_expect_eq(access(strfmt("%s/t.%s", dir, fg[k]), R_OK), 0, "no t.%s", fg[k]);
+    cJSON *ss = load_json(strfmt("%s/t.speedscope.json", dir));
+    cr_expect(ss && cJSON_IsArray(cJSON_GetObjectItem(ss, "profiles")), "the speedscope file is not one");
+    cJSON_Delete(ss);
+    run_free(&r);
+}
+
+/* An output that needs the raw trace, asked of a Chrome trace: the message names the option asked
+ * and says how to keep a raw trace; exit 2. */
+Test(report, raw_only_outputs_of_a_json_trace_say_which_and_how) {
+    char *dir = make_tmpdir();
+    struct run r;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), NULL},
+             (const char *[]){"/usr/bin/true", NULL});
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, strfmt("%s/t.json", dir), "--pprof", "x.pb.gz", NULL});
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--pprof reads a raw trace") && strstr(r.err, ".lpz") && strstr(r.err, "LIBPROF_KEEP_RAW"),
+              "%s", r.err);
+    cr_expect_null(strstr(r.err, "--chrome"), "%s", r.err);
+    run_free(&r);
+}
+
+/* One rule for times in every table of the report, the summary and the page: the largest unit the
+ * value is at least one of ("9.0 ms", never "9000.0 us"); the samples are named for what they
+ * count, user CPU; each thread's label on the page stays on the page (Debian's chromium). */
+Test(report, one_rule_for_units_and_labels_that_fit, .timeout = 180) {
+    char *dir = make_tmpdir();
+    char *lpt = strfmt("%s/p.lpt", dir), *html = strfmt("%s/p.html", dir);
+    struct run r, rep;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000",
+                              "LIBPROF_STACKS=16", NULL},
+             (const char *[]){"/usr/bin/python3", "-c",
+                              "import json, threading, time\n"
+                              "def work(n):\n"
+                              "    for _ in range(n): json.dumps([str(i) * 3 for i in range(3000)])\n"
+                              "    time.sleep(0.003)\n"
+                              "ts = [threading.Thread(target=work, args=(20 * k,)) for k in range(1, 4)]\n"
+                              "[t.start() for t in ts]; [t.join() for t in ts]\n",
+                              NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--summary", "--html", html, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    regex_t re;
+    cr_assert_eq(regcomp(&re, "[0-9]{4,}(\\.[0-9]+)? (ns|us|ms)\\b", REG_EXTENDED), 0);
+    char *page = read_file(html, NULL);
+    cr_assert_not_null(page);
+    regmatch_t m;
+    const char *texts[] = {rep.out, page};
+    for (int k = 0; k < 2; k++)
+        if (regexec(&re, texts[k], 1, &m, 0) == 0)
+            cr_expect_fail("%s: \"%.*s\" is past its unit", k ? "the page" : "the report", (int)(m.rm_eo - m.rm_so),
+                           texts[k] + m.rm_so);
+    regfree(&re);
+    cr_expect_not_null(strstr(rep.out, "of user CPU"), "%s", rep.out);
+    cr_expect_null(strstr(rep.out, " of CPU"), "%s", rep.out);
+    if (venv_has("playwright") && access("/usr/bin/chromium", X_OK) == 0) {
+        struct run b;
+        run_browser(&b, dir, "labels", html, NULL);
+        cr_assert_eq(b.status, 0, "%s%s", b.out, b.err);
+        cJSON *o = cJSON_Parse(b.out);
+        cr_assert_not_null(o, "%s", b.out);
+        cr_expect_geq(cJSON_GetObjectItem(o, "labels")->valueint, 4, "%s", b.out);
+        cr_expect_eq(cJSON_GetObjectItem(o, "past")->valueint, 0, "labels past the page: %s", b.out);
+        cJSON_Delete(o);
+        run_free(&b);
+    }
+    free(page);
+    run_free(&rep);
     run_free(&r);
 }

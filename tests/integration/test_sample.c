@@ -751,3 +751,41 @@ Test(sample, python_frames_read_at_any_instruction_every_interpreter, .timeout =
     }
     cr_assert_gt(tested, 0, "no interpreter ran");
 }
+
+/* CPU samples in code without symbols (Debian's libcrypto: its assembly, stripped) are grouped by
+ * the function the library's unwind table says they are in, one row each, named so
+ * ("libcrypto.so.3+0x… (no symbol)"): PBKDF2's SHA-256 block function holds its share in one row,
+ * not one row per instruction at a few percent each. */
+Test(sample, code_without_symbols_grouped_by_function) {
+    char *dir = make_tmpdir();
+    char *lpt = strfmt("%s/c.lpt", dir), *csv = strfmt("%s/c.csv", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){"/usr/bin/python3", "-c",
+                              "import hashlib; hashlib.pbkdf2_hmac('sha256', b'pw', b'salt', 1000000)", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--csv", csv, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    char *text = read_file(csv, NULL);
+    cr_assert_not_null(text);
+    long long all = 0, top = 0;
+    int rows = 0, unnamed = 0;
+    for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "libcrypto.so.3+0x", 17)) continue;
+        char *c = strstr(l, ",cpu_self,");
+        if (!c || c > strchr(l, '\n')) continue;
+        rows++;
+        unnamed += strncmp(c - 11, "(no symbol)", 11) != 0;
+        long long n = atoll(c + 10);
+        all += n;
+        if (n > top) top = n;
+    }
+    if (!rows) cr_skip_test("no sample landed in libcrypto without a symbol (a libcrypto with symbols here?)");
+    cr_expect_eq(unnamed, 0, "rows of libcrypto not saying they have no symbol: %d", unnamed);
+    cr_expect_geq(top * 4, all, "the hottest function holds %lld of libcrypto's %lld samples over %d rows", top, all,
+                  rows);
+    free(text);
+}

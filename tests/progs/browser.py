@@ -4,6 +4,7 @@
 # usage: browser.py flame HTML SHOT.png   the allocation flame graphs: zoom, zoom out, search, a screenshot
 #        browser.py window HTML           the time window typed and dragged over the heap chart
 #        browser.py cpu HTML              the CPU flame graph and the CPU chart under time windows
+#        browser.py labels HTML           the thread bars' labels: how many, how many run past the page
 import json
 import sys
 
@@ -83,6 +84,15 @@ def cpu(page, out):
                       row("CPU: main")]
 
 
+def labels(page, out):
+    width = page.evaluate("document.documentElement.clientWidth")
+    boxes = page.evaluate("""() => Array.from(document.querySelectorAll('text.bar-label')).map(t => {
+        const r = t.getBoundingClientRect(), s = t.ownerSVGElement.getBoundingClientRect();
+        return [r.right, s.right]; })""")
+    out["labels"] = len(boxes)
+    out["past"] = sum(1 for r, s in boxes if r > s + 0.5 or r > width + 0.5)
+
+
 def main():
     mode, html = sys.argv[1], sys.argv[2]
     with sync_playwright() as p:
@@ -96,6 +106,8 @@ def main():
             flame(page, out, sys.argv[3])
         elif mode == "window":
             window(page, out)
+        elif mode == "labels":
+            labels(page, out)
         else:
             cpu(page, out)
         print(json.dumps(out))
