@@ -96,6 +96,7 @@ HOOK_SRCS += preload/hooks/wait.c
 LIB_SRCS += lib/format_tables.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
+LIB_SRCS += lib/outputs.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/torch.c

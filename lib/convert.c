@@ -20,10 +20,7 @@
 
 #include "map.h"
 #include "os.h"
-#include "pprof.h"
 #include "samples.h"
-#include "speedscope.h"
-#include "symbols.h"
 #include "vec.h"
 
 unsigned lp_hist_maps; /* stats.h */
@@ -648,61 +645,7 @@ static int output_close(struct output *o, char *err, size_t errlen) {
     return rc;
 }
 
-/* The flame graphs are the sites' (sites.c): folded allocated bytes, folded leaks, speedscope. */
-static void folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_sites_folded(a->sites, k->out, 0); }
-static void leaks_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    lp_sites_folded(a->sites, k->out, LP_FOLD_LEAKS);
-}
-static void peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    lp_sites_folded(a->sites, k->out, LP_FOLD_PEAK);
-}
-static void temp_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    lp_sites_folded(a->sites, k->out, LP_FOLD_TEMP);
-}
-/* The sites, when the allocations have stacks (the stacks of a trace may be only its CPU
- * samples' and its Python calls'; a version 9 file says nothing of it). */
-static struct lp_sites *alloc_sites(const struct lp_analysis *a) {
-    return a->r->hdr.version < 10 || a->r->hdr.alloc_stacks ? a->sites : NULL;
-}
-
-static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    const struct lp_reader *r = a->r;
-    const char *exe = r->exe ? r->exe : "libprof";
-    uint32_t n = r->exe ? r->exe_len : 7, b = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (exe[i] == '/') b = i + 1;
-    char name[512];
-    snprintf(name, sizeof name, "%.*s", (int)(n - b), exe + b);
-    if (lp_speedscope(k->out, name, alloc_sites(a), a->samples) != 0) k->out->err = ENOMEM;
-}
-static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_samples_folded(a->samples, k->out); }
-static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    struct lp_syms *syms = lp_syms_new(a->r);
-    if (!syms || lp_pprof_cpu(k->out, a->r, a->samples, syms) != 0) k->out->err = ENOMEM;
-    lp_syms_free(syms);
-}
-static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    struct lp_syms *syms = lp_syms_new(a->r);
-    if (!syms || lp_pprof_heap(k->out, a->r, a->sites, syms) != 0) k->out->err = ENOMEM;
-    lp_syms_free(syms);
-}
-
 /* ---- the conversion ----------------------------------------------------------------------------- */
-
-enum {
-    OUT_CHROME,
-    OUT_CSV,
-    OUT_SUMMARY,
-    OUT_FOLDED, /* the flame graphs of the allocation stacks, in flame[]'s order */
-    OUT_LEAKS,
-    OUT_SPEEDSCOPE,
-    OUT_PEAK,
-    OUT_TEMP,
-    OUT_CPU_FOLDED, /* the CPU samples' */
-    OUT_PPROF,
-    OUT_PPROF_HEAP,
-    OUT_COUNT
-};
 
 /* A followed trace (lp_reader_follow) has grown new threads or stacks since the last look: the
  * pass's tables indexed by them grow too. Returns 0 or -1 (out of memory). */
@@ -754,7 +697,7 @@ static int totals(struct pass *p, struct output *out, char *err, size_t errlen) 
     if (lp_samples_finish(a->samples) != 0) return -2;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
     int rc = 0;
-    for (int k = 0; k < OUT_COUNT; k++) {
+    for (int k = 0; k < LP_OUT_COUNT; k++) {
         if (!out[k].open) continue;
         if (out[k].sink.finish) out[k].sink.finish(&out[k].sink, a);
         if (output_close(&out[k], err, errlen) != 0) rc = -1;
@@ -777,23 +720,14 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
     struct output *out = x->out;
     const struct lp_convert_opts *o = p->a.opts;
     const struct lp_snapshot *s = o->snapshot;
-    const char *want[OUT_COUNT] = {0};
-    want[OUT_CHROME] = s->chrome;
-    want[OUT_CSV] = s->csv;
-    want[OUT_SUMMARY] = s->summary;
-    want[OUT_FOLDED] = s->folded;
-    want[OUT_SPEEDSCOPE] = s->speedscope;
-    want[OUT_CPU_FOLDED] = s->cpu_folded;
-    want[OUT_PPROF] = s->pprof;
-    want[OUT_PPROF_HEAP] = s->pprof_heap;
     char err[512];
-    for (int k = 0; k < OUT_COUNT; k++) {
-        const char *w = want[k] && want[k][0] ? want[k] : NULL;
+    for (int k = 0; k < LP_OUT_COUNT; k++) {
+        const char *w = s->path[k][0] ? s->path[k] : NULL;
         if (out[k].open) {
             int old = out[k].out.fd;
             out[k].open = 0;
             out[k].path = NULL; /* (its temporary file is the pass's: never removed here) */
-            if (!w || k != OUT_CHROME) {
+            if (!w || k != LP_OUT_CHROME) {
                 lp_os_close(old);
                 if (!w) continue;
             } else { /* the streamed part, copied */
@@ -813,21 +747,14 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
                 continue;
             }
         }
-        if (k == OUT_CHROME) continue; /* a Chrome trace is streamed: only the one the pass writes can be copied */
-        void (*fin)(struct lp_sink *, const struct lp_analysis *) = NULL;
-        int ok = 1;
-        switch (k) {
-        case OUT_FOLDED: fin = folded_finish, ok = alloc_sites(&p->a) != NULL; break;
-        case OUT_SPEEDSCOPE: fin = speedscope_finish, ok = alloc_sites(&p->a) || p->a.samples; break;
-        case OUT_CPU_FOLDED: fin = cpu_folded_finish, ok = p->a.samples != NULL; break;
-        case OUT_PPROF: fin = pprof_finish, ok = p->a.samples != NULL; break;
-        case OUT_PPROF_HEAP: fin = pprof_heap_finish, ok = alloc_sites(&p->a) != NULL; break;
-        default: break;
-        }
-        if (!ok || output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0) continue;
-        out[k].sink = (struct lp_sink){.out = &out[k].out, .finish = fin};
-        if (k == OUT_SUMMARY) lp_sink_summary(&out[k].sink);
-        if (k == OUT_CSV) lp_sink_csv(&out[k].sink);
+        /* a Chrome trace is streamed: only the one the pass writes can be copied; the others are
+         * made by their totals alone */
+        if (!w || k == LP_OUT_CHROME ||
+            !lp_output_possible(lp_outputs[k].needs, lp_alloc_sites(&p->a) != NULL, p->a.samples != NULL) ||
+            output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0)
+            continue;
+        out[k].sink = (struct lp_sink){.out = &out[k].out};
+        if (lp_outputs[k].writer(&out[k].sink, &p->a) != 0) out[k].out.err = ENOMEM;
     }
     ((struct lp_convert_opts *)o)->live = 1; /* (this copy's own memory) the summary says "so far" */
     ((struct lp_convert_opts *)o)->top = s->top;
@@ -851,7 +778,7 @@ static void snapshot_idle(void *arg) {
 
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
     struct pass *p = lp_os_calloc(1, sizeof *p);
-    struct output *out = lp_os_calloc(OUT_COUNT, sizeof *out);
+    struct output *out = lp_os_calloc(LP_OUT_COUNT, sizeof *out);
     int rc = -1;
     if (!p || !out) goto oom;
     struct lp_analysis *a = &p->a;
@@ -883,59 +810,29 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!a->calls || !a->pycalls || !a->ort || !a->torch) goto oom;
     p->torch_ops = lp_torch_expected(a->torch);
 
-    /* the writers asked for */
-    const char *flame[5] = {o->folded_path, o->folded_leaks_path, o->speedscope_path, o->folded_peak_path,
-                            o->folded_temp_path};
-    const char *missing_stacks = NULL;
-    void (*flame_finish[5])(struct lp_sink *, const struct lp_analysis *) = {
-        folded_finish, leaks_finish, speedscope_finish, peak_finish, temp_finish};
-    for (int k = 0; k < 5; k++) {
-        if (!flame[k]) continue;
-        if (!alloc_sites(a) && !(k == 2 && a->samples)) { /* reported after the others are written */
-            missing_stacks = flame[k];
+    /* the writers asked for (outputs.h), each opened by its row; one that needs what the trace
+     * lacks is reported once the others are written */
+    const char *missing = NULL;
+    unsigned missing_needs = 0;
+    int stacks = lp_alloc_sites(a) != NULL, samples = a->samples != NULL;
+    for (int k = 0; k < LP_OUT_COUNT; k++) {
+        int fd = k == LP_OUT_CHROME ? o->chrome_fd : k == LP_OUT_SUMMARY ? o->summary_fd : -1;
+        const char *path = k == LP_OUT_SUMMARY ? NULL : o->path[k];
+        if (!path && fd < 0) continue;
+        if (!lp_output_possible(lp_outputs[k].needs, stacks, samples)) {
+            missing = path;
+            missing_needs =
+                lp_outputs[k].needs & (stacks ? ~LP_NEEDS_STACKS : ~0u) & (samples ? ~LP_NEEDS_SAMPLES : ~0u);
             continue;
         }
-        if (output_open(&out[OUT_FOLDED + k], flame[k], -1, o->file_mode, err, errlen) != 0) goto out;
-        out[OUT_FOLDED + k].sink.finish = flame_finish[k];
-    }
-    /* the CPU samples' views (and pprof of the allocation stacks) */
-    const char *more[3] = {o->cpu_folded_path, o->pprof_path, o->pprof_heap_path};
-    void (*more_finish[3])(struct lp_sink *, const struct lp_analysis *) = {cpu_folded_finish, pprof_finish,
-                                                                            pprof_heap_finish};
-    const char *missing_samples = NULL;
-    for (int k = 0; k < 3; k++) {
-        if (!more[k]) continue;
-        if (k < 2 ? !a->samples : !alloc_sites(a)) {
-            if (k < 2)
-                missing_samples = more[k];
-            else
-                missing_stacks = more[k];
-            continue;
-        }
-        if (output_open(&out[OUT_CPU_FOLDED + k], more[k], -1, o->file_mode, err, errlen) != 0) goto out;
-        out[OUT_CPU_FOLDED + k].sink.finish = more_finish[k];
-    }
-    if ((o->chrome_path || o->chrome_fd >= 0)) {
-        a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
-        if (!a->cb) goto oom;
-        if (output_open(&out[OUT_CHROME], o->chrome_path, o->chrome_fd, o->file_mode, err, errlen) != 0) goto out;
-        if (lp_sink_chrome(&out[OUT_CHROME].sink, r, o->chrome_path, o->alloc_min, o->timeline_ns,
-                           o->timeline_min_ns) != 0)
-            goto oom;
-    }
-    if (o->csv_path) {
-        if (output_open(&out[OUT_CSV], o->csv_path, -1, o->file_mode, err, errlen) != 0) goto out;
-        lp_sink_csv(&out[OUT_CSV].sink);
-    }
-    if (o->summary_fd >= 0) {
-        if (output_open(&out[OUT_SUMMARY], NULL, o->summary_fd, o->file_mode, err, errlen) != 0) goto out;
-        lp_sink_summary(&out[OUT_SUMMARY].sink);
+        if (output_open(&out[k], path, fd, o->file_mode, err, errlen) != 0) goto out;
+        if (lp_outputs[k].writer(&out[k].sink, a) != 0) goto oom;
     }
 
     /* the pass */
-    struct lp_sink *stream[OUT_COUNT];
+    struct lp_sink *stream[LP_OUT_COUNT];
     int nstream = 0;
-    for (int k = 0; k < OUT_COUNT; k++)
+    for (int k = 0; k < LP_OUT_COUNT; k++)
         if (out[k].open && out[k].sink.event) stream[nstream++] = &out[k].sink;
     struct snap snap = {p, out};
     struct lp_iter *it = p->follow ? lp_iter_follow((struct lp_reader *)r, snapshot_idle, &snap) : lp_iter_new(r);
@@ -1005,12 +902,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int t = totals(p, out, err, errlen);
     if (t == -2) goto oom;
     rc = t;
-    if (missing_stacks) {
-        snprintf(err, errlen, "%s: the trace has no call stacks (record with LIBPROF_STACKS=16)", missing_stacks);
-        rc = -1;
-    }
-    if (missing_samples) {
-        snprintf(err, errlen, "%s: the trace has no CPU samples (record with LIBPROF_SAMPLE_HZ=1000)", missing_samples);
+    if (missing && rc == 0) {
+        snprintf(err, errlen, "%s: the trace has no %s (record with %s)", missing,
+                 missing_needs & LP_NEEDS_STACKS ? "call stacks" : "CPU samples",
+                 missing_needs & LP_NEEDS_STACKS ? "LIBPROF_STACKS=16" : "LIBPROF_SAMPLE_HZ=1000");
         rc = -1;
     }
     goto out;
@@ -1019,7 +914,7 @@ oom:
     rc = -1;
 out:
     if (out) {
-        for (int k = 0; k < OUT_COUNT; k++) {
+        for (int k = 0; k < LP_OUT_COUNT; k++) {
             if (out[k].open && out[k].path) { /* a failure on the way: no half-written file stays */
                 lp_os_close(out[k].out.fd);
                 lp_os_unlink(out[k].tmp);

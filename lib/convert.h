@@ -12,6 +12,7 @@
 
 #include "calls.h"
 #include "out.h"
+#include "outputs.h"
 #include "reader.h"
 #include "ort.h"
 #include "pycalls.h"
@@ -27,34 +28,23 @@
 struct lp_snapshot {
     volatile int asked;
     int (*load)(struct lp_snapshot *s);
-    char summary[4096], chrome[4096], csv[4096], folded[4096], speedscope[4096], cpu_folded[4096], pprof[4096],
-        pprof_heap[4096];
-    char done[4096]; /* made empty once the others are all in place */
-    unsigned top;    /* the summary's rows per table (--top; 0: each table's own) */
+    char path[LP_OUT_COUNT][4096]; /* each output asked for (outputs.h), "" for none */
+    char done[4096];               /* made empty once the others are all in place */
+    unsigned top;                  /* the summary's rows per table (--top; 0: each table's own) */
 };
 
 struct lp_convert_opts {
-    const char *chrome_path; /* Chrome trace JSON to write, or NULL */
-    int chrome_fd;           /* ... or to this open descriptor when >= 0 (no temporary name) */
-    const char *csv_path;    /* CSV summary to write, or NULL */
-    int summary_fd;          /* human-readable table to this fd, or -1 */
-    uint64_t alloc_min;      /* allocations at least this large become instant events */
-    const char *trace_label; /* where the trace went, for the summary's first line */
-    /* flame graphs of allocation call stacks (traces with stacks only), or NULL */
-    const char *folded_path;       /* allocated bytes, collapsed-stack format */
-    const char *folded_leaks_path; /* leaked bytes, collapsed-stack format */
-    const char *speedscope_path;   /* both, speedscope JSON */
-    int killed_by;                 /* the process died by this signal (known to its parent), 0 if not */
+    const char *path[LP_OUT_COUNT]; /* the outputs to write (outputs.h), NULL for those not asked */
+    int chrome_fd;                  /* ... the Chrome trace to this open descriptor when >= 0 (no temporary name) */
+    int summary_fd;                 /* the summary (human-readable tables) to this fd, or -1 */
+    uint64_t alloc_min;             /* allocations at least this large become instant events */
+    const char *trace_label;        /* where the trace went, for the summary's first line */
+    int killed_by;                  /* the process died by this signal (known to its parent), 0 if not */
     /* Temporary allocations: 0 = heaptrack's definition (a release that directly follows, on its
      * thread, an allocation of the same size and call stack); N > 0 = memray's (a block released
      * before N more allocations were made on its thread). */
     unsigned temporary_threshold;
-    const char *folded_peak_path; /* bytes live at the heap's peak (or at peak_at_ns), collapsed stacks */
-    const char *folded_temp_path; /* bytes of temporary allocations, collapsed stacks */
     int site_tracks;              /* "heap by site" counter tracks in the Chrome trace (one more pass) */
-    const char *cpu_folded_path;  /* CPU samples, collapsed stacks (thread as the root frame) */
-    const char *pprof_path;       /* CPU samples, pprof (gzipped profile.proto) */
-    const char *pprof_heap_path;  /* allocation stacks, pprof */
     uint64_t peak_at_ns;          /* 0: the peak; else the instant (ns since the trace's start) to show */
     int py_user_lines;            /* the per-line views charge the program's own Python frame (sites.c) */
     unsigned file_mode;           /* mode of the files written (0: 0600), no wider than a file they replace */
@@ -143,6 +133,10 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
                    uint64_t timeline_ns, uint64_t timeline_min_ns);
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
+
+/* The sites, when the allocations have stacks (outputs.c; NULL when the trace's stacks are only its
+ * CPU samples' and its Python calls'). */
+struct lp_sites *lp_alloc_sites(const struct lp_analysis *a);
 
 /* Where the pass counts a block of `s` bytes in size_hist: 0 below 16 B, then one per power of
  * two (bucket LP_SIZE_BUCKETS - 1 takes all of those from there on once the pass is over). */

@@ -29,15 +29,6 @@ int lp_os_unlink(const char *path) { return unlink(path); }
 void *lp_os_dlopen(const char *path, int flags) { return dlopen(path, flags); }
 void *lp_os_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
 
-char *lp_os_strndup(const char *s, size_t n) {
-    size_t len = strnlen(s, n);
-    char *d = lp_os_malloc(len + 1);
-    if (d) {
-        memcpy(d, s, len);
-        d[len] = '\0';
-    }
-    return d;
-}
 ssize_t lp_os_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }
 ssize_t lp_os_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
 void lp_os_sleep_ms(unsigned ms) {

@@ -116,7 +116,7 @@ static int oom(char *err, size_t errlen) {
 }
 
 /* Does a valid chunk begin at `off`? (its header, its length, an EVENTS chunk's records) */
-static int chunk_at(const uint8_t *d, size_t size, uint64_t off) {
+int lp_chunk_valid(const uint8_t *d, size_t size, uint64_t off) {
     struct lp_chunk_header h;
     if (off % 8 || size - off < sizeof h) return 0;
     memcpy(&h, d + off, sizeof h);
@@ -132,11 +132,11 @@ static int chunk_at(const uint8_t *d, size_t size, uint64_t off) {
 
 /* Past damage at `off`: the next offset where a valid chunk begins (chunks start 8-byte aligned),
  * or `size` when none does. */
-static uint64_t resync(const uint8_t *d, size_t size, uint64_t off) {
+uint64_t lp_chunk_resync(const uint8_t *d, size_t size, uint64_t off) {
     for (off = (off + 8) & ~(uint64_t)7; off + LP_CHUNK_HEADER_SIZE <= size; off += 8) {
         uint32_t magic;
         memcpy(&magic, d + off, 4);
-        if (magic == LP_CHUNK_MAGIC && chunk_at(d, size, off)) return off;
+        if (magic == LP_CHUNK_MAGIC && lp_chunk_valid(d, size, off)) return off;
     }
     return size;
 }
@@ -255,7 +255,7 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
             if (partial) break; /* not written yet */
         damage:;                /* a hole left by a failed write, a stray write, a cut-off tail: go on at the
                   * next whole chunk, if there is one */
-            uint64_t next = resync(d, size, off);
+            uint64_t next = lp_chunk_resync(d, size, off);
             if (next >= size) {
                 if (r->end)
                     r->damaged_bytes += size - off; /* bytes after the end: nothing lost */

@@ -106,6 +106,11 @@ struct lp_reader {
 
 /* Open and index `path`. Returns 0, or -1 with a message in `err`. */
 int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errlen);
+/* The damage rule, one for every walker of a raw file (the reader, the packer): a valid chunk
+ * starts at `off` (8-byte aligned, its magic, a known type, a length inside the file, its records
+ * well formed); past damage, the next offset where one does (`size` when none does). */
+int lp_chunk_valid(const uint8_t *d, size_t size, uint64_t off);
+uint64_t lp_chunk_resync(const uint8_t *d, size_t size, uint64_t off);
 /* The same for an open descriptor (the file may already be unlinked). */
 int lp_reader_open_fd(struct lp_reader *r, int fd, const char *label, char *err, size_t errlen);
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */

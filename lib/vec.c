@@ -1,4 +1,4 @@
-/* vec.c: see vec.h. */
+/* vec.c: see vec.h; and lp_os_strndup (os.h), the one allocation helper lib/ defines over lp_os_malloc. */
 #include "vec.h"
 
 #include <stdint.h>
@@ -20,4 +20,16 @@ int lp_vec_reserve(void *arr, size_t *cap, size_t need, size_t elem, int zero) {
     *p = n;
     *cap = ncap;
     return 0;
+}
+
+/* (os.h) A copy on lib's allocator — the C library's in the tools, the real one inside the
+ * program: one definition over lp_os_malloc for both. */
+char *lp_os_strndup(const char *s, size_t n) {
+    size_t len = strnlen(s, n);
+    char *d = lp_os_malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
 }

@@ -28,7 +28,7 @@ static int bad(const char *name, const char *v, const char *why) {
     return 2;
 }
 
-static int compile(regex_t *re, const char *s, const char *opt) {
+int rp_compile(regex_t *re, const char *s, const char *opt) {
     int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {
         char msg[128];
@@ -56,18 +56,16 @@ static int parse_long(const char *v, long lo, long hi, long *out) {
         c->field = v;                                               \
         return 0;                                                   \
     }
-PATH_SETTER(set_chrome, chrome)
-PATH_SETTER(set_csv, csv)
+/* An output of a conversion (lib/outputs.h): its row, by the option's name. */
+static int set_output(struct rp_cli *c, const char *n, const char *v) {
+    int k = lp_output_find(n);
+    if (k < 0) return 2;
+    c->out[k] = v;
+    return 0;
+}
 PATH_SETTER(set_events_csv, events_csv)
 PATH_SETTER(set_html, html)
-PATH_SETTER(set_folded, folded)
-PATH_SETTER(set_folded_leaks, folded_leaks)
-PATH_SETTER(set_folded_peak, folded_peak)
-PATH_SETTER(set_speedscope, speedscope)
 PATH_SETTER(set_diff, diff)
-PATH_SETTER(set_cpu_folded, cpu_folded)
-PATH_SETTER(set_pprof, pprof)
-PATH_SETTER(set_pprof_heap, pprof_heap)
 PATH_SETTER(set_pack, pack)
 PATH_SETTER(set_log, log)
 PATH_SETTER(set_wait, wait)
@@ -155,19 +153,19 @@ static int set_by_shapes(struct rp_cli *c, const char *n, const char *v) {
 }
 
 static int set_filter(struct rp_cli *c, const char *n, const char *v) {
-    if (compile(&c->o.filter, v, n)) return 2;
+    if (rp_compile(&c->o.filter, v, n)) return 2;
     c->o.have_filter = 1;
     return 0;
 }
 
 static int set_iterations(struct rp_cli *c, const char *n, const char *v) {
-    if (compile(&c->o.iter_re, v, n)) return 2;
+    if (rp_compile(&c->o.iter_re, v, n)) return 2;
     c->o.iterations = v;
     return 0;
 }
 
 static int set_kernels(struct rp_cli *c, const char *n, const char *v) {
-    if (compile(&c->o.kernels, v, n)) return 2;
+    if (rp_compile(&c->o.kernels, v, n)) return 2;
     c->o.have_kernels = 1;
     return 0;
 }
@@ -180,7 +178,7 @@ static int set_what_if(struct rp_cli *c, const char *n, const char *v) {
     if (!eq || eq == v || !end || *end || !(ratio > 0) || o->nwhatif == RP_MAX_WHATIF)
         return bad(n, v, "(expected REGEX=RATIO, RATIO > 0)");
     char *re = strndup(v, (size_t)(eq - v));
-    if (!re || compile(&o->whatif_re[o->nwhatif], re, n)) {
+    if (!re || rp_compile(&o->whatif_re[o->nwhatif], re, n)) {
         free(re);
         return 2;
     }
@@ -289,17 +287,17 @@ const struct rp_option rp_options[] = {
     {"--summary", NULL, NULL, REPORT, "print the report too when writing files", set_summary},
     {"--by-shapes", NULL, NULL, REPORT, "PyTorch's operators by input shapes (traces recorded with\nLIBPROF_TORCH_SHAPES=1), as key_averages(group_by_input_shape=True)", set_by_shapes},
     {"--py-lines", NULL, "WHICH", REPORT, "the Python frame the per-line views charge: innermost (default), or\nuser: the innermost in the program's own files (not the standard\nlibrary's, not an installed package's)", set_py_lines},
-    {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_chrome},
-    {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_csv},
+    {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_output},
+    {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_output},
     {"--events-csv", NULL, "FILE", EXPORT, "one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\nwith --merge, all inputs on one timeline (streamed)", set_events_csv},
     {"--html", NULL, "FILE", EXPORT, "one self-contained page: tables, heap over time, iterations, flame graphs", set_html},
-    {"--folded", NULL, "FILE", EXPORT, "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)", set_folded},
-    {"--folded-leaks", NULL, "FILE", EXPORT, "the same for bytes leaked at exit", set_folded_leaks},
-    {"--folded-peak", NULL, "FILE", EXPORT, "the same for bytes live at the heap's peak (or at --at)", set_folded_peak},
-    {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)", set_speedscope},
-    {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_cpu_folded},
-    {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_pprof},
-    {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_pprof_heap},
+    {"--folded", NULL, "FILE", EXPORT, "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)", set_output},
+    {"--folded-leaks", NULL, "FILE", EXPORT, "the same for bytes leaked at exit", set_output},
+    {"--folded-peak", NULL, "FILE", EXPORT, "the same for bytes live at the heap's peak (or at --at)", set_output},
+    {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)", set_output},
+    {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_output},
+    {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_output},
+    {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_output},
     {"--pack", NULL, "FILE", EXPORT, "the raw trace made compact (every event and timestamp kept: columns of\ndifferences, zstd); libprof-report reads it as it reads the raw trace", set_pack},
     {"--at", NULL, "TIME", EXPORT, "the peak views show the heap at TIME (seconds since the start, or ms)", set_at},
     {"--temporary-threshold", NULL, "N", EXPORT, "a block released before N more allocations of its thread is\ntemporary (memray's definition; default: heaptrack's)", set_temp_threshold},

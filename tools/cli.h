@@ -5,15 +5,17 @@
 
 #include <stdint.h>
 
+#include "lib/outputs.h"
 #include "report.h"
 
 /* Everything the command line says. */
 struct rp_cli {
     const char **inputs;
     int ninputs;
-    /* outputs */
-    const char *chrome, *csv, *events_csv, *html, *folded, *folded_leaks, *folded_peak, *speedscope, *diff;
-    const char *cpu_folded, *pprof, *pprof_heap, *pack;
+    /* outputs: those a conversion writes (lib/outputs.h: --chrome, --csv, the flame graphs, pprof),
+     * NULL when not asked; then the report's own */
+    const char *out[LP_OUT_COUNT];
+    const char *events_csv, *html, *diff, *pack;
     const char *log;  /* --log: stdout and stderr go there (removed if nothing was written) */
     const char *wait; /* --wait FILE: wait for that trace to be complete */
     const char *hold; /* --hold-events PID:N (the preload's CPU sampler starts it) */
@@ -46,6 +48,8 @@ extern const unsigned rp_noptions;
 /* Fill `c` from argv. Returns -1 to go on, else the exit status (help printed: 0; bad usage: 2,
  * message printed). */
 int rp_cli_parse(struct rp_cli *c, int argc, char **argv);
+/* A POSIX extended regular expression of option `opt`: 0, or -1 with a message on stderr. */
+int rp_compile(regex_t *re, const char *s, const char *opt);
 void rp_cli_usage(FILE *f);
 
 /* run.c: libprof-report as a process — --log, file modes and inherited limits (0, or -1 with a

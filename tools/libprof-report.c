@@ -199,10 +199,10 @@ static void folded_texts(const struct lp_reader *r, char *out[4]) {
     struct lp_convert_opts o = {.chrome_fd = -1,
                                 .summary_fd = -1,
                                 .alloc_min = r->hdr.alloc_min,
-                                .folded_path = path[0][0] ? path[0] : NULL,
-                                .folded_peak_path = path[1][0] ? path[1] : NULL,
-                                .folded_leaks_path = path[2][0] ? path[2] : NULL,
-                                .folded_temp_path = path[3][0] ? path[3] : NULL,
+                                .path = {[LP_OUT_FOLDED] = path[0][0] ? path[0] : NULL,
+                                         [LP_OUT_FOLDED_PEAK] = path[1][0] ? path[1] : NULL,
+                                         [LP_OUT_FOLDED_LEAKS] = path[2][0] ? path[2] : NULL,
+                                         [LP_OUT_FOLDED_TEMP] = path[3][0] ? path[3] : NULL},
                                 .temporary_threshold = temp_threshold,
                                 .peak_at_ns = peak_at_ns,
                                 .general_path = general_path};
@@ -327,109 +327,6 @@ static void print_ranks(const struct input *in, int n) {
     free(skew);
 }
 
-/* --merge --chrome: every input's Chrome events on one timeline. A raw trace is converted first;
- * events are shifted by their file's wall-clock start relative to the earliest one, hosts' clocks
- * aligned (merge_shifts). */
-static int write_merged(struct input *in, int n, const char *out) {
-    cJSON *root = cJSON_CreateObject(), *events = cJSON_AddArrayToObject(root, "traceEvents");
-    cJSON *files = cJSON_CreateArray();
-    int64_t *shift = calloc((size_t)n, sizeof *shift), *skew = calloc((size_t)n, sizeof *skew);
-    if (!shift || !skew) {
-        free(shift);
-        free(skew);
-        cJSON_Delete(root);
-        cJSON_Delete(files);
-        return 1;
-    }
-    const char *aligned = merge_shifts(in, n, shift, skew);
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        char *text = NULL;
-        size_t len = 0;
-        if (in[i].raw) {
-            FILE *t = tmpfile();
-            struct lp_convert_opts o = {
-                .chrome_fd = t ? fileno(t) : -1, .summary_fd = -1, .alloc_min = in[i].r.hdr.alloc_min};
-            char err[256];
-            if (!t || lp_convert(&in[i].r, &o, err, sizeof err) != 0) {
-                fprintf(stderr, "libprof-report: %s: cannot convert\n", in[i].path);
-                rc = 1;
-            } else {
-                long m = lseek(fileno(t), 0, SEEK_END);
-                text = m > 0 ? malloc((size_t)m + 1) : NULL;
-                if (text && pread(fileno(t), text, (size_t)m, 0) == m) len = (size_t)m;
-            }
-            if (t) fclose(t);
-        } else {
-            text = slurp(in[i].path, &len);
-        }
-        cJSON *doc = text ? cJSON_ParseWithLength(text, len) : NULL;
-        free(text);
-        if (!doc) {
-            if (!rc) fprintf(stderr, "libprof-report: %s: cannot read it back as JSON\n", in[i].path);
-            rc = 1;
-            break;
-        }
-        double shift_us = (double)shift[i] / 1e3;
-        cJSON *evs = cJSON_IsArray(doc) ? doc : cJSON_GetObjectItemCaseSensitive(doc, "traceEvents"), *e;
-        while (evs && (e = cJSON_DetachItemFromArray(evs, 0)) != NULL) {
-            cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *nm = cJSON_GetObjectItemCaseSensitive(e, "name"),
-                  *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
-            if (in[i].c.rank >= 0 && cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") && cJSON_IsString(nm) &&
-                !strcmp(nm->valuestring, "process_name")) {
-                cJSON_Delete(e); /* replaced by the rank's name below */
-                continue;
-            }
-            if (cJSON_IsNumber(ts)) cJSON_SetNumberValue(ts, ts->valuedouble + shift_us);
-            cJSON_AddItemToArray(events, e);
-        }
-        if (in[i].c.rank >= 0) { /* "rank N (host)", ordered by rank */
-            char label[128];
-            snprintf(label, sizeof label, "rank %lld (%s)", (long long)in[i].c.rank,
-                     in[i].c.host[0] ? in[i].c.host : "?");
-            for (int k = 0; k < 2; k++) {
-                cJSON *m = cJSON_CreateObject(), *args = cJSON_CreateObject();
-                cJSON_AddStringToObject(m, "ph", "M");
-                cJSON_AddStringToObject(m, "name", k ? "process_sort_index" : "process_name");
-                cJSON_AddNumberToObject(m, "pid", (double)in[i].c.pid);
-                cJSON_AddNumberToObject(m, "tid", 0);
-                if (k)
-                    cJSON_AddNumberToObject(args, "sort_index", (double)in[i].c.rank);
-                else
-                    cJSON_AddStringToObject(args, "name", label);
-                cJSON_AddItemToObject(m, "args", args);
-                cJSON_AddItemToArray(events, m);
-            }
-        }
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "file", in[i].path);
-        cJSON_AddNumberToObject(f, "shift_us", shift_us);
-        cJSON_AddNumberToObject(f, "skew_correction_ns", (double)skew[i]);
-        cJSON *meta =
-            cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "libprof");
-        if (meta) cJSON_AddItemToObject(f, "libprof", meta);
-        cJSON_AddItemToArray(files, f);
-        cJSON_Delete(doc);
-    }
-    cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
-    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
-    if (aligned) cJSON_AddStringToObject(md, "clock_aligned_on", aligned);
-    cJSON_AddItemToObject(md, "libprof_merge", files);
-    free(shift);
-    free(skew);
-    if (rc == 0) {
-        char *s = cJSON_PrintUnformatted(root);
-        FILE *f = s ? fopen(out, "w") : NULL;
-        if (!f || fputs(s, f) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "libprof-report: cannot write %s: %s\n", out, strerror(errno));
-            rc = 1;
-        }
-        free(s);
-    }
-    cJSON_Delete(root);
-    return rc;
-}
-
 /* All inputs' slices as one trace, shifted to the earliest wall-clock start. */
 static int merged_slices(struct input *in, int n, struct lp_slices *out) {
     struct lp_slices_builder *b = lp_slices_builder_new(out);
@@ -527,17 +424,6 @@ static int merged_events_csv(const char **paths, int n, const char *out) {
     return rc;
 }
 
-static int compile(regex_t *re, const char *s, const char *opt) {
-    int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char msg[128];
-        regerror(rc, re, msg, sizeof msg);
-        fprintf(stderr, "libprof-report: bad %s regular expression '%s': %s\n", opt, s, msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- the actions, each one thing the command line can ask --------------------------------------- */
 
 /* The options of a conversion of a raw trace, as the command line sets them. */
@@ -589,27 +475,25 @@ static void on_snapshot(int sig) {
     snapshot.asked = 1;
 }
 
+/* The request of a --live look (SPOOL.live, written by live_followed): a line per output, its
+ * option (lib/outputs.h) and its path — "--csv /tmp/x.csv" — then "summary PATH", "top N",
+ * "done PATH". */
 static int snapshot_load(struct lp_snapshot *s) {
     char path[4200], line[4200];
     snprintf(path, sizeof path, "%s.live", follow_spool);
     FILE *f = fopen(path, "r");
     if (!f) return -1;
-    s->done[0] = s->summary[0] = s->chrome[0] = s->csv[0] = s->folded[0] = s->speedscope[0] = s->cpu_folded[0] =
-        s->pprof[0] = s->pprof_heap[0] = '\0';
+    for (int k = 0; k < LP_OUT_COUNT; k++) s->path[k][0] = '\0';
+    s->done[0] = '\0';
     s->top = 0;
-    struct {
-        const char *key;
-        char *dst;
-    } keys[] = {{"summary", s->summary}, {"chrome", s->chrome},         {"csv", s->csv},
-                {"folded", s->folded},   {"speedscope", s->speedscope}, {"cpu-folded", s->cpu_folded},
-                {"pprof", s->pprof},     {"pprof-heap", s->pprof_heap}, {"done", s->done}};
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         char *sp = strchr(line, ' ');
         if (!sp) continue;
         *sp = '\0';
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            if (!strcmp(line, keys[i].key)) snprintf(keys[i].dst, sizeof s->summary, "%s", sp + 1);
+        int k = lp_output_find(line);
+        if (k >= 0) snprintf(s->path[k], sizeof s->path[k], "%s", sp + 1);
+        if (!strcmp(line, "done")) snprintf(s->done, sizeof s->done, "%s", sp + 1);
         if (!strcmp(line, "top")) s->top = (unsigned)atoi(sp + 1);
     }
     fclose(f);
@@ -635,21 +519,10 @@ static void follower_file(int make) {
 /* --chrome, --csv and the flame graphs of one raw trace; --remove-raw after. */
 static int act_convert(struct input *in, int summary) {
     if (!in->raw) { /* name what was asked, and where a raw trace comes from */
-        const struct {
-            const char *path, *opt;
-        } asked[] = {{cli.csv, "--csv"},
-                     {cli.folded, "--folded"},
-                     {cli.folded_leaks, "--folded-leaks"},
-                     {cli.folded_peak, "--folded-peak"},
-                     {cli.speedscope, "--speedscope"},
-                     {cli.cpu_folded, "--cpu-folded"},
-                     {cli.pprof, "--pprof"},
-                     {cli.pprof_heap, "--pprof-heap"},
-                     {cli.chrome, "--chrome"}};
-        char opts[160] = "";
-        for (size_t i = 0, o = 0; i < sizeof asked / sizeof asked[0]; i++)
-            if (asked[i].path && o < sizeof opts)
-                o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%s", o ? ", " : "", asked[i].opt);
+        char opts[256] = "";
+        for (int k = 0, o = 0; k < LP_OUT_COUNT; k++)
+            if (cli.out[k] && lp_outputs[k].option && o < (int)sizeof opts)
+                o += snprintf(opts + o, sizeof opts - (size_t)o, "%s%s", o ? ", " : "", lp_outputs[k].option);
         fprintf(stderr,
                 "libprof-report: %s: %s read%s a raw trace (.lpt, or .lpz packed), not a Chrome trace: record with "
                 "LIBPROF_OUTPUT=NAME.lpt, or keep the raw trace beside the JSON with LIBPROF_KEEP_RAW=1\n",
@@ -657,18 +530,12 @@ static int act_convert(struct input *in, int summary) {
         return 2;
     }
     struct lp_convert_opts co = convert_opts(in);
-    co.chrome_path = cli.chrome;
-    co.csv_path = cli.csv;
-    co.folded_path = cli.folded;
-    co.folded_leaks_path = cli.folded_leaks;
-    co.folded_peak_path = cli.folded_peak;
-    co.speedscope_path = cli.speedscope;
-    co.cpu_folded_path = cli.cpu_folded;
-    co.pprof_path = cli.pprof;
-    co.pprof_heap_path = cli.pprof_heap;
+    for (int k = 0; k < LP_OUT_COUNT; k++) co.path[k] = cli.out[k];
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
     if (summary) co.summary_fd = STDOUT_FILENO;
-    if (cli.follow) co.trace_label = cli.chrome ? cli.chrome : cli.csv; /* as the program's own conversion says it */
+    if (cli.follow)
+        co.trace_label = cli.out[LP_OUT_CHROME] ? cli.out[LP_OUT_CHROME]
+                                                : cli.out[LP_OUT_CSV]; /* as the program's own conversion says it */
     if (cli.follow) {
         snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
         snapshot.load = snapshot_load;
@@ -690,7 +557,9 @@ static int act_convert(struct input *in, int summary) {
 
 /* --remove-raw: once --chrome/--csv or --pack are written, the raw trace goes. */
 static int remove_raw(struct input *in) {
-    if (!cli.remove_raw || !(cli.chrome || cli.csv || cli.pack || cli.follow) || !in->raw || in->image) return 0;
+    if (!cli.remove_raw || !(cli.out[LP_OUT_CHROME] || cli.out[LP_OUT_CSV] || cli.pack || cli.follow) || !in->raw ||
+        in->image)
+        return 0;
     if (unlink(in->path) != 0 && errno != ENOENT) {
         fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in->path, strerror(errno));
         return 1;
@@ -775,7 +644,7 @@ static void default_iterations(const struct input *in) {
     if (cli.o.iterations) return;
     for (size_t k = 0; k < in->c.nnames; k++)
         if (in->c.names[k] && !strcmp(in->c.names[k], "ort.Run") &&
-            compile(&cli.o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
+            rp_compile(&cli.o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
             cli.o.iterations = "^ort\\.Run$";
             if (!quiet)
                 fprintf(stderr, "libprof-report: the ort.Run slices are the iterations (--iterations to choose)\n");
@@ -799,20 +668,22 @@ static int check_usage(int converts) {
 /* One run of the tool over cli.inputs: the conversions, exports and report asked. */
 static int run(void) {
     int rc;
-    int converts = cli.csv || cli.folded || cli.folded_leaks || cli.folded_peak || cli.speedscope || cli.cpu_folded ||
-                   cli.pprof || cli.pprof_heap || (cli.chrome && !cli.merge) || cli.follow;
+    int converts = cli.follow != NULL; /* a conversion's output asked (--chrome with --merge is the merge's) */
+    for (int k = 0; k < LP_OUT_COUNT; k++) converts |= cli.out[k] && (k != LP_OUT_CHROME || !cli.merge);
     if ((rc = check_usage(converts)) != 0) return rc;
-    int report = cli.summary || !(converts || cli.pack || cli.events_csv || cli.html || (cli.merge && cli.chrome));
+    int report =
+        cli.summary || !(converts || cli.pack || cli.events_csv || cli.html || (cli.merge && cli.out[LP_OUT_CHROME]));
     /* following, the trace is read once: the summary is the conversion's (act_convert) */
     int follow_summary = cli.follow && report;
     if (cli.follow) report = 0;
     if (cli.merge && cli.events_csv && cli.ninputs > 1) { /* streams the inputs one at a time */
         rc = merged_events_csv(cli.inputs, cli.ninputs, cli.events_csv);
-        if (rc != 0 || !(report || cli.chrome || cli.html || converts)) return rc;
+        if (rc != 0 || !(report || cli.out[LP_OUT_CHROME] || cli.html || converts)) return rc;
         cli.events_csv = NULL; /* written */
     }
-    if (cli.merge && cli.chrome && !report && !cli.html && !cli.events_csv && !cli.csv && !cli.diff)
-        return rp_merge_stream(cli.inputs, cli.ninputs, cli.chrome, quiet); /* bounded: tools/merge.c */
+    if (cli.merge && cli.out[LP_OUT_CHROME] && !report && !cli.html && !cli.events_csv && !cli.out[LP_OUT_CSV] &&
+        !cli.diff)
+        return rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], quiet); /* bounded: tools/merge.c */
     struct input *in = calloc((size_t)cli.ninputs, sizeof *in);
     if (!in) return 1;
     int slices = report || cli.merge || cli.diff || cli.html || cli.events_csv;
@@ -822,7 +693,8 @@ static int run(void) {
     if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
     if (rc == 0 && (converts || cli.pack)) rc = remove_raw(&in[0]);
     if (rc == 0) default_iterations(&in[0]);
-    if (rc == 0 && cli.merge && cli.chrome) rc = write_merged(in, cli.ninputs, cli.chrome);
+    if (rc == 0 && cli.merge && cli.out[LP_OUT_CHROME]) /* the one merge: streamed, bounded (tools/merge.c) */
+        rc = rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], quiet);
     if (rc == 0 && cli.events_csv) rc = act_events_csv(&in[0]);
     if (rc == 0 && cli.html) rc = act_html(&in[0]);
     if (rc == 0 && cli.diff) rc = act_diff(&in[0]), report = cli.summary;
@@ -837,37 +709,40 @@ static int run(void) {
 }
 
 /* --live on a run that a follower converts (its spool has given back what was read): the
- * snapshot is the follower's, asked for by SPOOL.live and a signal; the report is the summary. */
+ * follower, asked through SPOOL.live and a signal, writes from what it has read the outputs of
+ * conversions asked (lib/outputs.h), the summary, and — for every other option: the report's
+ * tables, --html, --events-csv, --diff — a Chrome trace of the run so far, which this process
+ * then reads as it would any trace. So every option works on a live process, followed or not. */
 static int live_followed(const char *spool, long follower) {
-    if (cli.html || cli.events_csv || cli.folded_leaks || cli.folded_peak || cli.diff) {
-        fprintf(stderr, "libprof-report: --live: a follower converts this run; its snapshot has --chrome, --csv, "
-                        "--folded, --speedscope, --cpu-folded, --pprof and --pprof-heap\n");
-        return 2;
-    }
-    int any = cli.chrome || cli.csv || cli.folded || cli.speedscope || cli.cpu_folded || cli.pprof || cli.pprof_heap;
-    char req[4200], tmp[4300], sum[128], done[128];
-    snprintf(sum, sizeof sum, "/tmp/libprof-live-%ld.txt", (long)getpid());
-    snprintf(done, sizeof done, "/tmp/libprof-live-%ld.done", (long)getpid());
+    char req[4200], tmp[4300], sum[128], done[128], json[128];
+    long me = (long)getpid();
+    snprintf(sum, sizeof sum, "/tmp/libprof-live-%ld.txt", me);
+    snprintf(done, sizeof done, "/tmp/libprof-live-%ld.done", me);
+    snprintf(json, sizeof json, "/tmp/libprof-live-%ld.json", me);
     unlink(sum);
     unlink(done);
+    int any = 0;
+    for (int k = 0; k < LP_OUT_COUNT; k++) any |= cli.out[k] != NULL;
+    int report = cli.summary || !(any || cli.events_csv || cli.html || cli.diff);
+    int sliced = report || cli.events_csv || cli.html || cli.diff; /* what a Chrome trace of it serves */
     snprintf(req, sizeof req, "%s.live", spool);
-    snprintf(tmp, sizeof tmp, "%s.live.%ld", spool, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.live.%ld", spool, me);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         fprintf(stderr, "libprof-report: %s: %s\n", tmp, strerror(errno));
         return 1;
     }
-    const char *keys[] = {"chrome", "csv", "folded", "speedscope", "cpu-folded", "pprof", "pprof-heap"};
-    const char *vals[] = {cli.chrome, cli.csv, cli.folded, cli.speedscope, cli.cpu_folded, cli.pprof, cli.pprof_heap};
-    for (int i = 0; i < 7; i++)
-        if (vals[i]) { /* the follower's working directory is not ours */
-            char cwd[4096];
-            if (vals[i][0] == '/' || !getcwd(cwd, sizeof cwd))
-                fprintf(f, "%s %s\n", keys[i], vals[i]);
-            else
-                fprintf(f, "%s %s/%s\n", keys[i], cwd, vals[i]);
-        }
-    if (!any) fprintf(f, "summary %s\n", sum);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    for (int k = 0; k < LP_OUT_COUNT; k++) {
+        const char *v = cli.out[k] ? cli.out[k] : k == LP_OUT_CHROME && sliced ? json : NULL;
+        if (!v || !lp_outputs[k].option) continue;
+        if (v[0] == '/' || !cwd[0]) /* the follower's working directory is not ours */
+            fprintf(f, "%s %s\n", lp_outputs[k].option, v);
+        else
+            fprintf(f, "%s %s/%s\n", lp_outputs[k].option, cwd, v);
+    }
+    if (report) fprintf(f, "summary %s\n", sum);
     if (cli.o.top > 0) fprintf(f, "top %d\n", cli.o.top);
     fprintf(f, "done %s\n", done);
     if (fclose(f) != 0 || rename(tmp, req) != 0 || kill((pid_t)follower, SIGUSR1) != 0) {
@@ -884,7 +759,7 @@ static int live_followed(const char *spool, long follower) {
         nanosleep(&ts, NULL);
     }
     unlink(done);
-    if (!any) {
+    if (report) {
         size_t len = 0;
         char *text = slurp(sum, &len);
         unlink(sum);
@@ -895,7 +770,24 @@ static int live_followed(const char *spool, long follower) {
         fwrite(text, 1, len, stdout);
         free(text);
     }
-    return 0;
+    if (!sliced) return 0;
+    if (!cli.out[LP_OUT_CHROME] && access(json, R_OK) != 0) {
+        fprintf(stderr,
+                "libprof-report: --live: this run writes no Chrome trace (its output is %s), so its report so far "
+                "is the summary alone\n",
+                spool);
+        return report ? 0 : 1;
+    }
+    /* the rest from the Chrome trace of the run so far, as from any trace */
+    static const char *one[1];
+    one[0] = cli.out[LP_OUT_CHROME] ? cli.out[LP_OUT_CHROME] : json;
+    cli.inputs = one;
+    cli.ninputs = 1;
+    for (int k = 0; k < LP_OUT_COUNT; k++) cli.out[k] = NULL; /* written */
+    cli.summary = report; /* the report's tables of the trace, after the follower's summary */
+    int rc = run();
+    unlink(json);
+    return rc;
 }
 
 /* --live: the running process's spool as the one input. */

@@ -216,7 +216,8 @@ static int convert_raw(struct src *s, int quiet) {
         return -1;
     }
     close(fd);
-    struct lp_convert_opts o = {.chrome_path = s->tmp, .chrome_fd = -1, .summary_fd = -1, .alloc_min = r.hdr.alloc_min};
+    struct lp_convert_opts o = {
+        .path = {[LP_OUT_CHROME] = s->tmp}, .chrome_fd = -1, .summary_fd = -1, .alloc_min = r.hdr.alloc_min};
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (rc != 0 && !quiet) fprintf(stderr, "libprof-report: %s: %s\n", s->path, err);
     lp_reader_close(&r);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lib/map.h"
+#include "lib/reader.h"
 
 #define PACK_MAGIC "LPPACK\x1a\x01"
 enum { S_META, S_KIND, S_TS, S_DUR, S_SIZE, S_APTR, S_FPTR, S_WORDS, S_FRAW, NSTREAMS };
@@ -240,8 +241,8 @@ int rp_pack(const char *in_path, const char *out_path, unsigned mode, char *err,
     for (uint64_t off = LP_FILE_HEADER_SIZE; off + LP_CHUNK_HEADER_SIZE <= size;) {
         struct lp_chunk_header h;
         memcpy(&h, d + off, sizeof h);
-        if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) { /* damage: skip to the next chunk */
-            off += 8;
+        if (!lp_chunk_valid(d, size, off)) { /* damage: on at the next whole chunk, as the reader goes on */
+            off = lp_chunk_resync(d, size, off);
             continue;
         }
         put(&s[S_META], &h, sizeof h);

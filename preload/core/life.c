@@ -152,12 +152,19 @@ static int start_spool(int forked) {
         lpr_make_absolute(spool_path, sizeof spool_path);
         temp = 1;
     }
+    /* A descendant that may not write where its traced parent does (it runs as another user:
+     * test_subprocess's children, a server dropping root) stays untraced without a word: its
+     * stderr may be what its parent reads, and the change of user is in the parent's trace.
+     * Anyone else is told. */
+    void (*tell)(const char *, ...) = lpr_lineage_descendant() ? lpr_warn : lpr_say;
     if (lpr_cfg.output[0] && make_parent_dirs(lpr_cfg.output) != 0) {
-        lpr_say("cannot create the directory for %s (%s); not profiling", lpr_cfg.output, strerror(errno));
+        (errno == EACCES || errno == EPERM ? tell : lpr_say)("cannot create the directory for %s (%s); not profiling",
+                                                             lpr_cfg.output, strerror(errno));
         return -1;
     }
     if (lpr_cfg.csv[0] && make_parent_dirs(lpr_cfg.csv) != 0) {
-        lpr_say("cannot create the directory for %s (%s); not writing the CSV", lpr_cfg.csv, strerror(errno));
+        (errno == EACCES || errno == EPERM ? tell : lpr_say)(
+            "cannot create the directory for %s (%s); not writing the CSV", lpr_cfg.csv, strerror(errno));
         lpr_cfg.csv[0] = '\0';
     }
 
@@ -174,13 +181,8 @@ static int start_spool(int forked) {
     h.alloc_stacks = (uint32_t)lpr_cfg.stacks;
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
-        /* A descendant that may not write there (it runs as another user, whose change of user
-         * its traced parent noted in its own trace) stays untraced without a word: its stderr
-         * may be what its parent reads. Anyone else is told. */
-        if ((errno == EACCES || errno == EPERM) && lpr_lineage_descendant())
-            lpr_warn("cannot create %s (%s); not profiling", spool_path, strerror(errno));
-        else
-            lpr_say("cannot create %s (%s); not profiling", spool_path, strerror(errno));
+        (errno == EACCES || errno == EPERM ? tell : lpr_say)("cannot create %s (%s); not profiling", spool_path,
+                                                             strerror(errno));
         return -1;
     }
     if (strcmp(chosen, spool_path) != 0) {
@@ -328,30 +330,24 @@ __attribute__((constructor)) static void lpr_constructor(void) {
     }
 }
 
-/* LIBPROF_FLAMEGRAPH: NAME.ext -> NAME.alloc.folded, NAME.leaks.folded, NAME.peak.folded,
- * NAME.speedscope.json */
-static void flame_name(char *dst, size_t len, const char *trace, const char *suffix) {
-    snprintf(dst, len, "%s", trace);
-    char *slash = strrchr(dst, '/'), *dot = strrchr(dst, '.');
-    if (dot && (!slash || dot > slash)) *dot = '\0';
-    size_t n = strlen(dst);
-    snprintf(dst + n, len - n, "%s", suffix);
+/* LIBPROF_FLAMEGRAPH's files beside `base` (lib/outputs.h: the rows with a file of their own,
+ * NAME.alloc.folded ...) into names[k], those the run can make (its stacks, its samples) only when
+ * `possible`, else every one; "" for the rest. */
+static void flame_names(char (*names)[PATH_MAX + 32], const char *base, int possible, int stacks, int samples) {
+    for (int k = 0; k < LP_OUT_COUNT; k++) {
+        names[k][0] = '\0';
+        if (lp_outputs[k].flame && (!possible || lp_output_possible(lp_outputs[k].needs, stacks, samples)))
+            lp_output_beside(names[k], sizeof names[k], base, lp_outputs[k].flame);
+    }
 }
 
 /* Write the spool's conversions (Chrome JSON, CSV, summary, flame graphs). Returns 0 or -1. */
 int lpr_convert_spool(const char *chrome, const char *csv) {
     struct lp_reader r;
     char err[256];
-    static char fold[PATH_MAX + 32], leaks[PATH_MAX + 32], ss[PATH_MAX + 32], peak[PATH_MAX + 32], cpu[PATH_MAX + 32];
-    int flame = lpr_cfg.flamegraph && lpr_stack_depth, cpu_flame = lpr_cfg.flamegraph && lpr_sample_taken();
-    if (flame || cpu_flame) {
-        const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
-        flame_name(fold, sizeof fold, base, ".alloc.folded");
-        flame_name(leaks, sizeof leaks, base, ".leaks.folded");
-        flame_name(ss, sizeof ss, base, ".speedscope.json");
-        flame_name(peak, sizeof peak, base, ".peak.folded");
-        flame_name(cpu, sizeof cpu, base, ".cpu.folded");
-    }
+    static char flame[LP_OUT_COUNT][PATH_MAX + 32];
+    const char *base = chrome ? chrome : lpr_cfg.raw_output ? lpr_cfg.output : csv ? csv : spool_path;
+    flame_names(flame, base, 1, lpr_stack_depth != 0, lpr_sample_taken());
     if (lp_reader_open(&r, spool_path, err, sizeof err) != 0) {
         lpr_say("cannot read back %s: %s", spool_path, err);
         return -1;
@@ -360,22 +356,20 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
     int sum_fd = !lpr_cfg.summary  ? -1
                  : lpr_log_path[0] ? lpr_sys_open(lpr_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
                                    : STDERR_FILENO;
-    struct lp_convert_opts o = {.chrome_path = chrome,
-                                .chrome_fd = -1,
-                                .csv_path = csv,
+    struct lp_convert_opts o = {.chrome_fd = -1,
                                 .summary_fd = sum_fd >= 0 ? sum_fd : (lpr_cfg.summary ? STDERR_FILENO : -1),
                                 .alloc_min = lpr_cfg.alloc_min,
                                 .trace_label = lpr_cfg.output[0] ? lpr_cfg.output : NULL,
-                                .folded_path = flame ? fold : NULL,
-                                .folded_leaks_path = flame ? leaks : NULL,
-                                .folded_peak_path = flame ? peak : NULL,
-                                .site_tracks = flame, /* one more pass: with the flame graphs */
-                                .speedscope_path = flame || cpu_flame ? ss : NULL,
-                                .cpu_folded_path = cpu_flame ? cpu : NULL,
+                                .site_tracks = lpr_cfg.flamegraph && lpr_stack_depth, /* one more pass */
                                 .file_mode = (unsigned)lpr_cfg.file_mode,
                                 .py_user_lines = lpr_cfg.py_user_lines,
                                 .timeline_ns = lpr_cfg.timeline_ns,
                                 .timeline_min_ns = lpr_cfg.timeline_min_ns};
+    for (int k = 0; k < LP_OUT_COUNT; k++)
+        o.path[k] = k == LP_OUT_CHROME                  ? chrome
+                    : k == LP_OUT_CSV                   ? csv
+                    : lpr_cfg.flamegraph && flame[k][0] ? flame[k]
+                                                        : NULL;
     int rc = lp_convert(&r, &o, err, sizeof err);
     if (sum_fd > STDERR_FILENO) lpr_sys_close(sum_fd);
     if (rc != 0) lpr_say("%s", err);
@@ -391,8 +385,7 @@ static int convert_at_exit(void) {
 /* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
  * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
  * names are made at start, since a signal handler can format nothing. */
-static char spawn_fold[PATH_MAX + 32], spawn_leaks[PATH_MAX + 32], spawn_ss[PATH_MAX + 32], spawn_peak[PATH_MAX + 32],
-    spawn_cpu[PATH_MAX + 32];
+static char spawn_flame[LP_OUT_COUNT][PATH_MAX + 32];
 /* a detached converter's messages go to NAME.log (only when it has any); it is told the mode of
  * the files it writes, since its environment has no LIBPROF* */
 static char spawn_log[PATH_MAX + 64];
@@ -420,11 +413,7 @@ static void pack_kept(void) {
 static void prepare_spawned(void) {
     /* as lpr_convert_spool names them: beside the JSON, the raw output, the CSV or the spool */
     const char *base = lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv[0] ? lpr_cfg.csv : spool_path;
-    flame_name(spawn_fold, sizeof spawn_fold, base, ".alloc.folded");
-    flame_name(spawn_leaks, sizeof spawn_leaks, base, ".leaks.folded");
-    flame_name(spawn_ss, sizeof spawn_ss, base, ".speedscope.json");
-    flame_name(spawn_peak, sizeof spawn_peak, base, ".peak.folded");
-    flame_name(spawn_cpu, sizeof spawn_cpu, base, ".cpu.folded");
+    flame_names(spawn_flame, base, 0, 0, 0);
     snprintf(spawn_log, sizeof spawn_log, "%s.log", base);
     snprintf(spawn_mode, sizeof spawn_mode, "%04o", (unsigned)lpr_cfg.file_mode);
     packed_name(spawn_packed, sizeof spawn_packed, spool_path);
@@ -459,24 +448,13 @@ static int convert_spawned(int wait_ms, int follow) {
         a[n++] = "--csv";
         a[n++] = lpr_cfg.csv;
     }
-    if (lpr_cfg.flamegraph && lpr_stack_depth) {
-        a[n++] = "--folded";
-        a[n++] = spawn_fold;
-        a[n++] = "--folded-leaks";
-        a[n++] = spawn_leaks;
-        a[n++] = "--folded-peak";
-        a[n++] = spawn_peak;
-    }
     /* (a follower starts before any sample may have been taken) */
     int sampled = lpr_sample_taken() || (follow && lpr_cfg.sample_hz);
-    if (lpr_cfg.flamegraph && (lpr_stack_depth || sampled)) {
-        a[n++] = "--speedscope";
-        a[n++] = spawn_ss;
-    }
-    if (lpr_cfg.flamegraph && sampled) {
-        a[n++] = "--cpu-folded";
-        a[n++] = spawn_cpu;
-    }
+    for (int k = 0; k < LP_OUT_COUNT && lpr_cfg.flamegraph; k++)
+        if (spawn_flame[k][0] && lp_output_possible(lp_outputs[k].needs, lpr_stack_depth != 0, sampled)) {
+            a[n++] = lp_outputs[k].option;
+            a[n++] = spawn_flame[k];
+        }
     if (lpr_cfg.summary) a[n++] = "--summary"; /* detached: into its log file */
     a[n++] = "--file-mode";
     a[n++] = spawn_mode;
@@ -600,12 +578,16 @@ static unsigned snap_count;
 
 static void snapshot_names(void) {
     char base[PATH_MAX + 32];
-    flame_name(base, sizeof base, lpr_cfg.output[0] ? lpr_cfg.output : lpr_cfg.csv[0] ? lpr_cfg.csv : spool_path, "");
+    lp_output_beside(base, sizeof base,
+                     lpr_cfg.output[0] ? lpr_cfg.output
+                     : lpr_cfg.csv[0]  ? lpr_cfg.csv
+                                       : spool_path,
+                     "");
     snap_json_at = (size_t)snprintf(snap_json, sizeof snap_json, "%s.snapshot-", base);
     snap_log_at = (size_t)snprintf(snap_log, sizeof snap_log, "%s.snapshot-", base);
     snap_csv_at = 0;
     if (lpr_cfg.csv[0]) {
-        flame_name(base, sizeof base, lpr_cfg.csv, "");
+        lp_output_beside(base, sizeof base, lpr_cfg.csv, "");
         snap_csv_at = (size_t)snprintf(snap_csv, sizeof snap_csv, "%s.snapshot-", base);
     }
     snprintf(snap_pid, sizeof snap_pid, "%ld", (long)lpr_pid);

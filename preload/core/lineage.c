@@ -367,11 +367,11 @@ static void convert_orphan(const char *spool, int pid, int sig) {
                  spool, err);
         return;
     }
-    struct lp_convert_opts o = {.chrome_path = is_csv ? NULL : out,
+    struct lp_convert_opts o = {.path = {[LP_OUT_CHROME] = is_csv ? NULL : out,
+                                         [LP_OUT_CSV] = is_csv     ? out
+                                                        : with_csv ? csv
+                                                                   : NULL},
                                 .chrome_fd = -1,
-                                .csv_path = is_csv     ? out
-                                            : with_csv ? csv
-                                                       : NULL,
                                 .summary_fd = -1,
                                 .alloc_min = r.hdr.alloc_min,
                                 .killed_by = sig,

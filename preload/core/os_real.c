@@ -72,16 +72,6 @@ void *lp_os_dlopen(const char *path, int flags) {
     return LPR_REAL(dlopen)(path, flags);
 }
 
-char *lp_os_strndup(const char *s, size_t n) {
-    size_t len = strnlen(s, n);
-    char *d = lp_os_malloc(len + 1);
-    if (d) {
-        memcpy(d, s, len);
-        d[len] = '\0';
-    }
-    return d;
-}
-
 void *lp_os_dlsym(void *handle, const char *name) { return lpr_dlsym(handle, name); }
 
 /* Resident memory for tables a signal handler writes (lp.h). */

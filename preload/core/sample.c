@@ -301,7 +301,7 @@ void lpr_sample_init(void) {
     unsigned hz = (unsigned)lpr_cfg.sample_hz;
     if (!hz || !(lpr_cfg.families & (1u << LP_FAM_CPU))) return;
     if (traced()) {
-        lpr_warn("LIBPROF_SAMPLE_HZ: a debugger is attached: no CPU samples (it would stop at every one)");
+        lpr_say("LIBPROF_SAMPLE_HZ: a debugger is attached: no CPU samples (it would stop at every one)");
         return;
     }
     struct sigaction old, sa;
@@ -324,9 +324,9 @@ void lpr_sample_init(void) {
     event_fd = open_event(0, 1);
     if (event_fd < 0) {
         LPR_REAL(sigaction)(SIGTRAP, &old, NULL);
-        lpr_warn("LIBPROF_SAMPLE_HZ: no CPU samples: perf_event_open of the task clock failed (%s; Linux 5.13 or "
-                 "later, and /proc/sys/kernel/perf_event_paranoid at most 2, are needed)",
-                 strerror(-event_fd));
+        lpr_say("LIBPROF_SAMPLE_HZ: no CPU samples: perf_event_open of the task clock failed (%s; Linux 5.13 or "
+                "later, and /proc/sys/kernel/perf_event_paranoid at most 2, are needed)",
+                strerror(-event_fd));
         return;
     }
     st.period_ns = period_ns;

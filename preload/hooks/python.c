@@ -429,8 +429,7 @@ static void start(void) {
     int rc = regcomp(&re, lpr_cfg.python_calls, REG_EXTENDED | REG_NOSUB);
     lpr_guard_restore(&lpr_tls, g);
     if (rc != 0) {
-        lpr_warn("LIBPROF_PYTHON_CALLS=\"%s\" is not a regular expression: no Python call slices",
-                 lpr_cfg.python_calls);
+        lpr_say("LIBPROF_PYTHON_CALLS=\"%s\" is not a regular expression: no Python call slices", lpr_cfg.python_calls);
         return;
     }
     if (verdicts() != 0) return;

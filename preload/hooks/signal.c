@@ -103,10 +103,10 @@ static void start(void) {
     if (resolve()) return;
     int sig = lpr_cfg.signal;
     if (sig && install(sig, lpr_control_on_signal) != 0)
-        lpr_warn("LIBPROF_SIGNAL: the program already handles signal %d; not using it", sig);
+        lpr_say("LIBPROF_SIGNAL: the program already handles signal %d; not using it", sig);
     sig = lpr_cfg.snapshot_signal;
     if (sig && (sig == lpr_cfg.signal || install(sig, lpr_snapshot_on_signal) != 0))
-        lpr_warn("LIBPROF_SNAPSHOT_SIGNAL: the program already handles signal %d; not using it", sig);
+        lpr_say("LIBPROF_SNAPSHOT_SIGNAL: the program already handles signal %d; not using it", sig);
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         sig = fatal_signals[i];
         struct sigaction old;

@@ -276,3 +276,14 @@ int python_interpreters(char out[][256], int cap, int min_minor) {
     if (access("/usr/bin/python3", X_OK) == 0 && n < cap) snprintf(out[n++], 256, "/usr/bin/python3");
     return n;
 }
+
+int notes_with(const char *trace, const char *needle) {
+    cJSON *j = load_json(trace);
+    if (!j) return -1;
+    int n = 0;
+    cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(libprof_meta(j), "notes")) n +=
+        cJSON_IsString(x) && strstr(x->valuestring, needle) != NULL;
+    cJSON_Delete(j);
+    return n;
+}

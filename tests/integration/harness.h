@@ -34,6 +34,9 @@ int python_json_ok(const char *path); /* 1 if Python's json module loads the fil
 cJSON *libprof_meta(cJSON *trace);    /* trace.metadata.libprof */
 long long meta_fn(cJSON *meta, const char *fn, const char *field); /* functions.fn.field, -1 if absent */
 long long meta_num(cJSON *meta, const char *field);
+/* How many of the notes a trace keeps (metadata.libprof.notes: what libprof noted while it worked,
+ * never written on the program's stderr) contain `needle`; -1 when the file is no trace. */
+int notes_with(const char *trace, const char *needle);
 int count_lines_with(const char *text, const char *needle);
 /* Paths of the traces in `dir` named like PREFIX.*.json (child processes of a run whose trace is
  * PREFIX.json), sorted; their number in *n. */

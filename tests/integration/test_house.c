@@ -170,3 +170,30 @@ Test(house, converters_are_not_the_programs_children) {
     run_free(&a);
     run_free(&b);
 }
+
+/* The drawing of the tree in ARCHITECTURE.md names every source file of include/, preload/, lib/
+ * and tools/ (by its name, in the block that draws the tree; "x.c/.h" names both): a newcomer
+ * finds any file there. */
+Test(house, the_drawing_names_every_file) {
+    const char *argv[] = {"/usr/bin/python3", "-c",
+                          "import os, re, sys\n"
+                          "root = sys.argv[1]\n"
+                          "text = open(os.path.join(root, 'ARCHITECTURE.md')).read()\n"
+                          "draw = text[text.index('```'):text.index('```', text.index('```') + 3)]\n"
+                          "words = set(re.findall(r'[A-Za-z0-9_.-]+', draw))\n"
+                          "words |= {m + '.h' for m in re.findall(r'([A-Za-z0-9_-]+)\\.c/\\.h', draw)}\n"
+                          "missing = []\n"
+                          "for top in ('include', 'preload', 'lib', 'tools'):\n"
+                          "    for d, _, fs in os.walk(os.path.join(root, top)):\n"
+                          "        for f in fs:\n"
+                          "            if f.endswith(('.c', '.h', '.map')) and f not in words and os.path.join(d, "
+                          "f)[len(root) + 1:] not in draw:\n"
+                          "                missing.append(os.path.join(d, f)[len(root) + 1:])\n"
+                          "print(' '.join(sorted(missing)))\n",
+                          LP_SOURCE_DIR, NULL};
+    struct run r;
+    run_prog(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "\n", "files the drawing does not name: %s", r.out);
+    run_free(&r);
+}

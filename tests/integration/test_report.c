@@ -143,7 +143,7 @@ Test(report, summarises_chrome_json_traces) {
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_not_null(strstr(r.out, "3 slices, 2 names, 1 events skipped"), "%s", r.out);
     /* step: 2 slices, 4 us in all, 3.5 us of it its own (inner took 0.5) */
-    cr_expect_not_null(strstr(r.out, "\nstep          2    4000 ns    3500 ns    2000 ns"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "\nstep          2     4.0 us     3.5 us     2.0 us"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, "\ninner         1     500 ns     500 ns"), "%s", r.out);
     run_free(&r);
 
@@ -536,5 +536,30 @@ Test(report, one_rule_for_units_and_labels_that_fit, .timeout = 180) {
     }
     free(page);
     run_free(&rep);
+    run_free(&r);
+}
+
+/* Every option on a live process, followed or not: on a run a follower converts, --live asks it for
+ * the conversions and a Chrome trace of the run so far, and the rest — the report's tables,
+ * --html, --events-csv — is made from that trace as from any. */
+Test(report, live_view_of_a_followed_run_takes_every_option, .timeout = 120) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.json LIBPROF_FOLLOW=1 %s 6 > %s/out.txt & pid=$!; "
+                       "while ! ls %s/*.follower > /dev/null 2>&1; do sleep 0.05; done; "
+                       "while n=$(%s --live $pid | sed -n '1s/.* s, \\([0-9]*\\) events.*/\\1/p'); "
+                       "[ \"${n:-0}\" -lt 100000 ]; do sleep 0.1; done; "
+                       "%s --live $pid --top 3 --html %s/live.html --events-csv %s/live.csv --summary; wait $pid",
+                       PRELOAD, dir, PROG("service"), dir, dir, REPORT, REPORT, dir, dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "[so far: the program is running]") != NULL, "the follower's summary: %s", r.out);
+    cr_expect(strstr(r.out, "\nper thread:") != NULL, "the report's tables: %s", r.out);
+    char *html = read_file(strfmt("%s/live.html", dir), NULL), *csv = read_file(strfmt("%s/live.csv", dir), NULL);
+    cr_assert(html && csv, "%s", r.err);
+    cr_expect(strstr(html, "<html") != NULL);
+    cr_expect(count_lines_with(csv, "\n") > 60, "events so far: %d",
+              count_lines_with(csv, "\n")); /* the 64 blocks held */
+    cr_expect_str_eq(read_file(strfmt("%s/out.txt", dir), NULL), "held 64 MiB, churned\n");
     run_free(&r);
 }

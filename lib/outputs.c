@@ -1,0 +1,125 @@
+/* outputs.c: see outputs.h. The table, and each output's writer: the sink that streams events
+ * (Chrome, the summary and CSV's own files) or writes its totals from the views that own them
+ * (sites.c's flame graphs, samples.c's, speedscope.c, pprof.c). */
+#define _GNU_SOURCE
+#include "outputs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "convert.h"
+#include "os.h"
+#include "pprof.h"
+#include "samples.h"
+#include "sites.h"
+#include "speedscope.h"
+#include "symbols.h"
+
+/* The sites, when the allocations have stacks (the stacks of a trace may be only its CPU
+ * samples' and its Python calls'; a version 9 file says nothing of it). */
+struct lp_sites *lp_alloc_sites(const struct lp_analysis *a) {
+    return a->r->hdr.version < 10 || a->r->hdr.alloc_stacks ? a->sites : NULL;
+}
+
+static int chrome(struct lp_sink *k, struct lp_analysis *a) {
+    const struct lp_convert_opts *o = a->opts;
+    a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
+    if (!a->cb) return -1;
+    return lp_sink_chrome(k, a->r, o->path[LP_OUT_CHROME], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
+}
+static int csv(struct lp_sink *k, struct lp_analysis *a) {
+    (void)a;
+    return lp_sink_csv(k);
+}
+static int summary(struct lp_sink *k, struct lp_analysis *a) {
+    (void)a;
+    return lp_sink_summary(k);
+}
+
+/* The flame graphs are the sites' (sites.c): folded allocated bytes, leaks, at the peak, temporary. */
+static void folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_sites_folded(a->sites, k->out, 0); }
+static void leaks_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_LEAKS);
+}
+static void peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_PEAK);
+}
+static void temp_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_sites_folded(a->sites, k->out, LP_FOLD_TEMP);
+}
+static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    const struct lp_reader *r = a->r;
+    const char *exe = r->exe ? r->exe : "libprof";
+    uint32_t n = r->exe ? r->exe_len : 7, b = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (exe[i] == '/') b = i + 1;
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)(n - b), exe + b);
+    if (lp_speedscope(k->out, name, lp_alloc_sites(a), a->samples) != 0) k->out->err = ENOMEM;
+}
+static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_samples_folded(a->samples, k->out); }
+static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_syms *syms = lp_syms_new(a->r);
+    if (!syms || lp_pprof_cpu(k->out, a->r, a->samples, syms) != 0) k->out->err = ENOMEM;
+    lp_syms_free(syms);
+}
+static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct lp_syms *syms = lp_syms_new(a->r);
+    if (!syms || lp_pprof_heap(k->out, a->r, a->sites, syms) != 0) k->out->err = ENOMEM;
+    lp_syms_free(syms);
+}
+
+/* A writer of totals only. */
+#define TOTALS(name, fn)                                           \
+    static int name(struct lp_sink *k, struct lp_analysis *a) { \
+        (void)a;                                                   \
+        k->finish = fn;                                            \
+        return 0;                                                  \
+    }
+TOTALS(folded, folded_finish)
+TOTALS(leaks, leaks_finish)
+TOTALS(peak, peak_finish)
+TOTALS(temp, temp_finish)
+TOTALS(speedscope, speedscope_finish)
+TOTALS(cpu_folded, cpu_folded_finish)
+TOTALS(pprof, pprof_finish)
+TOTALS(pprof_heap, pprof_heap_finish)
+#undef TOTALS
+
+#define EITHER (LP_NEEDS_STACKS | LP_NEEDS_SAMPLES)
+// clang-format off
+const struct lp_output lp_outputs[LP_OUT_COUNT] = {
+    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                chrome},
+    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                csv},
+    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                summary},
+    [LP_OUT_FOLDED]       = {"folded",       "--folded",       ".alloc.folded",    LP_NEEDS_STACKS,  folded},
+    [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", ".leaks.folded",    LP_NEEDS_STACKS,  leaks},
+    [LP_OUT_SPEEDSCOPE]   = {"speedscope",   "--speedscope",   ".speedscope.json", EITHER,           speedscope},
+    [LP_OUT_FOLDED_PEAK]  = {"folded-peak",  "--folded-peak",  ".peak.folded",     LP_NEEDS_STACKS,  peak},
+    [LP_OUT_FOLDED_TEMP]  = {"folded-temp",  NULL,             NULL,               LP_NEEDS_STACKS,  temp},
+    [LP_OUT_CPU_FOLDED]   = {"cpu-folded",   "--cpu-folded",   ".cpu.folded",      LP_NEEDS_SAMPLES, cpu_folded},
+    [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, pprof},
+    [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  pprof_heap},
+};
+// clang-format on
+
+int lp_output_find(const char *name) {
+    for (int k = 0; k < LP_OUT_COUNT; k++)
+        if (!strcmp(name, lp_outputs[k].key) || (lp_outputs[k].option && !strcmp(name, lp_outputs[k].option)))
+            return k;
+    return -1;
+}
+
+int lp_output_possible(unsigned needs, int stacks, int samples) {
+    if (needs == EITHER) return stacks || samples;
+    return (!(needs & LP_NEEDS_STACKS) || stacks) && (!(needs & LP_NEEDS_SAMPLES) || samples);
+}
+
+void lp_output_beside(char *dst, size_t len, const char *trace, const char *suffix) {
+    snprintf(dst, len, "%s", trace);
+    char *slash = strrchr(dst, '/'), *dot = strrchr(dst, '.');
+    if (dot && (!slash || dot > slash)) *dot = '\0';
+    size_t n = strlen(dst);
+    snprintf(dst + n, len - n, "%s", suffix);
+}
