@@ -71,11 +71,11 @@ static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
 }
 
 /* A writer of totals only. */
-#define TOTALS(name, fn)                                           \
+#define TOTALS(name, fn)                                        \
     static int name(struct lp_sink *k, struct lp_analysis *a) { \
-        (void)a;                                                   \
-        k->finish = fn;                                            \
-        return 0;                                                  \
+        (void)a;                                                \
+        k->finish = fn;                                         \
+        return 0;                                               \
     }
 TOTALS(folded, folded_finish)
 TOTALS(leaks, leaks_finish)
@@ -106,8 +106,7 @@ const struct lp_output lp_outputs[LP_OUT_COUNT] = {
 
 int lp_output_find(const char *name) {
     for (int k = 0; k < LP_OUT_COUNT; k++)
-        if (!strcmp(name, lp_outputs[k].key) || (lp_outputs[k].option && !strcmp(name, lp_outputs[k].option)))
-            return k;
+        if (!strcmp(name, lp_outputs[k].key) || (lp_outputs[k].option && !strcmp(name, lp_outputs[k].option))) return k;
     return -1;
 }
 
