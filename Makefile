@@ -171,6 +171,7 @@ PROGS += tests/progs/sites.c
 PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c
+PROGS += tests/progs/forkloader.c
 PROGS += tests/progs/annotated.c
 PROGS += tests/progs/phases.c
 PROGS += tests/progs/annot_loop.c

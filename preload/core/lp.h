@@ -318,8 +318,20 @@ static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
 static inline void lpr_hook_leave(struct lpr_tls *t) { t->guard = 0; }
 
 /* The thread is inside the dynamic loader (dlopen, dlclose, dl_iterate_phdr): a CPU sample then
- * takes no native stack (the loader's lock is not to be taken again from a signal handler). */
+ * takes no native stack (the loader's lock is not to be taken again from a signal handler). The
+ * threads inside are counted too, and a fork waits until no other thread is (real.c): a child
+ * would inherit the loader's lock held by a thread it does not have, and its first stack capture
+ * (libunwind asks dl_iterate_phdr) or dlopen would wait for ever. */
+LP_HIDDEN extern int lpr_loader_users, lpr_loader_gate;
+LP_HIDDEN void lpr_loader_wait(void);
 static inline void lpr_loader_enter(void) {
+    if (LP_UNLIKELY(__atomic_load_n(&lpr_loader_gate, __ATOMIC_ACQUIRE)) && !lpr_tls.in_loader) lpr_loader_wait();
+    __atomic_fetch_add(&lpr_loader_users, 1, __ATOMIC_SEQ_CST);
+    if (LP_UNLIKELY(__atomic_load_n(&lpr_loader_gate, __ATOMIC_SEQ_CST)) && !lpr_tls.in_loader) {
+        __atomic_fetch_sub(&lpr_loader_users, 1, __ATOMIC_SEQ_CST); /* a fork began meanwhile: after it */
+        lpr_loader_wait();
+        __atomic_fetch_add(&lpr_loader_users, 1, __ATOMIC_SEQ_CST);
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     (*(volatile uint8_t *)&lpr_tls.in_loader)++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -328,7 +340,12 @@ static inline void lpr_loader_leave(void) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     (*(volatile uint8_t *)&lpr_tls.in_loader)--;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&lpr_loader_users, 1, __ATOMIC_RELEASE);
 }
+/* Around the real fork (hooks/process.c): no other thread inside the loader (waited for, bounded),
+ * none let in until it returns, in the parent and in the child. */
+LP_HIDDEN void lpr_loader_fork_begin(void);
+LP_HIDDEN void lpr_loader_fork_end(int child);
 
 /* Hold the guard around libprof's own use of malloc/free: the compiler knows those builtins do
  * not read program memory and would otherwise drop a plain store before them. */

@@ -70,6 +70,31 @@ void *lpr_dlsym(void *handle, const char *name) {
     return f ? f(handle, name) : NULL;
 }
 
+/* ---- the loader and fork (lp.h) ----------------------------------------------------------------- */
+
+int lpr_loader_users, lpr_loader_gate;
+
+/* A thread about to enter the loader while a fork is under way: after it. */
+void lpr_loader_wait(void) {
+    while (__atomic_load_n(&lpr_loader_gate, __ATOMIC_ACQUIRE)) LP_SYS(SYS_sched_yield, 0, 0, 0);
+}
+
+void lpr_loader_fork_begin(void) {
+    __atomic_store_n(&lpr_loader_gate, 1, __ATOMIC_SEQ_CST);
+    int own = lpr_tls.in_loader; /* a fork from inside the loader (a constructor's) waits for no one */
+    /* bounded: a thread that stays inside the loader (a callback that waits for the forking thread)
+     * must not hang the program; 2 s, then the fork goes on as it would without libprof */
+    for (int i = 0; i < 2000 && __atomic_load_n(&lpr_loader_users, __ATOMIC_SEQ_CST) > own; i++) {
+        struct timespec ts = {0, 1000000};
+        LP_SYS(SYS_nanosleep, &ts, NULL, 0);
+    }
+}
+
+void lpr_loader_fork_end(int child) {
+    if (child) __atomic_store_n(&lpr_loader_users, lpr_tls.in_loader, __ATOMIC_RELAXED); /* the others are gone */
+    __atomic_store_n(&lpr_loader_gate, 0, __ATOMIC_RELEASE);
+}
+
 /* dl_iterate_phdr for libprof and for the program (hooks/dl.c exports it): the thread is marked
  * inside the loader meanwhile, so that a CPU sample taken then (sample.c) does not walk the stack
  * with libunwind, which would take the loader's lock again from a signal handler. */

@@ -28,7 +28,9 @@ LP_EXPORT pid_t fork(void) {
     if (!LP_REAL(fork)) LP_NOFN(-1);
     struct lpr_tls *t = lpr_call_begin(LP_FAM_PROC);
     uint64_t t0 = t ? lpr_ticks() : 0;
+    lpr_loader_fork_begin(); /* no other thread inside the dynamic loader (core/real.c) */
     pid_t r = LP_REAL(fork)();
+    lpr_loader_fork_end(r == 0);
     if (t && r != 0) { /* in the child, the parent's clock origin and buffers are gone */
         uint64_t a = I(r);
         lpr_call_record(t, LP_CALL_FORK, t0, lpr_ticks(), 1, &a, NULL, 0);

@@ -342,3 +342,23 @@ Test(reliab, static_program_is_named_once) {
     run_free(&r);
     run_free(&bare);
 }
+
+/* fork while another thread is inside the dynamic loader (dl_iterate_phdr holding its lock): the
+ * child, whose first allocations capture their stacks (libunwind asks the loader), must not wait
+ * for a lock held by a thread it does not have. Each fork waits until no other thread is inside
+ * the loader through libprof; before, every such child hung (a forked CPython test worker did). */
+Test(reliab, fork_while_another_thread_is_in_the_loader, .timeout = 240) {
+    char *dir = make_tmpdir();
+    const char *argv[] = {PROG("forkloader"), "20", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_str_eq(bare.out, "forks 20 hung 0\n");
+    run_prog(
+        &r, dir,
+        (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), "LIBPROF_STACKS=16", NULL},
+        argv);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, bare.out);
+    run_free(&r);
+    run_free(&bare);
+}
