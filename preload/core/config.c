@@ -408,6 +408,9 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
         lpr_say("ignoring LIBPROF_CSV=\"%s\" (bad %%-pattern or too long)", csv);
         cfg->csv[0] = cfg->csv_pat[0] = '\0';
     }
+    /* NAME.lpz: the packed raw trace — recorded as NAME.lpt, packed into NAME.lpz at exit */
+    cfg->packed_output = cfg->output[0] && ends_with(cfg->output, ".lpz");
+    if (cfg->packed_output) cfg->output[strlen(cfg->output) - 1] = 't';
     cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");
     cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
     if (cfg->enabled && cfg->families == 0) lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");

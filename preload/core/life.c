@@ -768,8 +768,8 @@ void lpr_finish(int status) {
     lpr_spool_stop();
     if (rc == 0 && !spawned && !lpr_cfg.raw_output && !lpr_cfg.keep_raw)
         lpr_sys_unlink(spool_path);
-    else if (rc == 0 && !spawned && !lpr_cfg.raw_output)
-        pack_kept();
+    else if (rc == 0 && !spawned && (!lpr_cfg.raw_output || lpr_cfg.packed_output))
+        pack_kept(); /* LIBPROF_KEEP_RAW, or LIBPROF_OUTPUT=NAME.lpz */
     else if (rc != 0 && !lpr_cfg.raw_output) {
         struct stat st;
         if (lpr_sys_stat(spool_path, &st) == 0)

@@ -408,6 +408,21 @@ int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, con
     size_t total = sizeof h + alen + blen + pad;
     uint64_t off = __atomic_fetch_add(&spool_off, total, __ATOMIC_RELAXED);
     long rc = spool_pwrite(iov, 4, total, off);
+    if (rc == -EFAULT) {
+        /* Memory of libprof's own that could not be read — a defect of libprof's, not of the disk:
+         * this chunk alone is lost. Its place becomes a chunk every reader skips (a string of no
+         * kind: the header and zeros), the loss is counted by the caller and noted in the trace. */
+        static const uint64_t blank;
+        h.type = LP_CHUNK_STRING;
+        size_t z = alen + blen < sizeof blank ? alen + blen : sizeof blank;
+        struct iovec fix[2] = {{&h, sizeof h}, {(void *)&blank, z}};
+        if (spool_pwrite(fix, 2, sizeof h + z, off) == 0)
+            lpr_warn("a chunk of the trace (type %u, %zu bytes) could not be read from libprof's memory: dropped",
+                     (unsigned)type, alen + blen);
+        else
+            write_failed(off, rc);
+        return -1;
+    }
     if (rc != 0) {
         write_failed(off, rc);
         return -1;

@@ -358,3 +358,26 @@ Test(convert, followed_exit_does_not_wait_for_the_reaper, .timeout = 120) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* LIBPROF_OUTPUT=NAME.lpz writes the packed raw trace the name says (recorded as NAME.lpt, packed at
+ * exit): no .lpt left, no JSON, and libprof-report reads it as it reads the raw trace. */
+Test(convert, lpz_output_is_the_packed_raw_trace) {
+    char *dir = make_tmpdir();
+    struct run r;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.lpz", dir), NULL}, sql);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.err, "");
+    run_free(&r);
+    size_t n = 0;
+    char *z = read_file(strfmt("%s/t.lpz", dir), &n);
+    cr_assert(z && n > 16, "no t.lpz");
+    cr_expect(!memcmp(z, "LPPACK\x1a\x01", 8), "t.lpz is not a packed trace");
+    cr_expect_neq(access(strfmt("%s/t.lpt", dir), F_OK), 0, "the raw trace was left behind");
+    cr_expect_neq(access(strfmt("%s/t.json", dir), F_OK), 0);
+    run_prog(&r, dir, NULL,
+             (const char *[]){REPORT, strfmt("%s/t.lpz", dir), "--csv", strfmt("%s/t.csv", dir), "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *c = read_file(strfmt("%s/t.csv", dir), NULL);
+    cr_expect(c && strstr(c, "\nmalloc,alloc,"), "the packed trace's CSV has no malloc row");
+    run_free(&r);
+}
