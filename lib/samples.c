@@ -242,8 +242,12 @@ static int charge(struct lp_samples *s, struct table *t, const struct lp_frames 
     return 0;
 }
 
-/* The Python lines: self to the innermost Python frame, total to each Python frame. */
+/* The Python lines: self to the innermost Python frame, total once to each line on the stack (a
+ * line that recurses, or the import machinery's that runs at every level of nested imports, is
+ * counted once a sample: a total never passes 100 %). */
 static int charge_py(struct lp_samples *s, const struct lp_frames *v, uint64_t n) {
+    const char *seen[LP_STACK_MAX_FRAMES];
+    uint32_t ns = 0;
     int first = 1;
     for (uint32_t i = 0; i < v->n; i++) {
         uint64_t w = v->f[i];
@@ -251,8 +255,13 @@ static int charge_py(struct lp_samples *s, const struct lp_frames *v, uint64_t n
         struct row *r = row_of(&s->py, lp_syms_function(s->syms, w, 1));
         if (!r) return -1;
         if (first) r->self += n;
-        r->total += n;
         first = 0;
+        int dup = 0;
+        for (uint32_t k = 0; k < ns && !dup; k++) dup = seen[k] == r->name;
+        if (!dup && ns < LP_STACK_MAX_FRAMES) {
+            r->total += n;
+            seen[ns++] = r->name;
+        }
     }
     return 0;
 }

@@ -447,7 +447,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         "title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:"
         "13px}"
         "td,th{border-bottom:1px solid #ddd;padding:2px "
-        "8px;text-align:right}td.n,th.n{text-align:left;font-family:monospace}"
+        "8px;text-align:right;white-space:nowrap}td.n,th.n{text-align:left;font-family:monospace;white-space:normal}"
         "pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}svg{font-size:12px}</style></head><body>\n",
         f);
     fputs("<h1>libprof report</h1><p>", f);
@@ -490,7 +490,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         rp_torch_rows(c, &top, 0, op_row_emit, f);
         fputs("</table>\n", f);
     }
-    rp_html_cpu(f, c, r); /* where the CPU went, when the trace has samples */
+    rp_html_cpu(f, c, r, o->top); /* where the CPU went, when the trace has samples */
     if (r) heap_plot(f, r);
     if (r) site_plot(f, r);
     time_window(f, c, r);

@@ -32,6 +32,7 @@ extern const char rp_flame_js[];
  * CPU flame graph. */
 struct lp_slices;
 struct lp_reader;
-void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r);
+/* `top`: rows per table (--top; 0: 25). */
+void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, int top);
 
 #endif

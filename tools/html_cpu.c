@@ -19,13 +19,13 @@ static const char *const cpu_colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d627
                                          "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"};
 
 static void table(FILE *f, const char *title, const char *what, const struct lp_cpu_row *rows, size_t n,
-                  const struct lp_cpu *cpu) {
+                  const struct lp_cpu *cpu, size_t top) {
     if (!n) return;
     fprintf(f,
             "<h3>%s</h3><table class=\"sortable\"><tr><th class=\"n\">%s</th><th>self</th><th>self %%</th>"
             "<th>total</th><th>total %%</th></tr>\n",
             title, what);
-    for (size_t i = 0; i < n && i < 25; i++) {
+    for (size_t i = 0; i < n && i < top; i++) {
         char a[32], b[32];
         lp_fmt_ns(a, sizeof a, (int64_t)(rows[i].self * cpu->period_ns));
         lp_fmt_ns(b, sizeof b, (int64_t)(rows[i].total * cpu->period_ns));
@@ -153,7 +153,8 @@ static void flame(FILE *f, const struct lp_reader *r, uint64_t period_ns) {
     free(b.thread);
 }
 
-void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r) {
+void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, int top) {
+    size_t rows = top > 0 ? (size_t)top : 25;
     const struct lp_cpu *cpu = &c->cpu;
     if (!cpu->period_ns) return;
     char all[32], per[32];
@@ -164,8 +165,8 @@ void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r) 
         "<h2 id=\"cpu\">Where the CPU went</h2><p>%llu CPU samples on %zu thread%s, %s of user CPU (one per %s of a "
         "thread's user CPU time); self: the innermost frame, total: anywhere on the stack</p>\n",
         (unsigned long long)cpu->samples, cpu->nthreads, cpu->nthreads == 1 ? "" : "s", all, per);
-    table(f, "By function", "function", cpu->fns, cpu->nfns, cpu);
-    table(f, "By Python line", "line", cpu->lines, cpu->nlines, cpu);
+    table(f, "By function", "function", cpu->fns, cpu->nfns, cpu, rows);
+    table(f, "By Python line", "line", cpu->lines, cpu->nlines, cpu, rows);
     chart(f, cpu);
     if (r)
         flame(f, r, cpu->period_ns);

@@ -283,18 +283,19 @@ Test(report, long_timeline_folded_before_its_last_stretch) {
     run_free(&r);
 }
 
-/* A long run, followed: two minutes of tests/progs/service serving requests while two threads
- * churn about a million allocation events a second. A follower converts the spool as it goes,
+/* A long run, followed: half a minute of tests/progs/service serving requests while two threads
+ * churn about a million allocation events a second (tens of millions of events: a gigabyte of raw
+ * trace unfollowed; scripts/bench-long measures two minutes). A follower converts the spool as it goes,
  * so the output directory never holds more than 256 MiB (sampled every quarter second); the
  * totals are exact (the program counts its own mallocs, frees and requests; the offset for libc's
  * own is taken from a short run converted at exit); a --live look half-way answers from the
- * follower with the 64 MiB the program holds; the Chrome trace keeps its last 20 s at full detail
+ * follower with the 64 MiB the program holds; the Chrome trace keeps its last 10 s at full detail
  * and passes the strict checks; nothing but the trace is left. */
 static long long call_count(cJSON *meta, const char *name) {
     return meta_num(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "calls"), name), "count");
 }
 
-Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 400) {
+Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 300) {
     char *dir = make_tmpdir();
     /* libc's own allocations, from a short run converted at exit */
     struct run r0;
@@ -310,10 +311,10 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     long long dm = meta_fn(libprof_meta(j0), "malloc", "count") - (long long)m0,
               df = meta_fn(libprof_meta(j0), "free", "count") - (long long)f0,
               leak0 = meta_num(libprof_meta(j0), "leaked_bytes");
-    char *cmd = strfmt("mkdir -p %s/out; LD_PRELOAD=%s LIBPROF_OUTPUT=%s/out/svc.json LIBPROF_TIMELINE=20 "
-                       "%s 120 serve > %s/out.txt & pid=$!; "
+    char *cmd = strfmt("mkdir -p %s/out; LD_PRELOAD=%s LIBPROF_OUTPUT=%s/out/svc.json LIBPROF_TIMELINE=10 "
+                       "%s 30 serve > %s/out.txt & pid=$!; "
                        "(while kill -0 $pid 2>/dev/null; do du -sk %s/out | cut -f1; sleep 0.25; done > %s/du.txt) & "
-                       "sleep 60; %s --live $pid > %s/live.txt; wait $pid",
+                       "sleep 15; %s --live $pid > %s/live.txt; wait $pid",
                        dir, PRELOAD, dir, PROG("service"), dir, dir, dir, REPORT, dir);
     struct run r;
     run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
@@ -325,7 +326,7 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     long peak_kib = 0, looks = 0;
     for (char *p = du; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p), looks++)
         if (atol(p) > peak_kib) peak_kib = atol(p);
-    cr_expect_gt(looks, 200, "%s", du);
+    cr_expect_gt(looks, 60, "%s", du);
     cr_expect_leq(peak_kib, 256 * 1024, "the output directory held %ld KiB", peak_kib);
     /* the live look, half-way: the follower's summary, with the 64 MiB held */
     char *live = read_file(strfmt("%s/live.txt", dir), NULL);
@@ -342,7 +343,7 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(meta, "complete")));
     cr_expect_eq(meta_num(meta, "events_dropped"), 0);
     cr_expect_eq(meta_num(meta, "events_decoded"), meta_num(meta, "events_written"));
-    cr_expect_gt(meta_num(meta, "events_written"), 50000000);
+    cr_expect_gt(meta_num(meta, "events_written"), 10000000);
     cr_expect_eq(meta_fn(meta, "malloc", "count") - (long long)m1, dm);
     cr_expect_eq(meta_fn(meta, "free", "count") - (long long)f1, df);
     cr_expect_eq(meta_num(meta, "leaked_bytes"), leak0);
@@ -360,15 +361,15 @@ Test(report, long_run_followed_with_bounded_disk_and_exact_totals, .timeout = 40
     cr_expect_eq(meta_num(pair, "writes"), (long long)q1);
     cr_expect_eq(meta_num(pair, "write_bytes"), 64 * (long long)q1);
     cr_expect_geq(meta_num(meta, "peak_bytes"), 64 << 20);
-    /* the timeline: the last 20 s at full detail, the rest folded */
+    /* the timeline: the last 10 s at full detail, the rest folded */
     cJSON *tl = cJSON_GetObjectItem(meta, "timeline");
     double full_from = meta_num(tl, "full_from_ns") / 1e9;
-    cr_expect(full_from > 90 && full_from < 105, "full detail from %.1f s", full_from);
-    cr_expect_gt(meta_num(tl, "folded_slices"), 100000);
+    cr_expect(full_from > 15 && full_from < 25, "full detail from %.1f s", full_from);
+    cr_expect_gt(meta_num(tl, "folded_slices"), 10000);
     int before;
     int sends = count_x(j, "send", full_from * 1e6, &before);
     cr_expect_eq(before, 0, "a short send before the full-detail stretch was kept");
-    cr_expect_gt(sends, 1000, "the last 20 s keep their sends: %d", sends);
+    cr_expect_gt(sends, 1000, "the last 10 s keep their sends: %d", sends);
     /* nothing left but the trace */
     char *ls = NULL;
     struct run l;

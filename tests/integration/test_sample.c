@@ -789,3 +789,36 @@ Test(sample, code_without_symbols_grouped_by_function) {
                   rows);
     free(text);
 }
+
+/* A line on the stack many times over (recursion, nested imports) counts once a sample in its
+ * total: no Python line's total passes the samples taken (its share, 100 %). */
+Test(sample, recursive_python_lines_total_at_most_all_samples) {
+    char *dir = make_tmpdir();
+    char *lpt = strfmt("%s/r.lpt", dir), *csv = strfmt("%s/r.json", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){"/usr/bin/python3", "-c",
+                              "import time\n"
+                              "def f(n):\n"
+                              "    if n: return f(n - 1)\n"
+                              "    t = time.thread_time()\n"
+                              "    while time.thread_time() - t < 0.3: pass\n"
+                              "f(20)\n",
+                              NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", csv, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *j = load_json(csv), *m = libprof_meta(j), *row;
+    cr_assert_not_null(j);
+    long long samples = meta_num(cJSON_GetObjectItem(m, "sampling"), "samples"), worst = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(m, "cpu_python_lines")) {
+        long long total = meta_num(row, "total");
+        if (total > worst) worst = total;
+    }
+    cr_assert_gt(worst, 0, "no Python line rows");
+    cr_expect_leq(worst, samples, "a Python line's total %lld passes the %lld samples", worst, samples);
+    cJSON_Delete(j);
+}

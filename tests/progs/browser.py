@@ -5,6 +5,7 @@
 #        browser.py window HTML           the time window typed and dragged over the heap chart
 #        browser.py cpu HTML              the CPU flame graph and the CPU chart under time windows
 #        browser.py labels HTML           the thread bars' labels: how many, how many run past the page
+#        browser.py shot HTML PNG [HEIGHT] a picture of the page's top (HEIGHT px, default 1400), for the README
 import json
 import sys
 
@@ -108,6 +109,9 @@ def main():
             window(page, out)
         elif mode == "labels":
             labels(page, out)
+        elif mode == "shot":
+            h = int(sys.argv[4]) if len(sys.argv) > 4 else 1400
+            page.screenshot(path=sys.argv[3], full_page=True, clip={"x": 0, "y": 0, "width": 1100, "height": h})
         else:
             cpu(page, out)
         print(json.dumps(out))
