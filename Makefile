@@ -12,7 +12,8 @@
 #   all        build/libprof.so, build/libprof-report, build/libprof (wrapper)
 #   deps       install missing Debian packages and the Python environment (scripts/install-deps)
 #   tests-build  build everything the tests run (then one suite can be run by hand)
-#   test       deps + all + every test (unit, integration); what CI runs
+#   test       deps + all + every test (unit, integration, fuzz); what CI runs
+#   check      the edit loop's tests: format, unit and the quick integration suites (about a minute)
 #   demo       deps + all + profile a real program and print where the trace went
 #   bench      overhead benchmarks against bare runs, memusage and heaptrack, and beside memray,
 #              py-spy, Scalene and Austin (scripts/bench-peers.py)
@@ -225,7 +226,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test tests-build unit integration fuzz demo bench man install uninstall clean format format-check
+.PHONY: all deps test check tests-build unit integration fuzz demo bench man install uninstall clean format format-check
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -399,9 +400,20 @@ format-check:
 
 # Unit tests first: they pinpoint a broken core faster than a program run under the preload.
 # Each suite's output is also kept in $(BUILD)/test-logs, so `make test` can end with one total.
-RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do echo "== $$t"; \
-	$$t --jobs 2 > $(BUILD)/test-logs/$$(basename $$t).log 2>&1; rc=$$?; cat $(BUILD)/test-logs/$$(basename $$t).log; \
+RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
+	$$t --jobs 2 > $(BUILD)/test-logs/$$(basename $$t).log 2>&1; rc=$$?; \
+	echo "== $$t ($$(( $$(date +%s) - s0 )) s)"; cat $(BUILD)/test-logs/$$(basename $$t).log; \
 	[ $$rc -eq 0 ] || exit $$rc; done
+
+# The integration suites run two at a time (most of their time is spent waiting on the programs
+# they run: one at a time left a core idle), the longest first, each one's output printed whole
+# when it ends (-O). `make check` is the edit loop's: the unit tests and the suites that take a
+# few seconds each (about a minute in all).
+INTEG_SLOW = test_coexist test_python test_sample test_report test_mpi test_docs test_torch
+INTEG_ORDER = $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
+CHECK_SUITES = $(filter-out test_coexist test_python test_sample test_report test_mpi,$(INTEG_ORDER))
+suite-%:
+	@$(call RUN_SUITE,$(BUILD)/tests/$*)
 
 # Everything the tests run, built (make -j2 tests-build: then any one suite can be run by hand).
 tests-build: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
@@ -411,17 +423,27 @@ unit: all $(UNIT_BINS)
 
 # Each integration test works in its own /tmp/libprof-test-* directory; they are removed after a
 # passing run and kept after a failing one, for inspection.
+# (INTEG_EXTRA: more of the same parallel run — make test adds the fuzzer.)
 integration: all $(INTEG_BINS) $(PROG_BINS)
-	@$(call RUN_SUITE,$(INTEG_BINS))
+	@$(MAKE) --no-print-directory -j2 -O $(addprefix suite-,$(INTEG_ORDER)) $(INTEG_EXTRA)
 	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
 	@rm -rf /tmp/libprof-test-*
 
 test: deps
 	@rm -rf $(BUILD)/test-logs
+	@$(MAKE) --no-print-directory -j2 all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory integration
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory integration INTEG_EXTRA=fuzz
+	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
+		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
+
+# The edit loop: format, unit tests and the quick integration suites (make test runs them all).
+check: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
+	@rm -rf $(BUILD)/test-logs
+	@$(MAKE) --no-print-directory format-check
+	@$(call RUN_SUITE,$(UNIT_BINS))
+	@$(MAKE) --no-print-directory -j2 -O $(addprefix suite-,$(CHECK_SUITES))
 	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
 		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
 
