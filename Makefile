@@ -98,6 +98,7 @@ LIB_SRCS += lib/format_tables.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/outputs.c
+LIB_SRCS += lib/views.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/torch.c

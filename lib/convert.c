@@ -55,7 +55,6 @@ struct pass {
     uint64_t *ring; /* memray's threshold: the last N blocks allocated per thread */
     unsigned threshold;
     uint32_t nthreads;
-    int torch_ops;               /* PyTorch operators seen: allocations take the general path (torch.c charges them) */
     int follow;                  /* the trace is still being written (lp_reader_follow): its length is not known */
     struct lp_cbucket no_bucket; /* the fast path's when no counter track is asked for */
 };
@@ -574,7 +573,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
  * the common one tests for none of their calls. */
 static void fast_run(struct pass *p, struct lp_iter *it, struct lp_sink **stream, int nstream, uint64_t fast_min) {
     struct lp_run run;
-    if (!p->a.counting || p->threshold || p->a.opts->general_path || p->torch_ops || !p->h.live.slots ||
+    if (!p->a.counting || p->threshold || p->a.opts->general_path || p->a.general_allocs || !p->h.live.slots ||
         !lp_iter_run(it, &run) || run.thread >= p->nthreads || run.stack >= LP_MAX_STACK_ID ||
         (run.stack && !p->a.sites))
         return;
@@ -665,7 +664,8 @@ static int refit(struct pass *p) {
             p->ring = g;
         }
         p->nthreads = n;
-        if (p->a.samples && lp_samples_fit(p->a.samples) != 0) return -1;
+        for (unsigned v = 0; v < lp_nviews; v++)
+            if (lp_views[v].fit && lp_views[v].fit(&p->a) != 0) return -1;
     }
     if (p->a.sites && lp_sites_fit(p->a.sites) != 0) return -1;
     return 0;
@@ -693,8 +693,8 @@ static int totals(struct pass *p, struct output *out, char *err, size_t errlen) 
     lp_map_free(&h->live); /* before the sites' replay, which builds its own */
     if (h->oom || lp_calls_finish(a->calls) != 0) return -2;
     if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) return -2;
-    if (lp_pycalls_finish(a->pycalls) != 0 || lp_ort_finish(a->ort) != 0 || lp_torch_finish(a->torch) != 0) return -2;
-    if (lp_samples_finish(a->samples) != 0) return -2;
+    for (unsigned v = 0; v < lp_nviews; v++)
+        if (lp_views[v].finish && lp_views[v].finish(a) != 0) return -2;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
     int rc = 0;
     for (int k = 0; k < LP_OUT_COUNT; k++) {
@@ -801,14 +801,9 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (!p->last || (p->threshold && !p->ring)) goto oom;
     if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
     a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
-    int sample_oom = 0;
-    a->samples = lp_samples_new(r, &sample_oom); /* NULL: no CPU samples */
-    if (sample_oom) goto oom;
-    a->pycalls = lp_pycalls_new(r);
-    a->ort = lp_ort_new(r);
-    a->torch = lp_torch_new(r);
-    if (!a->calls || !a->pycalls || !a->ort || !a->torch) goto oom;
-    p->torch_ops = lp_torch_expected(a->torch);
+    if (!a->calls) goto oom;
+    for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
+        if (lp_views[v].create && lp_views[v].create(a) != 0) goto oom;
 
     /* the writers asked for (outputs.h), each opened by its row; one that needs what the trace
      * lacks is reported once the others are written */
@@ -860,33 +855,15 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         unsigned shape = lp_kind_shape[e.kind];
         if (shape == LP_SHAPE_CALL) {
             if (lp_calls_event(a->calls, &e, a->counting, &rec, &view) != 0) p->h.oom = 1;
-            if (rec.call == LP_CALL_ORT_RUN && e.timed && rec.nargs >= 1 &&
-                lp_ort_run(a->ort, rec.a[0], e.tid, e.start_ns, e.dur_ns) != 0)
-                p->h.oom = 1;
-            if ((rec.call == LP_CALL_MPI_BARRIER || rec.call == LP_CALL_MPI_INIT ||
-                 rec.call == LP_CALL_MPI_INIT_THREAD) &&
-                e.timed && e.tid == r->hdr.pid) { /* the instants a merge aligns hosts on */
-                int w = rec.call != LP_CALL_MPI_BARRIER;
-                if (!a->mpi_sync_ns[w]) a->mpi_sync_ns[w] = e.start_ns + e.dur_ns;
-            }
-            if (lp_call_role[rec.call] == LP_ROLE_TORCH) {
-                if (lp_torch_call(a->torch, &e, &rec, a->counting, &view) != 0) p->h.oom = 1;
-                p->torch_ops = 1; /* from here on allocations take the general path: they are charged to operators */
-            }
             if (a->sites && e.stack && a->counting && rec.call < LP_CALL_COUNT)
                 lp_sites_call(a->sites, e.stack, lp_call_family[rec.call], e.dur_ns);
             seen.call = &rec;
             seen.view = &view;
         }
-        if (shape == LP_SHAPE_PYCALL && lp_pycalls_event(a->pycalls, &e, a->counting) != 0) p->h.oom = 1;
-        if (shape == LP_SHAPE_SAMPLE) { /* samples.c's alone: the writers take its totals */
-            if (a->samples && lp_samples_event(a->samples, &e, a->counting) != 0) p->h.oom = 1;
-            continue;
-        }
+        for (unsigned v = 0; v < lp_nviews; v++) /* the families' views: the events they ask for */
+            if ((lp_views[v].shapes >> shape & 1) && lp_views[v].event(a, &e, &seen) != 0) p->h.oom = 1;
+        if (shape == LP_SHAPE_SAMPLE) continue; /* the samples' view alone: the writers take its totals */
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
-        if (p->torch_ops && seen.size && a->counting &&
-            (shape == LP_SHAPE_ALLOC || (shape == LP_SHAPE_REALLOC && e.phase)))
-            lp_torch_alloc(a->torch, e.tid, e.ns, seen.size);
         for (int k = 0; k < nstream; k++)
             if (!heap || seen.size >= stream[k]->alloc_min) stream[k]->event(stream[k], a, &e, &seen);
         if (o->progress && a->events >= next_progress) {
@@ -929,10 +906,8 @@ out:
         lp_map_free(&p->h.live);
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
-        lp_samples_free(p->a.samples);
-        lp_pycalls_free(p->a.pycalls);
-        lp_ort_free(p->a.ort);
-        lp_torch_free(p->a.torch);
+        for (unsigned v = 0; v < lp_nviews; v++)
+            if (lp_views[v].destroy) lp_views[v].destroy(&p->a);
         lp_os_free(p->last);
         lp_os_free(p->ring);
         lp_os_free(p->a.cb);

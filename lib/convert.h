@@ -63,6 +63,10 @@ struct lp_convert_opts {
 /* Returns 0, or -1 with a message in `err` (outputs that could be written are complete). */
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen);
 
+/* The views of the hook families that make more of a trace (views.h): created, fed and finished by
+ * the pass; their state is the pointers of struct lp_analysis below. */
+#include "views.h"
+
 /* ---- what the pass computes, as the writers read it ------------------------------------------- */
 
 #define LP_SIZE_BUCKETS 29      /* block-size histogram: powers of two from 16 B */
@@ -102,6 +106,7 @@ struct lp_analysis {
     struct lp_torch *torch;              /* PyTorch's operators (torch.c) */
     uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */
     uint64_t mpi_sync_ns[2];             /* ends of the main thread's first MPI_Barrier, MPI_Init (skew.c) */
+    int general_allocs; /* a view charges allocations (PyTorch's operators): none takes the fast path */
 };
 
 /* What the pass made of one event, beside the event itself. */

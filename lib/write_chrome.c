@@ -610,14 +610,12 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_out_s(o, "]");
     lp_calls_metadata(a->calls, o, c->mmap_capped);
     if (a->sites) lp_sites_metadata(a->sites, o);
-    if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
-    if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
-    if (lp_torch_any(a->torch)) lp_torch_metadata(a->torch, o);
+    for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
+        if (lp_views[v].metadata) lp_views[v].metadata(a, o);
     lp_out_fmt(o,
                ",\"timeline\":{\"full_from_ns\":%llu,\"folded_slices\":%llu,\"folded_instants\":%llu,\"min_ns\":%llu}",
                (unsigned long long)c->cutoff, (unsigned long long)c->folded, (unsigned long long)c->folded_instants,
                (unsigned long long)c->min_ns);
-    lp_samples_metadata(a->samples, o);
     lp_out_s(o, "}");
 }
 
@@ -669,10 +667,9 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (c->follow) follow_finish(c, a->r);
     uint64_t points = heap_counter(c, a);
     fold_counters(c);
-    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, &c->j, c->pid);               /* ORT's nodes, inside their runs */
-    if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, &c->j, c->pid);       /* ranges ended elsewhere */
+    for (unsigned v = 0; v < lp_nviews; v++) /* the families' views' events of their own (views.c) */
+        if (lp_views[v].chrome) lp_views[v].chrome(a, &c->j, c->pid);
     if (a->sites && a->opts->site_tracks && !a->r->follow) site_counters(c, a); /* a second pass */
-    lp_samples_chrome(a->samples, &c->j, c->pid);                               /* each thread's CPU over time */
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);
     lp_json_end(&c->j);

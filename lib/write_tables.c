@@ -27,9 +27,8 @@ static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     }
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
-    if (lp_pycalls_any(a->pycalls)) lp_pycalls_csv(a->pycalls, o);
-    if (lp_torch_any(a->torch)) lp_torch_csv(a->torch, o);
-    lp_samples_csv(a->samples, o);
+    for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
+        if (lp_views[v].csv) lp_views[v].csv(a, o);
 }
 
 int lp_sink_csv(struct lp_sink *k) {
@@ -128,10 +127,8 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     unsigned top = a->opts->top; /* rows per table (0: each table's own) */
     lp_calls_summary(a->calls, o, top);
     if (a->sites) lp_sites_summary(a->sites, o, top);
-    if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o, top);
-    if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o, top);
-    if (lp_torch_any(a->torch)) lp_torch_summary(a->torch, o, top);
-    lp_samples_summary(a->samples, o, top);
+    for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
+        if (lp_views[v].summary) lp_views[v].summary(a, o, top);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);

@@ -1,0 +1,130 @@
+/* views.c: see views.h. The table, and each view's row: thin adapters over its own file (torch.c,
+ * ort.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
+#define _GNU_SOURCE
+#include "views.h"
+
+#include "convert.h"
+#include "samples.h"
+
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+
+/* ---- PyTorch's operators (torch.c): once the trace names any, allocations take the general
+ * path, so each is charged to the operator running on its thread ---------------------------- */
+static int torch_create(struct lp_analysis *a) {
+    a->torch = lp_torch_new(a->r);
+    if (!a->torch) return -1;
+    a->general_allocs |= lp_torch_expected(a->torch);
+    return 0;
+}
+static int torch_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    unsigned shape = lp_kind_shape[e->kind];
+    if (shape == LP_SHAPE_CALL) {
+        if (lp_call_role[s->call->call] != LP_ROLE_TORCH) return 0;
+        a->general_allocs = 1; /* from here on allocations are charged to operators */
+        /* (the pass's own view of the record: torch.c may hide it from the writers) */
+        return lp_torch_call(a->torch, e, s->call, a->counting, (struct lp_call_view *)s->view);
+    }
+    if (a->general_allocs && s->size && a->counting && (shape == LP_SHAPE_ALLOC || e->phase))
+        lp_torch_alloc(a->torch, e->tid, e->ns, s->size);
+    return 0;
+}
+static int torch_finish(struct lp_analysis *a) { return lp_torch_finish(a->torch); }
+static void torch_destroy(struct lp_analysis *a) { lp_torch_free(a->torch); }
+static void torch_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_torch_any(a->torch)) lp_torch_summary(a->torch, o, top);
+}
+static void torch_csv(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_torch_any(a->torch)) lp_torch_csv(a->torch, o);
+}
+static void torch_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_torch_any(a->torch)) lp_torch_chrome(a->torch, j, pid); /* ranges ended elsewhere */
+}
+static void torch_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_torch_any(a->torch)) lp_torch_metadata(a->torch, o);
+}
+
+/* ---- ONNX Runtime's node profiles (ort.c), placed inside their runs ---------------------- */
+static int ort_create(struct lp_analysis *a) { return (a->ort = lp_ort_new(a->r)) ? 0 : -1; }
+static int ort_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    const struct lp_call_rec *rec = s->call;
+    if (rec->call != LP_CALL_ORT_RUN || !e->timed || rec->nargs < 1) return 0;
+    return lp_ort_run(a->ort, rec->a[0], e->tid, e->start_ns, e->dur_ns);
+}
+static int ort_finish(struct lp_analysis *a) { return lp_ort_finish(a->ort); }
+static void ort_destroy(struct lp_analysis *a) { lp_ort_free(a->ort); }
+static void ort_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_ort_any(a->ort)) lp_ort_summary(a->ort, o, top);
+}
+static void ort_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_ort_any(a->ort)) lp_ort_chrome(a->ort, j, pid); /* ORT's nodes, inside their runs */
+}
+static void ort_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
+}
+
+/* ---- Python call slices (pycalls.c) -------------------------------------------------------- */
+static int py_create(struct lp_analysis *a) { return (a->pycalls = lp_pycalls_new(a->r)) ? 0 : -1; }
+static int py_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    (void)s;
+    return lp_pycalls_event(a->pycalls, e, a->counting);
+}
+static int py_finish(struct lp_analysis *a) { return lp_pycalls_finish(a->pycalls); }
+static void py_destroy(struct lp_analysis *a) { lp_pycalls_free(a->pycalls); }
+static void py_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_summary(a->pycalls, o, top);
+}
+static void py_csv(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_csv(a->pycalls, o);
+}
+static void py_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_pycalls_any(a->pycalls)) lp_pycalls_metadata(a->pycalls, o);
+}
+
+/* ---- CPU samples (samples.c): theirs alone (no writer streams them) ------------------------- */
+static int cpu_create(struct lp_analysis *a) {
+    int oom = 0;
+    a->samples = lp_samples_new(a->r, &oom); /* NULL: no CPU samples */
+    return oom ? -1 : 0;
+}
+static int cpu_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    (void)s;
+    return a->samples ? lp_samples_event(a->samples, e, a->counting) : 0;
+}
+static int cpu_fit(struct lp_analysis *a) { return a->samples ? lp_samples_fit(a->samples) : 0; }
+static int cpu_finish(struct lp_analysis *a) { return lp_samples_finish(a->samples); }
+static void cpu_destroy(struct lp_analysis *a) { lp_samples_free(a->samples); }
+static void cpu_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    lp_samples_summary(a->samples, o, top);
+}
+static void cpu_csv(const struct lp_analysis *a, struct lp_out *o) { lp_samples_csv(a->samples, o); }
+static void cpu_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    lp_samples_chrome(a->samples, j, pid); /* each thread's CPU over time */
+}
+static void cpu_metadata(const struct lp_analysis *a, struct lp_out *o) { lp_samples_metadata(a->samples, o); }
+
+/* ---- MPI: the ends of the main thread's first barrier and MPI_Init, the instants a merge of a
+ * job's ranks on several hosts aligns their clocks on (tools/skew.c; metadata.job.sync_ns) ---- */
+static int mpi_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    unsigned call = s->call->call;
+    if ((call == LP_CALL_MPI_BARRIER || call == LP_CALL_MPI_INIT || call == LP_CALL_MPI_INIT_THREAD) && e->timed &&
+        e->tid == a->r->hdr.pid) {
+        int w = call != LP_CALL_MPI_BARRIER;
+        if (!a->mpi_sync_ns[w]) a->mpi_sync_ns[w] = e->start_ns + e->dur_ns;
+    }
+    return 0;
+}
+
+// clang-format off
+const struct lp_view lp_views[] = {
+    {"python calls", SHAPE(PYCALL), py_create, py_event, NULL, py_finish, py_destroy,
+     py_summary, py_csv, NULL, py_metadata},
+    {"ort", SHAPE(CALL), ort_create, ort_event, NULL, ort_finish, ort_destroy,
+     ort_summary, NULL, ort_chrome, ort_metadata},
+    {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
+     torch_summary, torch_csv, torch_chrome, torch_metadata},
+    {"mpi", SHAPE(CALL), NULL, mpi_event, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"cpu", SHAPE(SAMPLE), cpu_create, cpu_event, cpu_fit, cpu_finish, cpu_destroy,
+     cpu_summary, cpu_csv, cpu_chrome, cpu_metadata},
+};
+// clang-format on
+const unsigned lp_nviews = sizeof lp_views / sizeof lp_views[0];
