@@ -66,47 +66,61 @@ void lpr_log_write(const char *buf, size_t n) {
     lpr_sys_write(STDERR_FILENO, buf, n);
 }
 
-/* libprof cannot work, or cannot do what a variable asked: the user is told. */
-void lpr_say(const char *fmt, ...) {
-    if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) >= MAX_SAID) return;
-    int saved = errno;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = format(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    lpr_log_write(buf, (size_t)n);
-    errno = saved;
-}
-
 /* The note into the trace (a STRING chunk of kind NOTE, without "libprof: " and the newline). */
 static int keep(const char *text, size_t len) {
     uint32_t key = LP_STR_NOTE;
     return lpr_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, text, len);
 }
 
+/* A note: kept in the trace, or for it until it opens. */
+static void note(const char *text, size_t len) {
+    if (keep(text, len) == 0) return;
+    int i = __atomic_fetch_add(&npending, 1, __ATOMIC_RELAXED); /* the trace is not open yet (or no more) */
+    if (i < PENDING) {
+        size_t k = len < sizeof pending[i].text ? len : sizeof pending[i].text;
+        memcpy(pending[i].text, text, k);
+        __atomic_store_n(&pending[i].len, (uint16_t)k, __ATOMIC_RELEASE);
+    }
+}
+
+enum kind { SAY, NOTE, INFO };
+
+/* One message of `kind`: formatted once, then where that kind goes. */
+static void message(enum kind kind, const char *fmt, va_list ap) {
+    int saved = errno;
+    char buf[1024];
+    int n = format(buf, sizeof buf, fmt, ap);
+    if (kind != NOTE || lpr_log_path[0] || lpr_verbose) lpr_log_write(buf, (size_t)n);
+    if (kind == NOTE) note(buf + 9, (size_t)n - 10); /* without "libprof: " and the newline */
+    errno = saved;
+}
+
+/* libprof cannot work, or cannot do what a variable asked: the user is told. */
+void lpr_say(const char *fmt, ...) {
+    if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) >= MAX_SAID) return;
+    va_list ap;
+    va_start(ap, fmt);
+    message(SAY, fmt, ap);
+    va_end(ap);
+}
+
 /* A note: kept in the trace (and the log, or stderr with LIBPROF_VERBOSE=1); never on the
  * program's stderr otherwise. */
 void lpr_warn(const char *fmt, ...) {
     if (__atomic_fetch_add(&noted, 1, __ATOMIC_RELAXED) >= MAX_NOTES) return;
-    int saved = errno;
-    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    int n = format(buf, sizeof buf, fmt, ap);
+    message(NOTE, fmt, ap);
     va_end(ap);
-    if (lpr_log_path[0] || lpr_verbose) lpr_log_write(buf, (size_t)n);
-    const char *text = buf + 9; /* "libprof: " */
-    size_t len = (size_t)n - 10;
-    if (keep(text, len) != 0) { /* the trace is not open yet (or no more): kept for it */
-        int i = __atomic_fetch_add(&npending, 1, __ATOMIC_RELAXED);
-        if (i < PENDING) {
-            size_t k = len < sizeof pending[i].text ? len : sizeof pending[i].text;
-            memcpy(pending[i].text, text, k);
-            __atomic_store_n(&pending[i].len, (uint16_t)k, __ATOMIC_RELEASE);
-        }
-    }
-    errno = saved;
+}
+
+/* A diagnostic shown only with LIBPROF_VERBOSE=1. */
+void lpr_info(const char *fmt, ...) {
+    if (!lpr_verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    message(INFO, fmt, ap);
+    va_end(ap);
 }
 
 /* The notes made before the trace was open, into it (life.c, once the spool is started). */
@@ -114,17 +128,4 @@ void lpr_notes_flush(void) {
     int n = __atomic_exchange_n(&npending, 0, __ATOMIC_ACQ_REL);
     for (int i = 0; i < n && i < PENDING; i++)
         if (pending[i].len) keep(pending[i].text, pending[i].len);
-}
-
-/* A diagnostic shown only with LIBPROF_VERBOSE=1. */
-void lpr_info(const char *fmt, ...) {
-    if (!lpr_verbose) return;
-    int saved = errno;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = format(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    lpr_log_write(buf, (size_t)n);
-    errno = saved;
 }

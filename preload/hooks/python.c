@@ -257,7 +257,6 @@ static size_t describe_known(const struct known *k, const void *frame, uintptr_t
         if (tail && !tail[17]) *tail = '\0';
         o += (size_t)snprintf(prov + o, sizeof prov - o, "%s%s", i ? ", " : "", one);
     }
-    if (o >= sizeof prov) o = sizeof prov - 1;
     if (!np) snprintf(prov, sizeof prov, "(default)");
     return lpr_ort_py_session((const void *)self, path, prov, s, cap);
 }
