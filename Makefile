@@ -208,7 +208,10 @@ PPROF_SRC = /usr/share/gocode/src/github.com/google/pprof
 PPROF_BIN = $(if $(and $(wildcard $(PPROF_SRC)/pprof.go),$(wildcard /usr/bin/go)),$(BUILD)/go/pprof)
 # A C++ program linked to libtorch, when Debian's libtorch-dev is there (the test skips otherwise),
 # and a library named like a libtorch of a version libprof does not know.
-TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99
+# The same program linked to the environment's PyTorch 2.x wheel (torch/include, torch/lib).
+TORCH_WHEEL = $(patsubst %/include/ATen/ATen.h,%,$(firstword $(wildcard $(VENV)/lib/python3*/site-packages/torch/include/ATen/ATen.h)))
+TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99 \
+              $(if $(TORCH_WHEEL),$(BUILD)/progs/torchc2)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -286,6 +289,12 @@ $(BUILD)/progs/torchc: tests/progs/torchc.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CXX) -std=c++17 -O1 -w -o $@ $< -ltorch_cpu -lc10
+
+$(BUILD)/progs/torchc2: tests/progs/torchc.cpp $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CXX) -std=c++17 -O1 -w -o $@ $< -I$(TORCH_WHEEL)/include -I$(TORCH_WHEEL)/include/torch/csrc/api/include \
+	    -L$(TORCH_WHEEL)/lib -Wl,-rpath,$(TORCH_WHEEL)/lib -ltorch_cpu -lc10
 
 $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99: tests/progs/faketorch.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -33,7 +33,9 @@
 
 /* ---- the layouts, by version ------------------------------------------------------------------
  * Offsets in at::RecordFunction, found with offsetof() on the release's ATen/record_function.h
- * (private members made public for the purpose) and checked by the self-check below. */
+ * (scripts/torch-layout prints a row) and checked by the self-check below. 2.x added kwinputs_
+ * (an unordered_map) before fwd_thread_id_; the callback struct and the functions called are
+ * the same from 1.13 to 2.11. */
 struct layout {
     const char *version; /* major.minor: the layout did not change within a minor series */
     uint16_t thread_id;  /* step_callbacks_.thread_id_: the logical thread that ran the start */
@@ -45,6 +47,7 @@ struct layout {
 };
 static const struct layout layouts[] = {
     {"1.13", 88, 96, 200, 208, 248, 256},
+    {"2.11", 88, 96, 200, 208, 304, 312},
 };
 
 /* at::RecordFunctionCallback, by value */
@@ -254,7 +257,9 @@ static void version_of(const char *path, char *v, size_t cap) {
     snprintf(py, sizeof py, "%.*s/../version.py", (int)(slash - path), path);
     char text[1024]; /* not fopen: libprof's own calls skip its hooks */
     if (lpr_sys_read_file(py, text, sizeof text) < 0) return;
-    char *q = strstr(text, "__version__");
+    /* the assignment, at the start of a line (2.x names it in __all__ first) */
+    char *q = text;
+    while ((q = strstr(q, "__version__")) && q != text && q[-1] != '\n') q++;
     if (q && (q = strpbrk(q, "'\""))) {
         char quote = *q++, *e = strchr(q, quote);
         if (e) snprintf(v, cap, "%.*s", (int)(e - q), q);
@@ -300,9 +305,13 @@ static void detect(void) {
     version_of(f.path, v, sizeof v);
     L = layout_of(v);
     if (!L) {
+        char known[128];
+        size_t o = 0;
+        for (size_t i = 0; i < sizeof layouts / sizeof *layouts && o + 16 < sizeof known; i++)
+            o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", i ? ", " : "", layouts[i].version);
         state = -1;
         lpr_warn("PyTorch operators not recorded: torch %s is not a version libprof knows (known: %s)",
-                 v[0] ? v : "of unknown version", layouts[0].version);
+                 v[0] ? v : "of unknown version", known);
         return;
     }
     void *h = lpr_dl_handle(f.path);

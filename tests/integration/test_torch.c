@@ -3,7 +3,9 @@
  * a transformer + CNN, inference and training, against the profiler with its removal of nested
  * same-name ops off), by input shapes too; backward nodes linked to their forward operators; a
  * range ended on another thread; a program's own torch.profiler undisturbed; a C++ program
- * linked to libtorch; a libtorch of a version libprof does not know. */
+ * linked to libtorch; a libtorch of a version libprof does not know. Each on both releases the
+ * machine has: Debian's 1.13 (/usr/bin/python3, libtorch-dev) and the project environment's 2.x
+ * (scripts/requirements.txt). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -20,9 +22,12 @@ static void setup(void) { dir = make_tmpdir(); }
 
 #define OPS_PY LP_SOURCE_DIR "/tests/progs/torch_ops.py"
 
-static int torch_missing(void) {
+#define DEBIAN_PY "/usr/bin/python3"      /* PyTorch 1.13 */
+#define ENV_PY LP_VENV "/bin/python3"       /* PyTorch 2.x */
+
+static int torch_missing(const char *py) {
     struct run r;
-    run_prog(&r, NULL, NULL, (const char *[]){"/usr/bin/python3", "-c", "import torch", NULL});
+    run_prog(&r, NULL, NULL, (const char *[]){py, "-c", "import torch", NULL});
     int missing = r.status != 0;
     run_free(&r);
     return missing;
@@ -42,21 +47,20 @@ static long long op_count(cJSON *meta, const char *name) {
     return -1;
 }
 
-Test(torch, operators_counted_as_torch_profiler_counts_them, .init = setup) {
-    if (torch_missing()) cr_skip_test("python3-torch is not installed");
+static void operators_counted(const char *py) {
     char *prof = strfmt("%s/profile.json", dir), *trace = strfmt("%s/t.json", dir), *csv = strfmt("%s/t.csv", dir);
     struct run bare, p, r, cmp;
-    run_prog(&p, dir, NULL, (const char *[]){"/usr/bin/python3", OPS_PY, "profile", prof, NULL});
+    run_prog(&p, dir, NULL, (const char *[]){py, OPS_PY, "profile", prof, NULL});
     cr_assert_eq(p.status, 0, "%s", p.err);
-    run_prog(&bare, dir, NULL, (const char *[]){"/usr/bin/python3", OPS_PY, "run", NULL});
+    run_prog(&bare, dir, NULL, (const char *[]){py, OPS_PY, "run", NULL});
     char *out = strfmt("LIBPROF_OUTPUT=%s", trace), *csvv = strfmt("LIBPROF_CSV=%s", csv);
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, csvv, "LIBPROF_TORCH_SHAPES=1", NULL},
-             (const char *[]){"/usr/bin/python3", OPS_PY, "run", NULL});
+             (const char *[]){py, OPS_PY, "run", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, bare.out);
     cr_expect_null(strstr(r.err, "libprof:"), "%s", r.err);
     /* every op, and every (op, input shapes) pair, of the window: equal counts */
-    run_prog(&cmp, dir, NULL, (const char *[]){"/usr/bin/python3", OPS_PY, "compare", trace, prof, NULL});
+    run_prog(&cmp, dir, NULL, (const char *[]){py, OPS_PY, "compare", trace, prof, NULL});
     cr_assert_eq(cmp.status, 0, "%s%s", cmp.out, cmp.err);
     cr_assert(strstr(cmp.out, "differences 0"), "%s", cmp.out);
     char *err;
@@ -114,15 +118,24 @@ Test(torch, operators_counted_as_torch_profiler_counts_them, .init = setup) {
     run_free(&cmp);
 }
 
+Test(torch, operators_counted_as_torch_profiler_counts_them_1_13, .init = setup) {
+    if (torch_missing(DEBIAN_PY)) cr_skip_test("python3-torch is not installed");
+    operators_counted(DEBIAN_PY);
+}
+
+Test(torch, operators_counted_as_torch_profiler_counts_them_2_x, .init = setup) {
+    if (torch_missing(ENV_PY)) cr_skip_test("no torch in the project's environment " LP_VENV " (scripts/install-deps)");
+    operators_counted(ENV_PY);
+}
+
 /* A program that runs torch.profiler itself gets the same counts with libprof as without. */
-Test(torch, program_own_profiler_undisturbed, .init = setup) {
-    if (torch_missing()) cr_skip_test("python3-torch is not installed");
+static void own_profiler_undisturbed(const char *py) {
     char *p1 = strfmt("%s/p1.json", dir), *p2 = strfmt("%s/p2.json", dir),
          *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
     struct run a, b;
-    run_prog(&a, dir, NULL, (const char *[]){"/usr/bin/python3", OPS_PY, "profile", p1, NULL});
+    run_prog(&a, dir, NULL, (const char *[]){py, OPS_PY, "profile", p1, NULL});
     run_prog(&b, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_TORCH_SHAPES=1", NULL},
-             (const char *[]){"/usr/bin/python3", OPS_PY, "profile", p2, NULL});
+             (const char *[]){py, OPS_PY, "profile", p2, NULL});
     cr_assert_eq(a.status, 0, "%s", a.err);
     cr_assert_eq(b.status, 0, "%s", b.err);
     char *x = read_file(p1, NULL), *y = read_file(p2, NULL);
@@ -138,14 +151,23 @@ Test(torch, program_own_profiler_undisturbed, .init = setup) {
     run_free(&b);
 }
 
+Test(torch, program_own_profiler_undisturbed_1_13, .init = setup) {
+    if (torch_missing(DEBIAN_PY)) cr_skip_test("python3-torch is not installed");
+    own_profiler_undisturbed(DEBIAN_PY);
+}
+
+Test(torch, program_own_profiler_undisturbed_2_x, .init = setup) {
+    if (torch_missing(ENV_PY)) cr_skip_test("no torch in the project's environment " LP_VENV " (scripts/install-deps)");
+    own_profiler_undisturbed(ENV_PY);
+}
+
 /* A C++ program linked to libtorch: libtorch was initialised before main, operators recorded
  * from main on; no input shapes unless asked. */
-Test(torch, cxx_program_linked_to_libtorch, .init = setup) {
-    if (access(PROG("torchc"), X_OK) != 0) cr_skip_test("libtorch-dev is not installed");
+static void cxx_program(const char *prog) {
     struct run bare, r;
-    run_prog(&bare, dir, NULL, (const char *[]){PROG("torchc"), NULL});
+    run_prog(&bare, dir, NULL, (const char *[]){prog, NULL});
     char *trace = strfmt("%s/c.json", dir), *out = strfmt("LIBPROF_OUTPUT=%s", trace);
-    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, (const char *[]){PROG("torchc"), NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out, NULL}, (const char *[]){prog, NULL});
     cr_assert_eq(bare.status, 0, "%s", bare.err);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, bare.out);
@@ -162,6 +184,16 @@ Test(torch, cxx_program_linked_to_libtorch, .init = setup) {
     cJSON_Delete(j);
     run_free(&bare);
     run_free(&r);
+}
+
+Test(torch, cxx_program_linked_to_libtorch_1_13, .init = setup) {
+    if (access(PROG("torchc"), X_OK) != 0) cr_skip_test("libtorch-dev is not installed");
+    cxx_program(PROG("torchc"));
+}
+
+Test(torch, cxx_program_linked_to_libtorch_2_x, .init = setup) {
+    if (access(PROG("torchc2"), X_OK) != 0) cr_skip_test("no torch in the project's environment " LP_VENV);
+    cxx_program(PROG("torchc2"));
 }
 
 /* A libtorch of a version libprof does not know: one note in the trace (not on the program's
