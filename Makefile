@@ -83,6 +83,7 @@ HOOK_SRCS += preload/hooks/net.c
 HOOK_SRCS += preload/hooks/python.c
 HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
+HOOK_SRCS += preload/hooks/executorch.c
 HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c

@@ -107,7 +107,7 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     const char *name = lp_call_names[call];
     if (is_blas(role) && nargs)
         name = lp_blas_name(call, e->w[nargs]);
-    else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH) && nargs)
+    else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH || call == LP_CALL_ET_INSTRUCTION) && nargs)
         return lp_reader_name(r, e->w[1], len);
     *len = (uint32_t)strlen(name);
     return name;
@@ -164,7 +164,11 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
             char m[9] = {0};
             memcpy(m, &a[i], 8);
             lp_out_json_str(o, m, strnlen(m, 8));
-        } else if (role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) {
+        } else if (call == LP_CALL_ET_INSTRUCTION && !strcmp(d->name, "kind")) {
+            static const char *const kinds[] = {"?", "kernel", "delegate", "move", "jump_false", "free"};
+            lp_out_json_str(o, kinds[a[i] < 6 ? a[i] : 0], strlen(kinds[a[i] < 6 ? a[i] : 0]));
+        } else if ((role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) ||
+                   (call == LP_CALL_ET_INSTRUCTION && !strcmp(d->name, "name"))) {
             uint32_t len;
             const char *v = lp_reader_name(r, a[i], &len);
             lp_out_json_str(o, v, len);
@@ -210,6 +214,7 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         lp_json_key(j, role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path"
                        : role == LP_ROLE_PEER                                                  ? "peer"
                        : role == LP_ROLE_SOCKET || role == LP_ROLE_PIPE                        ? "kind"
+                       : role == LP_ROLE_ET                                                    ? "method"
                                                                                                : "command");
         lp_out_json_str(o, c->str, c->slen);
         if (c->cut) {

@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 11
+#define LP_FORMAT_VERSION 12
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -64,7 +64,8 @@
     X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */                            \
     X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */               \
     X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */      \
-    X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */
+    X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */            \
+    X(EXECUTORCH, "executorch", 0) /* ExecuTorch: each Method::execute, each instruction it runs */
 // clang-format on
 
 enum lp_family {
@@ -190,7 +191,13 @@ enum lp_call_role {
     LP_ROLE_DUP,       /* args fd, ..., ret: the new descriptor names what fd named */
     LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
                         * inputs "name dtype[shape]; ..." and the output names */
+    LP_ROLE_ET,        /* ExecuTorch: execute — args Method, error, string the method's name;
+                        * instruction — args name id (the operator, "aten::add.out", or the
+                        * delegate, "delegate XnnpackBackend"), chain, index, kind (LP_ET_*), error */
 };
+
+/* The kind of an ExecuTorch instruction (its program's InstructionArguments union). */
+enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_ET_FREE = 5 };
 
 /* The `op` argument of BLAS roles: element type, transposes, layout. */
 #define LP_BLAS_S 0        /* float */
@@ -303,7 +310,9 @@ enum lp_call_role {
     X(DUP, "dup", IO, DUP, "fd-,ret-")                                          \
     X(DUP2, "dup2", IO, DUP, "fd-,newfd-,ret-")                                 \
     X(FCNTL_DUPFD, "fcntl", IO, DUP, "fd-,cmd-,ret-")                           \
-    X(PIPE, "pipe", IO, PIPE, "fd0-,fd1-,ret-")
+    X(PIPE, "pipe", IO, PIPE, "fd0-,fd1-,ret-")                                 \
+    X(ET_EXECUTE, "executorch.execute", EXECUTORCH, ET, "method,error")         \
+    X(ET_INSTRUCTION, "executorch.instruction", EXECUTORCH, ET, "name,chain,instruction,kind,error")
 // clang-format on
 
 enum lp_call {
@@ -461,6 +470,7 @@ enum lp_string_key {
     LP_STR_ORT_PROFILE = 6, /* u64 session, then ONNX Runtime's own profile of that session (its JSON) */
     LP_STR_JOB = 7,         /* launcher, rank, world size, local rank: NUL-separated (%r, metadata.job) */
     LP_STR_NOTE = 8, /* a message libprof had for the user, kept out of the program's stderr (metadata.libprof.notes) */
+    LP_STR_ETDUMP = 9, /* an ETDump ExecuTorch's ETDumpGen handed the program (its flatbuffer, as is) */
 };
 
 /* Annotation name ids are dense from 1; a reader may treat a larger id as damage. */
