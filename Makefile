@@ -102,6 +102,7 @@ LIB_SRCS += lib/outputs.c
 LIB_SRCS += lib/views.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
+LIB_SRCS += lib/etdump.c
 LIB_SRCS += lib/torch.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
@@ -160,6 +161,7 @@ INTEGRATION_TESTS += tests/integration/test_coexist.c
 INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c
 INTEGRATION_TESTS += tests/integration/test_ort.c
+INTEGRATION_TESTS += tests/integration/test_executorch.c
 INTEGRATION_TESTS += tests/integration/test_memviews.c
 INTEGRATION_TESTS += tests/integration/test_mpi.c
 INTEGRATION_TESTS += tests/integration/test_reliab.c
@@ -213,6 +215,12 @@ PPROF_BIN = $(if $(and $(wildcard $(PPROF_SRC)/pprof.go),$(wildcard /usr/bin/go)
 TORCH_WHEEL = $(patsubst %/include/ATen/ATen.h,%,$(firstword $(wildcard $(VENV)/lib/python3*/site-packages/torch/include/ATen/ATen.h)))
 TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99 \
               $(if $(TORCH_WHEEL),$(BUILD)/progs/torchc2)
+# ExecuTorch: the model of tests/progs/et_model.py exported once to a .pte by the environment's
+# executorch (its exporter takes about 20 s), and a C++ program run by ExecuTorch's own C++ runtime
+# (the libraries and headers scripts/install-deps unpacks into $(VENV)/executorch-sdk).
+ET_SDK  = $(VENV)/executorch-sdk/executorch
+ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$(BUILD)/progs/et_model.pte) \
+           $(if $(wildcard $(ET_SDK)/include/executorch),$(BUILD)/progs/etrun)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -227,7 +235,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
-              $(MPI_PROGS) $(PPROF_BIN)
+              $(MPI_PROGS) $(PPROF_BIN) $(ET_PROGS)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
@@ -296,6 +304,19 @@ $(BUILD)/progs/torchc2: tests/progs/torchc.cpp $(FLAGS_STAMP)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CXX) -std=c++17 -O1 -w -o $@ $< -I$(TORCH_WHEEL)/include -I$(TORCH_WHEEL)/include/torch/csrc/api/include \
 	    -L$(TORCH_WHEEL)/lib -Wl,-rpath,$(TORCH_WHEEL)/lib -ltorch_cpu -lc10
+
+$(BUILD)/progs/et_model.pte: tests/progs/et_model.py
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PTE     $@')
+	$(Q)$(VENV)/bin/python3 $< export $@.tmp 2>$(BUILD)/progs/et_model.log && mv $@.tmp $@ || { cat $(BUILD)/progs/et_model.log; exit 1; }
+
+$(BUILD)/progs/etrun: tests/progs/etrun.cpp $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CXX) -std=c++17 -O1 -w -DC10_USING_CUSTOM_GENERATED_MACROS -DET_EVENT_TRACER_ENABLED -o $@ $< \
+	    -I$(ET_SDK)/include -I$(ET_SDK)/include/executorch/runtime/core/portable_type/c10 \
+	    -L$(ET_SDK)/lib -Wl,-rpath,$(ET_SDK)/lib -Wl,--no-as-needed -lexecutorch -lexecutorch_kernels_optimized \
+	    -lexecutorch_backend_xnnpack -lexecutorch_etdump -lexecutorch_threadpool
 
 $(BUILD)/progs/faketorch/libtorch_cpu.so.9.99: tests/progs/faketorch.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

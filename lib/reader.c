@@ -329,6 +329,9 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
                 uint64_t sess;
                 memcpy(&sess, s, 8);
                 r->ort_profiles[r->nort_profiles++] = (struct lp_ort_profile){sess, s + 8, n - 8};
+            } else if (key == LP_STR_ETDUMP) {
+                if (LP_RESERVE(r->etdumps, r->cap.etdumps, r->netdumps + 1) != 0) goto nomem;
+                r->etdumps[r->netdumps++] = (struct lp_blob){s, n};
             } else if (key == LP_STR_NOTE) {
                 if (LP_RESERVE(r->notes, r->cap.notes, r->nnotes + 1) != 0) goto nomem;
                 r->notes[r->nnotes++] = (struct lp_note){s, n};
@@ -610,6 +613,7 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->modules);
     lp_os_free(r->pycodes);
     lp_os_free(r->ort_profiles);
+    lp_os_free(r->etdumps);
     lp_os_free(r->notes);
     struct lp_follow *f = r->follow;
     if (r->mapped && r->data) lp_os_munmap((void *)r->data, f ? f->map_size : r->size);

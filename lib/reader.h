@@ -74,6 +74,11 @@ struct lp_reader {
         uint32_t len;
     } * ort_profiles; /* ONNX Runtime's own profiles, one per session (ort.c) */
     uint32_t nort_profiles;
+    struct lp_blob {
+        const char *data;
+        uint32_t len;
+    } * etdumps; /* ETDumps ExecuTorch's profiler handed the program (LP_STR_ETDUMP, etdump.c), in order */
+    uint32_t netdumps;
     struct lp_note {
         const char *s;
         uint32_t len;
@@ -95,7 +100,7 @@ struct lp_reader {
     uint64_t mult;
     uint64_t fit_ticks, fit_ns;
     struct {
-        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles, notes;
+        size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles, etdumps, notes;
     } cap; /* the arrays' room */
     /* a trace still being written (lp_reader_follow) */
     struct lp_follow *follow; /* NULL for a whole file */

@@ -1,6 +1,7 @@
 /* slices.c: see slices.h. */
 #define _GNU_SOURCE
 #include "slices.h"
+#include "etdump.h"
 #include "ort.h"
 
 #include <stdio.h>
@@ -117,6 +118,7 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
     uint32_t fam[LP_FAM_COUNT];
     for (unsigned f = 0; f < LP_FAM_COUNT; f++) fam[f] = lp_slices_intern(b, lp_family_names[f]);
     struct lp_ort *ort = r->nort_profiles ? lp_ort_new(r) : NULL;
+    struct lp_etdump *etd = r->netdumps ? lp_etdump_new(r) : NULL;
     int oom = 0;
     struct lp_samples *cpu = lp_samples_new(r, &oom); /* NULL: no samples */
     if (oom) lp_slices_oom(b);
@@ -158,6 +160,11 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
                 b, (int64_t)lp_samples_cpu_others_ns(cpu, e.thread, e.start_ns, e.start_ns + e.dur_ns));
         if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
+        if (etd && shape == LP_SHAPE_CALL &&
+            (lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE || lp_call_id(e.w[0]) == LP_CALL_ET_INSTRUCTION) &&
+            lp_etdump_slice(etd, lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE ? -1 : lp_call_nargs(e.w[0]) >= 3 ? (int64_t)e.w[3] : -2,
+                            e.tid, e.start_ns, e.dur_ns) != 0)
+            lp_slices_oom(b);
     }
     /* ONNX Runtime's nodes, folded in as the Chrome export does */
     if (ort && lp_ort_finish(ort) == 0) {
@@ -177,6 +184,18 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         }
     }
     lp_ort_free(ort);
+    /* ExecuTorch's ETDump events, on their rows beside the threads, as the Chrome export has them */
+    if (etd && lp_etdump_finish(etd) == 0) {
+        uint32_t cat = lp_slices_intern(b, "etdump");
+        for (size_t i = 0, n = lp_etdump_count(etd); i < n; i++) {
+            const char *nm;
+            uint32_t track;
+            uint64_t start, dur;
+            lp_etdump_event(etd, i, &nm, &track, &start, &dur);
+            lp_slices_add(b, lp_slices_intern(b, nm), cat, r->hdr.pid, track, (int64_t)start, (int64_t)dur);
+        }
+    }
+    lp_etdump_free(etd);
     if (progress) progress(r->events, r->events, NULL);
     lp_iter_free(it);
     out->origin_real_ns = (int64_t)r->hdr.origin_real_ns;

@@ -1,5 +1,5 @@
 /* views.c: see views.h. The table, and each view's row: thin adapters over its own file (torch.c,
- * ort.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
+ * ort.c, etdump.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
 #define _GNU_SOURCE
 #include "views.h"
 
@@ -62,6 +62,26 @@ static void ort_metadata(const struct lp_analysis *a, struct lp_out *o) {
     if (lp_ort_any(a->ort)) lp_ort_metadata(a->ort, o);
 }
 
+/* ---- ExecuTorch's ETDumps (etdump.c), placed by the execute and instruction slices -------- */
+static int et_create(struct lp_analysis *a) { return a->r->netdumps && !(a->etdump = lp_etdump_new(a->r)) ? -1 : 0; }
+static int et_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    const struct lp_call_rec *rec = s->call;
+    if (!a->etdump || !e->timed || (rec->call != LP_CALL_ET_EXECUTE && rec->call != LP_CALL_ET_INSTRUCTION)) return 0;
+    int64_t index = rec->call == LP_CALL_ET_EXECUTE ? -1 : rec->nargs >= 3 ? (int64_t)rec->a[2] : -2;
+    return lp_etdump_slice(a->etdump, index, e->tid, e->start_ns, e->dur_ns);
+}
+static int et_finish(struct lp_analysis *a) { return a->etdump ? lp_etdump_finish(a->etdump) : 0; }
+static void et_destroy(struct lp_analysis *a) { lp_etdump_free(a->etdump); }
+static void et_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_etdump_any(a->etdump)) lp_etdump_summary(a->etdump, o, top);
+}
+static void et_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_etdump_any(a->etdump)) lp_etdump_chrome(a->etdump, j, pid); /* a row beside each thread */
+}
+static void et_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_etdump_any(a->etdump)) lp_etdump_metadata(a->etdump, o);
+}
+
 /* ---- Python call slices (pycalls.c) -------------------------------------------------------- */
 static int py_create(struct lp_analysis *a) { return (a->pycalls = lp_pycalls_new(a->r)) ? 0 : -1; }
 static int py_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
@@ -120,6 +140,8 @@ const struct lp_view lp_views[] = {
      py_summary, py_csv, NULL, py_metadata},
     {"ort", SHAPE(CALL), ort_create, ort_event, NULL, ort_finish, ort_destroy,
      ort_summary, NULL, ort_chrome, ort_metadata},
+    {"etdump", SHAPE(CALL), et_create, et_event, NULL, et_finish, et_destroy,
+     et_summary, NULL, et_chrome, et_metadata},
     {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
      torch_summary, torch_csv, torch_chrome, torch_metadata},
     {"mpi", SHAPE(CALL), NULL, mpi_event, NULL, NULL, NULL, NULL, NULL, NULL, NULL},

@@ -639,17 +639,21 @@ static int act_report(struct input *in, int n) {
     return 0;
 }
 
-/* ONNX Runtime's runs are a model's iterations: taken as such unless --iterations says otherwise. */
+/* A runtime's runs are a model's iterations — ONNX Runtime's ort.Run, ExecuTorch's
+ * executorch.execute: taken as such unless --iterations says otherwise. */
 static void default_iterations(const struct input *in) {
+    static const char *const runs[][2] = {{"ort.Run", "^ort\\.Run$"}, {"executorch.execute", "^executorch\\.execute$"}};
     if (cli.o.iterations) return;
     for (size_t k = 0; k < in->c.nnames; k++)
-        if (in->c.names[k] && !strcmp(in->c.names[k], "ort.Run") &&
-            rp_compile(&cli.o.iter_re, "^ort\\.Run$", "--iterations") == 0) {
-            cli.o.iterations = "^ort\\.Run$";
-            if (!quiet)
-                fprintf(stderr, "libprof-report: the ort.Run slices are the iterations (--iterations to choose)\n");
-            return;
-        }
+        for (unsigned i = 0; i < 2; i++)
+            if (in->c.names[k] && !strcmp(in->c.names[k], runs[i][0]) &&
+                rp_compile(&cli.o.iter_re, runs[i][1], "--iterations") == 0) {
+                cli.o.iterations = runs[i][1];
+                if (!quiet)
+                    fprintf(stderr, "libprof-report: the %s slices are the iterations (--iterations to choose)\n",
+                            runs[i][0]);
+                return;
+            }
 }
 
 /* Which combinations make sense; 0, or 2 with a message. */

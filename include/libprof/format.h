@@ -191,7 +191,7 @@ enum lp_call_role {
     LP_ROLE_DUP,       /* args fd, ..., ret: the new descriptor names what fd named */
     LP_ROLE_ORT,       /* ONNX Runtime: string fields separated by 0x1f — model, then (Run) the
                         * inputs "name dtype[shape]; ..." and the output names */
-    LP_ROLE_ET,        /* ExecuTorch: execute — args Method, error, string the method's name;
+    LP_ROLE_ET,        /* ExecuTorch: execute — args the Method (handle), error, string its name;
                         * instruction — args name id (the operator, "aten::add.out", or the
                         * delegate, "delegate XnnpackBackend"), chain, index, kind (LP_ET_*), error */
 };
@@ -311,7 +311,7 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(DUP2, "dup2", IO, DUP, "fd-,newfd-,ret-")                                 \
     X(FCNTL_DUPFD, "fcntl", IO, DUP, "fd-,cmd-,ret-")                           \
     X(PIPE, "pipe", IO, PIPE, "fd0-,fd1-,ret-")                                 \
-    X(ET_EXECUTE, "executorch.execute", EXECUTORCH, ET, "method,error")         \
+    X(ET_EXECUTE, "executorch.execute", EXECUTORCH, ET, "handle,error")         \
     X(ET_INSTRUCTION, "executorch.instruction", EXECUTORCH, ET, "name,chain,instruction,kind,error")
 // clang-format on
 
