@@ -20,7 +20,15 @@
 enum { ETDUMP_RUN_DATA = 1 };
 enum { RUN_EVENTS = 3 };
 enum { EVENT_PROFILE = 0 };
-enum { PE_NAME = 0, PE_CHAIN = 1, PE_INSTRUCTION = 2, PE_DELEGATE_INT = 3, PE_DELEGATE_STR = 4, PE_START = 6, PE_END = 7 };
+enum {
+    PE_NAME = 0,
+    PE_CHAIN = 1,
+    PE_INSTRUCTION = 2,
+    PE_DELEGATE_INT = 3,
+    PE_DELEGATE_STR = 4,
+    PE_START = 6,
+    PE_END = 7
+};
 
 struct slice { /* an executorch.execute (instr -1) or executorch.instruction slice of the pass */
     int64_t instr;
@@ -33,11 +41,11 @@ struct ev { /* one profiling event of an ETDump */
     const char *name;
     uint32_t nlen;
     int32_t instr, chain, dbg;
-    uint64_t start, end;       /* its ticks */
-    int64_t shift;             /* added to its ticks to place it (libprof's ns) */
-    uint64_t pstart, pend;     /* placed */
+    uint64_t start, end;   /* its ticks */
+    int64_t shift;         /* added to its ticks to place it (libprof's ns) */
+    uint64_t pstart, pend; /* placed */
     uint32_t tid;
-    int placed, parent;        /* parent: index of the innermost event containing it, -1 */
+    int placed, parent; /* parent: index of the innermost event containing it, -1 */
 };
 
 struct row {
@@ -88,7 +96,9 @@ static int ev_order(const void *x, const void *y) { /* by start, the enclosing o
     return a->start < b->start ? -1 : a->start > b->start ? 1 : a->end > b->end ? -1 : a->end < b->end;
 }
 
-static int is(const struct ev *e, const char *name) { return e->nlen == strlen(name) && !memcmp(e->name, name, e->nlen); }
+static int is(const struct ev *e, const char *name) {
+    return e->nlen == strlen(name) && !memcmp(e->name, name, e->nlen);
+}
 
 /* The events of one ETDump, appended to d->ev from `first`; -1 when it is not one. */
 static int parse(struct lp_etdump *d, const char *data, uint32_t len) {
@@ -174,8 +184,10 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
         const struct ev *run = p;
         while (run && !is(run, "Method::execute")) run = run->parent >= 0 ? &v[run->parent] : NULL;
         if (!run || !run->placed || !p->placed) {
-            if (!run) d->outside++;
-            else d->unaligned++;
+            if (!run)
+                d->outside++;
+            else
+                d->unaligned++;
             continue;
         }
         e->tid = p->tid;

@@ -162,7 +162,10 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
         if (etd && shape == LP_SHAPE_CALL &&
             (lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE || lp_call_id(e.w[0]) == LP_CALL_ET_INSTRUCTION) &&
-            lp_etdump_slice(etd, lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE ? -1 : lp_call_nargs(e.w[0]) >= 3 ? (int64_t)e.w[3] : -2,
+            lp_etdump_slice(etd,
+                            lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE ? -1
+                            : lp_call_nargs(e.w[0]) >= 3             ? (int64_t)e.w[3]
+                                                                     : -2,
                             e.tid, e.start_ns, e.dur_ns) != 0)
             lp_slices_oom(b);
     }

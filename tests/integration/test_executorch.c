@@ -73,7 +73,8 @@ static int instructions(cJSON *j, const struct span *ex, int n, const char *name
 }
 
 static void need_python(void) {
-    if (access(PTE, R_OK) != 0) cr_skip_test("no executorch in the project's environment " LP_VENV " (scripts/install-deps)");
+    if (access(PTE, R_OK) != 0)
+        cr_skip_test("no executorch in the project's environment " LP_VENV " (scripts/install-deps)");
 }
 
 /* From Python, unmodified: 20 executes, 5 instructions each (3 XNNPACK delegate calls, 2 portable
@@ -129,7 +130,8 @@ Test(executorch, cxx_runner_etdump_on_timeline, .init = setup) {
     run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", raw), NULL},
              (const char *[]){PROG("etrun"), PTE, "10", etd, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
-    run_prog(&conv, dir, NULL, (const char *[]){REPORT, raw, "--chrome", trace, "-q", NULL}); /* the raw trace: by the tool */
+    run_prog(&conv, dir, NULL,
+             (const char *[]){REPORT, raw, "--chrome", trace, "-q", NULL}); /* the raw trace: by the tool */
     cr_assert_eq(conv.status, 0, "%s", conv.err);
     run_free(&conv);
     cr_assert_str_eq(r.out, bare.out);

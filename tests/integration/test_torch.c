@@ -22,8 +22,8 @@ static void setup(void) { dir = make_tmpdir(); }
 
 #define OPS_PY LP_SOURCE_DIR "/tests/progs/torch_ops.py"
 
-#define DEBIAN_PY "/usr/bin/python3"      /* PyTorch 1.13 */
-#define ENV_PY LP_VENV "/bin/python3"       /* PyTorch 2.x */
+#define DEBIAN_PY "/usr/bin/python3"  /* PyTorch 1.13 */
+#define ENV_PY LP_VENV "/bin/python3" /* PyTorch 2.x */
 
 static int torch_missing(const char *py) {
     struct run r;
