@@ -128,6 +128,49 @@ Test(torch, operators_counted_as_torch_profiler_counts_them_2_x, .init = setup) 
     operators_counted(ENV_PY);
 }
 
+/* torch.compile (inductor, CPU; its cache makes the compiles after the machine's first quick): the
+ * compiled region, Dynamo's cache lookup and the operators that still dispatch, counted as
+ * torch.profiler counts them (the three ranges torch opens only under its profiler aside: the
+ * comparison lists them); CPU samples name inductor's generated kernel. */
+Test(torch, compiled_model_2_x, .init = setup) {
+    if (torch_missing(ENV_PY)) cr_skip_test("no torch in the project's environment " LP_VENV " (scripts/install-deps)");
+    char *prof = strfmt("%s/pc.json", dir), *trace = strfmt("%s/tc.json", dir), *folded = strfmt("%s/cpu.folded", dir);
+    struct run p, r, cmp, s, rep;
+    run_prog(&p, dir, NULL, (const char *[]){ENV_PY, OPS_PY, "profile-compiled", "20", prof, NULL});
+    cr_assert_eq(p.status, 0, "%s", p.err);
+    run_prog(
+        &r, dir,
+        (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), "LIBPROF_TORCH_SHAPES=1", NULL},
+        (const char *[]){ENV_PY, OPS_PY, "run-compiled", "20", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "done\n");
+    run_prog(&cmp, dir, NULL, (const char *[]){ENV_PY, OPS_PY, "compare", trace, prof, NULL});
+    cr_assert_eq(cmp.status, 0, "%s%s", cmp.out, cmp.err);
+    cr_assert(strstr(cmp.out, "differences 0"), "%s", cmp.out);
+    cJSON *j = load_json(trace);
+    cr_assert_not_null(j);
+    cr_expect_geq(op_count(libprof_meta(j), "Torch-Compiled Region: 0/0"), 21); /* and the call that compiled */
+    cr_expect_geq(op_count(libprof_meta(j), "TorchDynamo Cache Lookup"), 21);
+    cJSON_Delete(j);
+    /* a longer run, sampled: inductor's kernel (its generated library's symbol) among the frames */
+    char *raw = strfmt("%s/s.lpt", dir);
+    run_prog(&s, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", raw), "LIBPROF_SAMPLE_HZ=2000", NULL},
+             (const char *[]){ENV_PY, OPS_PY, "run-compiled", "1500", NULL});
+    cr_assert_eq(s.status, 0, "%s", s.err);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, raw, "--cpu-folded", folded, "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    char *text = read_file(folded, NULL);
+    cr_assert_not_null(text);
+    cr_expect(strstr(text, ";kernel;") || strstr(text, ";kernel "), "no sample in inductor's kernel");
+    free(text);
+    run_free(&p);
+    run_free(&r);
+    run_free(&cmp);
+    run_free(&s);
+    run_free(&rep);
+}
+
 /* A program that runs torch.profiler itself gets the same counts with libprof as without. */
 static void own_profiler_undisturbed(const char *py) {
     char *p1 = strfmt("%s/p1.json", dir), *p2 = strfmt("%s/p2.json", dir),
