@@ -61,7 +61,7 @@ Test(docs, readme_recipes_run_as_written) {
              (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_readme.py",
                               LP_SOURCE_DIR "/README.md", LP_SOURCE_DIR, LP_BUILD_DIR, work, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    cr_expect_eq(count_lines_with(r.out, ": ok ("), 6, "%s", r.out);
+    cr_expect_eq(count_lines_with(r.out, ": ok ("), 7, "%s", r.out);
     /* what the recipes say comes out, beyond the files */
     char *html = read_file(strfmt("%s/py.html", work), NULL);
     cr_assert_not_null(html);
@@ -70,6 +70,10 @@ Test(docs, readme_recipes_run_as_written) {
     cJSON *model = load_json(strfmt("%s/model.json", work));
     cr_assert_not_null(model);
     cr_expect_gt(meta_num(cJSON_GetObjectItem(libprof_meta(model), "torch"), "operators"), 1000);
+    cJSON *et = load_json(strfmt("%s/et.json", work));
+    cr_assert_not_null(et);
+    cr_expect_gt(meta_num(cJSON_GetObjectItem(libprof_meta(et), "etdump"), "placed"), 100);
+    cJSON_Delete(et);
     cJSON *svc = load_json(strfmt("%s/svc.json", work));
     cr_assert_not_null(svc);
     cr_expect(has(cJSON_GetObjectItem(libprof_meta(svc), "command")->valuestring, "http.server"));
