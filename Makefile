@@ -84,6 +84,7 @@ HOOK_SRCS += preload/hooks/python.c
 HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/executorch.c
+HOOK_SRCS += preload/hooks/cuda.c
 HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
@@ -162,6 +163,7 @@ INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c
 INTEGRATION_TESTS += tests/integration/test_ort.c
 INTEGRATION_TESTS += tests/integration/test_executorch.c
+INTEGRATION_TESTS += tests/integration/test_cuda.c
 INTEGRATION_TESTS += tests/integration/test_memviews.c
 INTEGRATION_TESTS += tests/integration/test_mpi.c
 INTEGRATION_TESTS += tests/integration/test_reliab.c
@@ -221,6 +223,11 @@ TORCH_PROGS = $(if $(wildcard /usr/include/ATen/ATen.h),$(BUILD)/progs/torchc) $
 ET_SDK  = $(VENV)/executorch-sdk/executorch
 ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$(BUILD)/progs/et_model.pte) \
            $(if $(wildcard $(ET_SDK)/include/executorch),$(BUILD)/progs/etrun)
+# A CUDA program built with the CUDA toolkit's nvcc, its runtime a shared library (-cudart shared:
+# how PyTorch has it, and the one libprof sees), when the toolkit is at $(CUDA) (the cuda tests skip
+# otherwise). It runs with or without a GPU.
+CUDA    ?= /usr/local/cuda
+CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -235,7 +242,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
-              $(MPI_PROGS) $(PPROF_BIN) $(ET_PROGS)
+              $(MPI_PROGS) $(PPROF_BIN) $(ET_PROGS) $(CUDA_PROGS)
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
@@ -309,6 +316,11 @@ $(BUILD)/progs/et_model.pte: tests/progs/et_model.py
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PTE     $@')
 	$(Q)$(VENV)/bin/python3 $< export $@.tmp 2>$(BUILD)/progs/et_model.log && mv $@.tmp $@ || { cat $(BUILD)/progs/et_model.log; exit 1; }
+
+$(BUILD)/progs/cudaprog: tests/progs/cudaprog.cu $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  NVCC    $@')
+	$(Q)$(CUDA)/bin/nvcc -cudart shared -O1 -o $@ $<
 
 $(BUILD)/progs/etrun: tests/progs/etrun.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

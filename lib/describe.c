@@ -15,8 +15,8 @@ static uint8_t nargs_of[LP_CALL_COUNT];
 static int parsed;
 
 static int pointer_arg(unsigned call, const char *name) {
-    static const char *const ptrs[] = {"lock",   "cond",      "sem",    "barrier", "addr",
-                                       "stream", "primitive", "handle", "session"};
+    static const char *const ptrs[] = {"lock",      "cond",   "sem",     "barrier", "addr",  "stream",
+                                       "primitive", "handle", "session", "ptr",     "event", "graph"};
     for (unsigned i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (!strcmp(name, ptrs[i])) return 1;
     if (!strcmp(name, "ret")) {
@@ -107,7 +107,9 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     const char *name = lp_call_names[call];
     if (is_blas(role) && nargs)
         name = lp_blas_name(call, e->w[nargs]);
-    else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH || call == LP_CALL_ET_INSTRUCTION) && nargs)
+    else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH || call == LP_CALL_ET_INSTRUCTION ||
+              call == LP_CALL_CUDA_LAUNCH) &&
+             nargs)
         return lp_reader_name(r, e->w[1], len);
     *len = (uint32_t)strlen(name);
     return name;
@@ -167,8 +169,13 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         } else if (call == LP_CALL_ET_INSTRUCTION && !strcmp(d->name, "kind")) {
             static const char *const kinds[] = {"?", "kernel", "delegate", "move", "jump_false", "free"};
             lp_out_json_str(o, kinds[a[i] < 6 ? a[i] : 0], strlen(kinds[a[i] < 6 ? a[i] : 0]));
+        } else if (role == LP_ROLE_CUDA && !strcmp(d->name, "direction")) {
+            static const char *const dirs[] = {"host to host",     "host to device", "device to host",
+                                               "device to device", "default",        "?"};
+            const char *v = dirs[a[i] < 5 ? a[i] : 5];
+            lp_out_json_str(o, v, strlen(v));
         } else if ((role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) ||
-                   (call == LP_CALL_ET_INSTRUCTION && !strcmp(d->name, "name"))) {
+                   ((call == LP_CALL_ET_INSTRUCTION || call == LP_CALL_CUDA_LAUNCH) && !strcmp(d->name, "name"))) {
             uint32_t len;
             const char *v = lp_reader_name(r, a[i], &len);
             lp_out_json_str(o, v, len);

@@ -65,7 +65,8 @@
     X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */               \
     X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */      \
     X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */            \
-    X(EXECUTORCH, "executorch", 0) /* ExecuTorch: each Method::execute, each instruction it runs */
+    X(EXECUTORCH, "executorch", 0) /* ExecuTorch: each Method::execute, each instruction it runs */ \
+    X(CUDA, "cuda", 0)       /* the CUDA runtime: launches, device memory, copies, waits on the GPU */
 // clang-format on
 
 enum lp_family {
@@ -194,6 +195,9 @@ enum lp_call_role {
     LP_ROLE_ET,        /* ExecuTorch: execute — args the Method (handle), error, string its name;
                         * instruction — args name id (the operator, "aten::add.out", or the
                         * delegate, "delegate XnnpackBackend"), chain, index, kind (LP_ET_*), error */
+    LP_ROLE_CUDA,      /* the CUDA runtime: CUDA's error code last; a launch is named by its kernel
+                        * (args name id, grid, block, shared bytes, stream); copies' direction is
+                        * cudaMemcpyKind (0 host-host ... 4 default) */
 };
 
 /* The kind of an ExecuTorch instruction (its program's InstructionArguments union). */
@@ -312,7 +316,22 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(FCNTL_DUPFD, "fcntl", IO, DUP, "fd-,cmd-,ret-")                           \
     X(PIPE, "pipe", IO, PIPE, "fd0-,fd1-,ret-")                                 \
     X(ET_EXECUTE, "executorch.execute", EXECUTORCH, ET, "handle,error")         \
-    X(ET_INSTRUCTION, "executorch.instruction", EXECUTORCH, ET, "name,chain,instruction,kind,error")
+    X(ET_INSTRUCTION, "executorch.instruction", EXECUTORCH, ET, "name,chain,instruction,kind,error")        \
+    X(CUDA_LAUNCH, "cudaLaunchKernel", CUDA, CUDA, "name,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_bytes,stream,error-") \
+    X(CUDA_MALLOC, "cudaMalloc", CUDA, CUDA, "ptr,bytes,error-")                      \
+    X(CUDA_FREE, "cudaFree", CUDA, CUDA, "ptr,error-")                                 \
+    X(CUDA_MALLOC_HOST, "cudaMallocHost", CUDA, CUDA, "ptr,bytes,error-")              \
+    X(CUDA_FREE_HOST, "cudaFreeHost", CUDA, CUDA, "ptr,error-")                        \
+    X(CUDA_MALLOC_ASYNC, "cudaMallocAsync", CUDA, CUDA, "ptr,bytes,stream,error-")     \
+    X(CUDA_FREE_ASYNC, "cudaFreeAsync", CUDA, CUDA, "ptr,stream,error-")               \
+    X(CUDA_MEMCPY, "cudaMemcpy", CUDA, CUDA, "bytes,direction,error-")                 \
+    X(CUDA_MEMCPY_ASYNC, "cudaMemcpyAsync", CUDA, CUDA, "bytes,direction,stream,error-") \
+    X(CUDA_MEMSET, "cudaMemset", CUDA, CUDA, "bytes,error-")                           \
+    X(CUDA_MEMSET_ASYNC, "cudaMemsetAsync", CUDA, CUDA, "bytes,stream,error-")         \
+    X(CUDA_DEVICE_SYNC, "cudaDeviceSynchronize", CUDA, CUDA, "error-")                 \
+    X(CUDA_STREAM_SYNC, "cudaStreamSynchronize", CUDA, CUDA, "stream,error-")          \
+    X(CUDA_EVENT_SYNC, "cudaEventSynchronize", CUDA, CUDA, "event,error-")             \
+    X(CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", CUDA, CUDA, "graph,stream,error-")
 // clang-format on
 
 enum lp_call {

@@ -1,0 +1,191 @@
+/* cuda.c: the cuda family — the CUDA runtime's entry points, from a program (or library: PyTorch's
+ * libc10_cuda) that calls libcudart.so: kernel launches named by their __global__ function, with
+ * grid, block, shared memory and stream; device and pinned allocations; copies and sets with
+ * their bytes and direction; the host's waits on the GPU (device, stream and event
+ * synchronisations); graph launches. Each a slice with CUDA's error code, whatever it is: a
+ * program on a machine with no GPU (cudaErrorInsufficientDriver, 35) is recorded as it runs.
+ *
+ * Kernel names: a program's startup registers each of its kernels with the runtime
+ * (__cudaRegisterFunction: the host stub's address, the device name, mangled), and nvcc's launch
+ * code then asks for the kernel's handle (__cudaGetKernel, once per kernel) and launches it
+ * (__cudaLaunchKernel, CUDA 13; cudaLaunchKernel with the stub's address before, and from
+ * libraries). libprof keeps stub -> name and handle -> name, demangled with the C++ runtime's
+ * own __cxa_demangle when the program has one. A program linked to the static runtime (nvcc's
+ * default) calls none of these through its PLT: nothing of it is seen here.
+ *
+ * GPU time (the kernels' start and end on the device) is not measured here: that needs CUPTI or
+ * events on a machine with a GPU. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook.h"
+
+typedef struct {
+    unsigned x, y, z;
+} dim3;
+typedef int cuda_err; /* cudaError_t */
+enum { ERR_UNKNOWN = 999 }; /* returned when the runtime is missing (never: the program calls it) */
+
+/* ---- kernel names ----------------------------------------------------------------------------- */
+#define KNAMES 8192 /* stubs and handles, open addressing; a program has hundreds (PyTorch thousands) */
+static struct {
+    const void *key;
+    uint32_t name;
+} knames[KNAMES];
+
+static uint32_t kname_get(const void *key) {
+    unsigned h = (unsigned)(((uintptr_t)key >> 4) * 0x9e3779b1u) % KNAMES;
+    for (unsigned i = 0; i < KNAMES; i++, h = (h + 1) % KNAMES) {
+        const void *k = __atomic_load_n(&knames[h].key, __ATOMIC_ACQUIRE);
+        if (k == key) return __atomic_load_n(&knames[h].name, __ATOMIC_ACQUIRE);
+        if (!k) return 0;
+    }
+    return 0;
+}
+
+static void kname_put(const void *key, uint32_t name) {
+    unsigned h = (unsigned)(((uintptr_t)key >> 4) * 0x9e3779b1u) % KNAMES;
+    for (unsigned i = 0; i < KNAMES && key && name; i++, h = (h + 1) % KNAMES) {
+        const void *k = NULL;
+        if (__atomic_compare_exchange_n(&knames[h].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || k == key) {
+            __atomic_store_n(&knames[h].name, name, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+}
+
+/* The name id of a device function's mangled name, demangled when the process has a C++ runtime. */
+static uint32_t kernel_name(const char *mangled) {
+    static char *(*demangle)(const char *, char *, size_t *, int *);
+    static int looked;
+    if (!looked) {
+        demangle = (char *(*)(const char *, char *, size_t *, int *))lpr_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        looked = 1;
+    }
+    int st = -1;
+    char *d = demangle && mangled[0] == '_' && mangled[1] == 'Z' ? demangle(mangled, NULL, NULL, &st) : NULL;
+    uint32_t id = lpr_name_id(st == 0 && d ? d : mangled);
+    free(d);
+    return id;
+}
+
+LP_REAL_SLOT(__cudaRegisterFunction)
+LP_REAL_SLOT(__cudaGetKernel)
+
+void __cudaRegisterFunction(void **fatbin, const char *stub, char *dev, const char *name, int limit, void *tid,
+                            void *bid, dim3 *bdim, dim3 *gdim, int *wsize);
+cuda_err __cudaGetKernel(void **handle, const void *stub);
+
+/* Not recorded (startup, once per kernel): where names come from. */
+LP_EXPORT void __cudaRegisterFunction(void **fatbin, const char *stub, char *dev, const char *name, int limit,
+                                      void *tid, void *bid, dim3 *bdim, dim3 *gdim, int *wsize) {
+    if (!LP_REAL(__cudaRegisterFunction)) return;
+    LP_REAL(__cudaRegisterFunction)(fatbin, stub, dev, name, limit, tid, bid, bdim, gdim, wsize);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_CUDA);
+    if (!t || !name) return;
+    uint8_t g = lpr_guard_hold(t); /* the demangled name and its interning are libprof's */
+    kname_put(stub, kernel_name(name));
+    lpr_guard_restore(t, g);
+}
+
+LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *stub) {
+    if (!LP_REAL(__cudaGetKernel)) return ERR_UNKNOWN;
+    cuda_err r = LP_REAL(__cudaGetKernel)(handle, stub);
+    if (handle && *handle && *handle != stub) kname_put(*handle, kname_get(stub));
+    return r;
+}
+
+/* ---- launches ----------------------------------------------------------------------------------- */
+
+static void record_launch(struct lpr_tls *t, uint64_t t0, const void *kernel, dim3 g, dim3 b, size_t shmem,
+                          const void *stream, cuda_err r) {
+    uint32_t name = kname_get(kernel);
+    if (!name) {
+        uint8_t gd = lpr_guard_hold(t);
+        name = lpr_name_id("<unnamed kernel>");
+        lpr_guard_restore(t, gd);
+    }
+    uint64_t a[10] = {name, g.x, g.y, g.z, b.x, b.y, b.z, shmem, U(stream), I(r)};
+    lpr_call_record(t, LP_CALL_CUDA_LAUNCH, t0, lpr_ticks(), 10, a, NULL, 0);
+}
+
+#define LAUNCH_HOOK(fn)                                                                                          \
+    LP_REAL_SLOT(fn)                                                                                             \
+    cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream);                         \
+    __attribute__((noinline)) static cuda_err fn##_slow(const void *k, dim3 g, dim3 b, void **args, size_t shmem, \
+                                                        void *stream) {                                          \
+        if (!LP_REAL(fn)) return ERR_UNKNOWN;                                                                    \
+        LP_BEGIN(LP_FAM_CUDA);                                                                                   \
+        cuda_err r = LP_REAL(fn)(k, g, b, args, shmem, stream);                                                  \
+        if (t) record_launch(t, t0, k, g, b, shmem, stream, r);                                                  \
+        return r;                                                                                                \
+    }                                                                                                            \
+    LP_EXPORT cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream) {              \
+        LP_PASS_ARGS(LP_FAM_CUDA, fn, (k, g, b, args, shmem, stream));                                          \
+        return fn##_slow(k, g, b, args, shmem, stream);                                                          \
+    }
+LAUNCH_HOOK(__cudaLaunchKernel)
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz)
+LAUNCH_HOOK(cudaLaunchKernel)
+LAUNCH_HOOK(cudaLaunchKernel_ptsz)
+
+/* ---- memory, copies, waits ------------------------------------------------------------------ */
+/* (the pointer a successful allocation made; 0 when it failed) */
+#define MADE(p) U(p && r == 0 ? *(p) : NULL)
+
+cuda_err cudaMalloc(void **p, size_t n);
+cuda_err cudaFree(void *p);
+cuda_err cudaMallocHost(void **p, size_t n);
+cuda_err cudaFreeHost(void *p);
+cuda_err cudaMallocAsync(void **p, size_t n, void *stream);
+cuda_err cudaFreeAsync(void *p, void *stream);
+cuda_err cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+cuda_err cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+cuda_err cudaMemset(void *p, int v, size_t n);
+cuda_err cudaMemsetAsync(void *p, int v, size_t n, void *stream);
+cuda_err cudaDeviceSynchronize(void);
+cuda_err cudaStreamSynchronize(void *stream);
+cuda_err cudaEventSynchronize(void *event);
+cuda_err cudaGraphLaunch(void *graph, void *stream);
+
+LP_REAL_SLOT(cudaMalloc)
+LP_REAL_SLOT(cudaFree)
+LP_REAL_SLOT(cudaMallocHost)
+LP_REAL_SLOT(cudaFreeHost)
+LP_REAL_SLOT(cudaMallocAsync)
+LP_REAL_SLOT(cudaFreeAsync)
+LP_REAL_SLOT(cudaMemcpy)
+LP_REAL_SLOT(cudaMemcpyAsync)
+LP_REAL_SLOT(cudaMemset)
+LP_REAL_SLOT(cudaMemsetAsync)
+LP_REAL_SLOT(cudaDeviceSynchronize)
+LP_REAL_SLOT(cudaStreamSynchronize)
+LP_REAL_SLOT(cudaEventSynchronize)
+LP_REAL_SLOT(cudaGraphLaunch)
+
+LP_HOOK(CUDA, CUDA_MALLOC, cuda_err, cudaMalloc, (void **p, size_t n), (p, n), ERR_UNKNOWN, (void)0, MADE(p), U(n),
+        I(r))
+LP_HOOK(CUDA, CUDA_FREE, cuda_err, cudaFree, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
+LP_HOOK(CUDA, CUDA_MALLOC_HOST, cuda_err, cudaMallocHost, (void **p, size_t n), (p, n), ERR_UNKNOWN, (void)0, MADE(p),
+        U(n), I(r))
+LP_HOOK(CUDA, CUDA_FREE_HOST, cuda_err, cudaFreeHost, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
+LP_HOOK(CUDA, CUDA_MALLOC_ASYNC, cuda_err, cudaMallocAsync, (void **p, size_t n, void *s), (p, n, s), ERR_UNKNOWN,
+        (void)0, MADE(p), U(n), U(s), I(r))
+LP_HOOK(CUDA, CUDA_FREE_ASYNC, cuda_err, cudaFreeAsync, (void *p, void *s), (p, s), ERR_UNKNOWN, (void)0, U(p), U(s),
+        I(r))
+LP_HOOK(CUDA, CUDA_MEMCPY, cuda_err, cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), ERR_UNKNOWN,
+        (void)0, U(n), I(k), I(r))
+LP_HOOK(CUDA, CUDA_MEMCPY_ASYNC, cuda_err, cudaMemcpyAsync, (void *d, const void *s, size_t n, int k, void *st),
+        (d, s, n, k, st), ERR_UNKNOWN, (void)0, U(n), I(k), U(st), I(r))
+LP_HOOK(CUDA, CUDA_MEMSET, cuda_err, cudaMemset, (void *p, int v, size_t n), (p, v, n), ERR_UNKNOWN, (void)0, U(n),
+        I(r))
+LP_HOOK(CUDA, CUDA_MEMSET_ASYNC, cuda_err, cudaMemsetAsync, (void *p, int v, size_t n, void *s), (p, v, n, s),
+        ERR_UNKNOWN, (void)0, U(n), U(s), I(r))
+LP_HOOK(CUDA, CUDA_DEVICE_SYNC, cuda_err, cudaDeviceSynchronize, (void), (), ERR_UNKNOWN, (void)0, I(r))
+LP_HOOK(CUDA, CUDA_STREAM_SYNC, cuda_err, cudaStreamSynchronize, (void *s), (s), ERR_UNKNOWN, (void)0, U(s), I(r))
+LP_HOOK(CUDA, CUDA_EVENT_SYNC, cuda_err, cudaEventSynchronize, (void *e), (e), ERR_UNKNOWN, (void)0, U(e), I(r))
+LP_HOOK(CUDA, CUDA_GRAPH_LAUNCH, cuda_err, cudaGraphLaunch, (void *g, void *s), (g, s), ERR_UNKNOWN, (void)0, U(g),
+        U(s), I(r))
