@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/os.h"
 #include "hook.h"
 
 typedef struct {
@@ -68,7 +69,7 @@ static uint32_t kernel_name(const char *mangled) {
     int st = -1;
     char *d = demangle && mangled[0] == '_' && mangled[1] == 'Z' ? demangle(mangled, NULL, NULL, &st) : NULL;
     uint32_t id = lpr_name_id(st == 0 && d ? d : mangled);
-    free(d);
+    lp_os_free(d); /* the real free: __cxa_demangle allocated it while libprof held the guard */
     return id;
 }
 
