@@ -27,7 +27,7 @@
 typedef struct {
     unsigned x, y, z;
 } dim3;
-typedef int cuda_err; /* cudaError_t */
+typedef int cuda_err;       /* cudaError_t */
 enum { ERR_UNKNOWN = 999 }; /* returned when the runtime is missing (never: the program calls it) */
 
 /* ---- kernel names ----------------------------------------------------------------------------- */
@@ -113,20 +113,20 @@ static void record_launch(struct lpr_tls *t, uint64_t t0, const void *kernel, di
     lpr_call_record(t, LP_CALL_CUDA_LAUNCH, t0, lpr_ticks(), 10, a, NULL, 0);
 }
 
-#define LAUNCH_HOOK(fn)                                                                                          \
-    LP_REAL_SLOT(fn)                                                                                             \
-    cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream);                         \
+#define LAUNCH_HOOK(fn)                                                                                           \
+    LP_REAL_SLOT(fn)                                                                                              \
+    cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream);                          \
     __attribute__((noinline)) static cuda_err fn##_slow(const void *k, dim3 g, dim3 b, void **args, size_t shmem, \
-                                                        void *stream) {                                          \
-        if (!LP_REAL(fn)) return ERR_UNKNOWN;                                                                    \
-        LP_BEGIN(LP_FAM_CUDA);                                                                                   \
-        cuda_err r = LP_REAL(fn)(k, g, b, args, shmem, stream);                                                  \
-        if (t) record_launch(t, t0, k, g, b, shmem, stream, r);                                                  \
-        return r;                                                                                                \
-    }                                                                                                            \
-    LP_EXPORT cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream) {              \
-        LP_PASS_ARGS(LP_FAM_CUDA, fn, (k, g, b, args, shmem, stream));                                          \
-        return fn##_slow(k, g, b, args, shmem, stream);                                                          \
+                                                        void *stream) {                                           \
+        if (!LP_REAL(fn)) return ERR_UNKNOWN;                                                                     \
+        LP_BEGIN(LP_FAM_CUDA);                                                                                    \
+        cuda_err r = LP_REAL(fn)(k, g, b, args, shmem, stream);                                                   \
+        if (t) record_launch(t, t0, k, g, b, shmem, stream, r);                                                   \
+        return r;                                                                                                 \
+    }                                                                                                             \
+    LP_EXPORT cuda_err fn(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream) {               \
+        LP_PASS_ARGS(LP_FAM_CUDA, fn, (k, g, b, args, shmem, stream));                                            \
+        return fn##_slow(k, g, b, args, shmem, stream);                                                           \
     }
 LAUNCH_HOOK(__cudaLaunchKernel)
 LAUNCH_HOOK(__cudaLaunchKernel_ptsz)
@@ -135,7 +135,7 @@ LAUNCH_HOOK(cudaLaunchKernel_ptsz)
 
 /* ---- memory, copies, waits ------------------------------------------------------------------ */
 /* (the pointer a successful allocation made; 0 when it failed) */
-#define MADE(p) U(p && r == 0 ? *(p) : NULL)
+#define MADE(p) U(p &&r == 0 ? *(p) : NULL)
 
 cuda_err cudaMalloc(void **p, size_t n);
 cuda_err cudaFree(void *p);

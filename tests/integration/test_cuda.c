@@ -53,8 +53,13 @@ Test(cuda, calls_and_kernels_with_their_errors) {
     cJSON *j = load_json(trace), *ev;
     cr_assert_not_null(j);
     int scale = 0, add = 0, calls = 0, wrong = 0;
-    static const char *const each[] = {"cudaMalloc", "cudaMemcpy", "cudaMemsetAsync", "cudaMemcpyAsync",
-                                       "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaFree"};
+    static const char *const each[] = {"cudaMalloc",
+                                       "cudaMemcpy",
+                                       "cudaMemsetAsync",
+                                       "cudaMemcpyAsync",
+                                       "cudaStreamSynchronize",
+                                       "cudaDeviceSynchronize",
+                                       "cudaFree"};
     int seen[7] = {0};
     cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
         if (strcmp(str(ev, "cat"), "cuda")) continue;
