@@ -85,6 +85,7 @@ HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/executorch.c
 HOOK_SRCS += preload/hooks/cuda.c
+HOOK_SRCS += preload/hooks/nvtx.c
 HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
@@ -227,7 +228,8 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 # how PyTorch has it, and the one libprof sees), when the toolkit is at $(CUDA) (the cuda tests skip
 # otherwise). It runs with or without a GPU.
 CUDA    ?= /usr/local/cuda
-CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog)
+CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog) \
+             $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -321,6 +323,11 @@ $(BUILD)/progs/cudaprog: tests/progs/cudaprog.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  NVCC    $@')
 	$(Q)$(CUDA)/bin/nvcc -cudart shared -O1 -o $@ $<
+
+$(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -I$(CUDA)/include -ldl
 
 $(BUILD)/progs/etrun: tests/progs/etrun.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -108,7 +108,7 @@ const char *lp_event_name(const struct lp_reader *r, const struct lp_event *e, u
     if (is_blas(role) && nargs)
         name = lp_blas_name(call, e->w[nargs]);
     else if ((role == LP_ROLE_DNNL || role == LP_ROLE_TORCH || call == LP_CALL_ET_INSTRUCTION ||
-              call == LP_CALL_CUDA_LAUNCH) &&
+              call == LP_CALL_CUDA_LAUNCH || role == LP_ROLE_NVTX) &&
              nargs)
         return lp_reader_name(r, e->w[1], len);
     *len = (uint32_t)strlen(name);
@@ -175,7 +175,9 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
             const char *v = dirs[a[i] < 5 ? a[i] : 5];
             lp_out_json_str(o, v, strlen(v));
         } else if ((role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) ||
-                   ((call == LP_CALL_ET_INSTRUCTION || call == LP_CALL_CUDA_LAUNCH) && !strcmp(d->name, "name"))) {
+                   ((call == LP_CALL_ET_INSTRUCTION || call == LP_CALL_CUDA_LAUNCH || role == LP_ROLE_NVTX) &&
+                    !strcmp(d->name, "name")) ||
+                   (role == LP_ROLE_NVTX && !strcmp(d->name, "domain") && a[i])) {
             uint32_t len;
             const char *v = lp_reader_name(r, a[i], &len);
             lp_out_json_str(o, v, len);

@@ -66,7 +66,8 @@
     X(TORCH, "torch", 0)     /* PyTorch operators, autograd nodes, record_function ranges */      \
     X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */            \
     X(EXECUTORCH, "executorch", 0) /* ExecuTorch: each Method::execute, each instruction it runs */ \
-    X(CUDA, "cuda", 0)       /* the CUDA runtime: launches, device memory, copies, waits on the GPU */
+    X(CUDA, "cuda", 0)       /* the CUDA runtime: launches, device memory, copies, waits on the GPU */ \
+    X(NVTX, "nvtx", 0)       /* NVTX ranges and marks (C, torch.cuda.nvtx), through NVTX's injection */
 // clang-format on
 
 enum lp_family {
@@ -198,6 +199,7 @@ enum lp_call_role {
     LP_ROLE_CUDA,      /* the CUDA runtime: CUDA's error code last; a launch is named by its kernel
                         * (args name id, grid, block, shared bytes, stream); copies' direction is
                         * cudaMemcpyKind (0 host-host ... 4 default) */
+    LP_ROLE_NVTX,      /* NVTX: args message name id (the slice's name), domain name id (0: the default), depth */
 };
 
 /* The kind of an ExecuTorch instruction (its program's InstructionArguments union). */
@@ -331,7 +333,9 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(CUDA_DEVICE_SYNC, "cudaDeviceSynchronize", CUDA, CUDA, "error-")                 \
     X(CUDA_STREAM_SYNC, "cudaStreamSynchronize", CUDA, CUDA, "stream,error-")          \
     X(CUDA_EVENT_SYNC, "cudaEventSynchronize", CUDA, CUDA, "event,error-")             \
-    X(CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", CUDA, CUDA, "graph,stream,error-")
+    X(CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", CUDA, CUDA, "graph,stream,error-")                 \
+    X(NVTX_RANGE, "nvtx range", NVTX, NVTX, "name,domain,depth")                       \
+    X(NVTX_MARK, "nvtx mark", NVTX, NVTX, "name,domain")
 // clang-format on
 
 enum lp_call {

@@ -69,6 +69,10 @@ uint32_t lpr_name_id(const char *name) {
         __atomic_store_n(&slots[fs].hash, h, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&insert_lock, 0, __ATOMIC_RELEASE);
+    static int full;
+    if (!id && !sl && !__atomic_exchange_n(&full, 1, __ATOMIC_ACQ_REL))
+        lpr_warn("the table of names is full (%d names or %d KiB): later names are shown as \"(other)\"", SLOTS * 3 / 4,
+                 ARENA_BYTES / 1024);
     return id;
 }
 

@@ -9,8 +9,8 @@
  * (__cudaRegisterFunction: the host stub's address, the device name, mangled), and nvcc's launch
  * code then asks for the kernel's handle (__cudaGetKernel, once per kernel) and launches it
  * (__cudaLaunchKernel, CUDA 13; cudaLaunchKernel with the stub's address before, and from
- * libraries). libprof keeps stub -> name and handle -> name, demangled with the C++ runtime's
- * own __cxa_demangle when the program has one. A program linked to the static runtime (nvcc's
+ * libraries). libprof keeps stub -> name and handle -> name, and names a kernel at its first
+ * launch, demangled with the C++ runtime's own __cxa_demangle when the program has one. A program linked to the static runtime (nvcc's
  * default) calls none of these through its PLT: nothing of it is seen here.
  *
  * GPU time (the kernels' start and end on the device) is not measured here: that needs CUPTI or
@@ -31,31 +31,38 @@ typedef int cuda_err;       /* cudaError_t */
 enum { ERR_UNKNOWN = 999 }; /* returned when the runtime is missing (never: the program calls it) */
 
 /* ---- kernel names ----------------------------------------------------------------------------- */
-#define KNAMES 8192 /* stubs and handles, open addressing; a program has hundreds (PyTorch thousands) */
+/* stubs and handles -> the device function's name (the registration's own string, static data of
+ * the program's module), open addressing; a program registers hundreds of kernels, PyTorch
+ * thousands at load: a name is interned (a trace name id) only when its kernel is first launched */
+#define KNAMES 32768
 static struct {
     const void *key;
-    uint32_t name;
+    const char *mangled;
+    uint32_t id; /* interned: 0 not yet */
 } knames[KNAMES];
 
-static uint32_t kname_get(const void *key) {
+static unsigned kslot(const void *key, int add) {
     unsigned h = (unsigned)(((uintptr_t)key >> 4) * 0x9e3779b1u) % KNAMES;
-    for (unsigned i = 0; i < KNAMES; i++, h = (h + 1) % KNAMES) {
+    for (unsigned i = 0; i < KNAMES && key; i++, h = (h + 1) % KNAMES) {
         const void *k = __atomic_load_n(&knames[h].key, __ATOMIC_ACQUIRE);
-        if (k == key) return __atomic_load_n(&knames[h].name, __ATOMIC_ACQUIRE);
-        if (!k) return 0;
-    }
-    return 0;
-}
-
-static void kname_put(const void *key, uint32_t name) {
-    unsigned h = (unsigned)(((uintptr_t)key >> 4) * 0x9e3779b1u) % KNAMES;
-    for (unsigned i = 0; i < KNAMES && key && name; i++, h = (h + 1) % KNAMES) {
-        const void *k = NULL;
-        if (__atomic_compare_exchange_n(&knames[h].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || k == key) {
-            __atomic_store_n(&knames[h].name, name, __ATOMIC_RELEASE);
-            return;
+        if (k == key) return h;
+        if (!k) {
+            if (!add) return KNAMES;
+            if (__atomic_compare_exchange_n(&knames[h].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || k == key)
+                return h;
         }
     }
+    return KNAMES;
+}
+
+static void kname_put(const void *key, const char *mangled) {
+    unsigned h = mangled ? kslot(key, 1) : KNAMES;
+    if (h < KNAMES) __atomic_store_n(&knames[h].mangled, mangled, __ATOMIC_RELEASE);
+}
+
+static const char *kname_mangled(const void *key) {
+    unsigned h = kslot(key, 0);
+    return h < KNAMES ? __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* The name id of a device function's mangled name, demangled when the process has a C++ runtime. */
@@ -73,6 +80,16 @@ static uint32_t kernel_name(const char *mangled) {
     return id;
 }
 
+/* A launched kernel's name id (the guard held by the caller). */
+static uint32_t kname_id(const void *key) {
+    unsigned h = kslot(key, 0);
+    if (h >= KNAMES) return lpr_name_id("<unnamed kernel>");
+    uint32_t id = __atomic_load_n(&knames[h].id, __ATOMIC_ACQUIRE);
+    const char *m = __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE);
+    if (!id && m) __atomic_store_n(&knames[h].id, id = kernel_name(m), __ATOMIC_RELEASE);
+    return id ? id : lpr_name_id("<unnamed kernel>");
+}
+
 LP_REAL_SLOT(__cudaRegisterFunction)
 LP_REAL_SLOT(__cudaGetKernel)
 
@@ -85,17 +102,13 @@ LP_EXPORT void __cudaRegisterFunction(void **fatbin, const char *stub, char *dev
                                       void *tid, void *bid, dim3 *bdim, dim3 *gdim, int *wsize) {
     if (!LP_REAL(__cudaRegisterFunction)) return;
     LP_REAL(__cudaRegisterFunction)(fatbin, stub, dev, name, limit, tid, bid, bdim, gdim, wsize);
-    struct lpr_tls *t = lpr_call_begin(LP_FAM_CUDA);
-    if (!t || !name) return;
-    uint8_t g = lpr_guard_hold(t); /* the demangled name and its interning are libprof's */
-    kname_put(stub, kernel_name(name));
-    lpr_guard_restore(t, g);
+    kname_put(stub, name);
 }
 
 LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *stub) {
     if (!LP_REAL(__cudaGetKernel)) return ERR_UNKNOWN;
     cuda_err r = LP_REAL(__cudaGetKernel)(handle, stub);
-    if (handle && *handle && *handle != stub) kname_put(*handle, kname_get(stub));
+    if (handle && *handle && *handle != stub) kname_put(*handle, kname_mangled(stub));
     return r;
 }
 
@@ -103,12 +116,9 @@ LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *stub) {
 
 static void record_launch(struct lpr_tls *t, uint64_t t0, const void *kernel, dim3 g, dim3 b, size_t shmem,
                           const void *stream, cuda_err r) {
-    uint32_t name = kname_get(kernel);
-    if (!name) {
-        uint8_t gd = lpr_guard_hold(t);
-        name = lpr_name_id("<unnamed kernel>");
-        lpr_guard_restore(t, gd);
-    }
+    uint8_t gd = lpr_guard_hold(t); /* the demangled name and its interning are libprof's */
+    uint32_t name = kname_id(kernel);
+    lpr_guard_restore(t, gd);
     uint64_t a[10] = {name, g.x, g.y, g.z, b.x, b.y, b.z, shmem, U(stream), I(r)};
     lpr_call_record(t, LP_CALL_CUDA_LAUNCH, t0, lpr_ticks(), 10, a, NULL, 0);
 }

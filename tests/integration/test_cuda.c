@@ -96,3 +96,121 @@ Test(cuda, calls_and_kernels_with_their_errors) {
     run_free(&bare);
     run_free(&r);
 }
+
+/* NVTX through its injection (NVTX_INJECTION64_PATH names libprof.so, as the libprof command sets
+ * it): every push/pop range of a C program a slice, nested as called, marks inside them, a
+ * domain's ranges with their registered message; the start/end range counted in a note. */
+Test(cuda, nvtx_ranges_of_a_c_program) {
+    if (access(PROG("nvtxprog"), X_OK) != 0) cr_skip_test("no NVTX headers at /usr/local/cuda/include/nvtx3");
+    char *dir = make_tmpdir(), *trace = strfmt("%s/n.json", dir);
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, (const char *[]){PROG("nvtxprog"), NULL});
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, "NVTX_INJECTION64_PATH=" PRELOAD,
+                              strfmt("LIBPROF_OUTPUT=%s", trace), NULL},
+             (const char *[]){PROG("nvtxprog"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_expect_str_eq(r.err, bare.err);
+    char *e;
+    cJSON *sum = check_trace_py(trace, &e); /* nested as called: the strict reader checks it */
+    cr_assert_not_null(sum, "%s", e);
+    cJSON_Delete(sum);
+    cJSON *j = load_json(trace), *ev;
+    cr_assert_not_null(j);
+    int step = 0, load = 0, compute = 0, marks = 0, io = 0, inside = 0;
+    double s0[3] = {0}, s1[3] = {0};
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(str(ev, "cat"), "nvtx")) continue;
+        cJSON *a = cJSON_GetObjectItem(ev, "args");
+        const char *name = str(ev, "name");
+        double ts = num(ev, "ts"), end = ts + num(ev, "dur");
+        if (!strcmp(name, "step")) {
+            step++;
+            cr_expect_eq(num(a, "depth"), 0);
+            cr_expect_geq(num(ev, "dur"), 500);
+            if (step <= 3) {
+                s0[step - 1] = ts;
+                s1[step - 1] = end;
+            }
+        } else if (!strcmp(name, "load") || !strcmp(name, "compute")) {
+            load += !strcmp(name, "load");
+            compute += !strcmp(name, "compute");
+            cr_expect_eq(num(a, "depth"), 1);
+        } else if (!strcmp(name, "loaded")) {
+            marks++;
+            cr_expect_eq(num(ev, "dur"), 0);
+        } else if (!strcmp(name, "read block")) {
+            io++;
+            cr_expect_str_eq(str(a, "domain"), "io");
+        }
+    }
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) { /* each inner one inside a step */
+        const char *name = str(ev, "name");
+        double ts = num(ev, "ts"), end = ts + num(ev, "dur");
+        if (strcmp(str(ev, "cat"), "nvtx") || !strcmp(name, "step") || !strcmp(name, "read block")) continue;
+        for (int k = 0; k < 3; k++) inside += ts >= s0[k] && end <= s1[k];
+    }
+    cr_expect_eq(step, 3);
+    cr_expect_eq(load, 3);
+    cr_expect_eq(compute, 3);
+    cr_expect_eq(marks, 3);
+    cr_expect_eq(io, 2);
+    cr_expect_eq(inside, 9, "%d of the 9 inner ranges and marks inside their step", inside);
+    cr_expect_eq(notes_with(trace, "NVTX: 1 start/end ranges"), 1);
+    cJSON_Delete(j);
+    run_free(&bare);
+    run_free(&r);
+}
+
+/* torch.cuda.nvtx (PyTorch 2.x of the project's environment, a CUDA build, no GPU): its pushes,
+ * pops, `with range()` and marks, around the operators they hold. */
+Test(cuda, nvtx_from_torch) {
+    const char *py = LP_VENV "/bin/python3";
+    struct run chk;
+    run_prog(&chk, NULL, NULL, (const char *[]){py, "-c", "import torch.cuda.nvtx", NULL});
+    if (chk.status != 0) cr_skip_test("no torch in the project's environment " LP_VENV);
+    run_free(&chk);
+    char *dir = make_tmpdir(), *trace = strfmt("%s/t.json", dir);
+    const char *code = "import torch\n"
+                       "for i in range(3):\n"
+                       "    torch.cuda.nvtx.range_push('train step')\n"
+                       "    with torch.cuda.nvtx.range('forward'):\n"
+                       "        torch.ones(64, 64) @ torch.ones(64, 64)\n"
+                       "    torch.cuda.nvtx.mark('after forward')\n"
+                       "    torch.cuda.nvtx.range_pop()\n"
+                       "print('done')\n";
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, "NVTX_INJECTION64_PATH=" PRELOAD,
+                              strfmt("LIBPROF_OUTPUT=%s", trace), NULL},
+             (const char *[]){py, "-c", code, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "done\n");
+    cJSON *j = load_json(trace), *ev;
+    cr_assert_not_null(j);
+    int step = 0, fwd = 0, mark = 0, mm_in_fwd = 0;
+    double f0[3], f1[3];
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *name = str(ev, "name");
+        if (!strcmp(str(ev, "cat"), "nvtx")) {
+            step += !strcmp(name, "train step");
+            mark += !strcmp(name, "after forward");
+            if (!strcmp(name, "forward") && fwd < 3) {
+                f0[fwd] = num(ev, "ts");
+                f1[fwd] = f0[fwd] + num(ev, "dur");
+                fwd++;
+            }
+        }
+    }
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(str(ev, "name"), "aten::mm")) continue;
+        for (int k = 0; k < fwd; k++) mm_in_fwd += num(ev, "ts") >= f0[k] && num(ev, "ts") <= f1[k];
+    }
+    cr_expect_eq(step, 3);
+    cr_expect_eq(fwd, 3);
+    cr_expect_eq(mark, 3);
+    cr_expect_eq(mm_in_fwd, 3, "the GEMM inside each forward range: %d", mm_in_fwd);
+    cJSON_Delete(j);
+    run_free(&r);
+}

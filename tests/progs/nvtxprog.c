@@ -1,0 +1,50 @@
+/* nvtxprog: a C program annotated with NVTX 3 (header-only, from the CUDA toolkit; no GPU, no
+ * CUDA library): three "step" ranges, each with a nested "load" and "compute" and a mark
+ * between them; two ranges of a domain "io" with a registered message; a start/end range.
+ * Prints "done" (not the levels NVTX returns: they are -1 with no tool attached, the depth with one). */
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+#include <time.h>
+
+static void work(long ns) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+int main(void) {
+    for (int i = 0; i < 3; i++) {
+        nvtxRangePushA("step");
+        nvtxRangePushA("load");
+        work(200000);
+        nvtxRangePop();
+        nvtxMarkA("loaded");
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = "compute";
+        nvtxRangePushEx(&a);
+        work(300000);
+        nvtxRangePop();
+        nvtxRangePop();
+    }
+    nvtxDomainHandle_t io = nvtxDomainCreateA("io");
+    nvtxStringHandle_t rd = nvtxDomainRegisterStringA(io, "read block");
+    for (int i = 0; i < 2; i++) {
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        a.message.registered = rd;
+        nvtxDomainRangePushEx(io, &a);
+        work(100000);
+        nvtxDomainRangePop(io);
+    }
+    nvtxRangeId_t r = nvtxRangeStartA("startend");
+    work(50000);
+    nvtxRangeEnd(r);
+    printf("done\n");
+    return 0;
+}
