@@ -201,10 +201,10 @@ LP_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t 
     if (!cb || cb->struct_size < sizeof *cb || !cb->get_module_table) return 0;
     static const unsigned core_ids[] = {CORE_MARK_EX,   CORE_MARK_A,  CORE_RANGE_START_EX, CORE_RANGE_START_A,
                                         CORE_RANGE_END, CORE_PUSH_EX, CORE_PUSH_A,         CORE_POP};
-    const fnptr core[] = {(fnptr)mark_ex,  (fnptr)mark_a, (fnptr)start_ex, (fnptr)start_a,
-                          (fnptr)end_any, (fnptr)push_ex, (fnptr)push_a,  (fnptr)pop_core};
-    static const unsigned core2_ids[] = {CORE2_MARK_EX, CORE2_START_EX, CORE2_END, CORE2_PUSH_EX,
-                                         CORE2_POP,     CORE2_REGISTER_STRING_A,   CORE2_CREATE_A};
+    const fnptr core[] = {(fnptr)mark_ex, (fnptr)mark_a,  (fnptr)start_ex, (fnptr)start_a,
+                          (fnptr)end_any, (fnptr)push_ex, (fnptr)push_a,   (fnptr)pop_core};
+    static const unsigned core2_ids[] = {CORE2_MARK_EX, CORE2_START_EX,          CORE2_END,     CORE2_PUSH_EX,
+                                         CORE2_POP,     CORE2_REGISTER_STRING_A, CORE2_CREATE_A};
     const fnptr core2[] = {(fnptr)d_mark, (fnptr)d_start,    (fnptr)d_end,   (fnptr)d_push,
                            (fnptr)d_pop,  (fnptr)d_register, (fnptr)d_create};
     fill(cb, MODULE_CORE, core_ids, core, sizeof core_ids / sizeof *core_ids);
@@ -215,6 +215,7 @@ LP_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t 
 /* At exit: start/end ranges are not shown; say how many. */
 static void nvtx_finish(void) {
     uint64_t n = __atomic_load_n(&start_end, __ATOMIC_RELAXED);
-    if (n) lpr_warn("NVTX: %llu start/end ranges (nvtxRangeStart) not shown; push/pop ranges are", (unsigned long long)n);
+    if (n)
+        lpr_warn("NVTX: %llu start/end ranges (nvtxRangeStart) not shown; push/pop ranges are", (unsigned long long)n);
 }
 LP_FAMILY_SETUP(nvtx, NULL, NULL, nvtx_finish);
