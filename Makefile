@@ -511,6 +511,7 @@ bench: all $(PROG_BINS)
 	else echo "## Python profilers: no environment at $(VENV) (scripts/install-deps): skipped"; fi
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
+	@scripts/bench-storm $(BUILD)
 	@scripts/bench-pack $(BUILD)
 	@scripts/bench-long $(BUILD)
 

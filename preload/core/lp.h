@@ -594,6 +594,8 @@ static inline void lpr_ahead(struct lpr_ahead *a, void *base, size_t used, size_
     if (LP_UNLIKELY(a->on && used + LPR_AHEAD / 2 > a->done)) lpr_ahead_slow(a, base, used, cap);
 }
 LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out, int max, int *whole);
+LP_HIDDEN int lpr_walk_frames(struct lpr_tls *t, const void *uc, uint64_t *out, uint64_t *cfas, uint64_t *slots,
+                              int max, int *whole);
 /* t's stack mapping holds sp (found in /proc/self/maps, again only a few times a thread): 0, or -1. */
 LP_HIDDEN int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp);
 /* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date): a

@@ -69,6 +69,7 @@ static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define WALK_AFTER 16                           /* captures of a key before its chain is walked for the cache */
 #define CACHE_FRAMES 40                         /* frames a cached chain may have (deeper: walked every time) */
 static int cacheable;                           /* the cursor API was found, and the depth fits */
+static int walker;                              /* the sampler's walker (walk.c) takes the stacks */
 static uint64_t *slots;                         /* (hash high 32 bits) << 32 | id */
 static uint32_t slot_mask;                      /* slots - 1 */
 static struct lpr_ahead arena_ahead, ids_ahead; /* the sequential parts, made resident ahead (sampling) */
@@ -177,6 +178,8 @@ int lpr_stacks_init(unsigned depth) {
     lpr_stack_depth = depth;
     cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
                 !lpr_cfg.stack_cache_off;
+    walker = lpr_walk_init() == 0;
+    if (walker) self_range();
     return 0;
 }
 
@@ -335,16 +338,67 @@ static void unwinding(int on) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-static int backtrace_here(void **buf, int n) {
+static int backtrace_unw(void **buf, int n) {
     unwinding(1);
     n = lpr_unw_backtrace(buf, n);
     unwinding(0);
     return n;
 }
 
+/* The callers of this point, by the CPU sampler's walker (walk.c): the unwind tables read
+ * directly, rules cached by instruction for every thread — no libunwind, no signal mask, no lock
+ * but the loader's when a rule is first computed. The walk starts from this very instruction
+ * (its address, the stack and frame pointers read together), so the first rule is libprof's own
+ * and the frames inside libprof are skipped afterwards like libunwind's (native_id). A walk that
+ * cannot start (the thread's stack not found) or finds no frame falls back to libunwind. */
+__attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n) {
+    ucontext_t uc;
+    uintptr_t ip, sp, bp;
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+    int whole;
+    return lpr_walk_frames(&lpr_tls, &uc, (uint64_t *)buf, cfas, saved, n, &whole);
+}
+
+static int backtrace_here(void **buf, int n) {
+    if (walker) {
+        int got = walk_here(buf, NULL, NULL, n);
+        if (got > 0) return got;
+    }
+    return backtrace_unw(buf, n);
+}
+
 /* Walk the stack with libunwind's cursor: ips for the table, and for the cache the frames above
  * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
+/* The same with the walker: each frame's return address, the stack word it was read from and its
+ * CFA, so the capture's caller (pc `ra`, CFA `cfa`) is found as with the cursor. */
+static uint32_t walk_fast(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+    void *ips[LP_STACK_MAX_DEPTH + 8];
+    uint64_t cfas[LP_STACK_MAX_DEPTH + 8], saved[LP_STACK_MAX_DEPTH + 8];
+    int got = walk_here(ips, cfas, saved, (int)lpr_stack_depth + 6), k = -1;
+    if (got <= 0) return UINT32_MAX; /* (the cursor then) */
+    uint32_t n = 0;
+    for (int i = 0; i < got; i++) {
+        if (k < 0 && (uintptr_t)ips[i] == ra && cfas[i] == cfa) {
+            k = i;
+        } else if (k >= 0 && n < CACHE_FRAMES) {
+            ch->slot[n] = (uintptr_t)saved[i];
+            ch->val[n] = (uintptr_t)ips[i];
+            n++;
+        }
+    }
+    uint32_t id = native_id(ips, got);
+    ch->n = k >= 0 && id ? n : UINT32_MAX;
+    return id;
+}
+
 __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+    if (walker) {
+        uint32_t id = walk_fast(ch, ra, cfa);
+        if (id != UINT32_MAX) return id;
+    }
     uint64_t ctx[256] __attribute__((aligned(16))), cur[256] __attribute__((aligned(16)));
     void *ips[LP_STACK_MAX_DEPTH + 8];
     int got = 0, max = (int)lpr_stack_depth + 6, k = -1, overflow = 0;

@@ -659,7 +659,7 @@ static uint64_t rule_at(uintptr_t ip) {
         LPR_REAL(dl_iterate_phdr)(find_cb, &f);
         if (f.out && f.fn_end) fn_keep(&out, f.fn_end);
         w = f.rule;
-        if (!w && f.found) w = RULE_NONE; /* (no object: JIT code, left uncached) */
+        if (!w) w = RULE_NONE; /* no rule, or no object (JIT code): the walk ends there, every time */
     }
     if (locked) __atomic_store_n(&fns_lock, 0, __ATOMIC_RELEASE);
     if (w) rule_put(ip, w);
@@ -717,6 +717,14 @@ int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp) {
 }
 
 int lpr_walk_context(struct lpr_tls *t, const void *ucv, uint64_t *out, int max, int *whole) {
+    return lpr_walk_frames(t, ucv, out, NULL, NULL, max, whole);
+}
+
+/* The same, with each frame's CFA (its caller's stack pointer) and the stack word its return
+ * address was read from, when `cfas`/`slots` are given (the allocation stacks' cache checks a
+ * chain by those words). */
+int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t *cfas, uint64_t *slots, int max,
+                    int *whole) {
     const ucontext_t *uc = ucv;
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
               bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
@@ -758,6 +766,8 @@ int lpr_walk_context(struct lpr_tls *t, const void *ucv, uint64_t *out, int max,
         else if (r.bp == BP_AT_RBP)
             LOAD(bp + (uintptr_t)r.bp_off, nbp);
         if (ra < 4096) break;
+        if (cfas) cfas[n] = cfa;
+        if (slots) slots[n] = cfa + (uintptr_t)r.ra_off;
         out[n++] = ra;
         ip = ra;
         sp = cfa;
