@@ -3,7 +3,9 @@
 # did as one JSON object, {"fatal": ...} and status 1 if the page could not be driven.
 # usage: browser.py flame HTML SHOT.png   the allocation flame graphs: zoom, zoom out, search, a screenshot
 #        browser.py window HTML           the time window typed and dragged over the heap chart
-#        browser.py cpu HTML              the CPU flame graph and the CPU chart under time windows
+#        browser.py cpu HTML [A,B]        the CPU flame graph and the CPU chart under time windows: before
+#                                         and after the gap A..B ms (the program's sleep between its two
+#                                         phases), or the first 45 % and the last 38 % of the run
 #        browser.py labels HTML           the thread bars' labels: how many, how many run past the page
 #        browser.py shot HTML PNG [HEIGHT] a picture of the page's top (HEIGHT px, default 1400), for the README
 import json
@@ -63,7 +65,7 @@ FRAME = """n => { const g = document.querySelector('#flame-cpu g.fr[data-n="' + 
              : [-1, -1, -1]; }"""
 
 
-def cpu(page, out):
+def cpu(page, out, gap=None):
     def fr(n):
         return page.evaluate(FRAME, n)
 
@@ -74,10 +76,11 @@ def cpu(page, out):
     out["all"] = [fr("f1"), fr("f2")]
     ms = float(page.locator("#win-to").input_value())
     out["ms"] = ms
+    a, b = (float(x) for x in gap.split(",")) if gap else (ms * 0.45, ms * 0.62)
     page.fill("#win-from", "0")
-    page.fill("#win-to", str(ms * 0.45))
+    page.fill("#win-to", str(a))
     out["first"] = [fr("f1"), fr("f2"), row("CPU: main")]
-    page.fill("#win-from", str(ms * 0.62))
+    page.fill("#win-from", str(b))
     page.fill("#win-to", str(ms))
     out["second"] = [fr("f1"), fr("f2"), row("CPU: main")]
     drag(page, "#cpu-over-time")
@@ -113,7 +116,7 @@ def main():
             h = int(sys.argv[4]) if len(sys.argv) > 4 else 1400
             page.screenshot(path=sys.argv[3], full_page=True, clip={"x": 0, "y": 0, "width": 1100, "height": h})
         else:
-            cpu(page, out)
+            cpu(page, out, sys.argv[3] if len(sys.argv) > 3 else None)
         print(json.dumps(out))
         browser.close()
 
