@@ -30,7 +30,7 @@ enum {
     PE_END = 7
 };
 
-struct slice { /* an executorch.execute (instr -1) or executorch.instruction slice of the pass */
+struct slice { /* an executorch.execute (instr -1), executorch.instruction (its index) or other slice (-3) */
     int64_t instr;
     uint32_t tid;
     uint64_t start, dur;
@@ -44,8 +44,9 @@ struct ev { /* one profiling event of an ETDump */
     uint64_t start, end;   /* its ticks */
     int64_t shift;         /* added to its ticks to place it (libprof's ns) */
     uint64_t pstart, pend; /* placed */
-    uint32_t tid;
-    int placed, parent; /* parent: index of the innermost event containing it, -1 */
+    uint32_t tid, track;   /* the thread that ran it; the Chrome tid it is shown on */
+    int placed, parent;    /* parent: index of the innermost event containing it, -1 */
+    int run;               /* the Method::execute event it is part of (index in its dump), -1 */
 };
 
 struct row {
@@ -62,7 +63,7 @@ struct lp_etdump {
     size_t nev, capev;
     struct row *row;
     size_t nrow, caprow;
-    size_t dumps, bad, executes, unaligned, outside;
+    size_t dumps, bad, executes, unaligned, outside, nested_runs;
     uint32_t tracks[64]; /* the threads given a row */
     unsigned ntracks;
 };
@@ -156,6 +157,38 @@ static int64_t centre(const struct ev *e, uint64_t lo, uint64_t hi) {
     return (int64_t)lo + (int64_t)(span > len ? (span - len) / 2 : 0) - (int64_t)e->start;
 }
 
+/* Partial overlap of [a0, a1] and [b0, b1] (nesting and disjoint are fine; shared ends too). */
+static int crosses(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+    int disjoint = a1 <= b0 || b1 <= a0, a_in_b = a0 >= b0 && a1 <= b1, b_in_a = b0 >= a0 && b1 <= a1;
+    return !disjoint && !a_in_b && !b_in_a;
+}
+
+/* A run's events go on the thread itself, nested in libprof's execute slice, when that holds in
+ * Chrome's strict sense: the execute event is widened to hold every instruction slice of the
+ * run, and no event crosses a slice of libprof's in the run (an instruction, a call made inside
+ * one). Otherwise they go on the ETDump row beside the thread. */
+static void nest_run(struct lp_etdump *d, struct ev *v, size_t n, int run) {
+    struct ev *m = &v[run];
+    const struct slice *x = &d->sl[-1 - m->instr], *end = d->sl + d->nsl;
+    uint64_t x0 = x->start, x1 = x->start + x->dur;
+    int ok = 1;
+    for (const struct slice *s = x + 1; s < end && s->start < x1; s++) {
+        if (s->tid != x->tid || s->instr < 0) continue; /* (other slices: checked below) */
+        if (s->start < m->pstart) m->pstart = s->start;
+        if (s->start + s->dur > m->pend) m->pend = s->start + s->dur;
+    }
+    if (m->pstart < x0) m->pstart = x0;
+    if (m->pend > x1) m->pend = x1;
+    for (size_t i = 0; ok && i < n; i++) {
+        if (v[i].run != run || !v[i].placed) continue;
+        for (const struct slice *s = x + 1; ok && s < end && s->start < x1; s++)
+            if (s->tid == x->tid && crosses(v[i].pstart, v[i].pend, s->start, s->start + s->dur)) ok = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].run == run) v[i].track = ok ? x->tid : LP_ETDUMP_TRACK(x->tid);
+    d->nested_runs += ok;
+}
+
 /* The events of one ETDump (d->ev[first..]): nested by their own times, then placed. */
 static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struct slice **ex, size_t nex) {
     struct ev *v = d->ev + first;
@@ -206,7 +239,7 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
         }
         place(e, p->shift, p->pstart, p->pend); /* inside its parent, at its offset from it */
     }
-    /* an execute's row covers its events (each centred in its own slice) */
+    /* an execute's event covers its events (each centred in its own slice) */
     for (size_t i = n; i-- > 0;) {
         struct ev *e = &v[i], *p = e->parent >= 0 ? &v[e->parent] : NULL;
         if (e->placed && p && p->placed && is(p, "Method::execute")) {
@@ -215,6 +248,13 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
             if (e->pend > p->pend) p->pend = e->pend < x->start + x->dur ? e->pend : x->start + x->dur;
         }
     }
+    for (size_t i = 0; i < n; i++) { /* each event's run */
+        const struct ev *r = &v[i];
+        while (r && !is(r, "Method::execute")) r = r->parent >= 0 ? &v[r->parent] : NULL;
+        v[i].run = r ? (int)(r - v) : -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].placed && is(&v[i], "Method::execute")) nest_run(d, v, n, (int)i);
 }
 
 static int tally(struct lp_etdump *d, const struct ev *e) {
@@ -238,7 +278,7 @@ int lp_etdump_finish(struct lp_etdump *d) {
     if (!ex) return -1;
     size_t nex = 0, cursor = 0;
     for (size_t i = 0; i < d->nsl; i++)
-        if (d->sl[i].instr < 0) ex[nex++] = &d->sl[i];
+        if (d->sl[i].instr == -1) ex[nex++] = &d->sl[i]; /* the executes */
     for (uint32_t i = 0; i < r->netdumps; i++) {
         size_t first = d->nev;
         int rc = parse(d, r->etdumps[i].data, r->etdumps[i].len);
@@ -257,10 +297,10 @@ int lp_etdump_finish(struct lp_etdump *d) {
     lp_os_free(ex);
     for (size_t i = 0; i < d->nev; i++) {
         if (tally(d, &d->ev[i]) != 0) return -1;
-        uint32_t tid = d->ev[i].tid;
+        uint32_t tid = d->ev[i].tid, row = d->ev[i].placed && d->ev[i].track != tid; /* a row of its own */
         unsigned k = 0;
-        while (d->ev[i].placed && k < d->ntracks && d->tracks[k] != tid) k++;
-        if (d->ev[i].placed && k == d->ntracks && k < 64) d->tracks[d->ntracks++] = tid;
+        while (row && k < d->ntracks && d->tracks[k] != tid) k++;
+        if (row && k == d->ntracks && k < 64) d->tracks[d->ntracks++] = tid;
     }
     /* the placed ones first, in time order (the slices of libprof-report) */
     size_t w = 0;
@@ -279,7 +319,7 @@ void lp_etdump_event(const struct lp_etdump *d, size_t i, const char **name, uin
     const struct ev *e = &d->ev[i];
     snprintf(buf, sizeof buf, "%.*s", (int)e->nlen, e->name);
     *name = buf;
-    *track = LP_ETDUMP_TRACK(e->tid);
+    *track = e->track;
     *start = e->pstart;
     *dur = e->pend - e->pstart;
 }
@@ -292,7 +332,7 @@ void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid
     }
     for (size_t i = 0; i < d->nev; i++) {
         const struct ev *e = &d->ev[i];
-        lp_json_event(j, "X", pid, LP_ETDUMP_TRACK(e->tid), "etdump", e->name, e->nlen, (int64_t)e->pstart);
+        lp_json_event(j, "X", pid, e->track, "etdump", e->name, e->nlen, (int64_t)e->pstart);
         lp_json_dur(j, e->pend - e->pstart);
         lp_json_args(j);
         if (e->instr >= 0) {
@@ -335,8 +375,8 @@ void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned t
 void lp_etdump_metadata(const struct lp_etdump *d, struct lp_out *out) {
     lp_out_fmt(out,
                ",\"etdump\":{\"dumps\":%zu,\"not_etdump\":%zu,\"executes\":%zu,\"placed\":%zu,\"unaligned\":%zu,"
-               "\"outside_executes\":%zu,\"events\":[",
-               d->dumps, d->bad, d->executes, d->nev, d->unaligned, d->outside);
+               "\"outside_executes\":%zu,\"nested_runs\":%zu,\"events\":[",
+               d->dumps, d->bad, d->executes, d->nev, d->unaligned, d->outside, d->nested_runs);
     for (size_t i = 0; i < d->nrow; i++) {
         lp_out_s(out, i ? ",{\"name\":" : "{\"name\":");
         lp_out_json_str(out, d->row[i].name, d->row[i].nlen);

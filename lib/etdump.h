@@ -3,9 +3,11 @@
  * aligned to libprof's clock run by run: the k-th Method::execute of the ETDumps is the k-th
  * executorch.execute slice libprof recorded, and each OPERATOR_CALL or DELEGATE_CALL is the
  * executorch.instruction slice of the same index inside it; the events inside a call (the kernel,
- * the delegate's own operators) keep their offsets from it. They are shown on a track of their
- * own beside the thread that ran them ("ETDump"), every one inside the span of its execute slice;
- * the table sums them by name, as ExecuTorch's Inspector does. */
+ * the delegate's own operators) keep their offsets from it. They are shown on the thread that
+ * ran them, nested in its execute and instruction slices — or, for a run where that nesting
+ * would not be strict (an event crossing a slice of libprof's), on a row of their own beside the
+ * thread ("ETDump (thread N)"), inside the span of the execute slice. The table sums them by
+ * name, as ExecuTorch's Inspector does. */
 #ifndef LP_ETDUMP_H
 #define LP_ETDUMP_H
 
@@ -19,7 +21,10 @@ struct lp_etdump;
 
 struct lp_etdump *lp_etdump_new(const struct lp_reader *r);
 void lp_etdump_free(struct lp_etdump *d);
-/* An executorch.execute (instruction < 0) or executorch.instruction slice of the pass. -1: out of memory. */
+/* A slice of the pass on thread `tid`: an executorch.execute (instruction -1), an
+ * executorch.instruction (its index), or any other (LP_ETDUMP_OTHER: the ETDump's events are put
+ * on the thread itself only where they cross none). -1: out of memory. */
+#define LP_ETDUMP_OTHER (-3)
 int lp_etdump_slice(struct lp_etdump *d, int64_t instruction, uint32_t tid, uint64_t start_ns, uint64_t dur_ns);
 /* After the pass: parse the ETDumps and align them. -1 when out of memory. */
 int lp_etdump_finish(struct lp_etdump *d);

@@ -160,14 +160,13 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
                 b, (int64_t)lp_samples_cpu_others_ns(cpu, e.thread, e.start_ns, e.start_ns + e.dur_ns));
         if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
-        if (etd && shape == LP_SHAPE_CALL &&
-            (lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE || lp_call_id(e.w[0]) == LP_CALL_ET_INSTRUCTION) &&
-            lp_etdump_slice(etd,
-                            lp_call_id(e.w[0]) == LP_CALL_ET_EXECUTE ? -1
-                            : lp_call_nargs(e.w[0]) >= 3             ? (int64_t)e.w[3]
-                                                                     : -2,
-                            e.tid, e.start_ns, e.dur_ns) != 0)
-            lp_slices_oom(b);
+        if (etd) { /* every slice: ExecuTorch's own, and those the ETDump's events must not cross */
+            unsigned call = shape == LP_SHAPE_CALL ? lp_call_id(e.w[0]) : 0;
+            int64_t index = call == LP_CALL_ET_EXECUTE       ? -1
+                            : call == LP_CALL_ET_INSTRUCTION ? (lp_call_nargs(e.w[0]) >= 3 ? (int64_t)e.w[3] : -2)
+                                                             : LP_ETDUMP_OTHER;
+            if (lp_etdump_slice(etd, index, e.tid, e.start_ns, e.dur_ns) != 0) lp_slices_oom(b);
+        }
     }
     /* ONNX Runtime's nodes, folded in as the Chrome export does */
     if (ort && lp_ort_finish(ort) == 0) {

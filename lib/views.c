@@ -65,9 +65,13 @@ static void ort_metadata(const struct lp_analysis *a, struct lp_out *o) {
 /* ---- ExecuTorch's ETDumps (etdump.c), placed by the execute and instruction slices -------- */
 static int et_create(struct lp_analysis *a) { return a->r->netdumps && !(a->etdump = lp_etdump_new(a->r)) ? -1 : 0; }
 static int et_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
-    const struct lp_call_rec *rec = s->call;
-    if (!a->etdump || !e->timed || (rec->call != LP_CALL_ET_EXECUTE && rec->call != LP_CALL_ET_INSTRUCTION)) return 0;
-    int64_t index = rec->call == LP_CALL_ET_EXECUTE ? -1 : rec->nargs >= 3 ? (int64_t)rec->a[2] : -2;
+    if (!a->etdump || !e->timed) return 0;
+    const struct lp_call_rec *rec = lp_kind_shape[e->kind] == LP_SHAPE_CALL ? s->call : NULL;
+    int64_t index = !rec || (rec->call != LP_CALL_ET_EXECUTE && rec->call != LP_CALL_ET_INSTRUCTION)
+                        ? LP_ETDUMP_OTHER /* a slice the ETDump's events must not cross */
+                    : rec->call == LP_CALL_ET_EXECUTE ? -1
+                    : rec->nargs >= 3                 ? (int64_t)rec->a[2]
+                                                      : -2;
     return lp_etdump_slice(a->etdump, index, e->tid, e->start_ns, e->dur_ns);
 }
 static int et_finish(struct lp_analysis *a) { return a->etdump ? lp_etdump_finish(a->etdump) : 0; }
@@ -140,7 +144,7 @@ const struct lp_view lp_views[] = {
      py_summary, py_csv, NULL, py_metadata},
     {"ort", SHAPE(CALL), ort_create, ort_event, NULL, ort_finish, ort_destroy,
      ort_summary, NULL, ort_chrome, ort_metadata},
-    {"etdump", SHAPE(CALL), et_create, et_event, NULL, et_finish, et_destroy,
+    {"etdump", SHAPE(CALL) | SHAPE(RANGE) | SHAPE(PYCALL), et_create, et_event, NULL, et_finish, et_destroy,
      et_summary, NULL, et_chrome, et_metadata},
     {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
      torch_summary, torch_csv, torch_chrome, torch_metadata},
