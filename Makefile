@@ -105,6 +105,7 @@ LIB_SRCS += lib/views.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/etdump.c
+LIB_SRCS += lib/cudamem.c
 LIB_SRCS += lib/torch.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_tables.c
@@ -228,7 +229,7 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 # how PyTorch has it, and the one libprof sees), when the toolkit is at $(CUDA) (the cuda tests skip
 # otherwise). It runs with or without a GPU.
 CUDA    ?= /usr/local/cuda
-CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog) \
+CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13) \
              $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
@@ -323,6 +324,12 @@ $(BUILD)/progs/cudaprog: tests/progs/cudaprog.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  NVCC    $@')
 	$(Q)$(CUDA)/bin/nvcc -cudart shared -O1 -o $@ $<
+
+# a stand-in for the CUDA runtime where there is no GPU (the cuda tests' successful calls)
+$(BUILD)/progs/fakecuda/libcudart.so.13: tests/progs/fakecudart.c tests/progs/fakecudart.map $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/progs/fakecudart.map -o $@ $<
 
 $(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 /* views.c: see views.h. The table, and each view's row: thin adapters over its own file (torch.c,
- * ort.c, etdump.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
+ * ort.c, etdump.c, cudamem.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
 #define _GNU_SOURCE
 #include "views.h"
 
@@ -86,6 +86,22 @@ static void et_metadata(const struct lp_analysis *a, struct lp_out *o) {
     if (lp_etdump_any(a->etdump)) lp_etdump_metadata(a->etdump, o);
 }
 
+/* ---- CUDA device memory (cudamem.c), from the cuda family's allocations --------------------- */
+static int cm_create(struct lp_analysis *a) { return (a->cudamem = lp_cudamem_new(a->r)) ? 0 : -1; }
+static int cm_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    return lp_call_family[s->call->call] == LP_FAM_CUDA ? lp_cudamem_call(a->cudamem, e, s->call) : 0;
+}
+static void cm_destroy(struct lp_analysis *a) { lp_cudamem_free(a->cudamem); }
+static void cm_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_cudamem_any(a->cudamem)) lp_cudamem_summary(a->cudamem, o, top);
+}
+static void cm_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_cudamem_any(a->cudamem)) lp_cudamem_chrome(a->cudamem, j, pid); /* the bytes live over time */
+}
+static void cm_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_cudamem_any(a->cudamem)) lp_cudamem_metadata(a->cudamem, o);
+}
+
 /* ---- Python call slices (pycalls.c) -------------------------------------------------------- */
 static int py_create(struct lp_analysis *a) { return (a->pycalls = lp_pycalls_new(a->r)) ? 0 : -1; }
 static int py_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
@@ -146,6 +162,8 @@ const struct lp_view lp_views[] = {
      ort_summary, NULL, ort_chrome, ort_metadata},
     {"etdump", SHAPE(CALL) | SHAPE(RANGE) | SHAPE(PYCALL), et_create, et_event, NULL, et_finish, et_destroy,
      et_summary, NULL, et_chrome, et_metadata},
+    {"cuda memory", SHAPE(CALL), cm_create, cm_event, NULL, NULL, cm_destroy,
+     cm_summary, NULL, cm_chrome, cm_metadata},
     {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
      torch_summary, torch_csv, torch_chrome, torch_metadata},
     {"mpi", SHAPE(CALL), NULL, mpi_event, NULL, NULL, NULL, NULL, NULL, NULL, NULL},

@@ -144,6 +144,20 @@ LAUNCH_HOOK(cudaLaunchKernel)
 LAUNCH_HOOK(cudaLaunchKernel_ptsz)
 
 /* ---- memory, copies, waits ------------------------------------------------------------------ */
+/* Device allocations carry their call stack (LIBPROF_STACKS), as host allocations do: the sites of
+ * the device-memory view (lib/cudamem.c). */
+static void record_alloc(struct lpr_tls *t, uint64_t t0, unsigned call, void **p, size_t n, const void *stream,
+                         int has_stream, cuda_err r) {
+    uint32_t sid = 0;
+    if (LP_UNLIKELY(lpr_stack_depth) && r == 0) {
+        uint8_t g = lpr_guard_hold(t);
+        LP_STACK_CAPTURE(sid);
+        lpr_guard_restore(t, g);
+    }
+    uint64_t a[4] = {U(p && r == 0 ? *p : NULL), U(n), U(stream), I(r)};
+    if (!has_stream) a[2] = a[3];
+    lpr_call_record_stack(t, sid, call, t0, lpr_ticks(), has_stream ? 4 : 3, a);
+}
 /* (the pointer a successful allocation made; 0 when it failed) */
 #define MADE(p) U(p &&r == 0 ? *(p) : NULL)
 
@@ -177,14 +191,32 @@ LP_REAL_SLOT(cudaStreamSynchronize)
 LP_REAL_SLOT(cudaEventSynchronize)
 LP_REAL_SLOT(cudaGraphLaunch)
 
-LP_HOOK(CUDA, CUDA_MALLOC, cuda_err, cudaMalloc, (void **p, size_t n), (p, n), ERR_UNKNOWN, (void)0, MADE(p), U(n),
-        I(r))
+__attribute__((noinline)) static cuda_err cudaMalloc_slow(void **p, size_t n) {
+    if (!LP_REAL(cudaMalloc)) return ERR_UNKNOWN;
+    LP_BEGIN(LP_FAM_CUDA);
+    cuda_err r = LP_REAL(cudaMalloc)(p, n);
+    if (t) record_alloc(t, t0, LP_CALL_CUDA_MALLOC, p, n, NULL, 0, r);
+    return r;
+}
+LP_EXPORT cuda_err cudaMalloc(void **p, size_t n) {
+    LP_PASS_ARGS(LP_FAM_CUDA, cudaMalloc, (p, n));
+    return cudaMalloc_slow(p, n);
+}
+__attribute__((noinline)) static cuda_err cudaMallocAsync_slow(void **p, size_t n, void *s) {
+    if (!LP_REAL(cudaMallocAsync)) return ERR_UNKNOWN;
+    LP_BEGIN(LP_FAM_CUDA);
+    cuda_err r = LP_REAL(cudaMallocAsync)(p, n, s);
+    if (t) record_alloc(t, t0, LP_CALL_CUDA_MALLOC_ASYNC, p, n, s, 1, r);
+    return r;
+}
+LP_EXPORT cuda_err cudaMallocAsync(void **p, size_t n, void *s) {
+    LP_PASS_ARGS(LP_FAM_CUDA, cudaMallocAsync, (p, n, s));
+    return cudaMallocAsync_slow(p, n, s);
+}
 LP_HOOK(CUDA, CUDA_FREE, cuda_err, cudaFree, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
 LP_HOOK(CUDA, CUDA_MALLOC_HOST, cuda_err, cudaMallocHost, (void **p, size_t n), (p, n), ERR_UNKNOWN, (void)0, MADE(p),
         U(n), I(r))
 LP_HOOK(CUDA, CUDA_FREE_HOST, cuda_err, cudaFreeHost, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
-LP_HOOK(CUDA, CUDA_MALLOC_ASYNC, cuda_err, cudaMallocAsync, (void **p, size_t n, void *s), (p, n, s), ERR_UNKNOWN,
-        (void)0, MADE(p), U(n), U(s), I(r))
 LP_HOOK(CUDA, CUDA_FREE_ASYNC, cuda_err, cudaFreeAsync, (void *p, void *s), (p, s), ERR_UNKNOWN, (void)0, U(p), U(s),
         I(r))
 LP_HOOK(CUDA, CUDA_MEMCPY, cuda_err, cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), ERR_UNKNOWN,

@@ -214,3 +214,38 @@ Test(cuda, nvtx_from_torch) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* Device memory over time, with a stand-in for the CUDA runtime whose calls succeed
+ * (build/progs/fakecuda: CI has no GPU): cudaprog's one 4 MiB buffer is the peak, freed before
+ * exit; the counter track goes up to it and back to 0; the site is the program's main. */
+Test(cuda, device_memory_over_time) {
+    if (access(PROG("fakecuda/libcudart.so.13"), R_OK) != 0 || access(PROG("cudaprog"), X_OK) != 0)
+        cr_skip_test("no CUDA toolkit at /usr/local/cuda");
+    char *dir = make_tmpdir(), *trace = strfmt("%s/m.json", dir), *lib = strfmt("LD_LIBRARY_PATH=%s", PROG("fakecuda"));
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), "LIBPROF_STACKS=8", NULL},
+             (const char *[]){PROG("cudaprog"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(printed(r.out, "cudaMalloc"), 0, "the stand-in runtime was not used: %s", r.out);
+    cJSON *j = load_json(trace), *ev, *site;
+    cr_assert_not_null(j);
+    cJSON *m = cJSON_GetObjectItem(libprof_meta(j), "cuda_memory");
+    cr_assert_not_null(m, "no cuda_memory in the trace");
+    cr_expect_eq(meta_num(m, "allocs"), 1);
+    cr_expect_eq(meta_num(m, "frees"), 1);
+    cr_expect_eq(meta_num(m, "peak_bytes"), 4194304);
+    cr_expect_eq(meta_num(m, "leaked_bytes"), 0);
+    site = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "sites"), 0);
+    cr_expect(site && strstr(str(site, "site"), "main"), "site %s", site ? str(site, "site") : "none");
+    double top = -1, last = -1;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(str(ev, "name"), "cuda device memory")) continue;
+        last = num(cJSON_GetObjectItem(ev, "args"), "bytes");
+        if (last > top) top = last;
+    }
+    cr_expect_eq(top, 4194304);
+    cr_expect_eq(last, 0);
+    cJSON_Delete(j);
+    run_free(&r);
+}
