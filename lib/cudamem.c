@@ -131,8 +131,9 @@ void lp_cudamem_summary(struct lp_cudamem *m, struct lp_out *out, unsigned top) 
     lp_fmt_bytes(b1, sizeof b1, m->peak);
     lp_fmt_bytes(b2, sizeof b2, leaked);
     lp_fmt_ns(b3, sizeof b3, (int64_t)m->peak_ns);
-    lp_out_fmt(out, "  CUDA device memory: %llu allocations, %llu frees (%llu failed allocations); peak %s at %s; "
-                    "%s still allocated at exit in %zu blocks\n",
+    lp_out_fmt(out,
+               "  CUDA device memory: %llu allocations, %llu frees (%llu failed allocations); peak %s at %s; "
+               "%s still allocated at exit in %zu blocks\n",
                (unsigned long long)m->allocs, (unsigned long long)m->frees, (unsigned long long)m->failed, b1, b3, b2,
                (size_t)m->blocks.n);
     lp_sort(m->site, m->nsite, sizeof *m->site, by_bytes);
