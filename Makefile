@@ -56,6 +56,7 @@ CORE_SRCS += preload/core/call.c
 CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c
 CORE_SRCS += preload/core/control.c
+CORE_SRCS += preload/core/release.c
 CORE_SRCS += preload/core/life.c
 CORE_SRCS += preload/core/lineage.c
 CORE_SRCS += preload/core/log.c

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "libprof/format.h"
 #include "json.h"
 #include "out.h"
 #include "reader.h"
@@ -25,6 +26,14 @@ void lp_etdump_free(struct lp_etdump *d);
  * executorch.instruction (its index), or any other (LP_ETDUMP_OTHER: the ETDump's events are put
  * on the thread itself only where they cross none). -1: out of memory. */
 #define LP_ETDUMP_OTHER (-3)
+/* What a slice is to the ETDumps, from its record: call, argument count, third argument (the
+ * instruction's index). */
+static inline int64_t lp_etdump_index(unsigned call, unsigned nargs, uint64_t index_arg) {
+    return call == LP_CALL_ET_EXECUTE       ? -1
+           : call != LP_CALL_ET_INSTRUCTION ? LP_ETDUMP_OTHER
+           : nargs >= 3                     ? (int64_t)index_arg
+                                            : -2;
+}
 int lp_etdump_slice(struct lp_etdump *d, int64_t instruction, uint32_t tid, uint64_t start_ns, uint64_t dur_ns);
 /* After the pass: parse the ETDumps and align them. -1 when out of memory. */
 int lp_etdump_finish(struct lp_etdump *d);

@@ -161,10 +161,8 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         if (ort && shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) == LP_CALL_ORT_RUN && lp_call_nargs(e.w[0]) >= 1)
             lp_ort_run(ort, e.w[1], e.tid, e.start_ns, e.dur_ns);
         if (etd) { /* every slice: ExecuTorch's own, and those the ETDump's events must not cross */
-            unsigned call = shape == LP_SHAPE_CALL ? lp_call_id(e.w[0]) : 0;
-            int64_t index = call == LP_CALL_ET_EXECUTE       ? -1
-                            : call == LP_CALL_ET_INSTRUCTION ? (lp_call_nargs(e.w[0]) >= 3 ? (int64_t)e.w[3] : -2)
-                                                             : LP_ETDUMP_OTHER;
+            unsigned call = shape == LP_SHAPE_CALL ? lp_call_id(e.w[0]) : 0, na = call ? lp_call_nargs(e.w[0]) : 0;
+            int64_t index = lp_etdump_index(call, na, na >= 3 ? e.w[3] : 0);
             if (lp_etdump_slice(etd, index, e.tid, e.start_ns, e.dur_ns) != 0) lp_slices_oom(b);
         }
     }

@@ -67,11 +67,7 @@ static int et_create(struct lp_analysis *a) { return a->r->netdumps && !(a->etdu
 static int et_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
     if (!a->etdump || !e->timed) return 0;
     const struct lp_call_rec *rec = lp_kind_shape[e->kind] == LP_SHAPE_CALL ? s->call : NULL;
-    int64_t index = !rec || (rec->call != LP_CALL_ET_EXECUTE && rec->call != LP_CALL_ET_INSTRUCTION)
-                        ? LP_ETDUMP_OTHER /* a slice the ETDump's events must not cross */
-                    : rec->call == LP_CALL_ET_EXECUTE ? -1
-                    : rec->nargs >= 3                 ? (int64_t)rec->a[2]
-                                                      : -2;
+    int64_t index = rec ? lp_etdump_index(rec->call, rec->nargs, rec->a[2]) : LP_ETDUMP_OTHER;
     return lp_etdump_slice(a->etdump, index, e->tid, e->start_ns, e->dur_ns);
 }
 static int et_finish(struct lp_analysis *a) { return a->etdump ? lp_etdump_finish(a->etdump) : 0; }

@@ -595,7 +595,7 @@ static inline void lpr_ahead(struct lpr_ahead *a, void *base, size_t used, size_
 }
 LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out, int max, int *whole);
 LP_HIDDEN int lpr_walk_frames(struct lpr_tls *t, const void *uc, uint64_t *out, uint64_t *cfas, uint64_t *slots,
-                              int max, int *whole);
+                              int max, int *whole, int *blocked);
 /* t's stack mapping holds sp (found in /proc/self/maps, again only a few times a thread): 0, or -1. */
 LP_HIDDEN int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp);
 /* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date): a
@@ -631,6 +631,14 @@ LP_HIDDEN uint64_t lpr_control_markers_lost(void);
 /* ---- "names.c": interned annotation names -------------------------------------------------- */
 
 LP_HIDDEN uint32_t lpr_name_id(const char *name);
+/* ---- "release.c": which release of a runtime is loaded (tables of layouts by release) -------- */
+/* __version__ of a Python package's version.py ("" when unreadable). */
+LP_HIDDEN void lpr_release_of_package(const char *version_py, char *v, size_t cap);
+/* The row of `rows` (n of `stride` bytes, each starting with its "major.minor") release `v` is
+ * of ("2.11.0+cu130" is of "2.11"), or -1. */
+LP_HIDDEN long lpr_release_row(const char *v, const void *rows, size_t n, size_t stride);
+/* The releases of the table, "1.13, 2.11", for a message. */
+LP_HIDDEN void lpr_release_list(const void *rows, size_t n, size_t stride, char *out, size_t cap);
 LP_HIDDEN void lpr_names_after_fork_child(void);
 
 /* ---- "hooks/annot.c": the exported ABI that include/libprof.h looks up with dlsym ---------- */

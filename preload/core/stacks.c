@@ -350,7 +350,9 @@ static int backtrace_unw(void **buf, int n) {
  * but the loader's when a rule is first computed. The walk starts from this very instruction
  * (its address, the stack and frame pointers read together), so the first rule is libprof's own
  * and the frames inside libprof are skipped afterwards like libunwind's (native_id). A walk that
- * cannot start (the thread's stack not found) or finds no frame falls back to libunwind. */
+ * cannot start (the thread's stack not found), finds no frame, or is cut where a rule could not
+ * be looked up just then (the loader busy in another thread) falls back to libunwind: the same
+ * call chain must give the same stack every time. */
 __attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n) {
     ucontext_t uc;
     uintptr_t ip, sp, bp;
@@ -358,8 +360,8 @@ __attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint6
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
     uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
     uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
-    int whole;
-    return lpr_walk_frames(&lpr_tls, &uc, (uint64_t *)buf, cfas, saved, n, &whole);
+    int whole, blocked, got = lpr_walk_frames(&lpr_tls, &uc, (uint64_t *)buf, cfas, saved, n, &whole, &blocked);
+    return blocked ? -1 : got; /* cut where a later walk would not be: libunwind's instead */
 }
 
 static int backtrace_here(void **buf, int n) {

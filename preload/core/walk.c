@@ -717,14 +717,17 @@ int lpr_stack_bounds(struct lpr_tls *t, uintptr_t sp) {
 }
 
 int lpr_walk_context(struct lpr_tls *t, const void *ucv, uint64_t *out, int max, int *whole) {
-    return lpr_walk_frames(t, ucv, out, NULL, NULL, max, whole);
+    int blocked;
+    return lpr_walk_frames(t, ucv, out, NULL, NULL, max, whole, &blocked);
 }
 
 /* The same, with each frame's CFA (its caller's stack pointer) and the stack word its return
  * address was read from, when `cfas`/`slots` are given (the allocation stacks' cache checks a
- * chain by those words). */
+ * chain by those words); *blocked: the walk stopped at a frame whose rule could not be looked up
+ * just then (the loader busy), not where the stack or its tables end — the same stack walked
+ * again later would be longer (an allocation's stack then comes from libunwind). */
 int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t *cfas, uint64_t *slots, int max,
-                    int *whole) {
+                    int *whole, int *blocked) {
     const ucontext_t *uc = ucv;
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
               bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
@@ -737,11 +740,12 @@ int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t 
         dst = *(const uintptr_t *)a_;                      \
     } while (0)
     int n = 0;
-    *whole = 0;
+    *whole = *blocked = 0;
     for (int k = 0; n < max; k++) {
         uint64_t w = rule_at(k ? ip - 1 : ip); /* a caller: inside its call instruction */
         struct rule r;
         if (!w || w == RULE_NONE) {
+            *blocked = !w; /* (0: not looked up now; no rule is RULE_NONE) */
             if (k || !w) break;
             /* the interrupted instruction is in an object, without a rule taken here (a PLT
              * stub): the rule of a function's first instruction, its return address on top */

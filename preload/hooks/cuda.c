@@ -6,12 +6,14 @@
  * program on a machine with no GPU (cudaErrorInsufficientDriver, 35) is recorded as it runs.
  *
  * Kernel names: a program's startup registers each of its kernels with the runtime
- * (__cudaRegisterFunction: the host stub's address, the device name, mangled), and nvcc's launch
- * code then asks for the kernel's handle (__cudaGetKernel, once per kernel) and launches it
- * (__cudaLaunchKernel, CUDA 13; cudaLaunchKernel with the stub's address before, and from
- * libraries). libprof keeps stub -> name and handle -> name, and names a kernel at its first
- * launch, demangled with the C++ runtime's own __cxa_demangle when the program has one. A program linked to the static runtime (nvcc's
- * default) calls none of these through its PLT: nothing of it is seen here.
+ * (__cudaRegisterFunction: the address of its host-side launch function — CUDA's "host
+ * function" —, the device name, mangled), and nvcc's launch code then asks for the kernel's
+ * handle (__cudaGetKernel, once per kernel) and launches it (__cudaLaunchKernel, CUDA 13;
+ * cudaLaunchKernel with the host function's address before, and from libraries). libprof keeps
+ * host function -> name and handle -> name, and names a kernel at its first launch, demangled
+ * with the C++ runtime's own __cxa_demangle when the program has one. A program linked to the
+ * static runtime (nvcc's default) calls none of these through its PLT: nothing of it is seen
+ * here.
  *
  * GPU time (the kernels' start and end on the device) is not measured here: that needs CUPTI or
  * events on a machine with a GPU. */
@@ -31,7 +33,7 @@ typedef int cuda_err;       /* cudaError_t */
 enum { ERR_UNKNOWN = 999 }; /* returned when the runtime is missing (never: the program calls it) */
 
 /* ---- kernel names ----------------------------------------------------------------------------- */
-/* stubs and handles -> the device function's name (the registration's own string, static data of
+/* host functions and handles -> the device function's name (the registration's own string, static data of
  * the program's module), open addressing; a program registers hundreds of kernels, PyTorch
  * thousands at load: a name is interned (a trace name id) only when its kernel is first launched */
 #define KNAMES 32768
@@ -93,22 +95,22 @@ static uint32_t kname_id(const void *key) {
 LP_REAL_SLOT(__cudaRegisterFunction)
 LP_REAL_SLOT(__cudaGetKernel)
 
-void __cudaRegisterFunction(void **fatbin, const char *stub, char *dev, const char *name, int limit, void *tid,
+void __cudaRegisterFunction(void **fatbin, const char *host_fn, char *dev, const char *name, int limit, void *tid,
                             void *bid, dim3 *bdim, dim3 *gdim, int *wsize);
-cuda_err __cudaGetKernel(void **handle, const void *stub);
+cuda_err __cudaGetKernel(void **handle, const void *host_fn);
 
 /* Not recorded (startup, once per kernel): where names come from. */
-LP_EXPORT void __cudaRegisterFunction(void **fatbin, const char *stub, char *dev, const char *name, int limit,
+LP_EXPORT void __cudaRegisterFunction(void **fatbin, const char *host_fn, char *dev, const char *name, int limit,
                                       void *tid, void *bid, dim3 *bdim, dim3 *gdim, int *wsize) {
     if (!LP_REAL(__cudaRegisterFunction)) return;
-    LP_REAL(__cudaRegisterFunction)(fatbin, stub, dev, name, limit, tid, bid, bdim, gdim, wsize);
-    kname_put(stub, name);
+    LP_REAL(__cudaRegisterFunction)(fatbin, host_fn, dev, name, limit, tid, bid, bdim, gdim, wsize);
+    kname_put(host_fn, name);
 }
 
-LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *stub) {
+LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *host_fn) {
     if (!LP_REAL(__cudaGetKernel)) return ERR_UNKNOWN;
-    cuda_err r = LP_REAL(__cudaGetKernel)(handle, stub);
-    if (handle && *handle && *handle != stub) kname_put(*handle, kname_mangled(stub));
+    cuda_err r = LP_REAL(__cudaGetKernel)(handle, host_fn);
+    if (handle && *handle && *handle != host_fn) kname_put(*handle, kname_mangled(host_fn));
     return r;
 }
 

@@ -54,32 +54,22 @@ static void version_of(void *fn, char *v, size_t cap) {
     const char *p = info.dli_fname, *at = NULL, *q = p;
     while ((q = strstr(q, "/executorch/"))) at = q++; /* the package's directory: the last one */
     if (!at) return;
-    char path[4200], text[1024];
+    char path[4200];
     snprintf(path, sizeof path, "%.*s/executorch/version.py", (int)(at - p), p);
-    if (lpr_sys_read_file(path, text, sizeof text) < 0) return;
-    char *s = text;
-    while ((s = strstr(s, "__version__")) && s != text && s[-1] != '\n') s++;
-    if (s && (s = strpbrk(s, "'\""))) {
-        char quote = *s++, *e = strchr(s, quote);
-        if (e) snprintf(v, cap, "%.*s", (int)(e - s), s);
-    }
+    lpr_release_of_package(path, v, cap);
 }
 
 static void find_layout(void *fn) {
     char v[64];
     version_of(fn, v, sizeof v);
-    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
-        size_t n = strlen(layouts[i].version);
-        if (!strncmp(v, layouts[i].version, n) && (v[n] == '\0' || v[n] == '.' || v[n] == '+')) L = &layouts[i];
-    }
-    if (L) {
+    long row = lpr_release_row(v, layouts, sizeof layouts / sizeof *layouts, sizeof *layouts);
+    if (row >= 0) {
+        L = &layouts[row];
         state = 1;
         return;
     }
     char known[64];
-    size_t o = 0;
-    for (size_t i = 0; i < sizeof layouts / sizeof *layouts && o + 8 < sizeof known; i++)
-        o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", i ? ", " : "", layouts[i].version);
+    lpr_release_list(layouts, sizeof layouts / sizeof *layouts, sizeof *layouts, known, sizeof known);
     state = -1;
     lpr_warn("ExecuTorch instructions not named: executorch %s is not a release libprof knows (known: %s); "
              "its executes are recorded",

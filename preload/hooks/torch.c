@@ -255,23 +255,7 @@ static void version_of(const char *path, char *v, size_t cap) {
     const char *slash = strrchr(path, '/');
     if (!slash) return;
     snprintf(py, sizeof py, "%.*s/../version.py", (int)(slash - path), path);
-    char text[1024]; /* not fopen: libprof's own calls skip its hooks */
-    if (lpr_sys_read_file(py, text, sizeof text) < 0) return;
-    /* the assignment, at the start of a line (2.x names it in __all__ first) */
-    char *q = text;
-    while ((q = strstr(q, "__version__")) && q != text && q[-1] != '\n') q++;
-    if (q && (q = strpbrk(q, "'\""))) {
-        char quote = *q++, *e = strchr(q, quote);
-        if (e) snprintf(v, cap, "%.*s", (int)(e - q), q);
-    }
-}
-
-static const struct layout *layout_of(const char *v) {
-    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
-        size_t n = strlen(layouts[i].version);
-        if (!strncmp(v, layouts[i].version, n) && (v[n] == '\0' || v[n] == '.' || v[n] == '+')) return &layouts[i];
-    }
-    return NULL;
+    lpr_release_of_package(py, v, cap);
 }
 
 static void detect(void);
@@ -303,12 +287,11 @@ static void detect(void) {
     if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQ_REL)) return;
     char v[64];
     version_of(f.path, v, sizeof v);
-    L = layout_of(v);
+    long row = lpr_release_row(v, layouts, sizeof layouts / sizeof *layouts, sizeof *layouts);
+    L = row >= 0 ? &layouts[row] : NULL;
     if (!L) {
         char known[128];
-        size_t o = 0;
-        for (size_t i = 0; i < sizeof layouts / sizeof *layouts && o + 16 < sizeof known; i++)
-            o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", i ? ", " : "", layouts[i].version);
+        lpr_release_list(layouts, sizeof layouts / sizeof *layouts, sizeof *layouts, known, sizeof known);
         state = -1;
         lpr_warn("PyTorch operators not recorded: torch %s is not a version libprof knows (known: %s)",
                  v[0] ? v : "of unknown version", known);
