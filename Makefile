@@ -99,6 +99,7 @@ HOOK_SRCS += preload/hooks/wait.c
 # and its writers — compiled into libprof.so (the conversion at exit) and into libprof-report
 # (uftrace's utils/ idea): neither re-implements the format.
 LIB_SRCS += lib/format_tables.c
+LIB_SRCS += lib/pb.c
 LIB_SRCS += lib/reader.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/outputs.c
@@ -109,6 +110,7 @@ LIB_SRCS += lib/etdump.c
 LIB_SRCS += lib/cudamem.c
 LIB_SRCS += lib/torch.c
 LIB_SRCS += lib/write_chrome.c
+LIB_SRCS += lib/write_perfetto.c
 LIB_SRCS += lib/write_tables.c
 LIB_SRCS += lib/json.c
 LIB_SRCS += lib/describe.c
@@ -161,6 +163,7 @@ INTEGRATION_TESTS += tests/integration/test_docs.c
 INTEGRATION_TESTS += tests/integration/test_crashes.c
 INTEGRATION_TESTS += tests/integration/test_convert.c
 INTEGRATION_TESTS += tests/integration/test_exec.c
+INTEGRATION_TESTS += tests/integration/test_perfetto.c
 INTEGRATION_TESTS += tests/integration/test_coexist.c
 INTEGRATION_TESTS += tests/integration/test_house.c
 INTEGRATION_TESTS += tests/integration/test_python.c

@@ -727,10 +727,10 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
             int old = out[k].out.fd;
             out[k].open = 0;
             out[k].path = NULL; /* (its temporary file is the pass's: never removed here) */
-            if (!w || k != LP_OUT_CHROME) {
+            if (!w || !lp_outputs[k].streamed) {
                 lp_os_close(old);
                 if (!w) continue;
-            } else { /* the streamed part, copied */
+            } else { /* the streamed part, copied (a Perfetto trace has written nothing yet) */
                 char tmp[sizeof out[k].tmp];
                 int fd = open_tmp(w, tmp, sizeof tmp, o->file_mode ? o->file_mode : 0600);
                 if (fd < 0) continue;
@@ -747,9 +747,9 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
                 continue;
             }
         }
-        /* a Chrome trace is streamed: only the one the pass writes can be copied; the others are
-         * made by their totals alone */
-        if (!w || k == LP_OUT_CHROME ||
+        /* a Chrome or Perfetto trace is streamed: only the one the pass writes can be copied; the
+         * others are made by their totals alone */
+        if (!w || lp_outputs[k].streamed ||
             !lp_output_possible(lp_outputs[k].needs, lp_alloc_sites(&p->a) != NULL, p->a.samples != NULL) ||
             output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0)
             continue;

@@ -11,6 +11,8 @@
 
 void lp_out_init(struct lp_out *o, int fd) {
     o->fd = fd;
+    o->pipe = NULL;
+    o->pipe_arg = NULL;
     o->failed = 0;
     o->err = 0;
     o->n = 0;
@@ -19,6 +21,10 @@ void lp_out_init(struct lp_out *o, int fd) {
 
 static void drain(struct lp_out *o) {
     size_t off = 0;
+    if (o->pipe) {
+        o->pipe(o->pipe_arg, o->buf, o->n);
+        off = o->n;
+    }
     while (off < o->n && !o->failed) {
         ssize_t w = lp_os_write(o->fd, o->buf + off, o->n - off);
         if (w < 0 && errno == EINTR) continue;

@@ -14,6 +14,7 @@
 #include "samples.h"
 #include "sites.h"
 #include "speedscope.h"
+#include "write_perfetto.h"
 #include "symbols.h"
 
 /* The sites, when the allocations have stacks (the stacks of a trace may be only its CPU
@@ -24,9 +25,13 @@ struct lp_sites *lp_alloc_sites(const struct lp_analysis *a) {
 
 static int chrome(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
-    a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb);
-    if (!a->cb) return -1;
+    if (!a->cb && !(a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb))) return -1;
     return lp_sink_chrome(k, a->r, o->path[LP_OUT_CHROME], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
+}
+static int perfetto(struct lp_sink *k, struct lp_analysis *a) {
+    const struct lp_convert_opts *o = a->opts;
+    if (!a->cb && !(a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb))) return -1;
+    return lp_sink_perfetto(k, a->r, o->path[LP_OUT_PERFETTO], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
 static int csv(struct lp_sink *k, struct lp_analysis *a) {
     (void)a;
@@ -90,17 +95,19 @@ TOTALS(pprof_heap, pprof_heap_finish)
 #define EITHER (LP_NEEDS_STACKS | LP_NEEDS_SAMPLES)
 // clang-format off
 const struct lp_output lp_outputs[LP_OUT_COUNT] = {
-    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                chrome},
-    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                csv},
-    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                summary},
-    [LP_OUT_FOLDED]       = {"folded",       "--folded",       ".alloc.folded",    LP_NEEDS_STACKS,  folded},
-    [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", ".leaks.folded",    LP_NEEDS_STACKS,  leaks},
-    [LP_OUT_SPEEDSCOPE]   = {"speedscope",   "--speedscope",   ".speedscope.json", EITHER,           speedscope},
-    [LP_OUT_FOLDED_PEAK]  = {"folded-peak",  "--folded-peak",  ".peak.folded",     LP_NEEDS_STACKS,  peak},
-    [LP_OUT_FOLDED_TEMP]  = {"folded-temp",  NULL,             NULL,               LP_NEEDS_STACKS,  temp},
-    [LP_OUT_CPU_FOLDED]   = {"cpu-folded",   "--cpu-folded",   ".cpu.folded",      LP_NEEDS_SAMPLES, cpu_folded},
-    [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, pprof},
-    [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  pprof_heap},
+    /*                        key             option            beside the trace    needs             streamed writer */
+    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                1, chrome},
+    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                0, csv},
+    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                0, summary},
+    [LP_OUT_FOLDED]       = {"folded",       "--folded",       ".alloc.folded",    LP_NEEDS_STACKS,  0, folded},
+    [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", ".leaks.folded",    LP_NEEDS_STACKS,  0, leaks},
+    [LP_OUT_SPEEDSCOPE]   = {"speedscope",   "--speedscope",   ".speedscope.json", EITHER,           0, speedscope},
+    [LP_OUT_FOLDED_PEAK]  = {"folded-peak",  "--folded-peak",  ".peak.folded",     LP_NEEDS_STACKS,  0, peak},
+    [LP_OUT_FOLDED_TEMP]  = {"folded-temp",  NULL,             NULL,               LP_NEEDS_STACKS,  0, temp},
+    [LP_OUT_CPU_FOLDED]   = {"cpu-folded",   "--cpu-folded",   ".cpu.folded",      LP_NEEDS_SAMPLES, 0, cpu_folded},
+    [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, 0, pprof},
+    [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  0, pprof_heap},
+    [LP_OUT_PERFETTO]     = {"perfetto",     "--perfetto",     NULL,               0,                1, perfetto},
 };
 // clang-format on
 
@@ -113,6 +120,15 @@ int lp_output_find(const char *name) {
 int lp_output_possible(unsigned needs, int stacks, int samples) {
     if (needs == EITHER) return stacks || samples;
     return (!(needs & LP_NEEDS_STACKS) || stacks) && (!(needs & LP_NEEDS_SAMPLES) || samples);
+}
+
+static int ends(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n > t && !strcmp(s + n - t, tail);
+}
+
+int lp_output_timeline(const char *path) {
+    return path && (ends(path, ".pftrace") || ends(path, ".perfetto-trace")) ? LP_OUT_PERFETTO : LP_OUT_CHROME;
 }
 
 void lp_output_beside(char *dst, size_t len, const char *trace, const char *suffix) {

@@ -21,6 +21,7 @@ enum lp_output_kind {
     LP_OUT_CPU_FOLDED,   /* the CPU samples, collapsed stacks, the thread as the root frame */
     LP_OUT_PPROF,        /* the CPU samples, pprof */
     LP_OUT_PPROF_HEAP,   /* the allocation stacks, pprof */
+    LP_OUT_PERFETTO,     /* Perfetto's protobuf trace: the timeline with the CPU samples on it */
     LP_OUT_COUNT
 };
 
@@ -35,6 +36,7 @@ struct lp_output {
     const char *option; /* libprof-report's option, "--chrome"; NULL: none of its own */
     const char *flame;  /* LIBPROF_FLAMEGRAPH's file beside the trace (".alloc.folded"); NULL: not one */
     unsigned needs;     /* LP_NEEDS_*; 0: any trace */
+    int streamed;       /* made from the events as the pass goes (a snapshot copies the pass's) */
     /* The writer: sets the sink's event (streamed) and finish (totals) for this trace (lp_convert,
      * once the file is open); 0 or -1 (out of memory). */
     int (*writer)(struct lp_sink *k, struct lp_analysis *a);
@@ -45,6 +47,9 @@ extern const struct lp_output lp_outputs[LP_OUT_COUNT];
 int lp_output_find(const char *name);
 /* Can a trace with (or without) stacks and samples make an output that needs `needs`? */
 int lp_output_possible(unsigned needs, int stacks, int samples);
+/* The timeline a trace named `path` is written as: LP_OUT_PERFETTO for NAME.pftrace (or
+ * NAME.perfetto-trace), else LP_OUT_CHROME. */
+int lp_output_timeline(const char *path);
 /* NAME.ext -> NAME + suffix (the flame graphs beside a trace; "" gives NAME). */
 void lp_output_beside(char *dst, size_t len, const char *trace, const char *suffix);
 

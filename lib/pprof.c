@@ -11,55 +11,16 @@
 #include "convert.h"
 #include "map.h"
 #include "os.h"
+#include "pb.h"
 #include "samples.h"
 #include "sites.h"
 #include "symbols.h"
 #include "vec.h"
 
-/* ---- protocol buffers --------------------------------------------------------------------------- */
+/* ---- protocol buffers (pb.h) ------------------------------------------------------------------ */
 
-struct buf {
-    uint8_t *d;
-    size_t n, cap;
-    int oom;
-};
-
-static void put(struct buf *b, const void *p, size_t n) {
-    if (b->oom || LP_RESERVE(b->d, b->cap, b->n + n) != 0) {
-        b->oom = 1;
-        return;
-    }
-    memcpy(b->d + b->n, p, n);
-    b->n += n;
-}
-
-static void varint(struct buf *b, uint64_t v) {
-    uint8_t t[10];
-    size_t k = 0;
-    do {
-        t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    put(b, t, k);
-}
-
-static void field_varint(struct buf *b, unsigned field, uint64_t v) {
-    if (!v) return; /* proto3: zero is the default, not written */
-    varint(b, (uint64_t)field << 3);
-    varint(b, v);
-}
-
-static void field_bytes(struct buf *b, unsigned field, const void *p, size_t n) {
-    varint(b, (uint64_t)field << 3 | 2);
-    varint(b, n);
-    put(b, p, n);
-}
-
-/* A message `m` as field `field` of `b`; `m` is emptied for the next one. */
-static void field_msg(struct buf *b, unsigned field, struct buf *m) {
-    field_bytes(b, field, m->d, m->n);
-    if (m->oom) b->oom = 1;
-    m->n = 0;
+static void field_varint(struct lp_pb *b, unsigned field, uint64_t v) {
+    if (v) lp_pb_uint(b, field, v); /* proto3: zero is the default, not written */
 }
 
 /* ---- the profile ------------------------------------------------------------------------------- */
@@ -67,37 +28,19 @@ static void field_msg(struct buf *b, unsigned field, struct buf *m) {
 struct pp {
     const struct lp_reader *r;
     struct lp_syms *syms;
-    struct buf out, m, m2;
-    struct lp_map strings; /* text hash -> 1 + index (with the texts kept to check) */
-    const char **str;
-    size_t nstr, capstr;
+    struct lp_pb out, m, m2;
+    struct lp_strtab strings;
     struct lp_map locs;  /* frame word -> location id */
     struct lp_map funcs; /* hash of (name, file) -> function id */
     uint64_t nlocs, nfuncs;
     uint32_t nvalues;
 };
 
-static uint64_t text_hash(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h | 1;
-}
-
 /* The string table index of `s` (`n` bytes), added when new. */
 static uint64_t str_of(struct pp *p, const char *s, size_t n) {
-    uint64_t h = text_hash(s, n), v;
-    for (;; h += 2) { /* a collision: the next key */
-        if (!lp_map_get(&p->strings, h, &v)) break;
-        if (strlen(p->str[v - 1]) == n && !memcmp(p->str[v - 1], s, n)) return v - 1;
-    }
-    char *copy = lp_os_strndup(s, n);
-    if (!copy || LP_RESERVE(p->str, p->capstr, p->nstr + 1) != 0 || lp_map_put(&p->strings, h, p->nstr + 1, NULL) < 0) {
-        lp_os_free(copy);
-        p->out.oom = 1;
-        return 0;
-    }
-    p->str[p->nstr] = copy;
-    return p->nstr++;
+    uint64_t id = lp_strtab_id(&p->strings, s, n);
+    if (p->strings.oom) p->out.oom = 1;
+    return id;
 }
 
 static uint64_t str0(struct pp *p, const char *s) { return str_of(p, s, strlen(s)); }
@@ -105,7 +48,7 @@ static uint64_t str0(struct pp *p, const char *s) { return str_of(p, s, strlen(s
 /* The function (name, file, start line): its id, written when new. */
 static uint64_t function_of(struct pp *p, const char *name, size_t nlen, const char *file, size_t flen,
                             uint32_t first) {
-    uint64_t h = text_hash(name, nlen) * 31 + text_hash(file, flen) + first, v;
+    uint64_t h = lp_text_hash(name, nlen) * 31 + lp_text_hash(file, flen) + first, v;
     if (lp_map_get(&p->funcs, h | 1, &v)) return v;
     uint64_t id = ++p->nfuncs;
     if (lp_map_put(&p->funcs, h | 1, id, NULL) < 0) p->out.oom = 1;
@@ -114,7 +57,7 @@ static uint64_t function_of(struct pp *p, const char *name, size_t nlen, const c
     field_varint(&p->m, 3, str_of(p, name, nlen));
     field_varint(&p->m, 4, str_of(p, file, flen));
     field_varint(&p->m, 5, first);
-    field_msg(&p->out, 5, &p->m);
+    lp_pb_msg(&p->out, 5, &p->m);
     return id;
 }
 
@@ -154,8 +97,8 @@ static uint64_t location_of(struct pp *p, uint64_t w) {
     field_varint(&p->m, 1, id);
     field_varint(&p->m, 2, mapping);
     field_varint(&p->m, 3, addr);
-    field_msg(&p->m, 4, &p->m2);
-    field_msg(&p->out, 4, &p->m);
+    lp_pb_msg(&p->m, 4, &p->m2);
+    lp_pb_msg(&p->out, 4, &p->m);
     return id;
 }
 
@@ -163,41 +106,41 @@ static uint64_t location_of(struct pp *p, uint64_t w) {
  * "[unknown stack]") and its values; `thread` a label when not NULL. */
 static void sample(struct pp *p, const struct lp_frames *v, const char *fixed, const int64_t *values,
                    const char *thread) {
-    struct buf ids = {0}, vals = {0}, lab = {0};
+    struct lp_pb ids = {0}, vals = {0}, lab = {0};
     if (!fixed && v && v->n) {
-        for (uint32_t i = 0; i < v->n; i++) varint(&ids, location_of(p, v->f[i]));
+        for (uint32_t i = 0; i < v->n; i++) lp_pb_varint(&ids, location_of(p, v->f[i]));
     } else { /* a stack of one made-up frame: "[libprof]", "[unknown stack]" */
         const char *name = fixed ? fixed : "[unknown stack]";
-        uint64_t key = text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
+        uint64_t key = lp_text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
         if (!lp_map_get(&p->locs, key | 1, &id)) {
             id = ++p->nlocs;
             if (lp_map_put(&p->locs, key | 1, id, NULL) < 0) p->out.oom = 1;
             field_varint(&p->m2, 1, function_of(p, name, strlen(name), "", 0, 0));
             field_varint(&p->m, 1, id);
-            field_msg(&p->m, 4, &p->m2);
-            field_msg(&p->out, 4, &p->m);
+            lp_pb_msg(&p->m, 4, &p->m2);
+            lp_pb_msg(&p->out, 4, &p->m);
         }
-        varint(&ids, id);
+        lp_pb_varint(&ids, id);
     }
-    for (uint32_t i = 0; i < p->nvalues; i++) varint(&vals, (uint64_t)values[i]);
-    field_bytes(&p->m, 1, ids.d, ids.n); /* packed */
-    field_bytes(&p->m, 2, vals.d, vals.n);
+    for (uint32_t i = 0; i < p->nvalues; i++) lp_pb_varint(&vals, (uint64_t)values[i]);
+    lp_pb_bytes(&p->m, 1, ids.d, ids.n); /* packed */
+    lp_pb_bytes(&p->m, 2, vals.d, vals.n);
     if (thread) {
         field_varint(&lab, 1, str0(p, "thread"));
         field_varint(&lab, 2, str0(p, thread));
-        field_msg(&p->m, 3, &lab);
+        lp_pb_msg(&p->m, 3, &lab);
     }
     if (ids.oom || vals.oom || lab.oom) p->out.oom = 1;
     lp_os_free(ids.d);
     lp_os_free(vals.d);
     lp_os_free(lab.d);
-    field_msg(&p->out, 2, &p->m);
+    lp_pb_msg(&p->out, 2, &p->m);
 }
 
 static void value_type(struct pp *p, unsigned field, const char *type, const char *unit) {
     field_varint(&p->m, 1, str0(p, type));
     field_varint(&p->m, 2, str0(p, unit));
-    field_msg(&p->out, field, &p->m);
+    lp_pb_msg(&p->out, field, &p->m);
 }
 
 /* The mappings (every loaded object, its build id), the times, the string table. */
@@ -215,11 +158,11 @@ static void tail(struct pp *p) {
         field_varint(&p->m, 5, str_of(p, m->path, m->m.path_len));
         field_varint(&p->m, 6, str0(p, hex));
         field_varint(&p->m, 7, 1); /* has_functions */
-        field_msg(&p->out, 3, &p->m);
+        lp_pb_msg(&p->out, 3, &p->m);
     }
     field_varint(&p->out, 9, r->hdr.origin_real_ns);
     field_varint(&p->out, 10, lp_ticks_to_ns(r, r->last_ticks));
-    for (size_t i = 0; i < p->nstr; i++) field_bytes(&p->out, 6, p->str[i], strlen(p->str[i]));
+    for (size_t i = 0; i < p->strings.n; i++) lp_pb_bytes(&p->out, 6, p->strings.str[i], p->strings.len[i]);
 }
 
 /* ---- gzip around stored blocks ------------------------------------------------------------------ */
@@ -257,9 +200,7 @@ static void gzip_out(struct lp_out *o, const uint8_t *d, size_t n) {
 static int finish(struct pp *p, struct lp_out *o) {
     int rc = p->out.oom ? -1 : 0;
     if (!rc) gzip_out(o, p->out.d, p->out.n);
-    for (size_t i = 0; i < p->nstr; i++) lp_os_free((void *)p->str[i]);
-    lp_os_free(p->str);
-    lp_map_free(&p->strings);
+    lp_strtab_free(&p->strings);
     lp_map_free(&p->locs);
     lp_map_free(&p->funcs);
     lp_os_free(p->out.d);

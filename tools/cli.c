@@ -288,6 +288,7 @@ const struct rp_option rp_options[] = {
     {"--by-shapes", NULL, NULL, REPORT, "PyTorch's operators by input shapes (traces recorded with\nLIBPROF_TORCH_SHAPES=1), as key_averages(group_by_input_shape=True)", set_by_shapes},
     {"--py-lines", NULL, "WHICH", REPORT, "the Python frame the per-line views charge: innermost (default), or\nuser: the innermost in the program's own files (not the standard\nlibrary's, not an installed package's)", set_py_lines},
     {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_output},
+    {"--perfetto", NULL, "FILE", EXPORT, "Perfetto's protobuf trace (.pftrace): the timeline of --chrome with the\nCPU samples' stacks on each thread's track", set_output},
     {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_output},
     {"--events-csv", NULL, "FILE", EXPORT, "one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\nwith --merge, all inputs on one timeline (streamed)", set_events_csv},
     {"--html", NULL, "FILE", EXPORT, "one self-contained page: tables, heap over time, iterations, flame graphs", set_html},

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "lp.h"
+#include "lib/outputs.h"
 #include "lib/vars.h"
 
 #define DEFAULT_BUFFER_KB 128
@@ -412,6 +413,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     cfg->packed_output = cfg->output[0] && ends_with(cfg->output, ".lpz");
     if (cfg->packed_output) cfg->output[strlen(cfg->output) - 1] = 't';
     cfg->raw_output = cfg->output[0] && ends_with(cfg->output, ".lpt");
+    cfg->output_kind = lp_output_timeline(cfg->output);
     cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
     if (cfg->enabled && cfg->families == 0) lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
 }

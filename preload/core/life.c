@@ -366,7 +366,7 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
                                 .timeline_ns = lpr_cfg.timeline_ns,
                                 .timeline_min_ns = lpr_cfg.timeline_min_ns};
     for (int k = 0; k < LP_OUT_COUNT; k++)
-        o.path[k] = k == LP_OUT_CHROME                  ? chrome
+        o.path[k] = k == lpr_cfg.output_kind            ? chrome
                     : k == LP_OUT_CSV                   ? csv
                     : lpr_cfg.flamegraph && flame[k][0] ? flame[k]
                                                         : NULL;
@@ -441,7 +441,7 @@ static int convert_spawned(int wait_ms, int follow) {
         a[n++] = follow_pid;
     }
     if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
-        a[n++] = "--chrome";
+        a[n++] = lp_outputs[lpr_cfg.output_kind].option;
         a[n++] = lpr_cfg.output;
     }
     if (lpr_cfg.csv[0]) {
@@ -612,8 +612,9 @@ void lpr_snapshot_on_signal(int sig) {
         a[k++] = "--live";
         a[k++] = snap_pid;
         if (!lpr_cfg.raw_output && lpr_cfg.output[0]) {
-            put_number(snap_json, snap_json_at, sizeof snap_json, n, ".json");
-            a[k++] = "--chrome";
+            int pf = lpr_cfg.output_kind == LP_OUT_PERFETTO;
+            put_number(snap_json, snap_json_at, sizeof snap_json, n, pf ? ".pftrace" : ".json");
+            a[k++] = lp_outputs[lpr_cfg.output_kind].option;
             a[k++] = snap_json;
         }
         if (snap_csv_at) {

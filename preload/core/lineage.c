@@ -321,7 +321,8 @@ static void convert_orphan(const char *spool, int pid, int sig) {
     const char *args[20];
     int k = 0;
     args[k++] = spool;
-    args[k++] = is_csv ? "--csv" : "--chrome";
+    int timeline = lp_output_timeline(out);
+    args[k++] = is_csv ? "--csv" : lp_outputs[timeline].option;
     args[k++] = out;
     if (with_csv) {
         args[k++] = "--csv";
@@ -367,7 +368,8 @@ static void convert_orphan(const char *spool, int pid, int sig) {
                  spool, err);
         return;
     }
-    struct lp_convert_opts o = {.path = {[LP_OUT_CHROME] = is_csv ? NULL : out,
+    struct lp_convert_opts o = {.path = {[LP_OUT_CHROME] = is_csv || timeline != LP_OUT_CHROME ? NULL : out,
+                                         [LP_OUT_PERFETTO] = !is_csv && timeline == LP_OUT_PERFETTO ? out : NULL,
                                          [LP_OUT_CSV] = is_csv     ? out
                                                         : with_csv ? csv
                                                                    : NULL},

@@ -61,6 +61,7 @@ struct lpr_config {
     int enabled;           /* something asked for a profile */
     int master;            /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
     int raw_output;        /* output names a .lpt: the spool file is the trace */
+    int output_kind;       /* the timeline it is written as (LP_OUT_CHROME, LP_OUT_PERFETTO: NAME.pftrace) */
     int packed_output;     /* output named a .lpz: the raw trace (NAME.lpt while it runs), packed at exit */
     int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
     int verbose;           /* LIBPROF_VERBOSE */

@@ -1,0 +1,50 @@
+/* pb.h: the protocol buffer encoder of libprof's binary outputs (pprof's profile.proto, Perfetto's
+ * trace.proto): a growable byte buffer with the field kinds those formats use — varints, fixed64,
+ * doubles, length-delimited bytes and messages — and a table that gives each distinct text an
+ * index (string tables, interned names). Written by hand: a few dozen lines do what a protobuf
+ * library would, and the preload can use them at exit (lp_os_* memory only). */
+#ifndef LP_PB_H
+#define LP_PB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+
+struct lp_pb {
+    uint8_t *d;
+    size_t n, cap;
+    int oom; /* a growth failed: the buffer is incomplete */
+};
+
+void lp_pb_put(struct lp_pb *b, const void *p, size_t n);
+void lp_pb_varint(struct lp_pb *b, uint64_t v);
+/* Field `field` as a varint (written even when 0: proto2 tells 0 from absent). */
+void lp_pb_uint(struct lp_pb *b, unsigned field, uint64_t v);
+void lp_pb_sint(struct lp_pb *b, unsigned field, int64_t v); /* int64: two's complement, ten bytes when < 0 */
+void lp_pb_fixed64(struct lp_pb *b, unsigned field, uint64_t v);
+void lp_pb_double(struct lp_pb *b, unsigned field, double v);
+void lp_pb_bytes(struct lp_pb *b, unsigned field, const void *p, size_t n);
+/* Message `m` as field `field` of `b`; `m` is emptied for the next one. */
+void lp_pb_msg(struct lp_pb *b, unsigned field, struct lp_pb *m);
+/* A message written in place: lp_pb_open gives where its length goes, lp_pb_close writes it
+ * (moving the contents when the length needs more than one byte). */
+size_t lp_pb_open(struct lp_pb *b, unsigned field);
+void lp_pb_close(struct lp_pb *b, size_t at);
+void lp_pb_free(struct lp_pb *b);
+
+/* Texts, each with an index in order of arrival. */
+struct lp_strtab {
+    struct lp_map map; /* text hash -> 1 + index (texts compared on a hit) */
+    char **str;
+    size_t *len;
+    size_t n, cap, caplen;
+    int oom;
+};
+/* The index of `s` (`n` bytes), added when new (a copy is kept); on out of memory, oom set and 0. */
+uint64_t lp_strtab_id(struct lp_strtab *t, const char *s, size_t n);
+void lp_strtab_free(struct lp_strtab *t);
+/* FNV-1a, never 0 (a map key). */
+uint64_t lp_text_hash(const char *s, size_t n);
+
+#endif

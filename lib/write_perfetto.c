@@ -1,0 +1,1243 @@
+/* write_perfetto.c: the converter's Perfetto trace writer (a struct lp_sink: LIBPROF_OUTPUT=
+ * NAME.pftrace, libprof-report --perfetto) — Perfetto's native protobuf trace (trace.proto), the
+ * format its UI and trace processor read first, and the one that carries what the Chrome JSON
+ * cannot: the CPU samples with their call stacks on each thread's track (PerfSample packets, as
+ * Linux perf's samples are recorded by Perfetto itself), and the allocation stacks as a heap
+ * profile (a ProfilePacket, as heapprofd's).
+ *
+ * One stream of events for both timelines: this writer runs the Chrome writer (write_chrome.c)
+ * into a pipe of its own (lp_out's `pipe`) and reads each event as it is made — slices, instants,
+ * async ranges, counter samples, flows, names of threads and processes. So the two files always
+ * show the same slices, counters and flows, and the long-run rules (the bounded window, folded
+ * counters, a followed run's segments) hold alike. Each Chrome event becomes TrackEvents:
+ *   - a track per process and per thread (TrackDescriptor with a ProcessDescriptor or a
+ *     ThreadDescriptor), per counter ("NAME KEY", as Perfetto names a JSON counter) and per
+ *     async range id;
+ *   - X: a SLICE_BEGIN and a SLICE_END; i: an INSTANT; b/e: BEGIN/END on the range's track;
+ *     C: a COUNTER per key; s/f: flow ids on the slices that enclose the two ends;
+ *   - names, categories and argument names interned, arguments as debug annotations (objects
+ *     and arrays nested); metadata.libprof as the annotations of one instant "libprof metadata"
+ *     at the start of the process track.
+ * Perfetto wants the events of a track in time order, and a slice's begin before those of the
+ * slices inside it, while the Chrome stream gives each slice when it ends: the events are kept
+ * (their encoded fields, a few dozen bytes each), each track's sorted, and all written at the end
+ * as one packet sequence whose timestamps rise — its interned data in its first packet. */
+#define _GNU_SOURCE
+#include "write_perfetto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "convert.h"
+#include "map.h"
+#include "os.h"
+#include "pb.h"
+#include "samples.h"
+#include "sites.h"
+#include "symbols.h"
+#include "vec.h"
+
+/* trace.proto's field numbers (protos/perfetto/trace/…, as documented by Perfetto) */
+enum {
+    TRACE_PACKET = 1,
+    PKT_TIMESTAMP = 8,
+    PKT_SEQUENCE_ID = 10,
+    PKT_TRACK_EVENT = 11,
+    PKT_INTERNED_DATA = 12,
+    PKT_SEQUENCE_FLAGS = 13,
+    PKT_PROFILE_PACKET = 37,
+    PKT_TRACK_DESCRIPTOR = 60,
+    PKT_PERF_SAMPLE = 66,
+    SEQ_INCREMENTAL_STATE_CLEARED = 1,
+    SEQ_NEEDS_INCREMENTAL_STATE = 2,
+    TE_CATEGORY_IIDS = 3,
+    TE_DEBUG_ANNOTATIONS = 4,
+    TE_TYPE = 9,
+    TE_NAME_IID = 10,
+    TE_TRACK_UUID = 11,
+    TE_COUNTER_VALUE = 30,
+    TE_DOUBLE_COUNTER_VALUE = 44,
+    TE_FLOW_IDS = 47,
+    TYPE_SLICE_BEGIN = 1,
+    TYPE_SLICE_END = 2,
+    TYPE_INSTANT = 3,
+    TYPE_COUNTER = 4,
+    DA_NAME_IID = 1,
+    DA_BOOL = 2,
+    DA_UINT = 3,
+    DA_INT = 4,
+    DA_DOUBLE = 5,
+    DA_STRING = 6,
+    DA_STRING_IID = 17,
+    DA_NAME = 10,
+    DA_DICT_ENTRIES = 11,
+    DA_ARRAY_VALUES = 12,
+    TD_UUID = 1,
+    TD_NAME = 2,
+    TD_PROCESS = 3,
+    TD_THREAD = 4,
+    TD_PARENT_UUID = 5,
+    TD_COUNTER = 8,
+    PD_PID = 1,
+    PD_CMDLINE = 2,
+    PD_NAME = 6,
+    THD_PID = 1,
+    THD_TID = 2,
+    THD_NAME = 5,
+    CD_UNIT = 3,
+    UNIT_SIZE_BYTES = 3,
+    ID_EVENT_CATEGORIES = 1,
+    ID_EVENT_NAMES = 2,
+    ID_DEBUG_ANNOTATION_NAMES = 3,
+    ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
+    ID_FUNCTION_NAMES = 5,
+    ID_FRAMES = 6,
+    ID_CALLSTACKS = 7,
+    ID_MAPPING_PATHS = 17,
+    ID_MAPPINGS = 19,
+    PS_PID = 2,
+    PS_TID = 3,
+    PS_CALLSTACK_IID = 4,
+    PP_STRINGS = 1,
+    PP_FRAMES = 2,
+    PP_CALLSTACKS = 3,
+    PP_MAPPINGS = 4,
+    PP_PROCESS_DUMPS = 5,
+    PP_INDEX = 7,
+    PHS_PID = 1,
+    PHS_SAMPLES = 2,
+    PHS_TIMESTAMP = 9,
+    HS_CALLSTACK_ID = 1,
+    HS_SELF_ALLOCATED = 2,
+    HS_SELF_FREED = 3,
+    HS_ALLOC_COUNT = 5,
+    HS_FREE_COUNT = 6,
+};
+
+#define SEQ 1u        /* the one packet sequence */
+#define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
+
+enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
+
+/* One event of a track: its fields encoded in `arena` (off, len). */
+struct rec {
+    uint64_t ts, dur; /* R_SAMPLE: dur is the callstack iid, off the tid */
+    uint64_t off;
+    uint32_t len, seq;
+    uint32_t flows; /* 1 + index in `flows` of its first flow id, 0: none */
+    uint8_t type;
+};
+struct flow {
+    uint64_t id;
+    uint32_t next; /* 1 + index of the next of the same event, 0: none */
+};
+/* The order a track's events are written in: rec's begin (or whole) or end. */
+struct item {
+    uint64_t ts;
+    int64_t k1, k2;
+    uint32_t rec, cls; /* cls: 0 an end, 1 a begin or an instant, 2 a flow's end point */
+    uint8_t end;
+};
+
+enum { T_PROCESS, T_THREAD, T_COUNTER, T_ASYNC, T_SAMPLES };
+struct track {
+    uint8_t kind, bytes;
+    uint32_t pid;
+    uint64_t tid;
+    char *name;
+    uint64_t uuid, parent;
+    struct rec *r;
+    size_t n, cap;
+    struct item *it;
+    size_t nit, at;
+};
+
+struct pf {
+    struct lp_sink chrome; /* the Chrome writer, into `json` */
+    struct lp_out json;
+    /* the stream's reading: before the event array, in an event, between events, after */
+    int mode, depth, in_str, esc;
+    char *obj, *tail;
+    size_t nobj, capobj, ntail, captail;
+    /* what it became */
+    struct track *t;
+    size_t nt, capt;
+    struct lp_map track_of; /* key -> 1 + index */
+    uint8_t *arena;
+    size_t narena, caparena;
+    struct flow *flows;
+    size_t nflows, capflows;
+    uint32_t seq;
+    struct lp_strtab names, cats, keys, values, funcs;
+    struct lp_pb pkt, body, interned;
+    char *sbuf; /* decoded strings */
+    size_t nsbuf, capsbuf;
+    uint64_t first_ts, last_ts, skipped;
+    uint32_t pid;
+    int oom;
+    const char *meta; /* metadata.libprof's value in `tail` */
+    size_t metalen;
+};
+
+enum { M_HEAD, M_ARRAY, M_OBJ, M_TAIL };
+
+/* ---- JSON values of the Chrome stream (our own writer's: strict, one event an object) ---------- */
+
+struct span {
+    const char *p, *e;
+};
+
+static const char *ws(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    return p;
+}
+
+/* The end of the value starting at p (p itself when there is none). */
+static const char *skip(const char *p, const char *e) {
+    if (p >= e) return p;
+    if (*p == '"') {
+        for (p++; p < e && *p != '"'; p++)
+            if (*p == '\\') p++;
+        return p < e ? p + 1 : e;
+    }
+    if (*p == '{' || *p == '[') {
+        int depth = 0, in = 0;
+        for (; p < e; p++) {
+            if (in) {
+                if (*p == '\\')
+                    p++;
+                else if (*p == '"')
+                    in = 0;
+            } else if (*p == '"') {
+                in = 1;
+            } else if (*p == '{' || *p == '[') {
+                depth++;
+            } else if ((*p == '}' || *p == ']') && --depth == 0) {
+                return p + 1;
+            }
+        }
+        return e;
+    }
+    while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n') p++;
+    return p;
+}
+
+static void utf8(char *d, size_t *n, uint32_t c) {
+    if (c < 0x80) {
+        d[(*n)++] = (char)c;
+    } else if (c < 0x800) {
+        d[(*n)++] = (char)(0xc0 | c >> 6);
+        d[(*n)++] = (char)(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+        d[(*n)++] = (char)(0xe0 | c >> 12);
+        d[(*n)++] = (char)(0x80 | (c >> 6 & 0x3f));
+        d[(*n)++] = (char)(0x80 | (c & 0x3f));
+    } else {
+        d[(*n)++] = (char)(0xf0 | c >> 18);
+        d[(*n)++] = (char)(0x80 | (c >> 12 & 0x3f));
+        d[(*n)++] = (char)(0x80 | (c >> 6 & 0x3f));
+        d[(*n)++] = (char)(0x80 | (c & 0x3f));
+    }
+}
+
+static uint32_t hex4(const char *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v = v * 16 + (uint32_t)(c >= 'a' ? c - 'a' + 10 : c >= 'A' ? c - 'A' + 10 : c - '0');
+    }
+    return v;
+}
+
+/* The text of string value `v`, unescaped into pf->sbuf (valid until the next call); its length
+ * in *n. A value that is not a string gives its own text. */
+static const char *text(struct pf *f, struct span v, size_t *n) {
+    if (v.p >= v.e || *v.p != '"') {
+        *n = (size_t)(v.e - v.p);
+        return v.p;
+    }
+    const char *p = v.p + 1, *e = v.e - 1;
+    size_t len = (size_t)(e - p);
+    if (LP_RESERVE(f->sbuf, f->capsbuf, len + 8) != 0) {
+        f->oom = 1;
+        *n = 0;
+        return "";
+    }
+    size_t k = 0;
+    while (p < e) {
+        if (*p != '\\') {
+            f->sbuf[k++] = *p++;
+            continue;
+        }
+        if (++p >= e) break;
+        char c = *p++;
+        switch (c) {
+        case 'n': f->sbuf[k++] = '\n'; break;
+        case 't': f->sbuf[k++] = '\t'; break;
+        case 'r': f->sbuf[k++] = '\r'; break;
+        case 'b': f->sbuf[k++] = '\b'; break;
+        case 'f': f->sbuf[k++] = '\f'; break;
+        case 'u':
+            if (e - p >= 4) {
+                uint32_t u = hex4(p);
+                p += 4;
+                if (u >= 0xd800 && u < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+                    uint32_t lo = hex4(p + 2);
+                    if (lo >= 0xdc00 && lo < 0xe000) {
+                        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                        p += 6;
+                    }
+                }
+                utf8(f->sbuf, &k, u); /* (4 bytes from 6 or 12 of text: it fits) */
+            }
+            break;
+        default: f->sbuf[k++] = c; /* \" \\ \/ */
+        }
+    }
+    *n = k;
+    return f->sbuf;
+}
+
+static int is(struct span v, const char *lit) {
+    size_t n = strlen(lit);
+    return (size_t)(v.e - v.p) == n + 2 && v.p[0] == '"' && !memcmp(v.p + 1, lit, n);
+}
+
+/* An unsigned integer (the digits before any '.'). */
+static uint64_t num(struct span v) {
+    uint64_t x = 0;
+    for (const char *p = v.p; p < v.e && *p >= '0' && *p <= '9'; p++) x = x * 10 + (uint64_t)(*p - '0');
+    return x;
+}
+
+/* Microseconds with up to three decimals, as the Chrome writer writes them, in nanoseconds. */
+static uint64_t ns_of(struct span v) {
+    const char *p = v.p;
+    uint64_t us = 0, frac = 0;
+    for (; p < v.e && *p >= '0' && *p <= '9'; p++) us = us * 10 + (uint64_t)(*p - '0');
+    if (p < v.e && *p == '.') {
+        int k = 0;
+        for (p++; p < v.e && *p >= '0' && *p <= '9'; p++)
+            if (k++ < 3) frac = frac * 10 + (uint64_t)(*p - '0');
+        for (; k < 3; k++) frac *= 10;
+    }
+    return us * 1000 + frac;
+}
+
+/* A JSON number: an integer (1, *i set) or not (0, *d set); no locale is consulted. */
+static int number(struct span v, int64_t *i, double *d) {
+    const char *p = v.p;
+    int neg = p < v.e && *p == '-', integer = 1;
+    p += neg;
+    double m = 0;
+    uint64_t u = 0;
+    for (; p < v.e && *p >= '0' && *p <= '9'; p++) {
+        u = u * 10 + (uint64_t)(*p - '0');
+        m = m * 10 + (*p - '0');
+    }
+    int exp = 0;
+    if (p < v.e && *p == '.') {
+        integer = 0;
+        for (p++; p < v.e && *p >= '0' && *p <= '9'; p++) {
+            m = m * 10 + (*p - '0');
+            exp--;
+        }
+    }
+    if (p < v.e && (*p == 'e' || *p == 'E')) {
+        integer = 0;
+        p++;
+        int eneg = p < v.e && *p == '-', x = 0;
+        if (p < v.e && (*p == '-' || *p == '+')) p++;
+        for (; p < v.e && *p >= '0' && *p <= '9'; p++) x = x * 10 + (*p - '0');
+        exp += eneg ? -x : x;
+    }
+    if (integer && u <= (uint64_t)INT64_MAX) {
+        *i = neg ? -(int64_t)u : (int64_t)u;
+        return 1;
+    }
+    for (; exp > 0; exp--) m *= 10;
+    for (; exp < 0; exp++) m /= 10;
+    *d = neg ? -m : m;
+    return 0;
+}
+
+/* Each member of object `o`: fn(arg, key, value); stops when fn returns nonzero. */
+static void members(struct pf *f, struct span o, int (*fn)(struct pf *, void *, struct span, struct span), void *arg) {
+    const char *p = ws(o.p, o.e), *e = o.e;
+    if (p >= e || *p != '{') return;
+    p++;
+    for (;;) {
+        p = ws(p, e);
+        if (p < e && *p == ',') p = ws(p + 1, e);
+        if (p >= e || *p != '"') return;
+        struct span k = {p, skip(p, e)};
+        p = ws(k.e, e);
+        if (p >= e || *p != ':') return;
+        p = ws(p + 1, e);
+        struct span v = {p, skip(p, e)};
+        if (v.e == v.p) return;
+        if (fn(f, arg, k, v)) return;
+        p = v.e;
+    }
+}
+
+/* ---- debug annotations ------------------------------------------------------------------------- */
+
+static void annotation_value(struct pf *f, struct lp_pb *b, struct span v, int depth);
+
+struct nest {
+    struct lp_pb *b;
+    int depth;
+    int top; /* names interned (the event's own arguments) */
+};
+
+static int entry(struct pf *f, void *arg, struct span k, struct span v) {
+    struct nest *n = arg;
+    size_t at = lp_pb_open(n->b, n->top ? TE_DEBUG_ANNOTATIONS : DA_DICT_ENTRIES), len;
+    const char *s = text(f, k, &len);
+    if (n->top)
+        lp_pb_uint(n->b, DA_NAME_IID, lp_strtab_id(&f->keys, s, len) + 1);
+    else
+        lp_pb_bytes(n->b, DA_NAME, s, len);
+    annotation_value(f, n->b, v, n->depth + 1);
+    lp_pb_close(n->b, at);
+    return 0;
+}
+
+/* The value fields of a DebugAnnotation for JSON value `v`. */
+static void annotation_value(struct pf *f, struct lp_pb *b, struct span v, int depth) {
+    size_t len;
+    if (v.p >= v.e) return;
+    if (depth > 32) { /* (never from our writer) */
+        lp_pb_bytes(b, DA_STRING, v.p, (size_t)(v.e - v.p));
+        return;
+    }
+    switch (*v.p) {
+    case '"': { /* interned: a program's arguments repeat (file names, modes, shapes) */
+        const char *s = text(f, v, &len);
+        lp_pb_uint(b, DA_STRING_IID, lp_strtab_id(&f->values, s, len) + 1);
+        return;
+    }
+    case '{': {
+        struct nest n = {b, depth, 0};
+        members(f, v, entry, &n);
+        if (v.e - v.p <= 2) lp_pb_bytes(b, DA_STRING, "{}", 2);
+        return;
+    }
+    case '[': {
+        const char *p = ws(v.p + 1, v.e), *e = v.e - 1;
+        int any = 0;
+        while (p < e) {
+            struct span x = {p, skip(p, e)};
+            if (x.e == x.p) break;
+            size_t at = lp_pb_open(b, DA_ARRAY_VALUES);
+            annotation_value(f, b, x, depth + 1);
+            lp_pb_close(b, at);
+            any = 1;
+            p = ws(x.e, e);
+            if (p < e && *p == ',') p = ws(p + 1, e);
+        }
+        if (!any) lp_pb_bytes(b, DA_STRING, "[]", 2);
+        return;
+    }
+    case 't': lp_pb_uint(b, DA_BOOL, 1); return;
+    case 'f': lp_pb_uint(b, DA_BOOL, 0); return;
+    case 'n': lp_pb_bytes(b, DA_STRING, "null", 4); return;
+    default: {
+        int64_t i;
+        double d;
+        if (number(v, &i, &d))
+            lp_pb_sint(b, DA_INT, i);
+        else
+            lp_pb_double(b, DA_DOUBLE, d);
+    }
+    }
+}
+
+/* ---- tracks and their events ------------------------------------------------------------------- */
+
+static struct track *track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid);
+
+static struct track *process(struct pf *f, uint32_t pid) {
+    return track(f, UINT64_C(1) << 63 | UINT64_C(1) << 62 | pid, T_PROCESS, pid, 0);
+}
+
+/* The track of `key` (never 0), made when new. */
+static struct track *track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid) {
+    uint64_t v;
+    if (lp_map_get(&f->track_of, key, &v)) return &f->t[v - 1];
+    struct track *p = kind == T_PROCESS ? NULL : process(f, pid);
+    if (kind != T_PROCESS && !p) return NULL;
+    uint64_t parent = p ? p->uuid : 0;
+    if (f->oom || LP_RESERVE(f->t, f->capt, f->nt + 1) != 0 || lp_map_put(&f->track_of, key, f->nt + 1, NULL) < 0) {
+        f->oom = 1;
+        return NULL;
+    }
+    struct track *t = &f->t[f->nt++];
+    memset(t, 0, sizeof *t);
+    t->kind = kind;
+    t->pid = pid;
+    t->tid = tid;
+    t->uuid = f->nt;
+    t->parent = parent;
+    return t;
+}
+
+static struct track *thread(struct pf *f, uint32_t pid, uint64_t tid) {
+    return track(f, UINT64_C(1) << 63 | (uint64_t)pid << 32 | (tid & 0xffffffffu), T_THREAD, pid, tid);
+}
+
+/* A track known by a text (a counter's, an async range's): its key hashes the text (top bit
+ * clear: the keys of threads and processes have it set). */
+static struct track *named(struct pf *f, uint8_t kind, uint32_t pid, const char *name, size_t n) {
+    uint64_t h = lp_text_hash(name, n) ^ ((uint64_t)pid * 0x9e3779b97f4a7c15ull) ^ kind, key, v;
+    for (;; h += 2) { /* a collision: the next key */
+        key = (h | 1) & ~(UINT64_C(1) << 63);
+        if (!lp_map_get(&f->track_of, key, &v)) break;
+        struct track *t = &f->t[v - 1];
+        if (t->kind == kind && t->pid == pid && t->name && strlen(t->name) == n && !memcmp(t->name, name, n)) return t;
+    }
+    struct track *t = track(f, key, kind, pid, 0);
+    if (t && !(t->name = lp_os_strndup(name, n))) f->oom = 1;
+    return t;
+}
+
+/* A new event of track `t`; its fields are what f->body holds (moved into the arena). */
+static struct rec *add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur) {
+    if (!t || f->oom || LP_RESERVE(t->r, t->cap, t->n + 1) != 0 ||
+        LP_RESERVE(f->arena, f->caparena, f->narena + f->body.n) != 0 || f->body.oom) {
+        f->oom = 1;
+        f->body.n = 0;
+        return NULL;
+    }
+    struct rec *r = &t->r[t->n++];
+    *r = (struct rec){ts, dur, f->narena, (uint32_t)f->body.n, f->seq++, 0, type};
+    if (f->body.n) memcpy(f->arena + f->narena, f->body.d, f->body.n);
+    f->narena += f->body.n;
+    f->body.n = 0;
+    if (ts < f->first_ts) f->first_ts = ts;
+    if (ts + dur > f->last_ts && type != R_SAMPLE) f->last_ts = ts + dur;
+    if (ts > f->last_ts) f->last_ts = ts;
+    return r;
+}
+
+static void add_flow(struct pf *f, struct rec *r, uint64_t id) {
+    if (!r || LP_RESERVE(f->flows, f->capflows, f->nflows + 1) != 0) {
+        f->oom = 1;
+        return;
+    }
+    f->flows[f->nflows] = (struct flow){id, r->flows};
+    r->flows = (uint32_t)++f->nflows;
+}
+
+/* ---- one Chrome event -------------------------------------------------------------------------- */
+
+struct event {
+    struct span ph, pid, tid, cat, name, ts, dur, id, bp, s, args;
+};
+
+static int field(struct pf *f, void *arg, struct span k, struct span v) {
+    (void)f;
+    struct event *e = arg;
+    size_t n = (size_t)(k.e - k.p);
+    const char *s = k.p + 1;
+#define F(lit, m)                                                    \
+    if (n == sizeof lit + 1 && !memcmp(s, lit, sizeof lit - 1)) { \
+        e->m = v;                                                    \
+        return 0;                                                    \
+    }
+    F("ph", ph)
+    F("pid", pid)
+    F("tid", tid)
+    F("cat", cat)
+    F("name", name)
+    F("ts", ts)
+    F("dur", dur)
+    F("id", id)
+    F("bp", bp)
+    F("s", s)
+    F("args", args)
+#undef F
+    return 0;
+}
+
+/* The name, category and arguments of event `e` into f->body. */
+static void common(struct pf *f, const struct event *e) {
+    size_t n;
+    const char *s;
+    if (e->name.p) {
+        s = text(f, e->name, &n);
+        lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, s, n) + 1);
+    }
+    if (e->cat.p) {
+        s = text(f, e->cat, &n);
+        lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, s, n) + 1);
+    }
+    if (e->args.p) {
+        struct nest x = {&f->body, 0, 1};
+        members(f, e->args, entry, &x);
+    }
+}
+
+struct counter_arg {
+    uint32_t pid;
+    uint64_t ts;
+    const char *name;
+    size_t nlen;
+};
+
+static int counter_key(struct pf *f, void *arg, struct span k, struct span v) {
+    struct counter_arg *c = arg;
+    size_t kl;
+    const char *key = text(f, k, &kl);
+    char buf[512];
+    int len = snprintf(buf, sizeof buf, "%.*s %.*s", (int)c->nlen, c->name, (int)kl, key);
+    if (len >= (int)sizeof buf) len = sizeof buf - 1;
+    struct track *t = named(f, T_COUNTER, c->pid, buf, (size_t)len);
+    if (t && kl == 5 && !memcmp(key, "bytes", 5)) t->bytes = 1;
+    int64_t i;
+    double d;
+    if (number(v, &i, &d))
+        lp_pb_sint(&f->body, TE_COUNTER_VALUE, i);
+    else
+        lp_pb_double(&f->body, TE_DOUBLE_COUNTER_VALUE, d);
+    add(f, t, R_COUNTER, c->ts, 0);
+    return 0;
+}
+
+static int meta_arg(struct pf *f, void *arg, struct span k, struct span v) {
+    (void)f;
+    struct span *out = arg;
+    if (is(k, "name") || is(k, "sort_index")) *out = v;
+    return 0;
+}
+
+static void event(struct pf *f, const char *p, size_t n) {
+    struct event e = {0};
+    members(f, (struct span){p, p + n}, field, &e);
+    size_t len;
+    char ph = e.ph.e - e.ph.p == 3 ? e.ph.p[1] : 0;
+    uint32_t pid = e.pid.p ? (uint32_t)num(e.pid) : f->pid;
+    uint64_t tid = e.tid.p ? num(e.tid) : pid, ts = e.ts.p ? ns_of(e.ts) : 0;
+    switch (ph) {
+    case 'X':
+    case 'i':
+    case 'I': {
+        int scoped = ph != 'X' && e.s.p && (is(e.s, "p") || is(e.s, "g"));
+        common(f, &e);
+        add(f, scoped ? process(f, pid) : thread(f, pid, tid), ph == 'X' ? R_SLICE : R_INSTANT, ts,
+            ph == 'X' && e.dur.p ? ns_of(e.dur) : 0);
+        return;
+    }
+    case 'b':
+    case 'e': {
+        char key[256];
+        size_t cl = 0;
+        const char *cat = e.cat.p ? text(f, e.cat, &cl) : "";
+        int kl = snprintf(key, sizeof key, "%.*s#%.*s", (int)(cl < 128 ? cl : 128), cat,
+                          (int)(e.id.p ? e.id.e - e.id.p : 0), e.id.p ? e.id.p : "");
+        struct track *t = named(f, T_ASYNC, pid, key, (size_t)(kl < (int)sizeof key ? kl : (int)sizeof key - 1));
+        if (ph == 'b') {
+            if (t && !t->n && e.name.p) { /* the track is named by its first range */
+                const char *s = text(f, e.name, &len);
+                lp_os_free(t->name);
+                if (!(t->name = lp_os_strndup(s, len))) f->oom = 1;
+            }
+            common(f, &e);
+        }
+        add(f, t, ph == 'b' ? R_BEGIN : R_END, ts, 0);
+        return;
+    }
+    case 'C': {
+        const char *s = e.name.p ? text(f, e.name, &len) : "";
+        char name[256];
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, s, len);
+        struct counter_arg c = {pid, ts, name, len};
+        if (e.args.p) members(f, e.args, counter_key, &c);
+        return;
+    }
+    case 's':
+    case 'f': {
+        /* a flow's id: Chrome's (cat, name, id) */
+        uint64_t h = lp_text_hash(e.id.p ? e.id.p : "", e.id.p ? (size_t)(e.id.e - e.id.p) : 0);
+        h = h * 31 + (e.cat.p ? lp_text_hash(e.cat.p, (size_t)(e.cat.e - e.cat.p)) : 0);
+        h = h * 31 + (e.name.p ? lp_text_hash(e.name.p, (size_t)(e.name.e - e.name.p)) : 0);
+        common(f, &e); /* (written when no slice takes the flow) */
+        struct rec *r = add(f, thread(f, pid, tid), ph == 'f' && !(e.bp.p && is(e.bp, "e")) ? R_FLOW_NEXT : R_FLOW_ENCLOSING,
+                            ts, 0);
+        add_flow(f, r, h);
+        return;
+    }
+    case 'M': {
+        struct span v = {0};
+        if (e.args.p) members(f, e.args, meta_arg, &v);
+        if (!v.p || !e.name.p) return;
+        struct track *t = is(e.name, "process_name")  ? process(f, pid)
+                          : is(e.name, "thread_name") ? thread(f, pid, tid)
+                                                      : NULL;
+        if (t) {
+            const char *s = text(f, v, &len);
+            lp_os_free(t->name);
+            if (!(t->name = lp_os_strndup(s, len))) f->oom = 1;
+        }
+        return; /* (sort indexes: Perfetto orders threads itself) */
+    }
+    default: f->skipped++;
+    }
+}
+
+/* The Chrome writer's bytes as they come: events are cut out of the array and read. */
+static void feed(void *arg, const char *p, size_t n) {
+    struct pf *f = arg;
+    const char *e = p + n;
+    while (p < e) {
+        switch (f->mode) {
+        case M_HEAD:
+            while (p < e && *p != '[') p++;
+            if (p < e) {
+                p++;
+                f->mode = M_ARRAY;
+            }
+            break;
+        case M_ARRAY:
+            while (p < e && (*p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+            if (p >= e) break;
+            if (*p == ']') {
+                f->mode = M_TAIL;
+                p++;
+            } else if (*p == '{') {
+                f->mode = M_OBJ;
+                f->nobj = 0;
+                f->depth = f->in_str = f->esc = 0;
+            } else {
+                p++; /* (nothing else is written there) */
+            }
+            break;
+        case M_OBJ: {
+            const char *s = p;
+            int done = 0;
+            for (; p < e && !done; p++) {
+                char c = *p;
+                if (f->in_str) {
+                    if (f->esc)
+                        f->esc = 0;
+                    else if (c == '\\')
+                        f->esc = 1;
+                    else if (c == '"')
+                        f->in_str = 0;
+                } else if (c == '"') {
+                    f->in_str = 1;
+                } else if (c == '{' || c == '[') {
+                    f->depth++;
+                } else if ((c == '}' || c == ']') && --f->depth == 0) {
+                    done = 1;
+                }
+            }
+            size_t k = (size_t)(p - s);
+            if (LP_RESERVE(f->obj, f->capobj, f->nobj + k) != 0) {
+                f->oom = 1;
+                return;
+            }
+            memcpy(f->obj + f->nobj, s, k);
+            f->nobj += k;
+            if (done) {
+                event(f, f->obj, f->nobj);
+                f->mode = M_ARRAY;
+            }
+            break;
+        }
+        case M_TAIL:
+            if (LP_RESERVE(f->tail, f->captail, f->ntail + (size_t)(e - p)) != 0) {
+                f->oom = 1;
+                return;
+            }
+            memcpy(f->tail + f->ntail, p, (size_t)(e - p));
+            f->ntail += (size_t)(e - p);
+            p = e;
+            break;
+        }
+    }
+}
+
+static void packet_out(struct pf *f, struct lp_out *o);
+
+/* ---- the CPU samples and the heap profile ------------------------------------------------------ */
+
+/* The frame of function `name`: its iid (the function name's), written to the interned data
+ * when new (one frame a function: the names are what a flame graph groups by). */
+static uint64_t frame(struct pf *f, const char *name) {
+    size_t before = f->funcs.n;
+    uint64_t iid = lp_strtab_id(&f->funcs, name, strlen(name)) + 1;
+    if (f->funcs.n != before) {
+        size_t at = lp_pb_open(&f->interned, ID_FUNCTION_NAMES);
+        lp_pb_uint(&f->interned, 1, iid);
+        lp_pb_bytes(&f->interned, 2, name, strlen(name));
+        lp_pb_close(&f->interned, at);
+        at = lp_pb_open(&f->interned, ID_FRAMES);
+        lp_pb_uint(&f->interned, 1, iid);
+        lp_pb_uint(&f->interned, 2, iid);
+        lp_pb_uint(&f->interned, 3, MAPPING_IID);
+        lp_pb_uint(&f->interned, 4, iid); /* rel_pc: one per frame */
+        lp_pb_close(&f->interned, at);
+    }
+    return iid;
+}
+
+/* A callstack (names innermost first) in the interned data: its iid. */
+static uint64_t callstack(struct pf *f, const char **names, unsigned n, uint64_t iid) {
+    uint64_t ids[LP_STACK_MAX_FRAMES + 1];
+    for (unsigned i = 0; i < n; i++) ids[i] = frame(f, names[i]);
+    size_t at = lp_pb_open(&f->interned, ID_CALLSTACKS);
+    lp_pb_uint(&f->interned, 1, iid);
+    for (unsigned i = n; i-- > 0;) lp_pb_uint(&f->interned, 2, ids[i]); /* the outermost first */
+    lp_pb_close(&f->interned, at);
+    return iid;
+}
+
+struct samples_arg {
+    struct pf *f;
+    const struct lp_analysis *a;
+    struct track *t;
+    struct lp_map cs; /* sample key + 1 -> callstack iid */
+    uint64_t ncs;
+};
+
+static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, uint64_t weight) {
+    struct samples_arg *s = arg;
+    struct pf *f = s->f;
+    const struct lp_reader *r = s->a->r;
+    uint64_t iid;
+    if (!lp_map_get(&s->cs, (uint64_t)key + 1, &iid)) {
+        const char *names[LP_STACK_MAX_FRAMES + 1];
+        unsigned n = lp_samples_frames(s->a->samples, key, names, LP_STACK_MAX_FRAMES);
+        if (!n) names[n++] = "[unknown stack]";
+        iid = callstack(f, names, n, ++s->ncs);
+        if (lp_map_put(&s->cs, (uint64_t)key + 1, iid, NULL) < 0) f->oom = 1;
+    }
+    uint64_t tid = thread < r->nthreads && r->threads[thread].tid ? r->threads[thread].tid : r->hdr.pid;
+    for (uint64_t w = 0; w < weight; w++) { /* (a weight above 1: samples the timer merged) */
+        struct rec *x = add(f, s->t, R_SAMPLE, ns, iid);
+        if (x) x->off = tid;
+    }
+}
+
+static void samples(struct pf *f, const struct lp_analysis *a) {
+    struct samples_arg s = {f, a, track(f, UINT64_C(1) << 63 | UINT64_C(1) << 61, T_SAMPLES, f->pid, 0), {0}, 0};
+    lp_samples_each_sample(a->samples, one_sample, &s);
+    lp_map_free(&s.cs);
+}
+
+/* The allocation stacks (LIBPROF_STACKS) as one heap profile of the process at the end of the
+ * run, as heapprofd's dumps are: per call stack the bytes and blocks allocated and freed (what is
+ * left unfreed is what leaked). Its strings, frames and callstacks are the packet's own. */
+struct heap_arg {
+    struct pf *f;
+    const struct lp_reader *r;
+    struct lp_syms *syms;
+    struct lp_pb *tables, *dump;
+    struct lp_strtab strings; /* function names -> their string and frame iid */
+    uint64_t stacks;
+};
+
+static uint64_t heap_frame(struct heap_arg *h, const char *name) {
+    size_t before = h->strings.n;
+    uint64_t iid = lp_strtab_id(&h->strings, name, strlen(name)) + 2; /* (iid 1: the mapping's path) */
+    if (h->strings.n != before) {
+        size_t at = lp_pb_open(h->tables, PP_STRINGS);
+        lp_pb_uint(h->tables, 1, iid);
+        lp_pb_bytes(h->tables, 2, name, strlen(name));
+        lp_pb_close(h->tables, at);
+        at = lp_pb_open(h->tables, PP_FRAMES);
+        lp_pb_uint(h->tables, 1, iid);
+        lp_pb_uint(h->tables, 2, iid);
+        lp_pb_uint(h->tables, 3, MAPPING_IID);
+        lp_pb_uint(h->tables, 4, iid);
+        lp_pb_close(h->tables, at);
+    }
+    return iid;
+}
+
+static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
+    struct heap_arg *h = arg;
+    if (!t->calls) return;
+    struct lp_frames v;
+    uint64_t ids[LP_STACK_MAX_FRAMES + 1];
+    uint32_t n = 0;
+    if (lp_stack_view(h->r, stack, &v))
+        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++)
+            ids[n++] = heap_frame(h, lp_syms_function(h->syms, v.f[i], 1));
+    if (!n) ids[n++] = heap_frame(h, "[unknown stack]");
+    uint64_t cs = ++h->stacks;
+    size_t at = lp_pb_open(h->tables, PP_CALLSTACKS);
+    lp_pb_uint(h->tables, 1, cs);
+    for (uint32_t i = n; i-- > 0;) lp_pb_uint(h->tables, 2, ids[i]); /* the outermost first */
+    lp_pb_close(h->tables, at);
+    at = lp_pb_open(h->dump, PHS_SAMPLES);
+    lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
+    lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
+    lp_pb_uint(h->dump, HS_SELF_FREED, t->bytes - t->live_bytes);
+    lp_pb_uint(h->dump, HS_ALLOC_COUNT, t->calls);
+    lp_pb_uint(h->dump, HS_FREE_COUNT, t->calls - t->live_blocks);
+    lp_pb_close(h->dump, at);
+}
+
+static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns) {
+    struct lp_sites *sites = lp_alloc_sites(a);
+    if (!sites) return;
+    struct lp_pb tables = {0}, dump = {0};
+    struct heap_arg h = {.f = f, .r = a->r, .syms = lp_syms_new(a->r), .tables = &tables, .dump = &dump};
+    if (!h.syms) {
+        f->oom = 1;
+        return;
+    }
+    size_t at = lp_pb_open(&tables, PP_STRINGS);
+    lp_pb_uint(&tables, 1, 1);
+    lp_pb_bytes(&tables, 2, "[symbolised by libprof]", 23);
+    lp_pb_close(&tables, at);
+    at = lp_pb_open(&tables, PP_MAPPINGS);
+    lp_pb_uint(&tables, 1, MAPPING_IID);
+    lp_pb_uint(&tables, 7, 1);
+    lp_pb_close(&tables, at);
+    lp_pb_uint(&dump, PHS_PID, f->pid);
+    lp_pb_uint(&dump, PHS_TIMESTAMP, end_ns);
+    lp_sites_each(sites, heap_site, &h);
+    struct lp_pb *b = &f->pkt;
+    lp_pb_uint(b, PKT_TIMESTAMP, end_ns);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    size_t pp = lp_pb_open(b, PKT_PROFILE_PACKET);
+    lp_pb_put(b, tables.d, tables.n);
+    lp_pb_msg(b, PP_PROCESS_DUMPS, &dump);
+    lp_pb_uint(b, PP_INDEX, 0);
+    lp_pb_close(b, pp);
+    if (tables.oom || dump.oom || h.strings.oom) f->oom = 1;
+    packet_out(f, o);
+    lp_pb_free(&tables);
+    lp_pb_free(&dump);
+    lp_strtab_free(&h.strings);
+    lp_syms_free(h.syms);
+}
+
+/* ---- writing ----------------------------------------------------------------------------------- */
+
+static void packet_out(struct pf *f, struct lp_out *o) {
+    uint8_t head[11];
+    size_t k = 0;
+    head[k++] = TRACE_PACKET << 3 | 2;
+    for (uint64_t v = f->pkt.n;; v >>= 7) {
+        head[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        if (v <= 0x7f) break;
+    }
+    lp_out_write(o, head, k);
+    lp_out_write(o, f->pkt.d, f->pkt.n);
+    if (f->pkt.oom) f->oom = 1;
+    f->pkt.n = 0;
+}
+
+static void descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t) {
+    struct lp_pb *b = &f->pkt;
+    size_t at = lp_pb_open(b, PKT_TRACK_DESCRIPTOR);
+    lp_pb_uint(b, TD_UUID, t->uuid);
+    if (t->parent) lp_pb_uint(b, TD_PARENT_UUID, t->parent);
+    if (t->kind == T_PROCESS) {
+        size_t p = lp_pb_open(b, TD_PROCESS);
+        lp_pb_uint(b, PD_PID, t->pid);
+        if (t->pid == r->hdr.pid && r->exe) lp_pb_bytes(b, PD_CMDLINE, r->exe, r->exe_len);
+        if (t->name) lp_pb_bytes(b, PD_NAME, t->name, strlen(t->name));
+        lp_pb_close(b, p);
+    } else if (t->kind == T_THREAD) {
+        size_t p = lp_pb_open(b, TD_THREAD);
+        lp_pb_uint(b, THD_PID, t->pid);
+        lp_pb_uint(b, THD_TID, t->tid);
+        if (t->name) lp_pb_bytes(b, THD_NAME, t->name, strlen(t->name));
+        lp_pb_close(b, p);
+    } else {
+        if (t->name) lp_pb_bytes(b, TD_NAME, t->name, strlen(t->name));
+        if (t->kind == T_COUNTER) {
+            size_t p = lp_pb_open(b, TD_COUNTER);
+            if (t->bytes) lp_pb_uint(b, CD_UNIT, UNIT_SIZE_BYTES);
+            lp_pb_close(b, p);
+        }
+    }
+    lp_pb_close(b, at);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    packet_out(f, o);
+}
+
+static int item_cmp(const void *x, const void *y) {
+    const struct item *a = x, *b = y;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
+    if (a->k1 != b->k1) return a->k1 < b->k1 ? -1 : 1;
+    return a->k2 < b->k2 ? -1 : a->k2 > b->k2;
+}
+
+/* A track's events in the order they are written: a slice's begin before the slices inside it
+ * (at the same time, the longer first), ends before begins at the same time, the inner first;
+ * other tracks in time, then arrival, order. The flows' end points are bound to the slices. */
+static int order(struct pf *f, struct track *t) {
+    size_t need = 0;
+    for (size_t i = 0; i < t->n; i++) need += t->r[i].type == R_SLICE && t->r[i].dur ? 2 : 1;
+    t->it = lp_os_malloc((need ? need : 1) * sizeof *t->it);
+    if (!t->it) return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct rec *r = &t->r[i];
+        int64_t seq = r->seq;
+        if (t->kind != T_THREAD) {
+            t->it[t->nit++] = (struct item){r->ts, seq, 0, (uint32_t)i, 1, 0};
+        } else if (r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) {
+            t->it[t->nit++] = (struct item){r->ts, seq, 0, (uint32_t)i, 2, 0};
+        } else {
+            t->it[t->nit++] = (struct item){r->ts, -(int64_t)r->dur, seq, (uint32_t)i, 1, 0};
+            if (r->type == R_SLICE && r->dur)
+                t->it[t->nit++] = (struct item){r->ts + r->dur, -(int64_t)r->ts, -seq, (uint32_t)i, 0, 1};
+        }
+    }
+    lp_sort(t->it, t->nit, sizeof *t->it, item_cmp);
+    if (t->kind != T_THREAD) return 0;
+    /* the flows: on the innermost slice open at their time (or the next to begin) */
+    uint32_t stack[256], depth = 0, *pending = NULL;
+    size_t npending = 0, cappending = 0;
+    for (size_t i = 0; i < t->nit; i++) {
+        struct item *it = &t->it[i];
+        struct rec *r = &t->r[it->rec];
+        if (it->cls == 2) {
+            if (r->type == R_FLOW_ENCLOSING && depth && depth <= 256) {
+                struct rec *s = &t->r[stack[depth - 1]];
+                for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) add_flow(f, s, f->flows[k - 1].id);
+                r->flows = 0;
+            } else if (r->type == R_FLOW_NEXT && LP_RESERVE(pending, cappending, npending + 1) == 0) {
+                pending[npending++] = it->rec;
+            }
+            /* otherwise the flow stays on an instant of its own */
+        } else if (it->end) {
+            if (depth) depth--;
+        } else if (r->type == R_SLICE) {
+            for (size_t k = 0; k < npending; k++) {
+                struct rec *fl = &t->r[pending[k]];
+                for (uint32_t q = fl->flows; q; q = f->flows[q - 1].next) add_flow(f, r, f->flows[q - 1].id);
+                fl->flows = 0;
+            }
+            npending = 0;
+            if (r->dur) {
+                if (depth < 256) stack[depth] = it->rec;
+                depth++;
+            }
+        }
+    }
+    lp_os_free(pending);
+    return 0;
+}
+
+/* Item `it` of track `t` as a packet. */
+static void emit(struct pf *f, struct lp_out *o, const struct track *t, const struct item *it) {
+    const struct rec *r = &t->r[it->rec];
+    struct lp_pb *b = &f->pkt;
+    lp_pb_uint(b, PKT_TIMESTAMP, it->ts);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
+    if (r->type == R_SAMPLE) {
+        size_t at = lp_pb_open(b, PKT_PERF_SAMPLE);
+        lp_pb_uint(b, PS_PID, f->pid);
+        lp_pb_uint(b, PS_TID, r->off);
+        lp_pb_uint(b, PS_CALLSTACK_IID, r->dur);
+        lp_pb_close(b, at);
+        packet_out(f, o);
+        return;
+    }
+    if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) {
+        b->n = 0; /* bound to a slice */
+        return;
+    }
+    size_t at = lp_pb_open(b, PKT_TRACK_EVENT);
+    unsigned type = r->type == R_COUNTER                                     ? TYPE_COUNTER
+                    : it->end || r->type == R_END                            ? TYPE_SLICE_END
+                    : r->type == R_SLICE || r->type == R_BEGIN               ? TYPE_SLICE_BEGIN
+                                                                             : TYPE_INSTANT;
+    lp_pb_uint(b, TE_TYPE, type);
+    lp_pb_uint(b, TE_TRACK_UUID, t->uuid);
+    if (!it->end) {
+        lp_pb_put(b, f->arena + r->off, r->len);
+        for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) lp_pb_fixed64(b, TE_FLOW_IDS, f->flows[k - 1].id);
+    }
+    lp_pb_close(b, at);
+    packet_out(f, o);
+    if (r->type == R_SLICE && !r->dur && !it->end) { /* a slice of no length: its end at once */
+        lp_pb_uint(b, PKT_TIMESTAMP, it->ts);
+        lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+        at = lp_pb_open(b, PKT_TRACK_EVENT);
+        lp_pb_uint(b, TE_TYPE, TYPE_SLICE_END);
+        lp_pb_uint(b, TE_TRACK_UUID, t->uuid);
+        lp_pb_close(b, at);
+        packet_out(f, o);
+    }
+}
+
+static void interned_table(struct lp_pb *b, unsigned field, const struct lp_strtab *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        size_t at = lp_pb_open(b, field);
+        lp_pb_uint(b, 1, i + 1);
+        lp_pb_bytes(b, 2, t->str[i], t->len[i]);
+        lp_pb_close(b, at);
+    }
+}
+
+/* The tracks' events merged into one sequence in time order (a heap of tracks by their next
+ * event's time). */
+static void merge(struct pf *f, struct lp_out *o) {
+    size_t *heap = lp_os_malloc((f->nt ? f->nt : 1) * sizeof *heap), n = 0;
+    if (!heap) {
+        f->oom = 1;
+        return;
+    }
+#define TS(i) (f->t[heap[i]].it[f->t[heap[i]].at].ts)
+    for (size_t i = 0; i < f->nt; i++) {
+        if (!f->t[i].nit) continue;
+        size_t c = n++;
+        heap[c] = i;
+        while (c && TS((c - 1) / 2) > TS(c)) {
+            size_t p = (c - 1) / 2, x = heap[p];
+            heap[p] = heap[c];
+            heap[c] = x;
+            c = p;
+        }
+    }
+    while (n) {
+        struct track *t = &f->t[heap[0]];
+        emit(f, o, t, &t->it[t->at++]);
+        if (t->at == t->nit) heap[0] = heap[--n];
+        for (size_t c = 0;;) { /* sift down */
+            size_t l = 2 * c + 1, m = c;
+            if (l < n && TS(l) < TS(m)) m = l;
+            if (l + 1 < n && TS(l + 1) < TS(m)) m = l + 1;
+            if (m == c) break;
+            size_t x = heap[m];
+            heap[m] = heap[c];
+            heap[c] = x;
+            c = m;
+        }
+    }
+#undef TS
+    lp_os_free(heap);
+}
+
+static int meta_member(struct pf *f, void *arg, struct span k, struct span v) {
+    struct span *m = arg;
+    if (is(k, "metadata")) {
+        *m = v;
+        return 1;
+    }
+    (void)f;
+    return 0;
+}
+
+/* metadata.libprof of the Chrome trace (its tail after the events) as the annotations of an
+ * instant at the start of the process track. */
+static void metadata(struct pf *f) {
+    char *p = f->tail;
+    size_t n = f->ntail;
+    while (n && *p != ',') p++, n--; /* ,"displayTimeUnit":..,"metadata":{...}} -> an object */
+    if (!n) return;
+    *p = '{';
+    struct span m = {0};
+    members(f, (struct span){p, p + n}, meta_member, &m);
+    if (!m.p) return;
+    struct nest x = {&f->body, 0, 1};
+    members(f, m, entry, &x);
+    lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, "libprof metadata", 16) + 1);
+    struct rec *r = add(f, process(f, f->pid), R_INSTANT, f->first_ts == UINT64_MAX ? 0 : f->first_ts, 0);
+    if (r) r->seq = 0; /* first at its time */
+}
+
+static void finish(struct lp_sink *k, const struct lp_analysis *a) {
+    struct pf *f = k->self;
+    f->chrome.finish(&f->chrome, a);
+    lp_out_flush(&f->json); /* the last of the Chrome stream through feed() */
+    metadata(f);
+    if (a->samples) samples(f, a);
+    struct lp_out *o = k->out;
+    if (f->oom) goto oom;
+    /* the sequence's interned data, first */
+    struct lp_pb *b = &f->pkt, *in = &f->interned;
+    interned_table(in, ID_EVENT_CATEGORIES, &f->cats);
+    interned_table(in, ID_EVENT_NAMES, &f->names);
+    interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
+    interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
+    size_t at = lp_pb_open(in, ID_MAPPING_PATHS);
+    lp_pb_uint(in, 1, 1);
+    lp_pb_bytes(in, 2, "[symbolised by libprof]", 23);
+    lp_pb_close(in, at);
+    at = lp_pb_open(in, ID_MAPPINGS);
+    lp_pb_uint(in, 1, MAPPING_IID);
+    lp_pb_uint(in, 7, 1);
+    lp_pb_close(in, at);
+    lp_pb_uint(b, PKT_TIMESTAMP, f->first_ts == UINT64_MAX ? 0 : f->first_ts);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    lp_pb_uint(b, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
+    lp_pb_msg(b, PKT_INTERNED_DATA, in);
+    packet_out(f, o);
+    for (size_t i = 0; i < f->nt; i++)
+        if (f->t[i].kind != T_SAMPLES) descriptor(f, o, a->r, &f->t[i]);
+    for (size_t i = 0; i < f->nt; i++)
+        if (order(f, &f->t[i]) != 0) goto oom;
+    merge(f, o);
+    heap_profile(f, o, a, f->last_ts);
+    if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->funcs.oom) return;
+oom:
+    o->err = ENOMEM; /* the file is not kept */
+    o->failed = 1;
+}
+
+static void event_fwd(struct lp_sink *k, const struct lp_analysis *a, const struct lp_event *e,
+                      const struct lp_seen *s) {
+    struct pf *f = k->self;
+    f->chrome.event(&f->chrome, a, e, s);
+}
+
+static void release(struct lp_sink *k) {
+    struct pf *f = k->self;
+    if (!f) return;
+    if (f->chrome.release) f->chrome.release(&f->chrome);
+    for (size_t i = 0; i < f->nt; i++) {
+        lp_os_free(f->t[i].name);
+        lp_os_free(f->t[i].r);
+        lp_os_free(f->t[i].it);
+    }
+    lp_os_free(f->t);
+    lp_map_free(&f->track_of);
+    lp_os_free(f->arena);
+    lp_os_free(f->flows);
+    lp_os_free(f->obj);
+    lp_os_free(f->tail);
+    lp_os_free(f->sbuf);
+    lp_strtab_free(&f->names);
+    lp_strtab_free(&f->cats);
+    lp_strtab_free(&f->keys);
+    lp_strtab_free(&f->values);
+    lp_strtab_free(&f->funcs);
+    lp_pb_free(&f->pkt);
+    lp_pb_free(&f->body);
+    lp_pb_free(&f->interned);
+    lp_os_free(f);
+    k->self = NULL;
+}
+
+int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
+                     uint64_t timeline_ns, uint64_t timeline_min_ns) {
+    struct pf *f = lp_os_calloc(1, sizeof *f);
+    if (!f) return -1;
+    k->self = f;
+    k->event = event_fwd;
+    k->finish = finish;
+    k->release = release;
+    f->pid = r->hdr.pid;
+    f->first_ts = UINT64_MAX;
+    lp_out_init(&f->json, -1);
+    f->json.pipe = feed;
+    f->json.pipe_arg = f;
+    f->chrome.out = &f->json;
+    if (lp_sink_chrome(&f->chrome, r, path, alloc_min, timeline_ns, timeline_min_ns) != 0) return -1;
+    k->alloc_min = f->chrome.alloc_min;
+    return 0;
+}

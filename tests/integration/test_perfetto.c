@@ -1,0 +1,104 @@
+/* test_perfetto.c: Perfetto's protobuf trace (LIBPROF_OUTPUT=NAME.pftrace, libprof-report
+ * --perfetto), decoded by Python's protobuf library against a schema written from Perfetto's
+ * documented field numbers (check_pftrace.py, perfetto_subset.proto): every interned id
+ * resolves, every slice ends, timestamps rise; the same run's Chrome JSON has as many slices,
+ * instants, counter samples and flows, its folded CPU stacks as many samples, its allocation
+ * flame graph as many bytes as the heap profile. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+TestSuite(perfetto, .timeout = 300);
+
+/* check_pftrace.py's summary of `trace` (with the files to compare to: "--json", J, ...). */
+static cJSON *check(const char *trace, const char *const *more) {
+    const char *argv[16] = {"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_pftrace.py", trace};
+    int n = 3;
+    for (; more && *more && n < 15; more++) argv[n++] = *more;
+    argv[n] = NULL;
+    struct run r;
+    cr_assert_eq(run_prog(&r, NULL, NULL, argv), 0);
+    cr_assert_eq(r.status, 0, "%s: %s", trace, r.err);
+    cJSON *j = cJSON_Parse(r.out);
+    cr_assert_not_null(j, "check_pftrace.py printed: %s", r.out);
+    run_free(&r);
+    return j;
+}
+
+static long long num(cJSON *j, const char *k) {
+    cJSON *v = cJSON_GetObjectItem(j, k);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+static long long size_of(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Written at exit by the preload, and by libprof-report from the raw trace kept of the same run:
+ * threads, CPU samples on each, allocation stacks, thread-start flows. */
+Test(perfetto, the_same_run_as_the_json_with_samples_flows_and_heap) {
+    char *dir = make_tmpdir();
+    char *pf = strfmt("%s/s.pftrace", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", pf), "LIBPROF_SAMPLE_HZ=500",
+                              "LIBPROF_STACKS=8", "LIBPROF_KEEP_RAW=1", NULL},
+             (const char *[]){PROG("cpusplit"), "split", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    char *lpz = strfmt("%s/s.pftrace.lpz", dir), *json = strfmt("%s/s.json", dir),
+         *cpu = strfmt("%s/s.cpu.folded", dir), *alloc = strfmt("%s/s.alloc.folded", dir),
+         *pf2 = strfmt("%s/again.pftrace", dir);
+    run_prog(&r, dir, NULL,
+             (const char *[]){REPORT, lpz, "--chrome", json, "--cpu-folded", cpu, "--folded", alloc, "--perfetto", pf2,
+                              "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    /* (the exit's conversion leaves out the JSON's per-site heap tracks unless LIBPROF_FLAMEGRAPH
+     * asks: its counters are compared through libprof-report's, which makes both files) */
+    const char *more[] = {"--folded", cpu, "--heap-folded", alloc, "--json", json, NULL};
+    cJSON *exit_made = check(pf, (const char *[]){more[0], more[1], more[2], more[3], NULL}),
+          *report_made = check(pf2, more);
+    cJSON *sums[] = {exit_made, report_made};
+    for (int i = 0; i < 2; i++) {
+        cJSON *s = sums[i];
+        cr_expect_gt(num(s, "slices"), 0, "%d", i);
+        cr_expect_geq(num(s, "flows"), 2, "%d: the two threads' start arrows", i);
+        cr_expect_gt(num(s, "cpu_samples"), 100, "%d", i);
+        cr_expect_geq(num(s, "sampled_threads"), 2, "%d: samples on the threads' tracks", i);
+        cr_expect_geq(num(s, "threads"), 3, "%d", i);
+        cr_expect_eq(num(s, "heap_profiles"), 1, "%d", i);
+        cr_expect_gt(num(s, "heap_allocated"), 0, "%d", i);
+        cr_expect_gt(num(s, "counter_samples"), 0, "%d: the heap counter", i);
+        cr_expect_eq(num(s, "metadata"), 1, "%d", i);
+    }
+    cr_expect_lt(size_of(pf2), size_of(json), "the protobuf trace is the smaller");
+    cJSON_Delete(exit_made);
+    cJSON_Delete(report_made);
+}
+
+/* A followed run (converted while it runs) writes it too, and a live look asks for it. */
+Test(perfetto, followed_and_live, .timeout = 120) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.pftrace LIBPROF_FOLLOW=1 %s 4 > %s/out.txt & pid=$!; "
+                       "while ! ls %s/*.follower > /dev/null 2>&1; do sleep 0.05; done; sleep 1; "
+                       "%s --live $pid --perfetto %s/live.pftrace -q; wait $pid",
+                       PRELOAD, dir, PROG("service"), dir, dir, REPORT, dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    run_free(&r);
+    cr_expect_str_eq(read_file(strfmt("%s/out.txt", dir), NULL), "held 64 MiB, churned\n");
+    cJSON *whole = check(strfmt("%s/svc.pftrace", dir), NULL), *live = check(strfmt("%s/live.pftrace", dir), NULL);
+    cr_expect_gt(num(whole, "counter_samples"), 0);
+    cr_expect_eq(num(whole, "metadata"), 1);
+    cr_expect_gt(num(live, "counter_samples"), 0, "the heap so far");
+    cr_expect_leq(num(live, "counter_samples"), num(whole, "counter_samples"));
+    cJSON_Delete(whole);
+    cJSON_Delete(live);
+}
