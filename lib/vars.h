@@ -22,7 +22,7 @@
       "1: profile into ./libprof_profiling/profile_%e_%t_%p.json and .csv, sampling the CPU at 1000 Hz; 0: libprof off whatever else is set", \
       BOOL, master, 0, 0, NULL) \
     X("LIBPROF_OUTPUT", "path", "off", \
-      "profile into this trace (patterns %p %h %t %e %r %%; .lpt: the raw trace, .lpz: the raw trace packed, else Chrome JSON)", \
+      "profile into this trace (patterns %p %h %t %e %r %%; .pftrace: Perfetto's protobuf trace, .lpt: the raw trace, .lpz: the raw trace packed, else Chrome JSON)", \
       STRING, output_pat, 0, 0, NULL) \
     X("LIBPROF_CSV", "path", "with LIBPROF=1 only", \
       "also write the CSV summary there (same patterns)", \

@@ -542,10 +542,10 @@ static int field(struct pf *f, void *arg, struct span k, struct span v) {
     struct event *e = arg;
     size_t n = (size_t)(k.e - k.p);
     const char *s = k.p + 1;
-#define F(lit, m)                                                    \
+#define F(lit, m)                                                 \
     if (n == sizeof lit + 1 && !memcmp(s, lit, sizeof lit - 1)) { \
-        e->m = v;                                                    \
-        return 0;                                                    \
+        e->m = v;                                                 \
+        return 0;                                                 \
     }
     F("ph", ph)
     F("pid", pid)
@@ -665,8 +665,8 @@ static void event(struct pf *f, const char *p, size_t n) {
         h = h * 31 + (e.cat.p ? lp_text_hash(e.cat.p, (size_t)(e.cat.e - e.cat.p)) : 0);
         h = h * 31 + (e.name.p ? lp_text_hash(e.name.p, (size_t)(e.name.e - e.name.p)) : 0);
         common(f, &e); /* (written when no slice takes the flow) */
-        struct rec *r = add(f, thread(f, pid, tid), ph == 'f' && !(e.bp.p && is(e.bp, "e")) ? R_FLOW_NEXT : R_FLOW_ENCLOSING,
-                            ts, 0);
+        struct rec *r = add(f, thread(f, pid, tid),
+                            ph == 'f' && !(e.bp.p && is(e.bp, "e")) ? R_FLOW_NEXT : R_FLOW_ENCLOSING, ts, 0);
         add_flow(f, r, h);
         return;
     }
@@ -1051,10 +1051,10 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
         return;
     }
     size_t at = lp_pb_open(b, PKT_TRACK_EVENT);
-    unsigned type = r->type == R_COUNTER                                     ? TYPE_COUNTER
-                    : it->end || r->type == R_END                            ? TYPE_SLICE_END
-                    : r->type == R_SLICE || r->type == R_BEGIN               ? TYPE_SLICE_BEGIN
-                                                                             : TYPE_INSTANT;
+    unsigned type = r->type == R_COUNTER                       ? TYPE_COUNTER
+                    : it->end || r->type == R_END              ? TYPE_SLICE_END
+                    : r->type == R_SLICE || r->type == R_BEGIN ? TYPE_SLICE_BEGIN
+                                                               : TYPE_INSTANT;
     lp_pb_uint(b, TE_TYPE, type);
     lp_pb_uint(b, TE_TRACK_UUID, t->uuid);
     if (!it->end) {

@@ -62,7 +62,18 @@ Test(docs, readme_recipes_run_as_written) {
                               LP_SOURCE_DIR "/README.md", LP_SOURCE_DIR, LP_BUILD_DIR, work, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect_eq(count_lines_with(r.out, ": ok ("), 7, "%s", r.out);
+    run_free(&r);
     /* what the recipes say comes out, beyond the files */
+    run_prog(&r, NULL, NULL,
+             (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_pftrace.py",
+                              strfmt("%s/sql.pftrace", work), NULL});
+    cr_assert_eq(r.status, 0, "sql.pftrace: %s", r.err);
+    cJSON *pf = cJSON_Parse(r.out);
+    cr_assert_not_null(pf);
+    cr_expect_gt(meta_num(pf, "cpu_samples"), 0, "the first recipe's trace: no CPU samples: %s", r.out);
+    cr_expect_gt(meta_num(pf, "counter_samples"), 0, "the first recipe's trace: no heap counter: %s", r.out);
+    cJSON_Delete(pf);
+    run_free(&r);
     char *html = read_file(strfmt("%s/py.html", work), NULL);
     cr_assert_not_null(html);
     cr_expect(has(html, "CPU by call stack"), "the Python recipe's page has no CPU flame graph");
@@ -80,7 +91,6 @@ Test(docs, readme_recipes_run_as_written) {
     cJSON_Delete(model);
     cJSON_Delete(svc);
     free(html);
-    run_free(&r);
 }
 
 Test(docs, front_page_short_and_no_history_in_the_manual) {
