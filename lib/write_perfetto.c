@@ -688,6 +688,9 @@ static void event(struct pf *f, const char *p, size_t n) {
     }
 }
 
+/* The bytes that matter to finding an object's end outside strings. */
+static const unsigned char special[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+
 /* The Chrome writer's bytes as they come: events are cut out of the array and read. */
 static void feed(void *arg, const char *p, size_t n) {
     struct pf *f = arg;
@@ -718,22 +721,33 @@ static void feed(void *arg, const char *p, size_t n) {
         case M_OBJ: {
             const char *s = p;
             int done = 0;
-            for (; p < e && !done; p++) {
-                char c = *p;
-                if (f->in_str) {
-                    if (f->esc)
-                        f->esc = 0;
-                    else if (c == '\\')
+            while (p < e && !done) {
+                if (!f->in_str) { /* (most bytes are digits and names: one table look each) */
+                    while (p < e && !special[(unsigned char)*p]) p++;
+                    if (p == e) break;
+                    char c = *p++;
+                    if (c == '"')
+                        f->in_str = 1;
+                    else if (c == '{' || c == '[')
+                        f->depth++;
+                    else if ((c == '}' || c == ']') && --f->depth == 0)
+                        done = 1;
+                } else if (f->esc) { /* the byte an escape takes (the chunk may have cut them) */
+                    f->esc = 0;
+                    p++;
+                } else {
+                    while (p < e && *p != '"' && *p != '\\') p++;
+                    if (p == e) break;
+                    if (*p++ == '\\')
                         f->esc = 1;
-                    else if (c == '"')
+                    else
                         f->in_str = 0;
-                } else if (c == '"') {
-                    f->in_str = 1;
-                } else if (c == '{' || c == '[') {
-                    f->depth++;
-                } else if ((c == '}' || c == ']') && --f->depth == 0) {
-                    done = 1;
                 }
+            }
+            if (done && !f->nobj) { /* whole in this chunk: read in place */
+                event(f, s, (size_t)(p - s));
+                f->mode = M_ARRAY;
+                break;
             }
             size_t k = (size_t)(p - s);
             if (LP_RESERVE(f->obj, f->capobj, f->nobj + k) != 0) {
