@@ -145,7 +145,8 @@ struct track {
     uint8_t kind, bytes;
     uint32_t pid;
     uint64_t tid;
-    char *name;
+    char *name;  /* its key's text (a counter's, an async range's), or the thread's or process's name */
+    char *label; /* an async track's name: its first range's */
     uint64_t uuid, parent;
     struct rec *r;
     size_t n, cap;
@@ -639,10 +640,9 @@ static void event(struct pf *f, const char *p, size_t n) {
                           (int)(e.id.p ? e.id.e - e.id.p : 0), e.id.p ? e.id.p : "");
         struct track *t = named(f, T_ASYNC, pid, key, (size_t)(kl < (int)sizeof key ? kl : (int)sizeof key - 1));
         if (ph == 'b') {
-            if (t && !t->n && e.name.p) { /* the track is named by its first range */
+            if (t && !t->label && e.name.p) { /* the track is named by its first range */
                 const char *s = text(f, e.name, &len);
-                lp_os_free(t->name);
-                if (!(t->name = lp_os_strndup(s, len))) f->oom = 1;
+                if (!(t->label = lp_os_strndup(s, len))) f->oom = 1;
             }
             common(f, &e);
         }
@@ -967,7 +967,8 @@ static void descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r
         if (t->name) lp_pb_bytes(b, THD_NAME, t->name, strlen(t->name));
         lp_pb_close(b, p);
     } else {
-        if (t->name) lp_pb_bytes(b, TD_NAME, t->name, strlen(t->name));
+        const char *name = t->label ? t->label : t->name;
+        if (name) lp_pb_bytes(b, TD_NAME, name, strlen(name));
         if (t->kind == T_COUNTER) {
             size_t p = lp_pb_open(b, TD_COUNTER);
             if (t->bytes) lp_pb_uint(b, CD_UNIT, UNIT_SIZE_BYTES);
@@ -1215,6 +1216,7 @@ static void release(struct lp_sink *k) {
     if (f->chrome.release) f->chrome.release(&f->chrome);
     for (size_t i = 0; i < f->nt; i++) {
         lp_os_free(f->t[i].name);
+        lp_os_free(f->t[i].label);
         lp_os_free(f->t[i].r);
         lp_os_free(f->t[i].it);
     }

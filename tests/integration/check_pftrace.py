@@ -225,7 +225,7 @@ def main():
             fail("heap profile: %d bytes allocated, %d in %s" % (heap_alloc, total, args.heap_folded))
     out = dict(counts)
     out["threads"] = len(threads)
-    out["names"] = dict(names.most_common(50))
+    out["names"] = dict(names)
     out["packets"] = len(trace.packet)
     json.dump(out, sys.stdout)
     print()

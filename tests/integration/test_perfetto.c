@@ -102,3 +102,24 @@ Test(perfetto, followed_and_live, .timeout = 120) {
     cJSON_Delete(whole);
     cJSON_Delete(live);
 }
+
+/* PyTorch's operators (1.13, Debian's): backward-to-forward arrows and a range ended on another
+ * thread (an async track), as many as the JSON's. */
+Test(perfetto, torch_operators_arrows_and_ranges) {
+    char *dir = make_tmpdir();
+    char *lpt = strfmt("%s/t.lpt", dir), *json = strfmt("%s/t.json", dir), *pf = strfmt("%s/t.pftrace", dir);
+    struct run r;
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), NULL},
+             (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/progs/torch_ops.py", "run", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "--perfetto", pf, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *s = check(pf, (const char *[]){"--json", json, NULL});
+    cr_expect_gt(num(s, "slices"), 10000, "the operators");
+    cr_expect_gt(num(s, "flows"), 100, "backward to forward");
+    cJSON *names = cJSON_GetObjectItem(s, "names");
+    cr_expect(cJSON_GetObjectItem(names, "aten::mm") || cJSON_GetObjectItem(names, "aten::addmm"), "no GEMM operator");
+    cJSON_Delete(s);
+}
