@@ -181,6 +181,7 @@ PROGS += tests/progs/allocs.c
 PROGS += tests/progs/calls.c
 PROGS += tests/progs/bound.c
 PROGS += tests/progs/sites.c
+PROGS += tests/progs/sampled.c
 PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c
 PROGS += tests/progs/forker.c

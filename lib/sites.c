@@ -9,6 +9,7 @@
 
 #include "fmt.h"
 #include "map.h"
+#include "poisson.h"
 #include "symbols.h"
 #include "vec.h"
 
@@ -37,6 +38,8 @@ struct lp_sites {
     uint32_t nsite;
     uint32_t epoch; /* peaks passed so far */
     uint64_t with_stack, without_stack;
+    uint64_t rate;      /* LIBPROF_ALLOC_SAMPLE: sampled stacks, weighted (poisson.h); 0: every one */
+    uint64_t unsampled; /* allocations of a sampled trace that have no stack */
     struct lp_syms *syms;
     int oom;
     struct pyline *lines;
@@ -53,6 +56,7 @@ struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
     if (!s) return NULL;
     s->r = r;
     s->user_lines = user_lines;
+    s->rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0;
     s->nsite = r->nstacks ? r->nstacks : 1;
     s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
@@ -164,41 +168,70 @@ static inline void keep_peak(struct lp_sites *s, struct site *t) {
 
 void lp_sites_peak(struct lp_sites *s) { s->epoch++; }
 
+/* The counts of a sampled trace are kept in 1/FX units until lp_sites_finish (a sampled block
+ * counts for 1 / p(size) blocks, a fraction); bytes are whole (its size times that). */
+#define FX 1024
+
+/* What a block of `size` bytes from `stack` adds to its site: bytes and blocks (in 1/FX units
+ * when sampled). 0 for a block a sampled trace did not sample (it has no stack): it adds nothing,
+ * the sampled ones stand for it. */
+static inline int weigh(const struct lp_sites *s, uint64_t size, uint32_t stack, uint64_t *bytes, uint64_t *blocks) {
+    if (!s->rate) {
+        *bytes = size;
+        *blocks = 1;
+        return 1;
+    }
+    if (!stack) return 0;
+    double w = lp_sample_weight(size, s->rate);
+    *bytes = (uint64_t)((double)size * w + 0.5);
+    *blocks = (uint64_t)(w * FX + 0.5);
+    return 1;
+}
+
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
     if (stack >= s->nsite) stack = 0;
+    uint64_t bytes, blocks;
+    if (!weigh(s, size, stack, &bytes, &blocks)) {
+        s->unsampled += (uint64_t)counting;
+        return 0;
+    }
     struct site *t = site_of(s, stack);
     if (counting && s->r->npycodes) {
         struct pyline *l = line_of(s, stack);
         if (l) {
-            l->alloc_calls++;
-            l->alloc_bytes += size;
+            l->alloc_calls += blocks;
+            l->alloc_bytes += bytes;
         }
     }
     if (counting) {
-        t->calls++;
-        t->bytes += size;
+        t->calls += blocks;
+        t->bytes += bytes;
         if (stack)
             s->with_stack++;
         else
             s->without_stack++;
     }
     keep_peak(s, t);
-    t->live += size;
-    t->live_blocks++;
+    t->live += bytes;
+    t->live_blocks += blocks;
     return 0;
 }
 
 void lp_sites_temporary(struct lp_sites *s, uint64_t v) {
+    uint64_t bytes, blocks;
+    if (!weigh(s, lp_live_bytes(v), lp_live_stack(v), &bytes, &blocks)) return;
     struct site *t = site_of(s, lp_live_stack(v));
-    t->temp++;
-    t->temp_bytes += lp_live_bytes(v);
+    t->temp += blocks;
+    t->temp_bytes += bytes;
 }
 
 void lp_sites_died(struct lp_sites *s, uint64_t v) {
+    uint64_t bytes, blocks;
+    if (!weigh(s, lp_live_bytes(v), lp_live_stack(v), &bytes, &blocks)) return;
     struct site *t = site_of(s, lp_live_stack(v));
     keep_peak(s, t);
-    t->live -= lp_live_bytes(v);
-    t->live_blocks--;
+    t->live -= bytes;
+    t->live_blocks -= blocks;
 }
 
 static uint32_t site_index(const struct lp_sites *s, uint64_t v) {
@@ -222,13 +255,16 @@ static int replay_to(struct lp_sites *s, uint64_t at_ns) {
         if (e.ns > at_ns) break;
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
-        if (freed && lp_map_take(&live, freed, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
+        uint64_t wb, wn;
+        if (freed && lp_map_take(&live, freed, &v) && weigh(s, lp_live_bytes(v), lp_live_stack(v), &wb, &wn))
+            at[site_index(s, v)] -= wb;
         if (!ptr) continue;
         uint32_t st = e.stack < s->nsite ? e.stack : 0;
-        if (lp_map_take(&live, ptr, &v)) at[site_index(s, v)] -= lp_live_bytes(v);
+        if (lp_map_take(&live, ptr, &v) && weigh(s, lp_live_bytes(v), lp_live_stack(v), &wb, &wn))
+            at[site_index(s, v)] -= wb;
         uint64_t sz = lp_live_size(size);
         if (lp_map_put(&live, ptr, lp_live_pack(sz, st), NULL) < 0) break;
-        at[st] += sz;
+        if (weigh(s, sz, st, &wb, &wn)) at[st] += wb;
     }
     for (uint32_t i = 0; i < s->nsite; i++) s->site[i].peak = at[i];
     lp_os_free(at);
@@ -246,6 +282,15 @@ int lp_sites_finish(struct lp_sites *s, uint64_t at_ns) {
             struct site *t = &s->site[i];
             t->peak = t->stamp == s->epoch ? t->at_peak : t->live;
         }
+    }
+    if (s->rate) { /* the counts of a sampled trace, in whole blocks now */
+        for (uint32_t i = 0; i < s->nsite; i++) {
+            struct site *t = &s->site[i];
+            t->calls = (t->calls + FX / 2) / FX;
+            t->live_blocks = (t->live_blocks + FX / 2) / FX;
+            t->temp = (t->temp + FX / 2) / FX;
+        }
+        for (uint32_t i = 0; i < s->nlines; i++) s->lines[i].alloc_calls = (s->lines[i].alloc_calls + FX / 2) / FX;
     }
     s->syms = lp_syms_new(s->r);
     if (!s->syms) return -1;
@@ -394,6 +439,10 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     uint64_t unknown_calls = s->site[0].calls;
     lp_out_fmt(o, ",\"stacks\":{\"unique\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
                s->r->nstacks_found, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
+    if (s->rate) /* the sites' numbers are estimates */
+        lp_out_fmt(o,
+                   ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu}",
+                   (unsigned long long)s->rate, (unsigned long long)s->with_stack, (unsigned long long)s->unsampled);
     if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
     lp_out_s(o, "},\"alloc_sites\":[");
     /* the union of the top sites of every view */
@@ -495,6 +544,13 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
     static const char *const titles[] = {"allocation sites by bytes allocated", "allocation sites by calls",
                                          "allocation sites by share of the peak", "leaks by allocation site"};
     char buf[512], b1[32], b2[32], b3[32];
+    if (s->rate) {
+        lp_fmt_bytes(b1, sizeof b1, s->rate);
+        lp_out_fmt(o,
+                   "  allocation stacks sampled, one every %s on average (%llu of %llu allocations): the sites' "
+                   "calls and bytes below are estimates (~)\n",
+                   b1, (unsigned long long)s->with_stack, (unsigned long long)(s->with_stack + s->unsampled));
+    }
     for (int ord = BY_BYTES; ord <= BY_LEAK; ord++) {
         uint32_t n;
         uint32_t *v = ranked(s, (enum order)ord, &n);
@@ -502,8 +558,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
             lp_os_free(v);
             continue;
         }
-        lp_out_fmt(o, "  %s:\n  %10s %10s %10s %10s  %s\n", titles[ord], "calls", "allocated", "at peak", "leaked",
-                   "stack (innermost first)");
+        lp_out_fmt(o, "  %s%s:\n  %10s %10s %10s %10s  %s\n", titles[ord], s->rate ? " (estimated)" : "",
+                   s->rate ? "~calls" : "calls", s->rate ? "~allocated" : "allocated", s->rate ? "~at peak" : "at peak",
+                   s->rate ? "~leaked" : "leaked", "stack (innermost first)");
         for (uint32_t i = 0; i < n && i < rows; i++) {
             const struct site *t = &s->site[v[i]];
             frames_text(s, v[i], buf, sizeof buf, 4, " < ");

@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 12
+#define LP_FORMAT_VERSION 13
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -386,7 +386,10 @@ struct lp_file_header {
     uint32_t buffer_bytes;   /* per-thread chunk size used */
     uint64_t alloc_min;      /* LIBPROF_ALLOC_MIN in effect (for the Chrome export) */
     uint32_t alloc_stacks;   /* LIBPROF_STACKS: frames recorded with each allocation (0: none) */
-    uint8_t reserved[128 - 76];
+    uint32_t reserved0;
+    uint64_t alloc_sample; /* LIBPROF_ALLOC_SAMPLE: the mean bytes between allocations recorded with
+                              * their stack (a Poisson process over bytes); 0: every one has it */
+    uint8_t reserved[128 - 88];
 };
 
 /* Chunk types. */

@@ -375,6 +375,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     }
     lpr_verbose = cfg->verbose;
     cfg->buffer_bytes = (uint32_t)cfg->buffer_kb * 1024;
+    if (cfg->alloc_sample && !cfg->stacks) cfg->stacks = 16; /* sampled stacks: stacks asked for */
     if (cfg->dir[0] != '/') { /* unset (or relative, which would mean nothing): where we start */
         if (cfg->dir[0]) lpr_say("ignoring LIBPROF_DIR=\"%s\" (not an absolute path)", cfg->dir);
         cfg->dir[0] = '\0';

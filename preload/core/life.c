@@ -179,6 +179,7 @@ static int start_spool(int forked) {
     h.buffer_bytes = lpr_cfg.buffer_bytes;
     h.alloc_min = lpr_cfg.alloc_min;
     h.alloc_stacks = (uint32_t)lpr_cfg.stacks;
+    h.alloc_sample = lpr_cfg.stacks ? lpr_cfg.alloc_sample : 0;
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
         (errno == EACCES || errno == EPERM ? tell : lpr_say)("cannot create %s (%s); not profiling", spool_path,

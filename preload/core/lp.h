@@ -58,31 +58,31 @@ LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 /* ---- "config.c": the LIBPROF_* environment, read once -------------------------------------- */
 
 struct lpr_config {
-    int enabled;           /* something asked for a profile */
-    int master;            /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
-    int raw_output;        /* output names a .lpt: the spool file is the trace */
-    int output_kind;       /* the timeline it is written as (LP_OUT_CHROME, LP_OUT_PERFETTO: NAME.pftrace) */
-    int packed_output;     /* output named a .lpz: the raw trace (NAME.lpt while it runs), packed at exit */
-    int summary;           /* LIBPROF_SUMMARY: table on stderr at exit */
-    int verbose;           /* LIBPROF_VERBOSE */
-    int keep_raw;          /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
-    int clock;             /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
-    int alloc_timing;      /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
-    int start_paused;      /* LIBPROF_START=paused */
-    int signal;            /* LIBPROF_SIGNAL: toggles recording (0 = none) */
-    int snapshot_signal;   /* LIBPROF_SNAPSHOT_SIGNAL: writes a snapshot of the run so far (0 = none) */
-    uint64_t delay_ns;     /* LIBPROF_DELAY */
-    uint64_t duration_ns;  /* LIBPROF_DURATION */
-    int children;          /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
-    uint32_t families;     /* LIBPROF_EVENTS mask */
-    uint32_t buffer_bytes; /* LIBPROF_BUFFER_KB * 1024 */
-    uint64_t buffer_kb;    /* LIBPROF_BUFFER_KB as given */
-    uint64_t alloc_min;    /* LIBPROF_ALLOC_MIN */
-    uint64_t min_ns;       /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
-    uint64_t stacks;
-    uint64_t sample_hz; /* LIBPROF_SAMPLE_HZ: CPU samples a second of a thread's CPU time (0: off) */
-    uint64_t sample_depth;
-    /* LIBPROF_SAMPLE_DEPTH: native frames per sample (0: the default) */ /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    int enabled;               /* something asked for a profile */
+    int master;                /* LIBPROF: 1 default paths, 0 everything off, -1 unset */
+    int raw_output;            /* output names a .lpt: the spool file is the trace */
+    int output_kind;           /* the timeline it is written as (LP_OUT_CHROME, LP_OUT_PERFETTO: NAME.pftrace) */
+    int packed_output;         /* output named a .lpz: the raw trace (NAME.lpt while it runs), packed at exit */
+    int summary;               /* LIBPROF_SUMMARY: table on stderr at exit */
+    int verbose;               /* LIBPROF_VERBOSE */
+    int keep_raw;              /* LIBPROF_KEEP_RAW: keep the spool beside a JSON trace */
+    int clock;                 /* enum lp_clock requested (LIBPROF_CLOCK), -1 = best available */
+    int alloc_timing;          /* LIBPROF_ALLOC_TIMING: two timestamps per allocation call */
+    int start_paused;          /* LIBPROF_START=paused */
+    int signal;                /* LIBPROF_SIGNAL: toggles recording (0 = none) */
+    int snapshot_signal;       /* LIBPROF_SNAPSHOT_SIGNAL: writes a snapshot of the run so far (0 = none) */
+    uint64_t delay_ns;         /* LIBPROF_DELAY */
+    uint64_t duration_ns;      /* LIBPROF_DURATION */
+    int children;              /* LIBPROF_CHILDREN: 0 = child processes are not profiled */
+    uint32_t families;         /* LIBPROF_EVENTS mask */
+    uint32_t buffer_bytes;     /* LIBPROF_BUFFER_KB * 1024 */
+    uint64_t buffer_kb;        /* LIBPROF_BUFFER_KB as given */
+    uint64_t alloc_min;        /* LIBPROF_ALLOC_MIN */
+    uint64_t min_ns;           /* LIBPROF_MIN_NS: shorter calls are counted, not recorded */
+    uint64_t stacks;           /* LIBPROF_STACKS: frames per allocation event (0 = none) */
+    uint64_t alloc_sample;     /* LIBPROF_ALLOC_SAMPLE: mean bytes between allocations with a stack (0: all) */
+    uint64_t sample_hz;        /* LIBPROF_SAMPLE_HZ: CPU samples a second of a thread's CPU time (0: off) */
+    uint64_t sample_depth;     /* LIBPROF_SAMPLE_DEPTH: native frames per sample (0: the default) */
     int stack_cache_off;       /* LIBPROF_STACK_CACHE_OFF: walk every stack afresh */
     int flamegraph;            /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
     int python;                /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
@@ -228,6 +228,7 @@ struct lpr_tls {
     struct lpr_thread *thr;       /* registry node owning the chunk memory */
     uint64_t late_rec[24];        /* scratch for records written after the thread's destructors ran */
     uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
+    uint64_t sample_left, sample_rng;          /* LIBPROF_ALLOC_SAMPLE: bytes to the next sampled one (stacks.c) */
     uint32_t range_depth;                      /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
@@ -482,6 +483,19 @@ static inline void *lpr_next(void **slot, const char *name) {
 /* ---- "stacks.c": allocation call stacks (LIBPROF_STACKS) ---------------------------------- */
 
 LP_HIDDEN extern unsigned lpr_stack_depth; /* 0 = no stacks */
+/* LIBPROF_ALLOC_SAMPLE: does an allocation of `size` bytes get its call stack? Points of a
+ * Poisson process over the thread's allocated bytes (lib/poisson.h): a subtraction and a test,
+ * a draw when a point falls in the block. */
+LP_HIDDEN extern uint64_t lpr_alloc_sample; /* its mean gap in bytes; 0: every allocation */
+LP_HIDDEN int lpr_alloc_sample_point(struct lpr_tls *t, uint64_t size);
+static inline int lpr_alloc_sampled(struct lpr_tls *t, uint64_t size) {
+    if (LP_LIKELY(!lpr_alloc_sample)) return 1;
+    if (LP_LIKELY(t->sample_left > size)) {
+        t->sample_left -= size;
+        return 0;
+    }
+    return lpr_alloc_sample_point(t, size);
+}
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
 LP_HIDDEN int lpr_stacks_for_samples(void);
 LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "lp.h"
+#include "lib/poisson.h"
 #include "sys.h"
 
 /* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
@@ -170,12 +171,30 @@ static int unwind_load(const char *who) {
     return 0;
 }
 
+uint64_t lpr_alloc_sample;
+
+/* A point fell in the block (or the thread draws its first gap): the next gap drawn. */
+int lpr_alloc_sample_point(struct lpr_tls *t, uint64_t size) {
+    if (LP_UNLIKELY(!t->sample_rng)) { /* the thread's first: a seed of its own, a first gap */
+        uint64_t seed = ((uint64_t)t->tid * UINT64_C(0x9E3779B97F4A7C15)) ^ lpr_ticks() ^ (uintptr_t)t;
+        t->sample_rng = seed ? seed : 1;
+        t->sample_left = lp_sample_gap(&t->sample_rng, lpr_alloc_sample);
+        if (t->sample_left > size) {
+            t->sample_left -= size;
+            return 0;
+        }
+    }
+    t->sample_left = lp_sample_gap(&t->sample_rng, lpr_alloc_sample);
+    return 1;
+}
+
 /* Allocation stacks (LIBPROF_STACKS): 0, or -1 (with one warning) when they cannot be captured. */
 int lpr_stacks_init(unsigned depth) {
     if (depth == 0) return 0;
     if (depth > LP_STACK_MAX_DEPTH) depth = LP_STACK_MAX_DEPTH;
     if (unwind_load("LIBPROF_STACKS") != 0) return -1;
     lpr_stack_depth = depth;
+    lpr_alloc_sample = lpr_cfg.alloc_sample;
     cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
                 !lpr_cfg.stack_cache_off;
     walker = lpr_walk_init() == 0;

@@ -84,7 +84,7 @@ __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, u
                                                             void *p) {
     uint64_t t1 = lpr_ticks();
     uint64_t *r;
-    if (LP_UNLIKELY(lpr_stack_depth)) { /* LIBPROF_STACKS: the call stack's id first */
+    if (LP_UNLIKELY(lpr_stack_depth) && lpr_alloc_sampled(t, size)) { /* LIBPROF_STACKS: the stack's id first */
         rec_alloc_stack(t, kind, t0, t1, size, p);
     } else if (LP_LIKELY(!lpr_alloc_timed)) {
         if (LP_LIKELY((r = lpr_reserve(t, 3)) != NULL)) {
@@ -122,10 +122,12 @@ static inline void rec_free(struct lpr_tls *t, uint64_t t0, void *p) {
 
 /* realloc releases at its start and allocates at its end, so it always carries both stamps:
  * with one, another thread's reuse of the released block could appear to come first. */
-static inline void rec_realloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size, void *p, void *old) {
+/* (always inlined: a stack capture counts the hook frames above it, the walk's slack is three) */
+__attribute__((always_inline)) static inline void rec_realloc(struct lpr_tls *t, unsigned kind, uint64_t t0,
+                                                              size_t size, void *p, void *old) {
     uint64_t t1 = lpr_ticks();
     uint32_t sid = 0;
-    if (LP_UNLIKELY(lpr_stack_depth) && p) LP_STACK_CAPTURE(sid);
+    if (LP_UNLIKELY(lpr_stack_depth) && p && lpr_alloc_sampled(t, size)) LP_STACK_CAPTURE(sid);
     unsigned s = sid != 0;
     uint64_t *r = lpr_reserve(t, 5 + s);
     if (LP_LIKELY(r != NULL)) {

@@ -444,3 +444,68 @@ Test(stacks, the_chain_cache_gives_what_a_walk_gives) {
     free(sw);
     free(so);
 }
+
+/* LIBPROF_ALLOC_SAMPLE: a run whose stacks are sampled (one every 4 KiB on average) estimates the
+ * sites of a run with every stack — calls, bytes, leaks and bytes at the peak within 5 % on the
+ * sites that allocate tens of MiB, a 1 MiB block (always sampled) exactly — while every
+ * allocation is still counted: calls, bytes, the heap's peak and the leaks in total are the
+ * exact run's. The trace and the summary say the sites are sampled estimates. */
+static int within(long long est, long long exact, double tol) {
+    return exact > 0 && est >= exact * (1 - tol) && est <= exact * (1 + tol);
+}
+
+Test(stacks, sampled_stacks_estimate_the_exact_sites, .init = setup) {
+    cJSON *t[2], *m[2];
+    char *err[2];
+    for (int sampled = 0; sampled < 2; sampled++) {
+        char *out = strfmt("%s/s%d.json", dir, sampled);
+        struct run r;
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", out), "LIBPROF_SUMMARY=1",
+                                  sampled ? "LIBPROF_ALLOC_SAMPLE=4096" : "LIBPROF_STACKS=16", NULL},
+                 (const char *[]){PROG("sampled"), NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert_str_eq(r.out, "ok\n");
+        err[sampled] = strdup(r.err);
+        run_free(&r);
+        t[sampled] = load_json(out);
+        cr_assert_not_null(t[sampled]);
+        m[sampled] = libprof_meta(t[sampled]);
+    }
+    cr_expect(strstr(err[1], "sampled, one every 4096 B on average") && strstr(err[1], "~allocated"),
+              "the summary does not say its sites are estimates: %s", err[1]);
+    cr_expect(!strstr(err[0], "(estimated)"), "%s", err[0]);
+    cJSON *sm = cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "stacks"), "sampled");
+    cr_assert_not_null(sm, "the trace does not say its stacks are sampled");
+    cr_expect_eq(num(sm, "mean_bytes"), 4096);
+    cr_expect_gt(num(sm, "allocations_not_sampled"), 20 * num(sm, "allocations_sampled"));
+    /* counted exactly */
+    const char *exact[] = {"peak_bytes", "leaked_bytes", "leaked_blocks"};
+    for (int k = 0; k < 3; k++) cr_expect_eq(num(m[1], exact[k]), num(m[0], exact[k]), "%s", exact[k]);
+    cJSON *f0 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[0], "functions"), "malloc"),
+          *f1 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "functions"), "malloc");
+    cr_expect_eq(num(f1, "count"), num(f0, "count"));
+    cr_expect_eq(num(f1, "bytes"), num(f0, "bytes"));
+    /* estimated */
+    const char *sites[] = {"site_small", "site_mid", "site_leak"};
+    for (int k = 0; k < 3; k++) {
+        cJSON *a = site(m[0], sites[k], NULL, 0), *b = site(m[1], sites[k], NULL, 0);
+        cr_assert(a && b, "%s missing", sites[k]);
+        cr_expect(within(num(b, "bytes"), num(a, "bytes"), 0.05), "%s bytes: %lld estimated, %lld exact", sites[k],
+                  num(b, "bytes"), num(a, "bytes"));
+        cr_expect(within(num(b, "calls"), num(a, "calls"), 0.05), "%s calls: %lld estimated, %lld exact", sites[k],
+                  num(b, "calls"), num(a, "calls"));
+    }
+    cJSON *a = site(m[0], "site_leak", NULL, 0), *b = site(m[1], "site_leak", NULL, 0);
+    cr_expect(within(num(b, "leaked_bytes"), num(a, "leaked_bytes"), 0.05), "leaks: %lld estimated, %lld exact",
+              num(b, "leaked_bytes"), num(a, "leaked_bytes"));
+    cr_expect(within(num(b, "peak_bytes"), num(a, "peak_bytes"), 0.05), "at the peak: %lld estimated, %lld exact",
+              num(b, "peak_bytes"), num(a, "peak_bytes"));
+    a = site(m[0], "site_big", NULL, 0);
+    b = site(m[1], "site_big", NULL, 0);
+    cr_assert(a && b);
+    cr_expect_eq(num(b, "bytes"), num(a, "bytes"), "1 MiB blocks are always sampled: weighed as they are");
+    cr_expect_eq(num(b, "calls"), num(a, "calls"));
+    cJSON_Delete(t[0]);
+    cJSON_Delete(t[1]);
+}
