@@ -304,7 +304,8 @@ static void init_heavy(void) {
         pthread_atfork(NULL, NULL, atfork_child);
         lpr_sample_init();                                                /* LIBPROF_SAMPLE_HZ */
         if (lpr_sample_signal() && !lpr_stack_depth) lpr_modules_write(); /* samples' stacks are symbolised */
-        lpr_alloc_lean = !lpr_stack_depth && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
+        /* (sampled stacks keep the lean path: it counts down to the next sampled byte) */
+        lpr_alloc_lean = (!lpr_stack_depth || lpr_alloc_sample) && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))
             __atomic_fetch_or(&lpr_gate, LP_GATE_LEAN, __ATOMIC_RELAXED);
     }

@@ -183,6 +183,28 @@ __attribute__((noinline)) static void lean_append_slow(struct lpr_tls *t, unsign
         }                                                                \
     } while (0)
 
+/* LIBPROF_ALLOC_SAMPLE on the lean path: an allocation that holds no sampled byte only counts
+ * down to the next (LEAN_SAMPLE); one that may hold one is recorded here, out of line, with its
+ * stack when it does (lpr_alloc_sample_point draws the next gap). */
+__attribute__((noinline)) static void lean_point(struct lpr_tls *t, unsigned kind, size_t size, void *p) {
+    uint64_t t1 = lpr_ticks();
+    if (lpr_alloc_sample_point(t, size)) {
+        rec_alloc_stack(t, kind, 0, t1, size, p);
+        return;
+    }
+    uint64_t *r = lpr_reserve(t, 3);
+    if (r == NULL) return;
+    r[0] = lpr_word0(kind, t1);
+    r[1] = size;
+    r[2] = (uintptr_t)p;
+    lpr_commit(t, r + 3);
+}
+
+/* 1 when the allocation went to lean_point; else its bytes are counted down (sampled stacks). */
+#define LEAN_SAMPLE(t, kind, n, p)   \
+    (LP_UNLIKELY(lpr_stack_depth) && \
+     (LP_UNLIKELY((t)->sample_left <= (n)) ? (lean_point((t), (kind), (n), (p)), 1) : ((t)->sample_left -= (n), 0)))
+
 __attribute__((noinline)) static void *malloc_general(size_t n) {
     if (LP_UNLIKELY(lpr_real.malloc == NULL)) {
         if (lpr_real_resolving) return pool_alloc(n);
@@ -201,7 +223,8 @@ __attribute__((noinline)) static void *malloc_lean(size_t n) {
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(malloc)(n); /* libprof's own, or re-entered */
     t->guard = 1;
     void *p = LPR_REAL(malloc)(n);
-    LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
+    if (!LEAN_SAMPLE(t, LP_EV_MALLOC, n, p))
+        LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
     t->guard = 0;
     return p;
 }
@@ -238,7 +261,8 @@ __attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
     void *p = LPR_REAL(calloc)(nmemb, size);
     size_t total;
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
-    LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
+    if (!LEAN_SAMPLE(t, LP_EV_CALLOC, total, p))
+        LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
     t->guard = 0;
     return p;
 }
@@ -325,6 +349,23 @@ __attribute__((noinline)) static void *realloc_general(void *p, size_t n) {
     return q;
 }
 
+/* realloc_lean's lean_point: the record of rec_realloc, with its stack when a point falls in it. */
+__attribute__((noinline)) static void realloc_point(struct lpr_tls *t, uint64_t t0, size_t n, void *q, void *p) {
+    uint64_t t1 = lpr_ticks();
+    uint32_t sid = 0;
+    if (lpr_alloc_sample_point(t, n)) LP_STACK_CAPTURE(sid);
+    unsigned s = sid != 0;
+    uint64_t *r = lpr_reserve(t, 5 + s);
+    if (r == NULL) return;
+    if (s) *r++ = lpr_word_stack(sid);
+    r[0] = lpr_word0_timed(LP_EV_REALLOC, t0);
+    r[1] = lpr_word1(t0, t1);
+    r[2] = n;
+    r[3] = (uintptr_t)q;
+    r[4] = (uintptr_t)p;
+    lpr_commit(t, r + 5);
+}
+
 /* A realloc always carries both stamps (see rec_realloc). No pool block exists on the lean path:
  * the pool is used only before the allocator is resolved, and then LP_GATE_SLOWPATH stays set. */
 __attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
@@ -333,6 +374,12 @@ __attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
     uint64_t t0 = lpr_tsc();
     t->guard = 1;
     void *q = LPR_REAL(realloc)(p, n);
+    if (LP_UNLIKELY(lpr_stack_depth) && q && LP_UNLIKELY(t->sample_left <= n)) { /* sampled stacks: a point */
+        realloc_point(t, t0, n, q, p);
+        t->guard = 0;
+        return q;
+    }
+    if (LP_UNLIKELY(lpr_stack_depth) && q) t->sample_left -= n;
     uint64_t t1 = lpr_tsc();
     LEAN_APPEND(t, 5, lpr_word0_timed(LP_EV_REALLOC, t0), lpr_word1(t0, t1), n, (uintptr_t)q, (uintptr_t)p);
     t->guard = 0;
