@@ -2,8 +2,9 @@
 """check_pftrace.py: an independent reader for libprof's Perfetto traces, used by the tests.
 
 Decodes the file with Python's protobuf library against perfetto_subset.proto (a schema written
-from Perfetto's documented field numbers, compiled here by protoc), then checks what Perfetto's
-trace processor relies on:
+from Perfetto's documented field numbers, compiled here by protoc) — bundles of packets deflated
+(compressed_packets) inflated with Python's zlib — then checks what Perfetto's trace processor
+relies on:
   - every interned id resolves (event names, categories, argument names, callstacks, frames,
     function names, mappings) and the interned data comes first on its sequence;
   - every track an event names is described, every thread track names its pid and tid;
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,6 +77,21 @@ def main():
     trace = pb.Trace()
     with open(args.trace, "rb") as f:
         trace.ParseFromString(f.read())
+    # bundles of packets deflated (compressed_packets, as Perfetto's service writes them): each
+    # one's packets take its place, in order
+    packets, bundles = [], 0
+    for p in trace.packet:
+        if p.WhichOneof("data") == "compressed_packets":
+            inner = pb.Trace()
+            inner.ParseFromString(zlib.decompress(p.compressed_packets))
+            if any(q.WhichOneof("data") == "compressed_packets" for q in inner.packet):
+                fail("a compressed bundle inside a compressed bundle")
+            if p.ByteSize() >= 512 * 1024:
+                fail("a compressed bundle of %d bytes (Perfetto wants less than 512 KiB)" % p.ByteSize())
+            packets.extend(inner.packet)
+            bundles += 1
+        else:
+            packets.append(p)
 
     interned = collections.defaultdict(dict)  # (seq, table) -> iid -> value
     cleared = set()
@@ -83,7 +100,7 @@ def main():
     events = []
     samples = []
     heap = []
-    for i, p in enumerate(trace.packet):
+    for i, p in enumerate(packets):
         seq = p.trusted_packet_sequence_id
         if p.HasField("timestamp"):
             if p.timestamp < last_ts.get(seq, 0):
@@ -226,7 +243,8 @@ def main():
     out = dict(counts)
     out["threads"] = len(threads)
     out["names"] = dict(names)
-    out["packets"] = len(trace.packet)
+    out["packets"] = len(packets)
+    out["compressed_bundles"] = bundles
     json.dump(out, sys.stdout)
     print()
 
