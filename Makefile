@@ -87,6 +87,8 @@ HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/executorch.c
 HOOK_SRCS += preload/hooks/cuda.c
 HOOK_SRCS += preload/hooks/nvtx.c
+HOOK_SRCS += preload/hooks/cublas.c
+HOOK_SRCS += preload/hooks/nccl.c
 HOOK_SRCS += preload/hooks/mpi.c
 HOOK_SRCS += preload/hooks/process.c
 HOOK_SRCS += preload/hooks/signal.c
@@ -235,7 +237,8 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 # otherwise). It runs with or without a GPU.
 CUDA    ?= /usr/local/cuda
 CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13) \
-             $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog)
+             $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog) \
+             $(if $(wildcard $(CUDA)/lib64/libcublas.so $(CUDA)/lib/libnccl.so),$(BUILD)/progs/gpulibs)
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -335,6 +338,12 @@ $(BUILD)/progs/fakecuda/libcudart.so.13: tests/progs/fakecudart.c tests/progs/fa
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/progs/fakecudart.map -o $@ $<
+
+# cuBLAS and NCCL, the toolkit's own libraries, called with no GPU (each returns its error)
+$(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -L$(CUDA)/lib64 -L$(CUDA)/lib -Wl,-rpath,$(CUDA)/lib64:$(CUDA)/lib -lcublas -lnccl
 
 $(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -34,7 +34,7 @@
       "print a summary table on stderr at exit, like glibc's memusage", \
       BOOL, summary, 0, 0, NULL) \
     X("LIBPROF_EVENTS", "list", "all", \
-      "families to record, comma-separated: all, none, alloc, annot, thread, sync, dl, io, process, wait, blas, dnnl, omp, python, ort, mpi, cpu, torch, net; -name drops one", \
+      "families to record, comma-separated: all, none, alloc, annot, thread, sync, dl, io, process, wait, blas, dnnl, omp, python, ort, mpi, cpu, torch, net, executorch, cuda, nvtx, cublas, nccl; -name drops one", \
       FAMILIES, families, 0, 0, NULL) \
     X("LIBPROF_STACKS", "n", "0", \
       "record n frames (1-128) of call stack with every allocation", \

@@ -67,7 +67,9 @@
     X(NET, "net", 0)         /* sockets: socket, connect, accept, send, recv, shutdown */            \
     X(EXECUTORCH, "executorch", 0) /* ExecuTorch: each Method::execute, each instruction it runs */ \
     X(CUDA, "cuda", 0)       /* the CUDA runtime: launches, device memory, copies, waits on the GPU */ \
-    X(NVTX, "nvtx", 0)       /* NVTX ranges and marks (C, torch.cuda.nvtx), through NVTX's injection */
+    X(NVTX, "nvtx", 0)       /* NVTX ranges and marks (C, torch.cuda.nvtx), through NVTX's injection */ \
+    X(CUBLAS, "cublas", 0)   /* cuBLAS GEMMs: shapes, transposes, batches (queued on the GPU) */ \
+    X(NCCL, "nccl", 0)       /* NCCL collectives and point-to-point: bytes, root or peer, ranks */
 // clang-format on
 
 enum lp_family {
@@ -335,7 +337,19 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(CUDA_EVENT_SYNC, "cudaEventSynchronize", CUDA, CUDA, "event,error-")             \
     X(CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", CUDA, CUDA, "graph,stream,error-")                 \
     X(NVTX_RANGE, "nvtx range", NVTX, NVTX, "name,domain,depth")                       \
-    X(NVTX_MARK, "nvtx mark", NVTX, NVTX, "name,domain")
+    X(NVTX_MARK, "nvtx mark", NVTX, NVTX, "name,domain")                               \
+    X(CUBLAS_SGEMM, "cublasSgemm", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-")  \
+    X(CUBLAS_DGEMM, "cublasDgemm", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-")  \
+    X(CUBLAS_GEMM_EX, "cublasGemmEx", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
+    X(CUBLAS_SGEMM_BATCHED, "cublasSgemmStridedBatched", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
+    X(CUBLAS_GEMM_BATCHED_EX, "cublasGemmStridedBatchedEx", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
+    X(NCCL_ALLREDUCE, "ncclAllReduce", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
+    X(NCCL_BROADCAST, "ncclBroadcast", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
+    X(NCCL_REDUCE, "ncclReduce", NCCL, CUDA, "bytes,root-,ranks,stream,result-")             \
+    X(NCCL_ALLGATHER, "ncclAllGather", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
+    X(NCCL_REDUCESCATTER, "ncclReduceScatter", NCCL, CUDA, "bytes,root-,ranks,stream,result-") \
+    X(NCCL_SEND, "ncclSend", NCCL, CUDA, "bytes,peer-,ranks,stream,result-")                 \
+    X(NCCL_RECV, "ncclRecv", NCCL, CUDA, "bytes,peer-,ranks,stream,result-")
 // clang-format on
 
 enum lp_call {

@@ -249,3 +249,55 @@ Test(cuda, device_memory_over_time) {
     cJSON_Delete(j);
     run_free(&r);
 }
+
+/* cuBLAS's GEMMs and NCCL's collectives, through the toolkit's real libraries (a NULL handle
+ * and communicator: each returns its error, as on a machine with no GPU): a slice each with its
+ * shapes and type, or its bytes, root or peer, and the library's status; the program unchanged. */
+Test(cuda, cublas_gemms_and_nccl_collectives) {
+    if (access(PROG("gpulibs"), X_OK) != 0) cr_skip_test("no cuBLAS and NCCL at /usr/local/cuda");
+    char *dir = make_tmpdir(), *trace = strfmt("%s/g.json", dir);
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, (const char *[]){PROG("gpulibs"), NULL});
+    run_prog(&r, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), NULL},
+             (const char *[]){PROG("gpulibs"), NULL});
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, bare.out);
+    cr_expect_str_eq(r.err, bare.err);
+    cJSON *j = load_json(trace), *ev;
+    cr_assert_not_null(j);
+    int seen = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *name = str(ev, "name"), *cat = str(ev, "cat");
+        cJSON *a = cJSON_GetObjectItem(ev, "args");
+        if (!name || !cat) continue;
+        if (!strcmp(name, "cublasSgemm")) {
+            seen |= 1;
+            cr_expect_str_eq(cat, "cublas");
+            cr_expect(num(a, "m") == 64 && num(a, "n") == 32 && num(a, "k") == 16 && num(a, "transb") == 1);
+            cr_expect_eq(num(a, "status"), printed(r.out, "sgemm"));
+        } else if (!strcmp(name, "cublasGemmEx")) {
+            seen |= 2;
+            cr_expect(num(a, "m") == 128 && num(a, "n") == 256 && num(a, "k") == 512 && num(a, "type") == 2);
+        } else if (!strcmp(name, "cublasSgemmStridedBatched")) {
+            seen |= 4;
+            cr_expect_eq(num(a, "batch"), 12);
+        } else if (!strcmp(name, "ncclAllReduce")) {
+            seen |= 8;
+            cr_expect_str_eq(cat, "nccl");
+            cr_expect_eq(num(a, "bytes"), 4 << 20, "1 Mi floats");
+            cr_expect_eq(num(a, "root"), -1);
+            cr_expect_eq(num(a, "result"), printed(r.out, "allreduce"));
+        } else if (!strcmp(name, "ncclBroadcast")) {
+            seen |= 16;
+            cr_expect(num(a, "bytes") == 32768 && num(a, "root") == 0);
+        } else if (!strcmp(name, "ncclSend")) {
+            seen |= 32;
+            cr_expect(num(a, "bytes") == 2000 && num(a, "peer") == 3, "1000 halves to rank 3");
+        }
+    }
+    cr_expect_eq(seen, 63, "calls seen: %#x of 0x3f", seen);
+    cJSON_Delete(j);
+    run_free(&bare);
+    run_free(&r);
+}
