@@ -480,10 +480,10 @@ RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
 # The integration suites run two at a time (most of their time is spent waiting on the programs
 # they run: one at a time left a core idle), the longest first, each one's output printed whole
 # when it ends (-O). `make check` is the edit loop's: the unit tests and the suites that take a
-# few seconds each (about a minute in all).
+# few seconds each (under a minute in all: the slow ones, and ExecuTorch's, are make test's).
 INTEG_SLOW = test_coexist test_python test_sample test_report test_mpi test_docs test_torch
 INTEG_ORDER = $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
-CHECK_SUITES = $(filter-out test_coexist test_python test_sample test_report test_mpi,$(INTEG_ORDER))
+CHECK_SUITES = $(filter-out $(INTEG_SLOW) test_executorch,$(INTEG_ORDER))
 suite-%:
 	@$(call RUN_SUITE,$(BUILD)/tests/$*)
 

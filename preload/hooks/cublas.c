@@ -20,8 +20,8 @@ int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *a
 int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int at, int lda,
                  const void *b, int bt, int ldb, const void *beta, void *c, int ct, int ldc, int compute, int algo);
 int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
-                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c,
-                              int ldc, long long sc, int batch);
+                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c, int ldc,
+                              long long sc, int batch);
 int cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int at,
                                int lda, long long sa, const void *b, int bt, int ldb, long long sb, const void *beta,
                                void *c, int ct, int ldc, long long sc, int batch, int compute, int algo);
@@ -33,8 +33,8 @@ LP_REAL_SLOT(cublasSgemmStridedBatched)
 LP_REAL_SLOT(cublasGemmStridedBatchedEx)
 
 LP_HOOK(CUBLAS, CUBLAS_SGEMM, cublas_status, cublasSgemm_v2,
-        (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, const float *b, int ldb,
-         const float *be, float *c, int ldc),
+        (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, const float *b,
+         int ldb, const float *be, float *c, int ldc),
         (h, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc), STATUS_MISSING, (void)0, I(m), I(n), I(k), I(ta), I(tb),
         U(1), U(R_32F), I(r))
 LP_HOOK(CUBLAS, CUBLAS_DGEMM, cublas_status, cublasDgemm_v2,

@@ -64,7 +64,8 @@ LP_HOOK(NCCL, NCCL_REDUCESCATTER, nccl_result, ncclReduceScatter,
         (const void *s, void *r_, size_t count, int type, int op, void *comm, void *stream),
         (s, r_, count, type, op, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(-1),
         U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_SEND, nccl_result, ncclSend, (const void *s, size_t count, int type, int peer, void *comm, void *stream),
+LP_HOOK(NCCL, NCCL_SEND, nccl_result, ncclSend,
+        (const void *s, size_t count, int type, int peer, void *comm, void *stream),
         (s, count, type, peer, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(peer),
         U(ranks(comm)), U(stream), I(r))
 LP_HOOK(NCCL, NCCL_RECV, nccl_result, ncclRecv, (void *r_, size_t count, int type, int peer, void *comm, void *stream),

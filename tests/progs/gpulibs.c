@@ -13,8 +13,8 @@ int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *a
 int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int at, int lda,
                  const void *b, int bt, int ldb, const void *beta, void *c, int ct, int ldc, int compute, int algo);
 int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
-                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c,
-                              int ldc, long long sc, int batch);
+                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c, int ldc,
+                              long long sc, int batch);
 int ncclAllReduce(const void *s, void *r, size_t count, int type, int op, void *comm, void *stream);
 int ncclBroadcast(const void *s, void *r, size_t count, int type, int root, void *comm, void *stream);
 int ncclSend(const void *s, size_t count, int type, int peer, void *comm, void *stream);
@@ -25,8 +25,8 @@ int main(void) {
     printf("sgemm %d\n", cublasSgemm_v2(NULL, 0, 1, 64, 32, 16, &fa, NULL, 64, NULL, 32, &fb, NULL, 64));
     printf("dgemm %d\n", cublasDgemm_v2(NULL, 1, 0, 8, 8, 8, &da, NULL, 8, NULL, 8, &db, NULL, 8));
     /* half inputs (CUDA_R_16F = 2), float compute */
-    printf("gemmex %d\n", cublasGemmEx(NULL, 0, 0, 128, 256, 512, &fa, NULL, 2, 128, NULL, 2, 512, &fb, NULL, 2, 128,
-                                       68, -1));
+    printf("gemmex %d\n",
+           cublasGemmEx(NULL, 0, 0, 128, 256, 512, &fa, NULL, 2, 128, NULL, 2, 512, &fb, NULL, 2, 128, 68, -1));
     printf("batched %d\n", cublasSgemmStridedBatched(NULL, 0, 0, 16, 16, 16, &fa, NULL, 16, 256, NULL, 16, 256, &fb,
                                                      NULL, 16, 256, 12));
     /* 1 Mi floats (ncclFloat32 = 7, ncclSum = 0); a broadcast of 4096 doubles (8) from rank 0 */
