@@ -343,7 +343,7 @@ $(BUILD)/progs/fakecuda/libcudart.so.13: tests/progs/fakecudart.c tests/progs/fa
 $(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
-	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -L$(CUDA)/lib64 -L$(CUDA)/lib -Wl,-rpath,$(CUDA)/lib64:$(CUDA)/lib -lcublas -lnccl
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -L$(CUDA)/lib64 -L$(CUDA)/lib -Wl,-rpath,$(CUDA)/lib64:$(CUDA)/lib -lcublas -lcublasLt -lnccl
 
 $(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -343,6 +343,7 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(CUBLAS_GEMM_EX, "cublasGemmEx", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
     X(CUBLAS_SGEMM_BATCHED, "cublasSgemmStridedBatched", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
     X(CUBLAS_GEMM_BATCHED_EX, "cublasGemmStridedBatchedEx", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
+    X(CUBLASLT_MATMUL, "cublasLtMatmul", CUBLAS, CUDA, "m,n,k,transa,transb,batch,type,status-") \
     X(NCCL_ALLREDUCE, "ncclAllReduce", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
     X(NCCL_BROADCAST, "ncclBroadcast", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
     X(NCCL_REDUCE, "ncclReduce", NCCL, CUDA, "bytes,root-,ranks,stream,result-")             \

@@ -250,9 +250,10 @@ Test(cuda, device_memory_over_time) {
     run_free(&r);
 }
 
-/* cuBLAS's GEMMs and NCCL's collectives, through the toolkit's real libraries (a NULL handle
- * and communicator: each returns its error, as on a machine with no GPU): a slice each with its
- * shapes and type, or its bytes, root or peer, and the library's status; the program unchanged. */
+/* cuBLAS's GEMMs (cublasLt's too, its shapes read from its descriptors) and NCCL's collectives,
+ * through the toolkit's real libraries (a NULL handle and communicator: each returns its error,
+ * as on a machine with no GPU): a slice each with its shapes and type, or its bytes, root or
+ * peer, and the library's status; the program unchanged. */
 Test(cuda, cublas_gemms_and_nccl_collectives) {
     if (access(PROG("gpulibs"), X_OK) != 0) cr_skip_test("no cuBLAS and NCCL at /usr/local/cuda");
     char *dir = make_tmpdir(), *trace = strfmt("%s/g.json", dir);
@@ -282,6 +283,13 @@ Test(cuda, cublas_gemms_and_nccl_collectives) {
         } else if (!strcmp(name, "cublasSgemmStridedBatched")) {
             seen |= 4;
             cr_expect_eq(num(a, "batch"), 12);
+        } else if (!strcmp(name, "cublasLtMatmul")) {
+            seen |= 64; /* its shapes read back from its descriptors */
+            cr_expect(num(a, "m") == 40 && num(a, "n") == 80 && num(a, "k") == 96 && num(a, "transa") == 1 &&
+                          num(a, "type") == 14,
+                      "cublasLtMatmul: m %g n %g k %g transa %g type %g", num(a, "m"), num(a, "n"), num(a, "k"),
+                      num(a, "transa"), num(a, "type"));
+            cr_expect_eq(num(a, "status"), printed(r.out, "ltmatmul"));
         } else if (!strcmp(name, "ncclAllReduce")) {
             seen |= 8;
             cr_expect_str_eq(cat, "nccl");
@@ -296,7 +304,7 @@ Test(cuda, cublas_gemms_and_nccl_collectives) {
             cr_expect(num(a, "bytes") == 2000 && num(a, "peer") == 3, "1000 halves to rank 3");
         }
     }
-    cr_expect_eq(seen, 63, "calls seen: %#x of 0x3f", seen);
+    cr_expect_eq(seen, 127, "calls seen: %#x of 0x7f", seen);
     cJSON_Delete(j);
     run_free(&bare);
     run_free(&r);
