@@ -238,7 +238,7 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 CUDA    ?= /usr/local/cuda
 CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13) \
              $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog) \
-             $(if $(wildcard $(CUDA)/lib64/libcublas.so $(CUDA)/lib/libnccl.so),$(BUILD)/progs/gpulibs)
+             $(if $(wildcard $(CUDA)/lib/libnccl.so),$(if $(wildcard $(CUDA)/lib64/libcublas.so),$(BUILD)/progs/gpulibs))
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
 MPI_PROGS = $(if $(wildcard /usr/bin/mpicc),$(BUILD)/progs/mpiring)
 
@@ -343,7 +343,7 @@ $(BUILD)/progs/fakecuda/libcudart.so.13: tests/progs/fakecudart.c tests/progs/fa
 $(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
-	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -L$(CUDA)/lib64 -L$(CUDA)/lib -Wl,-rpath,$(CUDA)/lib64:$(CUDA)/lib -lcublas -lcublasLt -lnccl
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -I$(CUDA)/include -L$(CUDA)/lib64 -L$(CUDA)/lib -Wl,-rpath,$(CUDA)/lib64:$(CUDA)/lib -lcublas -lcublasLt -lnccl
 
 $(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

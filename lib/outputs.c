@@ -23,14 +23,19 @@ struct lp_sites *lp_alloc_sites(const struct lp_analysis *a) {
     return a->r->hdr.version < 10 || a->r->hdr.alloc_stacks ? a->sites : NULL;
 }
 
+/* The heap counter's buckets, which the pass fills for the timelines (once, whichever asks). */
+static int counter_buckets(struct lp_analysis *a) {
+    return a->cb || (a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb)) ? 0 : -1;
+}
+
 static int chrome(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
-    if (!a->cb && !(a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb))) return -1;
+    if (counter_buckets(a) != 0) return -1;
     return lp_sink_chrome(k, a->r, o->path[LP_OUT_CHROME], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
 static int perfetto(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
-    if (!a->cb && !(a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb))) return -1;
+    if (counter_buckets(a) != 0) return -1;
     return lp_sink_perfetto(k, a->r, o->path[LP_OUT_PERFETTO], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
 static int csv(struct lp_sink *k, struct lp_analysis *a) {

@@ -157,6 +157,19 @@ struct track {
     size_t nit, at;
 };
 
+/* The frames of a profile — Perfetto's Frame, Callstack and Mapping messages and their strings —
+ * in one of the two places they go: the sequence's interned data (the CPU samples) or a
+ * ProfilePacket's own tables (the heap profile); the same messages under other field numbers.
+ * One frame a function (the names are what a flame graph groups by, symbolised here), all in
+ * one mapping. */
+struct frames {
+    struct lp_pb *b;
+    unsigned f_strings, f_paths, f_mappings, f_frames, f_callstacks;
+    uint64_t base; /* a function name's iid: its index + base (the strings may hold the path first) */
+    struct lp_strtab names;
+    uint64_t stacks;
+};
+
 struct pf {
     struct lp_sink chrome; /* the Chrome writer, into `json` */
     struct lp_out json;
@@ -173,7 +186,8 @@ struct pf {
     struct flow *flows;
     size_t nflows, capflows;
     uint32_t seq;
-    struct lp_strtab names, cats, keys, values, funcs;
+    struct lp_strtab names, cats, keys, values;
+    struct frames cpu; /* the CPU samples' frames, in the interned data */
     struct lp_pb pkt, body, interned;
     char *sbuf; /* decoded strings */
     size_t nsbuf, capsbuf;
@@ -792,34 +806,47 @@ static void packet_out(struct pf *f, struct lp_out *o);
 
 /* ---- the CPU samples and the heap profile ------------------------------------------------------ */
 
-/* The frame of function `name`: its iid (the function name's), written to the interned data
- * when new (one frame a function: the names are what a flame graph groups by). */
-static uint64_t frame(struct pf *f, const char *name) {
-    size_t before = f->funcs.n;
-    uint64_t iid = lp_strtab_id(&f->funcs, name, strlen(name)) + 1;
-    if (f->funcs.n != before) {
-        size_t at = lp_pb_open(&f->interned, ID_FUNCTION_NAMES);
-        lp_pb_uint(&f->interned, 1, iid);
-        lp_pb_bytes(&f->interned, 2, name, strlen(name));
-        lp_pb_close(&f->interned, at);
-        at = lp_pb_open(&f->interned, ID_FRAMES);
-        lp_pb_uint(&f->interned, 1, iid);
-        lp_pb_uint(&f->interned, 2, iid);
-        lp_pb_uint(&f->interned, 3, MAPPING_IID);
-        lp_pb_uint(&f->interned, 4, iid); /* rel_pc: one per frame */
-        lp_pb_close(&f->interned, at);
+/* The mapping every frame names, and its path. */
+static void frames_begin(struct frames *t) {
+    size_t at = lp_pb_open(t->b, t->f_paths);
+    lp_pb_uint(t->b, 1, 1);
+    lp_pb_bytes(t->b, 2, "[symbolised by libprof]", 23);
+    lp_pb_close(t->b, at);
+    at = lp_pb_open(t->b, t->f_mappings);
+    lp_pb_uint(t->b, 1, MAPPING_IID);
+    lp_pb_uint(t->b, 7, 1); /* path_string_ids */
+    lp_pb_close(t->b, at);
+}
+
+/* The frame of function `name`: its iid (the name's), written when new. */
+static uint64_t frames_frame(struct frames *t, const char *name) {
+    size_t before = t->names.n, len = strlen(name);
+    uint64_t iid = lp_strtab_id(&t->names, name, len) + t->base;
+    if (t->names.n != before) {
+        size_t at = lp_pb_open(t->b, t->f_strings);
+        lp_pb_uint(t->b, 1, iid);
+        lp_pb_bytes(t->b, 2, name, len);
+        lp_pb_close(t->b, at);
+        at = lp_pb_open(t->b, t->f_frames);
+        lp_pb_uint(t->b, 1, iid);
+        lp_pb_uint(t->b, 2, iid);
+        lp_pb_uint(t->b, 3, MAPPING_IID);
+        lp_pb_uint(t->b, 4, iid); /* rel_pc: one per frame */
+        lp_pb_close(t->b, at);
     }
     return iid;
 }
 
-/* A callstack (names innermost first) in the interned data: its iid. */
-static uint64_t callstack(struct pf *f, const char **names, unsigned n, uint64_t iid) {
+/* A new callstack of `n` functions (innermost first): its iid. */
+static uint64_t frames_stack(struct frames *t, const char **names, unsigned n) {
     uint64_t ids[LP_STACK_MAX_FRAMES + 1];
-    for (unsigned i = 0; i < n; i++) ids[i] = frame(f, names[i]);
-    size_t at = lp_pb_open(&f->interned, ID_CALLSTACKS);
-    lp_pb_uint(&f->interned, 1, iid);
-    for (unsigned i = n; i-- > 0;) lp_pb_uint(&f->interned, 2, ids[i]); /* the outermost first */
-    lp_pb_close(&f->interned, at);
+    if (n > LP_STACK_MAX_FRAMES + 1) n = LP_STACK_MAX_FRAMES + 1;
+    for (unsigned i = 0; i < n; i++) ids[i] = frames_frame(t, names[i]);
+    uint64_t iid = ++t->stacks;
+    size_t at = lp_pb_open(t->b, t->f_callstacks);
+    lp_pb_uint(t->b, 1, iid);
+    for (unsigned i = n; i-- > 0;) lp_pb_uint(t->b, 2, ids[i]); /* the outermost first */
+    lp_pb_close(t->b, at);
     return iid;
 }
 
@@ -828,7 +855,6 @@ struct samples_arg {
     const struct lp_analysis *a;
     struct track *t;
     struct lp_map cs; /* sample key + 1 -> callstack iid */
-    uint64_t ncs;
 };
 
 static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, uint64_t weight) {
@@ -840,7 +866,7 @@ static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, ui
         const char *names[LP_STACK_MAX_FRAMES + 1];
         unsigned n = lp_samples_frames(s->a->samples, key, names, LP_STACK_MAX_FRAMES);
         if (!n) names[n++] = "[unknown stack]";
-        iid = callstack(f, names, n, ++s->ncs);
+        iid = frames_stack(&f->cpu, names, n);
         if (lp_map_put(&s->cs, (uint64_t)key + 1, iid, NULL) < 0) f->oom = 1;
     }
     uint64_t tid = thread < r->nthreads && r->threads[thread].tid ? r->threads[thread].tid : r->hdr.pid;
@@ -851,7 +877,7 @@ static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, ui
 }
 
 static void samples(struct pf *f, const struct lp_analysis *a) {
-    struct samples_arg s = {f, a, track(f, UINT64_C(1) << 63 | UINT64_C(1) << 61, T_SAMPLES, f->pid, 0), {0}, 0};
+    struct samples_arg s = {f, a, track(f, UINT64_C(1) << 63 | UINT64_C(1) << 61, T_SAMPLES, f->pid, 0), {0}};
     lp_samples_each_sample(a->samples, one_sample, &s);
     lp_map_free(&s.cs);
 }
@@ -860,48 +886,23 @@ static void samples(struct pf *f, const struct lp_analysis *a) {
  * run, as heapprofd's dumps are: per call stack the bytes and blocks allocated and freed (what is
  * left unfreed is what leaked). Its strings, frames and callstacks are the packet's own. */
 struct heap_arg {
-    struct pf *f;
     const struct lp_reader *r;
     struct lp_syms *syms;
-    struct lp_pb *tables, *dump;
-    struct lp_strtab strings; /* function names -> their string and frame iid */
-    uint64_t stacks;
+    struct frames frames; /* the packet's own tables */
+    struct lp_pb *dump;
 };
-
-static uint64_t heap_frame(struct heap_arg *h, const char *name) {
-    size_t before = h->strings.n;
-    uint64_t iid = lp_strtab_id(&h->strings, name, strlen(name)) + 2; /* (iid 1: the mapping's path) */
-    if (h->strings.n != before) {
-        size_t at = lp_pb_open(h->tables, PP_STRINGS);
-        lp_pb_uint(h->tables, 1, iid);
-        lp_pb_bytes(h->tables, 2, name, strlen(name));
-        lp_pb_close(h->tables, at);
-        at = lp_pb_open(h->tables, PP_FRAMES);
-        lp_pb_uint(h->tables, 1, iid);
-        lp_pb_uint(h->tables, 2, iid);
-        lp_pb_uint(h->tables, 3, MAPPING_IID);
-        lp_pb_uint(h->tables, 4, iid);
-        lp_pb_close(h->tables, at);
-    }
-    return iid;
-}
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
     struct heap_arg *h = arg;
     if (!t->calls) return;
     struct lp_frames v;
-    uint64_t ids[LP_STACK_MAX_FRAMES + 1];
-    uint32_t n = 0;
+    const char *names[LP_STACK_MAX_FRAMES + 1];
+    unsigned n = 0;
     if (lp_stack_view(h->r, stack, &v))
-        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++)
-            ids[n++] = heap_frame(h, lp_syms_function(h->syms, v.f[i], 1));
-    if (!n) ids[n++] = heap_frame(h, "[unknown stack]");
-    uint64_t cs = ++h->stacks;
-    size_t at = lp_pb_open(h->tables, PP_CALLSTACKS);
-    lp_pb_uint(h->tables, 1, cs);
-    for (uint32_t i = n; i-- > 0;) lp_pb_uint(h->tables, 2, ids[i]); /* the outermost first */
-    lp_pb_close(h->tables, at);
-    at = lp_pb_open(h->dump, PHS_SAMPLES);
+        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++) names[n++] = lp_syms_function(h->syms, v.f[i], 1);
+    if (!n) names[n++] = "[unknown stack]";
+    uint64_t cs = frames_stack(&h->frames, names, n);
+    size_t at = lp_pb_open(h->dump, PHS_SAMPLES);
     lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
     lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
     lp_pb_uint(h->dump, HS_SELF_FREED, t->bytes - t->live_bytes);
@@ -914,19 +915,22 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     struct lp_sites *sites = lp_alloc_sites(a);
     if (!sites) return;
     struct lp_pb tables = {0}, dump = {0};
-    struct heap_arg h = {.f = f, .r = a->r, .syms = lp_syms_new(a->r), .tables = &tables, .dump = &dump};
+    /* (its strings hold the mapping's path and the function names: those start at 2) */
+    struct heap_arg h = {.r = a->r,
+                         .syms = lp_syms_new(a->r),
+                         .frames = {.b = &tables,
+                                    .f_strings = PP_STRINGS,
+                                    .f_paths = PP_STRINGS,
+                                    .f_mappings = PP_MAPPINGS,
+                                    .f_frames = PP_FRAMES,
+                                    .f_callstacks = PP_CALLSTACKS,
+                                    .base = 2},
+                         .dump = &dump};
     if (!h.syms) {
         f->oom = 1;
         return;
     }
-    size_t at = lp_pb_open(&tables, PP_STRINGS);
-    lp_pb_uint(&tables, 1, 1);
-    lp_pb_bytes(&tables, 2, "[symbolised by libprof]", 23);
-    lp_pb_close(&tables, at);
-    at = lp_pb_open(&tables, PP_MAPPINGS);
-    lp_pb_uint(&tables, 1, MAPPING_IID);
-    lp_pb_uint(&tables, 7, 1);
-    lp_pb_close(&tables, at);
+    frames_begin(&h.frames);
     lp_pb_uint(&dump, PHS_PID, f->pid);
     lp_pb_uint(&dump, PHS_TIMESTAMP, end_ns);
     lp_sites_each(sites, heap_site, &h);
@@ -938,11 +942,11 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     lp_pb_msg(b, PP_PROCESS_DUMPS, &dump);
     lp_pb_uint(b, PP_INDEX, 0);
     lp_pb_close(b, pp);
-    if (tables.oom || dump.oom || h.strings.oom) f->oom = 1;
+    if (tables.oom || dump.oom || h.frames.names.oom) f->oom = 1;
     packet_out(f, o);
     lp_pb_free(&tables);
     lp_pb_free(&dump);
-    lp_strtab_free(&h.strings);
+    lp_strtab_free(&h.frames.names);
     lp_syms_free(h.syms);
 }
 
@@ -977,17 +981,6 @@ static int zlib_ready(struct pf *f) {
     return f->zlib > 0;
 }
 
-static void put_header(struct lp_out *o, uint64_t len) {
-    uint8_t head[11];
-    size_t k = 0;
-    head[k++] = TRACE_PACKET << 3 | 2;
-    for (uint64_t v = len;; v >>= 7) {
-        head[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        if (v <= 0x7f) break;
-    }
-    lp_out_write(o, head, k);
-}
-
 /* The bundle, deflated into one packet (or as it is). */
 static void bundle_out(struct pf *f, struct lp_out *o) {
     struct lp_pb *b = &f->bundle;
@@ -1007,8 +1000,9 @@ static void bundle_out(struct pf *f, struct lp_out *o) {
             if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) {
                 struct lp_pb *c = &f->zpkt;
                 c->n = 0;
+                size_t at = lp_pb_open(c, TRACE_PACKET);
                 lp_pb_bytes(c, PKT_COMPRESSED_PACKETS, f->deflated, z.total_out);
-                put_header(o, c->n);
+                lp_pb_close(c, at);
                 lp_out_write(o, c->d, c->n);
                 if (c->oom) f->oom = 1;
                 f->bundles++;
@@ -1023,15 +1017,7 @@ static void bundle_out(struct pf *f, struct lp_out *o) {
 }
 
 static void packet_out(struct pf *f, struct lp_out *o) {
-    uint8_t head[11];
-    size_t k = 0;
-    head[k++] = TRACE_PACKET << 3 | 2;
-    for (uint64_t v = f->pkt.n;; v >>= 7) {
-        head[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        if (v <= 0x7f) break;
-    }
-    lp_pb_put(&f->bundle, head, k);
-    lp_pb_put(&f->bundle, f->pkt.d, f->pkt.n);
+    lp_pb_bytes(&f->bundle, TRACE_PACKET, f->pkt.d, f->pkt.n); /* Trace.packet */
     if (f->pkt.oom) f->oom = 1;
     f->pkt.n = 0;
     if (f->bundle.n >= BUNDLE_BYTES) bundle_out(f, o);
@@ -1167,13 +1153,9 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
     lp_pb_close(b, at);
     packet_out(f, o);
     if (r->type == R_SLICE && !r->dur && !it->end) { /* a slice of no length: its end at once */
-        lp_pb_uint(b, PKT_TIMESTAMP, it->ts);
-        lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
-        at = lp_pb_open(b, PKT_TRACK_EVENT);
-        lp_pb_uint(b, TE_TYPE, TYPE_SLICE_END);
-        lp_pb_uint(b, TE_TRACK_UUID, t->uuid);
-        lp_pb_close(b, at);
-        packet_out(f, o);
+        struct item end = *it;
+        end.end = 1;
+        emit(f, o, t, &end);
     }
 }
 
@@ -1267,14 +1249,6 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     interned_table(in, ID_EVENT_NAMES, &f->names);
     interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
     interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
-    size_t at = lp_pb_open(in, ID_MAPPING_PATHS);
-    lp_pb_uint(in, 1, 1);
-    lp_pb_bytes(in, 2, "[symbolised by libprof]", 23);
-    lp_pb_close(in, at);
-    at = lp_pb_open(in, ID_MAPPINGS);
-    lp_pb_uint(in, 1, MAPPING_IID);
-    lp_pb_uint(in, 7, 1);
-    lp_pb_close(in, at);
     lp_pb_uint(b, PKT_TIMESTAMP, f->first_ts == UINT64_MAX ? 0 : f->first_ts);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     lp_pb_uint(b, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
@@ -1287,7 +1261,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     merge(f, o);
     heap_profile(f, o, a, f->last_ts);
     bundle_out(f, o);
-    if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->funcs.oom) return;
+    if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->cpu.names.oom) return;
 oom:
     o->err = ENOMEM; /* the file is not kept */
     o->failed = 1;
@@ -1320,7 +1294,7 @@ static void release(struct lp_sink *k) {
     lp_strtab_free(&f->cats);
     lp_strtab_free(&f->keys);
     lp_strtab_free(&f->values);
-    lp_strtab_free(&f->funcs);
+    lp_strtab_free(&f->cpu.names);
     lp_pb_free(&f->pkt);
     lp_pb_free(&f->body);
     lp_pb_free(&f->interned);
@@ -1342,6 +1316,14 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     f->pid = r->hdr.pid;
     f->first_ts = UINT64_MAX;
     f->compress = 1;
+    f->cpu = (struct frames){.b = &f->interned,
+                             .f_strings = ID_FUNCTION_NAMES,
+                             .f_paths = ID_MAPPING_PATHS,
+                             .f_mappings = ID_MAPPINGS,
+                             .f_frames = ID_FRAMES,
+                             .f_callstacks = ID_CALLSTACKS,
+                             .base = 1};
+    frames_begin(&f->cpu);
     lp_out_init(&f->json, -1);
     f->json.pipe = feed;
     f->json.pipe_arg = f;

@@ -368,9 +368,7 @@ static void convert_orphan(const char *spool, int pid, int sig) {
                  spool, err);
         return;
     }
-    struct lp_convert_opts o = {.path = {[LP_OUT_CHROME] = is_csv || timeline != LP_OUT_CHROME ? NULL : out,
-                                         [LP_OUT_PERFETTO] = !is_csv && timeline == LP_OUT_PERFETTO ? out : NULL,
-                                         [LP_OUT_CSV] = is_csv     ? out
+    struct lp_convert_opts o = {.path = {[LP_OUT_CSV] = is_csv     ? out
                                                         : with_csv ? csv
                                                                    : NULL},
                                 .chrome_fd = -1,
@@ -378,6 +376,7 @@ static void convert_orphan(const char *spool, int pid, int sig) {
                                 .alloc_min = r.hdr.alloc_min,
                                 .killed_by = sig,
                                 .file_mode = (unsigned)lpr_cfg.file_mode};
+    if (!is_csv) o.path[timeline] = out; /* the trace: Chrome JSON, or Perfetto's for NAME.pftrace */
     rc = lp_convert(&r, &o, err, sizeof err);
     lp_reader_close(&r);
     lpr_sys_close(lk);

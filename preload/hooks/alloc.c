@@ -80,6 +80,31 @@ __attribute__((always_inline)) static inline void rec_alloc_stack(struct lpr_tls
     lpr_commit(t, r + n);
 }
 
+/* The plain allocation record (no stack, untimed): the general path's and lean_point's. */
+static inline void put_alloc(struct lpr_tls *t, unsigned kind, uint64_t t1, size_t size, void *p) {
+    uint64_t *r = lpr_reserve(t, 3);
+    if (LP_UNLIKELY(r == NULL)) return;
+    r[0] = lpr_word0(kind, t1);
+    r[1] = size;
+    r[2] = (uintptr_t)p;
+    lpr_commit(t, r + 3);
+}
+
+/* A realloc record, its stack word first when `sid` is not 0: rec_realloc's and realloc_point's. */
+static inline void put_realloc(struct lpr_tls *t, unsigned kind, uint32_t sid, uint64_t t0, uint64_t t1, size_t size,
+                               void *p, void *old) {
+    unsigned s = sid != 0;
+    uint64_t *r = lpr_reserve(t, 5 + s);
+    if (LP_UNLIKELY(r == NULL)) return;
+    if (s) *r++ = lpr_word_stack(sid);
+    r[0] = lpr_word0_timed(kind, t0);
+    r[1] = lpr_word1(t0, t1);
+    r[2] = size;
+    r[3] = (uintptr_t)p;
+    r[4] = (uintptr_t)old;
+    lpr_commit(t, r + 5);
+}
+
 __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size,
                                                             void *p) {
     uint64_t t1 = lpr_ticks();
@@ -87,12 +112,7 @@ __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, u
     if (LP_UNLIKELY(lpr_stack_depth) && lpr_alloc_sampled(t, size)) { /* LIBPROF_STACKS: the stack's id first */
         rec_alloc_stack(t, kind, t0, t1, size, p);
     } else if (LP_LIKELY(!lpr_alloc_timed)) {
-        if (LP_LIKELY((r = lpr_reserve(t, 3)) != NULL)) {
-            r[0] = lpr_word0(kind, t1);
-            r[1] = size;
-            r[2] = (uintptr_t)p;
-            lpr_commit(t, r + 3);
-        }
+        put_alloc(t, kind, t1, size, p);
     } else if ((r = lpr_reserve(t, 4)) != NULL) {
         r[0] = lpr_word0_timed(kind, t0);
         r[1] = lpr_word1(t0, t1);
@@ -128,17 +148,7 @@ __attribute__((always_inline)) static inline void rec_realloc(struct lpr_tls *t,
     uint64_t t1 = lpr_ticks();
     uint32_t sid = 0;
     if (LP_UNLIKELY(lpr_stack_depth) && p && lpr_alloc_sampled(t, size)) LP_STACK_CAPTURE(sid);
-    unsigned s = sid != 0;
-    uint64_t *r = lpr_reserve(t, 5 + s);
-    if (LP_LIKELY(r != NULL)) {
-        if (s) *r++ = lpr_word_stack(sid);
-        r[0] = lpr_word0_timed(kind, t0);
-        r[1] = lpr_word1(t0, t1);
-        r[2] = size;
-        r[3] = (uintptr_t)p;
-        r[4] = (uintptr_t)old;
-        lpr_commit(t, r + 5);
-    }
+    put_realloc(t, kind, sid, t0, t1, size, p, old);
     lpr_hook_leave(t);
 }
 
@@ -184,26 +194,20 @@ __attribute__((noinline)) static void lean_append_slow(struct lpr_tls *t, unsign
     } while (0)
 
 /* LIBPROF_ALLOC_SAMPLE on the lean path: an allocation that holds no sampled byte only counts
- * down to the next (LEAN_SAMPLE); one that may hold one is recorded here, out of line, with its
+ * down to the next (LEAN_POINT); one that may hold one is recorded here, out of line, with its
  * stack when it does (lpr_alloc_sample_point draws the next gap). */
 __attribute__((noinline)) static void lean_point(struct lpr_tls *t, unsigned kind, size_t size, void *p) {
     uint64_t t1 = lpr_ticks();
-    if (lpr_alloc_sample_point(t, size)) {
+    if (lpr_alloc_sample_point(t, size))
         rec_alloc_stack(t, kind, 0, t1, size, p);
-        return;
-    }
-    uint64_t *r = lpr_reserve(t, 3);
-    if (r == NULL) return;
-    r[0] = lpr_word0(kind, t1);
-    r[1] = size;
-    r[2] = (uintptr_t)p;
-    lpr_commit(t, r + 3);
+    else
+        put_alloc(t, kind, t1, size, p);
 }
 
-/* 1 when the allocation went to lean_point; else its bytes are counted down (sampled stacks). */
-#define LEAN_SAMPLE(t, kind, n, p)   \
-    (LP_UNLIKELY(lpr_stack_depth) && \
-     (LP_UNLIKELY((t)->sample_left <= (n)) ? (lean_point((t), (kind), (n), (p)), 1) : ((t)->sample_left -= (n), 0)))
+/* Sampled stacks on the lean path: 1 when a sampled byte may fall in the `n` bytes (the
+ * allocation goes out of line, to lean_point or realloc_point), else they are counted down. */
+#define LEAN_POINT(t, n) \
+    (LP_UNLIKELY(lpr_stack_depth) && (LP_UNLIKELY((t)->sample_left <= (n)) ? 1 : ((t)->sample_left -= (n), 0)))
 
 __attribute__((noinline)) static void *malloc_general(size_t n) {
     if (LP_UNLIKELY(lpr_real.malloc == NULL)) {
@@ -223,7 +227,9 @@ __attribute__((noinline)) static void *malloc_lean(size_t n) {
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(malloc)(n); /* libprof's own, or re-entered */
     t->guard = 1;
     void *p = LPR_REAL(malloc)(n);
-    if (!LEAN_SAMPLE(t, LP_EV_MALLOC, n, p))
+    if (LEAN_POINT(t, n))
+        lean_point(t, LP_EV_MALLOC, n, p);
+    else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
     t->guard = 0;
     return p;
@@ -261,7 +267,9 @@ __attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
     void *p = LPR_REAL(calloc)(nmemb, size);
     size_t total;
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
-    if (!LEAN_SAMPLE(t, LP_EV_CALLOC, total, p))
+    if (LEAN_POINT(t, total))
+        lean_point(t, LP_EV_CALLOC, total, p);
+    else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
     t->guard = 0;
     return p;
@@ -354,16 +362,7 @@ __attribute__((noinline)) static void realloc_point(struct lpr_tls *t, uint64_t 
     uint64_t t1 = lpr_ticks();
     uint32_t sid = 0;
     if (lpr_alloc_sample_point(t, n)) LP_STACK_CAPTURE(sid);
-    unsigned s = sid != 0;
-    uint64_t *r = lpr_reserve(t, 5 + s);
-    if (r == NULL) return;
-    if (s) *r++ = lpr_word_stack(sid);
-    r[0] = lpr_word0_timed(LP_EV_REALLOC, t0);
-    r[1] = lpr_word1(t0, t1);
-    r[2] = n;
-    r[3] = (uintptr_t)q;
-    r[4] = (uintptr_t)p;
-    lpr_commit(t, r + 5);
+    put_realloc(t, LP_EV_REALLOC, sid, t0, t1, n, q, p);
 }
 
 /* A realloc always carries both stamps (see rec_realloc). No pool block exists on the lean path:
@@ -374,12 +373,11 @@ __attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
     uint64_t t0 = lpr_tsc();
     t->guard = 1;
     void *q = LPR_REAL(realloc)(p, n);
-    if (LP_UNLIKELY(lpr_stack_depth) && q && LP_UNLIKELY(t->sample_left <= n)) { /* sampled stacks: a point */
+    if (q && LEAN_POINT(t, n)) {
         realloc_point(t, t0, n, q, p);
         t->guard = 0;
         return q;
     }
-    if (LP_UNLIKELY(lpr_stack_depth) && q) t->sample_left -= n;
     uint64_t t1 = lpr_tsc();
     LEAN_APPEND(t, 5, lpr_word0_timed(LP_EV_REALLOC, t0), lpr_word1(t0, t1), n, (uintptr_t)q, (uintptr_t)p);
     t->guard = 0;
