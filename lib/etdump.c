@@ -30,7 +30,8 @@ enum {
     PE_END = 7
 };
 
-struct slice { /* an executorch.execute (instr -1), executorch.instruction (its index) or other slice (-3) */
+struct slice { /* an executorch.execute (instr -1), executorch.instruction (its index), executorch.init
+                * (LP_ETDUMP_INIT) or other slice (LP_ETDUMP_OTHER) */
     int64_t instr;
     uint32_t tid;
     uint64_t start, dur;
@@ -47,6 +48,8 @@ struct ev { /* one profiling event of an ETDump */
     uint32_t tid, track;   /* the thread that ran it; the Chrome tid it is shown on */
     int placed, parent;    /* parent: index of the innermost event containing it, -1 */
     int run;               /* the Method::execute event it is part of (index in its dump), -1 */
+    int root;              /* its outermost enclosing event (itself when it has none) */
+    int load;              /* a load's outermost event, placed by the Method::init inside it */
 };
 
 struct row {
@@ -63,7 +66,7 @@ struct lp_etdump {
     size_t nev, capev;
     struct row *row;
     size_t nrow, caprow;
-    size_t dumps, bad, executes, unaligned, outside, nested_runs;
+    size_t dumps, bad, executes, unaligned, outside, nested_runs, loads, nested_loads;
     uint32_t tracks[64]; /* the threads given a row */
     unsigned ntracks;
 };
@@ -189,8 +192,24 @@ static void nest_run(struct lp_etdump *d, struct ev *v, size_t n, int run) {
     d->nested_runs += ok;
 }
 
+/* A load's events (those under v[root]) go on the thread when none crosses a slice of libprof's
+ * there, else on the ETDump row beside it. */
+static void nest_load(struct lp_etdump *d, struct ev *v, size_t n, int root) {
+    const struct ev *m = &v[root];
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++) {
+        if (v[i].root != root || !v[i].placed) continue;
+        for (const struct slice *s = d->sl; ok && s < d->sl + d->nsl && s->start < m->pend; s++)
+            if (s->tid == m->tid && crosses(v[i].pstart, v[i].pend, s->start, s->start + s->dur)) ok = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].root == root) v[i].track = ok ? m->tid : LP_ETDUMP_TRACK(m->tid);
+    d->nested_loads += ok;
+}
+
 /* The events of one ETDump (d->ev[first..]): nested by their own times, then placed. */
-static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struct slice **ex, size_t nex) {
+static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struct slice **ex, size_t nex,
+                  size_t *icursor, const struct slice **inits, size_t nin) {
     struct ev *v = d->ev + first;
     size_t n = d->nev - first;
     lp_sort(v, n, sizeof *v, ev_order);
@@ -200,8 +219,34 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
         v[i].parent = depth ? stack[depth - 1] : -1;
         if (depth < 64) stack[depth++] = (int)i;
     }
+    for (size_t i = 0; i < n; i++) v[i].root = v[i].parent >= 0 ? v[v[i].parent].root : (int)i;
+    /* a load: its Method::init centred in the k-th executorch.init slice, the load's outermost
+     * event given the same shift (before the loop below, which places parents first) */
+    for (size_t i = 0; i < n; i++) {
+        struct ev *e = &v[i], *root = &v[e->root];
+        if (!is(e, "Method::init") || root->load) continue;
+        const struct ev *up = e;
+        while (up->parent >= 0 && !is(up, "Method::execute")) up = &v[up->parent];
+        if (is(up, "Method::execute")) continue; /* (a method loaded while another runs) */
+        if (*icursor >= nin) {
+            d->unaligned++;
+            continue;
+        }
+        const struct slice *x = inits[(*icursor)++];
+        root->load = 1;
+        root->tid = x->tid;
+        root->shift = centre(e, x->start, x->start + x->dur);
+    }
     for (size_t i = 0; i < n; i++) {
         struct ev *e = &v[i], *p = e->parent >= 0 ? &v[e->parent] : NULL;
+        if (v[e->root].load) { /* a load's event: the outermost by the shift, the others inside it */
+            e->tid = v[e->root].tid;
+            if (!p)
+                place(e, e->shift, 0, INT64_MAX);
+            else
+                place(e, p->shift, p->pstart, p->pend);
+            continue;
+        }
         if (is(e, "Method::execute")) {
             d->executes++;
             if (*cursor >= nex) {
@@ -255,6 +300,11 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
     }
     for (size_t i = 0; i < n; i++)
         if (v[i].placed && is(&v[i], "Method::execute")) nest_run(d, v, n, (int)i);
+    for (size_t i = 0; i < n; i++)
+        if (v[i].load) {
+            d->loads++;
+            nest_load(d, v, n, (int)i);
+        }
 }
 
 static int tally(struct lp_etdump *d, const struct ev *e) {
@@ -276,14 +326,22 @@ int lp_etdump_finish(struct lp_etdump *d) {
     lp_sort(d->sl, d->nsl, sizeof *d->sl, by_start);
     const struct slice **ex = lp_os_calloc(d->nsl + 1, sizeof *ex);
     if (!ex) return -1;
-    size_t nex = 0, cursor = 0;
-    for (size_t i = 0; i < d->nsl; i++)
-        if (d->sl[i].instr == -1) ex[nex++] = &d->sl[i]; /* the executes */
+    const struct slice **in = lp_os_calloc(d->nsl + 1, sizeof *in);
+    if (!in) {
+        lp_os_free(ex);
+        return -1;
+    }
+    size_t nex = 0, cursor = 0, nin = 0, icursor = 0;
+    for (size_t i = 0; i < d->nsl; i++) {
+        if (d->sl[i].instr == -1) ex[nex++] = &d->sl[i];             /* the executes */
+        if (d->sl[i].instr == LP_ETDUMP_INIT) in[nin++] = &d->sl[i]; /* the loads */
+    }
     for (uint32_t i = 0; i < r->netdumps; i++) {
         size_t first = d->nev;
         int rc = parse(d, r->etdumps[i].data, r->etdumps[i].len);
         if (rc == -2) {
             lp_os_free(ex);
+            lp_os_free(in);
             return -1;
         }
         if (rc < 0) {
@@ -292,9 +350,10 @@ int lp_etdump_finish(struct lp_etdump *d) {
             continue;
         }
         d->dumps++;
-        align(d, first, &cursor, ex, nex);
+        align(d, first, &cursor, ex, nex, &icursor, in, nin);
     }
     lp_os_free(ex);
+    lp_os_free(in);
     for (size_t i = 0; i < d->nev; i++) {
         if (tally(d, &d->ev[i]) != 0) return -1;
         uint32_t tid = d->ev[i].tid, row = d->ev[i].placed && d->ev[i].track != tid; /* a row of its own */
@@ -335,7 +394,7 @@ void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid
         lp_json_event(j, "X", pid, e->track, "etdump", e->name, e->nlen, (int64_t)e->pstart);
         lp_json_dur(j, e->pend - e->pstart);
         lp_json_args(j);
-        if (e->instr >= 0) {
+        if (e->instr >= 0 && e->chain >= 0) { /* (a load's events have no instruction: chain -1) */
             lp_json_key(j, "instruction");
             lp_out_i64(j->o, e->instr);
             lp_json_key(j, "chain");
@@ -375,8 +434,9 @@ void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned t
 void lp_etdump_metadata(const struct lp_etdump *d, struct lp_out *out) {
     lp_out_fmt(out,
                ",\"etdump\":{\"dumps\":%zu,\"not_etdump\":%zu,\"executes\":%zu,\"placed\":%zu,\"unaligned\":%zu,"
-               "\"outside_executes\":%zu,\"nested_runs\":%zu,\"events\":[",
-               d->dumps, d->bad, d->executes, d->nev, d->unaligned, d->outside, d->nested_runs);
+               "\"outside_executes\":%zu,\"nested_runs\":%zu,\"loads\":%zu,\"nested_loads\":%zu,\"events\":[",
+               d->dumps, d->bad, d->executes, d->nev, d->unaligned, d->outside, d->nested_runs, d->loads,
+               d->nested_loads);
     for (size_t i = 0; i < d->nrow; i++) {
         lp_out_s(out, i ? ",{\"name\":" : "{\"name\":");
         lp_out_json_str(out, d->row[i].name, d->row[i].nlen);

@@ -6,8 +6,10 @@
  * the delegate's own operators) keep their offsets from it. They are shown on the thread that
  * ran them, nested in its execute and instruction slices — or, for a run where that nesting
  * would not be strict (an event crossing a slice of libprof's), on a row of their own beside the
- * thread ("ETDump (thread N)"), inside the span of the execute slice. The table sums them by
- * name, as ExecuTorch's Inspector does. */
+ * thread ("ETDump (thread N)"), inside the span of the execute slice. A method's load events
+ * (Program::load_method and what it holds) are placed the same way by libprof's executorch.init
+ * slice: the k-th Method::init event is the k-th of those slices, and the events around it keep
+ * their offsets from it. The table sums them by name, as ExecuTorch's Inspector does. */
 #ifndef LP_ETDUMP_H
 #define LP_ETDUMP_H
 
@@ -23,13 +25,15 @@ struct lp_etdump;
 struct lp_etdump *lp_etdump_new(const struct lp_reader *r);
 void lp_etdump_free(struct lp_etdump *d);
 /* A slice of the pass on thread `tid`: an executorch.execute (instruction -1), an
- * executorch.instruction (its index), or any other (LP_ETDUMP_OTHER: the ETDump's events are put
+ * executorch.instruction (its index), an executorch.init (LP_ETDUMP_INIT), or any other (LP_ETDUMP_OTHER: the ETDump's events are put
  * on the thread itself only where they cross none). -1: out of memory. */
 #define LP_ETDUMP_OTHER (-3)
+#define LP_ETDUMP_INIT (-4) /* an executorch.init: a method's load, where the load's events go */
 /* What a slice is to the ETDumps, from its record: call, argument count, third argument (the
  * instruction's index). */
 static inline int64_t lp_etdump_index(unsigned call, unsigned nargs, uint64_t index_arg) {
     return call == LP_CALL_ET_EXECUTE       ? -1
+           : call == LP_CALL_ET_INIT        ? LP_ETDUMP_INIT
            : call != LP_CALL_ET_INSTRUCTION ? LP_ETDUMP_OTHER
            : nargs >= 3                     ? (int64_t)index_arg
                                             : -2;

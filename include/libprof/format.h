@@ -350,7 +350,8 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(NCCL_ALLGATHER, "ncclAllGather", NCCL, CUDA, "bytes,root-,ranks,stream,result-")       \
     X(NCCL_REDUCESCATTER, "ncclReduceScatter", NCCL, CUDA, "bytes,root-,ranks,stream,result-") \
     X(NCCL_SEND, "ncclSend", NCCL, CUDA, "bytes,peer-,ranks,stream,result-")                 \
-    X(NCCL_RECV, "ncclRecv", NCCL, CUDA, "bytes,peer-,ranks,stream,result-")
+    X(NCCL_RECV, "ncclRecv", NCCL, CUDA, "bytes,peer-,ranks,stream,result-") \
+    X(ET_INIT, "executorch.init", EXECUTORCH, ET, "handle,error")
 // clang-format on
 
 enum lp_call {

@@ -1,11 +1,12 @@
 /* executorch.c: the executorch family — ExecuTorch programs (.pte) run by its runtime, from Python
  * (the executorch wheel's bindings) or C++ (a program linked to its libraries), unmodified: each
  * Method::execute a slice (the model's iterations), each instruction it runs a slice inside it,
+ * each method's load (Method::init: its plan read, its delegates initialised) a slice,
  * named by its operator ("aten::convolution.out") or delegate ("delegate XnnpackBackend"), and
  * the ETDumps the program's own profiler hands it, kept in the trace for the converter
  * (lib/etdump.c), which places their operator and delegate events inside the execute slices.
  *
- * How: Method::execute, Method::execute_instruction and ETDumpGen::get_etdump_data are exported
+ * How: Method::execute, Method::execute_instruction, Method::init and ETDumpGen::get_etdump_data are exported
  * C++ functions, and the runtime calls them through its PLT — even the bindings, which carry a
  * copy of the runtime of their own — so libprof defines them (their mangled names) and passes the
  * call on to the runtime's definition. The instruction about to run is read from the Method: its
@@ -174,7 +175,10 @@ static void name_of(const void *method, struct instr *in) {
 /* The functions by their mangled names (the macros of hook.h take a name as written):
  *   _ZN10executorch7runtime6Method7executeEv              Method::execute()
  *   _ZN10executorch7runtime6Method19execute_instructionEv  Method::execute_instruction()
- *   _ZN10executorch6etdump9ETDumpGen15get_etdump_dataEv    ETDumpGen::get_etdump_data() */
+ *   _ZN10executorch6etdump9ETDumpGen15get_etdump_dataEv    ETDumpGen::get_etdump_data()
+ *   _ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapE
+ *     PKNS0_21LoadBackendOptionsMapE    Method::init(ExecutionPlan*, const NamedDataMap*,
+ *     const LoadBackendOptionsMap*) (the same in 1.2 and 1.5) */
 /* executorch::runtime::Error Method::execute() — `this` the one argument, the Error (a uint32_t
  * enum) in the return register. */
 uint32_t _ZN10executorch7runtime6Method7executeEv(void *method);
@@ -184,26 +188,63 @@ struct etdump_result {
     size_t size;
 };
 struct etdump_result _ZN10executorch6etdump9ETDumpGen15get_etdump_dataEv(void *gen);
+uint32_t
+_ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE(
+    void *method, const void *plan, const void *data_map, const void *backend_options);
 
 LP_REAL_SLOT(_ZN10executorch7runtime6Method7executeEv)
 LP_REAL_SLOT(_ZN10executorch7runtime6Method19execute_instructionEv)
 LP_REAL_SLOT(_ZN10executorch6etdump9ETDumpGen15get_etdump_dataEv)
+LP_REAL_SLOT(
+    _ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE)
+
+/* The method's name ("forward") from its plan, into name[128]; NULL where the release is not known. */
+static const char *method_name(const uint8_t *plan, char *name) {
+    uint32_t len = 0;
+    const char *s = state == 1 && plan ? lp_fb_str(&whole, plan, PLAN_NAME, &len) : NULL;
+    if (!s) return NULL;
+    snprintf(name, 128, "%.*s", (int)len, s);
+    return name;
+}
 
 __attribute__((noinline)) static uint32_t execute_slow(void *method) {
     if (!LP_REAL(_ZN10executorch7runtime6Method7executeEv)) return 1; /* Error::Internal */
     if (!state) find_layout(real__ZN10executorch7runtime6Method7executeEv);
     LP_BEGIN(LP_FAM_EXECUTORCH);
     char name[128];
-    uint32_t len = 0;
-    const char *s = NULL;
-    if (t && state == 1) { /* the method's name, from its plan ("forward") */
-        s = lp_fb_str(&whole, plan_of(method), PLAN_NAME, &len);
-        snprintf(name, sizeof name, "%.*s", (int)len, s ? s : "");
-        s = name;
-    }
+    const char *s = t && state == 1 ? method_name(plan_of(method), name) : NULL; /* (L: the layout known) */
     uint32_t r = LP_REAL(_ZN10executorch7runtime6Method7executeEv)(method);
     LP_RECORD_STR(LP_CALL_ET_EXECUTE, s, U(method), r);
     return r;
+}
+
+/* A method's load: what the ETDump's load events (Program::load_method, Method::init) are placed
+ * by. The plan is an argument here, so its name needs no layout — only a release known to have
+ * this schema. */
+__attribute__((noinline)) static uint32_t init_slow(void *method, const void *plan, const void *map, const void *opts) {
+    if (!LP_REAL(
+            _ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE))
+        return 1;
+    if (!state)
+        find_layout(
+            real__ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE);
+    LP_BEGIN(LP_FAM_EXECUTORCH);
+    char name[128];
+    const char *s = t ? method_name(plan, name) : NULL;
+    uint32_t r = LP_REAL(
+        _ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE)(
+        method, plan, map, opts);
+    LP_RECORD_STR(LP_CALL_ET_INIT, s, U(method), r);
+    return r;
+}
+LP_EXPORT uint32_t
+_ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE(
+    void *method, const void *plan, const void *map, const void *opts) {
+    LP_PASS_ARGS(
+        LP_FAM_EXECUTORCH,
+        _ZN10executorch7runtime6Method4initEPN21executorch_flatbuffer13ExecutionPlanEPKNS0_12NamedDataMapEPKNS0_21LoadBackendOptionsMapE,
+        (method, plan, map, opts));
+    return init_slow(method, plan, map, opts);
 }
 LP_EXPORT uint32_t _ZN10executorch7runtime6Method7executeEv(void *method) {
     LP_PASS_ARGS(LP_FAM_EXECUTORCH, _ZN10executorch7runtime6Method7executeEv, (method));
