@@ -136,8 +136,9 @@ static void need_python(void) {
         cr_skip_test("no executorch in the project's environment " LP_VENV " (scripts/install-deps)");
 }
 
-/* From Python, unmodified: 20 executes, 5 instructions each (3 XNNPACK delegate calls, 2 portable
- * operators), named from the program's plan; the report takes the executes as iterations. */
+/* From Python, unmodified: the method's load, 20 executes, 5 instructions each (3 XNNPACK delegate
+ * calls, 2 portable operators), named from the program's plan; the report takes the executes as
+ * iterations. */
 Test(executorch, python_program_executes_and_operators, .init = setup) {
     need_python();
     const char *argv[] = {ENV_PY, ET_PY, "run", PTE, "20", NULL};
@@ -163,6 +164,15 @@ Test(executorch, python_program_executes_and_operators, .init = setup) {
     cr_expect_eq(instructions(j, ex, n, "aten::_log_softmax.out", &outside), 20);
     cr_expect_eq(instructions(j, ex, n, "instruction", &outside), 0, "instructions left unnamed");
     cr_expect_eq(outside, 0, "%d instruction slices outside every execute", outside);
+    int inits = 0; /* the method's load */
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (strcmp(str(ev, "name"), "executorch.init")) continue;
+        inits++;
+        cr_expect_str_eq(str(cJSON_GetObjectItem(ev, "args"), "method"), "forward");
+        cr_expect_lt(cJSON_GetObjectItem(ev, "ts")->valuedouble, ex[0].ts, "the load after the first execute");
+    }
+    cr_expect_eq(inits, 1);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(libprof_meta(j), "notes")), 0);
     run_prog(&rep, dir, NULL, (const char *[]){REPORT, trace, NULL});
     cr_assert_eq(rep.status, 0, "%s", rep.err);
