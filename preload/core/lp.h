@@ -294,7 +294,9 @@ LP_HIDDEN void lpr_follow_start(void);
 LP_HIDDEN int lpr_follow_exec(const char *json, const char *csv);
 LP_HIDDEN void lpr_snapshot_on_signal(int sig); /* LIBPROF_SNAPSHOT_SIGNAL's handler (life.c) */
 LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
-LP_HIDDEN void lpr_tbuf_idle(void); /* the thread is about to wait: write what it recorded, now and then */
+/* the thread is about to wait: write what it recorded, now and then; 1: a signal the program
+ * handles came meanwhile (the wait returns EINTR). `during`: the mask the wait sets, or NULL */
+LP_HIDDEN int lpr_tbuf_idle(const sigset_t *during);
 /* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words
  * (NULL: the sample is dropped), then its commit. */
 LP_HIDDEN uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words);

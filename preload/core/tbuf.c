@@ -10,6 +10,7 @@
  * recorded after that (other libraries' destructors that run later) is written through directly
  * from a small TLS scratch record, so late events still reach the trace. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -478,18 +479,66 @@ static uint64_t ticks_now(void) { return lpr_ticks() - lpr_origin_ticks; }
 /* The calling thread is about to wait (hooks/wait.c): what it recorded and has not written yet
  * is written now, if it last wrote more than IDLE_FLUSH_NS ago — so that a thread that goes
  * idle does not keep its last events from the spool (what libprof-report --live reads) until it
- * fills a chunk or ends. A thread that waits often writes at most 20 times a second. */
+ * fills a chunk or ends. A thread that waits often writes at most 20 times a second.
+ *
+ * That write is inside the program's wait: it can take a while (a thread's first wait writes
+ * all it recorded since it started, stacks and all), and a signal the program handles may come
+ * meanwhile. Had it come while the thread slept, it would have interrupted the wait; here it
+ * would be handled just before the wait began — and a program that checks for signals only up
+ * to its wait (CPython's time.sleep: its handler just sets a flag) would then sleep through it.
+ * So signals are held during the write, and 1 is returned when one the program handles came:
+ * the wait returns EINTR at once, as it would have, once the handler has run. `during`: the
+ * mask the wait itself sets (ppoll, pselect, epoll_pwait; NULL: the thread's own) — a signal it
+ * blocks would not have interrupted it. libprof's own signals (the sampler's SIGTRAP, the
+ * control signals) never do. */
 #define IDLE_FLUSH_NS 50000000u
-void lpr_tbuf_idle(void) {
+
+static uint64_t sigbit(int sig) { return sig > 0 && sig <= 64 ? UINT64_C(1) << (sig - 1) : 0; }
+
+/* Among the signals `set` (kernel bits), one whose handler is the program's, not the default,
+ * ignored, or libprof's own (one of libprof's handlers calls the program's where it has one). */
+static int program_handles(uint64_t set) {
+    Dl_info self, h;
+    int own = dladdr((void *)lpr_tbuf_idle, &self) != 0;
+    for (int sig = 1; sig <= 64; sig++) {
+        if (!(set & sigbit(sig))) continue;
+        struct {
+            void *handler;
+            unsigned long flags;
+            void *restorer;
+            uint64_t mask;
+        } act;
+        if (lpr_syscall6(SYS_rt_sigaction, sig, 0, (long)&act, 8, 0, 0) != 0) continue;
+        if (act.handler == SIG_DFL || act.handler == SIG_IGN) continue;
+        if (own && dladdr(act.handler, &h) && h.dli_fbase == self.dli_fbase) continue;
+        return 1;
+    }
+    return 0;
+}
+
+int lpr_tbuf_idle(const sigset_t *during) {
     struct lpr_tls *t = &lpr_tls;
-    if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return;
+    if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return 0;
     struct lpr_thread *n = t->thr;
-    if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return;
+    if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return 0;
+    uint64_t all = ~UINT64_C(0), old = 0, pending = 0, blocked = 0;
+    if (lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0) != 0) old = all; /* (none) */
     uint8_t g = lpr_guard_hold(t);
     lock(&n->lock);
     flush_node(n, t->cur, t->records, ticks_now());
     unlock(&n->lock);
+    int intr = 0;
+    if (old != all) {
+        if (LP_SYS(SYS_rt_sigpending, &pending, 8, 0) == 0) {
+            if (during) memcpy(&blocked, during, sizeof blocked); /* (the kernel's 64 bits lead glibc's set) */
+            uint64_t came = pending & ~old & ~blocked & ~sigbit(lpr_sample_signal()) & ~sigbit(lpr_cfg.signal) &
+                            ~sigbit(lpr_cfg.snapshot_signal);
+            intr = came && program_handles(came);
+        }
+        lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0); /* (its handler runs here) */
+    }
     lpr_guard_restore(t, g);
+    return intr;
 }
 
 /* The node's caches are mirrored in its owner's TLS (lpr_stack_cache_of, lpr_py_cache_of): set

@@ -92,6 +92,24 @@ Test(signals, handlers_are_invisible) {
     run_free(&bare);
 }
 
+/* A signal that comes while a thread writes its events on its way into a wait (its first wait
+ * writes all it recorded: with stacks, a while) interrupts the wait as it would have a moment
+ * later: CPython's time.sleep, whose handler only sets a flag, is not slept through (the child
+ * slept its whole 30 s in CPython's own test of this). */
+Test(signals, a_signal_during_the_write_before_a_wait_interrupts_it) {
+    char *dir = make_tmpdir();
+    const char *argv[] = {"/usr/bin/python3", LP_SOURCE_DIR "/tests/progs/sigwait.py", NULL};
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.json", dir), "LIBPROF_STACKS=16", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_str_eq(bare.out, "interrupted: True status: -2\n", "%s", bare.err);
+    run_prog(&r, dir, env, argv);
+    cr_expect_str_eq(r.out, bare.out, "%s", r.err);
+    cr_expect_eq(r.status, 0);
+    run_free(&bare);
+    run_free(&r);
+}
+
 /* SIGKILL cannot be caught: what was flushed must still decode, and the tool must say the trace
  * was cut short. */
 Test(signals, sigkill_leaves_a_decodable_spool) {
