@@ -143,10 +143,6 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
 
-/* The sites, when the allocations have stacks (outputs.c; NULL when the trace's stacks are only its
- * CPU samples' and its Python calls'). */
-struct lp_sites *lp_alloc_sites(const struct lp_analysis *a);
-
 /* Where the pass counts a block of `s` bytes in size_hist: 0 below 16 B, then one per power of
  * two (bucket LP_SIZE_BUCKETS - 1 takes all of those from there on once the pass is over). */
 static inline unsigned lp_size_pow2(uint64_t s) { return 60u - (unsigned)__builtin_clzll(s | 8); }

@@ -11,8 +11,8 @@
 
 void lp_out_init(struct lp_out *o, int fd) {
     o->fd = fd;
-    o->pipe = NULL;
-    o->pipe_arg = NULL;
+    o->tap = NULL;
+    o->tap_arg = NULL;
     o->failed = 0;
     o->err = 0;
     o->n = 0;
@@ -21,8 +21,8 @@ void lp_out_init(struct lp_out *o, int fd) {
 
 static void drain(struct lp_out *o) {
     size_t off = 0;
-    if (o->pipe) {
-        o->pipe(o->pipe_arg, o->buf, o->n);
+    if (o->tap) {
+        o->tap(o->tap_arg, o->buf, o->n);
         off = o->n;
     }
     while (off < o->n && !o->failed) {

@@ -9,10 +9,10 @@
 
 struct lp_out {
     int fd;
-    /* when set, what fills the buffer goes to pipe(pipe_arg, bytes, n) instead of fd: a writer
+    /* when set, what fills the buffer goes to tap(tap_arg, bytes, n) instead of fd: a writer
      * that reads another's output as it is made (the Perfetto trace reads the Chrome trace's) */
-    void (*pipe)(void *arg, const char *p, size_t n);
-    void *pipe_arg;
+    void (*tap)(void *arg, const char *p, size_t n);
+    void *tap_arg;
     int failed; /* a write failed (errno saved in err) */
     int err;
     size_t n;

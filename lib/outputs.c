@@ -17,32 +17,26 @@
 #include "write_perfetto.h"
 #include "symbols.h"
 
-/* The sites, when the allocations have stacks (the stacks of a trace may be only its CPU
- * samples' and its Python calls'; a version 9 file says nothing of it). */
-struct lp_sites *lp_alloc_sites(const struct lp_analysis *a) {
-    return a->r->hdr.version < 10 || a->r->hdr.alloc_stacks ? a->sites : NULL;
-}
-
 /* The heap counter's buckets, which the pass fills for the timelines (once, whichever asks). */
 static int counter_buckets(struct lp_analysis *a) {
     return a->cb || (a->cb = lp_os_malloc(LP_COUNTER_BUCKETS * sizeof *a->cb)) ? 0 : -1;
 }
 
-static int chrome(struct lp_sink *k, struct lp_analysis *a) {
+static int open_chrome(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
     if (counter_buckets(a) != 0) return -1;
     return lp_sink_chrome(k, a->r, o->path[LP_OUT_CHROME], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
-static int perfetto(struct lp_sink *k, struct lp_analysis *a) {
+static int open_perfetto(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
     if (counter_buckets(a) != 0) return -1;
     return lp_sink_perfetto(k, a->r, o->path[LP_OUT_PERFETTO], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
-static int csv(struct lp_sink *k, struct lp_analysis *a) {
+static int open_csv(struct lp_sink *k, struct lp_analysis *a) {
     (void)a;
     return lp_sink_csv(k);
 }
-static int summary(struct lp_sink *k, struct lp_analysis *a) {
+static int open_summary(struct lp_sink *k, struct lp_analysis *a) {
     (void)a;
     return lp_sink_summary(k);
 }
@@ -66,7 +60,7 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
         if (exe[i] == '/') b = i + 1;
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)(n - b), exe + b);
-    if (lp_speedscope(k->out, name, lp_alloc_sites(a), a->samples) != 0) k->out->err = ENOMEM;
+    if (lp_speedscope(k->out, name, lp_alloc_sites(a->r, a->sites), a->samples) != 0) k->out->err = ENOMEM;
 }
 static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_samples_folded(a->samples, k->out); }
 static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
@@ -101,9 +95,9 @@ TOTALS(pprof_heap, pprof_heap_finish)
 // clang-format off
 const struct lp_output lp_outputs[LP_OUT_COUNT] = {
     /*                        key             option            beside the trace    needs             streamed writer */
-    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                1, chrome},
-    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                0, csv},
-    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                0, summary},
+    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                1, open_chrome},
+    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                0, open_csv},
+    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                0, open_summary},
     [LP_OUT_FOLDED]       = {"folded",       "--folded",       ".alloc.folded",    LP_NEEDS_STACKS,  0, folded},
     [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", ".leaks.folded",    LP_NEEDS_STACKS,  0, leaks},
     [LP_OUT_SPEEDSCOPE]   = {"speedscope",   "--speedscope",   ".speedscope.json", EITHER,           0, speedscope},
@@ -112,7 +106,7 @@ const struct lp_output lp_outputs[LP_OUT_COUNT] = {
     [LP_OUT_CPU_FOLDED]   = {"cpu-folded",   "--cpu-folded",   ".cpu.folded",      LP_NEEDS_SAMPLES, 0, cpu_folded},
     [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, 0, pprof},
     [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  0, pprof_heap},
-    [LP_OUT_PERFETTO]     = {"perfetto",     "--perfetto",     NULL,               0,                1, perfetto},
+    [LP_OUT_PERFETTO]     = {"perfetto",     "--perfetto",     NULL,               0,                1, open_perfetto},
 };
 // clang-format on
 

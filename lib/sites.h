@@ -82,4 +82,10 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
                       const struct lp_sites *by);
 void lp_site_series_free(struct lp_site_series *s);
 
+/* `sites` when the trace's allocations have stacks, else NULL (its stacks may be only its CPU
+ * samples' and its Python calls'; a version 9 file says nothing of it). */
+static inline struct lp_sites *lp_alloc_sites(const struct lp_reader *r, struct lp_sites *sites) {
+    return r->hdr.version < 10 || r->hdr.alloc_stacks ? sites : NULL;
+}
+
 #endif

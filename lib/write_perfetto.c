@@ -6,7 +6,7 @@
  * profile (a ProfilePacket, as heapprofd's).
  *
  * One stream of events for both timelines: this writer runs the Chrome writer (write_chrome.c)
- * into a pipe of its own (lp_out's `pipe`) and reads each event as it is made — slices, instants,
+ * into a tap of its own (lp_out's `tap`) and reads each event as it is made — slices, instants,
  * async ranges, counter samples, flows, names of threads and processes. So the two files always
  * show the same slices, counters and flows, and the long-run rules (the bounded window, folded
  * counters, a followed run's segments) hold alike. Each Chrome event becomes TrackEvents:
@@ -912,7 +912,7 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
 }
 
 static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns) {
-    struct lp_sites *sites = lp_alloc_sites(a);
+    struct lp_sites *sites = lp_alloc_sites(a->r, a->sites);
     if (!sites) return;
     struct lp_pb tables = {0}, dump = {0};
     /* (its strings hold the mapping's path and the function names: those start at 2) */
@@ -1325,8 +1325,8 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
                              .base = 1};
     frames_begin(&f->cpu);
     lp_out_init(&f->json, -1);
-    f->json.pipe = feed;
-    f->json.pipe_arg = f;
+    f->json.tap = feed;
+    f->json.tap_arg = f;
     f->chrome.out = &f->json;
     if (lp_sink_chrome(&f->chrome, r, path, alloc_min, timeline_ns, timeline_min_ns) != 0) return -1;
     k->alloc_min = f->chrome.alloc_min;
