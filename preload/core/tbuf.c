@@ -521,14 +521,16 @@ int lpr_tbuf_idle(const sigset_t *during) {
     if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return 0;
     struct lpr_thread *n = t->thr;
     if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return 0;
-    uint64_t all = ~UINT64_C(0), old = 0, pending = 0, blocked = 0;
-    if (lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0) != 0) old = all; /* (none) */
+    /* (a fault in the write itself stays deliverable: blocked, the kernel would just kill) */
+    uint64_t all = ~(sigbit(SIGSEGV) | sigbit(SIGBUS) | sigbit(SIGILL) | sigbit(SIGFPE)), old = 0, pending = 0,
+             blocked = 0;
+    if (lpr_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0, 0) != 0) old = ~UINT64_C(0);
     uint8_t g = lpr_guard_hold(t);
     lock(&n->lock);
     flush_node(n, t->cur, t->records, ticks_now());
     unlock(&n->lock);
     int intr = 0;
-    if (old != all) {
+    if (old != ~UINT64_C(0)) {
         if (LP_SYS(SYS_rt_sigpending, &pending, 8, 0) == 0) {
             if (during) memcpy(&blocked, during, sizeof blocked); /* (the kernel's 64 bits lead glibc's set) */
             uint64_t came = pending & ~old & ~blocked & ~sigbit(lpr_sample_signal()) & ~sigbit(lpr_cfg.signal) &
