@@ -1,6 +1,7 @@
 /* test_perfetto.c: Perfetto's protobuf trace (LIBPROF_OUTPUT=NAME.pftrace, libprof-report
- * --perfetto), decoded by Python's protobuf library against a schema written from Perfetto's
- * documented field numbers (check_pftrace.py, perfetto_subset.proto): every interned id
+ * --perfetto), parsed with Perfetto's own compiled schema (check_pftrace_schema.py: no field it
+ * does not have) and decoded against a schema written from Perfetto's documented field numbers
+ * (check_pftrace.py, perfetto_subset.proto): every interned id
  * resolves, every slice ends, timestamps rise; the same run's Chrome JSON has as many slices,
  * instants, counter samples and flows, its folded CPU stacks as many samples, its allocation
  * flame graph as many bytes as the heap profile. */
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -25,6 +27,18 @@ static cJSON *check(const char *trace, const char *const *more) {
     cr_assert_eq(r.status, 0, "%s: %s", trace, r.err);
     cJSON *j = cJSON_Parse(r.out);
     cr_assert_not_null(j, "check_pftrace.py printed: %s", r.out);
+    run_free(&r);
+    /* and by Perfetto's own schema: it parses, no field it does not have, as many packets */
+    if (access(LP_VENV "/bin/python3", X_OK) != 0) cr_skip_test("no environment at " LP_VENV " (scripts/install-deps)");
+    run_prog(&r, NULL, NULL,
+             (const char *[]){LP_VENV "/bin/python3", LP_SOURCE_DIR "/tests/integration/check_pftrace_schema.py", trace,
+                              NULL});
+    cr_assert_eq(r.status, 0, "%s: %s", trace, r.err);
+    cJSON *theirs = cJSON_Parse(r.out);
+    cr_assert_not_null(theirs, "check_pftrace_schema.py printed: %s", r.out);
+    cr_expect_eq(cJSON_GetObjectItem(theirs, "packets")->valuedouble, cJSON_GetObjectItem(j, "packets")->valuedouble,
+                 "%s: packets by Perfetto's schema and by the subset", trace);
+    cJSON_Delete(theirs);
     run_free(&r);
     return j;
 }
