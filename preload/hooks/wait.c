@@ -71,7 +71,7 @@ WAIT_HOOK(NANOSLEEP, int, nanosleep, (const struct timespec *req, struct timespe
           int64_t ns = ts_ns(req), (slept_none(req, rem, 0), eintr()), I(ns), I(r))
 WAIT_HOOK(CLOCK_NANOSLEEP, int, clock_nanosleep,
           (clockid_t clk, int flags, const struct timespec *req, struct timespec *rem), (clk, flags, req, rem), ENOSYS,
-          NULL, int64_t ns = asked_ns(clk, flags, req), slept_none(req, rem, flags &TIMER_ABSTIME), I(ns), I(r))
+          NULL, int64_t ns = asked_ns(clk, flags, req), slept_none(req, rem, (flags & TIMER_ABSTIME) != 0), I(ns), I(r))
 WAIT_HOOK(USLEEP, int, usleep, (useconds_t us), (us), -1, NULL, (void)0, eintr(), (uint64_t)us * 1000, I(r))
 WAIT_HOOK(SLEEP, unsigned, sleep, (unsigned s), (s), s, NULL, (void)0, s, (uint64_t)s * 1000000000u, (uint64_t)r)
 WAIT_HOOK(POLL, int, poll, (struct pollfd * fds, nfds_t n, int timeout), (fds, n, timeout), -1, NULL, (void)0, eintr(),
