@@ -477,9 +477,10 @@ RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
 	echo "== $$t ($$(( $$(date +%s) - s0 )) s)"; cat $(BUILD)/test-logs/$$(basename $$t).log; \
 	[ $$rc -eq 0 ] || exit $$rc; done
 
-# The integration suites run two at a time (most of their time is spent waiting on the programs
-# they run: one at a time left a core idle), the longest first, each one's output printed whole
-# when it ends (-O). `make check` is the edit loop's: the unit tests and the suites that take a
+# The integration suites run three at a time on two cores (much of their time is spent waiting
+# on the programs they run — CPython's own suites sleep, a followed run lasts 30 s — and two at a
+# time left the cores idle a third of the time), the longest first, each one's output printed
+# whole when it ends (-O). `make check` is the edit loop's: the unit tests and the suites that take a
 # few seconds each (under a minute in all: the slow ones, and ExecuTorch's, are make test's).
 INTEG_SLOW = test_coexist test_python test_sample test_report test_mpi test_docs test_torch
 INTEG_ORDER = $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
@@ -497,7 +498,7 @@ unit: all $(UNIT_BINS)
 # passing run and kept after a failing one, for inspection.
 # (INTEG_EXTRA: more of the same parallel run — make test adds the fuzzer.)
 integration: all $(INTEG_BINS) $(PROG_BINS)
-	@$(MAKE) --no-print-directory -j2 -O $(addprefix suite-,$(INTEG_ORDER)) $(INTEG_EXTRA)
+	@$(MAKE) --no-print-directory -j3 -O $(addprefix suite-,$(INTEG_ORDER)) $(INTEG_EXTRA)
 	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
 	@rm -rf /tmp/libprof-test-*
 
