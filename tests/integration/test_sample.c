@@ -63,7 +63,8 @@ static int perf_shares(const char *dir, const char *const *fns, int n, double *s
 
 /* The known split: A 2.0 s (50 %), B 1.0 s (25 %), main 0.5 s in f1 and 0.5 s in f2 (12.5 %
  * each), a sleeper 0 %. libprof's shares within 3 points of the program's own clocks and of
- * perf's; the samples at least 90 % of those asked (CPU seconds x rate); the sleeper has none. */
+ * perf's; the samples at least 90 % of those asked (CPU seconds x rate); the sleeper has none
+ * but what its start may cost. */
 Test(sample, known_split_matches_the_truth_and_perf) {
     char *dir = make_tmpdir();
     char *json = strfmt("%s/s.json", dir);
@@ -100,9 +101,19 @@ Test(sample, known_split_matches_the_truth_and_perf) {
             cr_expect(ours > perf[i] - 3 && ours < perf[i] + 3, "%s: %.1f %%, perf %.1f %%", fns[i], ours, perf[i]);
     }
     if (!have_perf) fprintf(stderr, "sample::known_split: perf is not usable here: compared with the program only\n");
-    /* four threads ran; the sleeper took no sample */
-    int threads = cJSON_GetArraySize(cJSON_GetObjectItem(smp, "threads"));
-    cr_expect_eq(threads, 3, "threads with samples: %d (the sleeper must have none)", threads);
+    /* four threads ran; the sleeper's 2 s asleep took no sample (a wall-clock sampler would give
+     * it ~2000; the CPU its start and its way into the sleep use may reach a millisecond on a
+     * loaded machine: one or two samples) */
+    int burners = 0, sleepers = 0;
+    cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(smp, "threads")) {
+        if (num(t, "samples") > 2)
+            burners++;
+        else
+            sleepers++;
+    }
+    cr_expect_eq(burners, 3, "threads with more than 2 samples: %d (the sleeper must have none)", burners);
+    cr_expect_leq(sleepers, 1);
     cJSON_Delete(j);
     run_free(&r);
 }
