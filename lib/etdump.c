@@ -47,7 +47,8 @@ struct ev { /* one profiling event of an ETDump */
     uint64_t pstart, pend; /* placed */
     uint32_t tid, track;   /* the thread that ran it; the Chrome tid it is shown on */
     int placed, parent;    /* parent: index of the innermost event containing it, -1 */
-    int run;               /* the Method::execute event it is part of (index in its dump), -1 */
+    int run;               /* its group: the Method::execute event it is part of, or its load's
+                            * outermost event (index in its dump), -1 */
     int root;              /* its outermost enclosing event (itself when it has none) */
     int load;              /* a load's outermost event, placed by the Method::init inside it */
 };
@@ -166,6 +167,22 @@ static int crosses(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
     return !disjoint && !a_in_b && !b_in_a;
 }
 
+/* The events of group g (v[i].run == g: a run, or a load) go on thread `tid` itself when none
+ * crosses a slice of libprof's there, from `from` to the first that starts at `hi` or later
+ * (slices are in start order); otherwise on the ETDump row beside the thread. 1: on the thread. */
+static int nest_group(struct lp_etdump *d, struct ev *v, size_t n, int g, uint32_t tid, const struct slice *from,
+                      uint64_t hi) {
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++) {
+        if (v[i].run != g || !v[i].placed) continue;
+        for (const struct slice *s = from; ok && s < d->sl + d->nsl && s->start < hi; s++)
+            if (s->tid == tid && crosses(v[i].pstart, v[i].pend, s->start, s->start + s->dur)) ok = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].run == g) v[i].track = ok ? tid : LP_ETDUMP_TRACK(tid);
+    return ok;
+}
+
 /* A run's events go on the thread itself, nested in libprof's execute slice, when that holds in
  * Chrome's strict sense: the execute event is widened to hold every instruction slice of the
  * run, and no event crosses a slice of libprof's in the run (an instruction, a call made inside
@@ -174,7 +191,6 @@ static void nest_run(struct lp_etdump *d, struct ev *v, size_t n, int run) {
     struct ev *m = &v[run];
     const struct slice *x = &d->sl[-1 - m->instr], *end = d->sl + d->nsl;
     uint64_t x0 = x->start, x1 = x->start + x->dur;
-    int ok = 1;
     for (const struct slice *s = x + 1; s < end && s->start < x1; s++) {
         if (s->tid != x->tid || s->instr < 0) continue; /* (other slices: checked below) */
         if (s->start < m->pstart) m->pstart = s->start;
@@ -182,29 +198,13 @@ static void nest_run(struct lp_etdump *d, struct ev *v, size_t n, int run) {
     }
     if (m->pstart < x0) m->pstart = x0;
     if (m->pend > x1) m->pend = x1;
-    for (size_t i = 0; ok && i < n; i++) {
-        if (v[i].run != run || !v[i].placed) continue;
-        for (const struct slice *s = x + 1; ok && s < end && s->start < x1; s++)
-            if (s->tid == x->tid && crosses(v[i].pstart, v[i].pend, s->start, s->start + s->dur)) ok = 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (v[i].run == run) v[i].track = ok ? x->tid : LP_ETDUMP_TRACK(x->tid);
-    d->nested_runs += ok;
+    d->nested_runs += nest_group(d, v, n, run, x->tid, x + 1, x1);
 }
 
-/* A load's events (those under v[root]) go on the thread when none crosses a slice of libprof's
- * there, else on the ETDump row beside it. */
-static void nest_load(struct lp_etdump *d, struct ev *v, size_t n, int root) {
-    const struct ev *m = &v[root];
-    int ok = 1;
-    for (size_t i = 0; ok && i < n; i++) {
-        if (v[i].root != root || !v[i].placed) continue;
-        for (const struct slice *s = d->sl; ok && s < d->sl + d->nsl && s->start < m->pend; s++)
-            if (s->tid == m->tid && crosses(v[i].pstart, v[i].pend, s->start, s->start + s->dur)) ok = 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (v[i].root == root) v[i].track = ok ? m->tid : LP_ETDUMP_TRACK(m->tid);
-    d->nested_loads += ok;
+/* The Method::execute event that `e` is or is part of, NULL when none. */
+static const struct ev *execute_of(const struct ev *v, const struct ev *e) {
+    while (e && !is(e, "Method::execute")) e = e->parent >= 0 ? &v[e->parent] : NULL;
+    return e;
 }
 
 /* The events of one ETDump (d->ev[first..]): nested by their own times, then placed. */
@@ -225,9 +225,7 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
     for (size_t i = 0; i < n; i++) {
         struct ev *e = &v[i], *root = &v[e->root];
         if (!is(e, "Method::init") || root->load) continue;
-        const struct ev *up = e;
-        while (up->parent >= 0 && !is(up, "Method::execute")) up = &v[up->parent];
-        if (is(up, "Method::execute")) continue; /* (a method loaded while another runs) */
+        if (execute_of(v, e)) continue; /* (a method loaded while another runs) */
         if (*icursor >= nin) {
             d->unaligned++;
             continue;
@@ -259,8 +257,7 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
             e->instr = -1 - (int32_t)(x - d->sl); /* which slice: its instructions are looked up by it */
             continue;
         }
-        const struct ev *run = p;
-        while (run && !is(run, "Method::execute")) run = run->parent >= 0 ? &v[run->parent] : NULL;
+        const struct ev *run = execute_of(v, p);
         if (!run || !run->placed || !p->placed) {
             if (!run)
                 d->outside++;
@@ -293,17 +290,16 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
             if (e->pend > p->pend) p->pend = e->pend < x->start + x->dur ? e->pend : x->start + x->dur;
         }
     }
-    for (size_t i = 0; i < n; i++) { /* each event's run */
-        const struct ev *r = &v[i];
-        while (r && !is(r, "Method::execute")) r = r->parent >= 0 ? &v[r->parent] : NULL;
-        v[i].run = r ? (int)(r - v) : -1;
+    for (size_t i = 0; i < n; i++) { /* each event's group: its run, or its load */
+        const struct ev *r = execute_of(v, &v[i]);
+        v[i].run = r ? (int)(r - v) : v[v[i].root].load ? v[i].root : -1;
     }
     for (size_t i = 0; i < n; i++)
         if (v[i].placed && is(&v[i], "Method::execute")) nest_run(d, v, n, (int)i);
     for (size_t i = 0; i < n; i++)
         if (v[i].load) {
             d->loads++;
-            nest_load(d, v, n, (int)i);
+            d->nested_loads += nest_group(d, v, n, (int)i, v[i].tid, d->sl, v[i].pend);
         }
 }
 
