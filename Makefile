@@ -86,6 +86,7 @@ HOOK_SRCS += preload/hooks/torch.c
 HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/executorch.c
 HOOK_SRCS += preload/hooks/cuda.c
+HOOK_SRCS += preload/hooks/cupti.c
 HOOK_SRCS += preload/hooks/nvtx.c
 HOOK_SRCS += preload/hooks/cublas.c
 HOOK_SRCS += preload/hooks/nccl.c
@@ -110,6 +111,7 @@ LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/etdump.c
 LIB_SRCS += lib/cudamem.c
+LIB_SRCS += lib/gpu.c
 LIB_SRCS += lib/torch.c
 LIB_SRCS += lib/write_chrome.c
 LIB_SRCS += lib/write_perfetto.c
@@ -236,7 +238,7 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 # how PyTorch has it, and the one libprof sees), when the toolkit is at $(CUDA) (the cuda tests skip
 # otherwise). It runs with or without a GPU.
 CUDA    ?= /usr/local/cuda
-CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13) \
+CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13 $(BUILD)/progs/fakecuda/libcupti.so.13) \
              $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog) \
              $(if $(wildcard $(CUDA)/lib/libnccl.so),$(if $(wildcard $(CUDA)/lib64/libcublas.so),$(BUILD)/progs/gpulibs))
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
@@ -338,6 +340,13 @@ $(BUILD)/progs/fakecuda/libcudart.so.13: tests/progs/fakecudart.c tests/progs/fa
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/progs/fakecudart.map -o $@ $<
+
+# a stand-in for CUPTI beside it: fakecudart's work on a made-up device (the GPU times' tests),
+# its records laid out by the toolkit's own header
+$(BUILD)/progs/fakecuda/libcupti.so.13: tests/progs/fakecupti.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -I$(CUDA)/include -Wl,-soname,libcupti.so.13 -o $@ $< -lpthread
 
 # cuBLAS and NCCL, the toolkit's own libraries, called with no GPU (each returns its error)
 $(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)

@@ -239,6 +239,9 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
     uint64_t bytes = 0;
     int64_t ret = (int64_t)a[nargs ? nargs - 1 : 0];
     switch (role) {
+    case LP_ROLE_GPU: /* the GPU's own record, not a call of the program's: lib/gpu.c places it */
+        v->hidden = 1;
+        return 0;
     case LP_ROLE_FDPATH:
         bind(c, &c->fd_ix, a[0] + 1, file_for(c, str, slen));
         v->hidden = 1;

@@ -16,6 +16,7 @@
 #include "reader.h"
 #include "cudamem.h"
 #include "etdump.h"
+#include "gpu.h"
 #include "ort.h"
 #include "pycalls.h"
 #include "sites.h"
@@ -107,6 +108,7 @@ struct lp_analysis {
     struct lp_ort *ort;                  /* ONNX Runtime's node profiles (ort.c) */
     struct lp_etdump *etdump;            /* ExecuTorch's ETDumps (etdump.c) */
     struct lp_cudamem *cudamem;          /* CUDA device memory (cudamem.c) */
+    struct lp_gpu *gpu;                  /* the GPU's own records: kernels, copies, sets (gpu.c) */
     struct lp_torch *torch;              /* PyTorch's operators (torch.c) */
     uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */
     uint64_t mpi_sync_ns[2];             /* ends of the main thread's first MPI_Barrier, MPI_Init (skew.c) */

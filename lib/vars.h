@@ -69,6 +69,9 @@
     X("LIBPROF_ORT_NODES", "0|1", "1", \
       "0: do not turn ONNX Runtime's own per-node profiling on", \
       BOOL, ort_nodes, 0, 0, NULL) \
+    X("LIBPROF_GPU_TIMES", "0|1", "1", \
+      "0: do not load CUPTI for the GPU's own times of kernels, copies and sets (loaded at a program's first CUDA call; a program that starts its own CUPTI client, torch.profiler or Nsight, takes it over)", \
+      BOOL, gpu_times, 0, 0, NULL) \
     X("LIBPROF_TORCH_SHAPES", "0|1", "0", \
       "1: each PyTorch operator carries its input shapes (args.shapes), as torch.profiler's record_shapes", \
       BOOL, torch_shapes, 0, 0, NULL) \

@@ -1,5 +1,5 @@
 /* views.c: see views.h. The table, and each view's row: thin adapters over its own file (torch.c,
- * ort.c, etdump.c, cudamem.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
+ * ort.c, etdump.c, cudamem.c, gpu.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
 #define _GNU_SOURCE
 #include "views.h"
 
@@ -98,6 +98,28 @@ static void cm_metadata(const struct lp_analysis *a, struct lp_out *o) {
     if (lp_cudamem_any(a->cudamem)) lp_cudamem_metadata(a->cudamem, o);
 }
 
+/* ---- the GPU's own kernels, copies and sets (gpu.c), from CUPTI's records; the GPU families'
+ * calls are their arrows' starts ------------------------------------------------------------- */
+static int gpu_create(struct lp_analysis *a) { return (a->gpu = lp_gpu_new(a->r)) ? 0 : -1; }
+static int gpu_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    unsigned fam = lp_call_family[s->call->call];
+    return fam == LP_FAM_CUDA || fam == LP_FAM_CUBLAS || fam == LP_FAM_NCCL ? lp_gpu_call(a->gpu, e, s->call) : 0;
+}
+static int gpu_finish(struct lp_analysis *a) { return lp_gpu_finish(a->gpu); }
+static void gpu_destroy(struct lp_analysis *a) { lp_gpu_free(a->gpu); }
+static void gpu_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    if (lp_gpu_any(a->gpu)) lp_gpu_summary(a->gpu, o, top, a->span_ns);
+}
+static void gpu_csv(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_gpu_any(a->gpu)) lp_gpu_csv(a->gpu, o);
+}
+static void gpu_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_gpu_any(a->gpu)) lp_gpu_chrome(a->gpu, j, pid); /* a track per stream, arrows from the launches */
+}
+static void gpu_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_gpu_any(a->gpu)) lp_gpu_metadata(a->gpu, o);
+}
+
 /* ---- Python call slices (pycalls.c) -------------------------------------------------------- */
 static int py_create(struct lp_analysis *a) { return (a->pycalls = lp_pycalls_new(a->r)) ? 0 : -1; }
 static int py_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
@@ -160,6 +182,8 @@ const struct lp_view lp_views[] = {
      et_summary, NULL, et_chrome, et_metadata},
     {"cuda memory", SHAPE(CALL), cm_create, cm_event, NULL, NULL, cm_destroy,
      cm_summary, NULL, cm_chrome, cm_metadata},
+    {"gpu", SHAPE(CALL), gpu_create, gpu_event, NULL, gpu_finish, gpu_destroy,
+     gpu_summary, gpu_csv, gpu_chrome, gpu_metadata},
     {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
      torch_summary, torch_csv, torch_chrome, torch_metadata},
     {"mpi", SHAPE(CALL), NULL, mpi_event, NULL, NULL, NULL, NULL, NULL, NULL, NULL},

@@ -202,6 +202,11 @@ enum lp_call_role {
                         * (args name id, grid, block, shared bytes, stream); copies' direction is
                         * cudaMemcpyKind (0 host-host ... 4 default) */
     LP_ROLE_NVTX,      /* NVTX: args message name id (the slice's name), domain name id (0: the default), depth */
+    LP_ROLE_GPU,       /* the GPU's own record of a kernel, copy or set (CUPTI), not a call: args its start
+                        * and end (CLOCK_MONOTONIC ns, the GPU's clock mapped by CUPTI), device, stream,
+                        * the correlation id CUPTI gave its launch; a correlation record pairs that id
+                        * with the launch slice's start (its ticks since origin). The record's own time
+                        * is when libprof received it. */
 };
 
 /* The kind of an ExecuTorch instruction (its program's InstructionArguments union). */
@@ -351,7 +356,12 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(NCCL_REDUCESCATTER, "ncclReduceScatter", NCCL, CUDA, "bytes,root-,ranks,stream,result-") \
     X(NCCL_SEND, "ncclSend", NCCL, CUDA, "bytes,peer-,ranks,stream,result-")                 \
     X(NCCL_RECV, "ncclRecv", NCCL, CUDA, "bytes,peer-,ranks,stream,result-") \
-    X(ET_INIT, "executorch.init", EXECUTORCH, ET, "handle,error")
+    X(ET_INIT, "executorch.init", EXECUTORCH, ET, "handle,error") \
+    X(GPU_KERNEL, "gpu kernel", CUDA, GPU, "name,start,end,device,stream,correlation,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_bytes,registers") \
+    X(GPU_MEMCPY, "gpu memcpy", CUDA, GPU, "bytes,direction,start,end,device,stream,correlation") \
+    X(GPU_MEMSET, "gpu memset", CUDA, GPU, "bytes,start,end,device,stream,correlation") \
+    X(GPU_CORRELATION, "gpu correlation", CUDA, GPU, "correlation,launch") \
+    X(GPU_DROPPED, "gpu dropped", CUDA, GPU, "records")
 // clang-format on
 
 enum lp_call {

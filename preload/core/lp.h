@@ -90,6 +90,7 @@ struct lpr_config {
     int python_malloc;         /* LIBPROF_PYTHON_MALLOC=1: PYTHONMALLOC=malloc for the interpreter */
     int py_user_lines;         /* LIBPROF_PY_LINES=user: per-line views charge the program's own frame */
     int ort_nodes;             /* LIBPROF_ORT_NODES: ONNX Runtime's per-node profiling (default 1) */
+    int gpu_times;             /* LIBPROF_GPU_TIMES: CUPTI for the GPU's own times (default 1) */
     int torch_shapes;          /* LIBPROF_TORCH_SHAPES: PyTorch operators carry their input shapes */
     uint64_t timeline_ns;      /* LIBPROF_TIMELINE: the Chrome trace's full-detail stretch (0: the whole run) */
     uint64_t timeline_min_ns;  /* LIBPROF_TIMELINE_MIN_NS: before it, slices this long are kept */
@@ -162,6 +163,7 @@ LP_HIDDEN size_t lpr_ort_py_session(const void *self, const char *path, const ch
 LP_HIDDEN size_t lpr_ort_py_run(const void *self, const char *inputs, const char *outputs, const char *api, char *s,
                                 size_t cap);
 LP_HIDDEN void *lpr_mpi_dlsym(void *handle, const char *name);
+LP_HIDDEN void *lpr_cupti_dlsym(void *handle, const char *name); /* hooks/cupti.c: a CUPTI client's own start */
 
 /* ---- "log.c": the only way libprof talks to the user at run time --------------------------- */
 

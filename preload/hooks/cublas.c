@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <stdint.h>
 
+#include "gpu.h"
 #include "hook.h"
 
 typedef int cublas_status; /* cublasStatus_t */
@@ -68,36 +69,36 @@ static uint64_t lt_k(void *desc, void *ad) {
     return layout_u64(ad, desc_op(desc, DESC_TRANSA) ? LAYOUT_ROWS : LAYOUT_COLS);
 }
 
-LP_HOOK(CUBLAS, CUBLAS_SGEMM, cublas_status, cublasSgemm_v2,
-        (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, const float *b,
-         int ldb, const float *be, float *c, int ldc),
-        (h, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc), STATUS_MISSING, (void)0, I(m), I(n), I(k), I(ta), I(tb),
-        U(1), U(R_32F), I(r))
-LP_HOOK(CUBLAS, CUBLAS_DGEMM, cublas_status, cublasDgemm_v2,
-        (void *h, int ta, int tb, int m, int n, int k, const double *al, const double *a, int lda, const double *b,
-         int ldb, const double *be, double *c, int ldc),
-        (h, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc), STATUS_MISSING, (void)0, I(m), I(n), I(k), I(ta), I(tb),
-        U(1), U(R_64F), I(r))
-LP_HOOK(CUBLAS, CUBLAS_GEMM_EX, cublas_status, cublasGemmEx,
-        (void *h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda, const void *b,
-         int bt, int ldb, const void *be, void *c, int ct, int ldc, int compute, int algo),
-        (h, ta, tb, m, n, k, al, a, at, lda, b, bt, ldb, be, c, ct, ldc, compute, algo), STATUS_MISSING, (void)0, I(m),
-        I(n), I(k), I(ta), I(tb), U(1), I(at), I(r))
-LP_HOOK(CUBLAS, CUBLAS_SGEMM_BATCHED, cublas_status, cublasSgemmStridedBatched,
-        (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, long long sa,
-         const float *b, int ldb, long long sb, const float *be, float *c, int ldc, long long sc, int batch),
-        (h, ta, tb, m, n, k, al, a, lda, sa, b, ldb, sb, be, c, ldc, sc, batch), STATUS_MISSING, (void)0, I(m), I(n),
-        I(k), I(ta), I(tb), I(batch), U(R_32F), I(r))
-LP_HOOK(CUBLAS, CUBLAS_GEMM_BATCHED_EX, cublas_status, cublasGemmStridedBatchedEx,
-        (void *h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda, long long sa,
-         const void *b, int bt, int ldb, long long sb, const void *be, void *c, int ct, int ldc, long long sc,
-         int batch, int compute, int algo),
-        (h, ta, tb, m, n, k, al, a, at, lda, sa, b, bt, ldb, sb, be, c, ct, ldc, sc, batch, compute, algo),
-        STATUS_MISSING, (void)0, I(m), I(n), I(k), I(ta), I(tb), I(batch), I(at), I(r))
-LP_HOOK(CUBLAS, CUBLASLT_MATMUL, cublas_status, cublasLtMatmul,
-        (void *h, void *desc, const void *al, const void *a, void *ad, const void *b, void *bd, const void *be,
-         const void *c, void *cd, void *d, void *dd, const void *algo, void *ws, size_t wss, void *stream),
-        (h, desc, al, a, ad, b, bd, be, c, cd, d, dd, algo, ws, wss, stream), STATUS_MISSING, (void)0,
-        U(layout_u64(dd, LAYOUT_ROWS)), U(layout_u64(dd, LAYOUT_COLS)), U(lt_k(desc, ad)),
-        I(desc_op(desc, DESC_TRANSA)), I(desc_op(desc, DESC_TRANSB)), I(layout_i32(dd, LAYOUT_BATCH, 1)),
-        I(layout_i32(ad, LAYOUT_TYPE, -1)), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLAS_SGEMM, cublas_status, cublasSgemm_v2,
+               (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, const float *b,
+                int ldb, const float *be, float *c, int ldc),
+               (h, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc), STATUS_MISSING, LP_GPU_CALL, I(m), I(n), I(k),
+               I(ta), I(tb), U(1), U(R_32F), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLAS_DGEMM, cublas_status, cublasDgemm_v2,
+               (void *h, int ta, int tb, int m, int n, int k, const double *al, const double *a, int lda,
+                const double *b, int ldb, const double *be, double *c, int ldc),
+               (h, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc), STATUS_MISSING, LP_GPU_CALL, I(m), I(n), I(k),
+               I(ta), I(tb), U(1), U(R_64F), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLAS_GEMM_EX, cublas_status, cublasGemmEx,
+               (void *h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda,
+                const void *b, int bt, int ldb, const void *be, void *c, int ct, int ldc, int compute, int algo),
+               (h, ta, tb, m, n, k, al, a, at, lda, b, bt, ldb, be, c, ct, ldc, compute, algo), STATUS_MISSING,
+               LP_GPU_CALL, I(m), I(n), I(k), I(ta), I(tb), U(1), I(at), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLAS_SGEMM_BATCHED, cublas_status, cublasSgemmStridedBatched,
+               (void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda, long long sa,
+                const float *b, int ldb, long long sb, const float *be, float *c, int ldc, long long sc, int batch),
+               (h, ta, tb, m, n, k, al, a, lda, sa, b, ldb, sb, be, c, ldc, sc, batch), STATUS_MISSING, LP_GPU_CALL,
+               I(m), I(n), I(k), I(ta), I(tb), I(batch), U(R_32F), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLAS_GEMM_BATCHED_EX, cublas_status, cublasGemmStridedBatchedEx,
+               (void *h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda,
+                long long sa, const void *b, int bt, int ldb, long long sb, const void *be, void *c, int ct, int ldc,
+                long long sc, int batch, int compute, int algo),
+               (h, ta, tb, m, n, k, al, a, at, lda, sa, b, bt, ldb, sb, be, c, ct, ldc, sc, batch, compute, algo),
+               STATUS_MISSING, LP_GPU_CALL, I(m), I(n), I(k), I(ta), I(tb), I(batch), I(at), I(r))
+LP_HOOK_AROUND(CUBLAS, CUBLASLT_MATMUL, cublas_status, cublasLtMatmul,
+               (void *h, void *desc, const void *al, const void *a, void *ad, const void *b, void *bd, const void *be,
+                const void *c, void *cd, void *d, void *dd, const void *algo, void *ws, size_t wss, void *stream),
+               (h, desc, al, a, ad, b, bd, be, c, cd, d, dd, algo, ws, wss, stream), STATUS_MISSING, LP_GPU_CALL,
+               U(layout_u64(dd, LAYOUT_ROWS)), U(layout_u64(dd, LAYOUT_COLS)), U(lt_k(desc, ad)),
+               I(desc_op(desc, DESC_TRANSA)), I(desc_op(desc, DESC_TRANSB)), I(layout_i32(dd, LAYOUT_BATCH, 1)),
+               I(layout_i32(ad, LAYOUT_TYPE, -1)), I(r))

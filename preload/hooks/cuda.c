@@ -15,8 +15,8 @@
  * static runtime (nvcc's default) calls none of these through its PLT: nothing of it is seen
  * here.
  *
- * GPU time (the kernels' start and end on the device) is not measured here: that needs CUPTI or
- * events on a machine with a GPU. */
+ * GPU time (the kernels' start and end on the device) comes from CUPTI (cupti.c): each call here
+ * is bracketed by a correlation id, its start, that ties what it queued to its slice. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../../lib/os.h"
+#include "gpu.h"
 #include "hook.h"
 
 typedef struct {
@@ -67,13 +68,16 @@ static const char *kname_mangled(const void *key) {
     return h < KNAMES ? __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE) : NULL;
 }
 
-/* The name id of a device function's mangled name, demangled when the process has a C++ runtime. */
+/* The name id of a device function's mangled name, demangled when the process has a C++ runtime:
+ * looked for until found, also where it is loaded only as a dependency of a library opened
+ * RTLD_LOCAL (Python's extension modules, PyTorch's), which RTLD_DEFAULT does not search. */
 static uint32_t kernel_name(const char *mangled) {
     static char *(*demangle)(const char *, char *, size_t *, int *);
-    static int looked;
-    if (!looked) {
-        demangle = (char *(*)(const char *, char *, size_t *, int *))lpr_dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        looked = 1;
+    if (!demangle) {
+        void *f = lpr_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        void *h = f ? NULL : LPR_REAL(dlopen)("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) f = lpr_dlsym(h, "__cxa_demangle");
+        demangle = (char *(*)(const char *, char *, size_t *, int *))f;
     }
     int st = -1;
     char *d = demangle && mangled[0] == '_' && mangled[1] == 'Z' ? demangle(mangled, NULL, NULL, &st) : NULL;
@@ -90,6 +94,11 @@ static uint32_t kname_id(const void *key) {
     const char *m = __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE);
     if (!id && m) __atomic_store_n(&knames[h].id, id = kernel_name(m), __ATOMIC_RELEASE);
     return id ? id : lpr_name_id("<unnamed kernel>");
+}
+
+uint32_t lpr_cuda_name_id(const char *mangled) {
+    kname_put(mangled, mangled); /* keyed by the string itself: CUPTI's names are shared by a kernel's records */
+    return kname_id(mangled);
 }
 
 LP_REAL_SLOT(__cudaRegisterFunction)
@@ -132,7 +141,8 @@ static void record_launch(struct lpr_tls *t, uint64_t t0, const void *kernel, di
                                                         void *stream) {                                           \
         if (!LP_REAL(fn)) return ERR_UNKNOWN;                                                                     \
         LP_BEGIN(LP_FAM_CUDA);                                                                                    \
-        cuda_err r = LP_REAL(fn)(k, g, b, args, shmem, stream);                                                   \
+        cuda_err r;                                                                                               \
+        LP_GPU_CALL(LP_REAL(fn), r = LP_REAL(fn)(k, g, b, args, shmem, stream));                                  \
         if (t) record_launch(t, t0, k, g, b, shmem, stream, r);                                                   \
         return r;                                                                                                 \
     }                                                                                                             \
@@ -196,7 +206,8 @@ LP_REAL_SLOT(cudaGraphLaunch)
 __attribute__((noinline)) static cuda_err cudaMalloc_slow(void **p, size_t n) {
     if (!LP_REAL(cudaMalloc)) return ERR_UNKNOWN;
     LP_BEGIN(LP_FAM_CUDA);
-    cuda_err r = LP_REAL(cudaMalloc)(p, n);
+    cuda_err r;
+    LP_GPU_CALL(LP_REAL(cudaMalloc), r = LP_REAL(cudaMalloc)(p, n));
     if (t) record_alloc(t, t0, LP_CALL_CUDA_MALLOC, p, n, NULL, 0, r);
     return r;
 }
@@ -207,7 +218,8 @@ LP_EXPORT cuda_err cudaMalloc(void **p, size_t n) {
 __attribute__((noinline)) static cuda_err cudaMallocAsync_slow(void **p, size_t n, void *s) {
     if (!LP_REAL(cudaMallocAsync)) return ERR_UNKNOWN;
     LP_BEGIN(LP_FAM_CUDA);
-    cuda_err r = LP_REAL(cudaMallocAsync)(p, n, s);
+    cuda_err r;
+    LP_GPU_CALL(LP_REAL(cudaMallocAsync), r = LP_REAL(cudaMallocAsync)(p, n, s));
     if (t) record_alloc(t, t0, LP_CALL_CUDA_MALLOC_ASYNC, p, n, s, 1, r);
     return r;
 }
@@ -215,22 +227,24 @@ LP_EXPORT cuda_err cudaMallocAsync(void **p, size_t n, void *s) {
     LP_PASS_ARGS(LP_FAM_CUDA, cudaMallocAsync, (p, n, s));
     return cudaMallocAsync_slow(p, n, s);
 }
-LP_HOOK(CUDA, CUDA_FREE, cuda_err, cudaFree, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
-LP_HOOK(CUDA, CUDA_MALLOC_HOST, cuda_err, cudaMallocHost, (void **p, size_t n), (p, n), ERR_UNKNOWN, (void)0, MADE(p),
-        U(n), I(r))
-LP_HOOK(CUDA, CUDA_FREE_HOST, cuda_err, cudaFreeHost, (void *p), (p), ERR_UNKNOWN, (void)0, U(p), I(r))
-LP_HOOK(CUDA, CUDA_FREE_ASYNC, cuda_err, cudaFreeAsync, (void *p, void *s), (p, s), ERR_UNKNOWN, (void)0, U(p), U(s),
-        I(r))
-LP_HOOK(CUDA, CUDA_MEMCPY, cuda_err, cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k), ERR_UNKNOWN,
-        (void)0, U(n), I(k), I(r))
-LP_HOOK(CUDA, CUDA_MEMCPY_ASYNC, cuda_err, cudaMemcpyAsync, (void *d, const void *s, size_t n, int k, void *st),
-        (d, s, n, k, st), ERR_UNKNOWN, (void)0, U(n), I(k), U(st), I(r))
-LP_HOOK(CUDA, CUDA_MEMSET, cuda_err, cudaMemset, (void *p, int v, size_t n), (p, v, n), ERR_UNKNOWN, (void)0, U(n),
-        I(r))
-LP_HOOK(CUDA, CUDA_MEMSET_ASYNC, cuda_err, cudaMemsetAsync, (void *p, int v, size_t n, void *s), (p, v, n, s),
-        ERR_UNKNOWN, (void)0, U(n), U(s), I(r))
-LP_HOOK(CUDA, CUDA_DEVICE_SYNC, cuda_err, cudaDeviceSynchronize, (void), (), ERR_UNKNOWN, (void)0, I(r))
-LP_HOOK(CUDA, CUDA_STREAM_SYNC, cuda_err, cudaStreamSynchronize, (void *s), (s), ERR_UNKNOWN, (void)0, U(s), I(r))
-LP_HOOK(CUDA, CUDA_EVENT_SYNC, cuda_err, cudaEventSynchronize, (void *e), (e), ERR_UNKNOWN, (void)0, U(e), I(r))
-LP_HOOK(CUDA, CUDA_GRAPH_LAUNCH, cuda_err, cudaGraphLaunch, (void *g, void *s), (g, s), ERR_UNKNOWN, (void)0, U(g),
-        U(s), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_FREE, cuda_err, cudaFree, (void *p), (p), ERR_UNKNOWN, LP_GPU_CALL, U(p), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_MALLOC_HOST, cuda_err, cudaMallocHost, (void **p, size_t n), (p, n), ERR_UNKNOWN, LP_GPU_CALL,
+               MADE(p), U(n), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_FREE_HOST, cuda_err, cudaFreeHost, (void *p), (p), ERR_UNKNOWN, LP_GPU_CALL, U(p), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_FREE_ASYNC, cuda_err, cudaFreeAsync, (void *p, void *s), (p, s), ERR_UNKNOWN, LP_GPU_CALL,
+               U(p), U(s), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_MEMCPY, cuda_err, cudaMemcpy, (void *d, const void *s, size_t n, int k), (d, s, n, k),
+               ERR_UNKNOWN, LP_GPU_CALL, U(n), I(k), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_MEMCPY_ASYNC, cuda_err, cudaMemcpyAsync, (void *d, const void *s, size_t n, int k, void *st),
+               (d, s, n, k, st), ERR_UNKNOWN, LP_GPU_CALL, U(n), I(k), U(st), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_MEMSET, cuda_err, cudaMemset, (void *p, int v, size_t n), (p, v, n), ERR_UNKNOWN, LP_GPU_CALL,
+               U(n), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_MEMSET_ASYNC, cuda_err, cudaMemsetAsync, (void *p, int v, size_t n, void *s), (p, v, n, s),
+               ERR_UNKNOWN, LP_GPU_CALL, U(n), U(s), I(r))
+LP_HOOK_AROUND(CUDA, CUDA_DEVICE_SYNC, cuda_err, cudaDeviceSynchronize, (void), (), ERR_UNKNOWN, LP_GPU_CALL, I(r))
+LP_HOOK_AROUND(CUDA, CUDA_STREAM_SYNC, cuda_err, cudaStreamSynchronize, (void *s), (s), ERR_UNKNOWN, LP_GPU_CALL, U(s),
+               I(r))
+LP_HOOK_AROUND(CUDA, CUDA_EVENT_SYNC, cuda_err, cudaEventSynchronize, (void *e), (e), ERR_UNKNOWN, LP_GPU_CALL, U(e),
+               I(r))
+LP_HOOK_AROUND(CUDA, CUDA_GRAPH_LAUNCH, cuda_err, cudaGraphLaunch, (void *g, void *s), (g, s), ERR_UNKNOWN, LP_GPU_CALL,
+               U(g), U(s), I(r))

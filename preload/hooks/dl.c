@@ -147,7 +147,8 @@ LP_EXPORT int dlclose(void *h) {
 
 /* dlsym: lookups of the names libprof itself exports as hooks go where they would have gone
  * without libprof (ONNX Runtime's entry: to libprof's recorded table, hooks/ort.c; an MPI
- * function: to the MPI library's, hooks/mpi.c). Every other lookup goes on to the C library's
+ * function: to the MPI library's, hooks/mpi.c; CUPTI's registration: to libprof's, which hands
+ * CUPTI over, hooks/cupti.c). Every other lookup goes on to the C library's
  * dlsym as a tail call, so the return address it sees — what RTLD_NEXT is relative to — is the
  * caller's, not libprof's. libprof's own lookups call the C library's directly (lpr_dlsym). */
 LP_EXPORT void *dlsym(void *handle, const char *name) {
@@ -155,6 +156,8 @@ LP_EXPORT void *dlsym(void *handle, const char *name) {
         return lpr_ort_dlsym(handle, name);
     if (LP_UNLIKELY(name[0] == 'M' && name[1] == 'P' && name[2] == 'I' && name[3] == '_') && handle != RTLD_NEXT)
         return lpr_mpi_dlsym(handle, name);
+    if (LP_UNLIKELY(name[0] == 'c' && name[1] == 'u' && name[2] == 'p' && name[3] == 't') && handle != RTLD_NEXT)
+        return lpr_cupti_dlsym(handle, name);
     return lpr_dlsym_real()(handle, name);
 }
 

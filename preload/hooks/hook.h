@@ -20,7 +20,8 @@
  * parameters and of the result `r`, in the order LP_CALLS names them (include/libprof/format.h).
  * Hooks that need more (a path string, a variadic prototype, a trampoline) are written by hand
  * from the same pieces: LP_REAL_SLOT, LP_REAL, LP_NOFN, LP_BEGIN, LP_RECORD, LP_RECORD_STR;
- * LP_HOOK_STR is LP_HOOK for a record that carries a string (a path) after its arguments.
+ * LP_HOOK_STR is LP_HOOK for a record that carries a string (a path) after its arguments;
+ * LP_HOOK_AROUND is LP_HOOK with the real call wrapped (the GPU families' correlation).
  *
  * Adding a family: one file here, one row in LP_FAMILIES and its entry points in LP_CALLS
  * (include/libprof/format.h), its exported names in preload/libprof.map, one line in the
@@ -109,6 +110,22 @@
     LP_EXPORT RET FN PARAMS {                                     \
         LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                     \
         return FN##_slow ARGS;                                    \
+    }
+
+/* LP_HOOK with the real call made inside AROUND(real, statement): the GPU families bracket it
+ * with a correlation id that ties what it queued on the GPU to its slice (gpu.h, LP_GPU_CALL). */
+#define LP_HOOK_AROUND(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, AROUND, ...) \
+    __attribute__((noinline)) static RET FN##_slow PARAMS {                 \
+        if (!LP_REAL(FN)) LP_NOFN(FAIL);                                    \
+        LP_BEGIN(LP_FAM_##FAM);                                             \
+        RET r;                                                              \
+        AROUND(LP_REAL(FN), r = LP_REAL(FN) ARGS);                          \
+        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);               \
+        return r;                                                           \
+    }                                                                       \
+    LP_EXPORT RET FN PARAMS {                                               \
+        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                               \
+        return FN##_slow ARGS;                                              \
     }
 
 /* The same for a call whose record carries a string after its arguments (a path). */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu.h"
 #include "hook.h"
 
 typedef int nccl_result; /* ncclResult_t */
@@ -45,29 +46,31 @@ static uint64_t ranks(void *comm) {
     return n > 0 ? (uint64_t)n : 0;
 }
 
-LP_HOOK(NCCL, NCCL_ALLREDUCE, nccl_result, ncclAllReduce,
-        (const void *s, void *r_, size_t count, int type, int op, void *comm, void *stream),
-        (s, r_, count, type, op, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(-1),
-        U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_BROADCAST, nccl_result, ncclBroadcast,
-        (const void *s, void *r_, size_t count, int type, int root, void *comm, void *stream),
-        (s, r_, count, type, root, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(root),
-        U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_REDUCE, nccl_result, ncclReduce,
-        (const void *s, void *r_, size_t count, int type, int op, int root, void *comm, void *stream),
-        (s, r_, count, type, op, root, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(root),
-        U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_ALLGATHER, nccl_result, ncclAllGather,
-        (const void *s, void *r_, size_t count, int type, void *comm, void *stream), (s, r_, count, type, comm, stream),
-        RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(-1), U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_REDUCESCATTER, nccl_result, ncclReduceScatter,
-        (const void *s, void *r_, size_t count, int type, int op, void *comm, void *stream),
-        (s, r_, count, type, op, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(-1),
-        U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_SEND, nccl_result, ncclSend,
-        (const void *s, size_t count, int type, int peer, void *comm, void *stream),
-        (s, count, type, peer, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(peer),
-        U(ranks(comm)), U(stream), I(r))
-LP_HOOK(NCCL, NCCL_RECV, nccl_result, ncclRecv, (void *r_, size_t count, int type, int peer, void *comm, void *stream),
-        (r_, count, type, peer, comm, stream), RESULT_MISSING, (void)0, U(bytes_of(count, type)), I(peer),
-        U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_ALLREDUCE, nccl_result, ncclAllReduce,
+               (const void *s, void *r_, size_t count, int type, int op, void *comm, void *stream),
+               (s, r_, count, type, op, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(-1),
+               U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_BROADCAST, nccl_result, ncclBroadcast,
+               (const void *s, void *r_, size_t count, int type, int root, void *comm, void *stream),
+               (s, r_, count, type, root, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(root),
+               U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_REDUCE, nccl_result, ncclReduce,
+               (const void *s, void *r_, size_t count, int type, int op, int root, void *comm, void *stream),
+               (s, r_, count, type, op, root, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)),
+               I(root), U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_ALLGATHER, nccl_result, ncclAllGather,
+               (const void *s, void *r_, size_t count, int type, void *comm, void *stream),
+               (s, r_, count, type, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(-1),
+               U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_REDUCESCATTER, nccl_result, ncclReduceScatter,
+               (const void *s, void *r_, size_t count, int type, int op, void *comm, void *stream),
+               (s, r_, count, type, op, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(-1),
+               U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_SEND, nccl_result, ncclSend,
+               (const void *s, size_t count, int type, int peer, void *comm, void *stream),
+               (s, count, type, peer, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(peer),
+               U(ranks(comm)), U(stream), I(r))
+LP_HOOK_AROUND(NCCL, NCCL_RECV, nccl_result, ncclRecv,
+               (void *r_, size_t count, int type, int peer, void *comm, void *stream),
+               (r_, count, type, peer, comm, stream), RESULT_MISSING, LP_GPU_CALL, U(bytes_of(count, type)), I(peer),
+               U(ranks(comm)), U(stream), I(r))

@@ -92,6 +92,8 @@ Test(cuda, calls_and_kernels_with_their_errors) {
     for (int k = 0; k < 7; k++) cr_expect_eq(seen[k], 1, "%s recorded %d times", each[k], seen[k]);
     cr_expect_eq(wrong, 0, "%d calls recorded with another error than the program got", wrong);
     cr_expect_eq(calls, 12);
+    /* with no GPU, CUPTI (the toolkit's, loaded at the first call) cannot trace: the trace says so */
+    if (err != 0) cr_expect(notes_with(trace, "no GPU times"), "a note says why there are no GPU times");
     cJSON_Delete(j);
     run_free(&bare);
     run_free(&r);
@@ -308,4 +310,128 @@ Test(cuda, cublas_gemms_and_nccl_collectives) {
     cJSON_Delete(j);
     run_free(&bare);
     run_free(&r);
+}
+
+/* The GPU's own times, through CUPTI's activity API: with the stand-in runtime and the stand-in
+ * CUPTI beside it (fakecupti: records laid out by NVIDIA's header, a made-up device whose times
+ * follow a known rule: a kernel 1000 + grid_x * block_x / 512 + 10 * shared bytes ns, a copy
+ * bytes / 8 ns, a set bytes / 64 ns, each after the one before on its stream). Each kernel, copy
+ * and set is a slice on its stream's track with those times, an arrow from the call that queued
+ * it, and the kernel table counts and times them; a program that then starts its own CUPTI
+ * client (as torch.profiler does) gets its own records, and the trace says when libprof's ended.
+ * The real CUPTI on a real GPU: scripts/gpu-check. */
+static cJSON *by_name(cJSON *arr, const char *name) {
+    cJSON *x;
+    cJSON_ArrayForEach(x, arr) if (!strcmp(str(x, "name"), name)) return x;
+    return NULL;
+}
+
+Test(cuda, gpu_times_on_a_track_per_stream_with_arrows_from_their_calls) {
+    if (access(PROG("fakecuda/libcupti.so.13"), R_OK) != 0 || access(PROG("cudaprog"), X_OK) != 0)
+        cr_skip_test("no CUDA toolkit at /usr/local/cuda");
+    char *dir = make_tmpdir(), *trace = strfmt("%s/g.json", dir), *csv = strfmt("%s/g.csv", dir);
+    char *lib = strfmt("LD_LIBRARY_PATH=%s", PROG("fakecuda"));
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace),
+                              strfmt("LIBPROF_CSV=%s", csv), "LIBPROF_SUMMARY=1", NULL},
+             (const char *[]){PROG("cudaprog"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(printed(r.out, "cudaMalloc"), 0, "the stand-in runtime was not used: %s", r.out);
+    char *e;
+    cJSON *sum = check_trace_py(trace, &e); /* strict JSON, no overlapping slices on a track */
+    cr_assert_not_null(sum, "%s", e);
+    cJSON_Delete(sum);
+    cJSON *j = load_json(trace), *ev;
+    cr_assert_not_null(j);
+    cJSON *g = cJSON_GetObjectItem(libprof_meta(j), "gpu");
+    cr_assert_not_null(g, "no metadata.libprof.gpu: %s", r.err);
+    cr_expect_eq(meta_num(g, "kernels"), 5);
+    cr_expect_eq(meta_num(g, "memcpys"), 2);
+    cr_expect_eq(meta_num(g, "memsets"), 1);
+    cr_expect_eq(meta_num(g, "linked"), 8, "every operation tied to its call");
+    cr_expect_eq(meta_num(g, "dropped"), 0);
+    cJSON *k = cJSON_GetObjectItem(g, "by_kernel"), *scale = by_name(k, "scale(float*, float, int)"),
+          *add = by_name(k, "add_one(float*, int)");
+    cr_assert(scale && add, "kernels named from CUPTI's records");
+    cr_expect_eq(meta_num(scale, "count"), 3);
+    cr_expect_eq(meta_num(scale, "total_ns"), 3 * (1000 + 4096 * 256 / 512));
+    cr_expect_eq(meta_num(add, "count"), 2);
+    cr_expect_eq(meta_num(add, "total_ns"), 2 * (1000 + 1024 * 1024 / 512 + 10 * 128));
+    /* the slices: each on its stream's track, its own duration; an arrow from its call's slice */
+    cJSON *tracks = cJSON_CreateObject();
+    double main_tid = -1;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (!strcmp(str(ev, "ph"), "M") && !strcmp(str(ev, "name"), "thread_name")) {
+            char *t = strfmt("%.0f", num(ev, "tid"));
+            cJSON_AddStringToObject(tracks, t, str(cJSON_GetObjectItem(ev, "args"), "name"));
+            free(t);
+        }
+        if (!strcmp(str(ev, "cat"), "cuda") && main_tid < 0) main_tid = num(ev, "tid");
+    }
+    int ops = 0, arrows = 0, bound = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *cat = str(ev, "cat"), *ph = str(ev, "ph"), *name = str(ev, "name");
+        if (strcmp(cat, "gpu")) continue;
+        if (!strcmp(ph, "s")) {
+            arrows++;
+            cr_expect_eq(num(ev, "tid"), main_tid, "an arrow starts on the thread that made the call");
+            cJSON *c; /* at the start of a cuda slice of that thread */
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "traceEvents")) if (!strcmp(str(c, "cat"), "cuda") &&
+                                                                             !strcmp(str(c, "ph"), "X") &&
+                                                                             num(c, "ts") == num(ev, "ts")) {
+                bound++;
+                break;
+            }
+            continue;
+        }
+        if (strcmp(ph, "X")) continue;
+        ops++;
+        char *t = strfmt("%.0f", num(ev, "tid"));
+        const char *track = str(tracks, t);
+        free(t);
+        double dur = num(ev, "dur");
+        if (!strcmp(name, "scale(float*, float, int)")) {
+            cr_expect_str_eq(track, "GPU 0 stream 7");
+            cr_expect_float_eq(dur, 3.048, 1e-6);
+        } else if (!strcmp(name, "add_one(float*, int)")) {
+            cr_expect_str_eq(track, "GPU 0 stream 13");
+            cr_expect_float_eq(dur, 4.328, 1e-6);
+        } else if (!strcmp(name, "memcpy HtoD") || !strcmp(name, "memcpy DtoH")) {
+            cr_expect_float_eq(dur, 4194304 / 8 / 1000.0, 1e-6);
+            cr_expect_eq(num(cJSON_GetObjectItem(ev, "args"), "bytes"), 4194304);
+        } else {
+            cr_expect_str_eq(name, "memset");
+            cr_expect_float_eq(dur, 2097152 / 64 / 1000.0, 1e-6);
+        }
+    }
+    cr_expect_eq(ops, 8);
+    cr_expect_eq(arrows, 8);
+    cr_expect_eq(bound, 8, "each arrow starts where its call's slice does");
+    cr_expect(strstr(r.err, "GPU (CUPTI): 5 kernels, 2 copies, 1 sets on 2 streams"), "summary: %s", r.err);
+    cr_expect(strstr(r.err, "GPU 0 stream 13: 4 operations"), "summary: %s", r.err);
+    char *c = read_file(csv, NULL);
+    cr_expect(c && strstr(c, "\"scale(float*, float, int)\",gpu,3,9144"), "csv: %s", c ? c : "none");
+    free(c);
+    cJSON_Delete(tracks);
+    cJSON_Delete(j);
+    run_free(&r);
+
+    /* the program's own CUPTI client: its records are its own, libprof's end there */
+    struct run bare, own;
+    char *t2 = strfmt("%s/o.json", dir);
+    run_prog(&bare, dir, (const char *[]){lib, NULL}, (const char *[]){PROG("cudaprog"), "own-cupti", NULL});
+    run_prog(&own, dir, (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", t2), NULL},
+             (const char *[]){PROG("cudaprog"), "own-cupti", NULL});
+    cr_assert_eq(own.status, 0, "%s", own.err);
+    cr_expect(strstr(bare.out, "own cupti kernels 1\n"), "%s", bare.out);
+    cr_expect_str_eq(own.out, bare.out);
+    cr_expect(notes_with(t2, "GPU times end at"), "a note says when libprof's GPU times ended");
+    j = load_json(t2);
+    cr_assert_not_null(j);
+    g = cJSON_GetObjectItem(libprof_meta(j), "gpu");
+    cr_expect(g && meta_num(g, "kernels") == 5, "libprof keeps the kernels before the program took CUPTI");
+    cJSON_Delete(j);
+    run_free(&bare);
+    run_free(&own);
 }

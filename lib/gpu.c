@@ -1,0 +1,365 @@
+/* gpu.c: see gpu.h. The records arrive in the order CUPTI delivered its buffers, not in time
+ * order: they are kept (a program queues thousands of kernels a second, not millions) and sorted
+ * by stream and start at the end. The arrows' starts: every timed call of the GPU families, by its
+ * start — the key the recorder pushed as CUPTI's external correlation id. */
+#define _GNU_SOURCE
+#include "gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "calls.h"
+#include "describe.h"
+#include "fmt.h"
+#include "map.h"
+#include "os.h"
+#include "stats.h"
+#include "vec.h"
+
+enum { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
+
+struct op {
+    uint64_t start, end, bytes; /* ns since origin */
+    uint64_t from_ns;           /* the launching slice's start, and its thread (0: not known) */
+    uint32_t from_tid, name, device, stream, corr, track;
+    uint32_t grid[3], block[3], shared, regs;
+    uint8_t kind, dir;
+};
+
+struct track {
+    uint32_t device, stream;
+    uint64_t ops, busy_ns, first_ns, last_ns;
+};
+
+struct lp_gpu {
+    const struct lp_reader *r;
+    struct op *op;
+    size_t nop, capop;
+    struct lp_map calls;  /* a GPU family call's start ns + 1 -> its thread */
+    struct lp_map corr;   /* CUPTI's correlation id + 1 -> the call's start in ticks since origin + 1 */
+    struct lp_map byname; /* kernel name id + 1 -> index in kern */
+    struct kern {
+        uint32_t name;
+        struct fnstat f;
+    } *kern;
+    size_t nkern, capkern;
+    struct fnstat copy[16], sets; /* copies by CUPTI's direction, sets */
+    struct track *track;
+    size_t ntrack, captrack;
+    uint64_t dropped, linked, busy_ns, kernels, copies, nsets;
+};
+
+static const char *const dir_names[16] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA",
+                                          "DtoD",    "HtoH", "PtoP"};
+static const char *dir_name(unsigned d) { return d < 16 && dir_names[d] ? dir_names[d] : "unknown"; }
+
+struct lp_gpu *lp_gpu_new(const struct lp_reader *r) {
+    struct lp_gpu *g = lp_os_calloc(1, sizeof *g);
+    if (g) g->r = r;
+    return g;
+}
+
+void lp_gpu_free(struct lp_gpu *g) {
+    if (!g) return;
+    lp_map_free(&g->calls);
+    lp_map_free(&g->corr);
+    lp_map_free(&g->byname);
+    for (size_t i = 0; i < g->nkern; i++) lp_fnstat_free(&g->kern[i].f);
+    for (unsigned i = 0; i < 16; i++) lp_fnstat_free(&g->copy[i]);
+    lp_fnstat_free(&g->sets);
+    lp_os_free(g->kern);
+    lp_os_free(g->op);
+    lp_os_free(g->track);
+    lp_os_free(g);
+}
+
+int lp_gpu_any(const struct lp_gpu *g) { return g && (g->nop || g->dropped); }
+
+/* CUPTI's CLOCK_MONOTONIC ns into the trace's ns since origin */
+static uint64_t since_origin(const struct lp_gpu *g, uint64_t mono) {
+    uint64_t o = g->r->hdr.origin_mono_ns;
+    return mono > o ? mono - o : 0;
+}
+
+int lp_gpu_call(struct lp_gpu *g, const struct lp_event *e, const struct lp_call_rec *c) {
+    const uint64_t *a = c->a;
+    if (lp_call_role[c->call] != LP_ROLE_GPU) { /* a call that may queue GPU work: an arrow's start */
+        if (!e->timed) return 0;
+        return lp_map_put(&g->calls, e->start_ns + 1, e->tid, NULL) < 0 ? -1 : 0;
+    }
+    struct op o = {0};
+    switch (c->call) {
+    case LP_CALL_GPU_CORRELATION:
+        if (c->nargs < 2) return 0;
+        return lp_map_put(&g->corr, a[0] + 1, a[1] + 1, NULL) < 0 ? -1 : 0;
+    case LP_CALL_GPU_DROPPED:
+        if (c->nargs >= 1) g->dropped += a[0];
+        return 0;
+    case LP_CALL_GPU_KERNEL:
+        if (c->nargs < 14) return 0;
+        o = (struct op){.kind = OP_KERNEL, .name = (uint32_t)a[0], .start = a[1], .end = a[2]};
+        o.device = (uint32_t)a[3], o.stream = (uint32_t)a[4], o.corr = (uint32_t)a[5];
+        for (int i = 0; i < 3; i++) o.grid[i] = (uint32_t)a[6 + i], o.block[i] = (uint32_t)a[9 + i];
+        o.shared = (uint32_t)a[12], o.regs = (uint32_t)a[13];
+        break;
+    case LP_CALL_GPU_MEMCPY:
+        if (c->nargs < 7) return 0;
+        o = (struct op){.kind = OP_MEMCPY, .bytes = a[0], .dir = (uint8_t)(a[1] < 16 ? a[1] : 0)};
+        o.start = a[2], o.end = a[3], o.device = (uint32_t)a[4], o.stream = (uint32_t)a[5], o.corr = (uint32_t)a[6];
+        break;
+    case LP_CALL_GPU_MEMSET:
+        if (c->nargs < 6) return 0;
+        o = (struct op){.kind = OP_MEMSET, .bytes = a[0], .start = a[1], .end = a[2]};
+        o.device = (uint32_t)a[3], o.stream = (uint32_t)a[4], o.corr = (uint32_t)a[5];
+        break;
+    default: return 0;
+    }
+    o.start = since_origin(g, o.start);
+    o.end = since_origin(g, o.end);
+    if (o.end < o.start) o.end = o.start;
+    if (LP_RESERVE(g->op, g->capop, g->nop + 1) != 0) return -1;
+    g->op[g->nop++] = o;
+    return 0;
+}
+
+static int by_track_start(const void *x, const void *y) {
+    const struct op *a = x, *b = y;
+    if (a->track != b->track) return a->track < b->track ? -1 : 1;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+static int by_device_start(const void *x, const void *y) {
+    const struct op *a = x, *b = y;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static long track_of(struct lp_gpu *g, uint32_t device, uint32_t stream) {
+    for (size_t i = 0; i < g->ntrack; i++)
+        if (g->track[i].device == device && g->track[i].stream == stream) return (long)i;
+    if (LP_RESERVE(g->track, g->captrack, g->ntrack + 1) != 0) return -1;
+    g->track[g->ntrack] = (struct track){device, stream, 0, 0, UINT64_MAX, 0};
+    return (long)g->ntrack++;
+}
+
+int lp_gpu_finish(struct lp_gpu *g) {
+    if (!g->nop) return 0;
+    /* each device's busy time: the union of its operations (streams overlap) */
+    lp_sort(g->op, g->nop, sizeof *g->op, by_device_start);
+    uint64_t lo = 0, hi = 0;
+    for (size_t i = 0; i < g->nop; i++) {
+        const struct op *o = &g->op[i];
+        if (i == 0 || o->device != g->op[i - 1].device || o->start > hi) {
+            g->busy_ns += hi - lo;
+            lo = o->start, hi = o->end;
+        } else if (o->end > hi) {
+            hi = o->end;
+        }
+    }
+    g->busy_ns += hi - lo;
+    for (size_t i = 0; i < g->nop; i++) {
+        struct op *o = &g->op[i];
+        long t = track_of(g, o->device, o->stream);
+        if (t < 0) return -1;
+        o->track = (uint32_t)t;
+        struct track *k = &g->track[t];
+        uint64_t dur = o->end - o->start;
+        k->ops++;
+        k->busy_ns += dur;
+        if (o->start < k->first_ns) k->first_ns = o->start;
+        if (o->end > k->last_ns) k->last_ns = o->end;
+        uint64_t ext, tid;
+        if (o->corr && lp_map_get(&g->corr, (uint64_t)o->corr + 1, &ext)) {
+            uint64_t ns = lp_ticks_to_ns(g->r, ext - 1);
+            if (lp_map_get(&g->calls, ns + 1, &tid)) {
+                o->from_ns = ns, o->from_tid = (uint32_t)tid;
+                g->linked++;
+            }
+        }
+        struct fnstat *f;
+        if (o->kind == OP_KERNEL) {
+            uint64_t ix;
+            if (!lp_map_get(&g->byname, (uint64_t)o->name + 1, &ix)) {
+                if (LP_RESERVE_ZERO(g->kern, g->capkern, g->nkern + 1) != 0) return -1;
+                ix = g->nkern++;
+                g->kern[ix].name = o->name;
+                if (lp_map_put(&g->byname, (uint64_t)o->name + 1, ix, NULL) < 0) return -1;
+            }
+            f = &g->kern[ix].f;
+            g->kernels++;
+        } else if (o->kind == OP_MEMCPY) {
+            f = &g->copy[o->dir];
+            g->copies++;
+        } else {
+            f = &g->sets;
+            g->nsets++;
+        }
+        if (lp_fnstat_add(f, 1, 1, dur, o->bytes, 0) != 0) return -1;
+    }
+    lp_sort(g->op, g->nop, sizeof *g->op, by_track_start);
+    return 0;
+}
+
+static const char *kname(const struct lp_gpu *g, uint32_t id, uint32_t *len) {
+    const char *s = lp_reader_name(g->r, id, len);
+    if (!s) *len = 9, s = "<unknown>";
+    return s;
+}
+
+void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
+    for (size_t k = 0; k < g->ntrack; k++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "GPU %u stream %u", g->track[k].device, g->track[k].stream);
+        lp_json_meta_name(j, pid, LP_GPU_TRACK(k), "thread_name", name, (size_t)n);
+        lp_json_meta_sort(j, pid, LP_GPU_TRACK(k), 1000000 + k);
+    }
+    for (size_t i = 0; i < g->nop; i++) {
+        const struct op *o = &g->op[i];
+        uint32_t len;
+        char nm[32];
+        const char *name = nm;
+        if (o->kind == OP_KERNEL)
+            name = kname(g, o->name, &len);
+        else
+            len = (uint32_t)snprintf(nm, sizeof nm, o->kind == OP_MEMCPY ? "memcpy %s" : "memset",
+                                     dir_name(o->dir));
+        uint64_t tid = LP_GPU_TRACK(o->track);
+        lp_json_event(j, "X", pid, tid, "gpu", name, len, (int64_t)o->start);
+        lp_json_dur(j, o->end - o->start);
+        lp_json_args(j);
+        lp_json_key(j, "device");
+        lp_out_u64(j->o, o->device);
+        lp_json_key(j, "stream");
+        lp_out_u64(j->o, o->stream);
+        lp_json_key(j, "correlation");
+        lp_out_u64(j->o, o->corr);
+        if (o->kind == OP_KERNEL) {
+            lp_json_key(j, "grid");
+            lp_out_fmt(j->o, "[%u,%u,%u]", o->grid[0], o->grid[1], o->grid[2]);
+            lp_json_key(j, "block");
+            lp_out_fmt(j->o, "[%u,%u,%u]", o->block[0], o->block[1], o->block[2]);
+            lp_json_key(j, "shared_bytes");
+            lp_out_u64(j->o, o->shared);
+            lp_json_key(j, "registers");
+            lp_out_u64(j->o, o->regs);
+        } else {
+            lp_json_key(j, "bytes");
+            lp_out_u64(j->o, o->bytes);
+            if (o->end > o->start) {
+                lp_json_key(j, "GB/s");
+                lp_out_fmt(j->o, "%.3f", (double)o->bytes / (double)(o->end - o->start));
+            }
+        }
+        lp_json_args_end(j);
+        lp_json_event_end(j);
+        if (!o->from_tid) continue;
+        /* the arrow from the call that queued it: bound to the slices enclosing its two ends */
+        uint64_t id = (UINT64_C(5) << 44) + i;
+        lp_json_event(j, "s", pid, o->from_tid, "gpu", "launch", 6, (int64_t)o->from_ns);
+        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)id);
+        lp_json_event_end(j);
+        lp_json_event(j, "f", pid, tid, "gpu", "launch", 6, (int64_t)o->start);
+        lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)id);
+        lp_json_event_end(j);
+    }
+}
+
+static int by_total(const void *x, const void *y) {
+    const struct kern *a = x, *b = y;
+    return a->f.total_ns < b->f.total_ns ? 1 : a->f.total_ns > b->f.total_ns ? -1 : 0;
+}
+
+void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint64_t span) {
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    if (!span) span = 1;
+    lp_fmt_ns(b1, sizeof b1, (int64_t)g->busy_ns);
+    lp_out_fmt(o,
+               "  GPU (CUPTI): %llu kernels, %llu copies, %llu sets on %zu streams; busy %s (%.1f%% of the run)%s\n",
+               (unsigned long long)g->kernels, (unsigned long long)g->copies, (unsigned long long)g->nsets,
+               g->ntrack, b1, 100.0 * (double)g->busy_ns / (double)span, g->dropped ? "; CUPTI dropped records" : "");
+    if (g->dropped) lp_out_fmt(o, "  CUPTI dropped %llu records\n", (unsigned long long)g->dropped);
+    lp_sort(((struct lp_gpu *)g)->kern, g->nkern, sizeof *g->kern, by_total);
+    lp_out_fmt(o, "  %8s %10s %10s %10s %10s  %s\n", "count", "GPU total", "mean", "p50", "p99", "kernel");
+    for (size_t i = 0; i < g->nkern && i < lp_top(top, 15); i++) {
+        const struct fnstat *f = &g->kern[i].f;
+        uint32_t len;
+        const char *name = kname(g, g->kern[i].name, &len);
+        lp_fmt_ns(b1, sizeof b1, (int64_t)f->total_ns);
+        lp_fmt_ns(b2, sizeof b2, (int64_t)(f->total_ns / (f->timed ? f->timed : 1)));
+        lp_fmt_ns(b3, sizeof b3, (int64_t)lp_percentile(f, 0.50));
+        lp_fmt_ns(b4, sizeof b4, (int64_t)lp_percentile(f, 0.99));
+        lp_out_fmt(o, "  %8llu %10s %10s %10s %10s  %.*s\n", (unsigned long long)f->count, b1, b2, b3, b4,
+                   (int)(len > 100 ? 100 : len), name);
+    }
+    for (unsigned d = 0; d < 16; d++) {
+        const struct fnstat *f = &g->copy[d];
+        if (!f->count) continue;
+        lp_fmt_ns(b1, sizeof b1, (int64_t)f->total_ns);
+        lp_fmt_bytes(b5, sizeof b5, f->bytes);
+        lp_out_fmt(o, "  %8llu %10s %21s  memcpy %s (%s)\n", (unsigned long long)f->count, b1, "", dir_name(d), b5);
+    }
+    if (g->sets.count) {
+        lp_fmt_ns(b1, sizeof b1, (int64_t)g->sets.total_ns);
+        lp_fmt_bytes(b5, sizeof b5, g->sets.bytes);
+        lp_out_fmt(o, "  %8llu %10s %21s  memset (%s)\n", (unsigned long long)g->sets.count, b1, "", b5);
+    }
+    for (size_t k = 0; k < g->ntrack; k++) {
+        const struct track *t = &g->track[k];
+        lp_fmt_ns(b1, sizeof b1, (int64_t)t->busy_ns);
+        lp_out_fmt(o, "  GPU %u stream %u: %llu operations, busy %s (%.1f%% of the run)\n", t->device, t->stream,
+                   (unsigned long long)t->ops, b1, 100.0 * (double)t->busy_ns / (double)span);
+    }
+}
+
+void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o) {
+    for (size_t i = 0; i < g->nkern; i++) {
+        uint32_t len;
+        const char *name = kname(g, g->kern[i].name, &len);
+        lp_csv_row(o, name, len, "gpu", &g->kern[i].f, 0);
+    }
+    for (unsigned d = 0; d < 16; d++) {
+        if (!g->copy[d].count) continue;
+        char nm[32];
+        int n = snprintf(nm, sizeof nm, "memcpy %s", dir_name(d));
+        lp_csv_row(o, nm, (size_t)n, "gpu", &g->copy[d], 0);
+    }
+    if (g->sets.count) lp_csv_row(o, "memset", 6, "gpu", &g->sets, 0);
+}
+
+void lp_gpu_metadata(const struct lp_gpu *g, struct lp_out *o) {
+    lp_out_fmt(o,
+               ",\"gpu\":{\"source\":\"cupti\",\"kernels\":%llu,\"memcpys\":%llu,\"memsets\":%llu,\"dropped\":%llu,"
+               "\"linked\":%llu,\"busy_ns\":%llu,\"by_kernel\":[",
+               (unsigned long long)g->kernels, (unsigned long long)g->copies, (unsigned long long)g->nsets,
+               (unsigned long long)g->dropped, (unsigned long long)g->linked, (unsigned long long)g->busy_ns);
+    for (size_t i = 0; i < g->nkern; i++) {
+        const struct fnstat *f = &g->kern[i].f;
+        uint32_t len;
+        const char *name = kname(g, g->kern[i].name, &len);
+        lp_out_s(o, i ? ",{\"name\":" : "{\"name\":");
+        lp_out_json_str(o, name, len);
+        lp_out_fmt(o, ",\"count\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}",
+                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
+                   (unsigned long long)(f->total_ns / (f->timed ? f->timed : 1)),
+                   (unsigned long long)lp_percentile(f, 0.50), (unsigned long long)lp_percentile(f, 0.99));
+    }
+    lp_out_s(o, "],\"copies\":[");
+    int first = 1;
+    for (unsigned d = 0; d < 16; d++) {
+        const struct fnstat *f = &g->copy[d];
+        if (!f->count) continue;
+        lp_out_fmt(o, "%s{\"direction\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
+                   dir_name(d), (unsigned long long)f->count, (unsigned long long)f->bytes,
+                   (unsigned long long)f->total_ns);
+        first = 0;
+    }
+    lp_out_fmt(o, "],\"memset\":{\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu},\"streams\":[",
+               (unsigned long long)g->sets.count, (unsigned long long)g->sets.bytes,
+               (unsigned long long)g->sets.total_ns);
+    for (size_t k = 0; k < g->ntrack; k++) {
+        const struct track *t = &g->track[k];
+        lp_out_fmt(o, "%s{\"device\":%u,\"stream\":%u,\"track\":%u,\"ops\":%llu,\"busy_ns\":%llu}", k ? "," : "",
+                   t->device, t->stream, (unsigned)LP_GPU_TRACK(k), (unsigned long long)t->ops,
+                   (unsigned long long)t->busy_ns);
+    }
+    lp_out_s(o, "]}");
+}
