@@ -11,8 +11,8 @@
 #include "lp.h"
 
 #define SLOTS 4096 /* power of two; at most 3/4 used, so ids stay <= LP_MAX_NAME_ID */
-#define ARENA_BYTES (256 * 1024)
-#define MAX_NAME 255
+#define ARENA_BYTES (2 * 1024 * 1024) /* untouched until used: kernel names are long (C++ templates) */
+#define MAX_NAME 2048
 
 struct slot {
     uint64_t hash; /* 0 = empty; published last */
@@ -43,7 +43,8 @@ static const struct slot *find(const char *s, size_t n, uint64_t h, uint32_t *fr
     }
 }
 
-/* The id of `name` (at most 255 bytes are significant), interning it on first use. */
+/* The id of `name` (at most MAX_NAME bytes are significant: a CUDA kernel's demangled name runs to
+ * hundreds), interning it on first use. */
 uint32_t lpr_name_id(const char *name) {
     size_t n = strnlen(name, MAX_NAME);
     uint64_t h = fnv1a(name, n);

@@ -8,7 +8,8 @@
  * from beside the CUDA library the program calls, else from the loader's path and the toolkit.
  * libprof registers a timestamp callback (CLOCK_MONOTONIC, the trace's own clock: CUPTI maps the
  * GPU's clock onto it) and its buffer callbacks, and enables concurrent kernels, copies, sets
- * and external correlations. Nothing is done per kernel on the program's threads but a push and
+ * and external correlations (and the runtime and driver API calls, whose records are dropped: CUPTI
+ * correlates only the calls it records). Nothing is done per kernel on the program's threads but a push and
  * a pop of a correlation id around each recorded CUDA call: its start in ticks since origin, the
  * key by which the converter ties a kernel to the slice of the call that queued it.
  *
@@ -32,11 +33,13 @@
 #include <string.h>
 
 #include "../../lib/os.h"
+#include "../core/sys.h"
 #include "gpu.h"
 #include "hook.h"
 
 typedef int cupti_res;
-enum { KIND_MEMCPY = 1, KIND_MEMSET = 2, KIND_KERNEL = 3, KIND_CONC_KERNEL = 10, KIND_EXT_CORR = 39 };
+enum { KIND_MEMCPY = 1, KIND_MEMSET = 2, KIND_KERNEL = 3, KIND_DRIVER = 4, KIND_RUNTIME = 5 };
+enum { KIND_CONC_KERNEL = 10, KIND_EXT_CORR = 39 };
 enum { EXT_KIND = 5 };     /* CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2: Kineto uses CUSTOM0 and CUSTOM1 */
 enum { FLUSH_FORCED = 1 }; /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */
 #define BUF_BYTES (4u << 20)
@@ -56,7 +59,10 @@ static struct {
 enum { OFF, STARTING, ON, YIELDED };
 static int state; /* OFF until the first call tries (`tried`) */
 static int tried;
-static const int kinds[] = {KIND_CONC_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_EXT_CORR};
+/* The API kinds are enabled only because CUPTI writes an external correlation record only for an
+ * API call it records (seen on an H100; NVIDIA's nvFuser notes the same): their records are
+ * dropped here. A PyTorch step makes a few dozen such calls. */
+static const int kinds[] = {KIND_CONC_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_EXT_CORR, KIND_RUNTIME, KIND_DRIVER};
 
 /* ---- records ----------------------------------------------------------------------------------- */
 
@@ -163,6 +169,9 @@ static void *open_cupti(const void *runtime) {
     return h;
 }
 
+static long started_pid; /* the process that started CUPTI (not a forked child) */
+static void at_exit(void);
+
 #define SYM(field, name) (*(void **)&cu.field = lpr_dlsym(h, name)) != NULL
 
 static void start(const void *runtime) {
@@ -201,6 +210,8 @@ static void start(const void *runtime) {
             lpr_warn("no GPU times: CUPTI could not trace the GPU's activity (error %d: no GPU, or no driver)", r);
             return;
         }
+    started_pid = lpr_sys_getpid();
+    atexit(at_exit);
     __atomic_store_n(&state, ON, __ATOMIC_RELEASE);
 }
 
@@ -222,15 +233,30 @@ void lpr_gpu_leave(void) {
     cu.pop(EXT_KIND, &id);
 }
 
-/* Everything CUPTI holds, into the trace, and CUPTI off: at exit, or when the program takes it. */
-static void stop(int to) {
+/* Everything CUPTI holds, into the trace, and (`off`) its kinds turned off: at exit, or when the
+ * program takes CUPTI. */
+static void stop(int to, int off) {
     int on = ON;
     if (!__atomic_compare_exchange_n(&state, &on, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
     cu.flush_all(FLUSH_FORCED);
-    for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++) cu.disable(kinds[i]);
+    for (unsigned i = 0; off && i < sizeof kinds / sizeof kinds[0]; i++) cu.disable(kinds[i]);
 }
 
-static void gpu_finish(void) { stop(OFF); }
+/* At exit CUPTI is flushed by a handler of exit's own, registered when CUPTI started: it runs before
+ * the libraries' destructors, CUPTI's among them — libprof's own end (gpu_finish, from its
+ * destructor) comes after those, when calling CUPTI crashes (seen on an H100). gpu_finish flushes
+ * only where exit's handlers did not run: the program ended with _exit, and no destructor ran
+ * either. A forked child's copy of CUPTI is not touched. */
+static void at_exit(void) {
+    if (lpr_sys_getpid() != started_pid) return;
+    struct lpr_tls *t = &lpr_tls;
+    uint8_t g = lpr_guard_hold(t);
+    stop(OFF, 0);
+    lpr_guard_restore(t, g);
+}
+static void gpu_finish(void) {
+    if (lpr_sys_getpid() == started_pid) stop(OFF, 0); /* (after at_exit: already OFF) */
+}
 
 /* ---- the program's own CUPTI client -------------------------------------------------------------- */
 
@@ -238,7 +264,7 @@ static void yield(const char *what) {
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ON) return;
     struct lpr_tls *t = &lpr_tls;
     uint8_t g = lpr_guard_hold(t);
-    stop(YIELDED);
+    stop(YIELDED, 1);
     lpr_warn("GPU times end at %.3f s: the program called %s (its own profiler, torch.profiler or Nsight, "
              "now holds CUPTI)",
              (double)(lpr_mono_ns() - lpr_origin_mono_ns) / 1e9, what);
