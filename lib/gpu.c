@@ -41,7 +41,7 @@ struct lp_gpu {
     struct kern {
         uint32_t name;
         struct fnstat f;
-    } *kern;
+    } * kern;
     size_t nkern, capkern;
     struct fnstat copy[16], sets; /* copies by CUPTI's direction, sets */
     struct track *track;
@@ -49,8 +49,8 @@ struct lp_gpu {
     uint64_t dropped, linked, busy_ns, kernels, copies, nsets;
 };
 
-static const char *const dir_names[16] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA",
-                                          "DtoD",    "HtoH", "PtoP"};
+static const char *const dir_names[16] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                          "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 static const char *dir_name(unsigned d) { return d < 16 && dir_names[d] ? dir_names[d] : "unknown"; }
 
 struct lp_gpu *lp_gpu_new(const struct lp_reader *r) {
@@ -220,8 +220,7 @@ void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
         if (o->kind == OP_KERNEL)
             name = kname(g, o->name, &len);
         else
-            len = (uint32_t)snprintf(nm, sizeof nm, o->kind == OP_MEMCPY ? "memcpy %s" : "memset",
-                                     dir_name(o->dir));
+            len = (uint32_t)snprintf(nm, sizeof nm, o->kind == OP_MEMCPY ? "memcpy %s" : "memset", dir_name(o->dir));
         uint64_t tid = LP_GPU_TRACK(o->track);
         lp_json_event(j, "X", pid, tid, "gpu", name, len, (int64_t)o->start);
         lp_json_dur(j, o->end - o->start);
@@ -272,10 +271,9 @@ void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     if (!span) span = 1;
     lp_fmt_ns(b1, sizeof b1, (int64_t)g->busy_ns);
-    lp_out_fmt(o,
-               "  GPU (CUPTI): %llu kernels, %llu copies, %llu sets on %zu streams; busy %s (%.1f%% of the run)%s\n",
-               (unsigned long long)g->kernels, (unsigned long long)g->copies, (unsigned long long)g->nsets,
-               g->ntrack, b1, 100.0 * (double)g->busy_ns / (double)span, g->dropped ? "; CUPTI dropped records" : "");
+    lp_out_fmt(o, "  GPU (CUPTI): %llu kernels, %llu copies, %llu sets on %zu streams; busy %s (%.1f%% of the run)%s\n",
+               (unsigned long long)g->kernels, (unsigned long long)g->copies, (unsigned long long)g->nsets, g->ntrack,
+               b1, 100.0 * (double)g->busy_ns / (double)span, g->dropped ? "; CUPTI dropped records" : "");
     if (g->dropped) lp_out_fmt(o, "  CUPTI dropped %llu records\n", (unsigned long long)g->dropped);
     lp_sort(((struct lp_gpu *)g)->kern, g->nkern, sizeof *g->kern, by_total);
     lp_out_fmt(o, "  %8s %10s %10s %10s %10s  %s\n", "count", "GPU total", "mean", "p50", "p99", "kernel");

@@ -10,7 +10,7 @@
 
 #include "lp.h"
 
-#define SLOTS 4096 /* power of two; at most 3/4 used, so ids stay <= LP_MAX_NAME_ID */
+#define SLOTS 4096                    /* power of two; at most 3/4 used, so ids stay <= LP_MAX_NAME_ID */
 #define ARENA_BYTES (2 * 1024 * 1024) /* untouched until used: kernel names are long (C++ templates) */
 #define MAX_NAME 2048
 

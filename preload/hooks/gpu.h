@@ -19,10 +19,10 @@ uint32_t lpr_cuda_name_id(const char *mangled) __attribute__((visibility("hidden
 
 /* The bracket itself, for hooks written out by hand: `real` is the real function called. */
 #define LP_GPU_CALL(real, call)                                    \
-    do {                                                            \
+    do {                                                           \
         int c_ = t ? lpr_gpu_enter(&t0, (const void *)(real)) : 0; \
-        call;                                                       \
-        if (c_) lpr_gpu_leave();                                    \
+        call;                                                      \
+        if (c_) lpr_gpu_leave();                                   \
     } while (0)
 
 #endif

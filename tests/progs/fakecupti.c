@@ -159,8 +159,9 @@ void fakecupti_copy(size_t bytes, int kind, int s) {
     if (enabled[CUPTI_ACTIVITY_KIND_MEMCPY]) {
         CUpti_ActivityMemcpy6 m = {0};
         m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-        m.copyKind = (uint8_t)(kind == 1 ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
-                                         : kind == 2 ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+        m.copyKind = (uint8_t)(kind == 1   ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+                               : kind == 2 ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
+                                           : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
         m.bytes = bytes;
         m.correlationId = queue(s, bytes / 8, &m.start, &m.end);
         m.deviceId = 0, m.contextId = 1, m.streamId = s ? 13 : 7;
