@@ -7,7 +7,10 @@
 
 #include <string.h>
 
+#include <errno.h>
+
 #include "describe.h"
+#include "sites.h"
 #include "fmt.h"
 #include "map.h"
 #include "os.h"
@@ -144,6 +147,23 @@ void lp_cudamem_summary(struct lp_cudamem *m, struct lp_out *out, unsigned top) 
         lp_fmt_bytes(b3, sizeof b3, m->site[i].live);
         lp_out_fmt(out, "  %10llu %12s %12s %12s  %s\n", (unsigned long long)m->site[i].allocs, b1, b2, b3,
                    site_name(m, m->site[i].stack));
+    }
+}
+
+static int by_at_peak(const void *x, const void *y) {
+    const struct site *a = x, *b = y;
+    return a->at_peak < b->at_peak ? 1 : a->at_peak > b->at_peak ? -1 : 0;
+}
+
+void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out) {
+    if (!m->syms && !(m->syms = lp_syms_new(m->r))) {
+        out->err = ENOMEM;
+        return;
+    }
+    lp_sort(m->site, m->nsite, sizeof *m->site, by_at_peak);
+    for (size_t i = 0; i < m->nsite && m->site[i].at_peak; i++) {
+        lp_folded_stack(out, m->r, m->syms, m->site[i].stack);
+        lp_out_fmt(out, " %llu\n", (unsigned long long)m->site[i].at_peak);
     }
 }
 

@@ -81,6 +81,10 @@ static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
         k->finish = fn;                                         \
         return 0;                                               \
     }
+static void cuda_peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_cudamem_folded_peak(a->cudamem, k->out);
+}
+
 TOTALS(folded, folded_finish)
 TOTALS(leaks, leaks_finish)
 TOTALS(peak, peak_finish)
@@ -89,6 +93,7 @@ TOTALS(speedscope, speedscope_finish)
 TOTALS(cpu_folded, cpu_folded_finish)
 TOTALS(pprof, pprof_finish)
 TOTALS(pprof_heap, pprof_heap_finish)
+TOTALS(cuda_peak, cuda_peak_finish)
 #undef TOTALS
 
 #define EITHER (LP_NEEDS_STACKS | LP_NEEDS_SAMPLES)
@@ -107,6 +112,7 @@ const struct lp_output lp_outputs[LP_OUT_COUNT] = {
     [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, 0, pprof},
     [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  0, pprof_heap},
     [LP_OUT_PERFETTO]     = {"perfetto",     "--perfetto",     NULL,               0,                1, open_perfetto},
+    [LP_OUT_CUDA_PEAK]    = {"cuda-folded-peak", "--cuda-folded-peak", NULL,       LP_NEEDS_STACKS,  0, cuda_peak},
 };
 // clang-format on
 

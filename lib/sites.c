@@ -636,6 +636,18 @@ static void folded_name(struct lp_out *o, const char *n) {
     for (; *n; n++) lp_out_c(o, *n == ';' ? ':' : *n == '\n' ? ' ' : *n);
 }
 
+void lp_folded_stack(struct lp_out *o, const struct lp_reader *r, struct lp_syms *syms, uint32_t id) {
+    struct lp_frames st;
+    if (!lp_stack_view(r, id, &st)) {
+        lp_out_s(o, "[unknown stack]");
+        return;
+    }
+    for (uint32_t f = st.n; f-- > 0;) { /* root first */
+        folded_name(o, lp_syms_function(syms, st.f[f], 1));
+        if (f) lp_out_c(o, ';');
+    }
+}
+
 void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
     enum order ord = which == LP_FOLD_LEAKS  ? BY_LEAK
                      : which == LP_FOLD_PEAK ? BY_PEAK
@@ -645,15 +657,7 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
     uint32_t *v = ranked(s, ord, &n);
     for (uint32_t i = 0; v && i < n; i++) {
         uint32_t id = v[i];
-        struct lp_frames st;
-        if (!lp_stack_view(s->r, id, &st)) {
-            lp_out_s(o, "[unknown stack]");
-        } else {
-            for (uint32_t f = st.n; f-- > 0;) { /* root first */
-                folded_name(o, lp_syms_function(s->syms, st.f[f], 1));
-                if (f) lp_out_c(o, ';');
-            }
-        }
+        lp_folded_stack(o, s->r, s->syms, id);
         lp_out_fmt(o, " %llu\n", (unsigned long long)key(&s->site[id], ord));
     }
     lp_os_free(v);

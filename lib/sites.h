@@ -51,6 +51,9 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top);
  * leaked at exit, or live at the heap's peak (or at the instant lp_sites_finish was given). */
 enum { LP_FOLD_ALLOC = 0, LP_FOLD_LEAKS = 1, LP_FOLD_PEAK = 2, LP_FOLD_TEMP = 3 };
 void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which);
+/* One stack as a collapsed-stack line's frames, root first ("[unknown stack]" when not defined). */
+struct lp_syms;
+void lp_folded_stack(struct lp_out *o, const struct lp_reader *r, struct lp_syms *syms, uint32_t id);
 /* speedscope's file format: three sampled profiles (allocated, leaked, live at the peak), unit bytes. */
 /* The allocation views for speedscope.c: every frame they name (`frame` adds it to the file's
  * table), then their three sampled profiles; returns whether still no profile was written. */

@@ -295,6 +295,7 @@ const struct rp_option rp_options[] = {
     {"--folded", NULL, "FILE", EXPORT, "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)", set_output},
     {"--folded-leaks", NULL, "FILE", EXPORT, "the same for bytes leaked at exit", set_output},
     {"--folded-peak", NULL, "FILE", EXPORT, "the same for bytes live at the heap's peak (or at --at)", set_output},
+    {"--cuda-folded-peak", NULL, "FILE", EXPORT, "flame graph of CUDA device memory live at its peak by allocation site\n(LIBPROF_STACKS traces of CUDA programs)", set_output},
     {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)", set_output},
     {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_output},
     {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_output},

@@ -226,10 +226,20 @@ Test(cuda, device_memory_over_time) {
     char *dir = make_tmpdir(), *trace = strfmt("%s/m.json", dir), *lib = strfmt("LD_LIBRARY_PATH=%s", PROG("fakecuda"));
     struct run r;
     run_prog(&r, dir,
-             (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), "LIBPROF_STACKS=8", NULL},
+             (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), "LIBPROF_STACKS=8",
+                              "LIBPROF_KEEP_RAW=1", NULL},
              (const char *[]){PROG("cudaprog"), NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_eq(printed(r.out, "cudaMalloc"), 0, "the stand-in runtime was not used: %s", r.out);
+    /* the device's heap-at-peak flame graph: the one block, under main */
+    char *folded = strfmt("%s/m.cuda-peak.folded", dir);
+    struct run rep;
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, strfmt("%s.lpz", trace), "--cuda-folded-peak", folded, NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    char *fl = read_file(folded, NULL);
+    cr_expect(fl && strstr(fl, ";main") && strstr(fl, " 4194304\n"), "folded: %s", fl ? fl : "none");
+    free(fl);
+    run_free(&rep);
     cJSON *j = load_json(trace), *ev, *site;
     cr_assert_not_null(j);
     cJSON *m = cJSON_GetObjectItem(libprof_meta(j), "cuda_memory");
