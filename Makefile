@@ -238,7 +238,7 @@ ET_PROGS = $(if $(wildcard $(VENV)/lib/python3*/site-packages/executorch/exir),$
 # how PyTorch has it, and the one libprof sees), when the toolkit is at $(CUDA) (the cuda tests skip
 # otherwise). It runs with or without a GPU.
 CUDA    ?= /usr/local/cuda
-CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13 $(BUILD)/progs/fakecuda/libcupti.so.13) \
+CUDA_PROGS = $(if $(wildcard $(CUDA)/bin/nvcc),$(BUILD)/progs/cudaprog $(BUILD)/progs/fakecuda/libcudart.so.13 $(BUILD)/progs/fakecuda/libcupti.so.13 $(BUILD)/progs/fakecuda/libcublas.so.13) \
              $(if $(wildcard $(CUDA)/include/nvtx3/nvToolsExt.h),$(BUILD)/progs/nvtxprog) \
              $(if $(wildcard $(CUDA)/lib/libnccl.so),$(if $(wildcard $(CUDA)/lib64/libcublas.so),$(BUILD)/progs/gpulibs))
 # An MPI program, when Debian's Open MPI compiler wrapper is there (the mpi tests skip otherwise).
@@ -347,6 +347,12 @@ $(BUILD)/progs/fakecuda/libcupti.so.13: tests/progs/fakecupti.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -I$(CUDA)/include -Wl,-soname,libcupti.so.13 -o $@ $< -lpthread
+
+# a stand-in for cuBLAS beside them: GEMMs that run a kernel on fakecupti's device (their GFLOP/s)
+$(BUILD)/progs/fakecuda/libcublas.so.13: tests/progs/fakecublas.c tests/progs/fakecublas.map $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -shared -fPIC -Wl,-soname,libcublas.so.13 -Wl,--version-script=tests/progs/fakecublas.map -o $@ $< -ldl
 
 # cuBLAS and NCCL, the toolkit's own libraries, called with no GPU (each returns its error)
 $(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)

@@ -26,6 +26,10 @@ struct op {
     uint8_t kind, dir;
 };
 
+struct gemm { /* cuBLAS GEMMs of one shape, and their kernels' GPU time */
+    uint64_t m, n, k, batch, type, count, flop, gpu_ns;
+};
+
 struct track {
     uint32_t device, stream;
     uint64_t ops, busy_ns, first_ns, last_ns;
@@ -35,7 +39,10 @@ struct lp_gpu {
     const struct lp_reader *r;
     struct op *op;
     size_t nop, capop;
-    struct lp_map calls;  /* a GPU family call's start ns + 1 -> its thread */
+    struct lp_map calls;  /* a GPU family call's start ns + 1 -> its thread | (its GEMM shape + 1) << 32 */
+    struct lp_map shapes; /* a GEMM shape's hash -> index in gemm + 1 */
+    struct gemm *gemm;
+    size_t ngemm, capgemm;
     struct lp_map corr;   /* CUPTI's correlation id + 1 -> the call's start in ticks since origin + 1 */
     struct lp_map byname; /* kernel name id + 1 -> index in kern */
     struct kern {
@@ -62,6 +69,8 @@ struct lp_gpu *lp_gpu_new(const struct lp_reader *r) {
 void lp_gpu_free(struct lp_gpu *g) {
     if (!g) return;
     lp_map_free(&g->calls);
+    lp_map_free(&g->shapes);
+    lp_os_free(g->gemm);
     lp_map_free(&g->corr);
     lp_map_free(&g->byname);
     for (size_t i = 0; i < g->nkern; i++) lp_fnstat_free(&g->kern[i].f);
@@ -81,11 +90,37 @@ static uint64_t since_origin(const struct lp_gpu *g, uint64_t mono) {
     return mono > o ? mono - o : 0;
 }
 
+/* The index of GEMM shape (m, n, k, batch, type), made on first sight; -1: out of memory. */
+static long gemm_of(struct lp_gpu *g, uint64_t m, uint64_t n, uint64_t k, uint64_t batch, uint64_t type) {
+    uint64_t h = (((m * 0x9E3779B97F4A7C15u ^ n) * 0x9E3779B97F4A7C15u ^ k) * 0x9E3779B97F4A7C15u ^ batch) *
+                     0x9E3779B97F4A7C15u ^
+                 type,
+             ix;
+    h |= 1; /* (0 is the map's empty key) */
+    for (;; h += 2) {
+        if (!lp_map_get(&g->shapes, h, &ix)) break;
+        const struct gemm *x = &g->gemm[ix - 1];
+        if (x->m == m && x->n == n && x->k == k && x->batch == batch && x->type == type) return (long)ix - 1;
+    }
+    if (LP_RESERVE(g->gemm, g->capgemm, g->ngemm + 1) != 0 || lp_map_put(&g->shapes, h, g->ngemm + 1, NULL) < 0)
+        return -1;
+    uint64_t b = batch ? batch : 1;
+    g->gemm[g->ngemm] = (struct gemm){m, n, k, b, type, 0, 2 * m * n * k * b, 0};
+    return (long)g->ngemm++;
+}
+
 int lp_gpu_call(struct lp_gpu *g, const struct lp_event *e, const struct lp_call_rec *c) {
     const uint64_t *a = c->a;
     if (lp_call_role[c->call] != LP_ROLE_GPU) { /* a call that may queue GPU work: an arrow's start */
         if (!e->timed) return 0;
-        return lp_map_put(&g->calls, e->start_ns + 1, e->tid, NULL) < 0 ? -1 : 0;
+        uint64_t shape = 0;
+        if (lp_call_family[c->call] == LP_FAM_CUBLAS && c->nargs >= 7 && (int64_t)a[c->nargs - 1] == 0) {
+            long ix = gemm_of(g, a[0], a[1], a[2], a[5], a[6]);
+            if (ix < 0) return -1;
+            g->gemm[ix].count++;
+            shape = (uint64_t)ix + 1;
+        }
+        return lp_map_put(&g->calls, e->start_ns + 1, e->tid | shape << 32, NULL) < 0 ? -1 : 0;
     }
     struct op o = {0};
     switch (c->call) {
@@ -173,6 +208,7 @@ int lp_gpu_finish(struct lp_gpu *g) {
             if (lp_map_get(&g->calls, ns + 1, &tid)) {
                 o->from_ns = ns, o->from_tid = (uint32_t)tid;
                 g->linked++;
+                if (tid >> 32) g->gemm[(tid >> 32) - 1].gpu_ns += o->end - o->start; /* a GEMM's kernel */
             }
         }
         struct fnstat *f;
@@ -300,6 +336,19 @@ void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint
         lp_fmt_bytes(b5, sizeof b5, g->sets.bytes);
         lp_out_fmt(o, "  %8llu %10s %21s  memset (%s)\n", (unsigned long long)g->sets.count, b1, "", b5);
     }
+    int heading = 0;
+    for (size_t i = 0; i < g->ngemm; i++) {
+        const struct gemm *m = &g->gemm[i];
+        if (!m->gpu_ns) continue;
+        if (!heading++)
+            lp_out_fmt(o, "  %8s %10s %10s %8s  %s\n", "GEMMs", "GPU total", "GFLOP/s", "type",
+                       "cuBLAS shape (m n k batch)");
+        lp_fmt_ns(b1, sizeof b1, (int64_t)m->gpu_ns);
+        lp_out_fmt(o, "  %8llu %10s %10.1f %8llu  %llu %llu %llu %llu\n", (unsigned long long)m->count, b1,
+                   (double)m->flop * (double)m->count / (double)m->gpu_ns, (unsigned long long)m->type,
+                   (unsigned long long)m->m, (unsigned long long)m->n, (unsigned long long)m->k,
+                   (unsigned long long)m->batch);
+    }
     for (size_t k = 0; k < g->ntrack; k++) {
         const struct track *t = &g->track[k];
         lp_fmt_ns(b1, sizeof b1, (int64_t)t->busy_ns);
@@ -348,6 +397,20 @@ void lp_gpu_metadata(const struct lp_gpu *g, struct lp_out *o) {
         lp_out_fmt(o, "%s{\"direction\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
                    dir_name(d), (unsigned long long)f->count, (unsigned long long)f->bytes,
                    (unsigned long long)f->total_ns);
+        first = 0;
+    }
+    lp_out_s(o, "],\"gemms\":[");
+    first = 1;
+    for (size_t i = 0; i < g->ngemm; i++) {
+        const struct gemm *m = &g->gemm[i];
+        if (!m->gpu_ns) continue; /* (no kernel of its seen: no GPU, or GPU times off) */
+        lp_out_fmt(o,
+                   "%s{\"m\":%llu,\"n\":%llu,\"k\":%llu,\"batch\":%llu,\"type\":%llu,\"count\":%llu,\"flop\":%llu,"
+                   "\"gpu_ns\":%llu,\"gflops\":%.3f}",
+                   first ? "" : ",", (unsigned long long)m->m, (unsigned long long)m->n, (unsigned long long)m->k,
+                   (unsigned long long)m->batch, (unsigned long long)m->type, (unsigned long long)m->count,
+                   (unsigned long long)(m->flop * m->count), (unsigned long long)m->gpu_ns,
+                   (double)m->flop * (double)m->count / (double)m->gpu_ns);
         first = 0;
     }
     lp_out_fmt(o, "],\"memset\":{\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu},\"streams\":[",

@@ -445,3 +445,45 @@ Test(cuda, gpu_times_on_a_track_per_stream_with_arrows_from_their_calls) {
     run_free(&bare);
     run_free(&own);
 }
+
+/* A GEMM's GFLOP/s from its kernels' GPU time: gpulibs with the stand-in cuBLAS beside the stand-in
+ * CUPTI (each GEMM runs one kernel of 1000 + m * n * batch / 512 ns on the made-up device); the
+ * kernels are tied to their cuBLAS call by its correlation, so each shape's flops (2 m n k batch)
+ * over its kernels' time is its throughput on the GPU. */
+Test(cuda, gemm_throughput_from_their_kernels_gpu_time) {
+    if (access(PROG("gpulibs"), X_OK) != 0 || access(PROG("fakecuda/libcublas.so.13"), R_OK) != 0)
+        cr_skip_test("no cuBLAS and NCCL at /usr/local/cuda");
+    char *dir = make_tmpdir(), *trace = strfmt("%s/g.json", dir), *lib = strfmt("LD_LIBRARY_PATH=%s", PROG("fakecuda"));
+    struct run r;
+    run_prog(&r, dir, (const char *[]){lib, "LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), NULL},
+             (const char *[]){PROG("gpulibs"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "sgemm 0\n"), "the stand-in cuBLAS was not used: %s", r.out);
+    cJSON *j = load_json(trace), *x;
+    cr_assert_not_null(j);
+    cJSON *g = cJSON_GetObjectItem(libprof_meta(j), "gpu");
+    cr_assert_not_null(g, "no metadata.libprof.gpu");
+    cr_expect_eq(meta_num(g, "linked"), 4);
+    static const struct {
+        long long m, n, k, batch, type, gpu_ns;
+    } want[] = {
+        {64, 32, 16, 1, 0, 1004}, {8, 8, 8, 1, 1, 1000}, {128, 256, 512, 1, 2, 1064}, {16, 16, 16, 12, 0, 1006}};
+    int found = 0;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(g, "gemms")) {
+        for (int i = 0; i < 4; i++) {
+            if (meta_num(x, "m") != want[i].m || meta_num(x, "n") != want[i].n || meta_num(x, "k") != want[i].k ||
+                meta_num(x, "batch") != want[i].batch)
+                continue;
+            found++;
+            long long flop = 2 * want[i].m * want[i].n * want[i].k * want[i].batch;
+            cr_expect_eq(meta_num(x, "type"), want[i].type);
+            cr_expect_eq(meta_num(x, "count"), 1);
+            cr_expect_eq(meta_num(x, "flop"), flop);
+            cr_expect_eq(meta_num(x, "gpu_ns"), want[i].gpu_ns);
+            cr_expect_float_eq(num(x, "gflops"), (double)flop / (double)want[i].gpu_ns, 1e-3);
+        }
+    }
+    cr_expect_eq(found, 4, "every GEMM shape with its kernels' time");
+    cJSON_Delete(j);
+    run_free(&r);
+}
