@@ -23,13 +23,15 @@ static void run(const char *name, long m, long n, long batch) {
 
 status cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda,
                       const float *b, int ldb, const float *be, float *c, int ldc) {
-    (void)h, (void)ta, (void)tb, (void)k, (void)al, (void)a, (void)lda, (void)b, (void)ldb, (void)be, (void)c, (void)ldc;
+    (void)h, (void)ta, (void)tb, (void)k, (void)al, (void)a, (void)lda, (void)b, (void)ldb, (void)be, (void)c,
+        (void)ldc;
     run("fake_sgemm", m, n, 1);
     return 0;
 }
 status cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *al, const double *a, int lda,
                       const double *b, int ldb, const double *be, double *c, int ldc) {
-    (void)h, (void)ta, (void)tb, (void)k, (void)al, (void)a, (void)lda, (void)b, (void)ldb, (void)be, (void)c, (void)ldc;
+    (void)h, (void)ta, (void)tb, (void)k, (void)al, (void)a, (void)lda, (void)b, (void)ldb, (void)be, (void)c,
+        (void)ldc;
     run("fake_dgemm", m, n, 1);
     return 0;
 }
@@ -40,9 +42,9 @@ status cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *al
     run("fake_gemmex", m, n, 1);
     return 0;
 }
-status cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a,
-                                 int lda, long long sa, const float *b, int ldb, long long sb, const float *be,
-                                 float *c, int ldc, long long sc, int batch) {
+status cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *al, const float *a, int lda,
+                                 long long sa, const float *b, int ldb, long long sb, const float *be, float *c,
+                                 int ldc, long long sc, int batch) {
     (void)h, (void)ta, (void)tb, (void)k, (void)al, (void)a, (void)lda, (void)sa, (void)b, (void)ldb, (void)sb;
     (void)be, (void)c, (void)ldc, (void)sc;
     run("fake_sgemm_batched", m, n, batch);
