@@ -363,7 +363,7 @@ $(BUILD)/progs/gpulibs: tests/progs/gpulibs.c $(FLAGS_STAMP)
 $(BUILD)/progs/nvtxprog: tests/progs/nvtxprog.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
-	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -I$(CUDA)/include -ldl
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -o $@ $< -I$(CUDA)/include -ldl -lpthread
 
 $(BUILD)/progs/etrun: tests/progs/etrun.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

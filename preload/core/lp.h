@@ -304,6 +304,8 @@ LP_HIDDEN int lpr_tbuf_idle(const sigset_t *during);
 LP_HIDDEN uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words);
 LP_HIDDEN void lpr_tbuf_sample_commit(struct lpr_tls *t, uint64_t *next);
 LP_HIDDEN void lpr_tbuf_write_thread_names(void);
+/* Thread `tid`'s name in the trace, as an annotation gave it (hooks/nvtx.c); the first one stays. */
+LP_HIDDEN void lpr_tbuf_thread_label(uint32_t tid, const char *name);
 LP_HIDDEN void lpr_tbuf_close_lives(void);
 LP_HIDDEN void lpr_tbuf_init(uint32_t buffer_bytes);
 LP_HIDDEN void lpr_tbuf_after_fork_child(void);

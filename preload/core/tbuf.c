@@ -769,8 +769,35 @@ void lpr_commit_late(struct lpr_tls *t) {
     t->cur = t->late_rec;
 }
 
-/* Write the kernel's name of thread `tid` (what pthread_setname_np/prctl last set) to the spool. */
+/* Names given to threads by the program's annotations (NVTX's nvtxNameOsThread), which the trace
+ * shows instead of the kernel's: libprof does not rename a thread the program owns. */
+#define LABELS 64
+static struct {
+    uint32_t tid; /* 0: free; published last */
+    char name[48];
+} labels[LABELS];
+static unsigned nlabels;
+
+void lpr_tbuf_thread_label(uint32_t tid, const char *name) {
+    for (unsigned i = 0; i < LABELS && i < __atomic_load_n(&nlabels, __ATOMIC_ACQUIRE); i++)
+        if (__atomic_load_n(&labels[i].tid, __ATOMIC_ACQUIRE) == tid) return; /* the first name stays */
+    unsigned i = __atomic_fetch_add(&nlabels, 1, __ATOMIC_ACQ_REL);
+    if (i >= LABELS || !tid) return;
+    size_t n = strnlen(name, sizeof labels[i].name - 1);
+    memcpy(labels[i].name, name, n);
+    labels[i].name[n] = '\0';
+    __atomic_store_n(&labels[i].tid, tid, __ATOMIC_RELEASE);
+}
+
+/* Write the name of thread `tid` to the spool: the one an annotation gave it, else the kernel's
+ * (what pthread_setname_np/prctl last set). */
 static void write_thread_name(uint32_t tid) {
+    uint32_t key = LP_STR_THREAD_NAME;
+    for (unsigned i = 0; i < LABELS && i < __atomic_load_n(&nlabels, __ATOMIC_ACQUIRE); i++)
+        if (__atomic_load_n(&labels[i].tid, __ATOMIC_ACQUIRE) == tid) {
+            lpr_spool_write(LP_CHUNK_STRING, tid, &key, sizeof key, labels[i].name, strlen(labels[i].name));
+            return;
+        }
     char path[64], name[32];
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
     int fd = lpr_sys_open(path, O_RDONLY, 0);
@@ -779,7 +806,6 @@ static void write_thread_name(uint32_t tid) {
     lpr_sys_close(fd);
     if (n <= 0) return;
     while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) n--;
-    uint32_t key = LP_STR_THREAD_NAME;
     lpr_spool_write(LP_CHUNK_STRING, tid, &key, sizeof key, name, (size_t)n);
 }
 

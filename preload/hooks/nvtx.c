@@ -11,6 +11,8 @@
  *     scoped_range): a slice from the push to the pop, on the thread, named by the message, with
  *     its domain and depth — nested as called;
  *   - marks: a slice of no duration;
+ *   - a thread named with nvtxNameOsThread has that name in the trace (its kernel name, which the
+ *     program owns, is not changed);
  *   - start/end ranges (nvtxRangeStart*, which need not nest and may end on another thread) are
  *     counted, not shown: a note in the trace says how many. */
 #define _GNU_SOURCE
@@ -22,7 +24,7 @@
 
 enum { MODULE_CORE = 1, MODULE_CORE2 = 5 };
 enum { CORE_MARK_EX = 1, CORE_MARK_A = 2, CORE_RANGE_START_EX = 4, CORE_RANGE_START_A = 5, CORE_RANGE_END = 7 };
-enum { CORE_PUSH_EX = 8, CORE_PUSH_A = 9, CORE_POP = 11 };
+enum { CORE_PUSH_EX = 8, CORE_PUSH_A = 9, CORE_POP = 11, CORE_NAME_THREAD_A = 14, CORE_NAME_THREAD_W = 15 };
 enum { CORE2_MARK_EX = 1, CORE2_START_EX = 2, CORE2_END = 3, CORE2_PUSH_EX = 4, CORE2_POP = 5 };
 enum { CORE2_REGISTER_STRING_A = 10, CORE2_CREATE_A = 12 };
 enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
@@ -169,6 +171,17 @@ static void d_end(const void *domain, uint64_t id) {
     (void)domain;
     (void)id;
 }
+/* nvtxNameOsThread: the thread's name in the trace (its kernel name is left as it is) */
+static void name_thread_a(uint32_t tid, const char *name) {
+    if (name && lpr_call_begin(LP_FAM_NVTX)) lpr_tbuf_thread_label(tid, name);
+}
+static void name_thread_w(uint32_t tid, const wchar_t *name) {
+    char buf[48];
+    size_t i = 0;
+    for (; name && name[i] && i + 1 < sizeof buf; i++) buf[i] = name[i] < 128 ? (char)name[i] : '?';
+    buf[i] = '\0';
+    if (name) name_thread_a(tid, buf);
+}
 static const void *d_create(const char *name) {
     unsigned i = __atomic_fetch_add(&ndomains, 1, __ATOMIC_RELAXED);
     if (i >= NDOMAINS) return NULL; /* NVTX's default domain then */
@@ -199,10 +212,11 @@ int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id));
 LP_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id)) {
     const struct export_callbacks *cb = get_export_table ? get_export_table(1 /* NVTX_ETID_CALLBACKS */) : NULL;
     if (!cb || cb->struct_size < sizeof *cb || !cb->get_module_table) return 0;
-    static const unsigned core_ids[] = {CORE_MARK_EX,   CORE_MARK_A,  CORE_RANGE_START_EX, CORE_RANGE_START_A,
-                                        CORE_RANGE_END, CORE_PUSH_EX, CORE_PUSH_A,         CORE_POP};
-    const fnptr core[] = {(fnptr)mark_ex, (fnptr)mark_a,  (fnptr)start_ex, (fnptr)start_a,
-                          (fnptr)end_any, (fnptr)push_ex, (fnptr)push_a,   (fnptr)pop_core};
+    static const unsigned core_ids[] = {CORE_MARK_EX,       CORE_MARK_A,       CORE_RANGE_START_EX, CORE_RANGE_START_A,
+                                        CORE_RANGE_END,     CORE_PUSH_EX,      CORE_PUSH_A,         CORE_POP,
+                                        CORE_NAME_THREAD_A, CORE_NAME_THREAD_W};
+    const fnptr core[] = {(fnptr)mark_ex, (fnptr)mark_a, (fnptr)start_ex, (fnptr)start_a,       (fnptr)end_any,
+                          (fnptr)push_ex, (fnptr)push_a, (fnptr)pop_core, (fnptr)name_thread_a, (fnptr)name_thread_w};
     static const unsigned core2_ids[] = {CORE2_MARK_EX, CORE2_START_EX,          CORE2_END,     CORE2_PUSH_EX,
                                          CORE2_POP,     CORE2_REGISTER_STRING_A, CORE2_CREATE_A};
     const fnptr core2[] = {(fnptr)d_mark, (fnptr)d_start,    (fnptr)d_end,   (fnptr)d_push,

@@ -160,6 +160,18 @@ Test(cuda, nvtx_ranges_of_a_c_program) {
     cr_expect_eq(io, 2);
     cr_expect_eq(inside, 9, "%d of the 9 inner ranges and marks inside their step", inside);
     cr_expect_eq(notes_with(trace, "NVTX: 1 start/end ranges"), 1);
+    /* the thread named through NVTX: that name in the trace, its range on it; its kernel name is
+     * the program's (printed: the same as without libprof, compared above) */
+    double worker = -1, ranged = -1;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        if (!strcmp(str(ev, "ph"), "M") && !strcmp(str(ev, "name"), "thread_name") &&
+            !strcmp(str(cJSON_GetObjectItem(ev, "args"), "name"), "nvtx worker"))
+            worker = num(ev, "tid");
+        if (!strcmp(str(ev, "name"), "worker step")) ranged = num(ev, "tid");
+    }
+    cr_expect(worker > 0, "the thread named \"nvtx worker\" in the trace");
+    cr_expect_eq(ranged, worker, "its range on it");
+    cr_expect(strstr(r.out, "worker's kernel name: nvtxprog\n"), "%s", r.out);
     cJSON_Delete(j);
     run_free(&bare);
     run_free(&r);

@@ -1,16 +1,35 @@
 /* nvtxprog: a C program annotated with NVTX 3 (header-only, from the CUDA toolkit; no GPU, no
  * CUDA library): three "step" ranges, each with a nested "load" and "compute" and a mark
- * between them; two ranges of a domain "io" with a registered message; a start/end range.
- * Prints "done" (not the levels NVTX returns: they are -1 with no tool attached, the depth with one). */
+ * between them; two ranges of a domain "io" with a registered message; a start/end range; a
+ * thread that names itself "nvtx worker" (nvtxNameOsThreadA) and opens a range "worker step".
+ * Prints the worker's kernel name (which naming it through NVTX must not change) and "done" (not
+ * the levels NVTX returns: they are -1 with no tool attached, the depth with one). */
+#define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static void work(long ns) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     do clock_gettime(CLOCK_MONOTONIC, &b);
     while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "nvtx worker");
+    nvtxRangePushA("worker step");
+    work(100000);
+    nvtxRangePop();
+    char comm[16] = {0};
+    prctl(PR_GET_NAME, comm);
+    printf("worker's kernel name: %s\n", comm);
+    return NULL;
 }
 
 int main(void) {
@@ -45,6 +64,8 @@ int main(void) {
     nvtxRangeId_t r = nvtxRangeStartA("startend");
     work(50000);
     nvtxRangeEnd(r);
+    pthread_t th;
+    if (pthread_create(&th, NULL, worker, NULL) == 0) pthread_join(th, NULL);
     printf("done\n");
     return 0;
 }
