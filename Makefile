@@ -87,6 +87,7 @@ HOOK_SRCS += preload/hooks/ort.c
 HOOK_SRCS += preload/hooks/executorch.c
 HOOK_SRCS += preload/hooks/cuda.c
 HOOK_SRCS += preload/hooks/cupti.c
+HOOK_SRCS += preload/hooks/kernels.c
 HOOK_SRCS += preload/hooks/nvtx.c
 HOOK_SRCS += preload/hooks/cublas.c
 HOOK_SRCS += preload/hooks/nccl.c

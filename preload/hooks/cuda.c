@@ -10,7 +10,7 @@
  * function" —, the device name, mangled), and nvcc's launch code then asks for the kernel's
  * handle (__cudaGetKernel, once per kernel) and launches it (__cudaLaunchKernel, CUDA 13;
  * cudaLaunchKernel with the host function's address before, and from libraries). libprof keeps
- * host function -> name and handle -> name, and names a kernel at its first launch, demangled
+ * host function -> name and handle -> name (kernels.c), and names a kernel at its first launch, demangled
  * with the C++ runtime's own __cxa_demangle when the program has one. A program linked to the
  * static runtime (nvcc's default) calls none of these through its PLT: nothing of it is seen
  * here.
@@ -18,12 +18,8 @@
  * GPU time (the kernels' start and end on the device) comes from CUPTI (cupti.c): each call here
  * is bracketed by a correlation id, its start, that ties what it queued to its slice. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "../../lib/os.h"
 #include "gpu.h"
 #include "hook.h"
 
@@ -32,74 +28,6 @@ typedef struct {
 } dim3;
 typedef int cuda_err;       /* cudaError_t */
 enum { ERR_UNKNOWN = 999 }; /* returned when the runtime is missing (never: the program calls it) */
-
-/* ---- kernel names ----------------------------------------------------------------------------- */
-/* host functions and handles -> the device function's name (the registration's own string, static data of
- * the program's module), open addressing; a program registers hundreds of kernels, PyTorch
- * thousands at load: a name is interned (a trace name id) only when its kernel is first launched */
-#define KNAMES 32768
-static struct {
-    const void *key;
-    const char *mangled;
-    uint32_t id; /* interned: 0 not yet */
-} knames[KNAMES];
-
-static unsigned kslot(const void *key, int add) {
-    unsigned h = (unsigned)(((uintptr_t)key >> 4) * 0x9e3779b1u) % KNAMES;
-    for (unsigned i = 0; i < KNAMES && key; i++, h = (h + 1) % KNAMES) {
-        const void *k = __atomic_load_n(&knames[h].key, __ATOMIC_ACQUIRE);
-        if (k == key) return h;
-        if (!k) {
-            if (!add) return KNAMES;
-            if (__atomic_compare_exchange_n(&knames[h].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || k == key)
-                return h;
-        }
-    }
-    return KNAMES;
-}
-
-static void kname_put(const void *key, const char *mangled) {
-    unsigned h = mangled ? kslot(key, 1) : KNAMES;
-    if (h < KNAMES) __atomic_store_n(&knames[h].mangled, mangled, __ATOMIC_RELEASE);
-}
-
-static const char *kname_mangled(const void *key) {
-    unsigned h = kslot(key, 0);
-    return h < KNAMES ? __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE) : NULL;
-}
-
-/* The name id of a device function's mangled name, demangled when the process has a C++ runtime:
- * looked for until found, also where it is loaded only as a dependency of a library opened
- * RTLD_LOCAL (Python's extension modules, PyTorch's), which RTLD_DEFAULT does not search. */
-static uint32_t kernel_name(const char *mangled) {
-    static char *(*demangle)(const char *, char *, size_t *, int *);
-    if (!demangle) {
-        void *f = lpr_dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        void *h = f ? NULL : LPR_REAL(dlopen)("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-        if (h) f = lpr_dlsym(h, "__cxa_demangle");
-        demangle = (char *(*)(const char *, char *, size_t *, int *))f;
-    }
-    int st = -1;
-    char *d = demangle && mangled[0] == '_' && mangled[1] == 'Z' ? demangle(mangled, NULL, NULL, &st) : NULL;
-    uint32_t id = lpr_name_id(st == 0 && d ? d : mangled);
-    lp_os_free(d); /* the real free: __cxa_demangle allocated it while libprof held the guard */
-    return id;
-}
-
-/* A launched kernel's name id (the guard held by the caller). */
-static uint32_t kname_id(const void *key) {
-    unsigned h = kslot(key, 0);
-    if (h >= KNAMES) return lpr_name_id("<unnamed kernel>");
-    uint32_t id = __atomic_load_n(&knames[h].id, __ATOMIC_ACQUIRE);
-    const char *m = __atomic_load_n(&knames[h].mangled, __ATOMIC_ACQUIRE);
-    if (!id && m) __atomic_store_n(&knames[h].id, id = kernel_name(m), __ATOMIC_RELEASE);
-    return id ? id : lpr_name_id("<unnamed kernel>");
-}
-
-uint32_t lpr_cuda_name_id(const char *mangled) {
-    kname_put(mangled, mangled); /* keyed by the string itself: CUPTI's names are shared by a kernel's records */
-    return kname_id(mangled);
-}
 
 LP_REAL_SLOT(__cudaRegisterFunction)
 LP_REAL_SLOT(__cudaGetKernel)
@@ -113,13 +41,13 @@ LP_EXPORT void __cudaRegisterFunction(void **fatbin, const char *host_fn, char *
                                       void *tid, void *bid, dim3 *bdim, dim3 *gdim, int *wsize) {
     if (!LP_REAL(__cudaRegisterFunction)) return;
     LP_REAL(__cudaRegisterFunction)(fatbin, host_fn, dev, name, limit, tid, bid, bdim, gdim, wsize);
-    kname_put(host_fn, name);
+    lpr_kernel_put(host_fn, name);
 }
 
 LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *host_fn) {
     if (!LP_REAL(__cudaGetKernel)) return ERR_UNKNOWN;
     cuda_err r = LP_REAL(__cudaGetKernel)(handle, host_fn);
-    if (handle && *handle && *handle != host_fn) kname_put(*handle, kname_mangled(host_fn));
+    if (handle && *handle && *handle != host_fn) lpr_kernel_put(*handle, lpr_kernel_mangled(host_fn));
     return r;
 }
 
@@ -128,7 +56,7 @@ LP_EXPORT cuda_err __cudaGetKernel(void **handle, const void *host_fn) {
 static void record_launch(struct lpr_tls *t, uint64_t t0, const void *kernel, dim3 g, dim3 b, size_t shmem,
                           const void *stream, cuda_err r) {
     uint8_t gd = lpr_guard_hold(t); /* the demangled name and its interning are libprof's */
-    uint32_t name = kname_id(kernel);
+    uint32_t name = lpr_kernel_id(kernel);
     lpr_guard_restore(t, gd);
     uint64_t a[10] = {name, g.x, g.y, g.z, b.x, b.y, b.z, shmem, U(stream), I(r)};
     lpr_call_record(t, LP_CALL_CUDA_LAUNCH, t0, lpr_ticks(), 10, a, NULL, 0);

@@ -1,6 +1,7 @@
 /* gpu.h: what the GPU families share — the cuda, cublas and nccl hooks mark each call with its
  * start (CUPTI's external correlation, cupti.c) so that the kernels, copies and sets it queued
- * are tied to its slice, and CUPTI's records name kernels as the cuda family does (cuda.c). */
+ * are tied to its slice, and kernels are named by one registry (kernels.c) for the cuda
+ * family's launches and CUPTI's records alike. */
 #ifndef LPR_GPU_H
 #define LPR_GPU_H
 
@@ -13,8 +14,14 @@
 int lpr_gpu_enter(uint64_t *t0, const void *runtime) __attribute__((visibility("hidden")));
 void lpr_gpu_leave(void) __attribute__((visibility("hidden")));
 
-/* The name id of a kernel's device name (mangled, static for the process's life: a module's
- * registration string or CUPTI's), demangled once (the guard held by the caller). */
+/* kernels.c: `key` (a host function, a kernel handle, a name string) -> the device name
+ * `mangled` (static for the process's life: a module's registration string, or CUPTI's) */
+void lpr_kernel_put(const void *key, const char *mangled) __attribute__((visibility("hidden")));
+const char *lpr_kernel_mangled(const void *key) __attribute__((visibility("hidden")));
+/* The name id of `key`'s kernel, demangled once ("<unnamed kernel>" when unknown; the guard held
+ * by the caller). */
+uint32_t lpr_kernel_id(const void *key) __attribute__((visibility("hidden")));
+/* The name id of a kernel's device name itself (CUPTI's records). */
 uint32_t lpr_cuda_name_id(const char *mangled) __attribute__((visibility("hidden")));
 
 /* The bracket itself, for hooks written out by hand: `real` is the real function called. */

@@ -97,36 +97,32 @@
         }                                                                                                       \
     } while (0)
 
-/* Both halves of a hook of family LP_FAM_<FAM> recording LP_CALL_<CALL> (see the top). */
-#define LP_HOOK(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, ...) \
-    __attribute__((noinline)) static RET FN##_slow PARAMS {       \
-        if (!LP_REAL(FN)) LP_NOFN(FAIL);                          \
-        PRE;                                                      \
-        LP_BEGIN(LP_FAM_##FAM);                                   \
-        RET r = LP_REAL(FN) ARGS;                                 \
-        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);     \
-        return r;                                                 \
-    }                                                             \
-    LP_EXPORT RET FN PARAMS {                                     \
-        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                     \
-        return FN##_slow ARGS;                                    \
+/* Both halves of a hook of family LP_FAM_<FAM> recording LP_CALL_<CALL> (see the top), the real
+ * call made inside AROUND(real, statement). */
+#define LP_HOOK_SHAPE(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, AROUND, ...) \
+    __attribute__((noinline)) static RET FN##_slow PARAMS {                     \
+        if (!LP_REAL(FN)) LP_NOFN(FAIL);                                        \
+        PRE;                                                                    \
+        LP_BEGIN(LP_FAM_##FAM);                                                 \
+        RET r;                                                                  \
+        AROUND(LP_REAL(FN), r = LP_REAL(FN) ARGS);                              \
+        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);                   \
+        return r;                                                               \
+    }                                                                           \
+    LP_EXPORT RET FN PARAMS {                                                   \
+        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                                   \
+        return FN##_slow ARGS;                                                  \
     }
+#define LP_PLAIN_CALL(real, call) call
+
+/* The common hook: `PRE` runs before the call is timed. */
+#define LP_HOOK(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, ...) \
+    LP_HOOK_SHAPE(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, PRE, LP_PLAIN_CALL, __VA_ARGS__)
 
 /* LP_HOOK with the real call made inside AROUND(real, statement): the GPU families bracket it
  * with a correlation id that ties what it queued on the GPU to its slice (gpu.h, LP_GPU_CALL). */
 #define LP_HOOK_AROUND(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, AROUND, ...) \
-    __attribute__((noinline)) static RET FN##_slow PARAMS {                 \
-        if (!LP_REAL(FN)) LP_NOFN(FAIL);                                    \
-        LP_BEGIN(LP_FAM_##FAM);                                             \
-        RET r;                                                              \
-        AROUND(LP_REAL(FN), r = LP_REAL(FN) ARGS);                          \
-        LP_RECORD(LP_FAM_##FAM, LP_CALL_##CALL, __VA_ARGS__);               \
-        return r;                                                           \
-    }                                                                       \
-    LP_EXPORT RET FN PARAMS {                                               \
-        LP_PASS_ARGS(LP_FAM_##FAM, FN, ARGS);                               \
-        return FN##_slow ARGS;                                              \
-    }
+    LP_HOOK_SHAPE(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, (void)0, AROUND, __VA_ARGS__)
 
 /* The same for a call whose record carries a string after its arguments (a path). */
 #define LP_HOOK_STR(FAM, CALL, RET, FN, PARAMS, ARGS, FAIL, STR, ...) \
