@@ -77,4 +77,3 @@ uint32_t lpr_cuda_name_id(const char *mangled) {
     lpr_kernel_put(mangled, mangled); /* keyed by the string itself: CUPTI's names are shared by a kernel's records */
     return lpr_kernel_id(mangled);
 }
-
