@@ -175,7 +175,8 @@ static void at_exit(void);
 #define SYM(field, name) (*(void **)&cu.field = lpr_dlsym(h, name)) != NULL
 
 static void start(const void *runtime) {
-    if (!lpr_cfg.gpu_times) return;
+    /* (its records are the cuda family's: with that family off, as with LIBPROF_GPU_TIMES=0, no CUPTI) */
+    if (!lpr_cfg.gpu_times || !(lpr_gate & (1u << LP_FAM_CUDA))) return;
     if (getenv("CUDA_INJECTION64_PATH")) {
         lpr_warn("no GPU times: the program runs under a CUDA injection (Nsight), which holds CUPTI");
         return;
@@ -225,7 +226,8 @@ int lpr_gpu_enter(uint64_t *t0, const void *runtime) {
         s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
         *t0 = lpr_ticks(); /* the call's slice starts after CUPTI's */
     }
-    return s == ON && cu.push(EXT_KIND, *t0 - lpr_origin_ticks) == 0;
+    /* (a forked child has the parent's CUPTI in name only: it pushes nothing) */
+    return s == ON && LP_LIKELY(lpr_pid == started_pid) && cu.push(EXT_KIND, *t0 - lpr_origin_ticks) == 0;
 }
 
 void lpr_gpu_leave(void) {
