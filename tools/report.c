@@ -66,6 +66,14 @@ static int is_kernel_cat(const char *cat) {
     return 0;
 }
 
+/* A CUDA call that waits for the GPU (a device, stream or event synchronisation, a synchronous
+ * copy): its time is the GPU's work, not the framework's. */
+static int is_gpu_wait(const char *cat, const char *name) {
+    if (strcmp(cat, "cuda")) return 0;
+    size_t n = strlen(name);
+    return !strcmp(name, "cudaMemcpy") || (n > 11 && !strcmp(name + n - 11, "Synchronize"));
+}
+
 static void an_free(struct an *a) {
     free(a->order);
     free(a->parent);
@@ -101,7 +109,8 @@ static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opt
         a->self[i] = s->dur_ns;
         const char *cat = c->names[s->cat], *name = c->names[s->name];
         a->life[i] = !strcmp(cat, "thread") && !strcmp(name, "thread");
-        a->kernel[i] = is_kernel_cat(cat) || (o->have_kernels && regexec(&o->kernels, name, 0, NULL, 0) == 0);
+        a->kernel[i] = is_kernel_cat(cat) || is_gpu_wait(cat, name) ||
+                       (o->have_kernels && regexec(&o->kernels, name, 0, NULL, 0) == 0);
     }
     sort_c = c;
     lp_sort(a->order, a->n, sizeof *a->order, cmp_order);
@@ -386,11 +395,13 @@ static void print_threads(FILE *f, const struct an *a) {
     if (shown < n) lp_sort(t, n, sizeof *t, by_use_desc);
     if (a->has_cpu)
         fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
-                   "oneDNN,\nOpenMP regions or --kernels; cpu = sampled user CPU time; framework tax = share of it "
+                   "oneDNN,\nOpenMP regions, waits on the GPU or --kernels; cpu = sampled user CPU time; framework tax "
+                   "= share of it "
                    "outside kernels\n");
     else
         fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
-                   "oneDNN,\nOpenMP regions or --kernels; framework tax = share of the wall time outside kernels\n");
+                   "oneDNN,\nOpenMP regions, waits on the GPU or --kernels; framework tax = share of the wall time "
+                   "outside kernels\n");
     fprintf(f, "%8s %10s %11s %11s %7s %11s %7s", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%");
     if (a->has_cpu) fprintf(f, " %11s %11s", "cpu", "cpu kernel");
     fprintf(f, " %9s\n", "tax%");

@@ -293,3 +293,27 @@ Test(analysis, onnxruntime_style_with_kernels) {
     cr_expect_not_null(strstr(r.out, "100.0 us    100.0 us  100.0%     40.0 us   40.0%     60.0%"), "%s", r.out);
     run_free(&r);
 }
+
+/* The host waiting for the GPU (a CUDA device, stream or event synchronisation, a synchronous
+ * copy) is the GPU's work, not the framework's: two iterations of 1000 µs with 700 and 500 µs of
+ * synchronisation have 30 % and 50 % framework tax; the launches are the framework's. */
+Test(analysis, host_waits_on_the_gpu_are_not_framework_tax, .init = setup) {
+    char *t =
+        write_text(dir, "gw.json",
+                   "{\"traceEvents\":[\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"annot\",\"name\":\"step\",\"ts\":0,\"dur\":1000},\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"cuda\",\"name\":\"k\",\"ts\":0,\"dur\":100},\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"cuda\",\"name\":\"cudaDeviceSynchronize\","
+                   "\"ts\":200,\"dur\":700},\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"annot\",\"name\":\"step\",\"ts\":1000,\"dur\":1000},\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"cuda\",\"name\":\"k\",\"ts\":1000,\"dur\":100},\n"
+                   "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"cat\":\"cuda\",\"name\":\"cudaStreamSynchronize\","
+                   "\"ts\":1300,\"dur\":500}\n]}\n");
+    struct run r;
+    report(&r, (const char *[]){t, "--iterations", "^step$", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *tax = strstr(r.out, "\nframework tax ");
+    cr_assert_not_null(tax, "%s", r.out);
+    cr_expect_not_null(strstr(tax, " 30.0%        50.0%       40.0%"), "%s", r.out);
+    run_free(&r);
+}
