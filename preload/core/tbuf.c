@@ -279,15 +279,72 @@ static long spool_pwrite(struct iovec *iov, int cnt, size_t total, uint64_t off)
     return -EBADF;
 }
 
+/* Write the file header `h` at the start of `fd`, then a copy of it in a HEADER chunk (a damaged
+ * header does not lose the trace); *total: their bytes. 0 or -errno. */
+static long write_header(int fd, const struct lp_file_header *h, size_t *total) {
+    struct lp_chunk_header ch = {.magic = LP_CHUNK_MAGIC, .type = LP_CHUNK_HEADER, .length = sizeof *h};
+    struct iovec iov[3] = {{(void *)h, sizeof *h}, {&ch, sizeof ch}, {(void *)h, sizeof *h}};
+    *total = 2 * sizeof *h + sizeof ch;
+    if (*total > rlimit_cur(RLIMIT_FSIZE)) return -EFBIG;
+    if (noappend < 0) noappend = 1; /* try RWF_NOAPPEND (Linux 6.9 and later) once */
+    long w = write_all(fd, iov, 3, 0);
+    if ((w == -EOPNOTSUPP || w == -EINVAL) && noappend == 1) {
+        noappend = 0;
+        w = write_all(fd, iov, 3, 0);
+    }
+    return w;
+}
+
+/* The spool is `fd`, named `chosen`, its header written (`total` bytes): writes may begin. */
+static void spool_opened(int fd, const char *chosen, size_t total) {
+    struct stat st;
+    lpr_sys_fstat(fd, &st);
+    spool_dev = st.st_dev;
+    spool_ino = st.st_ino;
+    lpr_sys_close(fd);
+    snprintf(spool_path, sizeof spool_path, "%s", chosen);
+    spool_pid = lpr_sys_getpid();
+    spool_off = total;
+    spool_failed = 0;
+    fail_off = UINT64_MAX;
+    __atomic_store_n(&lpr_spool_on, 1, __ATOMIC_RELEASE);
+}
+
+/* The spool made whole before it has a name: an unnamed file in `path`'s directory (O_TMPFILE)
+ * gets the header, then the name (linked through /proc/self/fd: no privilege needed), so a
+ * process killed while it starts leaves no empty file behind. 0 when done; -1 when the name is
+ * taken or this system cannot (then the plain way below decides). */
+static int create_whole(const char *path, int mode, const struct lp_file_header *h) {
+    char dir[PATH_MAX], fdpath[32];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n + 2 > sizeof dir) return -1;
+    if (slash)
+        memcpy(dir, path, n ? n : 1), dir[n ? n : 1] = '\0';
+    else
+        dir[0] = '.', dir[1] = '\0';
+    int fd = lpr_sys_open(dir, O_TMPFILE | O_WRONLY, mode);
+    if (fd < 0) return -1;
+    size_t total;
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    if (write_header(fd, h, &total) != 0 ||
+        lpr_syscall6(SYS_linkat, AT_FDCWD, (long)fdpath, AT_FDCWD, (long)path, AT_SYMLINK_FOLLOW, 0) != 0) {
+        lpr_sys_close(fd);
+        return -1;
+    }
+    spool_opened(fd, path, total);
+    return 0;
+}
+
 /* Create the spool at `path` and write the file header `h` to it, followed by a copy of it in a
- * HEADER chunk (a damaged header does not lose the trace). If another live process owns that
- * name (a child that inherited LIBPROF_OUTPUT without %p) and `allow_rename`, ".PID" is
- * inserted; the name taken is copied to `chosen`. A symlink at the name is never followed.
- * Returns 0 or -1 (errno set). */
+ * HEADER chunk. If another live process owns that name (a child that inherited LIBPROF_OUTPUT
+ * without %p) and `allow_rename`, ".PID" is inserted; the name taken is copied to `chosen`. A
+ * symlink at the name is never followed. Returns 0 or -1 (errno set). */
 int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_header *h, char *chosen,
                      size_t chosen_len) {
     snprintf(chosen, chosen_len, "%s", path);
     int mode = (int)lpr_cfg.file_mode ? (int)lpr_cfg.file_mode : 0600;
+    if (create_whole(chosen, mode, h) == 0) return 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = lpr_sys_open(chosen, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
         if (fd == -EEXIST) {
@@ -307,6 +364,7 @@ int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_he
                 errno = EBUSY;
                 return -1;
             } else {
+                if (create_whole(chosen, mode, h) == 0) return 0;
                 continue;
             }
         }
@@ -314,34 +372,15 @@ int lpr_spool_create(const char *path, int allow_rename, const struct lp_file_he
             errno = -fd;
             return -1;
         }
-        struct stat st;
-        lpr_sys_fstat(fd, &st);
-        spool_dev = st.st_dev;
-        spool_ino = st.st_ino;
-        struct lp_chunk_header ch = {.magic = LP_CHUNK_MAGIC, .type = LP_CHUNK_HEADER, .length = sizeof *h};
-        struct iovec iov[3] = {{(void *)h, sizeof *h}, {&ch, sizeof ch}, {(void *)h, sizeof *h}};
-        size_t total = 2 * sizeof *h + sizeof ch;
-        long w = total > rlimit_cur(RLIMIT_FSIZE) ? -EFBIG : 0;
-        if (w == 0) {
-            if (noappend < 0) noappend = 1; /* try RWF_NOAPPEND (Linux 6.9 and later) once */
-            w = write_all(fd, iov, 3, 0);
-            if ((w == -EOPNOTSUPP || w == -EINVAL) && noappend == 1) {
-                noappend = 0;
-                w = write_all(fd, iov, 3, 0);
-            }
-        }
-        lpr_sys_close(fd);
+        size_t total;
+        long w = write_header(fd, h, &total);
         if (w != 0) {
+            lpr_sys_close(fd);
             lpr_sys_unlink(chosen);
             errno = (int)-w;
             return -1;
         }
-        snprintf(spool_path, sizeof spool_path, "%s", chosen);
-        spool_pid = lpr_sys_getpid();
-        spool_off = total;
-        spool_failed = 0;
-        fail_off = UINT64_MAX;
-        __atomic_store_n(&lpr_spool_on, 1, __ATOMIC_RELEASE);
+        spool_opened(fd, chosen, total);
         return 0;
     }
     errno = EBUSY;
