@@ -56,7 +56,7 @@ static struct {
     cupti_res (*push)(int, uint64_t), (*pop)(int, uint64_t *);
 } cu;
 
-enum { OFF, STARTING, ON, YIELDED };
+enum { OFF, ON, YIELDED };
 static int state; /* OFF until the first call tries (`tried`) */
 static int tried;
 /* The API kinds are enabled only because CUPTI writes an external correlation record only for an
