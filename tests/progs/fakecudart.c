@@ -25,7 +25,7 @@ static int module;
 
 /* kernels by their host function: the device names the program registered */
 static struct {
-    const void *stub;
+    const void *host_fn;
     const char *name;
 } kernels[64];
 static int nkernels;
@@ -54,10 +54,10 @@ void **__cudaRegisterFatBinary(void *fatbin) {
 }
 void __cudaRegisterFatBinaryEnd(void **h) { (void)h; }
 void __cudaUnregisterFatBinary(void **h) { (void)h; }
-void __cudaRegisterFunction(void **h, const char *stub, char *dev, const char *name, int limit, void *tid, void *bid,
+void __cudaRegisterFunction(void **h, const char *host_fn, char *dev, const char *name, int limit, void *tid, void *bid,
                             dim3 *bdim, dim3 *gdim, int *wsize) {
     (void)h, (void)dev, (void)limit, (void)tid, (void)bid, (void)bdim, (void)gdim, (void)wsize;
-    if (nkernels < 64) kernels[nkernels].stub = stub, kernels[nkernels++].name = name;
+    if (nkernels < 64) kernels[nkernels].host_fn = host_fn, kernels[nkernels++].name = name;
 }
 unsigned __cudaPushCallConfiguration(dim3 g, dim3 b, size_t shmem, void *stream) {
     pending.g = g;
@@ -73,15 +73,15 @@ int __cudaPopCallConfiguration(dim3 *g, dim3 *b, size_t *shmem, void **stream) {
     *stream = pending.stream;
     return 0;
 }
-int __cudaGetKernel(void **handle, const void *stub) {
-    *handle = (void *)stub;
+int __cudaGetKernel(void **handle, const void *host_fn) {
+    *handle = (void *)host_fn;
     return 0;
 }
 int __cudaLaunchKernel(const void *k, dim3 g, dim3 b, void **args, size_t shmem, void *stream) {
     (void)args;
     const char *name = "?";
     for (int i = 0; i < nkernels; i++)
-        if (kernels[i].stub == k) name = kernels[i].name;
+        if (kernels[i].host_fn == k) name = kernels[i].name;
     if (device()) gpu.kernel(name, g.x, g.y, g.z, b.x, b.y, b.z, shmem, stream != NULL);
     return 0;
 }
