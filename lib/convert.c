@@ -751,7 +751,7 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
          * others are made by their totals alone */
         if (!w || lp_outputs[k].streamed ||
             !lp_output_possible(lp_outputs[k].needs, lp_alloc_sites(p->a.r, p->a.sites) != NULL,
-                                p->a.samples != NULL) ||
+                                lp_samples_of(&p->a) != NULL) ||
             output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0)
             continue;
         out[k].sink = (struct lp_sink){.out = &out[k].out};
@@ -810,7 +810,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
      * lacks is reported once the others are written */
     const char *missing = NULL;
     unsigned missing_needs = 0;
-    int stacks = lp_alloc_sites(a->r, a->sites) != NULL, samples = a->samples != NULL;
+    int stacks = lp_alloc_sites(a->r, a->sites) != NULL, samples = lp_samples_of(a) != NULL;
     for (int k = 0; k < LP_OUT_COUNT; k++) {
         int fd = k == LP_OUT_CHROME ? o->chrome_fd : k == LP_OUT_SUMMARY ? o->summary_fd : -1;
         const char *path = k == LP_OUT_SUMMARY ? NULL : o->path[k];

@@ -67,7 +67,7 @@ struct lp_convert_opts {
 int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen);
 
 /* The views of the hook families that make more of a trace (views.h): created, fed and finished by
- * the pass; their state is the pointers of struct lp_analysis below. */
+ * the pass; their state is struct lp_analysis's view slots below. */
 #include "views.h"
 
 /* ---- what the pass computes, as the writers read it ------------------------------------------- */
@@ -103,17 +103,16 @@ struct lp_analysis {
     uint64_t cb_used[LP_COUNTER_BUCKETS / 64];
     struct lp_calls *calls;              /* the runtime entry points (calls.c) */
     struct lp_sites *sites;              /* allocation call stacks (sites.c), NULL without them */
-    struct lp_samples *samples;          /* CPU samples (samples.c), NULL without them */
-    struct lp_pycalls *pycalls;          /* LIBPROF_PYTHON_CALLS slices (pycalls.c) */
-    struct lp_ort *ort;                  /* ONNX Runtime's node profiles (ort.c) */
-    struct lp_etdump *etdump;            /* ExecuTorch's ETDumps (etdump.c) */
-    struct lp_cudamem *cudamem;          /* CUDA device memory (cudamem.c) */
-    struct lp_gpu *gpu;                  /* the GPU's own records: kernels, copies, sets (gpu.c) */
-    struct lp_torch *torch;              /* PyTorch's operators (torch.c) */
+    void *view[LP_VIEW_COUNT];           /* each view's state, by enum lp_view_id (views.h) */
     uint64_t temporary, temporary_bytes; /* temporary allocations (opts.temporary_threshold) */
     uint64_t mpi_sync_ns[2];             /* ends of the main thread's first MPI_Barrier, MPI_Init (skew.c) */
     int general_allocs; /* a view charges allocations (PyTorch's operators): none takes the fast path */
 };
+
+/* The views the writers read besides their own parts: the CPU samples (NULL without them), CUDA
+ * device memory. */
+static inline struct lp_samples *lp_samples_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CPU]; }
+static inline struct lp_cudamem *lp_cudamem_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CUDAMEM]; }
 
 /* What the pass made of one event, beside the event itself. */
 struct lp_seen {

@@ -60,12 +60,14 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
         if (exe[i] == '/') b = i + 1;
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)(n - b), exe + b);
-    if (lp_speedscope(k->out, name, lp_alloc_sites(a->r, a->sites), a->samples) != 0) k->out->err = ENOMEM;
+    if (lp_speedscope(k->out, name, lp_alloc_sites(a->r, a->sites), lp_samples_of(a)) != 0) k->out->err = ENOMEM;
 }
-static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_samples_folded(a->samples, k->out); }
+static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) {
+    lp_samples_folded(lp_samples_of(a), k->out);
+}
 static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_syms *syms = lp_syms_new(a->r);
-    if (!syms || lp_pprof_cpu(k->out, a->r, a->samples, syms) != 0) k->out->err = ENOMEM;
+    if (!syms || lp_pprof_cpu(k->out, a->r, lp_samples_of(a), syms) != 0) k->out->err = ENOMEM;
     lp_syms_free(syms);
 }
 static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
@@ -82,7 +84,7 @@ static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
         return 0;                                               \
     }
 static void cuda_peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    lp_cudamem_folded_peak(a->cudamem, k->out);
+    lp_cudamem_folded_peak(lp_cudamem_of(a), k->out);
 }
 
 TOTALS(folded, folded_finish)

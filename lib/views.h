@@ -3,8 +3,9 @@
  * slices, CPU samples, MPI's clock-alignment instants — one row each, as the hook families are
  * rows of LP_FAMILIES. lp_convert creates every view, hands each the events of the shapes it asks
  * for during the one pass, finishes them at its end and frees them; the writers ask each view for
- * its part of the summary, the CSV, the Chrome trace's events and its metadata. A new view is one
- * file (its analysis) and one row here: lp_convert and the writers do not change. */
+ * its part of the summary, the CSV, the Chrome trace's events and its metadata. A view's state is
+ * its slot of lp_analysis.view. A new view is one file (its analysis) and one row here (a name in
+ * lp_view_id, a row of lp_views): lp_convert and the writers do not change. */
 #ifndef LP_VIEWS_H
 #define LP_VIEWS_H
 
@@ -17,10 +18,23 @@ struct lp_seen;
 struct lp_out;
 struct lp_json;
 
+/* The views, in the order they see each event. */
+enum lp_view_id {
+    LP_VIEW_PYCALLS, /* Python call slices (pycalls.c) */
+    LP_VIEW_ORT,     /* ONNX Runtime's node profiles (ort.c) */
+    LP_VIEW_ETDUMP,  /* ExecuTorch's ETDumps (etdump.c) */
+    LP_VIEW_CUDAMEM, /* CUDA device memory (cudamem.c) */
+    LP_VIEW_GPU,     /* the GPU's own kernels, copies and sets (gpu.c) */
+    LP_VIEW_TORCH,   /* PyTorch's operators (torch.c) */
+    LP_VIEW_MPI,     /* MPI's clock-alignment instants (no state of its own) */
+    LP_VIEW_CPU,     /* CPU samples (samples.c) */
+    LP_VIEW_COUNT
+};
+
 struct lp_view {
     const char *name;
     unsigned shapes; /* the event shapes it sees (bit 1 << LP_SHAPE_*) */
-    /* Its state, made for this trace into `a` (its pointer there may stay NULL: nothing to
+    /* Its state, made for this trace into its slot of a->view (which may stay NULL: nothing to
      * see). 0, or -1 when out of memory. */
     int (*create)(struct lp_analysis *a);
     /* An event of one of its shapes (a CALL's record and meaning in s->call, s->view). 0 or -1. */
@@ -34,7 +48,7 @@ struct lp_view {
     void (*chrome)(const struct lp_analysis *a, struct lp_json *j, uint64_t pid); /* events of its own */
     void (*metadata)(const struct lp_analysis *a, struct lp_out *o);              /* ,"key":{...} */
 };
-extern const struct lp_view lp_views[];
+extern const struct lp_view lp_views[LP_VIEW_COUNT];
 extern const unsigned lp_nviews;
 
 #endif

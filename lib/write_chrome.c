@@ -287,15 +287,16 @@ static void control(struct chrome *c, const struct lp_event *e) {
 /* The CPU sampled on the slice's thread while it ran (LIBPROF_SAMPLE_HZ): an argument of its own,
  * so that a slice that waited shows little CPU beside its duration. */
 static void cpu_arg(struct lp_json *j, const struct lp_analysis *a, const struct lp_event *e) {
-    if (!a->samples || !e->timed) return;
+    if (!lp_samples_of(a) || !e->timed) return;
     lp_json_key(j, "cpu_ns");
-    lp_out_fmt(j->o, "%llu",
-               (unsigned long long)lp_samples_cpu_ns(a->samples, e->thread, e->start_ns, e->start_ns + e->dur_ns));
+    lp_out_fmt(
+        j->o, "%llu",
+        (unsigned long long)lp_samples_cpu_ns(lp_samples_of(a), e->thread, e->start_ns, e->start_ns + e->dur_ns));
     if (lp_kind_shape[e->kind] == LP_SHAPE_CALL && lp_call_id(e->w[0]) == LP_CALL_ORT_RUN) { /* its pool's work */
         lp_json_key(j, "cpu_others_ns");
-        lp_out_fmt(
-            j->o, "%llu",
-            (unsigned long long)lp_samples_cpu_others_ns(a->samples, e->thread, e->start_ns, e->start_ns + e->dur_ns));
+        lp_out_fmt(j->o, "%llu",
+                   (unsigned long long)lp_samples_cpu_others_ns(lp_samples_of(a), e->thread, e->start_ns,
+                                                                e->start_ns + e->dur_ns));
     }
 }
 
@@ -318,7 +319,7 @@ static void annot(struct chrome *c, const struct lp_analysis *a, const struct lp
                   c->pid, shape == LP_SHAPE_COUNTER ? c->pid : tid_of(c, e), "annot", name, len, (int64_t)e->start_ns);
     if (shape == LP_SHAPE_RANGE) {
         lp_json_dur(j, e->dur_ns);
-        if (a->samples) {
+        if (lp_samples_of(a)) {
             lp_json_args(j);
             cpu_arg(j, a, e);
             lp_json_args_end(j);
@@ -345,7 +346,7 @@ static void pycall(struct chrome *c, const struct lp_analysis *a, const struct l
     lp_json_dur(j, e->dur_ns);
     uint64_t id = e->w[0];
     int known = id < r->npycodes && r->pycodes[id].file;
-    if (known || a->samples) {
+    if (known || lp_samples_of(a)) {
         lp_json_args(j);
         if (known) {
             lp_json_key(j, "file");

@@ -864,7 +864,7 @@ static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, ui
     uint64_t iid;
     if (!lp_map_get(&s->cs, (uint64_t)key + 1, &iid)) {
         const char *names[LP_STACK_MAX_FRAMES + 1];
-        unsigned n = lp_samples_frames(s->a->samples, key, names, LP_STACK_MAX_FRAMES);
+        unsigned n = lp_samples_frames(lp_samples_of(s->a), key, names, LP_STACK_MAX_FRAMES);
         if (!n) names[n++] = "[unknown stack]";
         iid = frames_stack(&f->cpu, names, n);
         if (lp_map_put(&s->cs, (uint64_t)key + 1, iid, NULL) < 0) f->oom = 1;
@@ -878,7 +878,7 @@ static void one_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, ui
 
 static void samples(struct pf *f, const struct lp_analysis *a) {
     struct samples_arg s = {f, a, track(f, UINT64_C(1) << 63 | UINT64_C(1) << 61, T_SAMPLES, f->pid, 0), {0}};
-    lp_samples_each_sample(a->samples, one_sample, &s);
+    lp_samples_each_sample(lp_samples_of(a), one_sample, &s);
     lp_map_free(&s.cs);
 }
 
@@ -1240,7 +1240,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     f->chrome.finish(&f->chrome, a);
     lp_out_flush(&f->json); /* the last of the Chrome stream through feed() */
     metadata(f);
-    if (a->samples) samples(f, a);
+    if (lp_samples_of(a)) samples(f, a);
     struct lp_out *o = k->out;
     if (f->oom) goto oom;
     /* the sequence's interned data, first */
