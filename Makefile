@@ -52,6 +52,7 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=
 PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -Wl,-z,nodelete
 
 # ---- sources, one per line ---------------------------------------------------------------------
+CORE_SRCS += preload/core/blocks.c
 CORE_SRCS += preload/core/call.c
 CORE_SRCS += preload/core/clock.c
 CORE_SRCS += preload/core/config.c

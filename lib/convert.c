@@ -55,8 +55,9 @@ struct pass {
     uint64_t *ring; /* memray's threshold: the last N blocks allocated per thread */
     unsigned threshold;
     uint32_t nthreads;
-    int follow;                  /* the trace is still being written (lp_reader_follow): its length is not known */
-    struct lp_cbucket no_bucket; /* the fast path's when no counter track is asked for */
+    int follow; /* the trace is still being written (lp_reader_follow): its length is not known */
+    int64_t tally_bytes, tally_blocks; /* the TALLY records' sums (what of live_bytes they hold: the positive part) */
+    struct lp_cbucket no_bucket;       /* the fast path's when no counter track is asked for */
 };
 
 #define HOT static inline __attribute__((always_inline))
@@ -214,6 +215,41 @@ HOT uint64_t block_died(struct pass *p, struct hot *h, struct last_alloc *l, uns
     return size;
 }
 
+/* A TALLY (format.h): the allocations and frees a thread counted since its last one, now. The
+ * heap takes their highest point, then where they left it; its bytes of counted blocks are
+ * what the allocator holds for them. A thread's frees of blocks another thread counted later may take the sum below
+ * zero for a while: the heap shows 0 then. */
+static void tally(struct pass *p, struct hot *h, const struct lp_event *e) {
+    struct lp_analysis *a = &p->a;
+    const uint64_t *w = e->w;
+    static const struct {
+        uint16_t kind, word;
+    } rows[] = {{LP_EV_MALLOC, LP_TALLY_MALLOC_N},
+                {LP_EV_CALLOC, LP_TALLY_CALLOC_N},
+                {LP_EV_REALLOC, LP_TALLY_REALLOC_N},
+                {LP_EV_FREE, LP_TALLY_FREE_N}};
+    if (a->counting) {
+        for (unsigned i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            if (w[rows[i].word] && lp_fnstat_add(&a->fn[rows[i].kind], w[rows[i].word], 0, 0, w[rows[i].word + 1], 0))
+                h->oom = 1;
+        for (unsigned b = 0; b < LP_TALLY_HIST_BUCKETS; b++)
+            a->size_hist[b] += (uint32_t)(w[LP_TALLY_HIST + b / 2] >> (b % 2 * 32));
+        h->temporary += w[LP_TALLY_TEMP_N];
+        h->temporary_bytes += w[LP_TALLY_TEMP_B];
+        if (a->sites) lp_sites_counted(a->sites, w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] + w[LP_TALLY_REALLOC_N]);
+    }
+    a->tallied += w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] + w[LP_TALLY_REALLOC_N] + w[LP_TALLY_FREE_N];
+    p->tally_blocks += (int64_t)(w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] - w[LP_TALLY_FREE_N] + w[LP_TALLY_BLOCKS]);
+    int64_t base = p->tally_bytes;
+    p->tally_bytes += (int64_t)w[LP_TALLY_NET];
+    uint64_t recorded = h->live_bytes - (base > 0 ? (uint64_t)base : 0);
+    int64_t top = base + (int64_t)w[LP_TALLY_RISE];
+    h->live_bytes = recorded + (top > 0 ? (uint64_t)top : 0);
+    heap_changed(p, h, a->counting, e->ns);
+    h->live_bytes = recorded + (p->tally_bytes > 0 ? (uint64_t)p->tally_bytes : 0);
+    heap_changed(p, h, a->counting, e->ns);
+}
+
 /* Add one call to row `f`: `bytes` actually handed out (or released). */
 HOT void account(struct pass *p, struct fnstat *f, const struct lp_event *e, uint64_t bytes, int failed) {
     if (p->a.counting && lp_fnstat_add(f, 1, e->timed, e->dur_ns, bytes, failed) != 0) p->h.oom = 1;
@@ -255,6 +291,7 @@ HOT uint64_t analyse(struct pass *p, const struct lp_event *e) {
     case LP_SHAPE_MARK:
     case LP_SHAPE_COUNTER: account(p, f, e, 0, 0); return 0;
     case LP_SHAPE_CONTROL: a->pauses += e->kind == LP_EV_PAUSE; return 0;
+    case LP_SHAPE_TALLY: tally(p, h, e); return 0;
     case LP_SHAPE_REALLOC: {
         uint64_t size = w[0], np = w[1], op = w[2];
         if (e->phase == 0) { /* release of the old block, at the call's start */
@@ -689,7 +726,7 @@ static int totals(struct pass *p, struct output *out, char *err, size_t errlen) 
     a->temporary_bytes = h->temporary_bytes;
     a->untracked_frees = h->untracked_frees;
     a->reused_live = h->reused_live;
-    a->live_blocks = h->live.n;
+    a->live_blocks = h->live.n + (p->tally_blocks > 0 ? (uint64_t)p->tally_blocks : 0);
     lp_map_free(&h->live); /* before the sites' replay, which builds its own */
     if (h->oom || lp_calls_finish(a->calls) != 0) return -2;
     if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) return -2;

@@ -91,6 +91,7 @@ struct lp_analysis {
     size_t nranges;
     uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
     uint64_t untracked_frees, reused_live;
+    uint64_t tallied; /* allocations and frees counted in TALLY records, not recorded one by one */
     /* block sizes, by lp_size_bucket; during the pass by power of two up to 2^63 (the fold into
      * the last bucket is done once, at its end) */
     uint64_t size_hist[LP_SIZE_POW2];

@@ -40,6 +40,7 @@ struct lp_sites {
     uint64_t with_stack, without_stack;
     uint64_t rate;      /* LIBPROF_ALLOC_SAMPLE: sampled stacks, weighted (poisson.h); 0: every one */
     uint64_t unsampled; /* allocations of a sampled trace that have no stack */
+    uint64_t counted;   /* ... of which counted in TALLY records, not recorded one by one */
     struct lp_syms *syms;
     int oom;
     struct pyline *lines;
@@ -186,6 +187,11 @@ static inline int weigh(const struct lp_sites *s, uint64_t size, uint32_t stack,
     *bytes = (uint64_t)((double)size * w + 0.5);
     *blocks = (uint64_t)(w * FX + 0.5);
     return 1;
+}
+
+void lp_sites_counted(struct lp_sites *s, uint64_t n) {
+    s->unsampled += n;
+    s->counted += n;
 }
 
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
@@ -441,8 +447,10 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
                s->r->nstacks_found, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
     if (s->rate) /* the sites' numbers are estimates */
         lp_out_fmt(o,
-                   ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu}",
-                   (unsigned long long)s->rate, (unsigned long long)s->with_stack, (unsigned long long)s->unsampled);
+                   ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu,"
+                   "\"allocations_counted_only\":%llu}",
+                   (unsigned long long)s->rate, (unsigned long long)s->with_stack, (unsigned long long)s->unsampled,
+                   (unsigned long long)s->counted);
     if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
     lp_out_s(o, "},\"alloc_sites\":[");
     /* the union of the top sites of every view */

@@ -30,6 +30,8 @@ static inline uint32_t lp_live_stack(uint64_t v) { return (uint32_t)(v & ((1u <<
 /* A block of `size` bytes was allocated from `stack`; `counting`: after the last reset
  * (statistics on). Returns -1 when out of memory. */
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting);
+/* `n` allocations of a sampled trace were counted, not recorded (its TALLY records): no stack. */
+void lp_sites_counted(struct lp_sites *s, uint64_t n);
 /* A runtime entry-point call of `family` made from `stack` (its Python frames: the table by
  * Python line) took dur_ns. */
 void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t dur_ns);

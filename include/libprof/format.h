@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 13
+#define LP_FORMAT_VERSION 14
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -95,7 +95,37 @@ enum lp_shape {
     LP_SHAPE_SAMPLE,   /* weight | flags, pc   : the thread was on the CPU at instruction pc, called from
                         * the stack of the STACK word before it (the callers: pc's own frame is not
                         * in it); weight periods of the sampling clock (LP_SAMPLE_*) */
+    LP_SHAPE_TALLY,    /* LP_TALLY_WORDS words : the allocations and frees of the thread since its last
+                        * TALLY that were counted and not recorded (LIBPROF_ALLOC_SAMPLE) */
 };
+
+/* A TALLY's payload (format 14 on). Under LIBPROF_ALLOC_SAMPLE an allocation that holds no
+ * sampled byte, and the free of a block that was not recorded, are not recorded one by one: the
+ * thread adds them up here, and writes the sums as one record every LP_TALLY_EVERY allocations or
+ * frees (and before each of its records, when it waits, when it ends). The bytes a counted block
+ * holds on the heap are what the allocator holds for it — glibc's chunk, else
+ * malloc_usable_size — since a free knows nothing else; the bytes asked go to the per-function
+ * table. Words: */
+enum lp_tally_word {
+    LP_TALLY_MALLOC_N, /* malloc calls */
+    LP_TALLY_MALLOC_B, /* ... bytes asked */
+    LP_TALLY_CALLOC_N, /* calloc calls */
+    LP_TALLY_CALLOC_B, /* ... bytes asked */
+    LP_TALLY_REALLOC_N,
+    LP_TALLY_REALLOC_B,
+    LP_TALLY_FREE_N, /* free calls (free(NULL) too) */
+    LP_TALLY_FREE_B, /* ... bytes released */
+    LP_TALLY_NET,    /* bytes allocated less released (two's complement) */
+    LP_TALLY_RISE,   /* the highest NET reached between the two records (>= 0): the heap's peak */
+    LP_TALLY_TEMP_N, /* temporaries: blocks freed before the thread allocated again */
+    LP_TALLY_TEMP_B,
+    LP_TALLY_BLOCKS, /* blocks made less released, beyond MALLOC_N + CALLOC_N - FREE_N (realloc's, free(NULL)'s) */
+    LP_TALLY_HIST,   /* LP_TALLY_HIST_BUCKETS u32 counts of blocks by size, two a word, low half
+                      * first: below 16 B, then one per power of two, the last taking the rest */
+    LP_TALLY_HIST_BUCKETS = 20,
+    LP_TALLY_WORDS = LP_TALLY_HIST + LP_TALLY_HIST_BUCKETS / 2,
+};
+#define LP_TALLY_EVERY 1024
 
 /* A SAMPLE's payload word. */
 #define LP_SAMPLE_WEIGHT(w) ((uint32_t)(w))      /* sampling periods this sample stands for (>= 1) */
@@ -135,7 +165,8 @@ enum lp_control_reason {
     X(CALL, "call", CONTROL, LP_SHAPE_CALL, 1) /* family: lp_call_family */ \
     X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)                          \
     X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)                    \
-    X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 2)
+    X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 2)                        \
+    X(TALLY, "allocations counted", ALLOC, LP_SHAPE_TALLY, 23)
 // clang-format on
 
 enum lp_kind {

@@ -306,6 +306,8 @@ static void init_heavy(void) {
         if (lpr_sample_signal() && !lpr_stack_depth) lpr_modules_write(); /* samples' stacks are symbolised */
         /* (sampled stacks keep the lean path: it counts down to the next sampled byte) */
         lpr_alloc_lean = (!lpr_stack_depth || lpr_alloc_sample) && !lpr_alloc_timed && lpr_clock_kind == LP_CLOCK_TSC;
+        lpr_alloc_tally = lpr_alloc_lean && lpr_alloc_sample; /* then the rest are counted (blocks.c) */
+        if (lpr_alloc_tally) lpr_tally_init();
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))
             __atomic_fetch_or(&lpr_gate, LP_GATE_LEAN, __ATOMIC_RELAXED);
     }

@@ -211,6 +211,19 @@ static inline uint64_t lpr_tsc(void) {
 
 /* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
  * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
+/* The allocations and frees a thread counted and did not record (LIBPROF_ALLOC_SAMPLE): a TALLY
+ * record's payload as it is written (format.h), then when to write it. */
+struct lpr_tally {
+    uint64_t w[LP_TALLY_HIST];
+    uint32_t hist[LP_TALLY_HIST_BUCKETS];
+    uint64_t every; /* a count of mallocs (or frees) that writes it: 0 until the thread's first
+                     * record (the first one writes), 1 past its TLS destructors (each one) */
+    uintptr_t last; /* the block the thread allocated last (0 once it freed one): temporaries */
+};
+static inline int lpr_tally_any(const struct lpr_tally *y) {
+    return (y->w[LP_TALLY_MALLOC_N] | y->w[LP_TALLY_CALLOC_N] | y->w[LP_TALLY_REALLOC_N] | y->w[LP_TALLY_FREE_N]) != 0;
+}
+
 struct lpr_tls {
     uint64_t *cur; /* next free word of the chunk */
     uint64_t *end; /* end of the chunk */
@@ -231,6 +244,7 @@ struct lpr_tls {
     uint64_t late_rec[24];        /* scratch for records written after the thread's destructors ran */
     uint64_t life_t0, life_creator, life_flow; /* thread.c: a thread libprof saw created (flow != 0) */
     uint64_t sample_left, sample_rng;          /* LIBPROF_ALLOC_SAMPLE: bytes to the next sampled one (stacks.c) */
+    struct lpr_tally tally;                    /* ... and what was counted, not recorded (hooks/alloc.c) */
     uint32_t range_depth;                      /* open annotation ranges (annot.c), including unrecorded deep ones */
     uint32_t range_id[LP_RANGE_DEPTH];
     uint64_t range_t0[LP_RANGE_DEPTH];
@@ -503,6 +517,24 @@ static inline int lpr_alloc_sampled(struct lpr_tls *t, uint64_t size) {
     return lpr_alloc_sample_point(t, size);
 }
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
+/* Under LIBPROF_ALLOC_SAMPLE on the lean path, only the sampled allocations are recorded (and
+ * the frees of recorded blocks, which blocks.c remembers); the rest are counted (alloc.c). */
+LP_HIDDEN extern int lpr_alloc_tally;
+LP_HIDDEN extern int lpr_usable_glibc; /* the next allocator is glibc's: its chunk header is read */
+LP_HIDDEN void lpr_tally_init(void);
+LP_HIDDEN int lpr_blocks_add(const void *p); /* 0, or -1 when no memory is left for the set */
+/* 1 when p was recorded (and is forgotten now): one byte read for nearly every block (blocks.c) */
+#define LP_BLOCKS_HINTS 4096
+LP_HIDDEN extern uint8_t lpr_blocks_hints[LP_BLOCKS_HINTS];
+/* (blocks are 16-byte aligned; page-aligned mapped ones still spread, through the second term) */
+static inline uint64_t lpr_blocks_hash(uintptr_t p) { return (p >> 4) ^ (p >> 16); }
+LP_HIDDEN int lpr_blocks_take_slow(const void *p);
+static inline int lpr_blocks_take(const void *p) {
+    const uint8_t *h = &lpr_blocks_hints[lpr_blocks_hash((uintptr_t)p) & (LP_BLOCKS_HINTS - 1)];
+    return LP_UNLIKELY(__atomic_load_n(h, __ATOMIC_ACQUIRE)) && lpr_blocks_take_slow(p);
+}
+LP_HIDDEN void lpr_blocks_after_fork_child(void);
+LP_HIDDEN void lpr_tally_write(struct lpr_tls *t); /* the thread's counts as a TALLY record, if any */
 LP_HIDDEN int lpr_stacks_for_samples(void);
 LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */
 LP_HIDDEN uint32_t lpr_stack_sample(const void *uc, int walk, unsigned depth, uint64_t *flags);

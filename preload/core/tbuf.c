@@ -559,12 +559,13 @@ int lpr_tbuf_idle(const sigset_t *during) {
     struct lpr_tls *t = &lpr_tls;
     if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return 0;
     struct lpr_thread *n = t->thr;
-    if (t->cur <= n->flushed || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return 0;
+    if ((t->cur <= n->flushed && !lpr_tally_any(&t->tally)) || lpr_mono_ns() - n->flushed_ns < IDLE_FLUSH_NS) return 0;
     /* (a fault in the write itself stays deliverable: blocked, the kernel would just kill) */
     uint64_t all = ~(sigbit(SIGSEGV) | sigbit(SIGBUS) | sigbit(SIGILL) | sigbit(SIGFPE)), old = 0, pending = 0,
              blocked = 0;
     if (lpr_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0, 0) != 0) old = ~UINT64_C(0);
     uint8_t g = lpr_guard_hold(t);
+    lpr_tally_write(t); /* (before the lock: a full chunk flushes under it) */
     lock(&n->lock);
     flush_node(n, t->cur, t->records, ticks_now());
     unlock(&n->lock);
@@ -862,6 +863,7 @@ static void thread_dtor(void *arg) {
     uint8_t g = t->guard;
     t->guard = 1;
     struct lpr_thread *n = t->thr;
+    lpr_tally_write(t);
     lock(&n->lock);
     flush_node(n, t->cur, t->records, ticks_now());
     lock(&n->slock);
@@ -871,6 +873,7 @@ static void thread_dtor(void *arg) {
     t->cur = t->late_rec;
     t->end = t->late_rec + sizeof t->late_rec / 8;
     t->late = 1;
+    t->tally.every = 1; /* (its last counts, written through one by one) */
     t->state = LP_TLS_LATE;
     t->thr = NULL;
     t->scache = t->pycache = NULL;
@@ -915,6 +918,25 @@ static struct lpr_tls *live_tls(struct lpr_thread *n, struct lpr_tls *copy) {
     return t;
 }
 
+/* A thread's counts not yet written (LIBPROF_ALLOC_SAMPLE), at the end: one TALLY record as a
+ * chunk of its own, after the thread's last flush; the counts are then cleared in the thread (a
+ * failed exec goes on counting). Caller holds node->lock. */
+static void flush_tally(struct lpr_thread *n, struct lpr_tls *t, const struct lpr_tls *copy) {
+    if (!lpr_tally_any(&copy->tally)) return;
+    uint64_t rec[1 + LP_TALLY_WORDS];
+    rec[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
+    memcpy(rec + 1, &copy->tally, LP_TALLY_WORDS * 8);
+    if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
+        __atomic_fetch_add(&lpr_events_written, 1, __ATOMIC_RELAXED);
+    struct lpr_tally zero = {.every = copy->tally.every, .last = copy->tally.last};
+    if (t == &lpr_tls) {
+        lpr_tls.tally = zero;
+    } else { /* (through the kernel, as live_tls read it) */
+        struct iovec local = {&zero, sizeof zero}, remote = {&t->tally, sizeof zero};
+        lpr_syscall6(SYS_process_vm_writev, lpr_sys_getpid(), (long)&local, 1, (long)&remote, 1, 0);
+    }
+}
+
 void lpr_tbuf_flush_all(int from_signal) {
     for (struct lpr_thread *n = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); n; n = n->next) {
         if (!__atomic_load_n(&n->in_use, __ATOMIC_ACQUIRE)) continue;
@@ -923,9 +945,12 @@ void lpr_tbuf_flush_all(int from_signal) {
         } else {
             lock(&n->lock);
         }
-        struct lpr_tls copy;
+        struct lpr_tls copy, *t;
         uint64_t ticks = ticks_now(); /* before its position is read */
-        if (live_tls(n, &copy)) flush_node(n, copy.cur, copy.records, ticks);
+        if ((t = live_tls(n, &copy)) != NULL) {
+            flush_node(n, copy.cur, copy.records, ticks);
+            flush_tally(n, t, &copy);
+        }
         unlock(&n->lock);
         if (!__atomic_exchange_n(&n->slock, 1, __ATOMIC_ACQUIRE)) { /* (its handler has it: its samples are lost) */
             flush_samples(n);
@@ -983,6 +1008,8 @@ void lpr_tbuf_after_fork_child(void) {
     t->late = 0;
     t->dtor_round = 0;
     t->state = LP_TLS_NEW;
+    memset(&t->tally, 0, sizeof t->tally); /* the parent's counts */
+    lpr_blocks_after_fork_child();
 }
 
 /* Where the next chunk goes: after a failed exec the spool was copied back (core.c). */

@@ -105,11 +105,142 @@ static inline void put_realloc(struct lpr_tls *t, unsigned kind, uint32_t sid, u
     lpr_commit(t, r + 5);
 }
 
+/* ---- counted, not recorded (LIBPROF_ALLOC_SAMPLE on the lean path: lpr_alloc_tally) -----------
+ * Only the sampled allocations are recorded then, and blocks.c remembers each; an allocation
+ * that holds no sampled byte adds to the thread's tally (format.h's TALLY), with no timestamp and
+ * no append. A free asks blocks.c whether its block was recorded: then the free is recorded
+ * too, else it is counted. Both sides count the bytes a block holds on the heap as what the
+ * allocator holds for it (a free knows nothing else), read before the real free. */
+
+/* The bytes block p holds on the heap: glibc's chunk (read from its header: the block, its
+ * 8-byte header and padding), or what another allocator says is usable. */
+static inline uint64_t held(void *p) {
+    if (LP_LIKELY(lpr_usable_glibc)) return ((const uint64_t *)p)[-1] & ~(uint64_t)7;
+    return malloc_usable_size(p);
+}
+
+static inline void tally_net(struct lpr_tally *y, int64_t d) {
+    int64_t net = (int64_t)(y->w[LP_TALLY_NET] += (uint64_t)d);
+    if (net > (int64_t)y->w[LP_TALLY_RISE]) y->w[LP_TALLY_RISE] = (uint64_t)net;
+}
+
+static inline void tally_size(struct lpr_tally *y, size_t size) {
+    unsigned b = 60u - (unsigned)__builtin_clzll(size | 8); /* lib/convert.h's lp_size_pow2 */
+    y->hist[b < LP_TALLY_HIST_BUCKETS ? b : LP_TALLY_HIST_BUCKETS - 1]++;
+}
+
+/* One more call on row `row` (LP_TALLY_*_N): the record goes out every y->every of them. */
+static inline void tally_call(struct lpr_tls *t, unsigned row) {
+    if (LP_UNLIKELY(++t->tally.w[row] >= t->tally.every)) lpr_tally_write(t);
+}
+
+/* A block of `size` bytes asked, at p (not NULL), counted on row `row` (LP_TALLY_*_N). */
+static inline void tally_born(struct lpr_tls *t, unsigned row, size_t size, void *p) {
+    struct lpr_tally *y = &t->tally;
+    y->w[row + 1] += size;
+    tally_net(y, (int64_t)held(p));
+    tally_size(y, size);
+    y->last = (uintptr_t)p;
+    tally_call(t, row);
+}
+
+/* free(p) counted: before the real free, which the block's size is read from. */
+static inline void tally_died(struct lpr_tls *t, void *p) {
+    struct lpr_tally *y = &t->tally;
+    if (LP_LIKELY(p != NULL)) {
+        uint64_t u = held(p);
+        y->w[LP_TALLY_FREE_B] += u;
+        y->w[LP_TALLY_NET] -= u;
+        if (LP_UNLIKELY((uintptr_t)p == y->last)) { /* freed before the thread allocated again */
+            y->w[LP_TALLY_TEMP_N]++;
+            y->w[LP_TALLY_TEMP_B] += u;
+        }
+        y->last = 0;
+    } else {
+        y->w[LP_TALLY_BLOCKS]++; /* (a free that released no block) */
+    }
+    tally_call(t, LP_TALLY_FREE_N);
+}
+
+/* Under the tally, is free(p) only counted? Else p was recorded, is forgotten now, and its free
+ * will be recorded: the thread's counts go first, so that its records and counts stay in order. */
+static inline int free_tallied(struct lpr_tls *t, void *p) {
+    if (p && lpr_blocks_take(p)) {
+        lpr_tally_write(t);
+        return 0;
+    }
+    return 1;
+}
+#define FREE_TALLIED(t, p) (LP_UNLIKELY(lpr_alloc_tally) && free_tallied(t, p))
+
+/* The allocation of `size` bytes at p (not NULL) under the tally: 1 when counted, 0 when it is to
+ * be recorded (with its stack when `sampled`) — then blocks.c has it. The aligned allocators are
+ * rare: always recorded. A block blocks.c has no room for is counted. */
+static int tallied(struct lpr_tls *t, unsigned kind, size_t size, void *p, int sampled) {
+    int row = kind == LP_EV_MALLOC ? LP_TALLY_MALLOC_N : kind == LP_EV_CALLOC ? LP_TALLY_CALLOC_N : -1;
+    if (!sampled && row >= 0) {
+        tally_born(t, (unsigned)row, size, p);
+        return 1;
+    }
+    if (lpr_blocks_add(p) == 0 || row < 0) {
+        lpr_tally_write(t); /* the counts before the record */
+        return 0;
+    }
+    tally_born(t, (unsigned)row, size, p);
+    return 1;
+}
+
+/* realloc under the tally (the caller holds the guard or the hook): counted when neither block
+ * was or is to be recorded; else recorded, the old block named only when it was recorded (a
+ * counted one is released in the tally). The stack is captured here, at the depth of
+ * realloc_point's. */
+__attribute__((noinline)) static void *realloc_tallied(struct lpr_tls *t, unsigned kind, void *p, size_t n) {
+    int was = p && lpr_blocks_take(p);
+    uint64_t uo = p && !was ? held(p) : 0, t0 = was ? lpr_ticks() : 0;
+    void *q = LPR_REAL(realloc)(p, n);
+    struct lpr_tally *y = &t->tally;
+    if (q == NULL && n) { /* failed: p lives on as it was */
+        if (was) lpr_blocks_add(p);
+        lpr_tally_write(t);
+        put_realloc(t, kind, 0, t0, lpr_ticks(), n, NULL, was ? p : NULL);
+        return q;
+    }
+    int sampled = q && lpr_alloc_sampled(t, n);
+    int record = was || sampled || kind != LP_EV_REALLOC; /* (reallocarray is rare: recorded) */
+    if (record && q && lpr_blocks_add(q) != 0 && !was && kind == LP_EV_REALLOC) record = 0; /* no room: counted */
+    if (!record) {
+        y->w[LP_TALLY_REALLOC_B] += n;
+        int64_t d = -(int64_t)uo;
+        if (q) {
+            d += (int64_t)held(q);
+            tally_size(y, n);
+            y->last = (uintptr_t)q;
+        }
+        y->w[LP_TALLY_BLOCKS] += (uint64_t)((q != NULL) - (p != NULL));
+        tally_net(y, d);
+        tally_call(t, LP_TALLY_REALLOC_N);
+        return q;
+    }
+    if (p && !was) { /* the old block was counted: released in the tally */
+        y->w[LP_TALLY_NET] -= uo;
+        y->w[LP_TALLY_BLOCKS]--;
+    }
+    lpr_tally_write(t);
+    uint64_t t1 = lpr_ticks();
+    uint32_t sid = 0;
+    if (sampled) LP_STACK_CAPTURE(sid);
+    put_realloc(t, kind, sid, was ? t0 : t1, t1, n, q, was ? p : NULL);
+    return q;
+}
+
 __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, unsigned kind, uint64_t t0, size_t size,
                                                             void *p) {
     uint64_t t1 = lpr_ticks();
     uint64_t *r;
-    if (LP_UNLIKELY(lpr_stack_depth) && lpr_alloc_sampled(t, size)) { /* LIBPROF_STACKS: the stack's id first */
+    int sampled = LP_UNLIKELY(lpr_stack_depth) && lpr_alloc_sampled(t, size);
+    if (LP_UNLIKELY(lpr_alloc_tally) && p && tallied(t, kind, size, p, sampled)) {
+        /* counted */
+    } else if (sampled) { /* LIBPROF_STACKS: the stack's id first */
         rec_alloc_stack(t, kind, t0, t1, size, p);
     } else if (LP_LIKELY(!lpr_alloc_timed)) {
         put_alloc(t, kind, t1, size, p);
@@ -197,8 +328,10 @@ __attribute__((noinline)) static void lean_append_slow(struct lpr_tls *t, unsign
  * down to the next (LEAN_POINT); one that may hold one is recorded here, out of line, with its
  * stack when it does (lpr_alloc_sample_point draws the next gap). */
 __attribute__((noinline)) static void lean_point(struct lpr_tls *t, unsigned kind, size_t size, void *p) {
+    int sampled = lpr_alloc_sample_point(t, size);
+    if (LP_UNLIKELY(lpr_alloc_tally) && p && tallied(t, kind, size, p, sampled)) return;
     uint64_t t1 = lpr_ticks();
-    if (lpr_alloc_sample_point(t, size))
+    if (sampled)
         rec_alloc_stack(t, kind, 0, t1, size, p);
     else
         put_alloc(t, kind, t1, size, p);
@@ -229,6 +362,8 @@ __attribute__((noinline)) static void *malloc_lean(size_t n) {
     void *p = LPR_REAL(malloc)(n);
     if (LEAN_POINT(t, n))
         lean_point(t, LP_EV_MALLOC, n, p);
+    else if (LP_UNLIKELY(lpr_alloc_tally) && p)
+        tally_born(t, LP_TALLY_MALLOC_N, n, p);
     else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
     t->guard = 0;
@@ -269,6 +404,8 @@ __attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
     if (LEAN_POINT(t, total))
         lean_point(t, LP_EV_CALLOC, total, p);
+    else if (LP_UNLIKELY(lpr_alloc_tally) && p)
+        tally_born(t, LP_TALLY_CALLOC_N, total, p);
     else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
     t->guard = 0;
@@ -290,6 +427,12 @@ __attribute__((noinline)) static void free_general(void *p) {
         LPR_REAL(free)(p);
         return;
     }
+    if (FREE_TALLIED(t, p)) {
+        tally_died(t, p);
+        LPR_REAL(free)(p);
+        lpr_hook_leave(t);
+        return;
+    }
     uint64_t t0 = lpr_ticks();
     LPR_REAL(free)(p);
     rec_free(t, t0, p);
@@ -301,8 +444,14 @@ __attribute__((noinline)) static void free_lean(void *p) {
         LPR_REAL(free)(p);
         return;
     }
-    uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
     t->guard = 1;
+    if (FREE_TALLIED(t, p)) {
+        tally_died(t, p);
+        LPR_REAL(free)(p);
+        t->guard = 0;
+        return;
+    }
+    uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
     LPR_REAL(free)(p);
     LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
     t->guard = 0;
@@ -351,6 +500,11 @@ __attribute__((noinline)) static void *realloc_general(void *p, size_t n) {
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) return LPR_REAL(realloc)(p, n);
+    if (LP_UNLIKELY(lpr_alloc_tally)) {
+        void *q = realloc_tallied(t, LP_EV_REALLOC, p, n);
+        lpr_hook_leave(t);
+        return q;
+    }
     uint64_t t0 = lpr_ticks();
     void *q = LPR_REAL(realloc)(p, n);
     rec_realloc(t, LP_EV_REALLOC, t0, n, q, p);
@@ -370,6 +524,12 @@ __attribute__((noinline)) static void realloc_point(struct lpr_tls *t, uint64_t 
 __attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
     struct lpr_tls *t = &lpr_tls;
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(realloc)(p, n);
+    if (LP_UNLIKELY(lpr_alloc_tally)) {
+        t->guard = 1;
+        void *q = realloc_tallied(t, LP_EV_REALLOC, p, n);
+        t->guard = 0;
+        return q;
+    }
     uint64_t t0 = lpr_tsc();
     t->guard = 1;
     void *q = LPR_REAL(realloc)(p, n);
@@ -403,6 +563,11 @@ LP_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
     if (LP_UNLIKELY(in_pool(p))) return pool_realloc(p, n);
     struct lpr_tls *t = lpr_hook_enter(LP_FAM_ALLOC);
     if (LP_LIKELY(!t)) return LPR_REAL(realloc)(p, n);
+    if (LP_UNLIKELY(lpr_alloc_tally)) {
+        void *q = realloc_tallied(t, LP_EV_REALLOCARRAY, p, n);
+        lpr_hook_leave(t);
+        return q;
+    }
     uint64_t t0 = lpr_ticks();
     void *q = LPR_REAL(realloc)(p, n);
     rec_realloc(t, LP_EV_REALLOCARRAY, t0, n, q, p);

@@ -619,3 +619,46 @@ Test(alloc, symlinks_at_output_names_are_not_followed, .init = setup) {
     cr_expect_str_eq(read_file(target, NULL), "precious\n");
     run_free(&r);
 }
+
+/* LIBPROF_ALLOC_SAMPLE: the allocations that hold no sampled byte are counted, not recorded; the
+ * rest, and their frees, are recorded. Whether nearly none is sampled (one every GiB), some
+ * (4 KiB) or nearly all (16 B), every function's calls are the program's, the failed malloc
+ * is counted as failed, the leaks are its 3 blocks and the peak its 1 MiB + 666 B — counted
+ * blocks at what the allocator holds for them, a few bytes more than asked, never less. */
+Test(alloc, counted_allocations_keep_every_count, .init = setup) {
+    const char *rates[] = {"1G", "4096", "16"};
+    for (int k = 0; k < 3; k++) {
+        char *path = strfmt("%s/c%d.json", dir, k);
+        const char *env[] = {strfmt("LIBPROF_OUTPUT=%s", path), strfmt("LIBPROF_ALLOC_SAMPLE=%s", rates[k]),
+                             "LIBPROF_EVENTS=alloc", NULL};
+        struct run r;
+        run_allocs(&r, env);
+        cr_assert_eq(r.status, 7, "%s", r.err);
+        cr_assert_str_eq(r.out, "enomem ok\nerrno ok\ndone\n");
+        cr_assert_str_eq(r.err, "", "stderr: %s", r.err);
+        run_free(&r);
+        cJSON *j = load_json(path);
+        cr_assert_not_null(j);
+        cJSON *m = libprof_meta(j);
+        struct {
+            const char *fn;
+            long long n;
+        } want[] = {{"malloc", 105},       {"calloc", 6},        {"realloc", 5},  {"reallocarray", 1}, {"free", 118},
+                    {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1},       {"pvalloc", 1}};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "every %s: %s: %lld calls, want %lld", rates[k],
+                         want[i].fn, meta_fn(m, want[i].fn, "count"), want[i].n);
+        cr_expect_eq(meta_fn(m, "malloc", "failed"), 1, "every %s", rates[k]);
+        cr_expect_eq(meta_num(m, "leaked_blocks"), 3, "every %s", rates[k]);
+        long long leaked = meta_num(m, "leaked_bytes"), peak = meta_num(m, "peak_bytes");
+        cr_expect(leaked >= 666 && leaked <= 666 + 3 * 32, "every %s: leaked %lld", rates[k], leaked);
+        cr_expect(peak >= 1048576 + 666 && peak <= 1048576 + 666 + 8192, "every %s: peak %lld", rates[k], peak);
+        cr_expect_eq(meta_num(m, "untracked_frees"), 0, "every %s", rates[k]);
+        cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "stacks"), "sampled");
+        cr_assert_not_null(st);
+        double counted = cJSON_GetObjectItem(st, "allocations_counted_only")->valuedouble;
+        if (k == 0) cr_expect_gt(counted, 100, "nearly every allocation counted: %.0f", counted);
+        if (k == 2) cr_expect_lt(counted, 20, "nearly every allocation recorded: %.0f", counted);
+        cJSON_Delete(j);
+    }
+}

@@ -448,8 +448,9 @@ Test(stacks, the_chain_cache_gives_what_a_walk_gives) {
 /* LIBPROF_ALLOC_SAMPLE: a run whose stacks are sampled (one every 4 KiB on average) estimates the
  * sites of a run with every stack — calls, bytes, leaks and bytes at the peak within 5 % on the
  * sites that allocate tens of MiB, a 1 MiB block (always sampled) exactly — while every
- * allocation is still counted: calls, bytes, the heap's peak and the leaks in total are the
- * exact run's. The trace and the summary say the sites are sampled estimates. */
+ * allocation is still counted, most of them not recorded one by one: calls, bytes asked, blocks
+ * leaked, temporaries and sizes are the exact run's, the heap's peak and leaked bytes within 1 %.
+ * The trace and the summary say the sites are sampled estimates. */
 static int within(long long est, long long exact, double tol) {
     return exact > 0 && est >= exact * (1 - tol) && est <= exact * (1 + tol);
 }
@@ -479,13 +480,32 @@ Test(stacks, sampled_stacks_estimate_the_exact_sites, .init = setup) {
     cr_assert_not_null(sm, "the trace does not say its stacks are sampled");
     cr_expect_eq(num(sm, "mean_bytes"), 4096);
     cr_expect_gt(num(sm, "allocations_not_sampled"), 20 * num(sm, "allocations_sampled"));
-    /* counted exactly */
-    const char *exact[] = {"peak_bytes", "leaked_bytes", "leaked_blocks"};
-    for (int k = 0; k < 3; k++) cr_expect_eq(num(m[1], exact[k]), num(m[0], exact[k]), "%s", exact[k]);
-    cJSON *f0 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[0], "functions"), "malloc"),
-          *f1 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "functions"), "malloc");
-    cr_expect_eq(num(f1, "count"), num(f0, "count"));
-    cr_expect_eq(num(f1, "bytes"), num(f0, "bytes"));
+    /* counted exactly: the calls, bytes asked, blocks, temporaries and sizes; the heap's bytes
+     * count a block that was not sampled at what the allocator holds for it — 8 to 23 bytes
+     * more than asked (glibc), 0.4 % here */
+    const char *exact[] = {"leaked_blocks", "temporary"};
+    for (int k = 0; k < 2; k++) cr_expect_eq(num(m[1], exact[k]), num(m[0], exact[k]), "%s", exact[k]);
+    const char *held[] = {"peak_bytes", "leaked_bytes"};
+    for (int k = 0; k < 2; k++)
+        cr_expect(num(m[1], held[k]) >= num(m[0], held[k]) && num(m[1], held[k]) <= num(m[0], held[k]) * 1.01,
+                  "%s: %lld sampled, %lld exact", held[k], num(m[1], held[k]), num(m[0], held[k]));
+    char *h0 = cJSON_PrintUnformatted(cJSON_GetObjectItem(m[0], "size_histogram")),
+         *h1 = cJSON_PrintUnformatted(cJSON_GetObjectItem(m[1], "size_histogram"));
+    cr_expect_str_eq(h1, h0);
+    free(h0);
+    free(h1);
+    const char *fns[] = {"malloc", "free"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *f0 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[0], "functions"), fns[k]),
+              *f1 = cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "functions"), fns[k]);
+        cr_expect_eq(num(f1, "count"), num(f0, "count"), "%s", fns[k]);
+    }
+    cr_expect_eq(num(cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "functions"), "malloc"), "bytes"),
+                 num(cJSON_GetObjectItem(cJSON_GetObjectItem(m[0], "functions"), "malloc"), "bytes"));
+    /* not recorded one by one: the trace holds a twentieth of the exact run's events */
+    cr_expect_gt(num(sm, "allocations_counted_only"), 20 * num(sm, "allocations_sampled"));
+    cr_expect_lt(num(m[1], "events_written") * 10, num(m[0], "events_written"), "%lld events, exact %lld",
+                 num(m[1], "events_written"), num(m[0], "events_written"));
     /* estimated */
     const char *sites[] = {"site_small", "site_mid", "site_leak"};
     for (int k = 0; k < 3; k++) {

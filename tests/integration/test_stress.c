@@ -13,10 +13,11 @@
 
 TestSuite(stress, .timeout = 120);
 
-static cJSON *run_mode(const char *mode, const char *want_out, char **dir_out) {
+/* `extra`: one more variable for libprof, or NULL. */
+static cJSON *run_mode_with(const char *mode, const char *want_out, char **dir_out, const char *extra) {
     char *dir = make_tmpdir();
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
-    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, out, extra, NULL};
     const char *argv[] = {PROG("stress"), mode, NULL};
     struct run r;
     run_prog(&r, dir, env, argv);
@@ -32,6 +33,10 @@ static cJSON *run_mode(const char *mode, const char *want_out, char **dir_out) {
     cr_expect_eq(meta_num(libprof_meta(j), "events_decoded"), meta_num(libprof_meta(j), "events_written"));
     *dir_out = dir;
     return j;
+}
+
+static cJSON *run_mode(const char *mode, const char *want_out, char **dir_out) {
+    return run_mode_with(mode, want_out, dir_out, NULL);
 }
 
 Test(stress, sixty_four_threads_at_once) {
@@ -131,3 +136,44 @@ static void ending_case(const char *mode, int status, long long exit_status) {
 
 Test(stress, exit_from_another_thread) { ending_case("exitthread", 4, 4); }
 Test(stress, pthread_exit_in_main) { ending_case("mainexit", 0, -1); }
+
+/* LIBPROF_ALLOC_SAMPLE: most allocations are counted on their thread, not recorded, and the
+ * counts are written every 1024 calls, when a thread ends, and at exit — from threads that
+ * are still running then too. Every call is in the totals all the same, in the threads' counts
+ * and in forked children's own traces; and the trace is a small part of the exact run's. */
+Test(stress, counted_allocations_of_threads_and_children_add_up) {
+    char *dir;
+    const char *sample = "LIBPROF_ALLOC_SAMPLE=65536";
+    cJSON *j = run_mode_with("threads64", "ok\n", &dir, sample);
+    cJSON *m = libprof_meta(j), *st = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "stacks"), "sampled");
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 64 * 20000 + 1);
+    cr_expect_geq(meta_fn(m, "free", "count"), 64 * 20000);
+    cr_expect_eq(meta_num(m, "untracked_frees"), 0);
+    cr_assert_not_null(st, "the trace does not say its allocations are sampled");
+    cr_expect_gt(cJSON_GetObjectItem(st, "allocations_counted_only")->valuedouble, 64 * 19000);
+    cr_expect_lt(meta_num(m, "events_written"), 64 * 40000 / 20, "every allocation recorded after all: %lld events",
+                 meta_num(m, "events_written"));
+    cJSON_Delete(j);
+
+    j = run_mode_with("short1000", "ok\n", &dir, sample); /* each thread's last counts, when it ends */
+    m = libprof_meta(j);
+    cr_expect_eq(meta_fn(m, "malloc", "count"), 1000 * 100 + 1);
+    cr_expect_geq(meta_fn(m, "free", "count"), 1000 * 100);
+    long long bytes = meta_fn(m, "malloc", "bytes"); /* (and the stdout buffer) */
+    cr_expect(bytes > 1000 * 100 * 777 && bytes <= 1000 * 100 * 777 + 65536, "%lld bytes", bytes);
+    cr_expect_eq(meta_num(m, "untracked_frees"), 0);
+    cJSON_Delete(j);
+
+    j = run_mode_with("forkmt", "children 20\n", &dir, sample);
+    cJSON_Delete(j);
+    int children;
+    char **kids = child_traces(dir, "t", &children);
+    cr_expect_eq(children, 20);
+    for (int i = 0; i < children; i++) {
+        cJSON *c = load_json(kids[i]);
+        cr_assert_not_null(c, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", kids[i]);
+        cJSON_Delete(c);
+    }
+}

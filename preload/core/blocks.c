@@ -1,0 +1,144 @@
+/* blocks.c: what LIBPROF_ALLOC_SAMPLE keeps beside the records — the blocks recorded one by one,
+ * so that their frees are recorded too and every other free is only counted, and the TALLY
+ * record those counts go out in (hooks/alloc.c counts).
+ *
+ * A free asks whether its block is here on every call, so the question costs one hash and one
+ * load, with no lock: an open-addressed table of pointers (0 empty, 1 a removed entry), probed
+ * linearly. Adding and removing take a spin lock; both are rare (a sampled block is one in
+ * thousands). The table doubles when half full; the old one is kept, never unmapped, because a
+ * free on another thread may be reading it: the tables add up to at most twice the last one.
+ *
+ * Why a reader never misses its block: the block was added before the program could hand its
+ * pointer to the thread that frees it, and a table grows only under the lock, with the copy
+ * published before the lock is released — so the free, which loads the table after the add,
+ * sees a table that holds it. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lp.h"
+#include "sys.h"
+
+struct table {
+    uint64_t mask;  /* slots - 1 */
+    uint64_t used;  /* entries and removed ones */
+    uintptr_t s[1]; /* ... mask + 1 slots */
+};
+
+#define REMOVED ((uintptr_t)1)
+#define FIRST_SLOTS 4096
+
+static struct table *tab;
+static int lock_word;
+/* How many entries have each value of the hash's low bits, whatever the table's size: a free
+ * whose byte is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
+uint8_t lpr_blocks_hints[LP_BLOCKS_HINTS];
+#define HINT(p) (&lpr_blocks_hints[lpr_blocks_hash(p) & (LP_BLOCKS_HINTS - 1)])
+
+static inline uint64_t slot_of(uintptr_t p, uint64_t mask) { return lpr_blocks_hash(p) & mask; }
+
+static struct table *table_new(uint64_t slots) {
+    size_t bytes = sizeof(struct table) + (slots - 1) * sizeof(uintptr_t);
+    void *m = lpr_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (lpr_sys_failed((long)m)) return NULL;
+    struct table *t = m;
+    t->mask = slots - 1;
+    return t;
+}
+
+static void lock(void) {
+    while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&lock_word, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+}
+static void unlock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
+
+static void put(struct table *t, uintptr_t p) {
+    uint64_t i = slot_of(p, t->mask);
+    while (t->s[i] > REMOVED) i = (i + 1) & t->mask;
+    if (t->s[i] == 0) t->used++;
+    __atomic_store_n(&t->s[i], p, __ATOMIC_RELEASE);
+}
+
+/* Under the lock: room for one more, in a table twice as large when this one is half used. */
+static struct table *room(void) {
+    struct table *t = tab;
+    if (t && (t->used + 1) * 2 <= t->mask + 1) return t;
+    uint64_t slots = t ? (t->mask + 1) * 2 : FIRST_SLOTS;
+    struct table *n = table_new(slots);
+    if (!n) return NULL;
+    if (t)
+        for (uint64_t i = 0; i <= t->mask; i++)
+            if (t->s[i] > REMOVED) put(n, t->s[i]);
+    __atomic_store_n(&tab, n, __ATOMIC_RELEASE);
+    return n;
+}
+
+int lpr_blocks_add(const void *p) {
+    lock();
+    uint8_t *h = HINT((uintptr_t)p);
+    struct table *t = *h < 255 ? room() : NULL; /* (a byte's worth of blocks of one hint: counted) */
+    if (t) {
+        put(t, (uintptr_t)p);
+        __atomic_store_n(h, *h + 1, __ATOMIC_RELEASE);
+    }
+    unlock();
+    return t ? 0 : -1;
+}
+
+/* The slot holding p in t, or -1. */
+static inline int64_t find(const struct table *t, uintptr_t p) {
+    for (uint64_t i = slot_of(p, t->mask);; i = (i + 1) & t->mask) {
+        uintptr_t v = __atomic_load_n(&t->s[i], __ATOMIC_ACQUIRE);
+        if (v == p) return (int64_t)i;
+        if (v == 0) return -1;
+    }
+}
+
+int lpr_blocks_take_slow(const void *p) {
+    struct table *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+    if (!t || find(t, (uintptr_t)p) < 0) return 0;
+    lock(); /* found: removed under the lock, from the table of now */
+    t = tab;
+    int64_t i = find(t, (uintptr_t)p);
+    if (i >= 0) {
+        __atomic_store_n(&t->s[i], REMOVED, __ATOMIC_RELEASE);
+        uint8_t *h = HINT((uintptr_t)p);
+        __atomic_store_n(h, *h - 1, __ATOMIC_RELEASE);
+    }
+    unlock();
+    return i >= 0;
+}
+
+/* A forked child has one thread: a lock its parent's other threads held is free. */
+void lpr_blocks_after_fork_child(void) { lock_word = 0; }
+
+/* ---- the counts ---------------------------------------------------------------------------- */
+
+int lpr_alloc_tally;
+int lpr_usable_glibc;
+
+/* Under the tally: is the next allocator the C library's? Then a block's usable size is read
+ * from its chunk header inline (alloc.c), as glibc's malloc_usable_size computes it. */
+void lpr_tally_init(void) {
+    Dl_info d;
+    lpr_usable_glibc = lpr_real.malloc && dladdr((void *)lpr_real.malloc, &d) && d.dli_fname &&
+                       strstr(d.dli_fname, "/libc.so.") != NULL;
+}
+
+/* The thread's counts since its last TALLY as one record, stamped now (the counts' end); the
+ * counts start again from zero. The thread's own, or its final flush's. */
+void lpr_tally_write(struct lpr_tls *t) {
+    struct lpr_tally *y = &t->tally;
+    y->every = t->late ? 1 : LP_TALLY_EVERY;
+    if (!lpr_tally_any(y)) return;
+    uint64_t *r = lpr_reserve(t, 1 + LP_TALLY_WORDS);
+    if (r == NULL) return;
+    r[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
+    _Static_assert(offsetof(struct lpr_tally, every) == LP_TALLY_WORDS * 8, "a TALLY is the tally's first words");
+    memcpy(r + 1, y, LP_TALLY_WORDS * 8);
+    lpr_commit(t, r + 1 + LP_TALLY_WORDS);
+    memset(y, 0, offsetof(struct lpr_tally, every));
+}
