@@ -40,7 +40,7 @@
       "record n frames (1-128) of call stack with every allocation", \
       SIZE, stacks, 0, LP_STACK_MAX_DEPTH, NULL) \
     X("LIBPROF_ALLOC_SAMPLE", "bytes", "0", \
-      "record the call stack of sampled allocations only: one every this many bytes on average (a Poisson process over bytes, K and M allowed; every allocation is still counted); the sites, peaks and leaks by stack are then estimates; implies LIBPROF_STACKS=16 when unset", \
+      "record only sampled allocations, with their call stacks: one every this many bytes on average (a Poisson process over bytes, K and M allowed); every other allocation and free is counted on its thread, not recorded (calls, bytes, the heap exact); the sites, peaks and leaks by stack are then estimates; implies LIBPROF_STACKS=16 when unset", \
       SIZE, alloc_sample, 0, UINT64_C(1) << 40, NULL) \
     X("LIBPROF_SAMPLE_HZ", "n", "0 (LIBPROF=1: 1000)", \
       "sample every thread's stack n times a second of its own CPU time (1 to 10000; 0: off); Linux 5.13 or later", \
