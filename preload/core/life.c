@@ -309,7 +309,7 @@ static void init_heavy(void) {
         lpr_alloc_tally = lpr_alloc_lean && lpr_alloc_sample; /* then the rest are counted (blocks.c) */
         if (lpr_alloc_tally) lpr_tally_init();
         if (lpr_alloc_lean && (lpr_gate & (1u << LP_FAM_ALLOC)))
-            __atomic_fetch_or(&lpr_gate, LP_GATE_LEAN, __ATOMIC_RELAXED);
+            __atomic_fetch_or(&lpr_gate, lpr_alloc_tally ? LP_GATE_TALLY : LP_GATE_LEAN, __ATOMIC_RELAXED);
     }
     /* hooks that can never record leave the program's way: all of them when libprof is off for
      * good, else those of the families LIBPROF_EVENTS left out */

@@ -221,7 +221,8 @@ struct lpr_tally {
     uintptr_t last; /* the block the thread allocated last (0 once it freed one): temporaries */
 };
 static inline int lpr_tally_any(const struct lpr_tally *y) {
-    return (y->w[LP_TALLY_MALLOC_N] | y->w[LP_TALLY_CALLOC_N] | y->w[LP_TALLY_REALLOC_N] | y->w[LP_TALLY_FREE_N]) != 0;
+    return (y->w[LP_TALLY_MALLOC_N] | y->w[LP_TALLY_CALLOC_N] | y->w[LP_TALLY_REALLOC_N] | y->w[LP_TALLY_FREE_N] |
+            y->w[LP_TALLY_NET] | y->w[LP_TALLY_BLOCKS]) != 0; /* (a recorded realloc's counted old block) */
 }
 
 struct lpr_tls {
@@ -274,14 +275,19 @@ LP_HIDDEN extern volatile uint32_t lpr_gate;
 /* Set beside the families while a Python interpreter libprof can read is in the process
  * (python.c): a call hook then reads the calling Python line, with no other load to know it. */
 #define LP_GATE_PY (1u << 27)
+/* Set instead of LP_GATE_LEAN when the plain allocation records are sampled (lpr_alloc_tally):
+ * the hooks then take their tally path, and the lean path pays nothing for it. */
+#define LP_GATE_TALLY (1u << 26)
+_Static_assert(LP_FAM_COUNT <= 26, "the families' bits stay below the gate's own");
 
 LP_HIDDEN extern int lpr_alloc_lean;
-LP_HIDDEN extern int lpr_py_on; /* python.c: an interpreter libprof can read is in the process */
+LP_HIDDEN extern int lpr_alloc_tally; /* blocks.c: LIBPROF_ALLOC_SAMPLE on the lean path */
+LP_HIDDEN extern int lpr_py_on;       /* python.c: an interpreter libprof can read is in the process */
 
 /* Open or close families without losing the sticky bits. */
 static inline void lpr_gate_set(uint32_t families) {
     uint32_t old = lpr_gate, want;
-    if ((families & (1u << LP_FAM_ALLOC)) && lpr_alloc_lean) families |= LP_GATE_LEAN;
+    if ((families & (1u << LP_FAM_ALLOC)) && lpr_alloc_lean) families |= lpr_alloc_tally ? LP_GATE_TALLY : LP_GATE_LEAN;
     if (families && __atomic_load_n(&lpr_py_on, __ATOMIC_RELAXED)) families |= LP_GATE_PY;
     do {
         want = families | (old & LP_GATE_STICKY);
@@ -519,7 +525,6 @@ static inline int lpr_alloc_sampled(struct lpr_tls *t, uint64_t size) {
 LP_HIDDEN int lpr_stacks_init(unsigned depth);
 /* Under LIBPROF_ALLOC_SAMPLE on the lean path, only the sampled allocations are recorded (and
  * the frees of recorded blocks, which blocks.c remembers); the rest are counted (alloc.c). */
-LP_HIDDEN extern int lpr_alloc_tally;
 LP_HIDDEN extern int lpr_usable_glibc; /* the next allocator is glibc's: its chunk header is read */
 LP_HIDDEN void lpr_tally_init(void);
 LP_HIDDEN int lpr_blocks_add(const void *p); /* 0, or -1 when no memory is left for the set */

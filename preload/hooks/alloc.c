@@ -342,6 +342,68 @@ __attribute__((noinline)) static void lean_point(struct lpr_tls *t, unsigned kin
 #define LEAN_POINT(t, n) \
     (LP_UNLIKELY(lpr_stack_depth) && (LP_UNLIKELY((t)->sample_left <= (n)) ? 1 : ((t)->sample_left -= (n), 0)))
 
+/* The tally path (LP_GATE_TALLY): the lean path's shape, counting what it does not record. */
+#define TALLY(g) LP_LIKELY(((g) & (LP_GATE_UNINIT | LP_GATE_STICKY | LP_GATE_TALLY)) == LP_GATE_TALLY)
+
+__attribute__((noinline)) static void *malloc_tally(size_t n) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(malloc)(n);
+    t->guard = 1;
+    void *p = LPR_REAL(malloc)(n);
+    if (LP_UNLIKELY(p == NULL)) /* failed: recorded as such */
+        put_alloc(t, LP_EV_MALLOC, lpr_ticks(), n, p);
+    else if (LEAN_POINT(t, n))
+        lean_point(t, LP_EV_MALLOC, n, p);
+    else
+        tally_born(t, LP_TALLY_MALLOC_N, n, p);
+    t->guard = 0;
+    return p;
+}
+
+__attribute__((noinline)) static void *calloc_tally(size_t nmemb, size_t size) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(calloc)(nmemb, size);
+    t->guard = 1;
+    void *p = LPR_REAL(calloc)(nmemb, size);
+    size_t total;
+    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    if (LP_UNLIKELY(p == NULL))
+        put_alloc(t, LP_EV_CALLOC, lpr_ticks(), total, p);
+    else if (LEAN_POINT(t, total))
+        lean_point(t, LP_EV_CALLOC, total, p);
+    else
+        tally_born(t, LP_TALLY_CALLOC_N, total, p);
+    t->guard = 0;
+    return p;
+}
+
+__attribute__((noinline)) static void free_tally(void *p) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) {
+        LPR_REAL(free)(p);
+        return;
+    }
+    t->guard = 1;
+    if (free_tallied(t, p)) {
+        tally_died(t, p);
+        LPR_REAL(free)(p);
+    } else {
+        uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc());
+        LPR_REAL(free)(p);
+        LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
+    }
+    t->guard = 0;
+}
+
+__attribute__((noinline)) static void *realloc_tally(void *p, size_t n) {
+    struct lpr_tls *t = &lpr_tls;
+    if (LP_UNLIKELY(t->guard)) return LPR_REAL(realloc)(p, n);
+    t->guard = 1;
+    void *q = realloc_tallied(t, LP_EV_REALLOC, p, n);
+    t->guard = 0;
+    return q;
+}
+
 __attribute__((noinline)) static void *malloc_general(size_t n) {
     if (LP_UNLIKELY(lpr_real.malloc == NULL)) {
         if (lpr_real_resolving) return pool_alloc(n);
@@ -362,8 +424,6 @@ __attribute__((noinline)) static void *malloc_lean(size_t n) {
     void *p = LPR_REAL(malloc)(n);
     if (LEAN_POINT(t, n))
         lean_point(t, LP_EV_MALLOC, n, p);
-    else if (LP_UNLIKELY(lpr_alloc_tally) && p)
-        tally_born(t, LP_TALLY_MALLOC_N, n, p);
     else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_MALLOC, lpr_tsc()), n, (uintptr_t)p, 0, 0);
     t->guard = 0;
@@ -374,6 +434,7 @@ LP_EXPORT void *malloc(size_t n) {
     uint32_t g = lpr_gate;
     if (GATE_CLOSED(g)) return LPR_REAL(malloc)(n);
     if (LEAN(g)) return malloc_lean(n);
+    if (TALLY(g)) return malloc_tally(n);
     return malloc_general(n);
 }
 
@@ -404,8 +465,6 @@ __attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
     if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
     if (LEAN_POINT(t, total))
         lean_point(t, LP_EV_CALLOC, total, p);
-    else if (LP_UNLIKELY(lpr_alloc_tally) && p)
-        tally_born(t, LP_TALLY_CALLOC_N, total, p);
     else
         LEAN_APPEND(t, 3, lpr_word0(LP_EV_CALLOC, lpr_tsc()), total, (uintptr_t)p, 0, 0);
     t->guard = 0;
@@ -416,6 +475,7 @@ LP_EXPORT void *calloc(size_t nmemb, size_t size) {
     uint32_t g = lpr_gate;
     if (GATE_CLOSED(g)) return LPR_REAL(calloc)(nmemb, size);
     if (LEAN(g)) return calloc_lean(nmemb, size);
+    if (TALLY(g)) return calloc_tally(nmemb, size);
     return calloc_general(nmemb, size);
 }
 
@@ -444,14 +504,8 @@ __attribute__((noinline)) static void free_lean(void *p) {
         LPR_REAL(free)(p);
         return;
     }
-    t->guard = 1;
-    if (FREE_TALLIED(t, p)) {
-        tally_died(t, p);
-        LPR_REAL(free)(p);
-        t->guard = 0;
-        return;
-    }
     uint64_t w0 = lpr_word0(LP_EV_FREE, lpr_tsc()); /* a release takes effect at its start */
+    t->guard = 1;
     LPR_REAL(free)(p);
     LEAN_APPEND(t, 2, w0, (uintptr_t)p, 0, 0, 0);
     t->guard = 0;
@@ -465,6 +519,10 @@ LP_EXPORT void free(void *p) {
     }
     if (LEAN(g)) {
         free_lean(p);
+        return;
+    }
+    if (TALLY(g)) {
+        free_tally(p);
         return;
     }
     free_general(p);
@@ -524,12 +582,6 @@ __attribute__((noinline)) static void realloc_point(struct lpr_tls *t, uint64_t 
 __attribute__((noinline)) static void *realloc_lean(void *p, size_t n) {
     struct lpr_tls *t = &lpr_tls;
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(realloc)(p, n);
-    if (LP_UNLIKELY(lpr_alloc_tally)) {
-        t->guard = 1;
-        void *q = realloc_tallied(t, LP_EV_REALLOC, p, n);
-        t->guard = 0;
-        return q;
-    }
     uint64_t t0 = lpr_tsc();
     t->guard = 1;
     void *q = LPR_REAL(realloc)(p, n);
@@ -548,6 +600,7 @@ LP_EXPORT void *realloc(void *p, size_t n) {
     uint32_t g = lpr_gate;
     if (GATE_CLOSED(g)) return LPR_REAL(realloc)(p, n);
     if (LEAN(g)) return realloc_lean(p, n);
+    if (TALLY(g)) return realloc_tally(p, n);
     return realloc_general(p, n);
 }
 
