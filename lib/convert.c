@@ -217,7 +217,7 @@ HOT uint64_t block_died(struct pass *p, struct hot *h, struct last_alloc *l, uns
 
 /* A TALLY (format.h): the allocations and frees a thread counted since its last one, now. The
  * heap takes their highest point, then where they left it; its bytes of counted blocks are
- * what the allocator holds for them. A thread's frees of blocks another thread counted later may take the sum below
+ * their usable sizes. A thread's frees of blocks another thread counted later may take the sum below
  * zero for a while: the heap shows 0 then. */
 static void tally(struct pass *p, struct hot *h, const struct lp_event *e) {
     struct lp_analysis *a = &p->a;

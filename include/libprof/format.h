@@ -103,9 +103,8 @@ enum lp_shape {
  * sampled byte, and the free of a block that was not recorded, are not recorded one by one: the
  * thread adds them up here, and writes the sums as one record every LP_TALLY_EVERY allocations or
  * frees (and before each of its records, when it waits, when it ends). The bytes a counted block
- * holds on the heap are what the allocator holds for it — glibc's chunk, else
- * malloc_usable_size — since a free knows nothing else; the bytes asked go to the per-function
- * table. Words: */
+ * holds on the heap are its usable size (malloc_usable_size), since a free knows nothing else;
+ * the bytes asked go to the per-function table. Words: */
 enum lp_tally_word {
     LP_TALLY_MALLOC_N, /* malloc calls */
     LP_TALLY_MALLOC_B, /* ... bytes asked */

@@ -109,13 +109,14 @@ static inline void put_realloc(struct lpr_tls *t, unsigned kind, uint32_t sid, u
  * Only the sampled allocations are recorded then, and blocks.c remembers each; an allocation
  * that holds no sampled byte adds to the thread's tally (format.h's TALLY), with no timestamp and
  * no append. A free asks blocks.c whether its block was recorded: then the free is recorded
- * too, else it is counted. Both sides count the bytes a block holds on the heap as what the
- * allocator holds for it (a free knows nothing else), read before the real free. */
+ * too, else it is counted. Both sides count the bytes a block holds on the heap as its usable
+ * size (a free knows nothing else), read before the real free. */
 
-/* The bytes block p holds on the heap: glibc's chunk (read from its header: the block, its
- * 8-byte header and padding), or what another allocator says is usable. */
+/* The bytes block p holds on the heap: its usable size — read inline from glibc's chunk header
+ * (the chunk's size less its 8-byte header; a mapped chunk's header is 16 bytes, which these
+ * blocks of 128 KiB and more overstate by 8), else what the allocator says. */
 static inline uint64_t held(void *p) {
-    if (LP_LIKELY(lpr_usable_glibc)) return ((const uint64_t *)p)[-1] & ~(uint64_t)7;
+    if (LP_LIKELY(lpr_usable_glibc)) return (((const uint64_t *)p)[-1] & ~(uint64_t)7) - 8;
     return malloc_usable_size(p);
 }
 

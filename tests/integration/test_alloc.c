@@ -624,7 +624,7 @@ Test(alloc, symlinks_at_output_names_are_not_followed, .init = setup) {
  * rest, and their frees, are recorded. Whether nearly none is sampled (one every GiB), some
  * (4 KiB) or nearly all (16 B), every function's calls are the program's, the failed malloc
  * is counted as failed, the leaks are its 3 blocks and the peak its 1 MiB + 666 B — counted
- * blocks at what the allocator holds for them, a few bytes more than asked, never less. */
+ * blocks at their usable size, a few bytes more than asked, never less. */
 Test(alloc, counted_allocations_keep_every_count, .init = setup) {
     const char *rates[] = {"1G", "4096", "16"};
     for (int k = 0; k < 3; k++) {
