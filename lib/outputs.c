@@ -100,21 +100,33 @@ TOTALS(cuda_peak, cuda_peak_finish)
 
 #define EITHER (LP_NEEDS_STACKS | LP_NEEDS_SAMPLES)
 // clang-format off
+/* One row per output: its key, its option and help (libprof-report's --help and man page are
+ * made from them), its file beside the trace, what it needs, whether it is streamed, its writer. */
 const struct lp_output lp_outputs[LP_OUT_COUNT] = {
-    /*                        key             option            beside the trace    needs             streamed writer */
-    [LP_OUT_CHROME]       = {"chrome",       "--chrome",       NULL,               0,                1, open_chrome},
-    [LP_OUT_CSV]          = {"csv",          "--csv",          NULL,               0,                0, open_csv},
-    [LP_OUT_SUMMARY]      = {"summary",      NULL,             NULL,               0,                0, open_summary},
-    [LP_OUT_FOLDED]       = {"folded",       "--folded",       ".alloc.folded",    LP_NEEDS_STACKS,  0, folded},
-    [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", ".leaks.folded",    LP_NEEDS_STACKS,  0, leaks},
-    [LP_OUT_SPEEDSCOPE]   = {"speedscope",   "--speedscope",   ".speedscope.json", EITHER,           0, speedscope},
-    [LP_OUT_FOLDED_PEAK]  = {"folded-peak",  "--folded-peak",  ".peak.folded",     LP_NEEDS_STACKS,  0, peak},
-    [LP_OUT_FOLDED_TEMP]  = {"folded-temp",  NULL,             NULL,               LP_NEEDS_STACKS,  0, temp},
-    [LP_OUT_CPU_FOLDED]   = {"cpu-folded",   "--cpu-folded",   ".cpu.folded",      LP_NEEDS_SAMPLES, 0, cpu_folded},
-    [LP_OUT_PPROF]        = {"pprof",        "--pprof",        NULL,               LP_NEEDS_SAMPLES, 0, pprof},
-    [LP_OUT_PPROF_HEAP]   = {"pprof-heap",   "--pprof-heap",   NULL,               LP_NEEDS_STACKS,  0, pprof_heap},
-    [LP_OUT_PERFETTO]     = {"perfetto",     "--perfetto",     NULL,               0,                1, open_perfetto},
-    [LP_OUT_CUDA_PEAK]    = {"cuda-folded-peak", "--cuda-folded-peak", NULL,       LP_NEEDS_STACKS,  0, cuda_peak},
+    [LP_OUT_CHROME]       = {"chrome", "--chrome", "Chrome trace JSON (convert a raw trace, or write the --merge result)",
+                             NULL, 0, 1, open_chrome},
+    [LP_OUT_PERFETTO]     = {"perfetto", "--perfetto", "Perfetto's protobuf trace (.pftrace): the timeline of --chrome with the\nCPU samples' stacks on each thread's track",
+                             NULL, 0, 1, open_perfetto},
+    [LP_OUT_CSV]          = {"csv", "--csv", "CSV summary (raw trace; one row per function)",
+                             NULL, 0, 0, open_csv},
+    [LP_OUT_SUMMARY]      = {"summary", NULL, NULL, NULL, 0, 0, open_summary},
+    [LP_OUT_FOLDED]       = {"folded", "--folded", "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)",
+                             ".alloc.folded", LP_NEEDS_STACKS, 0, folded},
+    [LP_OUT_FOLDED_LEAKS] = {"folded-leaks", "--folded-leaks", "the same for bytes leaked at exit",
+                             ".leaks.folded", LP_NEEDS_STACKS, 0, leaks},
+    [LP_OUT_FOLDED_PEAK]  = {"folded-peak", "--folded-peak", "the same for bytes live at the heap's peak (or at --at)",
+                             ".peak.folded", LP_NEEDS_STACKS, 0, peak},
+    [LP_OUT_FOLDED_TEMP]  = {"folded-temp", NULL, NULL, NULL, LP_NEEDS_STACKS, 0, temp},
+    [LP_OUT_CUDA_PEAK]    = {"cuda-folded-peak", "--cuda-folded-peak", "flame graph of CUDA device memory live at its peak by allocation site\n(LIBPROF_STACKS traces of CUDA programs)",
+                             NULL, LP_NEEDS_STACKS, 0, cuda_peak},
+    [LP_OUT_SPEEDSCOPE]   = {"speedscope", "--speedscope", "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)",
+                             ".speedscope.json", EITHER, 0, speedscope},
+    [LP_OUT_CPU_FOLDED]   = {"cpu-folded", "--cpu-folded", "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame",
+                             ".cpu.folded", LP_NEEDS_SAMPLES, 0, cpu_folded},
+    [LP_OUT_PPROF]        = {"pprof", "--pprof", "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)",
+                             NULL, LP_NEEDS_SAMPLES, 0, pprof},
+    [LP_OUT_PPROF_HEAP]   = {"pprof-heap", "--pprof-heap", "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)",
+                             NULL, LP_NEEDS_STACKS, 0, pprof_heap},
 };
 // clang-format on
 

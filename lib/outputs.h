@@ -35,6 +35,7 @@ struct lp_analysis;
 struct lp_output {
     const char *key;    /* its name in a request: "chrome" */
     const char *option; /* libprof-report's option, "--chrome"; NULL: none of its own */
+    const char *help;   /* ... what its --help says of it (its argument: FILE; '\n' continues a line) */
     const char *flame;  /* LIBPROF_FLAMEGRAPH's file beside the trace (".alloc.folded"); NULL: not one */
     unsigned needs;     /* LP_NEEDS_*; 0: any trace */
     int streamed;       /* made from the events as the pass goes (a snapshot copies the pass's) */

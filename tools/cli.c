@@ -287,19 +287,8 @@ const struct rp_option rp_options[] = {
     {"--summary", NULL, NULL, REPORT, "print the report too when writing files", set_summary},
     {"--by-shapes", NULL, NULL, REPORT, "PyTorch's operators by input shapes (traces recorded with\nLIBPROF_TORCH_SHAPES=1), as key_averages(group_by_input_shape=True)", set_by_shapes},
     {"--py-lines", NULL, "WHICH", REPORT, "the Python frame the per-line views charge: innermost (default), or\nuser: the innermost in the program's own files (not the standard\nlibrary's, not an installed package's)", set_py_lines},
-    {"--chrome", NULL, "FILE", EXPORT, "Chrome trace JSON (convert a raw trace, or write the --merge result)", set_output},
-    {"--perfetto", NULL, "FILE", EXPORT, "Perfetto's protobuf trace (.pftrace): the timeline of --chrome with the\nCPU samples' stacks on each thread's track", set_output},
-    {"--csv", NULL, "FILE", EXPORT, "CSV summary (raw trace; one row per function)", set_output},
     {"--events-csv", NULL, "FILE", EXPORT, "one row per event (pid,tid,ts_ns,dur_ns,category,name,size,ptr,rank,host);\nwith --merge, all inputs on one timeline (streamed)", set_events_csv},
     {"--html", NULL, "FILE", EXPORT, "one self-contained page: tables, heap over time, iterations, flame graphs", set_html},
-    {"--folded", NULL, "FILE", EXPORT, "flame graph of allocated bytes by call stack (LIBPROF_STACKS traces)", set_output},
-    {"--folded-leaks", NULL, "FILE", EXPORT, "the same for bytes leaked at exit", set_output},
-    {"--folded-peak", NULL, "FILE", EXPORT, "the same for bytes live at the heap's peak (or at --at)", set_output},
-    {"--cuda-folded-peak", NULL, "FILE", EXPORT, "flame graph of CUDA device memory live at its peak by allocation site\n(LIBPROF_STACKS traces of CUDA programs)", set_output},
-    {"--speedscope", NULL, "FILE", EXPORT, "the flame graphs as one speedscope JSON file (allocations, and the\nCPU samples of each thread)", set_output},
-    {"--cpu-folded", NULL, "FILE", EXPORT, "flame graph of the CPU samples (LIBPROF_SAMPLE_HZ), collapsed stacks,\nthe thread as the root frame", set_output},
-    {"--pprof", NULL, "FILE", EXPORT, "the CPU samples in pprof's format (gzipped profile.proto: Go's pprof,\nPyroscope, Parca, speedscope read it)", set_output},
-    {"--pprof-heap", NULL, "FILE", EXPORT, "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)", set_output},
     {"--pack", NULL, "FILE", EXPORT, "the raw trace made compact (every event and timestamp kept: columns of\ndifferences, zstd); libprof-report reads it as it reads the raw trace", set_pack},
     {"--at", NULL, "TIME", EXPORT, "the peak views show the heap at TIME (seconds since the start, or ms)", set_at},
     {"--temporary-threshold", NULL, "N", EXPORT, "a block released before N more allocations of its thread is\ntemporary (memray's definition; default: heaptrack's)", set_temp_threshold},
@@ -325,29 +314,41 @@ const struct rp_option rp_options[] = {
 // clang-format on
 const unsigned rp_noptions = sizeof rp_options / sizeof rp_options[0];
 
+static void usage_row(FILE *f, const struct rp_option *p) {
+    char head[64];
+    snprintf(head, sizeof head, "%s%s%s%s%s", p->alias ? p->alias : "", p->alias ? ", " : "", p->name,
+             p->arg ? " " : "", p->arg ? p->arg : "");
+    fprintf(f, "  %-22s", head);
+    if (strlen(head) > 22) fprintf(f, "\n  %-22s", "");
+    for (const char *h = p->help; *h;) {
+        size_t n = strcspn(h, "\n");
+        fprintf(f, " %.*s\n", (int)n, h);
+        h += n;
+        if (*h) {
+            h++;
+            fprintf(f, "  %-22s", "");
+        }
+    }
+}
+
+/* An output's option is its row of lib/outputs.h's table (its name and help there), listed
+ * first among the exports. */
+static struct rp_option output_row(int k) {
+    return (struct rp_option){lp_outputs[k].option, NULL, "FILE", EXPORT, lp_outputs[k].help, set_output};
+}
+
 void rp_cli_usage(FILE *f) {
     fputs(intro, f);
     const char *groups[] = {REPORT, EXPORT, RAW, GENERAL};
     for (int g = 0; g < 4; g++) {
         fprintf(f, "\n%s:\n", groups[g]);
-        for (unsigned i = 0; i < rp_noptions; i++) {
-            const struct rp_option *p = &rp_options[i];
-            if (strcmp(p->group, groups[g])) continue;
-            char head[64];
-            snprintf(head, sizeof head, "%s%s%s%s%s", p->alias ? p->alias : "", p->alias ? ", " : "", p->name,
-                     p->arg ? " " : "", p->arg ? p->arg : "");
-            fprintf(f, "  %-22s", head);
-            if (strlen(head) > 22) fprintf(f, "\n  %-22s", "");
-            for (const char *h = p->help; *h;) {
-                size_t n = strcspn(h, "\n");
-                fprintf(f, " %.*s\n", (int)n, h);
-                h += n;
-                if (*h) {
-                    h++;
-                    fprintf(f, "  %-22s", "");
-                }
-            }
+        for (int k = 0; g == 1 && k < LP_OUT_COUNT; k++) {
+            if (!lp_outputs[k].option) continue;
+            struct rp_option row = output_row(k);
+            usage_row(f, &row);
         }
+        for (unsigned i = 0; i < rp_noptions; i++)
+            if (!strcmp(rp_options[i].group, groups[g])) usage_row(f, &rp_options[i]);
     }
     fputs(outro, f);
 }
@@ -370,6 +371,12 @@ int rp_cli_parse(struct rp_cli *c, int argc, char **argv) {
         for (unsigned k = 0; k < rp_noptions && !p; k++)
             if (!strcmp(a, rp_options[k].name) || (rp_options[k].alias && !strcmp(a, rp_options[k].alias)))
                 p = &rp_options[k];
+        struct rp_option out;
+        int k = p ? -1 : lp_output_find(a);
+        if (k >= 0 && lp_outputs[k].option && !strcmp(a, lp_outputs[k].option)) {
+            out = output_row(k);
+            p = &out;
+        }
         if (!p) {
             fprintf(stderr, "libprof-report: unknown option '%s' (try --help)\n", a);
             return 2;
