@@ -238,10 +238,19 @@ __attribute__((always_inline)) static inline void rec_alloc(struct lpr_tls *t, u
                                                             void *p) {
     uint64_t t1 = lpr_ticks();
     uint64_t *r;
-    int sampled = LP_UNLIKELY(lpr_stack_depth) && lpr_alloc_sampled(t, size);
-    if (LP_UNLIKELY(lpr_alloc_tally) && p && tallied(t, kind, size, p, sampled)) {
-        /* counted */
-    } else if (sampled) { /* LIBPROF_STACKS: the stack's id first */
+    int sampled = 0;
+    if (LP_UNLIKELY(lpr_stack_depth)) { /* LIBPROF_STACKS: every allocation's, or a sample's */
+        if (LP_LIKELY(!lpr_alloc_sample)) {
+            sampled = 1;
+        } else {
+            sampled = lpr_alloc_sampled(t, size);
+            if (lpr_alloc_tally && p && tallied(t, kind, size, p, sampled)) { /* counted */
+                lpr_hook_leave(t);
+                return;
+            }
+        }
+    }
+    if (sampled) { /* the stack's id first */
         rec_alloc_stack(t, kind, t0, t1, size, p);
     } else if (LP_LIKELY(!lpr_alloc_timed)) {
         put_alloc(t, kind, t1, size, p);
