@@ -160,13 +160,17 @@ static void both_ways(const char *dir, const char *name) {
     }
 }
 
-static void record(const char *dir, const char *name, const char *stacks, const char *const *argv) {
-    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/%s.lpt", dir, name),
-                         stacks ? strfmt("LIBPROF_STACKS=%s", stacks) : NULL, NULL};
+/* `var`: one more variable ("LIBPROF_ALLOC_SAMPLE=4096"), or NULL */
+static void record_with(const char *dir, const char *name, const char *var, const char *const *argv) {
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/%s.lpt", dir, name), var, NULL};
     struct run r;
     run_prog(&r, dir, env, argv);
     cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
     run_free(&r);
+}
+
+static void record(const char *dir, const char *name, const char *stacks, const char *const *argv) {
+    record_with(dir, name, stacks ? strfmt("LIBPROF_STACKS=%s", stacks) : NULL, argv);
 }
 
 Test(convert, fast_path_matches_general_path, .timeout = 300) {
@@ -177,6 +181,7 @@ Test(convert, fast_path_matches_general_path, .timeout = 300) {
     record(dir, "threads-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/threads", NULL});
     record(dir, "memviews-stacks", "16", (const char *[]){LP_BUILD_DIR "/progs/memviews", NULL});
     record(dir, "reset-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/phases", "reset", NULL});
+    record_with(dir, "sampled-stacks", "LIBPROF_ALLOC_SAMPLE=4096", sql); /* most allocations counted */
     record(dir, "python-stacks", "16",
            (const char *[]){"/usr/bin/python3", "-c",
                             "import json, threading\n"
@@ -185,15 +190,15 @@ Test(convert, fast_path_matches_general_path, .timeout = 300) {
                             "ts = [threading.Thread(target=work) for _ in range(3)]\n"
                             "[t.start() for t in ts]; [t.join() for t in ts]\n",
                             NULL});
-    const char *names[] = {"sqlite",          "sqlite-stacks", "stress",       "threads-stacks",
-                           "memviews-stacks", "reset-stacks",  "python-stacks"};
+    const char *names[] = {"sqlite",          "sqlite-stacks", "stress",         "threads-stacks",
+                           "memviews-stacks", "reset-stacks",  "sampled-stacks", "python-stacks"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) both_ways(dir, names[i]);
 }
 
 /* Packed traces (--pack): every view of a packed trace is the view of its raw trace — the same
  * Chrome JSON, CSV and report, byte for byte — on traces with threads, stacks, calls, Python
  * frames, CPU samples and a reset; and smaller than the raw trace. A damaged packed file is
- * refused with a message. */
+ * refused with a message. (And a trace of sampled allocations, whose counts are TALLY records.) */
 Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
     char *dir = make_tmpdir();
     record(dir, "sqlite", NULL, sql);
@@ -201,6 +206,7 @@ Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
     record(dir, "reset-stacks", "8", (const char *[]){LP_BUILD_DIR "/progs/phases", "reset", NULL});
     record(dir, "calls", NULL,
            (const char *[]){LP_BUILD_DIR "/progs/calls", dir, LP_BUILD_DIR "/progs/libplugin.so", NULL});
+    record_with(dir, "sampled", "LIBPROF_ALLOC_SAMPLE=4096", sql);
     const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/python.lpt", dir), "LIBPROF_STACKS=16",
                          "LIBPROF_SAMPLE_HZ=1000", NULL};
     struct run r;
@@ -210,7 +216,7 @@ Test(convert, packed_traces_read_as_their_raw_traces, .timeout = 300) {
                               NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     run_free(&r);
-    const char *names[] = {"sqlite", "stress", "reset-stacks", "calls", "python"};
+    const char *names[] = {"sqlite", "stress", "reset-stacks", "calls", "sampled", "python"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char *lpt = strfmt("%s/%s.lpt", dir, names[i]), *lpz = strfmt("%s/%s.lpz", dir, names[i]);
         run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--pack", lpz, NULL});
