@@ -34,8 +34,8 @@ struct table {
 static struct table *tab;
 static int lock_word;
 /* How many entries have each value of the hash's low bits, whatever the table's size: a free
- * whose byte is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
-uint8_t lpr_blocks_hints[LP_BLOCKS_HINTS];
+ * whose count is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
+uint16_t lpr_blocks_hints[LP_BLOCKS_HINTS];
 #define HINT(p) (&lpr_blocks_hints[lpr_blocks_hash(p) & (LP_BLOCKS_HINTS - 1)])
 
 static inline uint64_t slot_of(uintptr_t p, uint64_t mask) { return lpr_blocks_hash(p) & mask; }
@@ -78,11 +78,11 @@ static struct table *room(void) {
 
 int lpr_blocks_add(const void *p) {
     lock();
-    uint8_t *h = HINT((uintptr_t)p);
-    struct table *t = *h < 255 ? room() : NULL; /* (a byte's worth of blocks of one hint: counted) */
+    uint16_t *h = HINT((uintptr_t)p);
+    struct table *t = *h < UINT16_MAX ? room() : NULL; /* (past 65535 blocks of one hint: counted) */
     if (t) {
         put(t, (uintptr_t)p);
-        __atomic_store_n(h, *h + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(h, (uint16_t)(*h + 1), __ATOMIC_RELEASE);
     }
     unlock();
     return t ? 0 : -1;
@@ -105,8 +105,8 @@ int lpr_blocks_take_slow(const void *p) {
     int64_t i = find(t, (uintptr_t)p);
     if (i >= 0) {
         __atomic_store_n(&t->s[i], REMOVED, __ATOMIC_RELEASE);
-        uint8_t *h = HINT((uintptr_t)p);
-        __atomic_store_n(h, *h - 1, __ATOMIC_RELEASE);
+        uint16_t *h = HINT((uintptr_t)p);
+        __atomic_store_n(h, (uint16_t)(*h - 1), __ATOMIC_RELEASE);
     }
     unlock();
     return i >= 0;
