@@ -5,8 +5,13 @@
  * A free asks whether its block is here on every call, so the question costs one hash and one
  * load, with no lock: an open-addressed table of pointers (0 empty, 1 a removed entry), probed
  * linearly. Adding and removing take a spin lock; both are rare (a sampled block is one in
- * thousands). The table doubles when half full; the old one is kept, never unmapped, because a
- * free on another thread may be reading it: the tables add up to at most twice the last one.
+ * thousands). When live entries and removed ones fill half the table, the live ones are copied
+ * into a fresh table: twice as large when they are a quarter of it or more, else of the same
+ * size — the one this table replaced last time, reused (so a long run of blocks added and
+ * removed does not grow it). A replaced table is never unmapped, because a free on another thread
+ * may be reading it: the tables add up to at most three times the last one. A reader that slept
+ * through two copies could read a reused table and miss its block: its free is then counted
+ * instead of recorded (the block would show as leaked), never a fault.
  *
  * Why a reader never misses its block: the block was added before the program could hand its
  * pointer to the thread that frees it, and a table grows only under the lock, with the copy
@@ -25,13 +30,14 @@
 struct table {
     uint64_t mask;  /* slots - 1 */
     uint64_t used;  /* entries and removed ones */
+    uint64_t live;  /* entries */
     uintptr_t s[1]; /* ... mask + 1 slots */
 };
 
 #define REMOVED ((uintptr_t)1)
 #define FIRST_SLOTS 4096
 
-static struct table *tab;
+static struct table *tab, *spare; /* spare: the one tab replaced, of its size (or NULL) */
 static int lock_word;
 /* How many entries have each value of the hash's low bits, whatever the table's size: a free
  * whose count is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
@@ -59,19 +65,27 @@ static void put(struct table *t, uintptr_t p) {
     uint64_t i = slot_of(p, t->mask);
     while (t->s[i] > REMOVED) i = (i + 1) & t->mask;
     if (t->s[i] == 0) t->used++;
+    t->live++;
     __atomic_store_n(&t->s[i], p, __ATOMIC_RELEASE);
 }
 
-/* Under the lock: room for one more, in a table twice as large when this one is half used. */
+/* Under the lock: room for one more (see above). */
 static struct table *room(void) {
     struct table *t = tab;
     if (t && (t->used + 1) * 2 <= t->mask + 1) return t;
-    uint64_t slots = t ? (t->mask + 1) * 2 : FIRST_SLOTS;
-    struct table *n = table_new(slots);
-    if (!n) return NULL;
+    uint64_t slots = !t ? FIRST_SLOTS : t->live * 4 >= t->mask + 1 ? (t->mask + 1) * 2 : t->mask + 1;
+    struct table *n;
+    if (spare && spare->mask + 1 == slots) {
+        n = spare;
+        memset(n->s, 0, slots * sizeof n->s[0]);
+        n->used = n->live = 0;
+    } else if (!(n = table_new(slots))) {
+        return NULL;
+    }
     if (t)
         for (uint64_t i = 0; i <= t->mask; i++)
             if (t->s[i] > REMOVED) put(n, t->s[i]);
+    spare = t && t->mask + 1 == slots ? t : NULL; /* (a smaller one stays mapped, unused) */
     __atomic_store_n(&tab, n, __ATOMIC_RELEASE);
     return n;
 }
@@ -105,6 +119,7 @@ int lpr_blocks_take_slow(const void *p) {
     int64_t i = find(t, (uintptr_t)p);
     if (i >= 0) {
         __atomic_store_n(&t->s[i], REMOVED, __ATOMIC_RELEASE);
+        t->live--;
         uint16_t *h = HINT((uintptr_t)p);
         __atomic_store_n(h, (uint16_t)(*h - 1), __ATOMIC_RELEASE);
     }
