@@ -153,6 +153,7 @@ UNIT_TESTS += tests/unit/test_out.c
 UNIT_TESTS += tests/unit/test_format.c
 UNIT_TESTS += tests/unit/test_tbuf.c
 UNIT_TESTS += tests/unit/test_map.c
+UNIT_TESTS += tests/unit/test_blocks.c
 
 INTEGRATION_TESTS += tests/integration/test_alloc.c
 INTEGRATION_TESTS += tests/integration/test_calls.c

@@ -127,6 +127,11 @@ int lpr_blocks_take_slow(const void *p) {
     return i >= 0;
 }
 
+uint64_t lpr_blocks_slots(void) {
+    struct table *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+    return t ? t->mask + 1 : 0;
+}
+
 /* A forked child has one thread: a lock its parent's other threads held is free. */
 void lpr_blocks_after_fork_child(void) { lock_word = 0; }
 

@@ -539,6 +539,7 @@ static inline int lpr_blocks_take(const void *p) {
     return LP_UNLIKELY(__atomic_load_n(h, __ATOMIC_ACQUIRE)) && lpr_blocks_take_slow(p);
 }
 LP_HIDDEN void lpr_blocks_after_fork_child(void);
+LP_HIDDEN uint64_t lpr_blocks_slots(void);         /* the table's size (its tests) */
 LP_HIDDEN void lpr_tally_write(struct lpr_tls *t); /* the thread's counts as a TALLY record, if any */
 LP_HIDDEN int lpr_stacks_for_samples(void);
 LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */
