@@ -19,8 +19,10 @@ static const void *addr(uint64_t i, unsigned salt) {
 Test(blocks, found_once_and_never_unless_added) {
     enum { N = 100000 };
     for (uint64_t i = 0; i < N; i += 2) cr_assert_eq(lpr_blocks_add(addr(i, 1)), 0);
-    for (uint64_t i = 0; i < N; i++) cr_expect_eq(lpr_blocks_take(addr(i, 1)), i % 2 == 0, "block %llu", (unsigned long long)i);
-    for (uint64_t i = 0; i < N; i++) cr_expect_eq(lpr_blocks_take(addr(i, 1)), 0, "block %llu taken twice", (unsigned long long)i);
+    for (uint64_t i = 0; i < N; i++)
+        cr_expect_eq(lpr_blocks_take(addr(i, 1)), i % 2 == 0, "block %llu", (unsigned long long)i);
+    for (uint64_t i = 0; i < N; i++)
+        cr_expect_eq(lpr_blocks_take(addr(i, 1)), 0, "block %llu taken twice", (unsigned long long)i);
 }
 
 /* Millions of blocks added and taken, never more than a few hundred at once, each at a new
@@ -30,7 +32,8 @@ Test(blocks, a_long_run_of_added_and_taken_blocks) {
     enum { LIVE = 300, ROUNDS = 2000000 };
     for (uint64_t i = 0; i < ROUNDS; i++) {
         cr_assert_eq(lpr_blocks_add(addr(i, 2)), 0);
-        if (i >= LIVE) cr_assert_eq(lpr_blocks_take(addr(i - LIVE, 2)), 1, "block %llu", (unsigned long long)(i - LIVE));
+        if (i >= LIVE)
+            cr_assert_eq(lpr_blocks_take(addr(i - LIVE, 2)), 1, "block %llu", (unsigned long long)(i - LIVE));
     }
     for (uint64_t i = ROUNDS - LIVE; i < ROUNDS; i++) cr_expect_eq(lpr_blocks_take(addr(i, 2)), 1);
     cr_expect_eq(lpr_blocks_take(addr(0, 2)), 0);
