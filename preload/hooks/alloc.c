@@ -135,6 +135,16 @@ static inline void tally_call(struct lpr_tls *t, unsigned row) {
     if (LP_UNLIKELY(++t->tally.w[row] >= t->tally.every)) lpr_tally_write(t);
 }
 
+/* A record is about to be made: the thread's counts go first when they moved the heap by a
+ * sampling gap or more since they were last written — so that on this thread the heap at a
+ * recorded block is off by less than one gap, without a TALLY before every sampled record. */
+static inline void tally_before_record(struct lpr_tls *t) {
+    const struct lpr_tally *y = &t->tally;
+    int64_t net = (int64_t)y->w[LP_TALLY_NET];
+    uint64_t moved = (uint64_t)(net < 0 ? -net : net);
+    if (moved >= lpr_alloc_sample || y->w[LP_TALLY_RISE] >= lpr_alloc_sample) lpr_tally_write(t);
+}
+
 /* A block of `size` bytes asked, at p (not NULL), counted on row `row` (LP_TALLY_*_N). */
 static inline void tally_born(struct lpr_tls *t, unsigned row, size_t size, void *p) {
     struct lpr_tally *y = &t->tally;
@@ -167,7 +177,7 @@ static inline void tally_died(struct lpr_tls *t, void *p) {
  * will be recorded: the thread's counts go first, so that its records and counts stay in order. */
 static inline int free_tallied(struct lpr_tls *t, void *p) {
     if (p && lpr_blocks_take(p)) {
-        lpr_tally_write(t);
+        tally_before_record(t);
         return 0;
     }
     return 1;
@@ -184,7 +194,7 @@ static int tallied(struct lpr_tls *t, unsigned kind, size_t size, void *p, int s
         return 1;
     }
     if (lpr_blocks_add(p) == 0 || row < 0) {
-        lpr_tally_write(t); /* the counts before the record */
+        tally_before_record(t); /* the counts before the record */
         return 0;
     }
     tally_born(t, (unsigned)row, size, p);
@@ -202,7 +212,7 @@ __attribute__((noinline)) static void *realloc_tallied(struct lpr_tls *t, unsign
     struct lpr_tally *y = &t->tally;
     if (q == NULL && n) { /* failed: p lives on as it was */
         if (was) lpr_blocks_add(p);
-        lpr_tally_write(t);
+        tally_before_record(t);
         put_realloc(t, kind, 0, t0, lpr_ticks(), n, NULL, was ? p : NULL);
         return q;
     }
@@ -226,7 +236,7 @@ __attribute__((noinline)) static void *realloc_tallied(struct lpr_tls *t, unsign
         y->w[LP_TALLY_NET] -= uo;
         y->w[LP_TALLY_BLOCKS]--;
     }
-    lpr_tally_write(t);
+    tally_before_record(t);
     uint64_t t1 = lpr_ticks();
     uint32_t sid = 0;
     if (sampled) LP_STACK_CAPTURE(sid);
