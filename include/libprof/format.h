@@ -102,7 +102,8 @@ enum lp_shape {
 /* A TALLY's payload (format 14 on). Under LIBPROF_ALLOC_SAMPLE an allocation that holds no
  * sampled byte, and the free of a block that was not recorded, are not recorded one by one: the
  * thread adds them up here, and writes the sums as one record every LP_TALLY_EVERY allocations or
- * frees (and before each of its records, when it waits, when it ends). The bytes a counted block
+ * frees (and before a record of its own when they moved the heap by a sampling gap, when it
+ * waits, when it ends). The bytes a counted block
  * holds on the heap are its usable size (malloc_usable_size), since a free knows nothing else;
  * the bytes asked go to the per-function table. Words: */
 enum lp_tally_word {
