@@ -28,6 +28,20 @@ static void run_allocs(struct run *r, const char *const *extra_env) {
 
 static void setup(void) { dir = make_tmpdir(); }
 
+/* The calls tests/progs/allocs makes (its comment), each function's count in a trace's metadata,
+ * and its one failed malloc. `what`: said first in a failure. */
+static void expect_allocs_calls(cJSON *m, const char *what) {
+    struct {
+        const char *fn;
+        long long n;
+    } want[] = {{"malloc", 105},       {"calloc", 6},        {"realloc", 5},  {"reallocarray", 1}, {"free", 118},
+                {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1},       {"pvalloc", 1}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "%s%s: %lld calls, want %lld", what, want[i].fn,
+                     meta_fn(m, want[i].fn, "count"), want[i].n);
+    cr_expect_eq(meta_fn(m, "malloc", "failed"), 1, "%s", what);
+}
+
 Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
     char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir), *csv = strfmt("LIBPROF_CSV=%s/t.csv", dir);
     /* the allocation family alone, so the event count is exact (its writes to stdout would
@@ -49,15 +63,7 @@ Test(alloc, exact_counts_peak_and_leaks, .init = setup) {
     cJSON *j = load_json(path);
     cr_assert_not_null(j, "cJSON cannot parse the trace");
     cJSON *m = libprof_meta(j);
-    struct {
-        const char *fn;
-        long long n;
-    } want[] = {{"malloc", 105},       {"calloc", 6},        {"realloc", 5},  {"reallocarray", 1}, {"free", 118},
-                {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1},       {"pvalloc", 1}};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "%s: %lld calls, want %lld", want[i].fn,
-                     meta_fn(m, want[i].fn, "count"), want[i].n);
-    cr_expect_eq(meta_fn(m, "malloc", "failed"), 1);
+    expect_allocs_calls(m, "");
     cr_expect_eq(meta_num(m, "peak_bytes"), 1048576 + 666);
     cr_expect_eq(meta_num(m, "leaked_bytes"), 666);
     cr_expect_eq(meta_num(m, "leaked_blocks"), 3);
@@ -640,15 +646,7 @@ Test(alloc, counted_allocations_keep_every_count, .init = setup) {
         cJSON *j = load_json(path);
         cr_assert_not_null(j);
         cJSON *m = libprof_meta(j);
-        struct {
-            const char *fn;
-            long long n;
-        } want[] = {{"malloc", 105},       {"calloc", 6},        {"realloc", 5},  {"reallocarray", 1}, {"free", 118},
-                    {"posix_memalign", 2}, {"aligned_alloc", 1}, {"memalign", 1}, {"valloc", 1},       {"pvalloc", 1}};
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-            cr_expect_eq(meta_fn(m, want[i].fn, "count"), want[i].n, "every %s: %s: %lld calls, want %lld", rates[k],
-                         want[i].fn, meta_fn(m, want[i].fn, "count"), want[i].n);
-        cr_expect_eq(meta_fn(m, "malloc", "failed"), 1, "every %s", rates[k]);
+        expect_allocs_calls(m, strfmt("every %s: ", rates[k]));
         cr_expect_eq(meta_num(m, "leaked_blocks"), 3, "every %s", rates[k]);
         long long leaked = meta_num(m, "leaked_bytes"), peak = meta_num(m, "peak_bytes");
         cr_expect(leaked >= 666 && leaked <= 666 + 3 * 32, "every %s: leaked %lld", rates[k], leaked);

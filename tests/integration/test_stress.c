@@ -39,6 +39,20 @@ static cJSON *run_mode(const char *mode, const char *want_out, char **dir_out) {
     return run_mode_with(mode, want_out, dir_out, NULL);
 }
 
+/* forkmt's 20 children, each in its own trace with its 10 mallocs of 4242 bytes. */
+static void expect_forkmt_children(const char *dir) {
+    int children;
+    char **kids = child_traces(dir, "t", &children);
+    for (int i = 0; i < children; i++) {
+        cJSON *c = load_json(kids[i]);
+        cr_assert_not_null(c, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", kids[i]);
+        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", kids[i]);
+        cJSON_Delete(c);
+    }
+    cr_expect_eq(children, 20);
+}
+
 Test(stress, sixty_four_threads_at_once) {
     char *dir;
     cJSON *j = run_mode("threads64", "ok\n", &dir);
@@ -68,16 +82,7 @@ Test(stress, fork_while_other_threads_allocate) {
         cr_expect(!size || size->valuedouble != 4242);
     }
     cJSON_Delete(j);
-    int children;
-    char **kids = child_traces(dir, "t", &children);
-    for (int i = 0; i < children; i++) {
-        cJSON *c = load_json(kids[i]);
-        cr_assert_not_null(c, "%s", kids[i]);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", kids[i]);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", kids[i]);
-        cJSON_Delete(c);
-    }
-    cr_expect_eq(children, 20);
+    expect_forkmt_children(dir);
 }
 
 Test(stress, malloc_in_a_signal_handler) {
@@ -166,14 +171,5 @@ Test(stress, counted_allocations_of_threads_and_children_add_up) {
 
     j = run_mode_with("forkmt", "children 20\n", &dir, sample);
     cJSON_Delete(j);
-    int children;
-    char **kids = child_traces(dir, "t", &children);
-    cr_expect_eq(children, 20);
-    for (int i = 0; i < children; i++) {
-        cJSON *c = load_json(kids[i]);
-        cr_assert_not_null(c, "%s", kids[i]);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "count"), 10, "%s", kids[i]);
-        cr_expect_eq(meta_fn(libprof_meta(c), "malloc", "bytes"), 42420, "%s", kids[i]);
-        cJSON_Delete(c);
-    }
+    expect_forkmt_children(dir);
 }
