@@ -362,6 +362,12 @@ __attribute__((noinline)) static void lean_point(struct lpr_tls *t, unsigned kin
 #define LEAN_POINT(t, n) \
     (LP_UNLIKELY(lpr_stack_depth) && (LP_UNLIKELY((t)->sample_left <= (n)) ? 1 : ((t)->sample_left -= (n), 0)))
 
+/* What a calloc asks for (SIZE_MAX when the product overflows: the call fails). */
+static inline size_t calloc_bytes(size_t nmemb, size_t size) {
+    size_t total;
+    return __builtin_mul_overflow(nmemb, size, &total) ? SIZE_MAX : total;
+}
+
 /* The tally path (LP_GATE_TALLY): the lean path's shape, counting what it does not record. */
 #define TALLY(g) LP_LIKELY(((g) & (LP_GATE_UNINIT | LP_GATE_STICKY | LP_GATE_TALLY)) == LP_GATE_TALLY)
 
@@ -385,8 +391,7 @@ __attribute__((noinline)) static void *calloc_tally(size_t nmemb, size_t size) {
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(calloc)(nmemb, size);
     t->guard = 1;
     void *p = LPR_REAL(calloc)(nmemb, size);
-    size_t total;
-    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    size_t total = calloc_bytes(nmemb, size);
     if (LP_UNLIKELY(p == NULL))
         put_alloc(t, LP_EV_CALLOC, lpr_ticks(), total, p);
     else if (LEAN_POINT(t, total))
@@ -470,8 +475,7 @@ __attribute__((noinline)) static void *calloc_general(size_t nmemb, size_t size)
     if (LP_LIKELY(!t)) return LPR_REAL(calloc)(nmemb, size);
     uint64_t t0 = alloc_t0();
     void *p = LPR_REAL(calloc)(nmemb, size);
-    size_t total;
-    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    size_t total = calloc_bytes(nmemb, size);
     rec_alloc(t, LP_EV_CALLOC, t0, total, p);
     return p;
 }
@@ -481,8 +485,7 @@ __attribute__((noinline)) static void *calloc_lean(size_t nmemb, size_t size) {
     if (LP_UNLIKELY(t->guard)) return LPR_REAL(calloc)(nmemb, size);
     t->guard = 1;
     void *p = LPR_REAL(calloc)(nmemb, size);
-    size_t total;
-    if (__builtin_mul_overflow(nmemb, size, &total)) total = SIZE_MAX;
+    size_t total = calloc_bytes(nmemb, size);
     if (LEAN_POINT(t, total))
         lean_point(t, LP_EV_CALLOC, total, p);
     else
