@@ -768,3 +768,66 @@ Test(python, torch_gemms_keep_their_line_with_stacks, .init = setup, .timeout = 
     run_free(&r);
     run_free(&bare);
 }
+
+/* LIBPROF_ALLOC_SAMPLE with Python's objects on malloc (LIBPROF_PYTHON_MALLOC=1): most of the
+ * allocations only counted, the sampled ones with their Python frames. Each of two lines that
+ * allocate tens of MiB gets, by estimate, its bytes and calls of an exact run within 5 %; the
+ * calls in total are the exact run's. */
+static const char two_lines_py[] = "def a():\n"                        /* 1 */
+                                   "    out = []\n"                    /* 2 */
+                                   "    for _ in range(100000):\n"     /* 3 */
+                                   "        out.append(bytes(200))\n"  /* 4 */
+                                   "    return out\n"                  /* 5 */
+                                   "def b():\n"                        /* 6 */
+                                   "    out = []\n"                    /* 7 */
+                                   "    for _ in range(20000):\n"      /* 8 */
+                                   "        out.append(bytes(1000))\n" /* 9 */
+                                   "    return out\n"                  /* 10 */
+                                   "x = a()\n"                         /* 11 */
+                                   "y = b()\n"                         /* 12 */
+                                   "print(len(x) + len(y))\n";         /* 13 */
+
+static cJSON *line_row(cJSON *meta, const char *name) {
+    cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(meta, "python_lines")) {
+        cJSON *n = cJSON_GetObjectItem(l, "line");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return l;
+    }
+    return NULL;
+}
+
+Test(python, sampled_allocations_by_line_estimate_the_exact_run, .init = setup) {
+    char *script = write_script("two.py", two_lines_py);
+    cJSON *m[2], *t[2];
+    for (int s = 0; s < 2; s++) {
+        char *out = strfmt("%s/l%d.json", dir, s);
+        struct run r;
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", out), "LIBPROF_PYTHON_MALLOC=1",
+                                  s ? "LIBPROF_ALLOC_SAMPLE=4096" : "LIBPROF_STACKS=16", NULL},
+                 (const char *[]){"/usr/bin/python3", script, NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert_str_eq(r.out, "120000\n");
+        run_free(&r);
+        t[s] = load_json(out);
+        cr_assert_not_null(t[s]);
+        m[s] = libprof_meta(t[s]);
+    }
+    cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(m[1], "stacks"), "sampled");
+    cr_assert_not_null(st, "the trace does not say its allocations are sampled");
+    cr_expect_gt(num(st, "allocations_counted_only"), 10 * num(st, "allocations_sampled"));
+    cr_expect_eq(meta_fn(m[1], "malloc", "count"), meta_fn(m[0], "malloc", "count"));
+    const char *lines[] = {"a", "4", "b", "9"};
+    for (int k = 0; k < 4; k += 2) {
+        char *name = strfmt("%s (%s:%s)", lines[k], script, lines[k + 1]);
+        cJSON *e = line_row(m[0], name), *s = line_row(m[1], name);
+        cr_assert(e && s, "%s: not in python_lines (exact %p, sampled %p)", name, (void *)e, (void *)s);
+        double eb = num(e, "alloc_bytes"), sb = num(s, "alloc_bytes"), ec = num(e, "alloc_calls"),
+               sc = num(s, "alloc_calls");
+        cr_expect(eb > 20e6, "%s: %.0f bytes", name, eb);
+        cr_expect(sb > eb * 0.95 && sb < eb * 1.05, "%s: %.0f bytes estimated, %.0f exact", name, sb, eb);
+        cr_expect(sc > ec * 0.95 && sc < ec * 1.05, "%s: %.0f calls estimated, %.0f exact", name, sc, ec);
+    }
+    cJSON_Delete(t[0]);
+    cJSON_Delete(t[1]);
+}
