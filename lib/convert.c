@@ -221,7 +221,8 @@ HOT uint64_t block_died(struct pass *p, struct hot *h, struct last_alloc *l, uns
  * zero for a while: the heap shows 0 then. */
 static void tally(struct pass *p, struct hot *h, const struct lp_event *e) {
     struct lp_analysis *a = &p->a;
-    const uint64_t *w = e->w;
+    uint64_t w[LP_TALLY_WORDS];
+    lp_tally_words(e->w, w);
     static const struct {
         uint16_t kind, word;
     } rows[] = {{LP_EV_MALLOC, LP_TALLY_MALLOC_N},

@@ -30,9 +30,10 @@ const uint8_t lp_kind_words[LP_KIND_COUNT] = {0,
                                               LP_KINDS(LP_X)
 #undef LP_X
 };
-/* Records whose length is all a reader must check: not calls (their length is in the record),
- * resets (the reader notes them), stack words (they must precede a record). */
-#define LP_PLAIN(id, shape) ((shape) != LP_SHAPE_CALL && (shape) != LP_SHAPE_STACKREF && LP_EV_##id != LP_EV_RESET)
+/* Records whose length is all a reader must check: not calls and tallies (their length is in
+ * the record), resets (the reader notes them), stack words (they must precede a record). */
+#define LP_PLAIN(id, shape) \
+    ((shape) != LP_SHAPE_CALL && (shape) != LP_SHAPE_TALLY && (shape) != LP_SHAPE_STACKREF && LP_EV_##id != LP_EV_RESET)
 const uint8_t lp_plain_words[256] = {
 #define LP_X(id, name, fam, shape, words)                 \
     [LP_EV_##id] = LP_PLAIN(id, shape) ? 1 + (words) : 0, \

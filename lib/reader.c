@@ -923,6 +923,7 @@ int lp_iter_next_slow(struct lp_iter *it, struct lp_event *ev) {
         }
         size_t n = 1 + timed + lp_kind_words[kind]; /* validated when the file was opened */
         if (lp_kind_shape[kind] == LP_SHAPE_CALL) n += lp_call_extra(p[n - 1]);
+        if (lp_kind_shape[kind] == LP_SHAPE_TALLY) n += (size_t)lp_tally_extra(p[n - 1]);
         c->p = p + n;
         c->stack = 0;
         it->consumed++;

@@ -237,7 +237,7 @@ void lp_iter_free(struct lp_iter *it);
 static inline uint64_t lp_iter_position(const struct lp_iter *it) { return it->consumed; } /* records so far */
 
 /* The next event in time order: 1, or 0 at the end. The common case — a one-phase record that is
- * not a call, followed in its chunk by another such record that is still the earliest of all
+ * not a call (nor a tally), followed in its chunk by another such record that is still the earliest of all
  * threads — is handled here; everything else by lp_iter_next_slow. */
 static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     struct lp_cursor *c = it->cur;
@@ -245,7 +245,8 @@ static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
     const uint64_t *p = c->p;
     uint64_t w0 = p[0];
     unsigned kind = lp_rec_kind(w0), timed = lp_rec_timed(w0), shape = lp_kind_shape[kind];
-    if (__builtin_expect(shape == LP_SHAPE_REALLOC || shape == LP_SHAPE_CALL, 0)) return lp_iter_next_slow(it, ev);
+    if (__builtin_expect(shape == LP_SHAPE_REALLOC || shape == LP_SHAPE_CALL || shape == LP_SHAPE_TALLY, 0))
+        return lp_iter_next_slow(it, ev);
     const struct lp_reader *r = it->r;
     uint64_t start = w0 & LP_TS_MASK;
     ev->kind = (uint16_t)kind;

@@ -398,6 +398,15 @@ static int decode_records(struct in *s, uint64_t *out, size_t words, struct prev
                 get_alloc(s, ag, pv, &out[i + 1]))
                 return -1;
             break;
+        case LP_SHAPE_TALLY: {
+            if (get_varint(&s[S_WORDS], &out[i])) return -1;
+            int x = lp_tally_extra(out[i]);
+            if (x < 0 || i + 1 + (size_t)x > words) return -1;
+            payload = 1 + (size_t)x;
+            for (size_t j = 1; j < payload; j++)
+                if (get_varint(&s[S_WORDS], &out[i + j])) return -1;
+            break;
+        }
         case LP_SHAPE_CALL: {
             if (get_varint(&s[S_WORDS], &out[i])) return -1;
             unsigned c = lp_call_id(out[i]);

@@ -95,8 +95,10 @@ enum lp_shape {
     LP_SHAPE_SAMPLE,   /* weight | flags, pc   : the thread was on the CPU at instruction pc, called from
                         * the stack of the STACK word before it (the callers: pc's own frame is not
                         * in it); weight periods of the sampling clock (LP_SAMPLE_*) */
-    LP_SHAPE_TALLY,    /* LP_TALLY_WORDS words : the allocations and frees of the thread since its last
-                        * TALLY that were counted and not recorded (LIBPROF_ALLOC_SAMPLE) */
+    LP_SHAPE_TALLY,    /* mask, words          : the allocations and frees of the thread since its last
+                        * TALLY that were counted and not recorded (LIBPROF_ALLOC_SAMPLE): bit i
+                        * of the mask says word i of enum lp_tally_word follows (in order; the
+                        * others are 0) */
 };
 
 /* A TALLY's payload (format 14 on). Under LIBPROF_ALLOC_SAMPLE an allocation that holds no
@@ -126,6 +128,13 @@ enum lp_tally_word {
     LP_TALLY_WORDS = LP_TALLY_HIST + LP_TALLY_HIST_BUCKETS / 2,
 };
 #define LP_TALLY_EVERY 1024
+/* A TALLY's words after its mask; -1 for a mask with bits past LP_TALLY_WORDS (damage). */
+static inline int lp_tally_extra(uint64_t mask) { return mask >> LP_TALLY_WORDS ? -1 : __builtin_popcountll(mask); }
+/* A TALLY's payload (its mask first) as the LP_TALLY_WORDS words of enum lp_tally_word. */
+static inline void lp_tally_words(const uint64_t *w, uint64_t out[LP_TALLY_WORDS]) {
+    const uint64_t *q = w + 1;
+    for (unsigned i = 0; i < LP_TALLY_WORDS; i++) out[i] = w[0] >> i & 1 ? *q++ : 0;
+}
 
 /* A SAMPLE's payload word. */
 #define LP_SAMPLE_WEIGHT(w) ((uint32_t)(w))      /* sampling periods this sample stands for (>= 1) */
@@ -166,7 +175,7 @@ enum lp_control_reason {
     X(STACK, "stack", ALLOC, LP_SHAPE_STACKREF, 0)                          \
     X(PYCALL, "python call", PYTHON, LP_SHAPE_PYCALL, 1)                    \
     X(SAMPLE, "cpu sample", CPU, LP_SHAPE_SAMPLE, 2)                        \
-    X(TALLY, "allocations counted", ALLOC, LP_SHAPE_TALLY, 23)
+    X(TALLY, "allocations counted", ALLOC, LP_SHAPE_TALLY, 1)
 // clang-format on
 
 enum lp_kind {
@@ -618,6 +627,9 @@ static inline size_t lp_rec_size(const uint64_t *w, size_t avail) {
         if (c == 0 || c >= LP_CALL_COUNT) return 0;
         n += lp_call_extra(w[n - 1]);
         if (n > avail) return 0;
+    } else if (lp_kind_shape[k] == LP_SHAPE_TALLY) {
+        int x = lp_tally_extra(w[n - 1]);
+        if (x < 0 || (n += (size_t)x) > avail) return 0;
     }
     return n;
 }

@@ -150,15 +150,30 @@ void lpr_tally_init(void) {
 
 /* The thread's counts since its last TALLY as one record, stamped now (the counts' end); the
  * counts start again from zero. The thread's own, or its final flush's. */
+unsigned lpr_tally_pack(const struct lpr_tally *y, uint64_t out[1 + LP_TALLY_WORDS]) {
+    uint64_t w[LP_TALLY_WORDS], mask = 0;
+    _Static_assert(offsetof(struct lpr_tally, every) == LP_TALLY_WORDS * 8, "a TALLY is the tally's first words");
+    memcpy(w, y, sizeof w);
+    unsigned n = 1;
+    for (unsigned i = 0; i < LP_TALLY_WORDS; i++)
+        if (w[i]) {
+            mask |= UINT64_C(1) << i;
+            out[n++] = w[i];
+        }
+    out[0] = mask;
+    return n;
+}
+
 void lpr_tally_write(struct lpr_tls *t) {
     struct lpr_tally *y = &t->tally;
     y->every = t->late ? 1 : LP_TALLY_EVERY;
     if (!lpr_tally_any(y)) return;
-    uint64_t *r = lpr_reserve(t, 1 + LP_TALLY_WORDS);
+    uint64_t w[1 + LP_TALLY_WORDS];
+    unsigned n = lpr_tally_pack(y, w);
+    uint64_t *r = lpr_reserve(t, 1 + n);
     if (r == NULL) return;
     r[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
-    _Static_assert(offsetof(struct lpr_tally, every) == LP_TALLY_WORDS * 8, "a TALLY is the tally's first words");
-    memcpy(r + 1, y, LP_TALLY_WORDS * 8);
-    lpr_commit(t, r + 1 + LP_TALLY_WORDS);
+    memcpy(r + 1, w, n * 8);
+    lpr_commit(t, r + 1 + n);
     memset(y, 0, offsetof(struct lpr_tally, every));
 }

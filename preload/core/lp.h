@@ -541,6 +541,8 @@ static inline int lpr_blocks_take(const void *p) {
 LP_HIDDEN void lpr_blocks_after_fork_child(void);
 LP_HIDDEN uint64_t lpr_blocks_slots(void);         /* the table's size (its tests) */
 LP_HIDDEN void lpr_tally_write(struct lpr_tls *t); /* the thread's counts as a TALLY record, if any */
+/* A TALLY's payload (its mask, then the words it names) from counts: its number of words. */
+LP_HIDDEN unsigned lpr_tally_pack(const struct lpr_tally *y, uint64_t out[1 + LP_TALLY_WORDS]);
 LP_HIDDEN int lpr_stacks_for_samples(void);
 LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */
 LP_HIDDEN uint32_t lpr_stack_sample(const void *uc, int walk, unsigned depth, uint64_t *flags);

@@ -923,10 +923,10 @@ static struct lpr_tls *live_tls(struct lpr_thread *n, struct lpr_tls *copy) {
  * failed exec goes on counting). Caller holds node->lock. */
 static void flush_tally(struct lpr_thread *n, struct lpr_tls *t, const struct lpr_tls *copy) {
     if (!lpr_tally_any(&copy->tally)) return;
-    uint64_t rec[1 + LP_TALLY_WORDS];
+    uint64_t rec[2 + LP_TALLY_WORDS];
     rec[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
-    memcpy(rec + 1, &copy->tally, LP_TALLY_WORDS * 8);
-    if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, sizeof rec, NULL, 0) == 0)
+    unsigned words = lpr_tally_pack(&copy->tally, rec + 1);
+    if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, rec, (1 + words) * 8, NULL, 0) == 0)
         __atomic_fetch_add(&lpr_events_written, 1, __ATOMIC_RELAXED);
     struct lpr_tally zero = {.every = copy->tally.every, .last = copy->tally.last};
     if (t == &lpr_tls) {
