@@ -61,7 +61,7 @@ Test(docs, readme_recipes_run_as_written) {
              (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_readme.py",
                               LP_SOURCE_DIR "/README.md", LP_SOURCE_DIR, LP_BUILD_DIR, work, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    cr_expect_eq(count_lines_with(r.out, ": ok ("), 7, "%s", r.out);
+    cr_expect_eq(count_lines_with(r.out, ": ok ("), 8, "%s", r.out);
     run_free(&r);
     /* what the recipes say comes out, beyond the files */
     run_prog(&r, NULL, NULL,
@@ -85,6 +85,12 @@ Test(docs, readme_recipes_run_as_written) {
     cr_assert_not_null(et);
     cr_expect_gt(meta_num(cJSON_GetObjectItem(libprof_meta(et), "etdump"), "placed"), 100);
     cJSON_Delete(et);
+    cJSON *storm = load_json(strfmt("%s/storm.json", work)); /* most allocations counted, not recorded */
+    cr_assert_not_null(storm);
+    cJSON *sampled = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(storm), "stacks"), "sampled");
+    cr_expect_gt(meta_num(sampled, "allocations_counted_only"), 100 * meta_num(sampled, "allocations_sampled"));
+    cr_expect_gt(meta_fn(libprof_meta(storm), "malloc", "count"), 1000000);
+    cJSON_Delete(storm);
     cJSON *svc = load_json(strfmt("%s/svc.json", work));
     cr_assert_not_null(svc);
     cr_expect(has(cJSON_GetObjectItem(libprof_meta(svc), "command")->valuestring, "http.server"));
