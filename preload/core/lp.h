@@ -209,8 +209,6 @@ static inline uint64_t lpr_tsc(void) {
 
 #define LP_RANGE_DEPTH 64
 
-/* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
- * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
 /* The allocations and frees a thread counted and did not record (LIBPROF_ALLOC_SAMPLE): a TALLY
  * record's payload as it is written (format.h), then when to write it. */
 struct lpr_tally {
@@ -225,6 +223,8 @@ static inline int lpr_tally_any(const struct lpr_tally *y) {
             y->w[LP_TALLY_NET] | y->w[LP_TALLY_BLOCKS]) != 0; /* (a recorded realloc's counted old block) */
 }
 
+/* Thread-local recording state. It lives in initial-exec TLS so the hot path reaches it with one
+ * %fs-relative access; everything a flush needs lives in the registry node `thr`. */
 struct lpr_tls {
     uint64_t *cur; /* next free word of the chunk */
     uint64_t *end; /* end of the chunk */
