@@ -214,8 +214,9 @@ Test(report, live_view_of_a_running_process) {
  * detail; before it, the 10 ms sleeps stay and the short calls are folded into the thread's
  * counters — every call either a slice or counted there, the tables and totals as for the whole
  * run; LIBPROF_TIMELINE=0 keeps every slice; libprof-report --timeline does it offline. */
-/* X slices named `name`; *before: those before `from_us` shorter than the timeline's minimum
- * (10 ms: a send a loaded machine held that long is kept, as it should be). */
+/* X slices named `name`; *before: those that end before `from_us` shorter than the timeline's
+ * minimum (10 ms: a send a loaded machine held that long is kept, as it should be; one that
+ * was still running at the cutoff ends in the full-detail stretch, and is kept too). */
 static int count_x(cJSON *j, const char *name, double from_us, int *before) {
     cJSON *ev;
     int n = 0;
@@ -225,8 +226,8 @@ static int count_x(cJSON *j, const char *name, double from_us, int *before) {
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || strcmp(nm->valuestring, name)) continue;
         n++;
         cJSON *dur = cJSON_GetObjectItem(ev, "dur");
-        if (cJSON_GetObjectItem(ev, "ts")->valuedouble < from_us && (!cJSON_IsNumber(dur) || dur->valuedouble < 10000))
-            (*before)++;
+        double d = cJSON_IsNumber(dur) ? dur->valuedouble : 0;
+        if (cJSON_GetObjectItem(ev, "ts")->valuedouble + d < from_us && d < 10000) (*before)++;
     }
     return n;
 }
