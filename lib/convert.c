@@ -239,7 +239,6 @@ static void tally(struct pass *p, struct hot *h, const struct lp_event *e) {
         h->temporary_bytes += w[LP_TALLY_TEMP_B];
         if (a->sites) lp_sites_counted(a->sites, w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] + w[LP_TALLY_REALLOC_N]);
     }
-    a->tallied += w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] + w[LP_TALLY_REALLOC_N] + w[LP_TALLY_FREE_N];
     p->tally_blocks += (int64_t)(w[LP_TALLY_MALLOC_N] + w[LP_TALLY_CALLOC_N] - w[LP_TALLY_FREE_N] + w[LP_TALLY_BLOCKS]);
     int64_t base = p->tally_bytes;
     p->tally_bytes += (int64_t)w[LP_TALLY_NET];

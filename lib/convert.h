@@ -91,7 +91,6 @@ struct lp_analysis {
     size_t nranges;
     uint64_t live_bytes, peak_bytes, peak_ns, live_blocks;
     uint64_t untracked_frees, reused_live;
-    uint64_t tallied; /* allocations and frees counted in TALLY records, not recorded one by one */
     /* block sizes, by lp_size_bucket; during the pass by power of two up to 2^63 (the fold into
      * the last bucket is done once, at its end) */
     uint64_t size_hist[LP_SIZE_POW2];
@@ -144,9 +143,5 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
                    uint64_t timeline_ns, uint64_t timeline_min_ns);
 int lp_sink_csv(struct lp_sink *k);
 int lp_sink_summary(struct lp_sink *k);
-
-/* Where the pass counts a block of `s` bytes in size_hist: 0 below 16 B, then one per power of
- * two (bucket LP_SIZE_BUCKETS - 1 takes all of those from there on once the pass is over). */
-static inline unsigned lp_size_pow2(uint64_t s) { return 60u - (unsigned)__builtin_clzll(s | 8); }
 
 #endif

@@ -128,6 +128,9 @@ enum lp_tally_word {
     LP_TALLY_WORDS = LP_TALLY_HIST + LP_TALLY_HIST_BUCKETS / 2,
 };
 #define LP_TALLY_EVERY 1024
+/* The size histogram's bucket of a block of `s` bytes (a TALLY's, and the converter's): 0 below
+ * 16 B, then one per power of two (the converter folds the last ones into its last bucket). */
+static inline unsigned lp_size_pow2(uint64_t s) { return 60u - (unsigned)__builtin_clzll(s | 8); }
 /* A TALLY's words after its mask; -1 for a mask with bits past LP_TALLY_WORDS (damage). */
 static inline int lp_tally_extra(uint64_t mask) { return mask >> LP_TALLY_WORDS ? -1 : __builtin_popcountll(mask); }
 /* A TALLY's payload (its mask first) as the LP_TALLY_WORDS words of enum lp_tally_word. */

@@ -126,7 +126,7 @@ static inline void tally_net(struct lpr_tally *y, int64_t d) {
 }
 
 static inline void tally_size(struct lpr_tally *y, size_t size) {
-    unsigned b = 60u - (unsigned)__builtin_clzll(size | 8); /* lib/convert.h's lp_size_pow2 */
+    unsigned b = lp_size_pow2(size);
     y->hist[b < LP_TALLY_HIST_BUCKETS ? b : LP_TALLY_HIST_BUCKETS - 1]++;
 }
 
