@@ -122,6 +122,7 @@ struct lp_seen {
     const struct lp_call_view *view; /* ... and what it means */
 };
 
+struct lp_json_sink;
 /* A writer. `event` (NULL for writers that do not stream) sees every event in time order;
  * `finish` writes what the whole run added up to; both write to `out`. */
 struct lp_sink {
@@ -133,6 +134,9 @@ struct lp_sink {
     /* allocations and releases of fewer bytes than this are not passed to `event` (most of a
      * trace's events: skipping them here spares a call each) */
     uint64_t alloc_min;
+    /* the Chrome writer's: when set, its events go to this reader as their fields, not as text
+     * into `out` (the Perfetto writer, write_perfetto.c) */
+    const struct lp_json_sink *events;
 };
 
 /* The writers (write_chrome.c, write_tables.c; the flame graphs are sites.c's). Each returns 0,

@@ -1,6 +1,7 @@
 /* describe.c: see describe.h. */
 #include "describe.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- argument names, parsed once from LP_CALLS ------------------------------------------------ */
@@ -130,29 +131,28 @@ void lp_torch_args_json(struct lp_json *j, const struct lp_reader *r, const stru
     if (c->nargs < 7) return;
     if ((int64_t)a[1] >= 0) {
         lp_json_key(j, "seq");
-        lp_out_i64(j->o, (int64_t)a[1]);
+        lp_json_i64(j, (int64_t)a[1]);
     }
     lp_json_key(j, "scope");
-    lp_out_json_str(j->o, lp_torch_scope(a[2]), strlen(lp_torch_scope(a[2])));
+    lp_json_str(j, lp_torch_scope(a[2]), strlen(lp_torch_scope(a[2])));
     if (a[5]) {
         uint32_t len;
         const char *v = lp_reader_name(r, a[5], &len);
         lp_json_key(j, "shapes");
         if (len && v[0] == '[' && v[len - 1] == ']' && strspn(v, "[], -0123456789") >= len)
-            lp_out_write(j->o, v, len); /* as the recorder wrote it: digits, brackets, commas */
+            lp_json_raw(j, v, len); /* as the recorder wrote it: digits, brackets, commas */
         else
-            lp_out_json_str(j->o, v, len);
+            lp_json_str(j, v, len);
     }
     if (a[4]) {
         lp_json_key(j, "fwd_thread");
-        lp_out_u64(j->o, a[4]);
+        lp_json_u64(j, a[4]);
     }
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */
 
 void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struct lp_call_rec *c, uint64_t dur_ns) {
-    struct lp_out *o = j->o;
     unsigned call = c->call, role = lp_call_role[call];
     const uint64_t *a = c->a;
     if (role == LP_ROLE_TORCH) {
@@ -165,42 +165,44 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
         if (role == LP_ROLE_FOPEN && !strcmp(d->name, "mode")) {
             char m[9] = {0};
             memcpy(m, &a[i], 8);
-            lp_out_json_str(o, m, strnlen(m, 8));
+            lp_json_str(j, m, strnlen(m, 8));
         } else if (call == LP_CALL_ET_INSTRUCTION && !strcmp(d->name, "kind")) {
             static const char *const kinds[] = {"?", "kernel", "delegate", "move", "jump_false", "free"};
-            lp_out_json_str(o, kinds[a[i] < 6 ? a[i] : 0], strlen(kinds[a[i] < 6 ? a[i] : 0]));
+            lp_json_str(j, kinds[a[i] < 6 ? a[i] : 0], strlen(kinds[a[i] < 6 ? a[i] : 0]));
         } else if (role == LP_ROLE_CUDA && !strcmp(d->name, "direction")) {
             static const char *const dirs[] = {"host to host",     "host to device", "device to host",
                                                "device to device", "default",        "?"};
             const char *v = dirs[a[i] < 5 ? a[i] : 5];
-            lp_out_json_str(o, v, strlen(v));
+            lp_json_str(j, v, strlen(v));
         } else if ((role == LP_ROLE_DNNL && (!strcmp(d->name, "kind") || !strcmp(d->name, "shape"))) ||
                    ((call == LP_CALL_ET_INSTRUCTION || call == LP_CALL_CUDA_LAUNCH || role == LP_ROLE_NVTX) &&
                     !strcmp(d->name, "name")) ||
                    (role == LP_ROLE_NVTX && !strcmp(d->name, "domain") && a[i])) {
             uint32_t len;
             const char *v = lp_reader_name(r, a[i], &len);
-            lp_out_json_str(o, v, len);
+            lp_json_str(j, v, len);
         } else if (!strcmp(d->name, "op")) {
             static const char tr[] = "NTC?";
-            lp_out_fmt(o, "\"%s%c%c\"",
-                       a[i] & LP_BLAS_ROWMAJOR  ? "row-major "
-                       : a[i] & LP_BLAS_FORTRAN ? "fortran "
-                                                : "col-major ",
-                       tr[(a[i] >> LP_BLAS_TA_SHIFT) & 3], tr[(a[i] >> LP_BLAS_TB_SHIFT) & 3]);
+            char op[16];
+            int n = snprintf(op, sizeof op, "%s%c%c",
+                             a[i] & LP_BLAS_ROWMAJOR  ? "row-major "
+                             : a[i] & LP_BLAS_FORTRAN ? "fortran "
+                                                      : "col-major ",
+                             tr[(a[i] >> LP_BLAS_TA_SHIFT) & 3], tr[(a[i] >> LP_BLAS_TB_SHIFT) & 3]);
+            lp_json_str(j, op, (size_t)n);
         } else if (d->is_pointer) {
-            lp_out_fmt(o, "\"0x%llx\"", (unsigned long long)a[i]);
+            lp_json_hex(j, a[i]);
         } else if (d->is_signed) {
-            lp_out_i64(o, (int64_t)a[i]);
+            lp_json_i64(j, (int64_t)a[i]);
         } else {
-            lp_out_u64(o, a[i]);
+            lp_json_u64(j, a[i]);
         }
     }
     if (is_blas(role) && dur_ns && c->nargs) {
         unsigned n = c->nargs;
         uint64_t fl = lp_blas_flops(call, a[0], n > 2 ? a[1] : 0, n > 3 ? a[2] : 0, a[n - 1]);
         lp_json_key(j, "gflops");
-        lp_out_fmt(o, "%.3f", (double)fl / (double)dur_ns);
+        lp_json_double(j, "%.3f", (double)fl / (double)dur_ns);
     }
     if (c->slen && role == LP_ROLE_ORT) { /* fields split by 0x1f */
         static const char *const run_keys[] = {"model", "inputs", "outputs", "api"};
@@ -212,12 +214,12 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
             const char *q = memchr(p, 0x1f, (size_t)(end - p));
             if (!q) q = end;
             lp_json_key(j, keys[k]);
-            lp_out_json_str(o, p, (size_t)(q - p));
+            lp_json_str(j, p, (size_t)(q - p));
             p = q + 1;
         }
         if (c->cut) {
             lp_json_key(j, "cut");
-            lp_out_s(o, "true");
+            lp_json_bool(j, 1);
         }
     } else if (c->slen) {
         lp_json_key(j, role == LP_ROLE_OPEN || role == LP_ROLE_FOPEN || call == LP_CALL_DLOPEN ? "path"
@@ -225,10 +227,10 @@ void lp_call_args_json(struct lp_json *j, const struct lp_reader *r, const struc
                        : role == LP_ROLE_SOCKET || role == LP_ROLE_PIPE                        ? "kind"
                        : role == LP_ROLE_ET                                                    ? "method"
                                                                                                : "command");
-        lp_out_json_str(o, c->str, c->slen);
+        lp_json_str(j, c->str, c->slen);
         if (c->cut) {
             lp_json_key(j, "cut");
-            lp_out_s(o, "true");
+            lp_json_bool(j, 1);
         }
     }
 }

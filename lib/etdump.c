@@ -392,16 +392,16 @@ void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid
         lp_json_args(j);
         if (e->instr >= 0 && e->chain >= 0) { /* (a load's events have no instruction: chain -1) */
             lp_json_key(j, "instruction");
-            lp_out_i64(j->o, e->instr);
+            lp_json_i64(j, e->instr);
             lp_json_key(j, "chain");
-            lp_out_i64(j->o, e->chain);
+            lp_json_i64(j, e->chain);
         }
         if (e->dbg >= 0) {
             lp_json_key(j, "delegate_debug_id");
-            lp_out_i64(j->o, e->dbg);
+            lp_json_i64(j, e->dbg);
         }
         lp_json_key(j, "etdump_ns");
-        lp_out_u64(j->o, e->end - e->start);
+        lp_json_u64(j, e->end - e->start);
         lp_json_args_end(j);
         lp_json_event_end(j);
     }

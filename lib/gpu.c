@@ -241,6 +241,13 @@ static const char *kname(const struct lp_gpu *g, uint32_t id, uint32_t *len) {
     return s;
 }
 
+/* A grid's or a block's three dimensions, as an array. */
+static void dims(struct lp_json *j, const uint32_t d[3]) {
+    lp_json_array(j);
+    for (int i = 0; i < 3; i++) lp_json_u64(j, d[i]);
+    lp_json_array_end(j);
+}
+
 void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
     for (size_t k = 0; k < g->ntrack; k++) {
         char name[64];
@@ -262,26 +269,26 @@ void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
         lp_json_dur(j, o->end - o->start);
         lp_json_args(j);
         lp_json_key(j, "device");
-        lp_out_u64(j->o, o->device);
+        lp_json_u64(j, o->device);
         lp_json_key(j, "stream");
-        lp_out_u64(j->o, o->stream);
+        lp_json_u64(j, o->stream);
         lp_json_key(j, "correlation");
-        lp_out_u64(j->o, o->corr);
+        lp_json_u64(j, o->corr);
         if (o->kind == OP_KERNEL) {
             lp_json_key(j, "grid");
-            lp_out_fmt(j->o, "[%u,%u,%u]", o->grid[0], o->grid[1], o->grid[2]);
+            dims(j, o->grid);
             lp_json_key(j, "block");
-            lp_out_fmt(j->o, "[%u,%u,%u]", o->block[0], o->block[1], o->block[2]);
+            dims(j, o->block);
             lp_json_key(j, "shared_bytes");
-            lp_out_u64(j->o, o->shared);
+            lp_json_u64(j, o->shared);
             lp_json_key(j, "registers");
-            lp_out_u64(j->o, o->regs);
+            lp_json_u64(j, o->regs);
         } else {
             lp_json_key(j, "bytes");
-            lp_out_u64(j->o, o->bytes);
+            lp_json_u64(j, o->bytes);
             if (o->end > o->start) {
                 lp_json_key(j, "GB/s");
-                lp_out_fmt(j->o, "%.3f", (double)o->bytes / (double)(o->end - o->start));
+                lp_json_double(j, "%.3f", (double)o->bytes / (double)(o->end - o->start));
             }
         }
         lp_json_args_end(j);
@@ -290,10 +297,10 @@ void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
         /* the arrow from the call that queued it: bound to the slices enclosing its two ends */
         uint64_t id = (UINT64_C(5) << 44) + i;
         lp_json_event(j, "s", pid, o->from_tid, "gpu", "launch", 6, (int64_t)o->from_ns);
-        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)id);
+        lp_json_id(j, id);
         lp_json_event_end(j);
         lp_json_event(j, "f", pid, tid, "gpu", "launch", 6, (int64_t)o->start);
-        lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)id);
+        lp_json_flow_end(j, id);
         lp_json_event_end(j);
     }
 }

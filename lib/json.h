@@ -5,10 +5,15 @@
  *     lp_json_begin(&j, out);
  *     lp_json_event(&j, "X", pid, tid, "io", "read", 4, start_ns);   // {"ph":"X","pid":..,"tid":..,"cat":"io","name":"read","ts":..
  *     lp_json_dur(&j, dur_ns);                                      // ,"dur":..
- *     lp_json_args(&j); ... lp_json_key(&j, "fd"); lp_out_i64(out, 3); ... lp_json_args_end(&j);
+ *     lp_json_args(&j); lp_json_key(&j, "fd"); lp_json_i64(&j, 3); ... lp_json_args_end(&j);
  *     lp_json_event_end(&j);                                        // }
  *     lp_json_metadata(&j, "libprof"); ...object... lp_json_end(&j);
- */
+ *
+ * The same calls can make structured events instead of text: with `to` set (lp_json_sink), each
+ * event reaches a reader as its fields and typed argument values — the Perfetto writer takes the
+ * Chrome writer's events so, with no JSON text made and read back. Everything an event holds is
+ * therefore written through these calls, never into `o` directly; `o` then takes only the text
+ * around the events (metadata). */
 #ifndef LP_JSON_H
 #define LP_JSON_H
 
@@ -17,10 +22,59 @@
 
 #include "out.h"
 
+/* An event as a structured reader gets it (see lp_json_sink). */
+struct lp_json_ev {
+    char ph;    /* 'X' 'i' 'b' 'e' 's' 'f' 'C' 'M' */
+    char scope; /* an instant's: 't' thread, 'p' process, 'g' global; 0 when not said */
+    uint8_t has_dur, has_id;
+    uint8_t bind_enclosing; /* a flow's end bound to the slice enclosing it ("bp":"e") */
+    uint64_t pid, tid;
+    const char *cat, *name; /* (valid in `begin` only); NULL when not given */
+    size_t nlen;
+    int64_t ts_ns; /* -1: none */
+    uint64_t dur_ns, id;
+};
+/* An argument's value: a scalar, a JSON value as text (RAW), or an array or object opened
+ * (ARRAY, OBJECT: values or keys follow, then END). */
+enum { LP_JV_U64, LP_JV_I64, LP_JV_DOUBLE, LP_JV_BOOL, LP_JV_STR, LP_JV_RAW, LP_JV_ARRAY, LP_JV_OBJECT, LP_JV_END };
+struct lp_json_val {
+    int kind;
+    uint64_t u; /* U64, BOOL */
+    int64_t i;
+    double d;
+    const char *s; /* STR (unescaped), RAW (JSON text) */
+    size_t n;
+};
+/* A reader of the events as they are made: begin (the opening's fields), then the arguments' keys
+ * and values in order, then end (with the fields that followed the opening: dur, scope, id).
+ * `text` takes events already made as JSON text (a followed trace's segments, see
+ * lp_json_text). */
+struct lp_json_sink {
+    void *self;
+    void (*begin)(void *self, const struct lp_json_ev *e);
+    void (*key)(void *self, const char *k, size_t n);
+    void (*value)(void *self, const struct lp_json_val *v);
+    void (*end)(void *self, const struct lp_json_ev *e);
+    void (*text)(void *self, const char *p, size_t n);
+    /* a run of arguments that is the same whenever `key` is (see lp_json_memo): 1 when the
+     * reader gave what it made of them the first time; memo_end closes the run */
+    int (*memo)(void *self, uint64_t key);
+    void (*memo_end)(void *self);
+};
+
+#define LP_JSON_NEST 8
 struct lp_json {
     struct lp_out *o;
-    int first_event; /* no event written yet */
-    int first_key;   /* inside args: no key written yet */
+    const struct lp_json_sink *to; /* set: events go to it, not as text into o */
+    int first_event;               /* no event written yet */
+    /* inside args: the depth of arrays and objects in them (0: args itself) and, per depth,
+     * whether it is an array and whether nothing is in it yet */
+    int depth;
+    uint8_t arr[LP_JSON_NEST], fresh[LP_JSON_NEST];
+    struct lp_json_ev ev;      /* the event being made (to set) */
+    struct lp_out *diverted_o; /* lp_json_divert: where events go back to */
+    const struct lp_json_sink *diverted_to;
+    int diverted;
 };
 
 /* {"traceEvents":[ */
@@ -29,11 +83,37 @@ void lp_json_begin(struct lp_json *j, struct lp_out *o);
  * bytes) and "ts" (when `ts_ns` >= 0). Fields may follow; lp_json_event_end closes it. */
 void lp_json_event(struct lp_json *j, const char *ph, uint64_t pid, uint64_t tid, const char *cat, const char *name,
                    size_t nlen, int64_t ts_ns);
-void lp_json_dur(struct lp_json *j, uint64_t ns);     /* ,"dur":... */
-void lp_json_args(struct lp_json *j);                 /* ,"args":{ */
-void lp_json_key(struct lp_json *j, const char *key); /* [,]"key": (inside args) */
-void lp_json_args_end(struct lp_json *j);             /* } */
-void lp_json_event_end(struct lp_json *j);            /* } */
+void lp_json_dur(struct lp_json *j, uint64_t ns);      /* ,"dur":... */
+void lp_json_scope(struct lp_json *j, char scope);     /* ,"s":"t" (an instant's: t, p or g) */
+void lp_json_id(struct lp_json *j, uint64_t id);       /* ,"id":N (an async range's, a flow's) */
+void lp_json_flow_end(struct lp_json *j, uint64_t id); /* ,"bp":"e","id":N (a flow's end, bound to its slice) */
+void lp_json_args(struct lp_json *j);                  /* ,"args":{ */
+void lp_json_key(struct lp_json *j, const char *key);  /* [,]"key": (inside args, or an object in them) */
+void lp_json_args_end(struct lp_json *j);              /* } */
+void lp_json_event_end(struct lp_json *j);             /* } */
+/* An argument's value (after its key, or an element of an array). */
+void lp_json_u64(struct lp_json *j, uint64_t v);
+void lp_json_i64(struct lp_json *j, int64_t v);
+void lp_json_bool(struct lp_json *j, int v);
+void lp_json_double(struct lp_json *j, const char *fmt, double v); /* as text: printed with fmt ("%.3f") */
+void lp_json_str(struct lp_json *j, const char *s, size_t n);
+void lp_json_hex(struct lp_json *j, uint64_t v);                 /* "0x1f" (an address) */
+void lp_json_raw(struct lp_json *j, const char *json, size_t n); /* a JSON value, as text */
+void lp_json_array(struct lp_json *j);                           /* [ */
+void lp_json_array_end(struct lp_json *j);                       /* ] */
+void lp_json_object(struct lp_json *j);                          /* { */
+void lp_json_object_end(struct lp_json *j);                      /* } */
+/* The arguments written between lp_json_memo and lp_json_memo_end are the same whenever `key`
+ * is (those made of a call stack, by the stack's id): a structured reader keeps what it made of
+ * them the first time and, given the key again, repeats it — lp_json_memo then returns 1 and
+ * they are not written again (lp_json_memo_end is not called). As text: always 0. */
+int lp_json_memo(struct lp_json *j, uint64_t key);
+void lp_json_memo_end(struct lp_json *j);
+/* Events from here are written as text into `o` (a followed trace's segment file), until
+ * lp_json_back; then lp_json_text gives that text back to the trace. */
+void lp_json_divert(struct lp_json *j, struct lp_out *o);
+void lp_json_back(struct lp_json *j);
+void lp_json_text(struct lp_json *j, const char *p, size_t n);
 /* A counter sample: {"ph":"C","pid":P,"tid":P,"name":NAME,"ts":..,"args":{"KEY":V}} */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v);
 /* A counter track whose samples are written one after another: the text they share is composed

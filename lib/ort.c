@@ -314,7 +314,7 @@ void lp_ort_chrome(const struct lp_ort *o, struct lp_json *j, uint64_t pid) {
         for (int k = 0; k < 4; k++) {
             if (!vals[k]) continue;
             lp_json_key(j, keys[k]);
-            lp_out_json_str(j->o, str(o, vals[k]), strlen(str(o, vals[k])));
+            lp_json_str(j, str(o, vals[k]), strlen(str(o, vals[k])));
         }
         lp_json_args_end(j);
         lp_json_event_end(j);

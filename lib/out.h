@@ -10,7 +10,8 @@
 struct lp_out {
     int fd;
     /* when set, what fills the buffer goes to tap(tap_arg, bytes, n) instead of fd: a writer
-     * that reads another's output as it is made (the Perfetto trace reads the Chrome trace's) */
+     * that reads another's output as it is made (the Perfetto trace takes the Chrome trace's
+     * metadata so) */
     void (*tap)(void *arg, const char *p, size_t n);
     void *tap_arg;
     int failed; /* a write failed (errno saved in err) */

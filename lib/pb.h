@@ -18,9 +18,25 @@ struct lp_pb {
 };
 
 void lp_pb_put(struct lp_pb *b, const void *p, size_t n);
-void lp_pb_varint(struct lp_pb *b, uint64_t v);
+/* Room for `n` more bytes: 1, or 0 when it could not grow (oom set). */
+int lp_pb_room(struct lp_pb *b, size_t n);
+/* Inline: a trace is mostly small fields (a packet's timestamp, an event's track and name). */
+static inline uint8_t *lp_pb_varint_at(uint8_t *p, uint64_t v) {
+    while (v > 0x7f) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+static inline void lp_pb_varint(struct lp_pb *b, uint64_t v) {
+    if (b->cap - b->n >= 10 || lp_pb_room(b, 10)) b->n = (size_t)(lp_pb_varint_at(b->d + b->n, v) - b->d);
+}
 /* Field `field` as a varint (written even when 0: proto2 tells 0 from absent). */
-void lp_pb_uint(struct lp_pb *b, unsigned field, uint64_t v);
+static inline void lp_pb_uint(struct lp_pb *b, unsigned field, uint64_t v) {
+    if (b->cap - b->n >= 20 || lp_pb_room(b, 20))
+        b->n = (size_t)(lp_pb_varint_at(lp_pb_varint_at(b->d + b->n, (uint64_t)field << 3), v) - b->d);
+}
 void lp_pb_sint(struct lp_pb *b, unsigned field, int64_t v); /* int64: two's complement, ten bytes when < 0 */
 void lp_pb_fixed64(struct lp_pb *b, unsigned field, uint64_t v);
 void lp_pb_double(struct lp_pb *b, unsigned field, double v);
@@ -44,7 +60,7 @@ struct lp_strtab {
 /* The index of `s` (`n` bytes), added when new (a copy is kept); on out of memory, oom set and 0. */
 uint64_t lp_strtab_id(struct lp_strtab *t, const char *s, size_t n);
 void lp_strtab_free(struct lp_strtab *t);
-/* FNV-1a, never 0 (a map key). */
+/* A hash of the text, never 0 (a map key). */
 uint64_t lp_text_hash(const char *s, size_t n);
 
 #endif

@@ -646,7 +646,7 @@ void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t p
             lp_json_event(j, "C", pid, pid, "cpu", track, strlen(track), (int64_t)((double)b * width));
             lp_json_args(j);
             lp_json_key(j, "cpu");
-            lp_out_fmt(j->o, "%.1f", 100.0 * (double)c->bucket[b] * (double)s->period_ns / width);
+            lp_json_double(j, "%.1f", 100.0 * (double)c->bucket[b] * (double)s->period_ns / width);
             lp_json_args_end(j);
             lp_json_event_end(j);
         }

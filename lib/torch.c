@@ -310,14 +310,14 @@ void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid) 
         uint32_t len;
         const char *name = lp_reader_name(t->r, a->name, &len);
         lp_json_event(j, "b", pid, a->btid, "torch", name, len, (int64_t)a->b);
-        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)(i + 1));
+        lp_json_id(j, i + 1);
         lp_json_args(j);
         lp_json_key(j, "ended_on_thread");
-        lp_out_u64(j->o, a->etid);
+        lp_json_u64(j, a->etid);
         lp_json_args_end(j);
         lp_json_event_end(j);
         lp_json_event(j, "e", pid, a->btid, "torch", name, len, (int64_t)a->e);
-        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)(i + 1));
+        lp_json_id(j, i + 1);
         lp_json_event_end(j);
     }
 }

@@ -157,7 +157,7 @@ static struct seg *seg_at(struct chrome *c, uint64_t start, uint64_t end) {
 }
 
 /* A followed trace: a short slice (or an instant) goes to its segment, counted as folded too. */
-static int follow_short(struct chrome *c, const struct lp_event *e, struct lp_out **main_out) {
+static int follow_short(struct chrome *c, const struct lp_event *e) {
     if (e->timed && e->dur_ns >= c->min_ns) return 0;
     struct seg *g = seg_at(c, e->start_ns, e->ns);
     if (e->timed) fold_count(c, e);
@@ -172,8 +172,7 @@ static int follow_short(struct chrome *c, const struct lp_event *e, struct lp_ou
         g->slices++;
     else
         g->instants++;
-    *main_out = c->j.o;
-    c->j.o = g->out;
+    lp_json_divert(&c->j, g->out);
     return 2;
 }
 
@@ -187,29 +186,37 @@ static void follow_finish(struct chrome *c, const struct lp_reader *r) {
         char buf[1 << 16];
         ssize_t n = 0;
         for (off_t at = 0; at < (off_t)g->out->total && (n = lp_os_pread(g->fd, buf, sizeof buf, at)) > 0; at += n)
-            lp_out_write(c->j.o, buf, (size_t)n);
-        lp_out_write(c->j.o, g->out->buf, g->out->n);
+            lp_json_text(&c->j, buf, (size_t)n);
+        lp_json_text(&c->j, g->out->buf, g->out->n);
     }
     c->cutoff = c->dropped_to * c->seg_ns;
 }
 
-/* The command line with arguments separated by spaces (the executable when none was recorded). */
-static void out_command(struct lp_out *o, const struct lp_reader *r) {
+/* The command line with arguments separated by spaces (the executable when none was recorded):
+ * its text in *s, *n bytes; returns what to free after. */
+static char *command(const struct lp_reader *r, const char **s, uint32_t *n) {
     char *tmp = lp_os_malloc(r->cmdline_len + 1);
-    uint32_t n = 0;
+    *n = 0;
     if (tmp && r->cmdline_len) {
         memcpy(tmp, r->cmdline, r->cmdline_len);
-        n = r->cmdline_len;
-        while (n > 0 && tmp[n - 1] == '\0') n--;
-        for (uint32_t i = 0; i < n; i++)
+        *n = r->cmdline_len;
+        while (*n > 0 && tmp[*n - 1] == '\0') --*n;
+        for (uint32_t i = 0; i < *n; i++)
             if (tmp[i] == '\0') tmp[i] = ' ';
     }
-    const char *s = tmp;
-    if (n == 0 && r->exe) {
-        s = r->exe;
-        n = r->exe_len;
+    *s = tmp ? tmp : "";
+    if (*n == 0 && r->exe) {
+        *s = r->exe;
+        *n = r->exe_len;
     }
-    lp_out_json_str(o, s ? s : "", n);
+    return tmp;
+}
+
+static void out_command(struct lp_out *o, const struct lp_reader *r) {
+    const char *s;
+    uint32_t n;
+    char *tmp = command(r, &s, &n);
+    lp_out_json_str(o, s, n);
     lp_os_free(tmp);
 }
 
@@ -225,13 +232,11 @@ static void thread_label(const struct lp_reader *r, const struct lp_thread_info 
 /* The process and its threads by name. Thread id 0 is the process itself (what libprof records
  * on its own behalf, e.g. the timer's markers): no track of its own. */
 static void head(struct chrome *c, const struct lp_reader *r) {
-    struct lp_json *j = &c->j;
-    lp_json_event(j, "M", c->pid, c->pid, NULL, "process_name", 12, -1);
-    lp_json_args(j);
-    lp_json_key(j, "name");
-    out_command(j->o, r);
-    lp_json_args_end(j);
-    lp_json_event_end(j);
+    const char *s;
+    uint32_t n;
+    char *tmp = command(r, &s, &n);
+    lp_json_meta_name(&c->j, c->pid, c->pid, "process_name", s, n);
+    lp_os_free(tmp);
 }
 
 static void thread_names(struct chrome *c, const struct lp_reader *r) {
@@ -254,15 +259,15 @@ static void instant(struct chrome *c, const struct lp_event *e, uint64_t size, u
     const char *name = lp_kind_names[e->kind];
     lp_json_event(j, "i", c->pid, tid_of(c, e), lp_family_names[lp_kind_family[e->kind]], name, strlen(name),
                   (int64_t)e->ns);
-    lp_out_s(j->o, ",\"s\":\"t\"");
+    lp_json_scope(j, 't');
     lp_json_args(j);
     lp_json_key(j, "size");
-    lp_out_u64(j->o, size);
+    lp_json_u64(j, size);
     lp_json_key(j, "ptr");
-    lp_out_fmt(j->o, "\"0x%llx\"", (unsigned long long)ptr);
+    lp_json_hex(j, ptr);
     if (e->timed) {
         lp_json_key(j, "dur_ns");
-        lp_out_u64(j->o, e->dur_ns);
+        lp_json_u64(j, e->dur_ns);
     }
     lp_json_args_end(j);
     lp_json_event_end(j);
@@ -276,10 +281,10 @@ static void control(struct chrome *c, const struct lp_event *e) {
     uint64_t reason = e->w[0] < 6 ? e->w[0] : 0;
     const char *name = lp_kind_names[e->kind];
     lp_json_event(j, "i", c->pid, tid_of(c, e), "control", name, strlen(name), (int64_t)e->start_ns);
-    lp_out_s(j->o, ",\"s\":\"p\"");
+    lp_json_scope(j, 'p');
     lp_json_args(j);
     lp_json_key(j, "reason");
-    lp_out_json_str(j->o, control_reasons[reason], strlen(control_reasons[reason]));
+    lp_json_str(j, control_reasons[reason], strlen(control_reasons[reason]));
     lp_json_args_end(j);
     lp_json_event_end(j);
 }
@@ -289,14 +294,10 @@ static void control(struct chrome *c, const struct lp_event *e) {
 static void cpu_arg(struct lp_json *j, const struct lp_analysis *a, const struct lp_event *e) {
     if (!lp_samples_of(a) || !e->timed) return;
     lp_json_key(j, "cpu_ns");
-    lp_out_fmt(
-        j->o, "%llu",
-        (unsigned long long)lp_samples_cpu_ns(lp_samples_of(a), e->thread, e->start_ns, e->start_ns + e->dur_ns));
+    lp_json_u64(j, lp_samples_cpu_ns(lp_samples_of(a), e->thread, e->start_ns, e->start_ns + e->dur_ns));
     if (lp_kind_shape[e->kind] == LP_SHAPE_CALL && lp_call_id(e->w[0]) == LP_CALL_ORT_RUN) { /* its pool's work */
         lp_json_key(j, "cpu_others_ns");
-        lp_out_fmt(j->o, "%llu",
-                   (unsigned long long)lp_samples_cpu_others_ns(lp_samples_of(a), e->thread, e->start_ns,
-                                                                e->start_ns + e->dur_ns));
+        lp_json_u64(j, lp_samples_cpu_others_ns(lp_samples_of(a), e->thread, e->start_ns, e->start_ns + e->dur_ns));
     }
 }
 
@@ -325,11 +326,11 @@ static void annot(struct chrome *c, const struct lp_analysis *a, const struct lp
             lp_json_args_end(j);
         }
     } else if (shape == LP_SHAPE_MARK) {
-        lp_out_s(j->o, ",\"s\":\"t\"");
+        lp_json_scope(j, 't');
     } else {
         lp_json_args(j);
         lp_json_key(j, "value");
-        lp_out_fmt(j->o, "%.17g", v);
+        lp_json_double(j, "%.17g", v);
         lp_json_args_end(j);
     }
     lp_json_event_end(j);
@@ -350,9 +351,9 @@ static void pycall(struct chrome *c, const struct lp_analysis *a, const struct l
         lp_json_args(j);
         if (known) {
             lp_json_key(j, "file");
-            lp_out_json_str(j->o, r->pycodes[id].file, r->pycodes[id].file_len);
+            lp_json_str(j, r->pycodes[id].file, r->pycodes[id].file_len);
             lp_json_key(j, "line");
-            lp_out_fmt(j->o, "%u", r->pycodes[id].firstline);
+            lp_json_u64(j, r->pycodes[id].firstline);
         }
         cpu_arg(j, a, e);
         lp_json_args_end(j);
@@ -372,16 +373,17 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
     if (e->timed)
         lp_json_dur(j, e->dur_ns);
     else
-        lp_out_s(j->o, ",\"s\":\"t\"");
+        lp_json_scope(j, 't');
     lp_json_args(j);
     lp_call_args_json(j, r, s->call, e->dur_ns);
     cpu_arg(j, a, e);
     if (v->file) {
         lp_json_key(j, "file");
-        lp_out_json_str(j->o, v->file, v->file_len);
+        lp_json_str(j, v->file, v->file_len);
     }
     struct lp_frames sv, *st = &sv;
-    if (e->stack && lp_stack_view(r, e->stack, &sv) && (c->syms || (c->syms = lp_syms_new(r)))) {
+    if (e->stack && !lp_json_memo(j, e->stack) && lp_stack_view(r, e->stack, &sv) &&
+        (c->syms || (c->syms = lp_syms_new(r)))) {
         /* the Python line that made the call (frames "f (file:line)", innermost first) */
         char py[4096];
         size_t pn = 0;
@@ -398,39 +400,39 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
         }
         if (pn) {
             lp_json_key(j, "py");
-            lp_out_json_str(j->o, py, pn);
+            lp_json_str(j, py, pn);
         }
         if (native) { /* the call site, Python frames in their places (LIBPROF_STACKS) */
             lp_json_key(j, "stack");
-            lp_out_c(j->o, '[');
+            lp_json_array(j);
             for (uint32_t i = 0; i < st->n && i < 32; i++) {
                 const char *fn = lp_syms_function(c->syms, st->f[i], 1);
-                if (i) lp_out_c(j->o, ',');
-                lp_out_json_str(j->o, fn, strlen(fn));
+                lp_json_str(j, fn, strlen(fn));
             }
-            lp_out_c(j->o, ']');
+            lp_json_array_end(j);
         }
+        lp_json_memo_end(j); /* (the two made of the stack alone: the same for the same stack) */
     }
     lp_json_args_end(j);
     lp_json_event_end(j);
-    struct lp_out *flow_back = NULL; /* a followed trace: a flow goes with the short slice its start may be in */
+    int diverted = 0; /* a followed trace: a flow goes with the short slice its start may be in */
     if (v->flow && c->follow) {
         struct seg *g = seg_at(c, v->s_ts > c->min_ns ? v->s_ts - c->min_ns : 0, e->ns);
         if (g) {
-            flow_back = j->o;
-            j->o = g->out;
+            lp_json_divert(j, g->out);
+            diverted = 1;
         }
     }
-    if (v->flow && (c->follow ? flow_back != NULL : !c->cutoff || (v->s_ts >= c->cutoff && v->f_ts >= c->cutoff))) {
+    if (v->flow && (c->follow ? diverted : !c->cutoff || (v->s_ts >= c->cutoff && v->f_ts >= c->cutoff))) {
         const char *fc = v->flow_cat ? v->flow_cat : "thread", *fn = v->flow_name ? v->flow_name : "thread start";
         lp_json_event(j, "s", c->pid, v->s_tid, fc, fn, strlen(fn), (int64_t)v->s_ts);
-        lp_out_fmt(j->o, ",\"id\":%llu", (unsigned long long)v->flow_id);
+        lp_json_id(j, v->flow_id);
         lp_json_event_end(j);
         lp_json_event(j, "f", c->pid, v->f_tid, fc, fn, strlen(fn), (int64_t)v->f_ts);
-        lp_out_fmt(j->o, ",\"bp\":\"e\",\"id\":%llu", (unsigned long long)v->flow_id);
+        lp_json_flow_end(j, v->flow_id);
         lp_json_event_end(j);
     }
-    if (flow_back) j->o = flow_back;
+    if (diverted) lp_json_back(j);
     if (v->mmap_point) {
         if (c->mmap_points < MMAP_POINTS_MAX) {
             c->mmap_points++;
@@ -448,11 +450,11 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
         control(c, e);
         return;
     }
-    if (!s->counting) return;       /* before the last reset: nothing to show */
-    struct lp_out *main_out = NULL; /* a followed trace's short slice: the stream it goes back to */
+    if (!s->counting) return; /* before the last reset: nothing to show */
+
     if ((c->cutoff || c->follow) && (s->call || e->kind == LP_EV_PYCALL || lp_kind_shape[e->kind] == LP_SHAPE_RANGE ||
                                      (s->size && e->phase == 1))) {
-        if (c->follow ? follow_short(c, e, &main_out) == 1 : folded(c, e)) return;
+        if (c->follow ? follow_short(c, e) == 1 : folded(c, e)) return;
     }
     if (s->call) {
         if (!s->view->hidden) call(c, a, e, s);
@@ -468,7 +470,7 @@ static void event(struct lp_sink *k, const struct lp_analysis *a, const struct l
             c->instants++;
         }
     }
-    if (main_out) c->j.o = main_out;
+    lp_json_back(&c->j); /* (a followed trace's short slice went to its segment) */
 }
 
 /* The heap track, downsampled: per time bucket its minimum, maximum and last value, so the
@@ -635,7 +637,7 @@ static void site_counters(struct chrome *c, const struct lp_analysis *a) {
         lp_json_args(j);
         for (unsigned i = 0; i < ss.nseries; i++) {
             lp_json_key(j, ss.label[i]);
-            lp_out_u64(j->o, b ? ss.v[(size_t)(b - 1) * ss.nseries + i] : 0);
+            lp_json_u64(j, b ? ss.v[(size_t)(b - 1) * ss.nseries + i] : 0);
         }
         lp_json_args_end(j);
         lp_json_event_end(j);
@@ -716,6 +718,7 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
     k->finish = finish;
     k->release = release_chrome;
     lp_json_begin(&c->j, k->out);
+    c->j.to = k->events; /* (the Perfetto writer takes the events structured) */
     head(c, r);
     if (!c->follow) thread_names(c, r); /* a followed trace's threads are known at its end */
     return 0;

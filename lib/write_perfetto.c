@@ -6,10 +6,12 @@
  * profile (a ProfilePacket, as heapprofd's).
  *
  * One stream of events for both timelines: this writer runs the Chrome writer (write_chrome.c)
- * into a tap of its own (lp_out's `tap`) and reads each event as it is made — slices, instants,
- * async ranges, counter samples, flows, names of threads and processes. So the two files always
- * show the same slices, counters and flows, and the long-run rules (the bounded window, folded
- * counters, a followed run's segments) hold alike. Each Chrome event becomes TrackEvents:
+ * as the reader of its JSON writer (an lp_json_sink, json.h) and takes each event as it is made,
+ * as its fields and typed arguments, no text made — slices, instants, async ranges, counter
+ * samples, flows, names of threads and processes. So the two files always show the same slices,
+ * counters and flows, and the long-run rules (the bounded window, folded counters) hold alike;
+ * the only text it reads is a followed run's segments (events the Chrome writer kept as JSON text
+ * while the run went on) and metadata.libprof. Each Chrome event becomes TrackEvents:
  *   - a track per process and per thread (TrackDescriptor with a ProcessDescriptor or a
  *     ThreadDescriptor), per counter ("NAME KEY", as Perfetto names a JSON counter) and per
  *     async range id;
@@ -32,6 +34,7 @@
 #include <zlib.h>
 
 #include "convert.h"
+#include "json.h"
 #include "map.h"
 #include "os.h"
 #include "pb.h"
@@ -170,11 +173,45 @@ struct frames {
     uint64_t stacks;
 };
 
+/* An argument's nesting level in the event being made: the annotation its next value goes in
+ * (`at`, opened by its key), the one that holds it (`holder`), whether it is an array, whether
+ * anything is in it. */
+struct level {
+    size_t at, holder;
+    uint8_t arr, any;
+};
+#define NEST_MAX 16
+
 struct pf {
-    struct lp_sink chrome; /* the Chrome writer, into `json` */
-    struct lp_out json;
-    /* the stream's reading: before the event array, in an event, between events, after */
-    int mode, depth, in_str, esc;
+    struct lp_sink chrome; /* the Chrome writer: its events structured through `sink` */
+    struct lp_json_sink sink;
+    struct lp_out json; /* the Chrome writer's text: the metadata after its events */
+    /* the event being made, and its arguments' nesting */
+    struct lp_json_ev ev;
+    char name[256], cat[128], key[128];
+    size_t nlen, clen, klen;
+    int depth, overdepth;
+    struct level nest[NEST_MAX];
+    /* the last counters' tracks (counter_value) */
+#define COUNTER_CACHE 16
+    struct counter_seen {
+        size_t len;
+        uint32_t pid, track; /* 1 + index in t, 0: none */
+    } counters[COUNTER_CACHE];
+    unsigned counter_next;
+    /* the runs of arguments kept by key (ev_memo): key -> 1 + index in memos, their bytes */
+    struct lp_map memo_of;
+    struct memo {
+        size_t off, len;
+    } * memos;
+    size_t nmemos, capmemos;
+    uint8_t *memo_bytes;
+    size_t nmemo_bytes, capmemo_bytes;
+    int memo_open; /* a run being made: its key and where it starts in `body` */
+    uint64_t memo_key;
+    size_t memo_start;
+    /* events given as text: between events or in one */
+    int mode, depth_text, in_str, esc;
     char *obj, *tail;
     size_t nobj, capobj, ntail, captail;
     /* what it became */
@@ -188,15 +225,22 @@ struct pf {
     uint32_t seq;
     struct lp_strtab names, cats, keys, values;
     struct frames cpu; /* the CPU samples' frames, in the interned data */
-    struct lp_pb pkt, body, interned;
+    struct lp_pb body, interned;
+    size_t pkt_at;         /* the packet being written in `bundle` */
+    struct item *sort_tmp; /* sort_items' room */
+    size_t *sort_runs, capsort_tmp, capsort_runs;
     char *sbuf; /* decoded strings */
     size_t nsbuf, capsbuf;
     uint64_t first_ts, last_ts, skipped;
     uint32_t pid;
     int oom;
-    /* the packets' bundle and its deflate (zlib, loaded on first use: 1 ready, -1 none) */
+    /* the packets' bundle and its deflater (loaded on first use: 1 libdeflate, 2 zlib, -1 none) */
     struct lp_pb bundle, zpkt;
-    int compress, zlib;
+    int compress, deflater;
+    void *ld; /* libdeflate's compressor */
+    size_t (*ld_compress)(void *, const void *, size_t, void *, size_t);
+    size_t (*ld_bound)(void *, size_t);
+    void (*ld_free)(void *);
     uint8_t *deflated;
     size_t capdeflated;
     uint64_t bundles;
@@ -208,7 +252,7 @@ struct pf {
     size_t metalen;
 };
 
-enum { M_HEAD, M_ARRAY, M_OBJ, M_TAIL };
+enum { M_ARRAY, M_OBJ };
 
 /* ---- JSON values of the Chrome stream (our own writer's: strict, one event an object) ---------- */
 
@@ -327,6 +371,13 @@ static const char *text(struct pf *f, struct span v, size_t *n) {
     return f->sbuf;
 }
 
+/* A bare literal (true, false, null). */
+static int is_lit(struct span v, const char *lit) {
+    size_t n = strlen(lit);
+    return (size_t)(v.e - v.p) == n && !memcmp(v.p, lit, n);
+}
+
+/* A string value equal to `lit`. */
 static int is(struct span v, const char *lit) {
     size_t n = strlen(lit);
     return (size_t)(v.e - v.p) == n + 2 && v.p[0] == '"' && !memcmp(v.p + 1, lit, n);
@@ -412,73 +463,80 @@ static void members(struct pf *f, struct span o, int (*fn)(struct pf *, void *, 
 
 /* ---- debug annotations ------------------------------------------------------------------------- */
 
-static void annotation_value(struct pf *f, struct lp_pb *b, struct span v, int depth);
-
-struct nest {
-    struct lp_pb *b;
-    int depth;
-    int top; /* names interned (the event's own arguments) */
-};
-
-static int entry(struct pf *f, void *arg, struct span k, struct span v) {
-    struct nest *n = arg;
-    size_t at = lp_pb_open(n->b, n->top ? TE_DEBUG_ANNOTATIONS : DA_DICT_ENTRIES), len;
-    const char *s = text(f, k, &len);
-    if (n->top)
-        lp_pb_uint(n->b, DA_NAME_IID, lp_strtab_id(&f->keys, s, len) + 1);
-    else
-        lp_pb_bytes(n->b, DA_NAME, s, len);
-    annotation_value(f, n->b, v, n->depth + 1);
-    lp_pb_close(n->b, at);
-    return 0;
-}
-
-/* The value fields of a DebugAnnotation for JSON value `v`. */
-static void annotation_value(struct pf *f, struct lp_pb *b, struct span v, int depth) {
+/* The JSON value at p (before e) as the value fields of a DebugAnnotation in `b`, read in one
+ * pass (an object's members and an array's elements nested, each read once); returns its end.
+ * `names`: the members' names are interned, as an event's own arguments' are (the value is the
+ * object of an event's arguments: each member is an annotation of its own). */
+static const char *annotation(struct pf *f, struct lp_pb *b, const char *p, const char *e, int depth, int names) {
+    p = ws(p, e);
+    if (p >= e) return p;
     size_t len;
-    if (v.p >= v.e) return;
     if (depth > 32) { /* (never from our writer) */
-        lp_pb_bytes(b, DA_STRING, v.p, (size_t)(v.e - v.p));
-        return;
+        const char *end = skip(p, e);
+        lp_pb_bytes(b, DA_STRING, p, (size_t)(end - p));
+        return end;
     }
-    switch (*v.p) {
+    switch (*p) {
     case '"': { /* interned: a program's arguments repeat (file names, modes, shapes) */
-        const char *s = text(f, v, &len);
+        const char *end = skip(p, e), *s = text(f, (struct span){p, end}, &len);
         lp_pb_uint(b, DA_STRING_IID, lp_strtab_id(&f->values, s, len) + 1);
-        return;
+        return end;
     }
     case '{': {
-        struct nest n = {b, depth, 0};
-        members(f, v, entry, &n);
-        if (v.e - v.p <= 2) lp_pb_bytes(b, DA_STRING, "{}", 2);
-        return;
-    }
-    case '[': {
-        const char *p = ws(v.p + 1, v.e), *e = v.e - 1;
         int any = 0;
-        while (p < e) {
-            struct span x = {p, skip(p, e)};
-            if (x.e == x.p) break;
-            size_t at = lp_pb_open(b, DA_ARRAY_VALUES);
-            annotation_value(f, b, x, depth + 1);
+        for (p = ws(p + 1, e); p < e && *p != '}';) {
+            if (*p == ',') {
+                p = ws(p + 1, e);
+                continue;
+            }
+            if (*p != '"') return skip(p, e);
+            const char *k = p;
+            p = skip(p, e);
+            const char *s = text(f, (struct span){k, p}, &len);
+            size_t at = lp_pb_open(b, names ? TE_DEBUG_ANNOTATIONS : DA_DICT_ENTRIES);
+            if (names)
+                lp_pb_uint(b, DA_NAME_IID, lp_strtab_id(&f->keys, s, len) + 1);
+            else
+                lp_pb_bytes(b, DA_NAME, s, len);
+            p = ws(p, e);
+            if (p < e && *p == ':') p++;
+            p = ws(annotation(f, b, p, e, depth + 1, 0), e);
             lp_pb_close(b, at);
             any = 1;
-            p = ws(x.e, e);
-            if (p < e && *p == ',') p = ws(p + 1, e);
+        }
+        if (!any && !names) lp_pb_bytes(b, DA_STRING, "{}", 2);
+        return p < e ? p + 1 : e;
+    }
+    case '[': {
+        int any = 0;
+        for (p = ws(p + 1, e); p < e && *p != ']';) {
+            if (*p == ',') {
+                p = ws(p + 1, e);
+                continue;
+            }
+            size_t at = lp_pb_open(b, DA_ARRAY_VALUES);
+            const char *end = annotation(f, b, p, e, depth + 1, 0);
+            lp_pb_close(b, at);
+            any = 1;
+            p = ws(end > p ? end : p + 1, e);
         }
         if (!any) lp_pb_bytes(b, DA_STRING, "[]", 2);
-        return;
+        return p < e ? p + 1 : e;
     }
-    case 't': lp_pb_uint(b, DA_BOOL, 1); return;
-    case 'f': lp_pb_uint(b, DA_BOOL, 0); return;
-    case 'n': lp_pb_bytes(b, DA_STRING, "null", 4); return;
     default: {
+        const char *end = skip(p, e);
+        struct span v = {p, end};
         int64_t i;
         double d;
-        if (number(v, &i, &d))
+        if (is_lit(v, "true") || is_lit(v, "false"))
+            lp_pb_uint(b, DA_BOOL, *p == 't');
+        else if (is_lit(v, "null"))
+            lp_pb_bytes(b, DA_STRING, "null", 4);
+        else if (number(v, &i, &d))
             lp_pb_sint(b, DA_INT, i);
         else
             lp_pb_double(b, DA_DOUBLE, d);
+        return end > p ? end : p + 1;
     }
     }
 }
@@ -559,7 +617,225 @@ static void add_flow(struct pf *f, struct rec *r, uint64_t id) {
     r->flows = (uint32_t)++f->nflows;
 }
 
-/* ---- one Chrome event -------------------------------------------------------------------------- */
+/* ---- the Chrome writer's events, structured (an lp_json_sink) ----------------------------------- */
+
+static size_t keep(char *dst, size_t cap, const char *s, size_t n) {
+    if (!s) n = 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, s, n);
+    dst[n] = '\0';
+    return n;
+}
+
+/* An event begins: its name and category interned into its fields (a slice's, an instant's, a
+ * range's begin, a flow's end point), and kept for its end. */
+static void ev_begin(void *self, const struct lp_json_ev *e) {
+    struct pf *f = self;
+    f->ev = *e;
+    f->nlen = keep(f->name, sizeof f->name, e->name, e->nlen);
+    f->clen = keep(f->cat, sizeof f->cat, e->cat, e->cat ? strlen(e->cat) : 0);
+    f->depth = f->overdepth = 0;
+    f->nest[0] = (struct level){0, 0, 0, 0};
+    f->klen = 0;
+    if (e->ph == 'C' || e->ph == 'M' || e->ph == 'e') return;
+    if (e->name) lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, e->name, e->nlen) + 1);
+    if (e->cat) lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, f->cat, f->clen) + 1);
+}
+
+/* An argument's key: a debug annotation opened (its name interned at the top, as the event's own
+ * arguments' names repeat), or kept (a counter's, a name's). */
+static void ev_key(void *self, const char *k, size_t n) {
+    struct pf *f = self;
+    if (f->ev.ph == 'C' || f->ev.ph == 'M') {
+        f->klen = keep(f->key, sizeof f->key, k, n);
+        return;
+    }
+    struct lp_pb *b = &f->body;
+    struct level *x = &f->nest[f->depth];
+    x->any = 1;
+    if (f->depth == 0) {
+        x->at = lp_pb_open(b, TE_DEBUG_ANNOTATIONS);
+        lp_pb_uint(b, DA_NAME_IID, lp_strtab_id(&f->keys, k, n) + 1);
+    } else {
+        x->at = lp_pb_open(b, DA_DICT_ENTRIES);
+        lp_pb_bytes(b, DA_NAME, k, n);
+    }
+}
+
+/* A counter's value: a sample on the track "NAME KEY" (as Perfetto names a JSON counter's). */
+static void counter_value(struct pf *f, const struct lp_json_val *v) {
+    char buf[sizeof f->name + sizeof f->key];
+    size_t n = f->nlen + 1 + f->klen;
+    memcpy(buf, f->name, f->nlen);
+    buf[f->nlen] = ' ';
+    memcpy(buf + f->nlen + 1, f->key, f->klen);
+    /* the tracks of the last few counters, looked up first: a counter's samples come in runs
+     * (the heap's thousands), or in turns (the per-site heap's) */
+    struct track *t = NULL;
+    for (unsigned i = 0; i < COUNTER_CACHE && !t; i++) {
+        const struct counter_seen *c = &f->counters[i];
+        if (c->len == n && c->pid == f->ev.pid && c->track && !memcmp(f->t[c->track - 1].name, buf, n))
+            t = &f->t[c->track - 1];
+    }
+    if (!t && (t = named(f, T_COUNTER, (uint32_t)f->ev.pid, buf, n))) {
+        if (f->klen == 5 && !memcmp(f->key, "bytes", 5)) t->bytes = 1;
+        f->counters[f->counter_next++ % COUNTER_CACHE] =
+            (struct counter_seen){n, (uint32_t)f->ev.pid, (uint32_t)(t - f->t) + 1};
+    }
+    if (v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX))
+        lp_pb_sint(&f->body, TE_COUNTER_VALUE, v->kind == LP_JV_I64 ? v->i : (int64_t)v->u);
+    else
+        lp_pb_double(&f->body, TE_DOUBLE_COUNTER_VALUE, v->kind == LP_JV_U64 ? (double)v->u : v->d);
+    add(f, t, R_COUNTER, f->ev.ts_ns < 0 ? 0 : (uint64_t)f->ev.ts_ns, 0);
+}
+
+/* A process's or a thread's name (sort indexes: Perfetto orders threads itself). */
+static void meta_value(struct pf *f, const struct lp_json_val *v) {
+    if (v->kind != LP_JV_STR || f->klen != 4 || memcmp(f->key, "name", 4)) return;
+    struct track *t = !strcmp(f->name, "process_name")  ? process(f, (uint32_t)f->ev.pid)
+                      : !strcmp(f->name, "thread_name") ? thread(f, (uint32_t)f->ev.pid, f->ev.tid)
+                                                        : NULL;
+    if (!t) return;
+    lp_os_free(t->name);
+    if (!(t->name = lp_os_strndup(v->s, v->n))) f->oom = 1;
+}
+
+static void ev_value(void *self, const struct lp_json_val *v) {
+    struct pf *f = self;
+    if (f->ev.ph == 'C') {
+        if (v->kind <= LP_JV_DOUBLE) counter_value(f, v);
+        return;
+    }
+    if (f->ev.ph == 'M') {
+        meta_value(f, v);
+        return;
+    }
+    struct lp_pb *b = &f->body;
+    struct level *x = &f->nest[f->depth];
+    if (v->kind == LP_JV_END) { /* an array or object closes: its holder with it */
+        if (f->overdepth) {
+            f->overdepth--;
+            return;
+        }
+        if (!f->depth) return;
+        if (!x->any) lp_pb_bytes(b, DA_STRING, x->arr ? "[]" : "{}", 2);
+        f->depth--;
+        lp_pb_close(b, x->holder);
+        return;
+    }
+    if (f->overdepth) return; /* (deeper than any of our writers goes) */
+    size_t at = x->arr ? lp_pb_open(b, DA_ARRAY_VALUES) : x->at;
+    x->any = 1;
+    switch (v->kind) {
+    case LP_JV_U64:
+        if (v->u <= (uint64_t)INT64_MAX)
+            lp_pb_sint(b, DA_INT, (int64_t)v->u);
+        else
+            lp_pb_uint(b, DA_UINT, v->u);
+        break;
+    case LP_JV_I64: lp_pb_sint(b, DA_INT, v->i); break;
+    case LP_JV_DOUBLE: lp_pb_double(b, DA_DOUBLE, v->d); break;
+    case LP_JV_BOOL: lp_pb_uint(b, DA_BOOL, v->u); break;
+    case LP_JV_STR: /* interned: a program's arguments repeat (file names, modes, frames) */
+        lp_pb_uint(b, DA_STRING_IID, lp_strtab_id(&f->values, v->s, v->n) + 1);
+        break;
+    case LP_JV_RAW: annotation(f, b, v->s, v->s + v->n, f->depth + 1, 0); break;
+    case LP_JV_ARRAY:
+    case LP_JV_OBJECT:
+        if (f->depth + 1 >= NEST_MAX) {
+            f->overdepth++;
+            lp_pb_bytes(b, DA_STRING, "...", 3);
+            break;
+        }
+        f->nest[++f->depth] = (struct level){0, at, v->kind == LP_JV_ARRAY, 0};
+        return; /* (closed by its END) */
+    }
+    lp_pb_close(b, at);
+}
+
+/* A run of arguments made of one call stack (lp_json_memo): its annotations, encoded, kept by
+ * the stack's id and repeated — a stack's frames are interned one by one only the first time. */
+static int ev_memo(void *self, uint64_t key) {
+    struct pf *f = self;
+    uint64_t v;
+    f->memo_open = 0;
+    if (f->depth || f->overdepth || f->ev.ph == 'C' || f->ev.ph == 'M') return 0; /* (the event's own only) */
+    if (lp_map_get(&f->memo_of, key, &v)) {
+        const struct memo *m = &f->memos[v - 1];
+        lp_pb_put(&f->body, f->memo_bytes + m->off, m->len);
+        return 1;
+    }
+    f->memo_open = 1;
+    f->memo_key = key;
+    f->memo_start = f->body.n;
+    return 0;
+}
+
+static void ev_memo_end(void *self) {
+    struct pf *f = self;
+    if (!f->memo_open || f->depth || f->body.oom) {
+        f->memo_open = 0;
+        return;
+    }
+    f->memo_open = 0;
+    size_t n = f->body.n - f->memo_start;
+    if (LP_RESERVE(f->memos, f->capmemos, f->nmemos + 1) != 0 ||
+        LP_RESERVE(f->memo_bytes, f->capmemo_bytes, f->nmemo_bytes + n) != 0 ||
+        lp_map_put(&f->memo_of, f->memo_key, f->nmemos + 1, NULL) < 0)
+        return; /* (not kept: made again the next time) */
+    f->memos[f->nmemos++] = (struct memo){f->nmemo_bytes, n};
+    memcpy(f->memo_bytes + f->nmemo_bytes, f->body.d + f->memo_start, n);
+    f->nmemo_bytes += n;
+}
+
+/* A flow's id: Chrome's (cat, name, id). */
+static uint64_t flow_key(const struct lp_json_ev *e, const char *cat, size_t cl, const char *name, size_t nl) {
+    uint64_t h = (e->has_id ? e->id + 1 : 0) * 0x9e3779b97f4a7c15ull;
+    h = h * 31 + lp_text_hash(cat, cl);
+    return h * 31 + lp_text_hash(name, nl);
+}
+
+/* The event ends: it joins its track. */
+static void ev_end(void *self, const struct lp_json_ev *e) {
+    struct pf *f = self;
+    f->memo_open = 0;
+    uint32_t pid = (uint32_t)e->pid;
+    uint64_t ts = e->ts_ns < 0 ? 0 : (uint64_t)e->ts_ns;
+    switch (e->ph) {
+    case 'X':
+    case 'i':
+    case 'I': {
+        int scoped = e->ph != 'X' && (e->scope == 'p' || e->scope == 'g');
+        add(f, scoped ? process(f, pid) : thread(f, pid, e->tid), e->ph == 'X' ? R_SLICE : R_INSTANT, ts,
+            e->ph == 'X' && e->has_dur ? e->dur_ns : 0);
+        return;
+    }
+    case 'b':
+    case 'e': {
+        char key[256];
+        int kl = snprintf(key, sizeof key, "%s#", f->cat);
+        if (e->has_id && kl < (int)sizeof key)
+            kl += snprintf(key + kl, sizeof key - (size_t)kl, "%llu", (unsigned long long)e->id);
+        struct track *t = named(f, T_ASYNC, pid, key, (size_t)(kl < (int)sizeof key ? kl : (int)sizeof key - 1));
+        if (e->ph == 'b' && t && !t->label && f->nlen && !(t->label = lp_os_strndup(f->name, f->nlen))) f->oom = 1;
+        add(f, t, e->ph == 'b' ? R_BEGIN : R_END, ts, 0);
+        return;
+    }
+    case 's':
+    case 'f': { /* (its name and category written when no slice takes the flow) */
+        struct rec *r =
+            add(f, thread(f, pid, e->tid), e->ph == 'f' && !e->bind_enclosing ? R_FLOW_NEXT : R_FLOW_ENCLOSING, ts, 0);
+        add_flow(f, r, flow_key(e, f->cat, f->clen, f->name, f->nlen));
+        return;
+    }
+    case 'C':
+    case 'M': break;
+    default: f->skipped++;
+    }
+    f->body.n = 0;
+}
+
+/* ---- events given as JSON text (a followed trace's segments): read into the same calls ------- */
 
 struct event {
     struct span ph, pid, tid, cat, name, ts, dur, id, bp, s, args;
@@ -590,157 +866,67 @@ static int field(struct pf *f, void *arg, struct span k, struct span v) {
     return 0;
 }
 
-/* The name, category and arguments of event `e` into f->body. */
-static void common(struct pf *f, const struct event *e) {
+static int arg_member(struct pf *f, void *arg, struct span k, struct span v) {
+    (void)arg;
     size_t n;
-    const char *s;
-    if (e->name.p) {
-        s = text(f, e->name, &n);
-        lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, s, n) + 1);
-    }
-    if (e->cat.p) {
-        s = text(f, e->cat, &n);
-        lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, s, n) + 1);
-    }
-    if (e->args.p) {
-        struct nest x = {&f->body, 0, 1};
-        members(f, e->args, entry, &x);
-    }
-}
-
-struct counter_arg {
-    uint32_t pid;
-    uint64_t ts;
-    const char *name;
-    size_t nlen;
-};
-
-static int counter_key(struct pf *f, void *arg, struct span k, struct span v) {
-    struct counter_arg *c = arg;
-    size_t kl;
-    const char *key = text(f, k, &kl);
-    char buf[512];
-    int len = snprintf(buf, sizeof buf, "%.*s %.*s", (int)c->nlen, c->name, (int)kl, key);
-    if (len >= (int)sizeof buf) len = sizeof buf - 1;
-    struct track *t = named(f, T_COUNTER, c->pid, buf, (size_t)len);
-    if (t && kl == 5 && !memcmp(key, "bytes", 5)) t->bytes = 1;
+    const char *s = text(f, k, &n);
+    ev_key(f, s, n);
+    struct lp_json_val x = {.kind = LP_JV_RAW, .s = v.p, .n = (size_t)(v.e - v.p)};
     int64_t i;
-    double d;
-    if (number(v, &i, &d))
-        lp_pb_sint(&f->body, TE_COUNTER_VALUE, i);
-    else
-        lp_pb_double(&f->body, TE_DOUBLE_COUNTER_VALUE, d);
-    add(f, t, R_COUNTER, c->ts, 0);
+    if (v.p < v.e && *v.p == '"') {
+        x.kind = LP_JV_STR;
+        x.s = text(f, v, &x.n);
+    } else if (v.p < v.e && (*v.p == '-' || (*v.p >= '0' && *v.p <= '9'))) {
+        x.kind = number(v, &i, &x.d) ? LP_JV_I64 : LP_JV_DOUBLE;
+        x.i = i;
+    } else if (is_lit(v, "true") || is_lit(v, "false")) {
+        x.kind = LP_JV_BOOL;
+        x.u = *v.p == 't';
+    }
+    ev_value(f, &x);
     return 0;
 }
 
-static int meta_arg(struct pf *f, void *arg, struct span k, struct span v) {
-    (void)f;
-    struct span *out = arg;
-    if (is(k, "name") || is(k, "sort_index")) *out = v;
-    return 0;
-}
-
-static void event(struct pf *f, const char *p, size_t n) {
+static void replay(struct pf *f, const char *p, size_t n) {
     struct event e = {0};
     members(f, (struct span){p, p + n}, field, &e);
+    struct lp_json_ev ev = {.ph = e.ph.e - e.ph.p == 3 ? e.ph.p[1] : 0, .ts_ns = -1};
+    ev.pid = e.pid.p ? num(e.pid) : f->pid;
+    ev.tid = e.tid.p ? num(e.tid) : ev.pid;
+    if (e.ts.p) ev.ts_ns = (int64_t)ns_of(e.ts);
+    if (e.dur.p) ev.has_dur = 1, ev.dur_ns = ns_of(e.dur);
+    if (e.id.p) ev.has_id = 1, ev.id = num(e.id);
+    if (e.s.p && e.s.e - e.s.p == 3) ev.scope = e.s.p[1];
+    ev.bind_enclosing = e.bp.p && is(e.bp, "e");
+    char cat[sizeof f->cat];
     size_t len;
-    char ph = e.ph.e - e.ph.p == 3 ? e.ph.p[1] : 0;
-    uint32_t pid = e.pid.p ? (uint32_t)num(e.pid) : f->pid;
-    uint64_t tid = e.tid.p ? num(e.tid) : pid, ts = e.ts.p ? ns_of(e.ts) : 0;
-    switch (ph) {
-    case 'X':
-    case 'i':
-    case 'I': {
-        int scoped = ph != 'X' && e.s.p && (is(e.s, "p") || is(e.s, "g"));
-        common(f, &e);
-        add(f, scoped ? process(f, pid) : thread(f, pid, tid), ph == 'X' ? R_SLICE : R_INSTANT, ts,
-            ph == 'X' && e.dur.p ? ns_of(e.dur) : 0);
-        return;
+    if (e.cat.p) {
+        const char *s = text(f, e.cat, &len);
+        keep(cat, sizeof cat, s, len);
+        ev.cat = cat;
     }
-    case 'b':
-    case 'e': {
-        char key[256];
-        size_t cl = 0;
-        const char *cat = e.cat.p ? text(f, e.cat, &cl) : "";
-        int kl = snprintf(key, sizeof key, "%.*s#%.*s", (int)(cl < 128 ? cl : 128), cat,
-                          (int)(e.id.p ? e.id.e - e.id.p : 0), e.id.p ? e.id.p : "");
-        struct track *t = named(f, T_ASYNC, pid, key, (size_t)(kl < (int)sizeof key ? kl : (int)sizeof key - 1));
-        if (ph == 'b') {
-            if (t && !t->label && e.name.p) { /* the track is named by its first range */
-                const char *s = text(f, e.name, &len);
-                if (!(t->label = lp_os_strndup(s, len))) f->oom = 1;
-            }
-            common(f, &e);
-        }
-        add(f, t, ph == 'b' ? R_BEGIN : R_END, ts, 0);
-        return;
-    }
-    case 'C': {
-        const char *s = e.name.p ? text(f, e.name, &len) : "";
-        char name[256];
-        if (len >= sizeof name) len = sizeof name - 1;
-        memcpy(name, s, len);
-        struct counter_arg c = {pid, ts, name, len};
-        if (e.args.p) members(f, e.args, counter_key, &c);
-        return;
-    }
-    case 's':
-    case 'f': {
-        /* a flow's id: Chrome's (cat, name, id) */
-        uint64_t h = lp_text_hash(e.id.p ? e.id.p : "", e.id.p ? (size_t)(e.id.e - e.id.p) : 0);
-        h = h * 31 + (e.cat.p ? lp_text_hash(e.cat.p, (size_t)(e.cat.e - e.cat.p)) : 0);
-        h = h * 31 + (e.name.p ? lp_text_hash(e.name.p, (size_t)(e.name.e - e.name.p)) : 0);
-        common(f, &e); /* (written when no slice takes the flow) */
-        struct rec *r = add(f, thread(f, pid, tid),
-                            ph == 'f' && !(e.bp.p && is(e.bp, "e")) ? R_FLOW_NEXT : R_FLOW_ENCLOSING, ts, 0);
-        add_flow(f, r, h);
-        return;
-    }
-    case 'M': {
-        struct span v = {0};
-        if (e.args.p) members(f, e.args, meta_arg, &v);
-        if (!v.p || !e.name.p) return;
-        struct track *t = is(e.name, "process_name")  ? process(f, pid)
-                          : is(e.name, "thread_name") ? thread(f, pid, tid)
-                                                      : NULL;
-        if (t) {
-            const char *s = text(f, v, &len);
-            lp_os_free(t->name);
-            if (!(t->name = lp_os_strndup(s, len))) f->oom = 1;
-        }
-        return; /* (sort indexes: Perfetto orders threads itself) */
-    }
-    default: f->skipped++;
-    }
+    if (e.name.p) ev.name = text(f, e.name, &ev.nlen);
+    ev_begin(f, &ev);
+    if (e.args.p) members(f, e.args, arg_member, NULL);
+    ev_end(f, &ev);
 }
 
 /* The bytes that matter to finding an object's end outside strings. */
 static const unsigned char special[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
 
-/* The Chrome writer's bytes as they come: events are cut out of the array and read. */
-static void feed(void *arg, const char *p, size_t n) {
-    struct pf *f = arg;
+/* Events as JSON text, as they come: cut out of the array text and read. */
+static void ev_text(void *self, const char *p, size_t n) {
+    struct pf *f = self;
     const char *e = p + n;
     while (p < e) {
         switch (f->mode) {
-        case M_HEAD:
-            while (p < e && *p != '[') p++;
-            if (p < e) {
-                p++;
-                f->mode = M_ARRAY;
-            }
-            break;
         case M_ARRAY:
             while (p < e && (*p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
             if (p >= e) break;
-            if (*p == ']') {
-                f->mode = M_TAIL;
-                p++;
-            } else if (*p == '{') {
+            if (*p == '{') {
                 f->mode = M_OBJ;
                 f->nobj = 0;
-                f->depth = f->in_str = f->esc = 0;
+                f->depth_text = f->in_str = f->esc = 0;
             } else {
                 p++; /* (nothing else is written there) */
             }
@@ -756,8 +942,8 @@ static void feed(void *arg, const char *p, size_t n) {
                     if (c == '"')
                         f->in_str = 1;
                     else if (c == '{' || c == '[')
-                        f->depth++;
-                    else if ((c == '}' || c == ']') && --f->depth == 0)
+                        f->depth_text++;
+                    else if ((c == '}' || c == ']') && --f->depth_text == 0)
                         done = 1;
                 } else if (f->esc) { /* the byte an escape takes (the chunk may have cut them) */
                     f->esc = 0;
@@ -772,7 +958,7 @@ static void feed(void *arg, const char *p, size_t n) {
                 }
             }
             if (done && !f->nobj) { /* whole in this chunk: read in place */
-                event(f, s, (size_t)(p - s));
+                replay(f, s, (size_t)(p - s));
                 f->mode = M_ARRAY;
                 break;
             }
@@ -784,24 +970,27 @@ static void feed(void *arg, const char *p, size_t n) {
             memcpy(f->obj + f->nobj, s, k);
             f->nobj += k;
             if (done) {
-                event(f, f->obj, f->nobj);
+                replay(f, f->obj, f->nobj);
                 f->mode = M_ARRAY;
             }
             break;
         }
-        case M_TAIL:
-            if (LP_RESERVE(f->tail, f->captail, f->ntail + (size_t)(e - p)) != 0) {
-                f->oom = 1;
-                return;
-            }
-            memcpy(f->tail + f->ntail, p, (size_t)(e - p));
-            f->ntail += (size_t)(e - p);
-            p = e;
-            break;
         }
     }
 }
 
+/* The text around the events (metadata.libprof), kept for the end. */
+static void tail_text(void *arg, const char *p, size_t n) {
+    struct pf *f = arg;
+    if (LP_RESERVE(f->tail, f->captail, f->ntail + n) != 0) {
+        f->oom = 1;
+        return;
+    }
+    memcpy(f->tail + f->ntail, p, n);
+    f->ntail += n;
+}
+
+static struct lp_pb *packet(struct pf *f);
 static void packet_out(struct pf *f, struct lp_out *o);
 
 /* ---- the CPU samples and the heap profile ------------------------------------------------------ */
@@ -934,7 +1123,7 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     lp_pb_uint(&dump, PHS_PID, f->pid);
     lp_pb_uint(&dump, PHS_TIMESTAMP, end_ns);
     lp_sites_each(sites, heap_site, &h);
-    struct lp_pb *b = &f->pkt;
+    struct lp_pb *b = packet(f);
     lp_pb_uint(b, PKT_TIMESTAMP, end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     size_t pp = lp_pb_open(b, PKT_PROFILE_PACKET);
@@ -952,14 +1141,19 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
 
 /* ---- writing ----------------------------------------------------------------------------------
  * Packets are written in bundles, each compressed with deflate into one packet of its own
- * (TracePacket.compressed_packets), as Perfetto's tracing service writes them: a trace's packets
- * are mostly the same few fields, and deflate takes them to a fifth or less. zlib is the
- * system's libz.so.1, loaded when a trace is written (libprof.so links nothing it does not need
- * at every program's start); its types come from its header. Without it, or when it fails, the
+ * (TracePacket.compressed_packets, a zlib stream), as Perfetto's tracing service writes them: a
+ * trace's packets are mostly the same few fields, and deflate takes them to a fifth or less.
+ * The deflater is loaded when a trace is written (libprof.so links nothing it does not need at
+ * every program's start): libdeflate (libdeflate.so.0) where the system has it — twice zlib's
+ * speed at its fastest level here, and smaller output — else zlib (libz.so.1). libdeflate is
+ * not used where the program itself has loaded it: its allocator is set for the whole library,
+ * and libprof's is set only in a copy no one else uses. Without either, or when one fails, the
  * packets are written as they are. */
 #define BUNDLE_BYTES (192u << 10) /* a bundle's packets before deflate (Perfetto: < 512 KiB after) */
-#define DEFLATE_LEVEL \
-    1 /* the fastest: a fifteenth of the JSON's size here, where 6 (Perfetto's service) gives a sixteenth */
+/* the fastest levels: a twelfth of the JSON's size here, where zlib's 6 (Perfetto's service)
+ * gives a thirteenth in two and a half times the time */
+#define ZLIB_LEVEL 1
+#define LIBDEFLATE_LEVEL 1
 
 static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
     (void)opaque;
@@ -970,61 +1164,92 @@ static void z_free(voidpf opaque, voidpf p) {
     lp_os_free(p);
 }
 
-static int zlib_ready(struct pf *f) {
-    if (f->zlib) return f->zlib > 0;
-    void *h = lp_os_dlopen("libz.so.1", RTLD_LAZY | RTLD_LOCAL);
+/* 1 when a deflater is ready (f->ld or zlib's functions), 0 when none. */
+static int deflater_ready(struct pf *f) {
+    if (f->deflater) return f->deflater > 0;
+    f->deflater = -1;
+    void *h = lp_os_dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h && (h = lp_os_dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL))) { /* (the program's own: left alone) */
+        void (*set_alloc)(void *(*)(size_t), void (*)(void *)) =
+            (void (*)(void *(*)(size_t), void (*)(void *)))lp_os_dlsym(h, "libdeflate_set_memory_allocator");
+        void *(*alloc)(int) = (void *(*)(int))lp_os_dlsym(h, "libdeflate_alloc_compressor");
+        f->ld_compress =
+            (size_t(*)(void *, const void *, size_t, void *, size_t))lp_os_dlsym(h, "libdeflate_zlib_compress");
+        f->ld_bound = (size_t(*)(void *, size_t))lp_os_dlsym(h, "libdeflate_zlib_compress_bound");
+        f->ld_free = (void (*)(void *))lp_os_dlsym(h, "libdeflate_free_compressor");
+        if (set_alloc && alloc && f->ld_compress && f->ld_bound && f->ld_free) {
+            set_alloc(lp_os_malloc, lp_os_free);
+            f->ld = alloc(LIBDEFLATE_LEVEL);
+        }
+        if (f->ld) return (f->deflater = 1);
+    }
+    h = lp_os_dlopen("libz.so.1", RTLD_LAZY | RTLD_LOCAL);
     f->z_init = h ? (int (*)(z_streamp, int, const char *, int))lp_os_dlsym(h, "deflateInit_") : NULL;
     f->z_deflate = h ? (int (*)(z_streamp, int))lp_os_dlsym(h, "deflate") : NULL;
     f->z_end = h ? (int (*)(z_streamp))lp_os_dlsym(h, "deflateEnd") : NULL;
     f->z_bound = h ? (uLong(*)(z_streamp, uLong))lp_os_dlsym(h, "deflateBound") : NULL;
-    f->zlib = f->z_init && f->z_deflate && f->z_end && f->z_bound ? 1 : -1;
-    return f->zlib > 0;
+    if (f->z_init && f->z_deflate && f->z_end && f->z_bound) f->deflater = 2;
+    return f->deflater > 0;
+}
+
+/* Bytes `in` (n) as one zlib stream into f->deflated: its length, or 0 when it failed. */
+static size_t deflated(struct pf *f, const uint8_t *in, size_t n) {
+    if (f->ld) {
+        size_t cap = f->ld_bound(f->ld, n);
+        return LP_RESERVE(f->deflated, f->capdeflated, cap) == 0 ? f->ld_compress(f->ld, in, n, f->deflated, cap) : 0;
+    }
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    z.zalloc = z_alloc;
+    z.zfree = z_free;
+    size_t out = 0;
+    if (f->z_init(&z, ZLIB_LEVEL, ZLIB_VERSION, (int)sizeof z) != Z_OK) return 0;
+    uLong cap = f->z_bound(&z, (uLong)n);
+    if (LP_RESERVE(f->deflated, f->capdeflated, cap) == 0) {
+        z.next_in = (Bytef *)in;
+        z.avail_in = (uInt)n;
+        z.next_out = f->deflated;
+        z.avail_out = (uInt)cap;
+        if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) out = z.total_out;
+    }
+    f->z_end(&z);
+    return out;
 }
 
 /* The bundle, deflated into one packet (or as it is). */
 static void bundle_out(struct pf *f, struct lp_out *o) {
     struct lp_pb *b = &f->bundle;
     if (!b->n) return;
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    z.zalloc = z_alloc;
-    z.zfree = z_free;
-    int done = 0;
-    if (f->compress && zlib_ready(f) && f->z_init(&z, DEFLATE_LEVEL, ZLIB_VERSION, (int)sizeof z) == Z_OK) {
-        uLong cap = f->z_bound(&z, (uLong)b->n);
-        if (LP_RESERVE(f->deflated, f->capdeflated, cap) == 0) {
-            z.next_in = b->d;
-            z.avail_in = (uInt)b->n;
-            z.next_out = f->deflated;
-            z.avail_out = (uInt)cap;
-            if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) {
-                struct lp_pb *c = &f->zpkt;
-                c->n = 0;
-                size_t at = lp_pb_open(c, TRACE_PACKET);
-                lp_pb_bytes(c, PKT_COMPRESSED_PACKETS, f->deflated, z.total_out);
-                lp_pb_close(c, at);
-                lp_out_write(o, c->d, c->n);
-                if (c->oom) f->oom = 1;
-                f->bundles++;
-                done = 1;
-            }
-        }
-        f->z_end(&z);
+    size_t n = f->compress && deflater_ready(f) ? deflated(f, b->d, b->n) : 0;
+    if (n) {
+        struct lp_pb *c = &f->zpkt;
+        c->n = 0;
+        size_t at = lp_pb_open(c, TRACE_PACKET);
+        lp_pb_bytes(c, PKT_COMPRESSED_PACKETS, f->deflated, n);
+        lp_pb_close(c, at);
+        lp_out_write(o, c->d, c->n);
+        if (c->oom) f->oom = 1;
+        f->bundles++;
+    } else {
+        lp_out_write(o, b->d, b->n);
     }
-    if (!done) lp_out_write(o, b->d, b->n);
     if (b->oom) f->oom = 1;
     b->n = 0;
 }
 
+/* A packet begins (a Trace.packet written in place in the bundle); packet_out ends it. */
+static struct lp_pb *packet(struct pf *f) {
+    f->pkt_at = lp_pb_open(&f->bundle, TRACE_PACKET);
+    return &f->bundle;
+}
+
 static void packet_out(struct pf *f, struct lp_out *o) {
-    lp_pb_bytes(&f->bundle, TRACE_PACKET, f->pkt.d, f->pkt.n); /* Trace.packet */
-    if (f->pkt.oom) f->oom = 1;
-    f->pkt.n = 0;
+    lp_pb_close(&f->bundle, f->pkt_at);
     if (f->bundle.n >= BUNDLE_BYTES) bundle_out(f, o);
 }
 
 static void descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t) {
-    struct lp_pb *b = &f->pkt;
+    struct lp_pb *b = packet(f);
     size_t at = lp_pb_open(b, PKT_TRACK_DESCRIPTOR);
     lp_pb_uint(b, TD_UUID, t->uuid);
     if (t->parent) lp_pb_uint(b, TD_PARENT_UUID, t->parent);
@@ -1054,12 +1279,53 @@ static void descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r
     packet_out(f, o);
 }
 
-static int item_cmp(const void *x, const void *y) {
-    const struct item *a = x, *b = y;
-    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
-    if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
-    if (a->k1 != b->k1) return a->k1 < b->k1 ? -1 : 1;
-    return a->k2 < b->k2 ? -1 : a->k2 > b->k2;
+static inline int item_less(const struct item *a, const struct item *b) {
+    if (a->ts != b->ts) return a->ts < b->ts;
+    if (a->cls != b->cls) return a->cls < b->cls;
+    if (a->k1 != b->k1) return a->k1 < b->k1;
+    return a->k2 < b->k2;
+}
+
+/* A stable merge sort of a track's items that takes the runs already in order as they are: the
+ * events arrive nearly sorted (a track's counters and instants in order, a thread's slices in the
+ * order they end), so a track costs a pass or a few merges, not n log n compares through a
+ * function pointer. 0, or -1 when out of memory. */
+static int sort_items(struct pf *f, struct item *it, size_t n) {
+    size_t i = 1;
+    while (i < n && !item_less(&it[i], &it[i - 1])) i++;
+    if (i >= n) return 0;
+    /* (the room it needs is kept from track to track: a big one is mapped afresh each time) */
+    if (LP_RESERVE(f->sort_tmp, f->capsort_tmp, n) != 0 || LP_RESERVE(f->sort_runs, f->capsort_runs, n + 1) != 0)
+        return -1;
+    struct item *src = it, *dst = f->sort_tmp;
+    size_t *runs = f->sort_runs, nr = 0;
+    runs[nr++] = 0;
+    for (i = 1; i < n; i++)
+        if (item_less(&it[i], &it[i - 1])) runs[nr++] = i;
+    runs[nr] = n;
+    while (nr > 1) { /* merge runs pairwise, src into dst */
+        size_t w = 0;
+        for (size_t r = 0; r < nr; r += 2) {
+            size_t a = runs[r], m = runs[r + 1], e = r + 2 <= nr ? runs[r + 2] : n, k = a, b = m;
+            if (r + 1 >= nr) { /* an odd run out: copied */
+                memcpy(dst + a, src + a, (n - a) * sizeof *dst);
+                runs[w++] = a;
+                break;
+            }
+            while (a < m && b < e) dst[k++] = item_less(&src[b], &src[a]) ? src[b++] : src[a++];
+            memcpy(dst + k, src + a, (m - a) * sizeof *dst);
+            k += m - a;
+            memcpy(dst + k, src + b, (e - b) * sizeof *dst);
+            runs[w++] = runs[r];
+        }
+        runs[w] = n;
+        nr = w;
+        struct item *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != it) memcpy(it, src, n * sizeof *it);
+    return 0;
 }
 
 /* A track's events in the order they are written: a slice's begin before the slices inside it
@@ -1083,7 +1349,7 @@ static int order(struct pf *f, struct track *t) {
                 t->it[t->nit++] = (struct item){r->ts + r->dur, -(int64_t)r->ts, -seq, (uint32_t)i, 0, 1};
         }
     }
-    lp_sort(t->it, t->nit, sizeof *t->it, item_cmp);
+    if (sort_items(f, t->it, t->nit) != 0) return -1;
     if (t->kind != T_THREAD) return 0;
     /* the flows: on the innermost slice open at their time (or the next to begin) */
     uint32_t stack[256], depth = 0, *pending = NULL;
@@ -1122,7 +1388,8 @@ static int order(struct pf *f, struct track *t) {
 /* Item `it` of track `t` as a packet. */
 static void emit(struct pf *f, struct lp_out *o, const struct track *t, const struct item *it) {
     const struct rec *r = &t->r[it->rec];
-    struct lp_pb *b = &f->pkt;
+    if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) return; /* bound to a slice */
+    struct lp_pb *b = packet(f);
     lp_pb_uint(b, PKT_TIMESTAMP, it->ts);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
@@ -1133,10 +1400,6 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
         lp_pb_uint(b, PS_CALLSTACK_IID, r->dur);
         lp_pb_close(b, at);
         packet_out(f, o);
-        return;
-    }
-    if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) {
-        b->n = 0; /* bound to a slice */
         return;
     }
     size_t at = lp_pb_open(b, PKT_TRACK_EVENT);
@@ -1207,29 +1470,15 @@ static void merge(struct pf *f, struct lp_out *o) {
     lp_os_free(heap);
 }
 
-static int meta_member(struct pf *f, void *arg, struct span k, struct span v) {
-    struct span *m = arg;
-    if (is(k, "metadata")) {
-        *m = v;
-        return 1;
-    }
-    (void)f;
-    return 0;
-}
-
-/* metadata.libprof of the Chrome trace (its tail after the events) as the annotations of an
- * instant at the start of the process track. */
+/* metadata.libprof of the Chrome trace (the text after its events: `"metadata":{"libprof":{...}}`,
+ * as lp_json_metadata writes it) as the annotations of an instant at the start of the process
+ * track. */
 static void metadata(struct pf *f) {
-    char *p = f->tail;
-    size_t n = f->ntail;
-    while (n && *p != ',') p++, n--; /* ,"displayTimeUnit":..,"metadata":{...}} -> an object */
-    if (!n) return;
-    *p = '{';
-    struct span m = {0};
-    members(f, (struct span){p, p + n}, meta_member, &m);
-    if (!m.p) return;
-    struct nest x = {&f->body, 0, 1};
-    members(f, m, entry, &x);
+    static const char key[] = "\"metadata\":";
+    const char *p = f->ntail ? memmem(f->tail, f->ntail, key, sizeof key - 1) : NULL;
+    if (!p) return;
+    p += sizeof key - 1;
+    annotation(f, &f->body, p, f->tail + f->ntail, 0, 1);
     lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, "libprof metadata", 16) + 1);
     struct rec *r = add(f, process(f, f->pid), R_INSTANT, f->first_ts == UINT64_MAX ? 0 : f->first_ts, 0);
     if (r) r->seq = 0; /* first at its time */
@@ -1238,17 +1487,18 @@ static void metadata(struct pf *f) {
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct pf *f = k->self;
     f->chrome.finish(&f->chrome, a);
-    lp_out_flush(&f->json); /* the last of the Chrome stream through feed() */
+    lp_out_flush(&f->json); /* the last of the Chrome writer's text: its metadata */
     metadata(f);
     if (lp_samples_of(a)) samples(f, a);
     struct lp_out *o = k->out;
     if (f->oom) goto oom;
     /* the sequence's interned data, first */
-    struct lp_pb *b = &f->pkt, *in = &f->interned;
+    struct lp_pb *in = &f->interned;
     interned_table(in, ID_EVENT_CATEGORIES, &f->cats);
     interned_table(in, ID_EVENT_NAMES, &f->names);
     interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
     interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
+    struct lp_pb *b = packet(f);
     lp_pb_uint(b, PKT_TIMESTAMP, f->first_ts == UINT64_MAX ? 0 : f->first_ts);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     lp_pb_uint(b, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
@@ -1295,12 +1545,17 @@ static void release(struct lp_sink *k) {
     lp_strtab_free(&f->keys);
     lp_strtab_free(&f->values);
     lp_strtab_free(&f->cpu.names);
-    lp_pb_free(&f->pkt);
     lp_pb_free(&f->body);
     lp_pb_free(&f->interned);
     lp_pb_free(&f->bundle);
     lp_pb_free(&f->zpkt);
     lp_os_free(f->deflated);
+    lp_map_free(&f->memo_of);
+    lp_os_free(f->memos);
+    lp_os_free(f->memo_bytes);
+    lp_os_free(f->sort_tmp);
+    lp_os_free(f->sort_runs);
+    if (f->ld) f->ld_free(f->ld);
     lp_os_free(f);
     k->self = NULL;
 }
@@ -1325,9 +1580,12 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
                              .base = 1};
     frames_begin(&f->cpu);
     lp_out_init(&f->json, -1);
-    f->json.tap = feed;
+    f->json.tap = tail_text;
     f->json.tap_arg = f;
+    f->mode = M_ARRAY;
+    f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_text, ev_memo, ev_memo_end};
     f->chrome.out = &f->json;
+    f->chrome.events = &f->sink;
     if (lp_sink_chrome(&f->chrome, r, path, alloc_min, timeline_ns, timeline_min_ns) != 0) return -1;
     k->alloc_min = f->chrome.alloc_min;
     return 0;

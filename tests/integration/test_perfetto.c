@@ -119,6 +119,63 @@ Test(perfetto, followed_and_live, .timeout = 120) {
     cJSON_Delete(live);
 }
 
+/* Without libdeflate (hidden in a mount namespace of its own) the packets are deflated by zlib:
+ * a trace with the same content. */
+Test(perfetto, zlib_where_libdeflate_is_missing) {
+    const char *lib = "/usr/lib/x86_64-linux-gnu/libdeflate.so.0";
+    if (access(lib, R_OK) != 0) cr_skip_test("no %s: the zlib path is the one every test takes", lib);
+    char *dir = make_tmpdir(), *lpt = strfmt("%s/s.lpt", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=8", NULL},
+             (const char *[]){PROG("cpusplit"), "split", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    char *cmd = strfmt("mount --bind /dev/null %s && %s %s --perfetto %s/z.pftrace -q", lib, REPORT, lpt, dir);
+    run_prog(&r, dir, NULL, (const char *[]){"unshare", "-m", "/bin/sh", "-c", cmd, NULL});
+    if (r.status != 0 && strstr(r.err, "unshare")) cr_skip_test("no mount namespace here: %s", r.err);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--perfetto", strfmt("%s/d.pftrace", dir), "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *z = check(strfmt("%s/z.pftrace", dir), NULL), *d = check(strfmt("%s/d.pftrace", dir), NULL);
+    cr_expect_gt(num(z, "compressed_bundles"), 0, "zlib deflated them");
+    const char *same[] = {"packets", "slices", "instants", "counter_samples", "flows", "heap_allocated"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+        cr_expect_eq(num(z, same[i]), num(d, same[i]), "%s", same[i]);
+    cr_expect_neq(size_of(strfmt("%s/z.pftrace", dir)), size_of(strfmt("%s/d.pftrace", dir)),
+                  "two deflaters, two sizes: the one test did not take the other's path");
+    cJSON_Delete(z);
+    cJSON_Delete(d);
+}
+
+/* A followed conversion's window: the short slices of its last stretch, held in segment files
+ * as JSON text while the run went on, reach the Perfetto trace too (read back from that text),
+ * as many as the JSON of the same conversion has; the folded stretch as the same counters. */
+Test(perfetto, followed_window_as_many_as_the_json, .timeout = 120) {
+    char *dir = make_tmpdir();
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.lpt %s 3 > /dev/null & p=$!; wait $p; "
+                       "%s %s/svc.lpt --follow $p --timeline 1 --timeline-min-ns 100000000 "
+                       "--chrome %s/svc.json --perfetto %s/svc.pftrace -q",
+                       PRELOAD, dir, PROG("service"), REPORT, dir, dir, dir);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    run_free(&r);
+    char *json = strfmt("%s/svc.json", dir);
+    cJSON *doc = cJSON_Parse(read_file(json, NULL)), *tl = NULL;
+    cr_assert_not_null(doc);
+    tl = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "libprof"), "timeline");
+    cr_assert_gt(num(tl, "folded_slices"), 0, "a stretch was folded: the window was kept in segments");
+    cr_assert_gt(num(tl, "full_from_ns"), 0);
+    cJSON_Delete(doc);
+    cJSON *c = check(strfmt("%s/svc.pftrace", dir), (const char *[]){"--json", json, NULL});
+    cr_expect_gt(num(c, "slices"), 100, "the window's short slices");
+    cr_expect_gt(num(c, "counter_samples"), 0, "the folded counters and the heap");
+    cJSON_Delete(c);
+}
+
 /* PyTorch's operators (1.13, Debian's): backward-to-forward arrows and a range ended on another
  * thread (an async track), as many as the JSON's. */
 Test(perfetto, torch_operators_arrows_and_ranges) {
