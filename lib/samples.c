@@ -637,16 +637,29 @@ void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t p
     if (!s) return;
     char name[64], track[128];
     double width = (double)s->span_ns / LP_CPU_BUCKETS;
+    /* each point spans eight sample periods at least: in a narrower one a thread has 0 or 1
+     * samples, and its track would read 0 % and 115 % by turns */
+    unsigned group = 1;
+    while (group < LP_CPU_BUCKETS && width * group < 8.0 * (double)s->period_ns) group++;
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples || !c->bucket) continue;
         snprintf(track, sizeof track, "cpu %% (%s)", thread_name(s->r, t, name, sizeof name));
-        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) {
-            if (b && c->bucket[b] == c->bucket[b - 1] && b + 1 < LP_CPU_BUCKETS) continue; /* changes only */
+        double last = -1;
+        for (unsigned b = 0; b < LP_CPU_BUCKETS; b += group) {
+            unsigned n = b + group <= LP_CPU_BUCKETS ? group : LP_CPU_BUCKETS - b;
+            uint64_t k = 0;
+            for (unsigned i = 0; i < n; i++) k += c->bucket[b + i];
+            /* (a sample the timer took late lands in the next point: a busy thread's may hold one
+             * more than its share, never more than all of its time) */
+            double pct = 100.0 * (double)k * (double)s->period_ns / (width * n);
+            if (pct > 100) pct = 100;
+            if (pct == last && b + group < LP_CPU_BUCKETS) continue; /* changes only */
+            last = pct;
             lp_json_event(j, "C", pid, pid, "cpu", track, strlen(track), (int64_t)((double)b * width));
             lp_json_args(j);
             lp_json_key(j, "cpu");
-            lp_json_double(j, "%.1f", 100.0 * (double)c->bucket[b] * (double)s->period_ns / width);
+            lp_json_double(j, "%.1f", pct);
             lp_json_args_end(j);
             lp_json_event_end(j);
         }

@@ -788,6 +788,36 @@ Test(sample, python_frames_read_at_any_instruction_the_other_interpreters, .time
  * the function the library's unwind table says they are in, one row each, named so
  * ("libcrypto.so.3+0x… (no symbol)"): PBKDF2's SHA-256 block function holds its share in one row,
  * not one row per instruction at a few percent each. */
+/* A short run (its timeline's 400 points each shorter than a sample period): each thread's "cpu %"
+ * track reads a busy thread near 100 %, never above. */
+Test(sample, cpu_track_of_a_short_run_at_most_100_percent) {
+    char *dir = make_tmpdir(), *json = strfmt("%s/b.json", dir);
+    char *script =
+        write_text(dir, "b.py", "import time\nt = time.thread_time()\nwhile time.thread_time() - t < 0.25: pass\n");
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", json), "LIBPROF_SAMPLE_HZ=1000", NULL},
+             (const char *[]){"/usr/bin/python3", script, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *j = load_json(json), *e;
+    cr_assert_not_null(j);
+    double top = 0;
+    int points = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        cJSON *name = cJSON_GetObjectItem(e, "name");
+        if (!cJSON_IsString(name) || strncmp(name->valuestring, "cpu % (", 7)) continue;
+        double v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "cpu")->valuedouble;
+        cr_expect_leq(v, 100.0, "%s at %.3f us: %.1f %%", name->valuestring, cJSON_GetObjectItem(e, "ts")->valuedouble,
+                      v);
+        if (v > top) top = v;
+        points++;
+    }
+    cr_expect_gt(points, 3, "the track has points");
+    cr_expect_geq(top, 70.0, "the busy thread reads busy: at most %.1f %%", top);
+    cJSON_Delete(j);
+}
+
 Test(sample, code_without_symbols_grouped_by_function) {
     char *dir = make_tmpdir();
     char *lpt = strfmt("%s/c.lpt", dir), *csv = strfmt("%s/c.csv", dir);
