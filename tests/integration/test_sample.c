@@ -311,7 +311,7 @@ Test(sample, loader_unwinder_and_malloc_loops_do_not_deadlock, .timeout = 120) {
     char *lpt = strfmt("%s/c.lpt", dir);
     run_prog(&r, dir,
              (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=1000", NULL},
-             (const char *[]){PROG("cpusplit"), "churn", "8", PROG("libplugin.so"), PROG("libthrower.so"), NULL});
+             (const char *[]){PROG("cpusplit"), "churn", "5", PROG("libplugin.so"), PROG("libthrower.so"), NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "churned\n");
     struct run rep;
