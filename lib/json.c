@@ -73,8 +73,10 @@ void lp_json_id(struct lp_json *j, uint64_t id) {
 }
 
 void lp_json_flow_end(struct lp_json *j, uint64_t id) {
-    if (j->to) j->ev.bind_enclosing = 1;
-    if (!j->to) lp_out_s(j->o, ",\"bp\":\"e\"");
+    if (j->to)
+        j->ev.bind_enclosing = 1;
+    else
+        lp_out_s(j->o, ",\"bp\":\"e\"");
     lp_json_id(j, id);
 }
 
