@@ -500,9 +500,11 @@ RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
 # time left the cores idle a third of the time), the longest first, each one's output printed
 # whole when it ends (-O). `make check` is the edit loop's: the unit tests and the suites that take a
 # few seconds each (under a minute in all: the slow ones, and ExecuTorch's, are make test's).
-INTEG_SLOW = test_coexist test_python test_sample test_report test_mpi test_docs test_torch
+# (INTEG_SLOW in the order of their times in make test, longest first: a long one started last
+# would be the run's tail)
+INTEG_SLOW = test_torch test_sample test_coexist test_python test_report test_executorch test_docs test_mpi
 INTEG_ORDER = $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
-CHECK_SUITES = $(filter-out $(INTEG_SLOW) test_executorch,$(INTEG_ORDER))
+CHECK_SUITES = $(filter-out $(INTEG_SLOW),$(INTEG_ORDER))
 suite-%:
 	@$(call RUN_SUITE,$(BUILD)/tests/$*)
 
