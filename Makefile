@@ -290,7 +290,9 @@ $(BUILD)/libprof: scripts/libprof
 	$(Q)cp $< $@ && chmod +x $@
 
 # ---- tests ---------------------------------------------------------------------------------
-TEST_CFLAGS = $(ALL_CFLAGS) -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspath $(BUILD))"' \
+# The tests' own code unoptimised (-O0: a test binary compiles in a third of the time, and what it
+# tests — the library objects it links, the preload, libprof-report — is built as always).
+TEST_CFLAGS = $(ALL_CFLAGS) -O0 -Wno-missing-prototypes -I. -DLP_BUILD_DIR='"$(abspath $(BUILD))"' \
               -DLP_SOURCE_DIR='"$(abspath .)"' \
               -DLP_VENV='"$(VENV)"'
 
@@ -328,10 +330,16 @@ $(BUILD)/progs/torchc2: tests/progs/torchc.cpp $(FLAGS_STAMP)
 	$(Q)$(CXX) -std=c++17 -O1 -w -o $@ $< -I$(TORCH_WHEEL)/include -I$(TORCH_WHEEL)/include/torch/csrc/api/include \
 	    -L$(TORCH_WHEEL)/lib -Wl,-rpath,$(TORCH_WHEEL)/lib -ltorch_cpu -lc10
 
+# (the export takes ~15 s: its result is kept in the user's cache under the hash of the script
+# and the exporter's version, so that a fresh clone on a machine that made it once copies it)
+ET_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/libprof
 $(BUILD)/progs/et_model.pte: tests/progs/et_model.py
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PTE     $@')
-	$(Q)$(VENV)/bin/python3 $< export $@.tmp 2>$(BUILD)/progs/et_model.log && mv $@.tmp $@ || { cat $(BUILD)/progs/et_model.log; exit 1; }
+	$(Q)key=$$( { cat $<; ls -d $(VENV)/lib/python3*/site-packages/executorch-*.dist-info; } | sha256sum | cut -c1-16); \
+	if [ -s "$(ET_CACHE)/et_model.$$key.pte" ]; then cp "$(ET_CACHE)/et_model.$$key.pte" $@; exit 0; fi; \
+	$(VENV)/bin/python3 $< export $@.tmp 2>$(BUILD)/progs/et_model.log && mv $@.tmp $@ || { cat $(BUILD)/progs/et_model.log; exit 1; }; \
+	mkdir -p "$(ET_CACHE)" && cp $@ "$(ET_CACHE)/et_model.$$key.pte.tmp" && mv "$(ET_CACHE)/et_model.$$key.pte.tmp" "$(ET_CACHE)/et_model.$$key.pte" || true
 
 $(BUILD)/progs/cudaprog: tests/progs/cudaprog.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
