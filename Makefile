@@ -462,18 +462,22 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CXX) -O1 -g -Wall -Wextra -Iinclude -o $@ $< -lpthread
 
-# The fuzz target is built with clang, ASan and UBSan from the sources themselves.
-$(BUILD)/fuzz/fuzz_lpt: tests/fuzz/fuzz_lpt.c $(LIB_SRCS) tools/report.c tools/chrome_in.c tools/pack.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
+# The fuzz targets are built with clang, ASan and UBSan from the sources themselves: each source
+# instrumented once (coverage for libFuzzer, the sanitizers) into an archive both targets link.
+FUZZ_CFLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Iinclude -I.
+FUZZ_SRCS = $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c tools/pack.c
+FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRCS))
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
 	@mkdir -p $(dir $@)
-	@$(if $(Q),echo '  FUZZ    $@')
-	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_lpt.c $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c tools/pack.c -lcjson -lm
+	@$(if $(Q),echo '  FUZZCC  $<')
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_chrome: tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(wildcard tools/*.h lib/*.h)
-	@mkdir -p $(dir $@)
+$(BUILD)/fuzz/libprof-fuzz.a: $(FUZZ_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libprof-fuzz.a
 	@$(if $(Q),echo '  FUZZ    $@')
-	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I. \
-		-o $@ tests/fuzz/fuzz_chrome.c tools/chrome_in.c tools/report.c $(LIB_SRCS) $(TOOL_OS_SRCS) -lcjson -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/fuzz/libprof-fuzz.a -lcjson -lm
 
 # New inputs go to build/fuzz/corpus*; tests/fuzz/corpus* hold the committed seeds.
 FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \
@@ -524,9 +528,10 @@ unit: all $(UNIT_BINS)
 
 # Each integration test works in its own /tmp/libprof-test-* directory; they are removed after a
 # passing run and kept after a failing one, for inspection.
-# (INTEG_EXTRA: more of the same parallel run — make test adds the fuzzer.)
+# (INTEG_EXTRA: more of the same parallel run, started first — make test adds the fuzzers: a
+# minute of building and running.)
 integration: all $(INTEG_BINS) $(PROG_BINS)
-	@$(MAKE) --no-print-directory -j3 -O $(addprefix suite-,$(INTEG_ORDER)) $(INTEG_EXTRA)
+	@$(MAKE) --no-print-directory -j3 -O $(INTEG_EXTRA) $(addprefix suite-,$(INTEG_ORDER))
 	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
 	@rm -rf /tmp/libprof-test-*
 
