@@ -150,6 +150,30 @@ Test(perfetto, zlib_where_libdeflate_is_missing) {
     cJSON_Delete(d);
 }
 
+/* The GPU's kernels, copies and sets (the stand-in CUPTI's records) on their streams' tracks with
+ * their arguments (grid and block as arrays) and the arrows from their calls: as many as the
+ * JSON's, and a trace Perfetto's schema reads. */
+Test(perfetto, gpu_operations_and_arrows_as_the_json) {
+    if (access(PROG("fakecuda/libcupti.so.13"), R_OK) != 0 || access(PROG("cudaprog"), X_OK) != 0)
+        cr_skip_test("no CUDA toolkit at /usr/local/cuda");
+    char *dir = make_tmpdir(), *lpt = strfmt("%s/g.lpt", dir), *json = strfmt("%s/g.json", dir),
+         *pf = strfmt("%s/g.pftrace", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){strfmt("LD_LIBRARY_PATH=%s", PROG("fakecuda")), "LD_PRELOAD=" PRELOAD,
+                              strfmt("LIBPROF_OUTPUT=%s", lpt), NULL},
+             (const char *[]){PROG("cudaprog"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "--perfetto", pf, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *c = check(pf, (const char *[]){"--json", json, NULL});
+    cr_expect_geq(num(c, "slices"), 8, "the GPU's eight operations at least");
+    cr_expect_geq(num(c, "flows"), 8, "an arrow from each one's call");
+    cJSON_Delete(c);
+}
+
 /* A followed conversion's window: the short slices of its last stretch, held in segment files
  * as JSON text while the run went on, reach the Perfetto trace too (read back from that text),
  * as many as the JSON of the same conversion has; the folded stretch as the same counters. */
