@@ -695,7 +695,6 @@ static int run(void) {
     if (rc == 0) rp_inputs_mode(&cli, cli.inputs, cli.ninputs); /* outputs no wider than the inputs */
     if (rc == 0 && converts) rc = act_convert(&in[0], follow_summary);
     if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
-    if (rc == 0 && (converts || cli.pack)) rc = remove_raw(&in[0]);
     if (rc == 0) default_iterations(&in[0]);
     if (rc == 0 && cli.merge && cli.out[LP_OUT_CHROME]) /* the one merge: streamed, bounded (tools/merge.c) */
         rc = rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], quiet);
@@ -707,6 +706,9 @@ static int run(void) {
         fprintf(stderr, "libprof-report: cannot write the report: %s\n", strerror(errno));
         rc = 1;
     }
+    /* the raw trace goes last: who waits for it to go (--wait, a background conversion) then
+     * finds every output written, the report in the log too */
+    if (rc == 0 && (converts || cli.pack)) rc = remove_raw(&in[0]);
     for (int i = 0; i < cli.ninputs; i++) unload(&in[i]);
     free(in);
     return rc;
