@@ -10,8 +10,10 @@
  * size — the one this table replaced last time, reused (so a long run of blocks added and
  * removed does not grow it). A replaced table is never unmapped, because a free on another thread
  * may be reading it: the tables add up to at most three times the last one. A reader that slept
- * through two copies could read a reused table and miss its block: its free is then counted
- * instead of recorded (the block would show as leaked), never a fault.
+ * through two copies may be reading the table being cleared for reuse: a clearing is counted
+ * (`cleared`) before it starts, and a reader that did not find its block looks again when the
+ * count moved while it read (a seqlock's read side) — so it never misses its block, and never
+ * faults.
  *
  * Why a reader never misses its block: the block was added before the program could hand its
  * pointer to the thread that frees it, and a table grows only under the lock, with the copy
@@ -38,6 +40,7 @@ struct table {
 #define FIRST_SLOTS 4096
 
 static struct table *tab, *spare; /* spare: the one tab replaced, of its size (or NULL) */
+static uint64_t cleared;          /* tables cleared for reuse so far (see the top) */
 static int lock_word;
 /* How many entries have each value of the hash's low bits, whatever the table's size: a free
  * whose count is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
@@ -77,6 +80,9 @@ static struct table *room(void) {
     struct table *n;
     if (spare && spare->mask + 1 == slots) {
         n = spare;
+        /* counted before it is cleared: the count's store is ordered before the zeroes */
+        __atomic_store_n(&cleared, cleared + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
         memset(n->s, 0, slots * sizeof n->s[0]);
         n->used = n->live = 0;
     } else if (!(n = table_new(slots))) {
@@ -112,10 +118,16 @@ static inline int64_t find(const struct table *t, uintptr_t p) {
 }
 
 int lpr_blocks_take_slow(const void *p) {
-    struct table *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-    if (!t || find(t, (uintptr_t)p) < 0) return 0;
+    for (;;) {
+        uint64_t c = __atomic_load_n(&cleared, __ATOMIC_ACQUIRE);
+        struct table *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+        if (!t) return 0;
+        if (find(t, (uintptr_t)p) >= 0) break;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&cleared, __ATOMIC_RELAXED) == c) return 0; /* no table cleared meanwhile */
+    }
     lock(); /* found: removed under the lock, from the table of now */
-    t = tab;
+    struct table *t = tab;
     int64_t i = find(t, (uintptr_t)p);
     if (i >= 0) {
         __atomic_store_n(&t->s[i], REMOVED, __ATOMIC_RELEASE);
