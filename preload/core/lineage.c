@@ -466,6 +466,12 @@ static int convert_if_orphan(const char *path, void *arg) {
     int whole = ends_whole(fd);
     lpr_sys_close(fd);
     if (n != (long)sizeof h || h.origin_real_ns < since || !h.pid || whole) return 0;
+    /* killed together with this process's child that killed it (timeout -s KILL kills its group):
+     * it may still be tearing down when this exit sweeps — waited for, a second at most */
+    for (int i = 0; i < 100 && !lpr_pid_gone((int)h.pid) && lpr_pid_ending((int)h.pid); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        LP_SYS(SYS_nanosleep, &ts, NULL, 0);
+    }
     if (!lpr_pid_gone((int)h.pid)) return 0;
     convert_orphan(path, (int)h.pid, 0);
     return 0;

@@ -306,6 +306,7 @@ LP_HIDDEN const char *lpr_spool_name(void);
 LP_HIDDEN void lpr_spool_identify(void);
 LP_HIDDEN long lpr_read_header(int fd, struct lp_file_header *h);
 LP_HIDDEN int lpr_pid_gone(int pid);
+LP_HIDDEN int lpr_pid_ending(int pid); /* exiting, or killed: gone within moments */
 LP_HIDDEN void lpr_spool_stop(void);
 LP_HIDDEN void lpr_spool_resume(void);
 LP_HIDDEN uint64_t lpr_spool_offset(void);

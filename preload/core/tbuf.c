@@ -155,6 +155,27 @@ int lpr_pid_gone(int pid) {
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* Is process `pid` on its way out — exiting (the kernel's PF_EXITING), or with a SIGKILL
+ * pending? Such a process is a zombie within moments, once its memory is torn down. */
+int lpr_pid_ending(int pid) {
+    char path[48], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (lpr_sys_read_file(path, buf, sizeof buf) <= 0) return 1;
+    const char *p = strrchr(buf, ')');
+    for (int field = 2; field < 9 && p; field++) p = strchr(p + 1, ' '); /* to field 9: flags */
+    if (p && (strtoul(p + 1, NULL, 10) & 0x4)) return 1;                 /* PF_EXITING */
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    long n = lpr_sys_read_file(path, buf, sizeof buf);
+    if (n <= 0) return 1;
+    buf[n < (long)sizeof buf ? n : (long)sizeof buf - 1] = '\0';
+    const char *const pending[] = {"\nSigPnd:", "\nShdPnd:"};
+    for (int i = 0; i < 2; i++) {
+        const char *q = strstr(buf, pending[i]);
+        if (q && (strtoull(q + 8, NULL, 16) >> (SIGKILL - 1) & 1)) return 1;
+    }
+    return 0;
+}
+
 /* The file header of the trace open at `fd` — at offset 0, or its copy in the HEADER chunk when
  * that one is damaged: sizeof *h, 0 when neither is a libprof header, or -errno. */
 long lpr_read_header(int fd, struct lp_file_header *h) {

@@ -278,7 +278,11 @@ Test(reliab, killed_orphan_is_converted_by_the_run) {
         if (!sleep_json) usleep(20 * 1000);
     }
     cr_assert_not_null(sleep_json, "no trace of sleep at all");
-    cr_assert_eq(wait_trace(sleep_json), 0, "sleep's raw trace is not converted");
+    if (wait_trace(sleep_json) != 0) { /* (what a converter said, and which processes are left: to tell why) */
+        char *log = read_file(strfmt("%s.log", sleep_json), NULL);
+        system(strfmt("ls -la %s >&2; ps -eo pid,ppid,stat,args | grep -E 'sleep|timeout|libprof-report' >&2", t));
+        cr_assert_fail("sleep's raw trace is not converted; its converter's log: %s", log ? log : "(none)");
+    }
     cr_expect_neq(access(strfmt("%s.lpt", sleep_json), F_OK), 0);
     cJSON *j = meta_of(sleep_json);
     cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(libprof_meta(j), "complete")), "a killed process's trace is partial");
