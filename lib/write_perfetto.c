@@ -631,15 +631,18 @@ static size_t keep(char *dst, size_t cap, const char *s, size_t n) {
  * range's begin, a flow's end point), and kept for its end. */
 static void ev_begin(void *self, const struct lp_json_ev *e) {
     struct pf *f = self;
+    size_t cl = e->cat ? strlen(e->cat) : 0;
     f->ev = *e;
-    f->nlen = keep(f->name, sizeof f->name, e->name, e->nlen);
-    f->clen = keep(f->cat, sizeof f->cat, e->cat, e->cat ? strlen(e->cat) : 0);
     f->depth = f->overdepth = 0;
     f->nest[0] = (struct level){0, 0, 0, 0};
     f->klen = 0;
+    if (e->ph != 'X' && e->ph != 'i' && e->ph != 'I') { /* (what ev_value and ev_end read of the others) */
+        f->nlen = keep(f->name, sizeof f->name, e->name, e->nlen);
+        f->clen = keep(f->cat, sizeof f->cat, e->cat, cl);
+    }
     if (e->ph == 'C' || e->ph == 'M' || e->ph == 'e') return;
     if (e->name) lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, e->name, e->nlen) + 1);
-    if (e->cat) lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, f->cat, f->clen) + 1);
+    if (e->cat) lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, e->cat, cl) + 1);
 }
 
 /* An argument's key: a debug annotation opened (its name interned at the top, as the event's own
