@@ -47,7 +47,6 @@ void lp_cudamem_free(struct lp_cudamem *m) {
     lp_map_free(&m->blocks);
     lp_os_free(m->site);
     lp_os_free(m->pt);
-    if (m->syms) lp_syms_free(m->syms);
     lp_os_free(m);
 }
 
@@ -116,7 +115,7 @@ void lp_cudamem_chrome(const struct lp_cudamem *m, struct lp_json *j, uint64_t p
 static const char *site_name(struct lp_cudamem *m, uint32_t stack) {
     struct lp_frames v;
     if (!stack || !lp_stack_view(m->r, stack, &v) || !v.n) return "(no call stack: LIBPROF_STACKS)";
-    if (!m->syms && !(m->syms = lp_syms_new(m->r))) return "(no symbols)";
+    if (!m->syms && !(m->syms = lp_syms_of(m->r))) return "(no symbols)";
     for (uint32_t i = 0; i < v.n; i++)
         if ((v.f[i] & LP_PYFRAME_BIT) && v.f[i] != LP_FRAME_ELIDED) return lp_syms_function(m->syms, v.f[i], 1);
     return lp_syms_function(m->syms, v.f[0], 1);
@@ -156,7 +155,7 @@ static int by_at_peak(const void *x, const void *y) {
 }
 
 void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out) {
-    if (!m->syms && !(m->syms = lp_syms_new(m->r))) {
+    if (!m->syms && !(m->syms = lp_syms_of(m->r))) {
         out->err = ENOMEM;
         return;
     }

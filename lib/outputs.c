@@ -66,14 +66,12 @@ static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_samples_folded(lp_samples_of(a), k->out);
 }
 static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    struct lp_syms *syms = lp_syms_new(a->r);
+    struct lp_syms *syms = lp_syms_of(a->r);
     if (!syms || lp_pprof_cpu(k->out, a->r, lp_samples_of(a), syms) != 0) k->out->err = ENOMEM;
-    lp_syms_free(syms);
 }
 static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    struct lp_syms *syms = lp_syms_new(a->r);
+    struct lp_syms *syms = lp_syms_of(a->r);
     if (!syms || lp_pprof_heap(k->out, a->r, a->sites, syms) != 0) k->out->err = ENOMEM;
-    lp_syms_free(syms);
 }
 
 /* A writer of totals only. */

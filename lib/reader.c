@@ -141,6 +141,25 @@ uint64_t lp_chunk_resync(const uint8_t *d, size_t size, uint64_t off) {
     return size;
 }
 
+uint64_t lp_chunk_events(const uint8_t *d, size_t size, uint64_t off) {
+    uint64_t n = 0;
+    off = (off + 7) & ~(uint64_t)7;
+    while (off < size) {
+        if (!lp_chunk_valid(d, size, off)) {
+            off = lp_chunk_resync(d, size, off);
+            continue;
+        }
+        struct lp_chunk_header h;
+        memcpy(&h, d + off, sizeof h);
+        uint64_t count = 0, reset = 0;
+        if (h.type == LP_CHUNK_EVENTS &&
+            !check_records((const uint64_t *)(d + off + sizeof h), h.length / 8, &count, &reset))
+            n += count;
+        off += sizeof h + ((h.length + 7) & ~(uint64_t)7);
+    }
+    return n;
+}
+
 /* What indexing keeps from one call to the next: where it stopped, the latest clock pair, how
  * far it handed pages back, the streams by thread. A whole file is indexed in one call; a
  * followed one (lp_reader_follow) in one call per look, its idx kept in its lp_follow. */
@@ -604,6 +623,7 @@ int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errl
 }
 
 void lp_reader_close(struct lp_reader *r) {
+    if (r->syms_free) r->syms_free(r->syms);
     for (uint32_t i = 0; i < r->nthreads; i++) lp_os_free(r->threads[i].chunks);
     lp_os_free(r->threads);
     lp_os_free(r->chunks);

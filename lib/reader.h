@@ -27,6 +27,8 @@ struct lp_chunk_ref {
     uint32_t thread; /* index into lp_reader.threads */
 };
 
+struct lp_syms;
+
 struct lp_reader {
     const uint8_t *data;
     size_t size;
@@ -102,6 +104,9 @@ struct lp_reader {
     struct {
         size_t threads, chunks, names, short_chunks, stacks, modules, pycodes, ort_profiles, etdumps, notes;
     } cap; /* the arrays' room */
+    /* the symbol table of its addresses (symbols.c: lp_syms_of), made on first use */
+    struct lp_syms *syms;
+    void (*syms_free)(struct lp_syms *);
     /* a trace still being written (lp_reader_follow) */
     struct lp_follow *follow; /* NULL for a whole file */
     uint64_t watermark;       /* the latest WATERMARK chunk's ticks: every thread's records before it are in */
@@ -116,6 +121,10 @@ int lp_reader_open(struct lp_reader *r, const char *path, char *err, size_t errl
  * well formed); past damage, the next offset where one does (`size` when none does). */
 int lp_chunk_valid(const uint8_t *d, size_t size, uint64_t off);
 uint64_t lp_chunk_resync(const uint8_t *d, size_t size, uint64_t off);
+/* The events in the whole EVENTS chunks from `off` to `size` (damage between them skipped), as
+ * the reader counts them: what cutting the file at `off` loses (the recorder's recovery after a
+ * failed write, which other threads' later chunks may have outrun). */
+uint64_t lp_chunk_events(const uint8_t *d, size_t size, uint64_t off);
 /* The same for an open descriptor (the file may already be unlinked). */
 int lp_reader_open_fd(struct lp_reader *r, int fd, const char *label, char *err, size_t errlen);
 /* Index a trace held in memory (not copied: `data` must outlive the reader). */

@@ -113,7 +113,6 @@ void lp_samples_free(struct lp_samples *s) {
     lp_os_free(s->keys);
     table_free(&s->fn);
     table_free(&s->py);
-    lp_syms_free(s->syms);
     lp_os_free(s);
 }
 
@@ -275,7 +274,7 @@ static int cmp_row(const void *x, const void *y) {
 
 int lp_samples_finish(struct lp_samples *s) {
     if (!s) return 0;
-    if (!s->syms && !(s->syms = lp_syms_new(s->r))) return -1;
+    if (!s->syms && !(s->syms = lp_syms_of(s->r))) return -1;
     static const char libprof_frame[] = "[libprof]";
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         struct thread_cpu *c = &s->th[t];

@@ -72,7 +72,6 @@ void lp_sites_free(struct lp_sites *s) {
     lp_os_free(s->lines);
     lp_map_free(&s->line_ix);
     lp_os_free(s->site);
-    lp_syms_free(s->syms);
     lp_os_free(s);
 }
 
@@ -298,7 +297,7 @@ int lp_sites_finish(struct lp_sites *s, uint64_t at_ns) {
         }
         for (uint32_t i = 0; i < s->nlines; i++) s->lines[i].alloc_calls = (s->lines[i].alloc_calls + FX / 2) / FX;
     }
-    s->syms = lp_syms_new(s->r);
+    s->syms = lp_syms_of(s->r);
     if (!s->syms) return -1;
     for (uint32_t id = 1; id < s->nsite; id++) {
         struct site *t = &s->site[id];
@@ -817,7 +816,7 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     out->v = lp_os_calloc((size_t)buckets * out->nseries, sizeof *out->v);
     if (!out->v) goto out;
     for (uint32_t id = 0; id < n; id++) series[id] = (int16_t)t;
-    syms = lp_syms_new(r);
+    syms = lp_syms_of(r);
     for (unsigned i = 0; i < t; i++) {
         uint32_t id = (uint32_t)pairs[2 * i + 1];
         series[id] = (int16_t)i;
@@ -840,7 +839,6 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     if (series_pass(r, cur, NULL, series, out) != 0) goto out;
     rc = 0;
 out:
-    lp_syms_free(syms);
     lp_os_free(cur);
     lp_os_free(hi);
     lp_os_free(pairs);

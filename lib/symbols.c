@@ -39,7 +39,10 @@ struct module {
 
 struct lp_syms {
     const struct lp_reader *r;
-    struct module *mods; /* sorted by lo */
+    const struct lp_module_ref *made_of; /* the reader's module map when made, and its length */
+    uint32_t made_n;
+    struct lp_syms *retired; /* tables set aside when the map grew (lp_syms_of), freed with this one */
+    struct module *mods;     /* sorted by lo */
     uint32_t nmods;
     struct lp_map cache; /* addr*2+ret -> the name's text (in a block of the pool) */
     /* the names, in blocks that never move: a name returned stays valid as long as `s` (a growing
@@ -93,10 +96,12 @@ static int sort_syms(struct sym *a, size_t n) {
 static const char *const runtime_prefixes[] = {"libc.so", "libc-",    "libstdc++",  "ld-linux", "ld-",     "libunwind",
                                                "libprof", "libgcc_s", "libpthread", "libm.so",  "libdl.so"};
 
-struct lp_syms *lp_syms_new(const struct lp_reader *r) {
+static struct lp_syms *syms_new(const struct lp_reader *r) {
     struct lp_syms *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
+    s->made_of = r->modules;
+    s->made_n = r->nmodules;
     s->mods = lp_os_calloc(r->nmodules + 1, sizeof *s->mods);
     if (!s->mods) {
         lp_os_free(s);
@@ -133,8 +138,9 @@ struct lp_syms *lp_syms_new(const struct lp_reader *r) {
     return s;
 }
 
-void lp_syms_free(struct lp_syms *s) {
+static void syms_free(struct lp_syms *s) {
     if (!s) return;
+    syms_free(s->retired);
     for (uint32_t i = 0; i < s->nmods; i++) {
         struct module *m = &s->mods[i];
         if (m->base && strcmp(m->base, "?")) lp_os_free((void *)m->base);
@@ -149,6 +155,18 @@ void lp_syms_free(struct lp_syms *s) {
     }
     lp_map_free(&s->cache);
     lp_os_free(s);
+}
+
+struct lp_syms *lp_syms_of(const struct lp_reader *r) {
+    struct lp_reader *w = (struct lp_reader *)r; /* (the reader's one cache: the table is not the trace) */
+    struct lp_syms *s = w->syms;
+    if (s && s->made_of == r->modules && s->made_n == r->nmodules) return s;
+    struct lp_syms *n = syms_new(r);
+    if (!n) return NULL;
+    n->retired = s; /* its modules may be gone (the map moved): only its names are kept */
+    w->syms = n;
+    w->syms_free = syms_free;
+    return n;
 }
 
 static struct module *module_of(struct lp_syms *s, uint64_t addr) {

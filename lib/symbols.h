@@ -12,8 +12,12 @@
 
 struct lp_syms;
 
-struct lp_syms *lp_syms_new(const struct lp_reader *r);
-void lp_syms_free(struct lp_syms *s);
+/* The trace's symbol table, made on first use and freed with the reader (lp_reader_close): every
+ * view and writer of a conversion names its addresses through it, so each object's symbols are
+ * read and each address named once. A followed trace's module map grows as the run loads
+ * libraries: a table made before the map changed is set aside (the names it gave stay valid
+ * until the reader closes) and a new one made. NULL when out of memory. */
+struct lp_syms *lp_syms_of(const struct lp_reader *r);
 
 /* The name of the function containing `addr` ("module+0xOFF" when unknown); `ret`: the address is
  * a return address (looked up at addr - 1, inside the call). The string lives as long as `s`. */

@@ -47,7 +47,6 @@ struct chrome {
     uint32_t pid;
     uint64_t instants, mmap_points;
     int mmap_capped;
-    struct lp_syms *syms;    /* call sites of BLAS/oneDNN calls (LIBPROF_STACKS), made on first use */
     uint64_t cutoff, min_ns; /* the timeline: full detail from `cutoff` (0: the whole run) */
     uint64_t folded, folded_instants;
     struct fold *folds;
@@ -382,8 +381,8 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
         lp_json_str(j, v->file, v->file_len);
     }
     struct lp_frames sv, *st = &sv;
-    if (e->stack && !lp_json_memo(j, e->stack) && lp_stack_view(r, e->stack, &sv) &&
-        (c->syms || (c->syms = lp_syms_new(r)))) {
+    struct lp_syms *syms;
+    if (e->stack && !lp_json_memo(j, e->stack) && lp_stack_view(r, e->stack, &sv) && (syms = lp_syms_of(r))) {
         /* the Python line that made the call (frames "f (file:line)", innermost first) */
         char py[4096];
         size_t pn = 0;
@@ -394,7 +393,7 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
                 continue;
             }
             if (st->f[i] == LP_FRAME_ELIDED) continue;
-            int k = snprintf(py + pn, sizeof py - pn, "%s%s", pn ? " < " : "", lp_syms_function(c->syms, st->f[i], 1));
+            int k = snprintf(py + pn, sizeof py - pn, "%s%s", pn ? " < " : "", lp_syms_function(syms, st->f[i], 1));
             if (k < 0 || (size_t)k >= sizeof py - pn) break;
             pn += (size_t)k;
         }
@@ -406,7 +405,7 @@ static void call(struct chrome *c, const struct lp_analysis *a, const struct lp_
             lp_json_key(j, "stack");
             lp_json_array(j);
             for (uint32_t i = 0; i < st->n && i < 32; i++) {
-                const char *fn = lp_syms_function(c->syms, st->f[i], 1);
+                const char *fn = lp_syms_function(syms, st->f[i], 1);
                 lp_json_str(j, fn, strlen(fn));
             }
             lp_json_array_end(j);
@@ -680,7 +679,6 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
 
 static void release_chrome(struct lp_sink *k) {
     struct chrome *c = k->self;
-    if (c) lp_syms_free(c->syms);
     while (c && c->nsegs) {
         c->nsegs--;
         lp_os_close(c->segs[c->nsegs].fd);

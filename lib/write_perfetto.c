@@ -1107,7 +1107,7 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     struct lp_pb tables = {0}, dump = {0};
     /* (its strings hold the mapping's path and the function names: those start at 2) */
     struct heap_arg h = {.r = a->r,
-                         .syms = lp_syms_new(a->r),
+                         .syms = lp_syms_of(a->r),
                          .frames = {.b = &tables,
                                     .f_strings = PP_STRINGS,
                                     .f_paths = PP_STRINGS,
@@ -1137,7 +1137,6 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     lp_pb_free(&tables);
     lp_pb_free(&dump);
     lp_strtab_free(&h.frames.names);
-    lp_syms_free(h.syms);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "lp.h"
+#include "lib/reader.h"
 #include "sys.h"
 
 LP_TLS struct lpr_tls lpr_tls;
@@ -429,6 +430,21 @@ static int may_write(void) {
  * were dropped. Called once, at the end of the run. */
 void lpr_spool_recover(void) {
     if (!lpr_spool_on || !__atomic_load_n(&spool_failed, __ATOMIC_RELAXED) || fail_off == UINT64_MAX) return;
+    /* Threads write their chunks at offsets they reserved, at once: a chunk reserved after the
+     * failed one may have been written whole before it failed. The cut takes such chunks too:
+     * their events, counted as written, are counted as dropped instead. */
+    int fd = lpr_sys_open(spool_path, O_RDONLY | O_NOFOLLOW, 0);
+    struct stat st;
+    if (fd >= 0 && lpr_sys_fstat(fd, &st) == 0 && (uint64_t)st.st_size > fail_off) {
+        void *m = lpr_sys_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if ((uintptr_t)m < (uintptr_t)-4095) {
+            uint64_t lost = lp_chunk_events(m, (size_t)st.st_size, fail_off);
+            __atomic_fetch_sub(&lpr_events_written, lost, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&lpr_events_dropped, lost, __ATOMIC_RELAXED);
+            lpr_sys_munmap(m, (size_t)st.st_size);
+        }
+    }
+    if (fd >= 0) lpr_sys_close(fd);
     if (lpr_sys_truncate(spool_path, fail_off) != 0) return;
     spool_off = fail_off;
     spool_failed = 0;

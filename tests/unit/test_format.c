@@ -195,6 +195,26 @@ Test(format, damaged_and_foreign_files) {
     free(c);
 }
 
+/* What cutting a trace at an offset loses (the recorder's recovery after a full disk, where a
+ * thread's chunk reserved after the failed one was written whole): the events of the whole
+ * EVENTS chunks past the cut, damage before them skipped, other chunks not counted. */
+Test(format, events_past_a_cut_are_counted) {
+    struct buf b = sample();
+    size_t first = LP_FILE_HEADER_SIZE; /* the first EVENTS chunk (thread 100's: 2 events) */
+    struct lp_chunk_header h;
+    for (;;) {
+        memcpy(&h, b.d + first, sizeof h);
+        if (h.type == LP_CHUNK_EVENTS) break;
+        first += sizeof h + ((h.length + 7) & ~7u);
+    }
+    cr_expect_eq(lp_chunk_events(b.d, b.n, first), 5, "both threads' chunks");
+    cr_expect_eq(lp_chunk_events(b.d, b.n, first + 8), 3, "inside the first: thread 200's alone");
+    memset(b.d + first, 0, sizeof h + 16); /* the failed chunk: a hole where its header was */
+    cr_expect_eq(lp_chunk_events(b.d, b.n, first), 3, "a hole, then thread 200's chunk");
+    cr_expect_eq(lp_chunk_events(b.d, b.n, b.n), 0);
+    free(b.d);
+}
+
 /* A stray write of the program's over the file header (a descriptor number reused under libprof):
  * the copy in the HEADER chunk that follows it keeps the trace readable. */
 Test(format, damaged_header_is_read_from_its_copy) {
