@@ -640,6 +640,27 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
     return n;
 }
 
+/* The last capture's frames again, but for the innermost one (f, still at the same address) whose
+ * instruction is now `instr`: where it runs the same code with the same entry flag, its word is
+ * made again (a line-cache lookup; the part interned anew only when its line changed) and 1 is
+ * returned; else 0, and the frames are walked. The common step between two allocations of a
+ * Python loop: only the innermost frame moved. The code is checked to be still its entry's, since
+ * the frame at this address may be a new call of a code object made where the old one was. */
+static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
+    uintptr_t code = rd(f + (uintptr_t)L->f_code);
+    uint32_t cid = LP_PYFRAME_ID(c->word[0]);
+    if (code != c->code[0] || !cid || !still(code, cid)) return 0;
+    if (c->n > 1 && (L->f_entry >= 0 ? ((const char *)f)[L->f_entry] != 0 : 0) != c->end[0]) return 0;
+    int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
+    uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
+    c->instr[0] = instr;
+    if (w != c->word[0]) {
+        c->word[0] = w;
+        c->id = lpr_stack_intern_words(c->word, c->n);
+    }
+    return 1;
+}
+
 /* The calling thread's Python frames as the Python part of a stack: the interned stack of their
  * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
  * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
@@ -677,12 +698,17 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
          * stack; anything else — an older chunk, a generator's frame — is left to the walk below */
         const uintptr_t lo = ch.lo, span = ch.span;
         uint32_t i = 0, cn = c->n;
-        uintptr_t g = f;
+        uintptr_t g = f, moved = 0, mf = f; /* moved: the innermost frame's (mf) new instruction */
         if (!shims && c->one_chunk && c->lo == lo && c->span == span) {
             /* 3.11, every frame of the last capture in the chunk the chain starts in, as it was:
              * a frame at the same address as one of them is there to be read */
+            if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
+                g = rd(g + o_back);
+                i = 1;
+            } else
+                moved = 0;
             for (; g && i < cn && g == c->frame[i] && rd(g + o_instr) == c->instr[i]; i++) g = rd(g + o_back);
-            if (i == cn && !g) {
+            if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
                 *id = c->id;
                 return (int)cn;
             }
@@ -697,11 +723,18 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
                 continue;
             }
             /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
+            if (g != c->frame[i]) break;
+            uintptr_t x = rd(g + o_instr);
+            if (x != c->instr[i]) {
+                if (i) break;
+                moved = x; /* the innermost frame: only it may have moved */
+                mf = g;
+            }
             g = rd(g + o_back);
             i++;
         }
-        if (i == cn && !g) { /* every frame, and no more (run ends follow from the same frames) */
+        /* every frame, and no more (run ends follow from the same frames) */
+        if (i == cn && !g && (!moved || innermost_moved(c, mf, moved))) {
             *id = c->id;
             return (int)cn;
         }

@@ -561,7 +561,8 @@ Test(python, python_malloc_shows_small_objects, .init = setup) {
 /* A program of many shapes of Python code, each line allocating one block of its own size (so a
  * block's size tells its line): plain calls, recursion 30 deep, a comprehension, a generator, a
  * lambda called back from C (sorted's key), a class body, a decorator, a thread, a callback from a
- * C function (map), an exception handler. `python3 tm.py trace` runs it under tracemalloc (CPython's
+ * C function (map), an exception handler, two lines of one frame one after the other (only the
+ * innermost frame's instruction moves between them). `python3 tm.py trace` runs it under tracemalloc (CPython's
  * own per-line tracer) and prints each block's size and its innermost line. */
 static const char tm_py[] =
     "import sys, threading, tracemalloc\n"                                                    /* 1 */
@@ -592,13 +593,16 @@ static const char tm_py[] =
     "    except ValueError as e:\n"                                                           /* 26 */
     "        keep.append(e.args[0])\n"                                                        /* 27 */
     "t = threading.Thread(target=lambda: keep.append(bytearray(100000 + 64 * 60)))\n"         /* 28 */
-    "work(); t.start(); t.join()\n"                                                           /* 29 */
-    "if sys.argv[1] == 'trace':\n"                                                            /* 30 */
-    "    for tr in tracemalloc.take_snapshot().traces:\n"                                     /* 31 */
-    "        f = tr.traceback[0]\n"                                                           /* 32 */
-    "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                     /* 33 */
-    "            print(tr.size, f.lineno)\n";
-/* 34 */ /* 34 */
+    "def seq():\n"                                                                            /* 29 */
+    "    a = bytearray(100000 + 64 * 70)\n"                                                   /* 30 */
+    "    b = bytearray(100000 + 64 * 71)\n"                                                   /* 31 */
+    "    keep.extend((a, b))\n"                                                               /* 32 */
+    "work(); seq(); t.start(); t.join()\n"                                                    /* 33 */
+    "if sys.argv[1] == 'trace':\n"                                                            /* 34 */
+    "    for tr in tracemalloc.take_snapshot().traces:\n"                                     /* 35 */
+    "        f = tr.traceback[0]\n"                                                           /* 36 */
+    "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                     /* 37 */
+    "            print(tr.size, f.lineno)\n";                                                 /* 38 */
 
 /* Each block's line as tracemalloc sees it, against the innermost Python frame of its site in
  * libprof's trace — every interpreter, with native stacks too shallow to reach the interpreter
@@ -657,7 +661,7 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
                 if (!p) break;
                 p++;
             }
-            cr_expect_geq(lines, 14, "%s: tracemalloc saw %d blocks: %s", py[i], lines, ref.out);
+            cr_expect_geq(lines, 16, "%s: tracemalloc saw %d blocks: %s", py[i], lines, ref.out);
             free(text);
             run_free(&rep);
             run_free(&r);
