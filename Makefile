@@ -131,8 +131,8 @@ LIB_SRCS += lib/map.c
 LIB_SRCS += lib/out.c
 LIB_SRCS += lib/vec.c
 
-# lib/os.h for the tools: the C library itself (inside the program, preload/core/os.c).
-TOOL_OS_SRCS += lib/os_libc.c
+# lib/os.h for the tools: the C library itself (inside the program, preload/core/os_real.c).
+TOOL_OS_SRCS += tools/os_libc.c
 
 REPORT_SRCS += tools/libprof-report.c
 REPORT_SRCS += tools/cli.c

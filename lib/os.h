@@ -1,5 +1,5 @@
 /* os.h: the C-library calls of lib/ that libprof also intercepts. lib/ runs in two places: in
- * libprof-report, where these are the C library's own (lib/os_libc.c), and inside the profiled
+ * libprof-report, where these are the C library's own (tools/os_libc.c), and inside the profiled
  * program for the conversion at exit, where the C library's names would land in libprof's own
  * hooks (malloc, open, write, mmap, dlopen are all exported by libprof.so): there they are the
  * real functions resolved once, or raw system calls (preload/core/os_real.c). So nothing in lib/

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "convert.h"
+#include "cudamem.h"
+#include "views.h"
+#include "write_chrome.h"
+#include "write_tables.h"
 #include "os.h"
 #include "pprof.h"
 #include "samples.h"

@@ -9,26 +9,7 @@
 
 #include <stddef.h>
 
-enum lp_output_kind {
-    LP_OUT_CHROME,       /* Chrome trace JSON: the timeline */
-    LP_OUT_CSV,          /* one row per function, entry point, shape, file, site, operator */
-    LP_OUT_SUMMARY,      /* the human-readable tables (to a descriptor: stderr, a log, stdout) */
-    LP_OUT_FOLDED,       /* allocated bytes by call stack, collapsed stacks */
-    LP_OUT_FOLDED_LEAKS, /* leaked bytes, collapsed stacks */
-    LP_OUT_SPEEDSCOPE,   /* the flame graphs (allocations, each thread's CPU) as one speedscope file */
-    LP_OUT_FOLDED_PEAK,  /* bytes live at the heap's peak (or at --at) */
-    LP_OUT_FOLDED_TEMP,  /* bytes of temporary allocations (the HTML page's) */
-    LP_OUT_CPU_FOLDED,   /* the CPU samples, collapsed stacks, the thread as the root frame */
-    LP_OUT_PPROF,        /* the CPU samples, pprof */
-    LP_OUT_PPROF_HEAP,   /* the allocation stacks, pprof */
-    LP_OUT_PERFETTO,     /* Perfetto's protobuf trace: the timeline with the CPU samples on it */
-    LP_OUT_CUDA_PEAK,    /* CUDA device memory live at its peak, collapsed stacks */
-    LP_OUT_COUNT
-};
-
-/* What of the trace an output is made of (both bits: either will do). */
-#define LP_NEEDS_STACKS 1u  /* allocation stacks (LIBPROF_STACKS) */
-#define LP_NEEDS_SAMPLES 2u /* CPU samples (LIBPROF_SAMPLE_HZ) */
+#include "analysis.h" /* enum lp_output_kind, LP_NEEDS_* */
 
 struct lp_sink;
 struct lp_analysis;

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "convert.h"
 #include "map.h"
 #include "os.h"
 #include "pb.h"

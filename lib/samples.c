@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
+#include "analysis.h"
 #include "json.h"
 #include "map.h"
 #include "os.h"

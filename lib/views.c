@@ -3,7 +3,14 @@
 #define _GNU_SOURCE
 #include "views.h"
 
-#include "convert.h"
+#include "analysis.h"
+#include "calls.h"
+#include "cudamem.h"
+#include "etdump.h"
+#include "gpu.h"
+#include "ort.h"
+#include "pycalls.h"
+#include "torch.h"
 #include "samples.h"
 
 #define SHAPE(s) (1u << LP_SHAPE_##s)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis.h"
+
 struct lp_analysis;
 struct lp_event;
 struct lp_seen;
@@ -50,5 +52,11 @@ struct lp_view {
 };
 extern const struct lp_view lp_views[LP_VIEW_COUNT];
 extern const unsigned lp_nviews;
+_Static_assert(LP_VIEW_COUNT <= LP_VIEW_SLOTS, "lp_analysis.view has room for every view (analysis.h)");
+
+/* The views the writers read besides their own parts: the CPU samples (NULL without them), CUDA
+ * device memory. */
+static inline struct lp_samples *lp_samples_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CPU]; }
+static inline struct lp_cudamem *lp_cudamem_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CUDAMEM]; }
 
 #endif

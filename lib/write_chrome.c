@@ -10,13 +10,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "convert.h"
+#include "write_chrome.h"
+
+#include "analysis.h"
+#include "calls.h"
 #include "describe.h"
 #include "json.h"
-#include "samples.h"
 #include "os.h"
+#include "samples.h"
+#include "sites.h"
 #include "symbols.h"
 #include "vec.h"
+#include "views.h"
 
 #define MMAP_POINTS_MAX 20000
 

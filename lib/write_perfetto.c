@@ -33,7 +33,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "convert.h"
+#include "analysis.h"
+#include "calls.h"
+#include "views.h"
+#include "write_chrome.h"
 #include "json.h"
 #include "map.h"
 #include "os.h"

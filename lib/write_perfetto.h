@@ -8,7 +8,7 @@
 struct lp_sink;
 struct lp_reader;
 
-/* As lp_sink_chrome (convert.h), whose options it takes: 0, or -1 when out of memory. */
+/* As lp_sink_chrome (write_chrome.h), whose options it takes: 0, or -1 when out of memory. */
 int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
                      uint64_t timeline_ns, uint64_t timeline_min_ns);
 

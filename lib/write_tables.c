@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "convert.h"
+#include "write_tables.h"
+
+#include "analysis.h"
+#include "calls.h"
+#include "sites.h"
+#include "views.h"
 #include "samples.h"
 #include "fmt.h"
 

@@ -1,6 +1,6 @@
 /* os_real.c: lib/os.h inside the profiled program — the real functions (real.c) and raw system calls
  * (sys.h), so that the conversion at exit, which runs lib/ code in the program's process, never
- * passes through libprof's own hooks. (libprof-report links lib/os_libc.c instead.) */
+ * passes through libprof's own hooks. (libprof-report links tools/os_libc.c instead.) */
 #define _GNU_SOURCE
 #include "lib/os.h"
 

@@ -1,7 +1,7 @@
 /* os_libc.c: lib/os.h for the tools — the C library's own functions. (Inside the profiled
  * program, preload/core/os_real.c provides them instead.) */
 #define _GNU_SOURCE
-#include "os.h"
+#include "lib/os.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
