@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "html.h"
+#include "flame.h"
+
+#include "page.h"
 #include "lib/fmt.h"
 #include "lib/vec.h"
 

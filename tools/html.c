@@ -11,7 +11,9 @@
 #include "lib/map.h"
 #include "lib/sites.h"
 #include "lib/vec.h"
-#include "html.h"
+#include "flame.h"
+#include "html_cpu.h"
+#include "page.h"
 #include "report.h"
 
 static void row_emit(void *arg, const char *name, size_t count, const int64_t *v) {

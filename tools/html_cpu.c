@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "html.h"
+#include "html_cpu.h"
+
+#include "flame.h"
+#include "page.h"
 #include "lib/fmt.h"
 #include "lib/samples.h"
 #include "lib/vec.h"

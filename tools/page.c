@@ -1,7 +1,7 @@
 /* page.c: what every part of the HTML page (html.c, flame.c, html_cpu.c) writes the same way. */
 #include <stdio.h>
 
-#include "html.h"
+#include "page.h"
 
 void rp_html_esc(FILE *f, const char *s, size_t n) {
     for (size_t i = 0; i < n && s[i]; i++) {

@@ -1,13 +1,10 @@
-/* html.h: what the HTML page's parts share (html.c draws the page, flame.c its flame graphs,
- * html_cpu.c its CPU views, page.c what they all write alike): escaping, the flame graph's tree. */
-#ifndef RP_HTML_H
-#define RP_HTML_H
+/* flame.h: the HTML page's flame graphs (flame.c), drawn by html.c and html_cpu.c. */
+#ifndef RP_FLAME_H
+#define RP_FLAME_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* `s` (at most n bytes) as HTML text or attribute value (page.c). */
-void rp_html_esc(FILE *f, const char *s, size_t n);
 
 /* A flame graph: frames merged from the root down, each with its value; with `buckets`, each
  * frame also keeps its value per slice of the run, so that the page can redraw the graph for a
@@ -27,12 +24,5 @@ void rp_flame_svg(FILE *f, const struct rp_flame *t, const char *id, const char 
 /* The page's script for every flame graph (zoom, search; a time window for bucketed ones:
  * rpFlameWindow(lo, hi, of) redraws them for slices [lo, hi) of `of`) and the tables' sorting. */
 extern const char rp_flame_js[];
-
-/* The CPU views (html_cpu.c): nothing when the trace has no samples; `r` (may be NULL) adds the
- * CPU flame graph. */
-struct lp_slices;
-struct lp_reader;
-/* `top`: rows per table (--top; 0: 25). */
-void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, int top);
 
 #endif

@@ -1,0 +1,14 @@
+/* html_cpu.h: the HTML page's CPU views (html_cpu.c), a section of the page html.c draws. */
+#ifndef RP_HTML_CPU_H
+#define RP_HTML_CPU_H
+
+#include <stdio.h>
+
+/* The CPU views: nothing when the trace has no samples; `r` (may be NULL) adds the
+ * CPU flame graph. */
+struct lp_slices;
+struct lp_reader;
+/* `top`: rows per table (--top; 0: 25). */
+void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, int top);
+
+#endif
