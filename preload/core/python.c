@@ -661,85 +661,73 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     return 1;
 }
 
-/* The calling thread's Python frames as the Python part of a stack: the interned stack of their
- * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
- * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
- * cache of its last part: the frames are walked (a few loads each), and only those that differ
- * from the last capture's — counted from the outermost, which change least — get their code's
- * id and line looked up; a part found unchanged is not interned again. A frame that is the same
- * (address, code, instruction) is the same Python frame at the same line: a live frame holds its
- * code object, so neither can have been replaced under it. `buf` (LP_STACK_MAX_DEPTH words)
- * serves a thread that has no cache yet; `sampler`: the cache of the sampler's signal handler. */
-int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
-    if (!lpr_py_on) return 0;
-    struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
-    struct pypart *c = cache ? &cache->part_of[sampler != 0] : NULL;
-    if (!c) {
-        uint8_t end[PART];
-        int n = lpr_py_frames(buf, end, PART);
-        for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
-        *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
-        return n;
+/* The common case first (3.11+): the same frames as the last capture, each at the same line but
+ * maybe the innermost — compared as they are walked from `f`, nothing stored. Their number, with
+ * the part's id in *id; -1 when they differ (then they are walked, part_walk). Kept apart from
+ * the walk, whose frame arrays every capture would otherwise set up. */
+static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t f, uint32_t *id) {
+    const int shims = L->minor >= 12;
+    const uintptr_t o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr, o_owner = (uintptr_t)L->f_owner;
+    /* every frame here must lie in the chunk the chain starts in, or (3.12+ shims) on the C
+     * stack; anything else — an older chunk, a generator's frame — is left to part_walk */
+    const uintptr_t lo = ch->lo, span = ch->span;
+    uint32_t i = 0, cn = c->n;
+    uintptr_t g = f, moved = 0, mf = f; /* moved: the innermost frame's (mf) new instruction */
+    if (!shims && c->one_chunk && c->lo == lo && c->span == span) {
+        /* 3.11, every frame of the last capture in the chunk the chain starts in, as it was:
+         * a frame at the same address as one of them is there to be read */
+        if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
+            g = rd(g + o_back);
+            i = 1;
+        } else
+            moved = 0;
+        for (; g && i < cn && g == c->frame[i] && rd(g + o_instr) == c->instr[i]; i++) g = rd(g + o_back);
+        if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
+            *id = c->id;
+            return (int)cn;
+        }
+        return -1;
     }
+    uintptr_t cs_lo = 0, cs_span = 0; /* (none: g is never 0 here) */
+    if (shims) cstack_range(&cs_lo, &cs_span);
+    while (g && i < cn) {
+        if (LP_UNLIKELY(g - lo > span) && g - cs_lo > cs_span) break;
+        if (shims && *(const char *)(g + o_owner) == SHIM) {
+            g = rd(g + o_back);
+            continue;
+        }
+        /* (3.11+: the instruction lies inside its code object, so it names the code too) */
+        if (g != c->frame[i]) break;
+        uintptr_t x = rd(g + o_instr);
+        if (x != c->instr[i]) {
+            if (i) break;
+            moved = x; /* the innermost frame: only it may have moved */
+            mf = g;
+        }
+        g = rd(g + o_back);
+        i++;
+    }
+    /* every frame, and no more (run ends follow from the same frames) */
+    if (i == cn && !g && (!moved || innermost_moved(c, mf, moved))) {
+        *id = c->id;
+        return (int)cn;
+    }
+    return -1;
+}
+
+/* The frames from `f` walked (up to PART), compared with the last capture's from the outermost:
+ * only those that changed get their code's id and line looked up, and a part found unchanged is
+ * not interned again. As lpr_py_part returns. */
+static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *chp, uintptr_t f, uint32_t *id) {
     uintptr_t fr[PART], co[PART], in[PART];
     uint8_t en[PART];
     int n = 0;
-    struct chain ch;
+    struct chain ch = *chp;
     char copy[FRAME_COPY];
-    uintptr_t f = top_frame_in(&ch);
     const int shims = L->kind == 1 && L->minor >= 12;
     /* the layout's offsets in registers: these loops run for every frame of every capture */
     const uintptr_t o_code = (uintptr_t)L->f_code, o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr,
                     o_owner = (uintptr_t)L->f_owner;
-    if (L->kind == 1 && c->id) {
-        /* the common case first: the same frames as last time, each at the same line — compared
-         * as they are walked, nothing stored */
-        /* every frame here must lie in the chunk the chain starts in, or (3.12+ shims) on the C
-         * stack; anything else — an older chunk, a generator's frame — is left to the walk below */
-        const uintptr_t lo = ch.lo, span = ch.span;
-        uint32_t i = 0, cn = c->n;
-        uintptr_t g = f, moved = 0, mf = f; /* moved: the innermost frame's (mf) new instruction */
-        if (!shims && c->one_chunk && c->lo == lo && c->span == span) {
-            /* 3.11, every frame of the last capture in the chunk the chain starts in, as it was:
-             * a frame at the same address as one of them is there to be read */
-            if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
-                g = rd(g + o_back);
-                i = 1;
-            } else
-                moved = 0;
-            for (; g && i < cn && g == c->frame[i] && rd(g + o_instr) == c->instr[i]; i++) g = rd(g + o_back);
-            if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
-                *id = c->id;
-                return (int)cn;
-            }
-            goto walk;
-        }
-        uintptr_t cs_lo = 0, cs_span = 0; /* (none: g is never 0 here) */
-        if (shims) cstack_range(&cs_lo, &cs_span);
-        while (g && i < cn) {
-            if (LP_UNLIKELY(g - lo > span) && g - cs_lo > cs_span) break;
-            if (shims && *(const char *)(g + o_owner) == SHIM) {
-                g = rd(g + o_back);
-                continue;
-            }
-            /* (3.11+: the instruction lies inside its code object, so it names the code too) */
-            if (g != c->frame[i]) break;
-            uintptr_t x = rd(g + o_instr);
-            if (x != c->instr[i]) {
-                if (i) break;
-                moved = x; /* the innermost frame: only it may have moved */
-                mf = g;
-            }
-            g = rd(g + o_back);
-            i++;
-        }
-        /* every frame, and no more (run ends follow from the same frames) */
-        if (i == cn && !g && (!moved || innermost_moved(c, mf, moved))) {
-            *id = c->id;
-            return (int)cn;
-        }
-    }
-walk:;
     /* up to 3.10 frame objects, the instruction an index; then interpreter frames, a pointer */
     const intptr_t o_entry = L->f_entry;
     const uintptr_t lo0 = ch.lo, span0 = ch.span;
@@ -813,6 +801,35 @@ walk:;
     c->id = lpr_stack_intern_words(c->word, (unsigned)n);
     *id = c->id;
     return n;
+}
+
+/* The calling thread's Python frames as the Python part of a stack: the interned stack of their
+ * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
+ * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
+ * cache of its last part: the frames are walked (a few loads each), and only those that differ
+ * from the last capture's — counted from the outermost, which change least — get their code's
+ * id and line looked up; a part found unchanged is not interned again. A frame that is the same
+ * (address, code, instruction) is the same Python frame at the same line: a live frame holds its
+ * code object, so neither can have been replaced under it. `buf` (LP_STACK_MAX_DEPTH words)
+ * serves a thread that has no cache yet; `sampler`: the cache of the sampler's signal handler. */
+int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
+    if (!lpr_py_on) return 0;
+    struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
+    struct pypart *c = cache ? &cache->part_of[sampler != 0] : NULL;
+    if (!c) {
+        uint8_t end[PART];
+        int n = lpr_py_frames(buf, end, PART);
+        for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
+        *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
+        return n;
+    }
+    struct chain ch;
+    uintptr_t f = top_frame_in(&ch);
+    if (L->kind == 1 && c->id) {
+        int n = part_again(c, &ch, f, id);
+        if (n >= 0) return n;
+    }
+    return part_walk(c, &ch, f, id);
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */
