@@ -16,6 +16,15 @@
 #include "lib/outputs.h"
 #include "lib/vars.h"
 
+/* This process as the recorder knows it: its configuration (read at start by life.c) and what
+ * the %-patterns of its paths expand to. */
+struct lpr_config lpr_cfg;
+long lpr_pid;
+char lpr_exe_path[PATH_MAX];
+char lpr_host[256];
+struct lpr_pattern_ctx lpr_pattern;
+struct lpr_job lpr_job; /* the launcher's rank, size, local rank (names of the job's processes) */
+
 #define DEFAULT_BUFFER_KB 128
 #define LPR_DEFAULT_SAMPLE_HZ 1000 /* LIBPROF=1 samples at this rate unless LIBPROF_SAMPLE_HZ says */
 #define DEFAULT_ALLOC_MIN (64u * 1024)

@@ -27,15 +27,8 @@
 #include "lib/convert.h"
 
 volatile uint32_t lpr_gate = LP_GATE_UNINIT;
-struct lpr_config lpr_cfg;
 int lpr_alloc_timed;
 int lpr_alloc_lean;
-long lpr_pid;
-
-char lpr_exe_path[PATH_MAX];
-char lpr_host[256];
-struct lpr_pattern_ctx lpr_pattern;
-struct lpr_job lpr_job; /* the launcher's rank, size, local rank (names of the job's processes) */
 
 static int init_state;  /* 0 = not started, 1 = running, 2 = done */
 static int heavy_state; /* the pending set-up (LP_GATE_PENDING): 0 = not run, 1 = running, 2 = done */

@@ -139,6 +139,15 @@ struct lpr_job {
 };
 LP_HIDDEN void lpr_job_from_env(struct lpr_job *j, lpr_getenv_fn get);
 
+/* This process: its configuration (loaded by life.c at start), its pid, its executable, its host
+ * and what %p %h %t %e expand to here, its job. */
+LP_HIDDEN extern struct lpr_config lpr_cfg;
+LP_HIDDEN extern long lpr_pid;
+LP_HIDDEN extern char lpr_exe_path[PATH_MAX];
+LP_HIDDEN extern char lpr_host[256];
+LP_HIDDEN extern struct lpr_pattern_ctx lpr_pattern;
+LP_HIDDEN extern struct lpr_job lpr_job;
+
 LP_HIDDEN void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr_pattern_ctx *ctx);
 LP_HIDDEN int lpr_parse_bool(const char *s, int *out);
 LP_HIDDEN int lpr_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
@@ -754,15 +763,10 @@ LP_HIDDEN int lpr_spawn_report(const char *const *args, const char *lock, int wa
 
 /* ---- "life.c": the life cycle of the recorder in one process ------------------------------- */
 
-LP_HIDDEN extern struct lpr_config lpr_cfg;
 LP_HIDDEN extern int lpr_alloc_timed; /* copy of lpr_cfg.alloc_timing for the hot path */
 /* Allocation records are plain: no stacks, untimed, TSC timestamps (hooks/alloc.c's lean path,
  * LP_GATE_LEAN). Set once, before LP_GATE_PENDING is cleared. */
-LP_HIDDEN extern long lpr_pid;
 LP_HIDDEN extern int lpr_exit_status;
-LP_HIDDEN extern char lpr_exe_path[PATH_MAX];
-LP_HIDDEN extern char lpr_host[256];
-LP_HIDDEN extern struct lpr_pattern_ctx lpr_pattern; /* what %p %h %t %e expand to here */
 LP_HIDDEN void lpr_finish(int status);
 /* The end of the run where this process can no longer allocate (a fatal signal `sig`, or _exit
  * with `status` from inside libprof): the conversion runs in a process of its own. */
