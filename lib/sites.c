@@ -744,18 +744,24 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
     memset(cur, 0, n * sizeof *cur);
     int64_t sums[LP_SERIES_MAX + 1] = {0};
     unsigned filled = 0, buckets = out->buckets;
+    /* event time ns falls in bucket ns * buckets / span; the first time of bucket k is
+     * ceil(k * span / buckets): the bucket is computed only where the next one is reached */
+    const uint64_t span = out->span_ns ? out->span_ns : 1;
+#define FIRST_NS(k) ((k) >= buckets ? UINT64_MAX : (uint64_t)(((unsigned __int128)(k)*span + buckets - 1) / buckets))
+    uint64_t next = FIRST_NS(1u);
     struct lp_event e;
     int rc = 0;
     while (lp_iter_next(it, &e)) {
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
         if (!freed && !ptr) continue;
-        if (series) { /* the buckets before this event take the values so far */
-            unsigned b = (unsigned)((unsigned __int128)e.ns * buckets / (out->span_ns ? out->span_ns : 1));
+        if (series && e.ns >= next) { /* the buckets before this event take the values so far */
+            unsigned b = (unsigned)((unsigned __int128)e.ns * buckets / span);
             if (b > buckets) b = buckets;
             for (; filled < b; filled++)
                 for (unsigned i = 0; i < out->nseries; i++)
                     out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
+            next = FIRST_NS(filled + 1u);
         }
         for (int k = 0; k < 2; k++) { /* the block released, then (realloc's) the one it replaces */
             uint64_t p = k ? ptr : freed;
@@ -778,6 +784,7 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
     for (; series && filled < buckets; filled++)
         for (unsigned i = 0; i < out->nseries; i++)
             out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
+#undef FIRST_NS
     lp_iter_free(it);
     lp_map_free(&live);
     return rc;
