@@ -188,9 +188,9 @@ HOT void block_born(struct pass *p, struct hot *h, struct last_alloc *l, unsigne
         /* we missed its free (e.g. released through a path libprof does not see) */
         h->reused_live++;
         h->live_bytes -= lp_live_bytes(old);
-        if (a->sites) lp_sites_died(a->sites, old);
+        if (a->sites) lp_sites_died(a->sites, old, ns);
     }
-    if (a->sites && lp_sites_born(a->sites, live, stack, counting) != 0) h->oom = 1;
+    if (a->sites && lp_sites_born(a->sites, live, stack, counting, ns) != 0) h->oom = 1;
     h->live_bytes += live;
     heap_changed(p, h, counting, ns);
     if (l) temp_born(p, l, threshold, t, ptr, live, stack);
@@ -208,7 +208,7 @@ HOT uint64_t block_died(struct pass *p, struct hot *h, struct last_alloc *l, uns
         return 0;
     }
     if (l) temp_died(p, h, l, threshold, counting, t, ptr, v);
-    if (a->sites) lp_sites_died(a->sites, v);
+    if (a->sites) lp_sites_died(a->sites, v, ns);
     uint64_t size = lp_live_bytes(v);
     h->live_bytes -= size;
     heap_changed(p, h, counting, ns);
@@ -417,18 +417,18 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
     } while (0)
 
 /* The end of block_born(), once the block is in the map. */
-#define FAST_BORN_TAIL(size_, ns_, replaced_)                            \
-    do {                                                                 \
-        uint64_t ts__ = (size_);                                         \
-        if (sites && lp_sites_born(sites, ts__, stack, 1) != 0) oom = 1; \
-        live_bytes += ts__;                                              \
-        if (LP_MAP_UNLIKELY(replaced_))                                  \
-            FAST_HEAP(ns_, 1, 1);                                        \
-        else                                                             \
-            FAST_HEAP(ns_, 1, 0);                                        \
-        last_size = ts__;                                                \
-        last_stack = stack;                                              \
-        a->size_hist[lp_size_pow2(ts__)]++;                              \
+#define FAST_BORN_TAIL(size_, ns_, replaced_)                                   \
+    do {                                                                        \
+        uint64_t ts__ = (size_);                                                \
+        if (sites && lp_sites_born(sites, ts__, stack, 1, (ns_)) != 0) oom = 1; \
+        live_bytes += ts__;                                                     \
+        if (LP_MAP_UNLIKELY(replaced_))                                         \
+            FAST_HEAP(ns_, 1, 1);                                               \
+        else                                                                    \
+            FAST_HEAP(ns_, 1, 0);                                               \
+        last_size = ts__;                                                       \
+        last_stack = stack;                                                     \
+        a->size_hist[lp_size_pow2(ts__)]++;                                     \
     } while (0)
 
 /* What block_born() does (`size_` below LP_LIVE_MAX, `stack` below LP_MAX_STACK_ID). */
@@ -451,7 +451,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             uint64_t old__ = slots[i__].val;                                 \
             hp->reused_live++;                                               \
             live_bytes -= lp_live_bytes(old__);                              \
-            if (sites) lp_sites_died(sites, old__);                          \
+            if (sites) lp_sites_died(sites, old__, (ns_));                   \
         }                                                                    \
         int replaced__ = slots[i__].key != 0;                                \
         room -= !replaced__;                                                 \
@@ -479,7 +479,7 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             if (sites) lp_sites_temporary(sites, tv__);                               \
         }                                                                             \
         last_stack = UINT32_MAX;                                                      \
-        if (sites) lp_sites_died(sites, tv__);                                        \
+        if (sites) lp_sites_died(sites, tv__, (ns_));                                 \
         live_bytes -= tb__;                                                           \
         FAST_HEAP(ns_, 0, 1);                                                         \
         (out_) = tb__;                                                                \
@@ -840,6 +840,13 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
     a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
     if (!a->calls) goto oom;
+    /* the timeline's "heap by site" tracks (write_chrome.c): their series kept as the pass goes
+     * rather than made by a pass of their own (a saved trace's: its length is known). The
+     * general path (--general-path) leaves them to that pass: a check of both. */
+    if (a->sites && o->site_tracks && !p->follow && !o->general_path &&
+        (o->path[LP_OUT_CHROME] || o->chrome_fd >= 0 || o->path[LP_OUT_PERFETTO]) &&
+        lp_sites_series_keep(a->sites, LP_SITE_SERIES_BUCKETS, lp_ticks_to_ns(r, r->last_ticks) + 1) != 0)
+        goto oom;
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
         if (lp_views[v].create && lp_views[v].create(a) != 0) goto oom;
 

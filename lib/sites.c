@@ -20,6 +20,7 @@ struct site {
     uint64_t calls, bytes, live, live_blocks, peak, temp, temp_bytes;
     uint64_t at_peak; /* live bytes at the peak of epoch `stamp` (see lp_sites_peak) */
     uint32_t stamp;
+    uint32_t tick; /* the series bucket its live bytes last changed in (lp_sites_series_keep) */
     const char *library;
     uint32_t pyline; /* 0: not looked at yet; NO_LINE: no Python frame; else 1 + index in lines */
 };
@@ -29,6 +30,12 @@ struct site {
 struct pyline {
     uint64_t frame; /* LP_PYFRAME word */
     uint64_t alloc_calls, alloc_bytes, calls, call_ns, fam_ns[LP_FAM_COUNT];
+};
+
+/* A stack's live bytes at the end of each series bucket before `upto`, since its entry before. */
+struct series_entry {
+    uint32_t site, upto;
+    uint64_t live;
 };
 
 struct lp_sites {
@@ -47,6 +54,19 @@ struct lp_sites {
     uint32_t nlines;
     size_t lines_cap;
     struct lp_map line_ix; /* frame word -> 1 + index */
+    /* The "heap by site" series kept as the pass goes (lp_sites_series_keep), so that they need
+     * no pass of their own: when a stack's live bytes change for the first time in a bucket, what
+     * they were before is its value at the end of the buckets since its last change (an entry);
+     * the heap's total at the end of each bucket beside. */
+    uint64_t series_next; /* the first time past bucket `tick` (UINT64_MAX: not kept) */
+    uint64_t series_span;
+    unsigned series_buckets;
+    uint32_t tick;
+    int series_lost;     /* out of room: lp_site_series_of makes its own pass */
+    uint64_t live_total; /* every stack's live bytes */
+    uint64_t *totals;    /* live_total at the end of each bucket before `tick` */
+    struct series_entry *log;
+    size_t nlog, caplog;
 };
 
 struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
@@ -59,6 +79,7 @@ struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
     s->user_lines = user_lines;
     s->rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0;
     s->nsite = r->nstacks ? r->nstacks : 1;
+    s->series_next = UINT64_MAX;
     s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
         lp_os_free(s);
@@ -72,6 +93,8 @@ void lp_sites_free(struct lp_sites *s) {
     lp_os_free(s->lines);
     lp_map_free(&s->line_ix);
     lp_os_free(s->site);
+    lp_os_free(s->totals);
+    lp_os_free(s->log);
     lp_os_free(s);
 }
 
@@ -168,6 +191,54 @@ static inline void keep_peak(struct lp_sites *s, struct site *t) {
 
 void lp_sites_peak(struct lp_sites *s) { s->epoch++; }
 
+/* ---- the series kept by the pass ------------------------------------------------------------ */
+
+/* Time ns falls in bucket ns * buckets / span; bucket k starts at ceil(k * span / buckets). */
+static inline uint64_t bucket_start(uint64_t k, uint64_t span, unsigned buckets) {
+    return k >= buckets ? UINT64_MAX : (uint64_t)(((unsigned __int128)k * span + buckets - 1) / buckets);
+}
+
+#define SERIES_MAX_ENTRIES (UINT64_C(1) << 22) /* 64 MiB of entries; past them, a pass of its own */
+
+int lp_sites_series_keep(struct lp_sites *s, unsigned buckets, uint64_t span_ns) {
+    if (!buckets || !(s->totals = lp_os_calloc(buckets, sizeof *s->totals))) return -1;
+    s->series_buckets = buckets;
+    s->series_span = span_ns ? span_ns : 1;
+    s->series_next = bucket_start(1, s->series_span, buckets);
+    return 0;
+}
+
+/* An event at ns, past the bucket the series are in: the buckets before its own end with the
+ * total as it is. */
+static __attribute__((noinline)) void series_tick(struct lp_sites *s, uint64_t ns) {
+    uint64_t b = (uint64_t)((unsigned __int128)ns * s->series_buckets / s->series_span);
+    if (b > s->series_buckets) b = s->series_buckets;
+    for (; s->tick < b; s->tick++) s->totals[s->tick] = s->live_total;
+    s->series_next = bucket_start(s->tick + 1u, s->series_span, s->series_buckets);
+}
+
+static __attribute__((noinline)) void series_entry(struct lp_sites *s, struct site *t) {
+    if (s->nlog == s->caplog) {
+        size_t cap = s->caplog ? 2 * s->caplog : 4096;
+        struct series_entry *l = cap <= SERIES_MAX_ENTRIES ? lp_os_realloc(s->log, cap * sizeof *l) : NULL;
+        if (!l) { /* the series are made by a pass of their own instead */
+            s->series_lost = 1;
+            s->series_next = UINT64_MAX;
+            return;
+        }
+        s->log = l;
+        s->caplog = cap;
+    }
+    s->log[s->nlog++] = (struct series_entry){(uint32_t)(t - s->site), s->tick, t->live};
+    t->tick = s->tick;
+}
+
+/* Stack `t`'s live bytes are about to change at `ns` (when the series are kept). */
+static inline void series_touch(struct lp_sites *s, struct site *t, uint64_t ns) {
+    if (LP_MAP_UNLIKELY(ns >= s->series_next)) series_tick(s, ns);
+    if (LP_MAP_UNLIKELY(t->tick != s->tick) && s->totals && !s->series_lost) series_entry(s, t);
+}
+
 /* The counts of a sampled trace are kept in 1/FX units until lp_sites_finish (a sampled block
  * counts for 1 / p(size) blocks, a fraction); bytes are whole (its size times that). */
 #define FX 1024
@@ -175,17 +246,20 @@ void lp_sites_peak(struct lp_sites *s) { s->epoch++; }
 /* What a block of `size` bytes from `stack` adds to its site: bytes and blocks (in 1/FX units
  * when sampled). 0 for a block a sampled trace did not sample (it has no stack): it adds nothing,
  * the sampled ones stand for it. */
-static inline int weigh(const struct lp_sites *s, uint64_t size, uint32_t stack, uint64_t *bytes, uint64_t *blocks) {
-    if (!s->rate) {
+static inline int weigh_at(uint64_t rate, uint64_t size, uint32_t stack, uint64_t *bytes, uint64_t *blocks) {
+    if (!rate) {
         *bytes = size;
         *blocks = 1;
         return 1;
     }
     if (!stack) return 0;
-    double w = lp_sample_weight(size, s->rate);
+    double w = lp_sample_weight(size, rate);
     *bytes = (uint64_t)((double)size * w + 0.5);
     *blocks = (uint64_t)(w * FX + 0.5);
     return 1;
+}
+static inline int weigh(const struct lp_sites *s, uint64_t size, uint32_t stack, uint64_t *bytes, uint64_t *blocks) {
+    return weigh_at(s->rate, size, stack, bytes, blocks);
 }
 
 void lp_sites_counted(struct lp_sites *s, uint64_t n) {
@@ -193,7 +267,7 @@ void lp_sites_counted(struct lp_sites *s, uint64_t n) {
     s->counted += n;
 }
 
-int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting) {
+int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting, uint64_t ns) {
     if (stack >= s->nsite) stack = 0;
     uint64_t bytes, blocks;
     if (!weigh(s, size, stack, &bytes, &blocks)) {
@@ -217,8 +291,10 @@ int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int countin
             s->without_stack++;
     }
     keep_peak(s, t);
+    series_touch(s, t, ns);
     t->live += bytes;
     t->live_blocks += blocks;
+    s->live_total += bytes;
     return 0;
 }
 
@@ -230,13 +306,15 @@ void lp_sites_temporary(struct lp_sites *s, uint64_t v) {
     t->temp_bytes += bytes;
 }
 
-void lp_sites_died(struct lp_sites *s, uint64_t v) {
+void lp_sites_died(struct lp_sites *s, uint64_t v, uint64_t ns) {
     uint64_t bytes, blocks;
     if (!weigh(s, lp_live_bytes(v), lp_live_stack(v), &bytes, &blocks)) return;
     struct site *t = site_of(s, lp_live_stack(v));
     keep_peak(s, t);
+    series_touch(s, t, ns);
     t->live -= bytes;
     t->live_blocks -= blocks;
+    s->live_total -= bytes;
 }
 
 static uint32_t site_index(const struct lp_sites *s, uint64_t v) {
@@ -735,9 +813,19 @@ static int by_weight_desc(const void *x, const void *y) {
 /* One pass over the heap events: each stack's live bytes (cur). With `series` (pass 2) the
  * per-series sums are sampled into out->v at every bucket boundary; without, each stack's highest
  * is kept in hi (pass 1). */
+/* Block `v` (lp_live_pack) is no longer live: its stack's bytes, weighed as the sites weigh them. */
+static void series_gone(int64_t *cur, const int16_t *series, int64_t *sums, uint32_t n, uint64_t rate, uint64_t v) {
+    uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
+    uint64_t bytes, blocks;
+    if (!weigh_at(rate, lp_live_bytes(v), st, &bytes, &blocks)) return;
+    cur[st] -= (int64_t)bytes;
+    if (series) sums[series[st]] -= (int64_t)bytes;
+}
+
 static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, const int16_t *series,
                        struct lp_site_series *out) {
     uint32_t n = r->nstacks;
+    const uint64_t rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0; /* as the sites weigh */
     struct lp_iter *it = lp_iter_new(r);
     struct lp_map live = {0};
     if (!it) return -1;
@@ -763,23 +851,26 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
                     out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
             next = FIRST_NS(filled + 1u);
         }
-        for (int k = 0; k < 2; k++) { /* the block released, then (realloc's) the one it replaces */
+        /* the block released, then (realloc's) the one it replaces; a block at the address of
+         * one still live leaves that one's stack first (its release was missed), as in the pass */
+        for (int k = 0; k < 2; k++) {
             uint64_t p = k ? ptr : freed;
             if (!p || !lp_map_take(&live, p, &v)) continue;
-            uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
-            cur[st] -= (int64_t)lp_live_bytes(v);
-            if (series) sums[series[st]] -= (int64_t)lp_live_bytes(v);
+            series_gone(cur, series, sums, n, rate, v);
         }
         if (!ptr) continue;
         uint32_t st = e.stack < n ? e.stack : 0;
-        uint64_t sz = lp_live_size(size);
-        if (lp_map_put(&live, ptr, lp_live_pack(sz, st), NULL) < 0) {
+        uint64_t sz = lp_live_size(size), bytes, blocks;
+        int put = lp_map_put(&live, ptr, lp_live_pack(sz, st), &v);
+        if (put < 0) {
             rc = -1;
             break;
         }
-        cur[st] += (int64_t)sz;
+        if (put) series_gone(cur, series, sums, n, rate, v);
+        if (!weigh_at(rate, sz, st, &bytes, &blocks)) continue; /* a sampled trace's unsampled block */
+        cur[st] += (int64_t)bytes;
         if (hi && cur[st] > 0 && (uint64_t)cur[st] > hi[st]) hi[st] = (uint64_t)cur[st];
-        if (series) sums[series[st]] += (int64_t)sz;
+        if (series) sums[series[st]] += (int64_t)bytes;
     }
     for (; series && filled < buckets; filled++)
         for (unsigned i = 0; i < out->nseries; i++)
@@ -788,6 +879,29 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
     lp_iter_free(it);
     lp_map_free(&live);
     return rc;
+}
+
+/* The series from what the pass kept (lp_sites_series_keep): each top stack's entries, in time
+ * order, give its value at the end of the buckets up to theirs, its live bytes now the rest;
+ * "other" is the heap's total less theirs. */
+static void series_from_log(const struct lp_sites *s, const int16_t *series, const uint32_t *top_id, unsigned t,
+                            struct lp_site_series *out) {
+    const unsigned B = out->buckets, w = out->nseries;
+    uint32_t from[LP_SERIES_MAX] = {0};
+    for (size_t j = 0; j < s->nlog; j++) {
+        const struct series_entry *e = &s->log[j];
+        unsigned i = e->site < s->nsite ? (unsigned)series[e->site] : t;
+        if (i >= t) continue;
+        for (uint32_t k = from[i]; k < e->upto && k < B; k++) out->v[(size_t)k * w + i] = e->live;
+        if (e->upto > from[i]) from[i] = e->upto;
+    }
+    for (unsigned i = 0; i < t; i++)
+        for (uint32_t k = from[i]; k < B; k++) out->v[(size_t)k * w + i] = s->site[top_id[i]].live;
+    for (uint32_t k = 0; k < B; k++) {
+        uint64_t total = k < s->tick ? s->totals[k] : s->live_total, tops = 0;
+        for (unsigned i = 0; i < t; i++) tops += out->v[(size_t)k * w + i];
+        out->v[(size_t)k * w + t] = total > tops ? total - tops : 0;
+    }
 }
 
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
@@ -824,9 +938,11 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     if (!out->v) goto out;
     for (uint32_t id = 0; id < n; id++) series[id] = (int16_t)t;
     syms = lp_syms_of(r);
+    uint32_t top_id[LP_SERIES_MAX];
     for (unsigned i = 0; i < t; i++) {
         uint32_t id = (uint32_t)pairs[2 * i + 1];
         series[id] = (int16_t)i;
+        top_id[i] = id;
         struct lp_frames st;
         lp_stack_view(r, id, &st);
         size_t o = 0;
@@ -843,7 +959,11 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
             }
     }
     snprintf(out->label[t], sizeof out->label[t], "other");
-    if (series_pass(r, cur, NULL, series, out) != 0) goto out;
+    if (by && by->totals && !by->series_lost && by->series_buckets == buckets && by->series_span == out->span_ns &&
+        by->nsite >= n)
+        series_from_log(by, series, top_id, t, out);
+    else if (series_pass(r, cur, NULL, series, out) != 0)
+        goto out;
     rc = 0;
 out:
     lp_os_free(cur);

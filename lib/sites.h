@@ -29,7 +29,7 @@ static inline uint32_t lp_live_stack(uint64_t v) { return (uint32_t)(v & ((1u <<
 
 /* A block of `size` bytes was allocated from `stack`; `counting`: after the last reset
  * (statistics on). Returns -1 when out of memory. */
-int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting);
+int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting, uint64_t ns);
 /* `n` allocations of a sampled trace were counted, not recorded (its TALLY records): no stack. */
 void lp_sites_counted(struct lp_sites *s, uint64_t n);
 /* A runtime entry-point call of `family` made from `stack` (its Python frames: the table by
@@ -37,8 +37,8 @@ void lp_sites_counted(struct lp_sites *s, uint64_t n);
 void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t dur_ns);
 /* The block `v` (lp_live_pack), just released, was a temporary allocation. */
 void lp_sites_temporary(struct lp_sites *s, uint64_t v);
-/* The block `v` (lp_live_pack) was released. */
-void lp_sites_died(struct lp_sites *s, uint64_t v);
+/* The block `v` (lp_live_pack) was released. (Both at `ns`, in time order.) */
+void lp_sites_died(struct lp_sites *s, uint64_t v, uint64_t ns);
 /* The heap has just reached a new peak (or statistics start, at the last reset): what every
  * stack has live now is what the peak views show, unless a higher peak comes. */
 void lp_sites_peak(struct lp_sites *s);
@@ -82,10 +82,16 @@ struct lp_site_series {
     uint64_t *v;
 };
 /* `by`: when the pass already made the sites, the top stacks are those with the most bytes live
- * at the heap's peak (one pass over the events instead of two); NULL: by their own highest. */
+ * at the heap's peak (one pass over the events instead of two; none at all when the pass kept the
+ * series for these buckets, lp_sites_series_keep); NULL: by their own highest. */
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
                       const struct lp_sites *by);
 void lp_site_series_free(struct lp_site_series *s);
+/* The series of every stack kept as the pass goes, for `buckets` instants over span_ns (ns since
+ * the start: lp_site_series_of's), before its first event: lp_site_series_of then reads them
+ * instead of making a pass of its own. 0, or -1 when out of memory. */
+#define LP_SITE_SERIES_BUCKETS 400 /* the Chrome trace's "heap by site" track */
+int lp_sites_series_keep(struct lp_sites *s, unsigned buckets, uint64_t span_ns);
 
 /* `sites` when the trace's allocations have stacks, else NULL (its stacks may be only its CPU
  * samples' and its Python calls'; a version 9 file says nothing of it). */

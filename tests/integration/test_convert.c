@@ -103,7 +103,25 @@ Test(convert, says_how_long_it_took) {
  * in place of the general path; it must change nothing. Real traces — threads interleaving,
  * stacks, timed reallocs, blocks big enough for the writers, a reset, Python frames — converted
  * both ways give the same files, byte for byte (the JSON but for the count of events the fast
- * path took, which must be most of them one way and none the other). */
+ * path took, which must be most of them one way and none the other). The general path also
+ * leaves the "heap by site" track to a pass over the events of its own, where the fast one has
+ * the pass keep its series as it goes: the same track both ways, and its last instant adds up to
+ * what leaked (the heap's bytes at the end; a sampled trace's sites are estimates). */
+
+/* The "heap by site" track of Chrome trace `j`: its instants, and the sum of the last one. */
+static int heap_by_site(cJSON *j, double *last_sum) {
+    int n = 0;
+    cJSON *ev = cJSON_GetObjectItem(j, "traceEvents"), *e;
+    cJSON_ArrayForEach(e, ev) {
+        cJSON *name = cJSON_GetObjectItem(e, "name"), *args = cJSON_GetObjectItem(e, "args"), *a;
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, "heap by site")) continue;
+        n++;
+        *last_sum = 0;
+        cJSON_ArrayForEach(a, args) *last_sum += a->valuedouble;
+    }
+    return n;
+}
+
 static void both_ways(const char *dir, const char *name) {
     const char *lpt = strfmt("%s/%s.lpt", dir, name);
     const char *ext[] = {"json", "csv", "fold", "peak", "leaks", "html"};
@@ -143,6 +161,15 @@ static void both_ways(const char *dir, const char *name) {
             double all = meta_num(libprof_meta(ja), "events_decoded");
             cr_expect_gt(fast, all / 2, "%s: the fast path took %.0f of %.0f events", name, fast, all);
             cr_expect_eq(meta_num(libprof_meta(jb), "events_fast_path"), 0, "%s", name);
+            double last = -1;
+            int instants = heap_by_site(ja, &last);
+            if (strstr(name, "stacks")) {
+                cr_expect_eq(instants, 401, "%s: %d instants of heap by site", name, instants);
+                if (!strstr(name, "sampled"))
+                    cr_expect_eq(last, meta_num(libprof_meta(ja), "leaked_bytes"),
+                                 "%s: heap by site ends at %.0f bytes, %.0f leaked", name, last,
+                                 meta_num(libprof_meta(ja), "leaked_bytes"));
+            }
             cJSON_Delete(ja);
             cJSON_Delete(jb);
             char *fa = strstr(a, "\"events_fast_path\":"), *fb = strstr(b, "\"events_fast_path\":");
