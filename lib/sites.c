@@ -884,13 +884,13 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
 /* The series from what the pass kept (lp_sites_series_keep): each top stack's entries, in time
  * order, give its value at the end of the buckets up to theirs, its live bytes now the rest;
  * "other" is the heap's total less theirs. */
-static void series_from_log(const struct lp_sites *s, const int16_t *series, const uint32_t *top_id, unsigned t,
-                            struct lp_site_series *out) {
+static void series_from_log(const struct lp_sites *s, const int16_t *series, uint32_t n, const uint32_t *top_id,
+                            unsigned t, struct lp_site_series *out) {
     const unsigned B = out->buckets, w = out->nseries;
     uint32_t from[LP_SERIES_MAX] = {0};
     for (size_t j = 0; j < s->nlog; j++) {
         const struct series_entry *e = &s->log[j];
-        unsigned i = e->site < s->nsite ? (unsigned)series[e->site] : t;
+        unsigned i = e->site < n ? (unsigned)series[e->site] : t;
         if (i >= t) continue;
         for (uint32_t k = from[i]; k < e->upto && k < B; k++) out->v[(size_t)k * w + i] = e->live;
         if (e->upto > from[i]) from[i] = e->upto;
@@ -961,7 +961,7 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     snprintf(out->label[t], sizeof out->label[t], "other");
     if (by && by->totals && !by->series_lost && by->series_buckets == buckets && by->series_span == out->span_ns &&
         by->nsite >= n)
-        series_from_log(by, series, top_id, t, out);
+        series_from_log(by, series, n, top_id, t, out);
     else if (series_pass(r, cur, NULL, series, out) != 0)
         goto out;
     rc = 0;
