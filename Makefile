@@ -553,6 +553,8 @@ check: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
 	@$(MAKE) --no-print-directory format-check
 	@$(call RUN_SUITE,$(UNIT_BINS))
 	@$(MAKE) --no-print-directory -j2 -O $(addprefix suite-,$(CHECK_SUITES))
+	@for m in /tmp/libprof-test-*/tiny; do mountpoint -q $$m 2>/dev/null && umount $$m; done; true
+	@rm -rf /tmp/libprof-test-*
 	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
 		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
 
