@@ -152,43 +152,19 @@ static void unload(struct input *in) {
     lp_slices_free(&in->c);
 }
 
-/* The converter's text report (memory, I/O, BLAS, oneDNN, sites) into a string, for --html. */
-static char *summary_text(const struct lp_reader *r, const char *label) {
+/* What --html shows of a raw trace's conversion, made by one pass: the converter's text report
+ * (memory, I/O, BLAS, oneDNN, sites) into *summary, and with stacks the four flame graphs
+ * (allocated, at the peak, leaked, temporary) as collapsed-stack texts into fold[] (NULL each
+ * when none). */
+static void html_texts(const struct lp_reader *r, const char *label, char **summary, char *fold[4]) {
+    *summary = NULL;
+    for (int k = 0; k < 4; k++) fold[k] = NULL;
     FILE *t = tmpfile();
-    if (!t) return NULL;
-    struct lp_convert_opts o = {.chrome_fd = -1,
-                                .summary_fd = fileno(t),
-                                .alloc_min = r->hdr.alloc_min,
-                                .trace_label = label,
-                                .temporary_threshold = temp_threshold,
-                                .peak_at_ns = peak_at_ns,
-                                .general_path = general_path,
-                                .py_user_lines = cli.py_user_lines};
-    char err[256];
-    if (lp_convert(r, &o, err, sizeof err) != 0) {
-        fclose(t);
-        return NULL;
-    }
-    long n = lseek(fileno(t), 0, SEEK_END);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && pread(fileno(t), s, (size_t)n, 0) == n)
-        s[n] = '\0';
-    else {
-        free(s);
-        s = NULL;
-    }
-    fclose(t);
-    return s;
-}
-
-/* Folded allocation stacks of a raw trace into a string (NULL without stacks). */
-/* The four flame graphs of a raw trace with stacks (allocated, at the peak, leaked, temporary),
- * as collapsed-stack texts (NULL each when none). */
-static void folded_texts(const struct lp_reader *r, char *out[4]) {
-    for (int k = 0; k < 4; k++) out[k] = NULL;
-    if (!r->nstacks) return;
+    if (!t) return;
     char path[4][32];
     for (int k = 0; k < 4; k++) {
+        path[k][0] = '\0';
+        if (!r->nstacks) continue;
         snprintf(path[k], sizeof path[k], "/tmp/libprof-report-XXXXXX");
         int fd = mkstemp(path[k]);
         if (fd < 0)
@@ -197,23 +173,36 @@ static void folded_texts(const struct lp_reader *r, char *out[4]) {
             close(fd);
     }
     struct lp_convert_opts o = {.chrome_fd = -1,
-                                .summary_fd = -1,
+                                .summary_fd = fileno(t),
                                 .alloc_min = r->hdr.alloc_min,
+                                .trace_label = label,
                                 .path = {[LP_OUT_FOLDED] = path[0][0] ? path[0] : NULL,
                                          [LP_OUT_FOLDED_PEAK] = path[1][0] ? path[1] : NULL,
                                          [LP_OUT_FOLDED_LEAKS] = path[2][0] ? path[2] : NULL,
                                          [LP_OUT_FOLDED_TEMP] = path[3][0] ? path[3] : NULL},
                                 .temporary_threshold = temp_threshold,
                                 .peak_at_ns = peak_at_ns,
-                                .general_path = general_path};
+                                .general_path = general_path,
+                                .py_user_lines = cli.py_user_lines};
     char err[256];
     size_t len;
+    /* (an error may be only that the trace has no allocation stacks for the flame graphs: what
+     * could be written is complete, the summary among them) */
     int ok = lp_convert(r, &o, err, sizeof err) == 0;
     for (int k = 0; k < 4; k++) {
         if (!path[k][0]) continue;
-        if (ok) out[k] = slurp(path[k], &len);
+        if (ok) fold[k] = slurp(path[k], &len);
         unlink(path[k]);
     }
+    long n = lseek(fileno(t), 0, SEEK_END);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && pread(fileno(t), s, (size_t)n, 0) == n) {
+        s[n] = '\0';
+        *summary = s;
+    } else {
+        free(s);
+    }
+    fclose(t);
 }
 
 /* Each input's shift onto the merged timeline (ns): its wall-clock start against the earliest,
@@ -578,9 +567,8 @@ static int act_events_csv(struct input *in) {
 
 static int act_html(struct input *in) {
     FILE *f = fopen(cli.html, "w");
-    char *sum = in->raw ? summary_text(&in->r, in->path) : NULL;
-    char *fold[4] = {NULL, NULL, NULL, NULL};
-    if (in->raw) folded_texts(&in->r, fold);
+    char *sum = NULL, *fold[4] = {NULL, NULL, NULL, NULL};
+    if (in->raw) html_texts(&in->r, in->path, &sum, fold);
     int rc = 0;
     if (!f || rp_html(f, in->path, &in->c, in->raw ? &in->r : NULL, sum, (const char *const *)fold, &cli.o) != 0 ||
         fclose(f) != 0) {
