@@ -823,7 +823,7 @@ static void series_gone(int64_t *cur, const int16_t *series, int64_t *sums, uint
 }
 
 static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, const int16_t *series,
-                       struct lp_site_series *out) {
+                       struct lp_site_series *out, struct lp_sites *feed) {
     uint32_t n = r->nstacks;
     const uint64_t rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0; /* as the sites weigh */
     struct lp_iter *it = lp_iter_new(r);
@@ -832,11 +832,9 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
     memset(cur, 0, n * sizeof *cur);
     int64_t sums[LP_SERIES_MAX + 1] = {0};
     unsigned filled = 0, buckets = out->buckets;
-    /* event time ns falls in bucket ns * buckets / span; the first time of bucket k is
-     * ceil(k * span / buckets): the bucket is computed only where the next one is reached */
+    /* (the bucket is computed only where the next one is reached: bucket_start) */
     const uint64_t span = out->span_ns ? out->span_ns : 1;
-#define FIRST_NS(k) ((k) >= buckets ? UINT64_MAX : (uint64_t)(((unsigned __int128)(k)*span + buckets - 1) / buckets))
-    uint64_t next = FIRST_NS(1u);
+    uint64_t next = bucket_start(1, span, buckets);
     struct lp_event e;
     int rc = 0;
     while (lp_iter_next(it, &e)) {
@@ -849,14 +847,17 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
             for (; filled < b; filled++)
                 for (unsigned i = 0; i < out->nseries; i++)
                     out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
-            next = FIRST_NS(filled + 1u);
+            next = bucket_start(filled + 1u, span, buckets);
         }
         /* the block released, then (realloc's) the one it replaces; a block at the address of
          * one still live leaves that one's stack first (its release was missed), as in the pass */
         for (int k = 0; k < 2; k++) {
             uint64_t p = k ? ptr : freed;
             if (!p || !lp_map_take(&live, p, &v)) continue;
-            series_gone(cur, series, sums, n, rate, v);
+            if (feed)
+                lp_sites_died(feed, v, e.ns);
+            else
+                series_gone(cur, series, sums, n, rate, v);
         }
         if (!ptr) continue;
         uint32_t st = e.stack < n ? e.stack : 0;
@@ -866,7 +867,15 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
             rc = -1;
             break;
         }
-        if (put) series_gone(cur, series, sums, n, rate, v);
+        if (put && feed)
+            lp_sites_died(feed, v, e.ns);
+        else if (put)
+            series_gone(cur, series, sums, n, rate, v);
+        if (feed) { /* the sites keep the series; each stack's highest here */
+            lp_sites_born(feed, sz, st, 0, e.ns);
+            if (hi && site_of(feed, st)->live > hi[st]) hi[st] = site_of(feed, st)->live;
+            continue;
+        }
         if (!weigh_at(rate, sz, st, &bytes, &blocks)) continue; /* a sampled trace's unsampled block */
         cur[st] += (int64_t)bytes;
         if (hi && cur[st] > 0 && (uint64_t)cur[st] > hi[st]) hi[st] = (uint64_t)cur[st];
@@ -875,7 +884,6 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
     for (; series && filled < buckets; filled++)
         for (unsigned i = 0; i < out->nseries; i++)
             out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
-#undef FIRST_NS
     lp_iter_free(it);
     lp_map_free(&live);
     return rc;
@@ -914,14 +922,19 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     uint64_t *hi = lp_os_calloc(n, sizeof *hi), *pairs = lp_os_calloc((size_t)n * 2, sizeof *pairs);
     int16_t *series = lp_os_malloc(n * sizeof *series);
     struct lp_syms *syms = NULL;
+    struct lp_sites *own = NULL; /* made here when no conversion made the sites */
     int rc = -1;
     if (!cur || !hi || !pairs || !series) goto out;
     out->buckets = buckets;
+    out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
     if (by) { /* the sites the pass made: ranked by their bytes at the heap's peak, then allocated */
         for (uint32_t id = 1; id < n && id < by->nsite; id++)
             hi[id] = by->site[id].peak ? by->site[id].peak : by->site[id].bytes / 1024;
-    } else if (series_pass(r, cur, hi, NULL, out) != 0) { /* each stack's own highest */
-        goto out;
+    } else { /* a pass of its own: each stack's own highest, the series kept as it goes */
+        if (!(own = lp_sites_new(r, 0)) || lp_sites_series_keep(own, buckets, out->span_ns) != 0 ||
+            series_pass(r, cur, hi, NULL, out, own) != 0)
+            goto out;
+        by = own;
     }
     uint32_t k = 0;
     for (uint32_t id = 1; id < n; id++)
@@ -933,7 +946,6 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     lp_sort(pairs, k, 2 * sizeof *pairs, by_weight_desc);
     unsigned t = k < top ? k : top;
     out->nseries = t + 1;
-    out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
     out->v = lp_os_calloc((size_t)buckets * out->nseries, sizeof *out->v);
     if (!out->v) goto out;
     for (uint32_t id = 0; id < n; id++) series[id] = (int16_t)t;
@@ -962,7 +974,7 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
     if (by && by->totals && !by->series_lost && by->series_buckets == buckets && by->series_span == out->span_ns &&
         by->nsite >= n)
         series_from_log(by, series, n, top_id, t, out);
-    else if (series_pass(r, cur, NULL, series, out) != 0)
+    else if (series_pass(r, cur, NULL, series, out, NULL) != 0) /* (its log outgrew its room) */
         goto out;
     rc = 0;
 out:
@@ -970,6 +982,7 @@ out:
     lp_os_free(hi);
     lp_os_free(pairs);
     lp_os_free(series);
+    lp_sites_free(own);
     if (rc != 0) lp_site_series_free(out);
     return rc;
 }
