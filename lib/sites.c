@@ -810,9 +810,6 @@ static int by_weight_desc(const void *x, const void *y) {
     return a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-/* One pass over the heap events: each stack's live bytes (cur). With `series` (pass 2) the
- * per-series sums are sampled into out->v at every bucket boundary; without, each stack's highest
- * is kept in hi (pass 1). */
 /* Block `v` (lp_live_pack) is no longer live: its stack's bytes, weighed as the sites weigh them. */
 static void series_gone(int64_t *cur, const int16_t *series, int64_t *sums, uint32_t n, uint64_t rate, uint64_t v) {
     uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
@@ -822,6 +819,10 @@ static void series_gone(int64_t *cur, const int16_t *series, int64_t *sums, uint
     if (series) sums[series[st]] -= (int64_t)bytes;
 }
 
+/* One pass over the heap events: each stack's live bytes (cur), with the sites' accounting. With
+ * `feed`, those sites are fed instead (they keep the series) and each stack's highest is kept in
+ * hi; with `series`, the per-series sums are sampled into out->v at every bucket boundary (when
+ * the kept series outgrew their room). */
 static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, const int16_t *series,
                        struct lp_site_series *out, struct lp_sites *feed) {
     uint32_t n = r->nstacks;
