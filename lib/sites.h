@@ -82,8 +82,9 @@ struct lp_site_series {
     uint64_t *v;
 };
 /* `by`: when the pass already made the sites, the top stacks are those with the most bytes live
- * at the heap's peak (one pass over the events instead of two; none at all when the pass kept the
- * series for these buckets, lp_sites_series_keep); NULL: by their own highest. */
+ * at the heap's peak (no pass over the events at all when the pass kept the series for these
+ * buckets, lp_sites_series_keep); NULL: by their own highest, found by one pass of its own that
+ * keeps the series as it goes. */
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
                       const struct lp_sites *by);
 void lp_site_series_free(struct lp_site_series *s);
