@@ -96,8 +96,9 @@ int lp_sites_series_keep(struct lp_sites *s, unsigned buckets, uint64_t span_ns)
 
 /* `sites` when the trace's allocations have stacks, else NULL (its stacks may be only its CPU
  * samples' and its Python calls'; a version 9 file says nothing of it). */
+static inline int lp_has_alloc_stacks(const struct lp_reader *r) { return r->hdr.version < 10 || r->hdr.alloc_stacks; }
 static inline struct lp_sites *lp_alloc_sites(const struct lp_reader *r, struct lp_sites *sites) {
-    return r->hdr.version < 10 || r->hdr.alloc_stacks ? sites : NULL;
+    return lp_has_alloc_stacks(r) ? sites : NULL;
 }
 
 #endif

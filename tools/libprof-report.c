@@ -164,7 +164,7 @@ static void html_texts(const struct lp_reader *r, const char *label, char **summ
     char path[4][32];
     for (int k = 0; k < 4; k++) {
         path[k][0] = '\0';
-        if (!r->nstacks) continue;
+        if (!r->nstacks || !lp_has_alloc_stacks(r)) continue; /* (the flame graphs need allocation stacks) */
         snprintf(path[k], sizeof path[k], "/tmp/libprof-report-XXXXXX");
         int fd = mkstemp(path[k]);
         if (fd < 0)
@@ -186,8 +186,7 @@ static void html_texts(const struct lp_reader *r, const char *label, char **summ
                                 .py_user_lines = cli.py_user_lines};
     char err[256];
     size_t len;
-    /* (an error may be only that the trace has no allocation stacks for the flame graphs: what
-     * could be written is complete, the summary among them) */
+    /* (on an error, what could be written is complete: the summary among them) */
     int ok = lp_convert(r, &o, err, sizeof err) == 0;
     for (int k = 0; k < 4; k++) {
         if (!path[k][0]) continue;
