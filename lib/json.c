@@ -244,6 +244,7 @@ void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, cons
     t->name = name;
     t->key = key;
     t->plain = nl <= 64 && kl <= 64 && plain(name, nl) && plain(key, kl);
+    t->sink_track = 0;
     memset(t->head, 0, sizeof t->head);
     memset(t->mid, 0, sizeof t->mid);
     if (!t->plain) return;
@@ -279,8 +280,12 @@ static inline char *piece(char *p, const char *src, size_t len, size_t small, si
     return p + len;
 }
 
-void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
+void lp_json_sample(struct lp_json *j, struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
     struct lp_out *o = j->o;
+    if (j->to && j->to->sample && ts_ns <= INT64_MAX) {
+        j->to->sample(j->to->self, t, ts_ns, v);
+        return;
+    }
     if (!t->plain || ts_ns > INT64_MAX || j->to) {
         lp_json_event(j, "C", t->pid, t->pid, NULL, t->name, strlen(t->name), (int64_t)ts_ns);
         lp_json_args(j);

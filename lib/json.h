@@ -49,6 +49,7 @@ struct lp_json_val {
  * and values in order, then end (with the fields that followed the opening: dur, scope, id).
  * `text` takes events already made as JSON text (a followed trace's segments, see
  * lp_json_text). */
+struct lp_json_track;
 struct lp_json_sink {
     void *self;
     void (*begin)(void *self, const struct lp_json_ev *e);
@@ -60,6 +61,9 @@ struct lp_json_sink {
      * reader gave what it made of them the first time; memo_end closes the run */
     int (*memo)(void *self, uint64_t key);
     void (*memo_end)(void *self);
+    /* a counter's sample (lp_json_sample), given whole rather than as an event of one argument:
+     * a trace has thousands; NULL: as an event */
+    void (*sample)(void *self, struct lp_json_track *t, uint64_t ts_ns, uint64_t v);
 };
 
 #define LP_JSON_NEST 8
@@ -124,9 +128,10 @@ struct lp_json_track {
     int plain;                /* name and key need no escaping: samples are head, ts, mid, value */
     size_t head_len, mid_len; /* {"ph":"C","pid":P,"tid":P,"name":"NAME","ts":   ,"args":{"KEY": */
     char head[160], mid[80];
+    size_t sink_track; /* the sink's own mark for this track (0 until it sets one) */
 };
 void lp_json_track(struct lp_json_track *t, uint64_t pid, const char *name, const char *key);
-void lp_json_sample(struct lp_json *j, const struct lp_json_track *t, uint64_t ts_ns, uint64_t v);
+void lp_json_sample(struct lp_json *j, struct lp_json_track *t, uint64_t ts_ns, uint64_t v);
 /* An M event naming a process or a thread: "process_name" / "thread_name" / "thread_sort_index". */
 void lp_json_meta_name(struct lp_json *j, uint64_t pid, uint64_t tid, const char *what, const char *name, size_t nlen);
 void lp_json_meta_sort(struct lp_json *j, uint64_t pid, uint64_t tid, uint64_t index);

@@ -11,6 +11,7 @@
 #ifndef LP_OS_H
 #define LP_OS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,6 +34,14 @@ void lp_os_sleep_ms(unsigned ms);
 pid_t lp_os_fork(void);
 int lp_os_reap(void); /* a child that has ended, waited for without blocking: its pid, else 0 or -1 */
 void lp_os_exit(int status) __attribute__((noreturn));
+/* A thread for a writer's work that can go on beside its own (the Perfetto trace's deflate), run
+ * with every signal blocked, so the program's signals still go to the program's threads. Inside
+ * the program it is started by the C library's pthread_create (not through libprof's hook, so no
+ * "thread" slice), only in the process that owns the trace, and never writes into the trace.
+ * 0, or -1 when none could start (the caller then does the work itself); lp_os_thread_join waits
+ * for it to end. */
+int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+void lp_os_thread_join(pthread_t t);
 void *lp_os_dlopen(const char *path, int flags);
 void *lp_os_dlsym(void *handle, const char *name);
 

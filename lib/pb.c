@@ -20,8 +20,6 @@ void lp_pb_put(struct lp_pb *b, const void *p, size_t n) {
     b->n += n;
 }
 
-void lp_pb_sint(struct lp_pb *b, unsigned field, int64_t v) { lp_pb_uint(b, field, (uint64_t)v); }
-
 void lp_pb_fixed64(struct lp_pb *b, unsigned field, uint64_t v) {
     uint8_t t[8];
     for (int i = 0; i < 8; i++) t[i] = (uint8_t)(v >> (8 * i));
@@ -47,13 +45,7 @@ void lp_pb_msg(struct lp_pb *b, unsigned field, struct lp_pb *m) {
     m->n = 0;
 }
 
-size_t lp_pb_open(struct lp_pb *b, unsigned field) {
-    lp_pb_varint(b, (uint64_t)field << 3 | 2);
-    lp_pb_put(b, "", 1); /* the length's first byte */
-    return b->n;
-}
-
-void lp_pb_close(struct lp_pb *b, size_t at) {
+void lp_pb_close_long(struct lp_pb *b, size_t at) {
     if (b->oom) return;
     size_t len = b->n - at, extra = 0;
     for (size_t v = len >> 7; v; v >>= 7) extra++;

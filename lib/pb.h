@@ -37,7 +37,8 @@ static inline void lp_pb_uint(struct lp_pb *b, unsigned field, uint64_t v) {
     if (b->cap - b->n >= 20 || lp_pb_room(b, 20))
         b->n = (size_t)(lp_pb_varint_at(lp_pb_varint_at(b->d + b->n, (uint64_t)field << 3), v) - b->d);
 }
-void lp_pb_sint(struct lp_pb *b, unsigned field, int64_t v); /* int64: two's complement, ten bytes when < 0 */
+/* int64: two's complement, ten bytes when < 0 */
+static inline void lp_pb_sint(struct lp_pb *b, unsigned field, int64_t v) { lp_pb_uint(b, field, (uint64_t)v); }
 void lp_pb_fixed64(struct lp_pb *b, unsigned field, uint64_t v);
 void lp_pb_double(struct lp_pb *b, unsigned field, double v);
 void lp_pb_bytes(struct lp_pb *b, unsigned field, const void *p, size_t n);
@@ -45,8 +46,22 @@ void lp_pb_bytes(struct lp_pb *b, unsigned field, const void *p, size_t n);
 void lp_pb_msg(struct lp_pb *b, unsigned field, struct lp_pb *m);
 /* A message written in place: lp_pb_open gives where its length goes, lp_pb_close writes it
  * (moving the contents when the length needs more than one byte). */
-size_t lp_pb_open(struct lp_pb *b, unsigned field);
-void lp_pb_close(struct lp_pb *b, size_t at);
+static inline size_t lp_pb_open(struct lp_pb *b, unsigned field) {
+    if (b->cap - b->n >= 11 || lp_pb_room(b, 11)) {
+        uint8_t *p = lp_pb_varint_at(b->d + b->n, (uint64_t)field << 3 | 2);
+        *p++ = 0; /* the length's first byte */
+        b->n = (size_t)(p - b->d);
+    }
+    return b->n;
+}
+void lp_pb_close_long(struct lp_pb *b, size_t at);
+/* (inline: most messages are a few dozen bytes, their length one byte) */
+static inline void lp_pb_close(struct lp_pb *b, size_t at) {
+    if (b->n - at < 0x80 && !b->oom)
+        b->d[at - 1] = (uint8_t)(b->n - at);
+    else
+        lp_pb_close_long(b, at);
+}
 void lp_pb_free(struct lp_pb *b);
 
 /* Texts, each with an index in order of arrival. */

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "analysis.h"
@@ -185,6 +186,7 @@ struct level {
 };
 #define NEST_MAX 16
 
+#define WRITERS_MAX 3 /* threads deflating bundles at once */
 struct pf {
     struct lp_sink chrome; /* the Chrome writer: its events structured through `sink` */
     struct lp_json_sink sink;
@@ -238,15 +240,23 @@ struct pf {
     uint32_t pid;
     int oom;
     /* the packets' bundle and its deflater (loaded on first use: 1 libdeflate, 2 zlib, -1 none) */
-    struct lp_pb bundle, zpkt;
+    struct bundle {
+        struct lp_pb raw; /* its packets */
+        uint8_t *z;       /* deflated */
+        size_t nz, capz;
+        void *ld;     /* libdeflate's compressor (one each: bundles are deflated at once) */
+        pthread_t th; /* the thread deflating it */
+        struct pf *f;
+    } bundle[WRITERS_MAX + 1];
+    /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
+     * threads of their own, at most `writers` */
+    unsigned cur, busy, writers;
     int compress, deflater;
-    void *ld; /* libdeflate's compressor */
+    int ld; /* libdeflate's, not zlib */
+    void *(*ld_alloc)(int);
     size_t (*ld_compress)(void *, const void *, size_t, void *, size_t);
     size_t (*ld_bound)(void *, size_t);
     void (*ld_free)(void *);
-    uint8_t *deflated;
-    size_t capdeflated;
-    uint64_t bundles;
     int (*z_init)(z_streamp, int, const char *, int);
     int (*z_deflate)(z_streamp, int);
     int (*z_end)(z_streamp);
@@ -668,8 +678,8 @@ static void ev_key(void *self, const char *k, size_t n) {
     }
 }
 
-/* A counter's value: a sample on the track "NAME KEY" (as Perfetto names a JSON counter's). */
-static void counter_value(struct pf *f, const struct lp_json_val *v) {
+/* The track of counter f->name's key f->key: "NAME KEY" (as Perfetto names a JSON counter's). */
+static struct track *counter_track(struct pf *f) {
     char buf[sizeof f->name + sizeof f->key];
     size_t n = f->nlen + 1 + f->klen;
     memcpy(buf, f->name, f->nlen);
@@ -677,22 +687,48 @@ static void counter_value(struct pf *f, const struct lp_json_val *v) {
     memcpy(buf + f->nlen + 1, f->key, f->klen);
     /* the tracks of the last few counters, looked up first: a counter's samples come in runs
      * (the heap's thousands), or in turns (the per-site heap's) */
-    struct track *t = NULL;
-    for (unsigned i = 0; i < COUNTER_CACHE && !t; i++) {
+    for (unsigned i = 0; i < COUNTER_CACHE; i++) {
         const struct counter_seen *c = &f->counters[i];
         if (c->len == n && c->pid == f->ev.pid && c->track && !memcmp(f->t[c->track - 1].name, buf, n))
-            t = &f->t[c->track - 1];
+            return &f->t[c->track - 1];
     }
-    if (!t && (t = named(f, T_COUNTER, (uint32_t)f->ev.pid, buf, n))) {
+    struct track *t = named(f, T_COUNTER, (uint32_t)f->ev.pid, buf, n);
+    if (t) {
         if (f->klen == 5 && !memcmp(f->key, "bytes", 5)) t->bytes = 1;
         f->counters[f->counter_next++ % COUNTER_CACHE] =
             (struct counter_seen){n, (uint32_t)f->ev.pid, (uint32_t)(t - f->t) + 1};
     }
+    return t;
+}
+
+/* A counter's value `v` at `ts` on track `t`. */
+static void counter_add(struct pf *f, struct track *t, const struct lp_json_val *v, uint64_t ts) {
     if (v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX))
         lp_pb_sint(&f->body, TE_COUNTER_VALUE, v->kind == LP_JV_I64 ? v->i : (int64_t)v->u);
     else
         lp_pb_double(&f->body, TE_DOUBLE_COUNTER_VALUE, v->kind == LP_JV_U64 ? (double)v->u : v->d);
-    add(f, t, R_COUNTER, f->ev.ts_ns < 0 ? 0 : (uint64_t)f->ev.ts_ns, 0);
+    add(f, t, R_COUNTER, ts, 0);
+}
+
+/* A counter's value, the argument of a C event. */
+static void counter_value(struct pf *f, const struct lp_json_val *v) {
+    counter_add(f, counter_track(f), v, f->ev.ts_ns < 0 ? 0 : (uint64_t)f->ev.ts_ns);
+}
+
+/* A counter's sample given whole (the heap's thousands): its track found once per Chrome track
+ * and marked in it. The same track and value as the C event it stands for. */
+static void ev_sample(void *self, struct lp_json_track *jt, uint64_t ts, uint64_t v) {
+    struct pf *f = self;
+    struct track *t;
+    if (jt->sink_track && jt->sink_track <= f->nt) {
+        t = &f->t[jt->sink_track - 1];
+    } else {
+        f->ev.pid = jt->pid;
+        f->nlen = keep(f->name, sizeof f->name, jt->name, strlen(jt->name));
+        f->klen = keep(f->key, sizeof f->key, jt->key, strlen(jt->key));
+        if ((t = counter_track(f))) jt->sink_track = (size_t)(t - f->t) + 1;
+    }
+    counter_add(f, t, &(struct lp_json_val){.kind = LP_JV_U64, .u = v}, ts);
 }
 
 /* A process's or a thread's name (sort indexes: Perfetto orders threads itself). */
@@ -1030,17 +1066,22 @@ static uint64_t frames_frame(struct frames *t, const char *name) {
     return iid;
 }
 
-/* A new callstack of `n` functions (innermost first): its iid. */
-static uint64_t frames_stack(struct frames *t, const char **names, unsigned n) {
-    uint64_t ids[LP_STACK_MAX_FRAMES + 1];
-    if (n > LP_STACK_MAX_FRAMES + 1) n = LP_STACK_MAX_FRAMES + 1;
-    for (unsigned i = 0; i < n; i++) ids[i] = frames_frame(t, names[i]);
+/* A new callstack of frames `ids` (innermost first): its iid. */
+static uint64_t frames_callstack(struct frames *t, const uint64_t *ids, unsigned n) {
     uint64_t iid = ++t->stacks;
     size_t at = lp_pb_open(t->b, t->f_callstacks);
     lp_pb_uint(t->b, 1, iid);
     for (unsigned i = n; i-- > 0;) lp_pb_uint(t->b, 2, ids[i]); /* the outermost first */
     lp_pb_close(t->b, at);
     return iid;
+}
+
+/* A new callstack of `n` functions (innermost first): its iid. */
+static uint64_t frames_stack(struct frames *t, const char **names, unsigned n) {
+    uint64_t ids[LP_STACK_MAX_FRAMES + 1];
+    if (n > LP_STACK_MAX_FRAMES + 1) n = LP_STACK_MAX_FRAMES + 1;
+    for (unsigned i = 0; i < n; i++) ids[i] = frames_frame(t, names[i]);
+    return frames_callstack(t, ids, n);
 }
 
 struct samples_arg {
@@ -1083,18 +1124,27 @@ struct heap_arg {
     struct lp_syms *syms;
     struct frames frames; /* the packet's own tables */
     struct lp_pb *dump;
+    struct lp_map iid_of; /* frame word -> its frame's iid: stacks share most of their frames */
+    int oom;
 };
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
     struct heap_arg *h = arg;
     if (!t->calls) return;
     struct lp_frames v;
-    const char *names[LP_STACK_MAX_FRAMES + 1];
+    uint64_t ids[LP_STACK_MAX_FRAMES];
     unsigned n = 0;
     if (lp_stack_view(h->r, stack, &v))
-        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++) names[n++] = lp_syms_function(h->syms, v.f[i], 1);
-    if (!n) names[n++] = "[unknown stack]";
-    uint64_t cs = frames_stack(&h->frames, names, n);
+        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++) {
+            uint64_t w = v.f[i], iid;
+            if (w == UINT64_MAX || !lp_map_get(&h->iid_of, w + 1, &iid)) {
+                iid = frames_frame(&h->frames, lp_syms_function(h->syms, w, 1));
+                if (w != UINT64_MAX && lp_map_put(&h->iid_of, w + 1, iid, NULL) < 0) h->oom = 1;
+            }
+            ids[n++] = iid;
+        }
+    if (!n) ids[n++] = frames_frame(&h->frames, "[unknown stack]");
+    uint64_t cs = frames_callstack(&h->frames, ids, n);
     size_t at = lp_pb_open(h->dump, PHS_SAMPLES);
     lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
     lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
@@ -1135,11 +1185,12 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     lp_pb_msg(b, PP_PROCESS_DUMPS, &dump);
     lp_pb_uint(b, PP_INDEX, 0);
     lp_pb_close(b, pp);
-    if (tables.oom || dump.oom || h.frames.names.oom) f->oom = 1;
+    if (tables.oom || dump.oom || h.frames.names.oom || h.oom) f->oom = 1;
     packet_out(f, o);
     lp_pb_free(&tables);
     lp_pb_free(&dump);
     lp_strtab_free(&h.frames.names);
+    lp_map_free(&h.iid_of);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
@@ -1152,7 +1203,7 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
  * not used where the program itself has loaded it: its allocator is set for the whole library,
  * and libprof's is set only in a copy no one else uses. Without either, or when one fails, the
  * packets are written as they are. */
-#define BUNDLE_BYTES (192u << 10) /* a bundle's packets before deflate (Perfetto: < 512 KiB after) */
+#define BUNDLE_BYTES (64u << 10) /* a bundle's packets before deflate (Perfetto: < 512 KiB after) */
 /* the fastest levels: a twelfth of the JSON's size here, where zlib's 6 (Perfetto's service)
  * gives a thirteenth in two and a half times the time */
 #define ZLIB_LEVEL 1
@@ -1167,7 +1218,7 @@ static void z_free(voidpf opaque, voidpf p) {
     lp_os_free(p);
 }
 
-/* 1 when a deflater is ready (f->ld or zlib's functions), 0 when none. */
+/* 1 when a deflater is ready (libdeflate's compressors or zlib's functions), 0 when none. */
 static int deflater_ready(struct pf *f) {
     if (f->deflater) return f->deflater > 0;
     f->deflater = -1;
@@ -1182,7 +1233,8 @@ static int deflater_ready(struct pf *f) {
         f->ld_free = (void (*)(void *))lp_os_dlsym(h, "libdeflate_free_compressor");
         if (set_alloc && alloc && f->ld_compress && f->ld_bound && f->ld_free) {
             set_alloc(lp_os_malloc, lp_os_free);
-            f->ld = alloc(LIBDEFLATE_LEVEL);
+            f->ld_alloc = alloc; /* a compressor for each bundle of the ring when first used */
+            f->ld = (f->bundle[0].ld = alloc(LIBDEFLATE_LEVEL)) != NULL;
         }
         if (f->ld) return (f->deflater = 1);
     }
@@ -1195,60 +1247,105 @@ static int deflater_ready(struct pf *f) {
     return f->deflater > 0;
 }
 
-/* Bytes `in` (n) as one zlib stream into f->deflated: its length, or 0 when it failed. */
-static size_t deflated(struct pf *f, const uint8_t *in, size_t n) {
+/* Bundle `b`'s packets as one zlib stream into b->z (b->nz: its length, 0 when it failed). */
+static void deflate_bundle(struct pf *f, struct bundle *b) {
+    const uint8_t *in = b->raw.d;
+    size_t n = b->raw.n;
+    b->nz = 0;
     if (f->ld) {
-        size_t cap = f->ld_bound(f->ld, n);
-        return LP_RESERVE(f->deflated, f->capdeflated, cap) == 0 ? f->ld_compress(f->ld, in, n, f->deflated, cap) : 0;
+        if (!b->ld && !(b->ld = f->ld_alloc(LIBDEFLATE_LEVEL))) return; /* (then written as they are) */
+        size_t cap = f->ld_bound(b->ld, n);
+        if (LP_RESERVE(b->z, b->capz, cap) == 0) b->nz = f->ld_compress(b->ld, in, n, b->z, cap);
+        return;
     }
     z_stream z;
     memset(&z, 0, sizeof z);
     z.zalloc = z_alloc;
     z.zfree = z_free;
-    size_t out = 0;
-    if (f->z_init(&z, ZLIB_LEVEL, ZLIB_VERSION, (int)sizeof z) != Z_OK) return 0;
+    if (f->z_init(&z, ZLIB_LEVEL, ZLIB_VERSION, (int)sizeof z) != Z_OK) return;
     uLong cap = f->z_bound(&z, (uLong)n);
-    if (LP_RESERVE(f->deflated, f->capdeflated, cap) == 0) {
+    if (LP_RESERVE(b->z, b->capz, cap) == 0) {
         z.next_in = (Bytef *)in;
         z.avail_in = (uInt)n;
-        z.next_out = f->deflated;
+        z.next_out = b->z;
         z.avail_out = (uInt)cap;
-        if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) out = z.total_out;
+        if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) b->nz = z.total_out;
     }
     f->z_end(&z);
-    return out;
 }
 
-/* The bundle, deflated into one packet (or as it is). */
-static void bundle_out(struct pf *f, struct lp_out *o) {
-    struct lp_pb *b = &f->bundle;
-    if (!b->n) return;
-    size_t n = f->compress && deflater_ready(f) ? deflated(f, b->d, b->n) : 0;
-    if (n) {
-        struct lp_pb *c = &f->zpkt;
-        c->n = 0;
-        size_t at = lp_pb_open(c, TRACE_PACKET);
-        lp_pb_bytes(c, PKT_COMPRESSED_PACKETS, f->deflated, n);
-        lp_pb_close(c, at);
-        lp_out_write(o, c->d, c->n);
-        if (c->oom) f->oom = 1;
-        f->bundles++;
+/* Bundle `b` to `o`: its deflated packets as one packet, else its packets as they are. */
+static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
+    if (b->nz) {
+        uint8_t head[24], *p = head;
+        size_t body = 2 + (size_t)(lp_pb_varint_at(head, b->nz) - head) + b->nz; /* (field 50's tag: 2 bytes) */
+        p = lp_pb_varint_at(p, (uint64_t)TRACE_PACKET << 3 | 2);
+        p = lp_pb_varint_at(p, body);
+        p = lp_pb_varint_at(p, (uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2);
+        p = lp_pb_varint_at(p, b->nz);
+        lp_out_write(o, head, (size_t)(p - head));
+        lp_out_write(o, b->z, b->nz);
     } else {
-        lp_out_write(o, b->d, b->n);
+        lp_out_write(o, b->raw.d, b->raw.n);
     }
-    if (b->oom) f->oom = 1;
-    b->n = 0;
+    if (b->raw.oom) f->oom = 1;
+    b->raw.n = 0;
+    b->nz = 0;
+}
+
+static void *writer_main(void *arg) {
+    struct bundle *b = arg;
+    deflate_bundle(b->f, b);
+    return NULL;
+}
+
+#define RING (f->writers + 1)
+
+/* The oldest bundle being deflated, written when it is done. */
+static void writer_done(struct pf *f, struct lp_out *o) {
+    struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
+    lp_os_thread_join(b->th);
+    f->busy--;
+    bundle_write(f, b, o);
+}
+
+/* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
+ * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
+ * `writers` at once, as many as the machine has processors, three at most), the last here while
+ * the threads end theirs; all are written in order. Without a thread, each here. */
+static void bundle_out(struct pf *f, struct lp_out *o, int last) {
+    struct bundle *b = &f->bundle[f->cur];
+    int z = b->raw.n && f->compress && deflater_ready(f);
+    if (z && !last && f->writers) {
+        if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
+        b->f = f;
+        if (lp_os_thread_start(&b->th, writer_main, b) == 0) {
+            f->busy++;
+            f->cur = (f->cur + 1) % RING;
+            return;
+        }
+    }
+    if (z) deflate_bundle(f, b);
+    while (f->busy) writer_done(f, o); /* the bundles before, first */
+    if (b->raw.n) bundle_write(f, b, o);
+}
+
+/* Every bundle's thread ended (a conversion that stops half-way). */
+static void writers_end(struct pf *f) {
+    for (; f->busy; f->busy--) lp_os_thread_join(f->bundle[(f->cur + RING - f->busy) % RING].th);
 }
 
 /* A packet begins (a Trace.packet written in place in the bundle); packet_out ends it. */
 static struct lp_pb *packet(struct pf *f) {
-    f->pkt_at = lp_pb_open(&f->bundle, TRACE_PACKET);
-    return &f->bundle;
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    f->pkt_at = lp_pb_open(b, TRACE_PACKET);
+    return b;
 }
 
 static void packet_out(struct pf *f, struct lp_out *o) {
-    lp_pb_close(&f->bundle, f->pkt_at);
-    if (f->bundle.n >= BUNDLE_BYTES) bundle_out(f, o);
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    lp_pb_close(b, f->pkt_at);
+    if (b->n >= BUNDLE_BYTES) bundle_out(f, o, 0);
 }
 
 static void descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t) {
@@ -1388,36 +1485,74 @@ static int order(struct pf *f, struct track *t) {
     return 0;
 }
 
-/* Item `it` of track `t` as a packet. */
+static inline size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Item `it` of track `t` as a packet: its lengths known before, each field written once, in
+ * room made once (a trace has as many packets as events). */
 static void emit(struct pf *f, struct lp_out *o, const struct track *t, const struct item *it) {
     const struct rec *r = &t->r[it->rec];
     if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) return; /* bound to a slice */
-    struct lp_pb *b = packet(f);
-    lp_pb_uint(b, PKT_TIMESTAMP, it->ts);
-    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
-    /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
+    size_t msg, field;
+    unsigned type = 0;
     if (r->type == R_SAMPLE) {
-        size_t at = lp_pb_open(b, PKT_PERF_SAMPLE);
-        lp_pb_uint(b, PS_PID, f->pid);
-        lp_pb_uint(b, PS_TID, r->off);
-        lp_pb_uint(b, PS_CALLSTACK_IID, r->dur);
-        lp_pb_close(b, at);
-        packet_out(f, o);
-        return;
+        field = PKT_PERF_SAMPLE;
+        msg = 3 + varint_len(f->pid) + varint_len(r->off) + varint_len(r->dur);
+    } else {
+        field = PKT_TRACK_EVENT;
+        type = r->type == R_COUNTER                       ? TYPE_COUNTER
+               : it->end || r->type == R_END              ? TYPE_SLICE_END
+               : r->type == R_SLICE || r->type == R_BEGIN ? TYPE_SLICE_BEGIN
+                                                          : TYPE_INSTANT;
+        msg = 2 + 1 + varint_len(t->uuid);
+        if (!it->end) {
+            msg += r->len;
+            for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) msg += 2 + 8;
+        }
     }
-    size_t at = lp_pb_open(b, PKT_TRACK_EVENT);
-    unsigned type = r->type == R_COUNTER                       ? TYPE_COUNTER
-                    : it->end || r->type == R_END              ? TYPE_SLICE_END
-                    : r->type == R_SLICE || r->type == R_BEGIN ? TYPE_SLICE_BEGIN
-                                                               : TYPE_INSTANT;
-    lp_pb_uint(b, TE_TYPE, type);
-    lp_pb_uint(b, TE_TRACK_UUID, t->uuid);
-    if (!it->end) {
-        lp_pb_put(b, f->arena + r->off, r->len);
-        for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) lp_pb_fixed64(b, TE_FLOW_IDS, f->flows[k - 1].id);
+    size_t pkt = 1 + varint_len(it->ts) + 2 + varint_len(field << 3 | 2) + varint_len(msg) + msg;
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    size_t need = 1 + varint_len(pkt) + pkt;
+    if (b->cap - b->n < need && !lp_pb_room(b, need)) return;
+    uint8_t *p = b->d + b->n;
+    *p++ = TRACE_PACKET << 3 | 2;
+    p = lp_pb_varint_at(p, pkt);
+    *p++ = PKT_TIMESTAMP << 3;
+    p = lp_pb_varint_at(p, it->ts);
+    *p++ = PKT_SEQUENCE_ID << 3;
+    *p++ = SEQ;
+    /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
+    p = lp_pb_varint_at(p, field << 3 | 2);
+    p = lp_pb_varint_at(p, msg);
+    if (r->type == R_SAMPLE) {
+        *p++ = PS_PID << 3;
+        p = lp_pb_varint_at(p, f->pid);
+        *p++ = PS_TID << 3;
+        p = lp_pb_varint_at(p, r->off);
+        *p++ = PS_CALLSTACK_IID << 3;
+        p = lp_pb_varint_at(p, r->dur);
+    } else {
+        *p++ = TE_TYPE << 3;
+        *p++ = (uint8_t)type;
+        *p++ = TE_TRACK_UUID << 3;
+        p = lp_pb_varint_at(p, t->uuid);
+        if (!it->end) {
+            memcpy(p, f->arena + r->off, r->len);
+            p += r->len;
+            for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) {
+                p = lp_pb_varint_at(p, TE_FLOW_IDS << 3 | 1);
+                for (int i = 0; i < 8; i++) *p++ = (uint8_t)(f->flows[k - 1].id >> (8 * i));
+            }
+        }
     }
-    lp_pb_close(b, at);
-    packet_out(f, o);
+    b->n = (size_t)(p - b->d);
+    if (b->n >= BUNDLE_BYTES) bundle_out(f, o, 0);
     if (r->type == R_SLICE && !r->dur && !it->end) { /* a slice of no length: its end at once */
         struct item end = *it;
         end.end = 1;
@@ -1437,39 +1572,51 @@ static void interned_table(struct lp_pb *b, unsigned field, const struct lp_strt
 /* The tracks' events merged into one sequence in time order (a heap of tracks by their next
  * event's time). */
 static void merge(struct pf *f, struct lp_out *o) {
-    size_t *heap = lp_os_malloc((f->nt ? f->nt : 1) * sizeof *heap), n = 0;
+    /* heap[i]: a track's index, and the time of its next event (read once per event) */
+    struct top {
+        uint64_t ts;
+        size_t t;
+    } *heap = lp_os_malloc((f->nt ? f->nt : 1) * sizeof *heap);
+    size_t n = 0;
     if (!heap) {
         f->oom = 1;
         return;
     }
-#define TS(i) (f->t[heap[i]].it[f->t[heap[i]].at].ts)
     for (size_t i = 0; i < f->nt; i++) {
         if (!f->t[i].nit) continue;
         size_t c = n++;
-        heap[c] = i;
-        while (c && TS((c - 1) / 2) > TS(c)) {
-            size_t p = (c - 1) / 2, x = heap[p];
+        heap[c] = (struct top){f->t[i].it[0].ts, i};
+        while (c && heap[(c - 1) / 2].ts > heap[c].ts) {
+            size_t p = (c - 1) / 2;
+            struct top x = heap[p];
             heap[p] = heap[c];
             heap[c] = x;
             c = p;
         }
     }
     while (n) {
-        struct track *t = &f->t[heap[0]];
-        emit(f, o, t, &t->it[t->at++]);
-        if (t->at == t->nit) heap[0] = heap[--n];
+        struct track *t = &f->t[heap[0].t];
+        /* the top track's events up to the next track's first (a track's come in runs: the
+         * heap's thousands) — where the heap would keep it on top anyway */
+        uint64_t next = n > 1 ? heap[1].ts : UINT64_MAX;
+        if (n > 2 && heap[2].ts < next) next = heap[2].ts;
+        do emit(f, o, t, &t->it[t->at++]);
+        while (t->at < t->nit && t->it[t->at].ts <= next);
+        if (t->at == t->nit)
+            heap[0] = heap[--n];
+        else
+            heap[0].ts = t->it[t->at].ts;
         for (size_t c = 0;;) { /* sift down */
             size_t l = 2 * c + 1, m = c;
-            if (l < n && TS(l) < TS(m)) m = l;
-            if (l + 1 < n && TS(l + 1) < TS(m)) m = l + 1;
+            if (l < n && heap[l].ts < heap[m].ts) m = l;
+            if (l + 1 < n && heap[l + 1].ts < heap[m].ts) m = l + 1;
             if (m == c) break;
-            size_t x = heap[m];
+            struct top x = heap[m];
             heap[m] = heap[c];
             heap[c] = x;
             c = m;
         }
     }
-#undef TS
     lp_os_free(heap);
 }
 
@@ -1512,10 +1659,13 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     for (size_t i = 0; i < f->nt; i++)
         if (order(f, &f->t[i]) != 0) goto oom;
     merge(f, o);
+    /* the timeline's last bundle deflated on the thread while the heap profile is made here */
+    bundle_out(f, o, 0);
     heap_profile(f, o, a, f->last_ts);
-    bundle_out(f, o);
+    bundle_out(f, o, 1);
     if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->cpu.names.oom) return;
 oom:
+    writers_end(f);
     o->err = ENOMEM; /* the file is not kept */
     o->failed = 1;
 }
@@ -1529,6 +1679,7 @@ static void event_fwd(struct lp_sink *k, const struct lp_analysis *a, const stru
 static void release(struct lp_sink *k) {
     struct pf *f = k->self;
     if (!f) return;
+    writers_end(f);
     if (f->chrome.release) f->chrome.release(&f->chrome);
     for (size_t i = 0; i < f->nt; i++) {
         lp_os_free(f->t[i].name);
@@ -1550,15 +1701,16 @@ static void release(struct lp_sink *k) {
     lp_strtab_free(&f->cpu.names);
     lp_pb_free(&f->body);
     lp_pb_free(&f->interned);
-    lp_pb_free(&f->bundle);
-    lp_pb_free(&f->zpkt);
-    lp_os_free(f->deflated);
+    for (int i = 0; i <= WRITERS_MAX; i++) {
+        lp_pb_free(&f->bundle[i].raw);
+        lp_os_free(f->bundle[i].z);
+        if (f->bundle[i].ld) f->ld_free(f->bundle[i].ld);
+    }
     lp_map_free(&f->memo_of);
     lp_os_free(f->memos);
     lp_os_free(f->memo_bytes);
     lp_os_free(f->sort_tmp);
     lp_os_free(f->sort_runs);
-    if (f->ld) f->ld_free(f->ld);
     lp_os_free(f);
     k->self = NULL;
 }
@@ -1574,6 +1726,10 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     f->pid = r->hdr.pid;
     f->first_ts = UINT64_MAX;
     f->compress = 1;
+    /* threads deflating: as many as the processors, up to three; none on one processor (on two,
+     * two threads and the writer's own measured best: one alone was slower than none) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    f->writers = cpus <= 1 ? 0 : cpus > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus;
     f->cpu = (struct frames){.b = &f->interned,
                              .f_strings = ID_FUNCTION_NAMES,
                              .f_paths = ID_MAPPING_PATHS,
@@ -1586,7 +1742,7 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     f->json.tap = tail_text;
     f->json.tap_arg = f;
     f->mode = M_ARRAY;
-    f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_text, ev_memo, ev_memo_end};
+    f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_text, ev_memo, ev_memo_end, ev_sample};
     f->chrome.out = &f->json;
     f->chrome.events = &f->sink;
     if (lp_sink_chrome(&f->chrome, r, path, alloc_min, timeline_ns, timeline_min_ns) != 0) return -1;

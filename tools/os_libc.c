@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,15 @@ void *lp_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 int lp_os_munmap(void *addr, size_t len) { return munmap(addr, len); }
 int lp_os_rename(const char *from, const char *to) { return rename(from, to); }
 int lp_os_unlink(const char *path) { return unlink(path); }
+int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with this mask */
+    int r = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r == 0 ? 0 : -1;
+}
+void lp_os_thread_join(pthread_t t) { pthread_join(t, NULL); }
 void *lp_os_dlopen(const char *path, int flags) { return dlopen(path, flags); }
 void *lp_os_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
 

@@ -42,6 +42,7 @@ struct lpr_real_fns {
     void *(*dlopen)(const char *, int);
     int (*dlclose)(void *);
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*pthread_join)(pthread_t, void **);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
     void (*(*signal)(int, void (*)(int)))(int);
     int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);

@@ -5,6 +5,7 @@
 #include "lib/os.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -73,6 +74,34 @@ void *lp_os_dlopen(const char *path, int flags) {
 }
 
 void *lp_os_dlsym(void *handle, const char *name) { return lpr_dlsym(handle, name); }
+
+/* The writer's thread: marked as libprof's own (any hook it reaches passes through). */
+struct thread_start {
+    void *(*fn)(void *);
+    void *arg;
+};
+static void *thread_main(void *p) {
+    struct thread_start s = *(struct thread_start *)p;
+    LPR_REAL(free)(p);
+    lpr_tls.guard = 1;
+    return s.fn(s.arg);
+}
+int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    lpr_real_resolve();
+    /* only the trace's owner (not a vfork child sharing its memory) */
+    if (!LPR_REAL(pthread_create) || !LPR_REAL(pthread_join) || lpr_sys_getpid() != lpr_pid) return -1;
+    struct thread_start *s = LPR_REAL(malloc)(sizeof *s);
+    if (!s) return -1;
+    *s = (struct thread_start){fn, arg};
+    sigset_t all, old; /* (pthread_sigmask leaves the C library's own signals alone) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with this mask */
+    int r = LPR_REAL(pthread_create)(t, NULL, thread_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) LPR_REAL(free)(s);
+    return r == 0 ? 0 : -1;
+}
+void lp_os_thread_join(pthread_t t) { LPR_REAL(pthread_join)(t, NULL); }
 
 /* Resident memory for tables a signal handler writes (lp.h). */
 void lpr_resident(void *base, size_t from, size_t to) {

@@ -1,6 +1,6 @@
 /* real.c: the C library's functions that libprof calls on its own behalf and also intercepts —
  * the next malloc family (glibc's, or an allocator preloaded after libprof), dlopen, dlclose,
- * pthread_create, sigaction, signal — found once with dlsym(RTLD_NEXT) and called only through
+ * pthread_create, pthread_join, sigaction, signal — found once with dlsym(RTLD_NEXT) and called only through
  * this table (lpr_real), never through libprof's own exported names: what libprof does for
  * itself never reaches its hooks, so it never appears in a user's trace. Everything else the
  * core asks of the kernel is a raw system call (sys.h); lib/ reaches both through os.c.
@@ -47,6 +47,7 @@ void lpr_real_resolve(void) {
     RESOLVE(dl_iterate_phdr);
     RESOLVE(dlclose);
     RESOLVE(pthread_create);
+    RESOLVE(pthread_join);
     RESOLVE(sigaction);
     RESOLVE(signal);
     RESOLVE(dlopen); /* last: it is the "resolved" flag */

@@ -90,10 +90,12 @@ Test(perfetto, the_same_run_as_the_json_with_samples_flows_and_heap) {
         cr_expect_gt(num(s, "heap_allocated"), 0, "%d", i);
         cr_expect_gt(num(s, "counter_samples"), 0, "%d: the heap counter", i);
         cr_expect_eq(num(s, "metadata"), 1, "%d", i);
+        /* the timeline's bundles (the last deflated on the writer's thread while the heap
+         * profile is made), then the heap profile's own */
+        cr_expect_geq(num(s, "compressed_bundles"), 2, "%d", i);
     }
     cr_expect_leq(size_of(pf2) * 4, size_of(json), "the Perfetto trace %lld bytes, the JSON %lld: not a quarter",
                   size_of(pf2), size_of(json));
-    cr_expect_gt(num(report_made, "compressed_bundles"), 0, "packets deflated in bundles");
     cJSON_Delete(exit_made);
     cJSON_Delete(report_made);
 }
