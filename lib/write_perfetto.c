@@ -160,7 +160,7 @@ struct track {
     uint64_t uuid, parent;
     struct rec *r;
     size_t n, cap;
-    struct item *it;
+    struct item *it; /* NULL: its records are in the order they are written (nit of them) */
     size_t nit, at;
 };
 
@@ -1311,8 +1311,8 @@ static void writer_done(struct pf *f, struct lp_out *o) {
 
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
  * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
- * `writers` at once, as many as the machine has processors, three at most), the last here while
- * the threads end theirs; all are written in order. Without a thread, each here. */
+ * `writers` at once), the last here while the threads end theirs; all are written in order.
+ * Without a thread, each here. */
 static void bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
     int z = b->raw.n && f->compress && deflater_ready(f);
@@ -1432,6 +1432,14 @@ static int sort_items(struct pf *f, struct item *it, size_t n) {
  * (at the same time, the longer first), ends before begins at the same time, the inner first;
  * other tracks in time, then arrival, order. The flows' end points are bound to the slices. */
 static int order(struct pf *f, struct track *t) {
+    if (t->kind != T_THREAD) { /* (in time, then arrival, order: a counter's records already are) */
+        size_t i = 1;
+        while (i < t->n && t->r[i].ts >= t->r[i - 1].ts) i++;
+        if (i >= t->n) {
+            t->nit = t->n;
+            return 0;
+        }
+    }
     size_t need = 0;
     for (size_t i = 0; i < t->n; i++) need += t->r[i].type == R_SLICE && t->r[i].dur ? 2 : 1;
     t->it = lp_os_malloc((need ? need : 1) * sizeof *t->it);
@@ -1569,6 +1577,9 @@ static void interned_table(struct lp_pb *b, unsigned field, const struct lp_strt
     }
 }
 
+/* The time of track `t`'s next event to write. */
+static inline uint64_t next_ts(const struct track *t) { return t->it ? t->it[t->at].ts : t->r[t->at].ts; }
+
 /* The tracks' events merged into one sequence in time order (a heap of tracks by their next
  * event's time). */
 static void merge(struct pf *f, struct lp_out *o) {
@@ -1585,7 +1596,7 @@ static void merge(struct pf *f, struct lp_out *o) {
     for (size_t i = 0; i < f->nt; i++) {
         if (!f->t[i].nit) continue;
         size_t c = n++;
-        heap[c] = (struct top){f->t[i].it[0].ts, i};
+        heap[c] = (struct top){next_ts(&f->t[i]), i};
         while (c && heap[(c - 1) / 2].ts > heap[c].ts) {
             size_t p = (c - 1) / 2;
             struct top x = heap[p];
@@ -1600,12 +1611,16 @@ static void merge(struct pf *f, struct lp_out *o) {
          * heap's thousands) — where the heap would keep it on top anyway */
         uint64_t next = n > 1 ? heap[1].ts : UINT64_MAX;
         if (n > 2 && heap[2].ts < next) next = heap[2].ts;
-        do emit(f, o, t, &t->it[t->at++]);
-        while (t->at < t->nit && t->it[t->at].ts <= next);
+        do {
+            struct item direct, *it = t->it ? &t->it[t->at] : &direct;
+            if (!t->it) direct = (struct item){t->r[t->at].ts, 0, 0, (uint32_t)t->at, 1, 0};
+            t->at++;
+            emit(f, o, t, it);
+        } while (t->at < t->nit && next_ts(t) <= next);
         if (t->at == t->nit)
             heap[0] = heap[--n];
         else
-            heap[0].ts = t->it[t->at].ts;
+            heap[0].ts = next_ts(t);
         for (size_t c = 0;;) { /* sift down */
             size_t l = 2 * c + 1, m = c;
             if (l < n && heap[l].ts < heap[m].ts) m = l;
@@ -1726,10 +1741,11 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     f->pid = r->hdr.pid;
     f->first_ts = UINT64_MAX;
     f->compress = 1;
-    /* threads deflating: as many as the processors, up to three; none on one processor (on two,
-     * two threads and the writer's own measured best: one alone was slower than none) */
+    /* threads deflating: one processor left to the writer's own thread, three at most (on two
+     * processors, measured: one thread within noise of none, two slower; their compressors and
+     * buffers are memory first touched) */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    f->writers = cpus <= 1 ? 0 : cpus > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus;
+    f->writers = cpus <= 1 ? 0 : cpus - 1 > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus - 1;
     f->cpu = (struct frames){.b = &f->interned,
                              .f_strings = ID_FUNCTION_NAMES,
                              .f_paths = ID_MAPPING_PATHS,
