@@ -3,14 +3,18 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +63,23 @@ static int keep_env(const char *e) {
 }
 
 long run_core_limit;
+long run_time_limit = 300;
+
+/* Waits for `pid` at most run_time_limit seconds (a pidfd polled: no latency, no signal); past
+ * them its process group is killed. 1 when it was. */
+static int wait_limited(pid_t pid) {
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0) return 0; /* (a kernel without pidfds: wait4 alone) */
+    struct pollfd p = {fd, POLLIN, 0};
+    int r;
+    do r = poll(&p, 1, (int)(run_time_limit * 1000));
+    while (r < 0 && errno == EINTR);
+    close(fd);
+    if (r != 0) return 0;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    return 1;
+}
 
 int run_prog(struct run *r, const char *cwd, const char *const *env, const char *const *argv) {
     memset(r, 0, sizeof *r);
@@ -77,6 +98,7 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     if (pid == 0) {
         struct rlimit core = {(rlim_t)run_core_limit, (rlim_t)run_core_limit};
         setrlimit(RLIMIT_CORE, &core);
+        setpgid(0, 0); /* (its group: what a run that outlives its limit leaves is killed with it) */
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
         dup2(fo, 1);
@@ -89,6 +111,7 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     int st = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
+    int killed = pid > 0 && wait_limited(pid);
     wait4(pid, &st, 0, &ru);
     r->user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -97,6 +120,16 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     close(fe);
     r->out = read_file(out_path, &r->out_len);
     r->err = read_file(err_path, &r->err_len);
+    if (killed) {
+        r->status = 124;
+        char *e = NULL;
+        if (asprintf(&e, "%s\n[run_prog: %s killed after %ld s]\n", r->err ? r->err : "", argv[0], run_time_limit) >=
+            0) {
+            free(r->err);
+            r->err = e;
+            r->err_len = strlen(e);
+        }
+    }
     unlink(out_path);
     unlink(err_path);
     return pid > 0 ? 0 : -1;

@@ -12,7 +12,7 @@
 #define VENV_PYTHON LP_VENV "/bin/python3"
 
 struct run {
-    int status; /* exit code, or 128 + signal */
+    int status; /* exit code, or 128 + signal; 124 when it outran run_time_limit */
     int core;   /* killed by a signal, with a core dump */
     char *out, *err;
     size_t out_len, err_len;
@@ -26,6 +26,10 @@ void run_free(struct run *r);
 /* The core file size limit run_prog gives its programs (0 by default: crashing test programs
  * leave no core files). */
 extern long run_core_limit;
+/* The wall-clock seconds run_prog gives a program (300 by default): past them the program and
+ * every process of its group are killed and the run's status is 124, its stderr saying so — a
+ * hung program fails its test rather than holding the suite (and CI) forever. */
+extern long run_time_limit;
 
 char *make_tmpdir(void); /* fresh directory under /tmp (caller frees the string) */
 char *read_file(const char *path, size_t *len);

@@ -297,7 +297,9 @@ Test(coexist, cpython_suites_pass_sampled, .timeout = 900) {
                           "*VSOCK*",
                           NULL};
     struct run r;
+    run_time_limit = 900;
     run_prog(&r, dir, env, argv);
+    run_time_limit = 300;
     cr_expect_eq(r.status, 0, "%s\n%s", r.out, r.err);
     cr_expect(strstr(r.out, "Tests result: SUCCESS") != NULL, "%s", r.out);
     cr_expect_null(strstr(r.out, "libprof:"), "%s", r.out);
