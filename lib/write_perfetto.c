@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -1741,10 +1742,12 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     f->pid = r->hdr.pid;
     f->first_ts = UINT64_MAX;
     f->compress = 1;
-    /* threads deflating: one processor left to the writer's own thread, three at most (on two
-     * processors, measured: one thread within noise of none, two slower; their compressors and
-     * buffers are memory first touched) */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* threads deflating: one processor left to the writer's own thread, three at most — of the
+     * processors this process may run on (a program pinned to one gets none; on two, measured:
+     * one thread within noise of none, two slower: their compressors and buffers are memory
+     * first touched) */
+    cpu_set_t on;
+    long cpus = sched_getaffinity(0, sizeof on, &on) == 0 ? CPU_COUNT(&on) : sysconf(_SC_NPROCESSORS_ONLN);
     f->writers = cpus <= 1 ? 0 : cpus - 1 > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus - 1;
     f->cpu = (struct frames){.b = &f->interned,
                              .f_strings = ID_FUNCTION_NAMES,
