@@ -121,6 +121,36 @@ Test(perfetto, followed_and_live, .timeout = 120) {
     cJSON_Delete(live);
 }
 
+/* The bundles deflated on threads of their own (this machine's processors) or all on the
+ * converting thread (the process pinned to one processor): the same file, byte for byte — the
+ * threads' bundles are written in their order. */
+Test(perfetto, deflated_on_threads_or_not_the_same_file) {
+    char *dir = make_tmpdir(), *lpt = strfmt("%s/s.lpt", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=8",
+                              "LIBPROF_SAMPLE_HZ=500", NULL},
+             (const char *[]){PROG("cpusplit"), "split", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    char *threads = strfmt("%s/t.pftrace", dir), *one = strfmt("%s/o.pftrace", dir);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--perfetto", threads, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){"taskset", "-c", "0", REPORT, lpt, "--perfetto", one, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *t = check(threads, NULL);
+    cr_expect_geq(num(t, "compressed_bundles"), 3, "bundles enough for the threads to take some");
+    size_t nt = 0, no = 0;
+    char *a = read_file(threads, &nt), *b = read_file(one, &no);
+    cr_assert(a && b);
+    cr_expect(nt == no && memcmp(a, b, nt) == 0, "%zu bytes against %zu", nt, no);
+    free(a);
+    free(b);
+    cJSON_Delete(t);
+}
+
 /* Without libdeflate (hidden in a mount namespace of its own) the packets are deflated by zlib:
  * a trace with the same content. */
 Test(perfetto, zlib_where_libdeflate_is_missing) {
