@@ -65,6 +65,11 @@ struct lp_convert_opts {
     int general_path;             /* every event through the general path, none through the allocation fast
                        * path (convert.c): the same output, slower — a check of the fast path */
     struct lp_snapshot *snapshot; /* a followed trace: snapshots asked while it runs, or NULL */
+    /* the "heap by site" series of the top site_series_top stacks (by their own highest) over
+     * site_series_buckets instants, made from the pass's sites into *site_series (left zeroed
+     * when the trace has no allocation stacks or the conversion stops half-way), or NULL */
+    struct lp_site_series *site_series;
+    unsigned site_series_top, site_series_buckets;
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;

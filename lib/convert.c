@@ -843,9 +843,11 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     /* the timeline's "heap by site" tracks (write_chrome.c): their series kept as the pass goes
      * rather than made by a pass of their own (a saved trace's: its length is known). The
      * general path (--general-path) leaves them to that pass: a check of both. */
-    if (a->sites && o->site_tracks && !p->follow && !o->general_path &&
-        (o->path[LP_OUT_CHROME] || o->chrome_fd >= 0 || o->path[LP_OUT_PERFETTO]) &&
-        lp_sites_series_keep(a->sites, LP_SITE_SERIES_BUCKETS, lp_ticks_to_ns(r, r->last_ticks) + 1) != 0)
+    int site_chrome = o->site_tracks && (o->path[LP_OUT_CHROME] || o->chrome_fd >= 0 || o->path[LP_OUT_PERFETTO]);
+    if (o->site_series) memset(o->site_series, 0, sizeof *o->site_series);
+    if (a->sites && (site_chrome || o->site_series) && !p->follow && !o->general_path &&
+        lp_sites_series_keep(a->sites, o->site_series ? o->site_series_buckets : LP_SITE_SERIES_BUCKETS,
+                             lp_ticks_to_ns(r, r->last_ticks) + 1) != 0)
         goto oom;
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
         if (lp_views[v].create && lp_views[v].create(a) != 0) goto oom;
@@ -924,6 +926,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int t = totals(p, out, err, errlen);
     if (t == -2) goto oom;
     rc = t;
+    if (o->site_series && lp_alloc_sites(r, a->sites) &&
+        lp_site_series_of(r, o->site_series_top, o->site_series_buckets, o->site_series, a->sites, LP_RANK_HIGHEST) !=
+            0)
+        goto oom;
     if (missing && rc == 0) {
         snprintf(err, errlen, "%s: the trace has no %s (record with %s)", missing,
                  missing_needs & LP_NEEDS_STACKS ? "call stacks" : "CPU samples",

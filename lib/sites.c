@@ -19,6 +19,7 @@
 struct site {
     uint64_t calls, bytes, live, live_blocks, peak, temp, temp_bytes;
     uint64_t at_peak; /* live bytes at the peak of epoch `stamp` (see lp_sites_peak) */
+    uint64_t high;    /* its own highest live bytes */
     uint32_t stamp;
     uint32_t tick; /* the series bucket its live bytes last changed in (lp_sites_series_keep) */
     const char *library;
@@ -293,6 +294,7 @@ int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int countin
     keep_peak(s, t);
     series_touch(s, t, ns);
     t->live += bytes;
+    if (t->live > t->high) t->high = t->live;
     t->live_blocks += blocks;
     s->live_total += bytes;
     return 0;
@@ -810,27 +812,22 @@ static int by_weight_desc(const void *x, const void *y) {
     return a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-/* Block `v` (lp_live_pack) is no longer live: its stack's bytes, weighed as the sites weigh them. */
-static void series_gone(int64_t *cur, const int16_t *series, int64_t *sums, uint32_t n, uint64_t rate, uint64_t v) {
+/* Block `v` (lp_live_pack) is no longer live: its series' bytes, weighed as the sites weigh them. */
+static void series_gone(const int16_t *series, int64_t *sums, uint32_t n, uint64_t rate, uint64_t v) {
     uint32_t st = lp_live_stack(v) < n ? lp_live_stack(v) : 0;
     uint64_t bytes, blocks;
-    if (!weigh_at(rate, lp_live_bytes(v), st, &bytes, &blocks)) return;
-    cur[st] -= (int64_t)bytes;
-    if (series) sums[series[st]] -= (int64_t)bytes;
+    if (weigh_at(rate, lp_live_bytes(v), st, &bytes, &blocks)) sums[series[st]] -= (int64_t)bytes;
 }
 
-/* One pass over the heap events: each stack's live bytes (cur), with the sites' accounting. With
- * `feed`, those sites are fed instead (they keep the series) and each stack's highest is kept in
- * hi; with `series`, the per-series sums are sampled into out->v at every bucket boundary (when
- * the kept series outgrew their room). */
-static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, const int16_t *series,
-                       struct lp_site_series *out, struct lp_sites *feed) {
+/* One pass over the heap events, with the sites' accounting: the live bytes of each series
+ * (`series`: a stack's), sampled into out->v at every bucket boundary — where the pass's sites
+ * kept no series for these buckets (their log outgrew its room, or the general path). */
+static int series_pass(const struct lp_reader *r, const int16_t *series, struct lp_site_series *out) {
     uint32_t n = r->nstacks;
     const uint64_t rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0; /* as the sites weigh */
     struct lp_iter *it = lp_iter_new(r);
     struct lp_map live = {0};
     if (!it) return -1;
-    memset(cur, 0, n * sizeof *cur);
     int64_t sums[LP_SERIES_MAX + 1] = {0};
     unsigned filled = 0, buckets = out->buckets;
     /* (the bucket is computed only where the next one is reached: bucket_start) */
@@ -842,7 +839,7 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
         uint64_t v, freed, ptr, size;
         lp_event_blocks(&e, &freed, &ptr, &size);
         if (!freed && !ptr) continue;
-        if (series && e.ns >= next) { /* the buckets before this event take the values so far */
+        if (e.ns >= next) { /* the buckets before this event take the values so far */
             unsigned b = (unsigned)((unsigned __int128)e.ns * buckets / span);
             if (b > buckets) b = buckets;
             for (; filled < b; filled++)
@@ -854,11 +851,7 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
          * one still live leaves that one's stack first (its release was missed), as in the pass */
         for (int k = 0; k < 2; k++) {
             uint64_t p = k ? ptr : freed;
-            if (!p || !lp_map_take(&live, p, &v)) continue;
-            if (feed)
-                lp_sites_died(feed, v, e.ns);
-            else
-                series_gone(cur, series, sums, n, rate, v);
+            if (p && lp_map_take(&live, p, &v)) series_gone(series, sums, n, rate, v);
         }
         if (!ptr) continue;
         uint32_t st = e.stack < n ? e.stack : 0;
@@ -868,21 +861,10 @@ static int series_pass(const struct lp_reader *r, int64_t *cur, uint64_t *hi, co
             rc = -1;
             break;
         }
-        if (put && feed)
-            lp_sites_died(feed, v, e.ns);
-        else if (put)
-            series_gone(cur, series, sums, n, rate, v);
-        if (feed) { /* the sites keep the series; each stack's highest here */
-            lp_sites_born(feed, sz, st, 0, e.ns);
-            if (hi && site_of(feed, st)->live > hi[st]) hi[st] = site_of(feed, st)->live;
-            continue;
-        }
-        if (!weigh_at(rate, sz, st, &bytes, &blocks)) continue; /* a sampled trace's unsampled block */
-        cur[st] += (int64_t)bytes;
-        if (hi && cur[st] > 0 && (uint64_t)cur[st] > hi[st]) hi[st] = (uint64_t)cur[st];
-        if (series) sums[series[st]] += (int64_t)bytes;
+        if (put) series_gone(series, sums, n, rate, v);
+        if (weigh_at(rate, sz, st, &bytes, &blocks)) sums[series[st]] += (int64_t)bytes; /* (unsampled: not) */
     }
-    for (; series && filled < buckets; filled++)
+    for (; filled < buckets; filled++)
         for (unsigned i = 0; i < out->nseries; i++)
             out->v[(size_t)filled * out->nseries + i] = sums[i] > 0 ? (uint64_t)sums[i] : 0;
     lp_iter_free(it);
@@ -914,29 +896,22 @@ static void series_from_log(const struct lp_sites *s, const int16_t *series, uin
 }
 
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
-                      const struct lp_sites *by) {
+                      const struct lp_sites *by, enum lp_series_rank rank) {
     memset(out, 0, sizeof *out);
-    if (!r->nstacks || buckets == 0) return 0;
+    if (!by || !r->nstacks || buckets == 0) return 0;
     if (top > LP_SERIES_MAX) top = LP_SERIES_MAX;
     uint32_t n = r->nstacks;
-    int64_t *cur = lp_os_calloc(n, sizeof *cur);
     uint64_t *hi = lp_os_calloc(n, sizeof *hi), *pairs = lp_os_calloc((size_t)n * 2, sizeof *pairs);
     int16_t *series = lp_os_malloc(n * sizeof *series);
     struct lp_syms *syms = NULL;
-    struct lp_sites *own = NULL; /* made here when no conversion made the sites */
     int rc = -1;
-    if (!cur || !hi || !pairs || !series) goto out;
+    if (!hi || !pairs || !series) goto out;
     out->buckets = buckets;
     out->span_ns = lp_ticks_to_ns(r, r->last_ticks) + 1;
-    if (by) { /* the sites the pass made: ranked by their bytes at the heap's peak, then allocated */
-        for (uint32_t id = 1; id < n && id < by->nsite; id++)
-            hi[id] = by->site[id].peak ? by->site[id].peak : by->site[id].bytes / 1024;
-    } else { /* a pass of its own: each stack's own highest, the series kept as it goes */
-        if (!(own = lp_sites_new(r, 0)) || lp_sites_series_keep(own, buckets, out->span_ns) != 0 ||
-            series_pass(r, cur, hi, NULL, out, own) != 0)
-            goto out;
-        by = own;
-    }
+    for (uint32_t id = 1; id < n && id < by->nsite; id++)
+        hi[id] = rank == LP_RANK_HIGHEST ? by->site[id].high
+                 : by->site[id].peak     ? by->site[id].peak
+                                         : by->site[id].bytes / 1024;
     uint32_t k = 0;
     for (uint32_t id = 1; id < n; id++)
         if (hi[id]) {
@@ -972,18 +947,16 @@ int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets,
             }
     }
     snprintf(out->label[t], sizeof out->label[t], "other");
-    if (by && by->totals && !by->series_lost && by->series_buckets == buckets && by->series_span == out->span_ns &&
+    if (by->totals && !by->series_lost && by->series_buckets == buckets && by->series_span == out->span_ns &&
         by->nsite >= n)
         series_from_log(by, series, n, top_id, t, out);
-    else if (series_pass(r, cur, NULL, series, out, NULL) != 0) /* (its log outgrew its room) */
+    else if (series_pass(r, series, out) != 0)
         goto out;
     rc = 0;
 out:
-    lp_os_free(cur);
     lp_os_free(hi);
     lp_os_free(pairs);
     lp_os_free(series);
-    lp_sites_free(own);
     if (rc != 0) lp_site_series_free(out);
     return rc;
 }

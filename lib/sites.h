@@ -81,12 +81,15 @@ struct lp_site_series {
     char label[LP_SERIES_MAX + 1][160];
     uint64_t *v;
 };
-/* `by`: when the pass already made the sites, the top stacks are those with the most bytes live
- * at the heap's peak (no pass over the events at all when the pass kept the series for these
- * buckets, lp_sites_series_keep); NULL: by their own highest, found by one pass of its own that
- * keeps the series as it goes. */
+/* The series of the `top` stacks ranked by `rank` among the sites the pass made (`by`), read
+ * from what the pass kept for these buckets (lp_sites_series_keep), else made by a pass over the
+ * heap events of their own. Empty (nseries 0) without sites. */
+enum lp_series_rank {
+    LP_RANK_AT_PEAK, /* the bytes live at the heap's peak, then allocated (the Chrome trace's) */
+    LP_RANK_HIGHEST  /* each stack's own highest (the HTML page's) */
+};
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
-                      const struct lp_sites *by);
+                      const struct lp_sites *by, enum lp_series_rank rank);
 void lp_site_series_free(struct lp_site_series *s);
 /* The series of every stack kept as the pass goes, for `buckets` instants over span_ns (ns since
  * the start: lp_site_series_of's), before its first event: lp_site_series_of then reads them

@@ -630,7 +630,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
  * under the process (Perfetto), sampled at 400 instants. */
 static void site_counters(struct chrome *c, const struct lp_analysis *a) {
     struct lp_site_series ss;
-    if (lp_site_series_of(a->r, 8, LP_SITE_SERIES_BUCKETS, &ss, a->sites) != 0 || ss.nseries < 2) {
+    if (lp_site_series_of(a->r, 8, LP_SITE_SERIES_BUCKETS, &ss, a->sites, LP_RANK_AT_PEAK) != 0 || ss.nseries < 2) {
         lp_site_series_free(&ss);
         return;
     }

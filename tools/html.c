@@ -142,30 +142,26 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
     lp_iter_free(it);
 }
 
-/* "heap by site over time": the live bytes of the top call stacks, stacked, over the run. */
-static void site_plot(FILE *f, const struct lp_reader *r) {
-    struct lp_site_series ss;
-    enum { B = 300 };
-    if (lp_site_series_of(r, 8, B, &ss, NULL) != 0 || ss.nseries < 2) {
-        lp_site_series_free(&ss);
-        return;
-    }
+/* "heap by site over time": the live bytes of the top call stacks, stacked, over the run (the
+ * series the trace's conversion made). */
+static void site_plot(FILE *f, const struct lp_site_series *ss) {
+    if (!ss || ss->nseries < 2) return;
     static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78",
                                          "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#dddddd"};
     uint64_t top = 1;
-    for (unsigned b = 0; b < ss.buckets; b++) {
+    for (unsigned b = 0; b < ss->buckets; b++) {
         uint64_t sum = 0;
-        for (unsigned i = 0; i < ss.nseries; i++) sum += ss.v[(size_t)b * ss.nseries + i];
+        for (unsigned i = 0; i < ss->nseries; i++) sum += ss->v[(size_t)b * ss->nseries + i];
         if (sum > top) top = sum;
     }
     char pk[32], sp[32];
     lp_fmt_bytes(pk, sizeof pk, top);
-    lp_fmt_ns(sp, sizeof sp, (int64_t)ss.span_ns);
+    lp_fmt_ns(sp, sizeof sp, (int64_t)ss->span_ns);
     fprintf(f,
             "<h2>Heap by site over time</h2><p>live requested bytes of the %u call stacks that held the most, and "
             "all the others; %u samples over %s</p>\n",
-            ss.nseries - 1, ss.buckets, sp);
+            ss->nseries - 1, ss->buckets, sp);
     fprintf(f,
             "<svg id=\"sites-over-time\" width=\"820\" height=\"240\" viewBox=\"0 0 820 240\" role=\"img\" "
             "aria-label=\"heap by site over time\"><rect x=\"60\" y=\"10\" width=\"740\" height=\"200\" "
@@ -173,30 +169,29 @@ static void site_plot(FILE *f, const struct lp_reader *r) {
             "<text x=\"740\" y=\"230\">%s</text>\n",
             pk, sp);
     /* each series an area between the running sums below and above it */
-    for (unsigned i = 0; i < ss.nseries; i++) {
+    for (unsigned i = 0; i < ss->nseries; i++) {
         fprintf(f, "<polygon class=\"site\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", colors[i % 17]);
-        for (unsigned b = 0; b < ss.buckets; b++) { /* the upper edge, left to right */
+        for (unsigned b = 0; b < ss->buckets; b++) { /* the upper edge, left to right */
             uint64_t up = 0;
-            for (unsigned k = 0; k <= i; k++) up += ss.v[(size_t)b * ss.nseries + k];
-            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss.buckets - 1), 210 - 200.0 * (double)up / (double)top);
+            for (unsigned k = 0; k <= i; k++) up += ss->v[(size_t)b * ss->nseries + k];
+            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss->buckets - 1), 210 - 200.0 * (double)up / (double)top);
         }
-        for (unsigned b = ss.buckets; b-- > 0;) { /* the lower edge, back */
+        for (unsigned b = ss->buckets; b-- > 0;) { /* the lower edge, back */
             uint64_t lo = 0;
-            for (unsigned k = 0; k < i; k++) lo += ss.v[(size_t)b * ss.nseries + k];
-            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss.buckets - 1), 210 - 200.0 * (double)lo / (double)top);
+            for (unsigned k = 0; k < i; k++) lo += ss->v[(size_t)b * ss->nseries + k];
+            fprintf(f, "%.1f,%.1f ", 60 + 740.0 * b / (ss->buckets - 1), 210 - 200.0 * (double)lo / (double)top);
         }
         fputs("\"><title>", f);
-        rp_html_esc(f, ss.label[i], strlen(ss.label[i]));
+        rp_html_esc(f, ss->label[i], strlen(ss->label[i]));
         fputs("</title></polygon>\n", f);
     }
     fputs("</svg><ul class=\"legend\">", f);
-    for (unsigned i = 0; i < ss.nseries; i++) {
+    for (unsigned i = 0; i < ss->nseries; i++) {
         fprintf(f, "<li><span style=\"background:%s\">&nbsp;&nbsp;&nbsp;</span> ", colors[i % 17]);
-        rp_html_esc(f, ss.label[i], strlen(ss.label[i]));
+        rp_html_esc(f, ss->label[i], strlen(ss->label[i]));
         fputs("</li>", f);
     }
     fputs("</ul>\n", f);
-    lp_site_series_free(&ss);
 }
 
 /* ---- the time window ------------------------------------------------------------------------- *
@@ -440,8 +435,10 @@ static void iteration_chart(FILE *f, const struct lp_slices *c, const struct rp_
     free(lat);
 }
 
-int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
-            const char *const folded[4], const struct rp_opts *o) {
+int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r,
+            const struct rp_page_parts *parts, const struct rp_opts *o) {
+    const char *summary = parts ? parts->summary : NULL;
+    const char *const *folded = parts ? (const char *const *)parts->folded : NULL;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=utf-8><title>libprof report: ", f);
     rp_html_esc(f, label, strlen(label));
     fputs(
@@ -494,7 +491,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
     }
     rp_html_cpu(f, c, r, o->top); /* where the CPU went, when the trace has samples */
     if (r) heap_plot(f, r);
-    if (r) site_plot(f, r);
+    if (parts) site_plot(f, &parts->sites);
     time_window(f, c, r);
     if (o->iterations) iteration_chart(f, c, o);
     /* allocated, at the peak, leaked, temporary: each a flame graph of its own */

@@ -153,12 +153,11 @@ static void unload(struct input *in) {
 }
 
 /* What --html shows of a raw trace's conversion, made by one pass: the converter's text report
- * (memory, I/O, BLAS, oneDNN, sites) into *summary, and with stacks the four flame graphs
- * (allocated, at the peak, leaked, temporary) as collapsed-stack texts into fold[] (NULL each
- * when none). */
-static void html_texts(const struct lp_reader *r, const char *label, char **summary, char *fold[4]) {
-    *summary = NULL;
-    for (int k = 0; k < 4; k++) fold[k] = NULL;
+ * (memory, I/O, BLAS, oneDNN, sites) into p->summary, with stacks the four flame graphs
+ * (allocated, at the peak, leaked, temporary) as collapsed-stack texts into p->folded[] (NULL
+ * each when none), and the "heap by site" series into p->sites. */
+static void html_texts(const struct lp_reader *r, const char *label, struct rp_page_parts *p) {
+    char **summary = &p->summary, **fold = p->folded;
     FILE *t = tmpfile();
     if (!t) return;
     char path[4][32];
@@ -183,7 +182,10 @@ static void html_texts(const struct lp_reader *r, const char *label, char **summ
                                 .temporary_threshold = temp_threshold,
                                 .peak_at_ns = peak_at_ns,
                                 .general_path = general_path,
-                                .py_user_lines = cli.py_user_lines};
+                                .py_user_lines = cli.py_user_lines,
+                                .site_series = &p->sites,
+                                .site_series_top = RP_SITE_TOP,
+                                .site_series_buckets = RP_SITE_BUCKETS};
     char err[256];
     size_t len;
     /* (on an error, what could be written is complete: the summary among them) */
@@ -566,16 +568,17 @@ static int act_events_csv(struct input *in) {
 
 static int act_html(struct input *in) {
     FILE *f = fopen(cli.html, "w");
-    char *sum = NULL, *fold[4] = {NULL, NULL, NULL, NULL};
-    if (in->raw) html_texts(&in->r, in->path, &sum, fold);
+    struct rp_page_parts parts;
+    memset(&parts, 0, sizeof parts);
+    if (in->raw) html_texts(&in->r, in->path, &parts);
     int rc = 0;
-    if (!f || rp_html(f, in->path, &in->c, in->raw ? &in->r : NULL, sum, (const char *const *)fold, &cli.o) != 0 ||
-        fclose(f) != 0) {
+    if (!f || rp_html(f, in->path, &in->c, in->raw ? &in->r : NULL, &parts, &cli.o) != 0 || fclose(f) != 0) {
         fprintf(stderr, "libprof-report: cannot write %s: %s\n", cli.html, strerror(errno));
         rc = 1;
     }
-    free(sum);
-    for (int k = 0; k < 4; k++) free(fold[k]);
+    free(parts.summary);
+    for (int k = 0; k < 4; k++) free(parts.folded[k]);
+    lp_site_series_free(&parts.sites);
     return rc;
 }
 

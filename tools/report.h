@@ -11,6 +11,7 @@
 
 #include "chrome_in.h"
 #include "lib/reader.h"
+#include "lib/sites.h"
 
 enum rp_sort { RP_TOTAL, RP_SELF, RP_COUNT, RP_MEAN, RP_P50, RP_P99, RP_MAX, RP_NAME };
 enum rp_units { RP_AUTO, RP_NS, RP_US, RP_MS, RP_S };
@@ -50,11 +51,20 @@ int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out);
 /* The ends of the first MPI_Barrier [0] and MPI_Init [1] on the main thread of a keyed CSV
  * (rewound after). */
 void rp_keyed_csv_sync(FILE *in, int64_t sync_ns[2]);
+/* What one conversion of a raw trace makes for the page (libprof-report.c): the summary's text
+ * (the memory/I/O/BLAS tables), the folded stacks of the four allocation flame graphs, and the
+ * "heap by site" series (sites.buckets 0: not made; the page then makes its own). */
+#define RP_SITE_TOP 8       /* the page's "heap by site": its stacks */
+#define RP_SITE_BUCKETS 300 /* ... and its instants */
+struct rp_page_parts {
+    char *summary;
+    char *folded[4];
+    struct lp_site_series sites;
+};
 /* --html: one self-contained file (inline CSS and SVG, no script, no network). `r` (may be NULL)
- * adds the heap-over-time plot; `summary` (may be NULL) the memory/I/O/BLAS tables as text;
- * `folded` (may be NULL) the allocation flame graph. */
-int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r, const char *summary,
-            const char *const folded[4], const struct rp_opts *o);
+ * adds the heap-over-time plots; `parts` (may be NULL) what the conversion made for it. */
+int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct lp_reader *r,
+            const struct rp_page_parts *parts, const struct rp_opts *o);
 /* For the HTML page: the top rows as the table shows them (name, count, total, self, mean, p50,
  * p99, max), and each thread's wall, busy and kernel time. */
 int rp_top_rows(const struct lp_slices *c, const struct rp_opts *o,
