@@ -222,6 +222,16 @@ static struct wrow *wrow_of(struct wrow **rows, size_t *n, size_t *cap, const ch
     return w;
 }
 
+/* The allocation row of kind `kind` (LP_KIND_COUNT: the frees'), found once per kind, not by
+ * its name at every event. */
+static struct wrow *row_by_kind(struct wrow **rows, size_t *n, size_t *cap, size_t *kind_row, unsigned kind,
+                                const char *name) {
+    if (kind_row[kind]) return &(*rows)[kind_row[kind] - 1];
+    struct wrow *w = wrow_of(rows, n, cap, name, 1);
+    if (w) kind_row[kind] = (size_t)(w - *rows) + 1;
+    return w;
+}
+
 static int by_total(const void *a, const void *b) {
     const struct wrow *x = a, *y = b;
     return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
@@ -239,6 +249,7 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
     if (r) { /* the allocation functions, from the raw trace */
         struct lp_iter *it = lp_iter_new(r);
         struct lp_map live = {0};
+        size_t kind_row[LP_KIND_COUNT + 1] = {0}; /* a kind's row, 1 + its index (the last: frees) */
         struct lp_event e;
         while (it && !oom && lp_iter_next(it, &e)) {
             uint64_t freed, born, size, v;
@@ -247,7 +258,7 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
             size_t b = (size_t)((double)e.ns / (double)span * WB);
             if (b >= WB) b = WB - 1;
             if (born) {
-                struct wrow *w = wrow_of(&rows, &n, &cap, lp_kind_names[e.kind], 1);
+                struct wrow *w = row_by_kind(&rows, &n, &cap, kind_row, e.kind, lp_kind_names[e.kind]);
                 if (!w || lp_map_put(&live, born, size, NULL) < 0) {
                     oom = 1;
                     break;
@@ -257,7 +268,7 @@ static void time_window(FILE *f, const struct lp_slices *c, const struct lp_read
                 w->total += size;
             }
             if (freed && e.phase == 1) { /* a free (a realloc's release is part of its row) */
-                struct wrow *w = wrow_of(&rows, &n, &cap, "free (bytes released)", 1);
+                struct wrow *w = row_by_kind(&rows, &n, &cap, kind_row, LP_KIND_COUNT, "free (bytes released)");
                 if (!w) {
                     oom = 1;
                     break;
