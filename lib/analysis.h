@@ -70,6 +70,9 @@ struct lp_convert_opts {
      * when the trace has no allocation stacks or the conversion stops half-way), or NULL */
     struct lp_site_series *site_series;
     unsigned site_series_top, site_series_buckets;
+    /* the CPU samples view handed over when the conversion ends (the caller frees it with
+     * lp_samples_free, and keeps the reader open while it uses it), or left NULL; or NULL */
+    struct lp_samples **samples_out;
     /* Called about every million events with (events done, events total). */
     void (*progress)(uint64_t done, uint64_t total, void *arg);
     void *progress_arg;

@@ -820,6 +820,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int rc = -1;
     if (!p || !out) goto oom;
     struct lp_analysis *a = &p->a;
+    if (o->samples_out) *o->samples_out = NULL;
     a->r = r;
     a->opts = o;
     p->follow = r->follow != NULL;
@@ -926,6 +927,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int t = totals(p, out, err, errlen);
     if (t == -2) goto oom;
     rc = t;
+    if (o->samples_out && rc == 0) { /* (the view's destroy then has nothing to free) */
+        *o->samples_out = lp_samples_of(a);
+        a->view[LP_VIEW_CPU] = NULL;
+    }
     if (o->site_series && lp_alloc_sites(r, a->sites) &&
         lp_site_series_of(r, o->site_series_top, o->site_series_buckets, o->site_series, a->sites, LP_RANK_HIGHEST) !=
             0)

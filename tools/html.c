@@ -500,7 +500,7 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         rp_torch_rows(c, &top, 0, op_row_emit, f);
         fputs("</table>\n", f);
     }
-    rp_html_cpu(f, c, r, o->top); /* where the CPU went, when the trace has samples */
+    rp_html_cpu(f, c, r, parts ? parts->samples : NULL, o->top); /* where the CPU went, when it has samples */
     if (r) heap_plot(f, r);
     if (parts) site_plot(f, &parts->sites);
     time_window(f, c, r);

@@ -135,28 +135,35 @@ static void add_sample(void *arg, uint32_t thread, uint32_t key, uint64_t ns, ui
     if (rp_flame_add(b->t, names, lens, n + 1, weight, bucket) != 0) b->oom = 1;
 }
 
-static void flame(FILE *f, const struct lp_reader *r, uint64_t period_ns) {
+/* (`given`: the conversion's samples — every sample, as a pass of its own would gather, where
+ * the trace has no reset: those before one are not named then) */
+static void flame(FILE *f, const struct lp_reader *r, struct lp_samples *given, uint64_t period_ns) {
     int oom = 0;
-    struct build b = {lp_samples_new(r, &oom), rp_flame_new(FLAME_BUCKETS), NULL, 0, 0};
+    if (r->reset_ticks) given = NULL;
+    struct build b = {given ? given : lp_samples_new(r, &oom), rp_flame_new(FLAME_BUCKETS), NULL, 0, 0};
     b.thread = calloc((size_t)r->nthreads + 1, sizeof *b.thread);
-    struct lp_iter *it = b.s && b.t && b.thread ? lp_iter_new(r) : NULL;
-    struct lp_event e;
-    while (it && lp_iter_next(it, &e))
-        if (lp_kind_shape[e.kind] == LP_SHAPE_SAMPLE && lp_samples_event(b.s, &e, 1) != 0) oom = 1;
+    int ready = b.s && b.t && b.thread;
+    if (ready && !given) { /* a pass of its own */
+        struct lp_iter *it = lp_iter_new(r);
+        struct lp_event e;
+        while (it && lp_iter_next(it, &e))
+            if (lp_kind_shape[e.kind] == LP_SHAPE_SAMPLE && lp_samples_event(b.s, &e, 1) != 0) oom = 1;
+        ready = it && !oom && lp_samples_finish(b.s) == 0;
+        lp_iter_free(it);
+    }
     b.span = lp_ticks_to_ns(r, r->last_ticks) + 1;
-    if (it && !oom && lp_samples_finish(b.s) == 0) {
+    if (ready) {
         lp_samples_each_sample(b.s, add_sample, &b);
         if (!b.oom)
             rp_flame_svg(f, b.t, "flame-cpu", "CPU by call stack", "CPU time (samples; the thread at the root)",
                          period_ns);
     }
-    lp_iter_free(it);
     rp_flame_free(b.t); /* (before the samples: its names are theirs) */
-    lp_samples_free(b.s);
+    if (!given) lp_samples_free(b.s);
     free(b.thread);
 }
 
-void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, int top) {
+void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, struct lp_samples *samples, int top) {
     size_t rows = top > 0 ? (size_t)top : 25;
     const struct lp_cpu *cpu = &c->cpu;
     if (!cpu->period_ns) return;
@@ -172,7 +179,7 @@ void rp_html_cpu(FILE *f, const struct lp_slices *c, const struct lp_reader *r, 
     table(f, "By Python line", "line", cpu->lines, cpu->nlines, cpu, rows);
     chart(f, cpu);
     if (r)
-        flame(f, r, cpu->period_ns);
+        flame(f, r, samples, cpu->period_ns);
     else
         fputs("<p>(the CPU flame graph is drawn from a raw trace: record to a <code>.lpt</code> file, or with "
               "<code>LIBPROF_FLAMEGRAPH=1</code> for NAME.cpu.folded)</p>\n",

@@ -26,6 +26,7 @@
 #include "lib/fmt.h"
 #include "lib/convert.h"
 #include "lib/reader.h"
+#include "lib/samples.h"
 #include "report.h"
 #include "lib/vec.h"
 
@@ -155,7 +156,7 @@ static void unload(struct input *in) {
 /* What --html shows of a raw trace's conversion, made by one pass: the converter's text report
  * (memory, I/O, BLAS, oneDNN, sites) into p->summary, with stacks the four flame graphs
  * (allocated, at the peak, leaked, temporary) as collapsed-stack texts into p->folded[] (NULL
- * each when none), and the "heap by site" series into p->sites. */
+ * each when none), the "heap by site" series into p->sites and the CPU samples into p->samples. */
 static void html_texts(const struct lp_reader *r, const char *label, struct rp_page_parts *p) {
     char **summary = &p->summary, **fold = p->folded;
     FILE *t = tmpfile();
@@ -185,7 +186,8 @@ static void html_texts(const struct lp_reader *r, const char *label, struct rp_p
                                 .py_user_lines = cli.py_user_lines,
                                 .site_series = &p->sites,
                                 .site_series_top = RP_SITE_TOP,
-                                .site_series_buckets = RP_SITE_BUCKETS};
+                                .site_series_buckets = RP_SITE_BUCKETS,
+                                .samples_out = &p->samples};
     char err[256];
     size_t len;
     /* (on an error, what could be written is complete: the summary among them) */
@@ -579,6 +581,7 @@ static int act_html(struct input *in) {
     free(parts.summary);
     for (int k = 0; k < 4; k++) free(parts.folded[k]);
     lp_site_series_free(&parts.sites);
+    lp_samples_free(parts.samples);
     return rc;
 }
 

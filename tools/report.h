@@ -53,13 +53,14 @@ int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out);
 void rp_keyed_csv_sync(FILE *in, int64_t sync_ns[2]);
 /* What one conversion of a raw trace makes for the page (libprof-report.c): the summary's text
  * (the memory/I/O/BLAS tables), the folded stacks of the four allocation flame graphs, and the
- * "heap by site" series (sites.buckets 0: not made; the page then makes its own). */
+ * "heap by site" series (nseries 0: none) and the CPU samples. */
 #define RP_SITE_TOP 8       /* the page's "heap by site": its stacks */
 #define RP_SITE_BUCKETS 300 /* ... and its instants */
 struct rp_page_parts {
     char *summary;
     char *folded[4];
     struct lp_site_series sites;
+    struct lp_samples *samples; /* the CPU samples (NULL: none, or the page gathers its own) */
 };
 /* --html: one self-contained file (inline CSS and SVG, no script, no network). `r` (may be NULL)
  * adds the heap-over-time plots; `parts` (may be NULL) what the conversion made for it. */
