@@ -90,32 +90,33 @@ static void thread_emit(void *arg, const struct rp_thread_share *t) {
     b->y += 40; /* the bar, and its label on a line of its own under it: it never runs off the page */
 }
 
-/* The live heap over time from a raw trace: up to 1000 points (the maximum of each bucket). */
-static void heap_plot(FILE *f, const struct lp_reader *r) {
-    struct lp_iter *it = lp_iter_new(r);
-    if (!it) return;
-    enum { N = 1000 };
-    double *mx = calloc(N, sizeof *mx);
-    uint8_t *has = calloc(N, 1);
-    struct lp_map live = {0};
-    uint64_t span = lp_ticks_to_ns(r, r->last_ticks) + 1, cur = 0, peak = 0;
-    struct lp_event e;
-    while (mx && has && lp_iter_next(it, &e)) {
-        uint64_t v, freed, born, size;
-        lp_event_blocks(&e, &freed, &born, &size);
-        if (!freed && !born) continue;
-        if (freed && lp_map_take(&live, freed, &v)) cur -= v;
-        if (born) {
-            if (lp_map_take(&live, born, &v)) cur -= v;
-            lp_map_put(&live, born, size, NULL);
-            cur += size;
-        }
-        size_t b = (size_t)((double)e.ns / (double)span * N);
-        if (b >= N) b = N - 1;
-        if (!has[b] || cur > mx[b]) mx[b] = (double)cur;
-        has[b] = 1;
-        if (cur > peak) peak = cur;
-    }
+/* What the page draws of a raw trace's heap events, gathered by one pass (heap_pass): the live
+ * heap's curve — the maximum of each of HEAP_POINTS slices of the run, and the peak — and the
+ * time window's allocation rows (wrow: calls and bytes in each of WB slices of its span). */
+enum { HEAP_POINTS = 1000, WB = 400 };
+struct wrow {
+    char name[64];
+    int alloc; /* 1: value is bytes; 0: ns */
+    uint64_t *calls, *value;
+    uint64_t total;
+};
+struct heap_pass {
+    double *mx;
+    uint8_t *has;
+    uint64_t span, peak;
+    struct wrow *rows; /* (handed to time_window, which frees them) */
+    size_t n, cap;
+    uint64_t wspan;
+    int oom;
+};
+
+/* The live heap over time from a raw trace: up to HEAP_POINTS points (the maximum of each
+ * slice of the run), from heap_pass. */
+static void heap_plot(FILE *f, const struct heap_pass *h) {
+    enum { N = HEAP_POINTS };
+    const double *mx = h->mx;
+    const uint8_t *has = h->has;
+    uint64_t span = h->span, peak = h->peak;
     if (peak > 0) {
         char pk[32], sp[32];
         lp_fmt_bytes(pk, sizeof pk, (uint64_t)peak);
@@ -136,10 +137,6 @@ static void heap_plot(FILE *f, const struct lp_reader *r) {
         }
         fputs("\"/></svg>\n", f);
     }
-    free(mx);
-    free(has);
-    lp_map_free(&live);
-    lp_iter_free(it);
 }
 
 /* "heap by site over time": the live bytes of the top call stacks, stacked, over the run (the
@@ -200,13 +197,6 @@ static void site_plot(FILE *f, const struct lp_site_series *ss) {
  * buckets as [bucket, calls, value] triples, in a JSON block the page's script sums over the
  * buckets a window covers. A few kilobytes whatever the event count; a window is exact to one
  * bucket (span / 400) at its edges. */
-enum { WB = 400 };
-struct wrow {
-    char name[64];
-    int alloc; /* 1: value is bytes; 0: ns */
-    uint64_t *calls, *value;
-    uint64_t total;
-};
 
 static struct wrow *wrow_of(struct wrow **rows, size_t *n, size_t *cap, const char *name, int alloc) {
     for (size_t i = 0; i < *n; i++)
@@ -237,54 +227,89 @@ static int by_total(const void *a, const void *b) {
     return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
 }
 
-static void time_window(FILE *f, const struct lp_slices *c, const struct lp_reader *r) {
+/* The time window's span: the run's, or longer where a slice ends after it. */
+static uint64_t window_span(const struct lp_slices *c, const struct lp_reader *r) {
     uint64_t span = 1;
     if (r) span = lp_ticks_to_ns(r, r->last_ticks) + 1;
     for (size_t i = 0; i < c->nslices; i++)
         if ((uint64_t)(c->slices[i].ts_ns + c->slices[i].dur_ns) >= span)
             span = (uint64_t)(c->slices[i].ts_ns + c->slices[i].dur_ns) + 1;
-    struct wrow *rows = NULL;
-    size_t n = 0, cap = 0;
-    int oom = 0;
-    if (r) { /* the allocation functions, from the raw trace */
-        struct lp_iter *it = lp_iter_new(r);
-        struct lp_map live = {0};
-        size_t kind_row[LP_KIND_COUNT + 1] = {0}; /* a kind's row, 1 + its index (the last: frees) */
-        struct lp_event e;
-        while (it && !oom && lp_iter_next(it, &e)) {
-            uint64_t freed, born, size, v;
-            lp_event_blocks(&e, &freed, &born, &size);
-            if (!freed && !born) continue;
-            size_t b = (size_t)((double)e.ns / (double)span * WB);
-            if (b >= WB) b = WB - 1;
+    return span;
+}
+
+/* One pass over a raw trace's heap events for what the page draws of them: the live heap's
+ * curve (heap_plot) and the time window's allocation rows (time_window), each with its own
+ * table of live blocks, as each was drawn by a pass of its own. `r` NULL: the span alone. */
+static void heap_pass(struct heap_pass *h, const struct lp_slices *c, const struct lp_reader *r) {
+    memset(h, 0, sizeof *h);
+    h->wspan = window_span(c, r);
+    if (!r) return;
+    h->span = lp_ticks_to_ns(r, r->last_ticks) + 1;
+    struct lp_iter *it = lp_iter_new(r);
+    if (!it) return;
+    h->mx = calloc(HEAP_POINTS, sizeof *h->mx);
+    h->has = calloc(HEAP_POINTS, 1);
+    int curve = h->mx && h->has;
+    struct lp_map live = {0}, wlive = {0};
+    uint64_t cur = 0;
+    size_t kind_row[LP_KIND_COUNT + 1] = {0}; /* a kind's row, 1 + its index (the last: frees) */
+    struct lp_event e;
+    while ((curve || !h->oom) && lp_iter_next(it, &e)) {
+        uint64_t v, freed, born, size;
+        lp_event_blocks(&e, &freed, &born, &size);
+        if (!freed && !born) continue;
+        if (curve) {
+            if (freed && lp_map_take(&live, freed, &v)) cur -= v;
             if (born) {
-                struct wrow *w = row_by_kind(&rows, &n, &cap, kind_row, e.kind, lp_kind_names[e.kind]);
-                if (!w || lp_map_put(&live, born, size, NULL) < 0) {
-                    oom = 1;
-                    break;
-                }
-                w->calls[b]++;
-                w->value[b] += size;
-                w->total += size;
+                if (lp_map_take(&live, born, &v)) cur -= v;
+                lp_map_put(&live, born, size, NULL);
+                cur += size;
             }
-            if (freed && e.phase == 1) { /* a free (a realloc's release is part of its row) */
-                struct wrow *w = row_by_kind(&rows, &n, &cap, kind_row, LP_KIND_COUNT, "free (bytes released)");
-                if (!w) {
-                    oom = 1;
-                    break;
-                }
-                v = 0;
-                lp_map_take(&live, freed, &v);
-                w->calls[b]++;
-                w->value[b] += v;
-                w->total += v;
-            } else if (freed) {
-                lp_map_take(&live, freed, &v);
-            }
+            size_t b = (size_t)((double)e.ns / (double)h->span * HEAP_POINTS);
+            if (b >= HEAP_POINTS) b = HEAP_POINTS - 1;
+            if (!h->has[b] || cur > h->mx[b]) h->mx[b] = (double)cur;
+            h->has[b] = 1;
+            if (cur > h->peak) h->peak = cur;
         }
-        lp_map_free(&live);
-        lp_iter_free(it);
+        if (h->oom) continue;
+        size_t b = (size_t)((double)e.ns / (double)h->wspan * WB);
+        if (b >= WB) b = WB - 1;
+        if (born) {
+            struct wrow *w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, e.kind, lp_kind_names[e.kind]);
+            if (!w || lp_map_put(&wlive, born, size, NULL) < 0) {
+                h->oom = 1;
+                continue;
+            }
+            w->calls[b]++;
+            w->value[b] += size;
+            w->total += size;
+        }
+        if (freed && e.phase == 1) { /* a free (a realloc's release is part of its row) */
+            struct wrow *w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, LP_KIND_COUNT, "free (bytes released)");
+            if (!w) {
+                h->oom = 1;
+                continue;
+            }
+            v = 0;
+            lp_map_take(&wlive, freed, &v);
+            w->calls[b]++;
+            w->value[b] += v;
+            w->total += v;
+        } else if (freed) {
+            lp_map_take(&wlive, freed, &v);
+        }
     }
+    lp_map_free(&live);
+    lp_map_free(&wlive);
+    lp_iter_free(it);
+}
+
+static void time_window(FILE *f, const struct lp_slices *c, struct heap_pass *h) {
+    uint64_t span = h->wspan;
+    struct wrow *rows = h->rows;
+    size_t n = h->n, cap = h->cap;
+    int oom = h->oom;
+    h->rows = NULL; /* (freed here) */
     /* entry points: each slice in the bucket of its start */
     size_t first_call = n;
     size_t *row_of = calloc(c->nnames + 1, sizeof *row_of); /* name -> 1 + its row (0: none yet) */
@@ -501,9 +526,13 @@ int rp_html(FILE *f, const char *label, const struct lp_slices *c, const struct 
         fputs("</table>\n", f);
     }
     rp_html_cpu(f, c, r, parts ? parts->samples : NULL, o->top); /* where the CPU went, when it has samples */
-    if (r) heap_plot(f, r);
+    struct heap_pass hp;
+    heap_pass(&hp, c, r);
+    if (r) heap_plot(f, &hp);
     if (parts) site_plot(f, &parts->sites);
-    time_window(f, c, r);
+    time_window(f, c, &hp);
+    free(hp.mx);
+    free(hp.has);
     if (o->iterations) iteration_chart(f, c, o);
     /* allocated, at the peak, leaked, temporary: each a flame graph of its own */
     static const char *const ids[4] = {"flame-alloc", "flame-peak", "flame-leaks", "flame-temp"};
