@@ -238,8 +238,8 @@ static uint64_t window_span(const struct lp_slices *c, const struct lp_reader *r
 }
 
 /* One pass over a raw trace's heap events for what the page draws of them: the live heap's
- * curve (heap_plot) and the time window's allocation rows (time_window), each with its own
- * table of live blocks, as each was drawn by a pass of its own. `r` NULL: the span alone. */
+ * curve (heap_plot) and the time window's allocation rows (time_window). `r` NULL: the span
+ * alone. */
 static void heap_pass(struct heap_pass *h, const struct lp_slices *c, const struct lp_reader *r) {
     memset(h, 0, sizeof *h);
     h->wspan = window_span(c, r);
@@ -250,21 +250,27 @@ static void heap_pass(struct heap_pass *h, const struct lp_slices *c, const stru
     h->mx = calloc(HEAP_POINTS, sizeof *h->mx);
     h->has = calloc(HEAP_POINTS, 1);
     int curve = h->mx && h->has;
-    struct lp_map live = {0}, wlive = {0};
+    struct lp_map live = {0};
     uint64_t cur = 0;
     size_t kind_row[LP_KIND_COUNT + 1] = {0}; /* a kind's row, 1 + its index (the last: frees) */
     struct lp_event e;
     while ((curve || !h->oom) && lp_iter_next(it, &e)) {
-        uint64_t v, freed, born, size;
+        uint64_t v, gone = 0, freed, born, size;
         lp_event_blocks(&e, &freed, &born, &size);
         if (!freed && !born) continue;
-        if (curve) {
-            if (freed && lp_map_take(&live, freed, &v)) cur -= v;
-            if (born) {
-                if (lp_map_take(&live, born, &v)) cur -= v;
-                lp_map_put(&live, born, size, NULL);
-                cur += size;
+        /* the block released, then the one made (a realloc's, perhaps at the same address); one
+         * made over a block still live replaces it */
+        if (freed && lp_map_take(&live, freed, &gone)) cur -= gone;
+        if (born) {
+            if (lp_map_take(&live, born, &v)) cur -= v;
+            if (lp_map_put(&live, born, size, NULL) < 0) {
+                h->oom = 1;
+                curve = 0;
+                break;
             }
+            cur += size;
+        }
+        if (curve) {
             size_t b = (size_t)((double)e.ns / (double)h->span * HEAP_POINTS);
             if (b >= HEAP_POINTS) b = HEAP_POINTS - 1;
             if (!h->has[b] || cur > h->mx[b]) h->mx[b] = (double)cur;
@@ -274,9 +280,9 @@ static void heap_pass(struct heap_pass *h, const struct lp_slices *c, const stru
         if (h->oom) continue;
         size_t b = (size_t)((double)e.ns / (double)h->wspan * WB);
         if (b >= WB) b = WB - 1;
+        struct wrow *w;
         if (born) {
-            struct wrow *w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, e.kind, lp_kind_names[e.kind]);
-            if (!w || lp_map_put(&wlive, born, size, NULL) < 0) {
+            if (!(w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, e.kind, lp_kind_names[e.kind]))) {
                 h->oom = 1;
                 continue;
             }
@@ -285,22 +291,16 @@ static void heap_pass(struct heap_pass *h, const struct lp_slices *c, const stru
             w->total += size;
         }
         if (freed && e.phase == 1) { /* a free (a realloc's release is part of its row) */
-            struct wrow *w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, LP_KIND_COUNT, "free (bytes released)");
-            if (!w) {
+            if (!(w = row_by_kind(&h->rows, &h->n, &h->cap, kind_row, LP_KIND_COUNT, "free (bytes released)"))) {
                 h->oom = 1;
                 continue;
             }
-            v = 0;
-            lp_map_take(&wlive, freed, &v);
             w->calls[b]++;
-            w->value[b] += v;
-            w->total += v;
-        } else if (freed) {
-            lp_map_take(&wlive, freed, &v);
+            w->value[b] += gone;
+            w->total += gone;
         }
     }
     lp_map_free(&live);
-    lp_map_free(&wlive);
     lp_iter_free(it);
 }
 
