@@ -1248,6 +1248,16 @@ static int deflater_ready(struct pf *f) {
     return f->deflater > 0;
 }
 
+/* The bytes of `v` as a varint. */
+static inline size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
 /* Bundle `b`'s packets as one zlib stream into b->z (b->nz: its length, 0 when it failed). */
 static void deflate_bundle(struct pf *f, struct bundle *b) {
     const uint8_t *in = b->raw.d;
@@ -1279,7 +1289,7 @@ static void deflate_bundle(struct pf *f, struct bundle *b) {
 static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
     if (b->nz) {
         uint8_t head[24], *p = head;
-        size_t body = 2 + (size_t)(lp_pb_varint_at(head, b->nz) - head) + b->nz; /* (field 50's tag: 2 bytes) */
+        size_t body = varint_len((uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2) + varint_len(b->nz) + b->nz;
         p = lp_pb_varint_at(p, (uint64_t)TRACE_PACKET << 3 | 2);
         p = lp_pb_varint_at(p, body);
         p = lp_pb_varint_at(p, (uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2);
@@ -1492,15 +1502,6 @@ static int order(struct pf *f, struct track *t) {
     }
     lp_os_free(pending);
     return 0;
-}
-
-static inline size_t varint_len(uint64_t v) {
-    size_t n = 1;
-    while (v > 0x7f) {
-        v >>= 7;
-        n++;
-    }
-    return n;
 }
 
 /* Item `it` of track `t` as a packet: its lengths known before, each field written once, in
