@@ -841,9 +841,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
     a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
     if (!a->calls) goto oom;
-    /* the timeline's "heap by site" tracks (write_chrome.c): their series kept as the pass goes
-     * rather than made by a pass of their own (a saved trace's: its length is known). The
-     * general path (--general-path) leaves them to that pass: a check of both. */
+    /* the timeline's "heap by site" tracks (write_chrome.c) or the HTML page's chart
+     * (o->site_series): their series kept as the pass goes rather than made by a pass of their
+     * own (a saved trace's: its length is known). One set of instants only: asked for both, the
+     * tracks take that pass. The general path (--general-path) leaves them to it: a check of both. */
     int site_chrome = o->site_tracks && (o->path[LP_OUT_CHROME] || o->chrome_fd >= 0 || o->path[LP_OUT_PERFETTO]);
     if (o->site_series) memset(o->site_series, 0, sizeof *o->site_series);
     if (a->sites && (site_chrome || o->site_series) && !p->follow && !o->general_path &&
