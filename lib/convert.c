@@ -928,10 +928,7 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     int t = totals(p, out, err, errlen);
     if (t == -2) goto oom;
     rc = t;
-    if (o->samples_out && rc == 0) { /* (the view's destroy then has nothing to free) */
-        *o->samples_out = lp_samples_of(a);
-        a->view[LP_VIEW_CPU] = NULL;
-    }
+    if (o->samples_out && rc == 0) *o->samples_out = lp_samples_take(a);
     if (o->site_series && lp_alloc_sites(r, a->sites) &&
         lp_site_series_of(r, o->site_series_top, o->site_series_buckets, o->site_series, a->sites, LP_RANK_HIGHEST) !=
             0)

@@ -57,6 +57,12 @@ _Static_assert(LP_VIEW_COUNT <= LP_VIEW_SLOTS, "lp_analysis.view has room for ev
 /* The views the writers read besides their own parts: the CPU samples (NULL without them), CUDA
  * device memory. */
 static inline struct lp_samples *lp_samples_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CPU]; }
+/* The CPU samples handed to the caller of the conversion (it frees them): the view keeps none. */
+static inline struct lp_samples *lp_samples_take(struct lp_analysis *a) {
+    struct lp_samples *s = a->view[LP_VIEW_CPU];
+    a->view[LP_VIEW_CPU] = NULL;
+    return s;
+}
 static inline struct lp_cudamem *lp_cudamem_of(const struct lp_analysis *a) { return a->view[LP_VIEW_CUDAMEM]; }
 
 #endif
