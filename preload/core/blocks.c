@@ -26,7 +26,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "lp.h"
+#include "blocks.h"
+#include "real.h"
+#include "state.h"
 #include "sys.h"
 
 struct table {
@@ -43,7 +45,7 @@ static struct table *tab, *spare; /* spare: the one tab replaced, of its size (o
 static uint64_t cleared;          /* tables cleared for reuse so far (see the top) */
 static int lock_word;
 /* How many entries have each value of the hash's low bits, whatever the table's size: a free
- * whose count is 0 (nearly all of them) looks no further (lp.h's lpr_blocks_take). */
+ * whose count is 0 (nearly all of them) looks no further (blocks.h's lpr_blocks_take). */
 uint16_t lpr_blocks_hints[LP_BLOCKS_HINTS];
 #define HINT(p) (&lpr_blocks_hints[lpr_blocks_hash(p) & (LP_BLOCKS_HINTS - 1)])
 
@@ -149,7 +151,6 @@ void lpr_blocks_after_fork_child(void) { lock_word = 0; }
 
 /* ---- the counts ---------------------------------------------------------------------------- */
 
-int lpr_alloc_tally;
 int lpr_usable_glibc;
 
 /* Under the tally: is the next allocator the C library's? Then a block's usable size is read
@@ -158,34 +159,4 @@ void lpr_tally_init(void) {
     Dl_info d;
     lpr_usable_glibc = lpr_real.malloc && dladdr((void *)lpr_real.malloc, &d) && d.dli_fname &&
                        strstr(d.dli_fname, "/libc.so.") != NULL;
-}
-
-/* The thread's counts since its last TALLY as one record, stamped now (the counts' end); the
- * counts start again from zero. The thread's own, or its final flush's. */
-unsigned lpr_tally_pack(const struct lpr_tally *y, uint64_t out[1 + LP_TALLY_WORDS]) {
-    uint64_t w[LP_TALLY_WORDS], mask = 0;
-    _Static_assert(offsetof(struct lpr_tally, every) == LP_TALLY_WORDS * 8, "a TALLY is the tally's first words");
-    memcpy(w, y, sizeof w);
-    unsigned n = 1;
-    for (unsigned i = 0; i < LP_TALLY_WORDS; i++)
-        if (w[i]) {
-            mask |= UINT64_C(1) << i;
-            out[n++] = w[i];
-        }
-    out[0] = mask;
-    return n;
-}
-
-void lpr_tally_write(struct lpr_tls *t) {
-    struct lpr_tally *y = &t->tally;
-    y->every = t->late ? 1 : LP_TALLY_EVERY;
-    if (!lpr_tally_any(y)) return;
-    uint64_t w[1 + LP_TALLY_WORDS];
-    unsigned n = lpr_tally_pack(y, w);
-    uint64_t *r = lpr_reserve(t, 1 + n);
-    if (r == NULL) return;
-    r[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
-    memcpy(r + 1, w, n * 8);
-    lpr_commit(t, r + 1 + n);
-    memset(y, 0, offsetof(struct lpr_tally, every));
 }

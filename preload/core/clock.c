@@ -9,7 +9,9 @@
 #include <cpuid.h>
 #endif
 
-#include "lp.h"
+#include "clock.h"
+#include "log.h"
+#include "state.h"
 
 int lpr_clock_kind = LP_CLOCK_MONOTONIC;
 uint64_t lpr_origin_ticks;

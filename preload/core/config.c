@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <strings.h>
 
-#include "lp.h"
+#include "config.h"
+#include "log.h"
+#include "state.h"
 #include "lib/outputs.h"
 #include "lib/vars.h"
 

@@ -14,7 +14,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "lp.h"
+#include "control.h"
+#include "clock.h"
+#include "log.h"
+#include "real.h"
+#include "state.h"
+#include "tbuf.h"
 #include "sys.h"
 
 static uint32_t families_on; /* the gate while recording */

@@ -22,13 +22,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "life.h"
+#include "blocks.h"
+#include "call.h"
+#include "clock.h"
+#include "config.h"
+#include "control.h"
+#include "lineage.h"
+#include "log.h"
+#include "names.h"
+#include "python.h"
+#include "real.h"
+#include "sample.h"
+#include "spawn.h"
+#include "stacks.h"
+#include "state.h"
+#include "tbuf.h"
+#include "unhook.h"
 #include "sys.h"
 #include "lib/convert.h"
 
-volatile uint32_t lpr_gate = LP_GATE_UNINIT;
 int lpr_alloc_timed;
-int lpr_alloc_lean;
 
 static int init_state;  /* 0 = not started, 1 = running, 2 = done */
 static int heavy_state; /* the pending set-up (LP_GATE_PENDING): 0 = not run, 1 = running, 2 = done */
@@ -109,7 +123,9 @@ static void atfork_child(void) {
     uint8_t g = lpr_tls.guard;
     lpr_tls.guard = 1;
     lpr_tbuf_after_fork_child();
+    lpr_blocks_after_fork_child();
     lpr_control_after_fork_child();
+    lpr_python_after_fork_child();
     lpr_stacks_after_fork_child();
     lpr_pid = lpr_sys_getpid();
     lpr_pattern.pid = lpr_pid;
@@ -173,6 +189,10 @@ static int start_spool(int forked) {
     h.alloc_min = lpr_cfg.alloc_min;
     h.alloc_stacks = (uint32_t)lpr_cfg.stacks;
     h.alloc_sample = lpr_cfg.stacks ? lpr_cfg.alloc_sample : 0;
+    /* what the spool calls that is not its own: the stacks before the records naming them, the
+     * follower's start (tbuf.c sits below both) */
+    lpr_spool_first = lpr_stacks_write;
+    lpr_follow_due = lpr_follow_start;
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
         (errno == EACCES || errno == EPERM ? tell : lpr_say)("cannot create %s (%s); not profiling", spool_path,
@@ -196,7 +216,7 @@ static int start_spool(int forked) {
     char cmd[8192];
     size_t n = read_cmdline(cmd, sizeof cmd);
     write_string(LP_STR_CMDLINE, cmd, n);
-    lpr_notes_flush(); /* what libprof noted before the trace was open */
+    lpr_notes_open(lpr_spool_write); /* notes go into the trace, those made before it first */
     prepare_spawned();
     follow_arm();
     snapshot_names();

@@ -16,7 +16,7 @@
  * written and closed each time, so the program never holds a descriptor of libprof's), so they
  * neither allocate nor interleave with the program's own stdio buffering. Each kind is capped: a
  * profiler that floods a program's stderr has changed the program. A note made before the trace
- * is open waits in a small buffer and is written when it opens (lpr_notes_flush). */
+ * is open waits in a small buffer and is written when it opens (lpr_notes_open). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "log.h"
+#include "state.h"
 #include "sys.h"
 
 #define MAX_SAID 16
@@ -66,10 +67,15 @@ void lpr_log_write(const char *buf, size_t n) {
     lpr_sys_write(STDERR_FILENO, buf, n);
 }
 
+/* The spool's writer once the trace is open (lpr_notes_open): log.c sits below the spool. */
+static int (*spool_write)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+
 /* The note into the trace (a STRING chunk of kind NOTE, without "libprof: " and the newline). */
 static int keep(const char *text, size_t len) {
     uint32_t key = LP_STR_NOTE;
-    return lpr_spool_write(LP_CHUNK_STRING, 0, &key, sizeof key, text, len);
+    int (*w)(uint16_t, uint32_t, const void *, size_t, const void *, size_t) =
+        __atomic_load_n(&spool_write, __ATOMIC_ACQUIRE);
+    return w ? w(LP_CHUNK_STRING, 0, &key, sizeof key, text, len) : -1;
 }
 
 /* A note: kept in the trace, or for it until it opens. */
@@ -123,8 +129,10 @@ void lpr_info(const char *fmt, ...) {
     va_end(ap);
 }
 
-/* The notes made before the trace was open, into it (life.c, once the spool is started). */
-void lpr_notes_flush(void) {
+/* The trace is open (life.c, once the spool is started): notes go into it through `w`, the
+ * ones made before it first. */
+void lpr_notes_open(int (*w)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen)) {
+    __atomic_store_n(&spool_write, w, __ATOMIC_RELEASE);
     int n = __atomic_exchange_n(&npending, 0, __ATOMIC_ACQ_REL);
     for (int i = 0; i < n && i < PENDING; i++)
         if (pending[i].len) keep(pending[i].text, pending[i].len);

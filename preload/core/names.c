@@ -8,7 +8,10 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "lp.h"
+#include "names.h"
+#include "log.h"
+#include "state.h"
+#include "tbuf.h"
 
 #define SLOTS 4096                    /* power of two; at most 3/4 used, so ids stay <= LP_MAX_NAME_ID */
 #define ARENA_BYTES (2 * 1024 * 1024) /* untouched until used: kernel names are long (C++ templates) */

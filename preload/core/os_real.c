@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "lp.h"
+#include "os_real.h"
+#include "config.h"
+#include "real.h"
+#include "state.h"
 #include "sys.h"
 
 static long ret(long r) {
@@ -103,7 +106,7 @@ int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
 }
 void lp_os_thread_join(pthread_t t) { LPR_REAL(pthread_join)(t, NULL); }
 
-/* Resident memory for tables a signal handler writes (lp.h). */
+/* Resident memory for tables a signal handler writes (os_real.h). */
 void lpr_resident(void *base, size_t from, size_t to) {
     from &= ~(size_t)4095;
     if (to > from) LP_SYS(SYS_madvise, (char *)base + from, to - from, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */);

@@ -34,11 +34,18 @@
 #include <sys/uio.h>
 #include <ucontext.h>
 
-#include "lp.h"
+#include "python.h"
+#include "config.h"
+#include "log.h"
+#include "os_real.h"
+#include "real.h"
+#include "stacks.h"
+#include "state.h"
+#include "tbuf.h"
+#include "walk.h"
 #include "python_layouts.h"
 #include "sys.h"
 
-int lpr_py_on;
 static const struct lpr_pylayout *L;
 static int (*py_initialized)(void);
 static void *(*py_this_tstate)(void);
@@ -64,7 +71,7 @@ static struct pyent {
 } * ents;
 static char *strs;
 static uint32_t next_code = 1, str_used, codes_full;
-static struct lpr_ahead ents_ahead, strs_ahead; /* resident ahead while sampling (lp.h) */
+static struct lpr_ahead ents_ahead, strs_ahead; /* resident ahead while sampling (os_real.h) */
 
 static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
 
@@ -174,6 +181,8 @@ void lpr_python_detect(void) {
         ents_ahead.on = strs_ahead.on = 1;
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
+    static const struct lpr_stack_python part = {lpr_py_part, lpr_pycode_write, lpr_py_is_eval, lpr_py_is_interp};
+    lpr_stacks_python(&part); /* stacks take their Python part from here on */
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
         __atomic_fetch_or(&lpr_gate, LP_GATE_PY, __ATOMIC_RELAXED);

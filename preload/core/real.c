@@ -3,17 +3,21 @@
  * pthread_create, pthread_join, sigaction, signal — found once with dlsym(RTLD_NEXT) and called only through
  * this table (lpr_real), never through libprof's own exported names: what libprof does for
  * itself never reaches its hooks, so it never appears in a user's trace. Everything else the
- * core asks of the kernel is a raw system call (sys.h); lib/ reaches both through os.c.
+ * core asks of the kernel is a raw system call (sys.h); lib/ reaches both through os.c. Here too:
+ * the next definition of a hooked name, wherever it was loaded (lpr_resolve).
  *
  * dlsym may itself call calloc before calloc is known: while the allocation functions are being
  * resolved (lpr_real_resolving), the allocation hooks serve such requests from their bootstrap
  * pool (hooks/alloc.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "lp.h"
+#include "real.h"
+#include "state.h"
 #include "sys.h"
 
 struct lpr_real_fns lpr_real;
@@ -71,7 +75,7 @@ void *lpr_dlsym(void *handle, const char *name) {
     return f ? f(handle, name) : NULL;
 }
 
-/* ---- the loader and fork (lp.h) ----------------------------------------------------------------- */
+/* ---- the loader and fork (real.h) ---------------------------------------------------------------- */
 
 int lpr_loader_users, lpr_loader_gate;
 
@@ -115,4 +119,98 @@ void *lpr_dl_handle(const char *path) {
 }
 void lpr_dl_release(void *h) {
     if (h && LPR_REAL(dlclose)) LPR_REAL(dlclose)(h);
+}
+
+/* ---- finding the real function -------------------------------------------------------------- */
+
+static int self_marker;
+
+/* A defined symbol `name` in one loaded object, read from its dynamic symbol table (GNU or SysV
+ * hash). Not dlopen(RTLD_NOLOAD) + dlsym: that runs the initialisers of an object that is mapped
+ * but not yet initialised (a library's constructor calling dlopen while the program starts), out
+ * of order — a crash in libGLdispatch's, under a program linked to libtorch. */
+static void *elf_symbol(const struct dl_phdr_info *info, const char *name) {
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn) return NULL;
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        ElfW(Addr) p = dyn->d_un.d_ptr;
+        if (p && p < info->dlpi_addr) p += info->dlpi_addr; /* not relocated by the loader (the vDSO) */
+        if (dyn->d_tag == DT_SYMTAB)
+            sym = (const void *)p;
+        else if (dyn->d_tag == DT_STRTAB)
+            str = (const void *)p;
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnu = (const void *)p;
+        else if (dyn->d_tag == DT_HASH)
+            sysv = (const void *)p;
+    }
+    if (!sym || !str) return NULL;
+#define LPR_DEFINED(i)                                                                                    \
+    (sym[i].st_shndx != SHN_UNDEF && sym[i].st_value && ELF64_ST_TYPE(sym[i].st_info) != STT_GNU_IFUNC && \
+     !strcmp(str + sym[i].st_name, name))
+    if (gnu) {
+        uint32_t nb = gnu[0], off = gnu[1], bloom = gnu[2], h = 5381;
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
+        const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom), *chain = buckets + nb;
+        for (uint32_t i = nb ? buckets[h % nb] : 0; i >= off && i; i++) {
+            uint32_t hv = chain[i - off];
+            if ((hv | 1) == (h | 1) && LPR_DEFINED(i)) return (void *)(info->dlpi_addr + sym[i].st_value);
+            if (hv & 1) break;
+        }
+    } else if (sysv) {
+        uint32_t nb = sysv[0], h = 0;
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+            h = (h << 4) + *c;
+            uint32_t g = h & 0xf0000000u;
+            h ^= g >> 24;
+            h &= ~g;
+        }
+        const uint32_t *bucket = sysv + 2, *chain = bucket + nb;
+        for (uint32_t i = nb ? bucket[h % nb] : 0; i; i = chain[i])
+            if (LPR_DEFINED(i)) return (void *)(info->dlpi_addr + sym[i].st_value);
+    }
+#undef LPR_DEFINED
+    return NULL;
+}
+
+struct scan {
+    const char *name;
+    ElfW(Addr) self;
+    void *found;
+};
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct scan *s = arg;
+    if (info->dlpi_addr == s->self || !info->dlpi_name || !info->dlpi_name[0]) return 0;
+    s->found = elf_symbol(info, s->name);
+    return s->found != NULL;
+}
+
+void *lpr_resolve(const char *name) {
+    uint8_t g = lpr_guard_hold(&lpr_tls); /* what dlsym allocates is libprof's business, not the program's */
+    int saved = errno;
+    void *f = lpr_dlsym(RTLD_NEXT, name);
+    if (!f) {
+        /* the failed lookup left a message malloc'ed for dlerror(): take it and let the second
+         * call free it now, under the guard, not in the program's next dl call (a free of a
+         * block the program never allocated) */
+        (void)dlerror();
+        (void)dlerror();
+        Dl_info self;
+        struct scan s = {name, 0, NULL};
+        if (dladdr(&self_marker, &self)) {
+            s.self = (ElfW(Addr))self.dli_fbase;
+            lpr_dl_iterate(scan_one, &s);
+            f = s.found;
+        }
+    }
+    errno = saved;
+    lpr_guard_restore(&lpr_tls, g);
+    return f;
 }

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lp.h"
+#include "release.h"
+#include "state.h"
 #include "sys.h"
 
 void lpr_release_of_package(const char *version_py, char *v, size_t cap) {

@@ -52,7 +52,15 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "sample.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "real.h"
+#include "spawn.h"
+#include "stacks.h"
+#include "state.h"
+#include "tbuf.h"
 #include "sys.h"
 
 #ifndef TRAP_PERF
@@ -62,7 +70,6 @@
 #define DEFAULT_DEPTH 32
 #define MAX_EXTRA 256 /* threads that ran before the sampler started, each with an event of its own */
 
-static int on;            /* sampling: the handler is installed and the event open */
 static int event_fd = -1; /* (in our table only until the holder has it) */
 static int extra_fd[MAX_EXTRA], nextra;
 static int holder; /* the holder's pid, 0: none (the descriptors are ours) */
@@ -71,7 +78,6 @@ static uint64_t period_ns;
 static struct lp_sampling st; /* the statistics, updated with atomic adds */
 static LP_TLS int took;       /* this thread took a sample (for st.threads) */
 
-int lpr_sample_signal(void) { return __atomic_load_n(&on, __ATOMIC_ACQUIRE) ? SIGTRAP : 0; }
 static int trap_held; /* libprof's handler is on SIGTRAP (from the start of sampling on, for good) */
 int lpr_sample_trap_held(void) { return __atomic_load_n(&trap_held, __ATOMIC_ACQUIRE); }
 int lpr_sample_taken(void) { return st.hz != 0 && __atomic_load_n(&st.samples, __ATOMIC_RELAXED) != 0; }
@@ -331,7 +337,7 @@ void lpr_sample_init(void) {
     }
     st.period_ns = period_ns;
     st.hz = hz;
-    __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&lpr_sampling, 1, __ATOMIC_RELEASE);
     cover_running_threads();
     hold();
     write_info();
@@ -349,15 +355,15 @@ static void close_events(void) {
 /* How sampling went, for the trace's end (an END follows). */
 void lpr_sample_finish(void) {
     if (!st.hz) return;
-    if (__atomic_exchange_n(&on, 0, __ATOMIC_ACQ_REL)) close_events(); /* the events end with their holder */
+    if (__atomic_exchange_n(&lpr_sampling, 0, __ATOMIC_ACQ_REL)) close_events(); /* the events end with their holder */
     write_info();
 }
 
 void lpr_sample_resume(void) {
-    if (!st.hz || __atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    if (!st.hz || __atomic_load_n(&lpr_sampling, __ATOMIC_ACQUIRE)) return;
     event_fd = open_event(0, 1);
     if (event_fd < 0) return;
-    __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&lpr_sampling, 1, __ATOMIC_RELEASE);
     cover_running_threads();
     hold();
 }
@@ -365,7 +371,7 @@ void lpr_sample_resume(void) {
 /* A forked child: the parent's event is the parent's (its descriptor came with the fork). The
  * child samples its own threads with an event of its own. Only system calls here. */
 void lpr_sample_after_fork_child(void) {
-    if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_load_n(&lpr_sampling, __ATOMIC_ACQUIRE)) return;
     holder = 0; /* the parent's, not ours to end (nor its page: the parent's word, shared) */
     if (holder_word) lpr_sys_munmap(holder_word, 4096);
     holder_word = NULL;
@@ -376,7 +382,7 @@ void lpr_sample_after_fork_child(void) {
     took = 0;
     event_fd = open_event(0, 1);
     if (event_fd < 0)
-        __atomic_store_n(&on, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&lpr_sampling, 0, __ATOMIC_RELEASE);
     else
         hold();
 }

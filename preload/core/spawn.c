@@ -38,7 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "spawn.h"
+#include "state.h"
 #include "sys.h"
 
 extern char **environ;
@@ -174,7 +175,7 @@ static int intermediate(void *arg) {
     return 0;
 }
 
-/* Run libprof-report with `args` (NULL-terminated, without argv[0]); see lp.h. Only raw system
+/* Run libprof-report with `args` (NULL-terminated, without argv[0]); see spawn.h. Only raw system
  * calls and no allocation: a crashing process's signal handler calls it. One start at a time of
  * each kind (each has its intermediate's stack); a second one meanwhile fails. */
 int lpr_spawn_report(const char *const *args, const char *lock, int wait_ms, int to_stderr) {

@@ -40,7 +40,15 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "stacks.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "os_real.h"
+#include "real.h"
+#include "state.h"
+#include "tbuf.h"
+#include "walk.h"
 #include "lib/poisson.h"
 #include "sys.h"
 
@@ -327,6 +335,13 @@ struct lpr_stack_cache {
     struct memo memo[MEMO]; /* (native stack, Python part) -> their stack (with_python) */
 };
 
+/* The thread's cache, kept with its registry node (tbuf.c) and mirrored in its TLS: no call
+ * once it exists. */
+static inline struct lpr_stack_cache *stack_cache_of(struct lpr_tls *t) {
+    if (LP_LIKELY(t->scache != NULL)) return (struct lpr_stack_cache *)t->scache;
+    return t->thr ? lpr_tbuf_stack_cache(t->thr, sizeof(struct lpr_stack_cache)) : NULL;
+}
+
 /* ---- the Python part ----------------------------------------------------------------------------
  * A thread running Python gets its Python frames in every stack, whatever the native depth: they
  * come from the interpreter's thread state (python.c), not from where the native walk stops. The
@@ -337,13 +352,19 @@ struct lpr_stack_cache {
  * thread remembers the pairs it made last, so a loop allocating from the same line makes none. */
 static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags);
 
+/* python.c's part, once it found an interpreter (lpr_stacks_python): stacks.c sits below it. */
+static const struct lpr_stack_python *py_ops;
+
+void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&py_ops, ops, __ATOMIC_RELEASE); }
+
 static uint32_t with_python(uint32_t native) {
-    if (!lpr_py_on) return native;
+    const struct lpr_stack_python *o = py_ops;
+    if (!o) return native;
     uint64_t buf[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
-    int np = lpr_py_part(buf, &pid, 0);
+    int np = o->part(buf, &pid, 0);
     if (np <= 0 || !pid) return native;
-    struct lpr_stack_cache *c = lpr_stack_cache_of(&lpr_tls);
+    struct lpr_stack_cache *c = stack_cache_of(&lpr_tls);
     struct memo *e = c ? &c->memo[((native * 0x9E3779B1u) ^ (pid * 0x85EBCA6Bu)) >> 26] : NULL;
     if (e && e->native == native && e->py == pid && e->id) return e->id;
     uint32_t off = native ? __atomic_load_n(&offset_of[native], __ATOMIC_ACQUIRE) : 0;
@@ -464,7 +485,7 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
 /* The native part: through the thread's cache of call chains (the chain under a Python line is
  * the same for every line, so it is cached like any other; the Python part is with_python's). */
 __attribute__((noinline)) uint32_t lpr_stack_native(void) {
-    struct lpr_stack_cache *c = cacheable ? lpr_stack_cache_of(&lpr_tls) : NULL;
+    struct lpr_stack_cache *c = cacheable ? stack_cache_of(&lpr_tls) : NULL;
     if (!c) {
         void *buf[LP_STACK_MAX_DEPTH + 4];
         return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
@@ -524,11 +545,10 @@ uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *f
     uint32_t native = n ? intern((void *const *)buf, (unsigned)n) : 0;
     uint64_t py[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
-    if (!lpr_py_on || lpr_py_part(py, &pid, 1) <= 0 || !pid) return native;
+    const struct lpr_stack_python *o = py_ops;
+    if (!o || o->part(py, &pid, 1) <= 0 || !pid) return native;
     return intern_pair(native, pid, whole ? 0 : LP_PAIR_CUT); /* (cut: native frames may be missing) */
 }
-
-size_t lpr_stack_cache_size(void) { return sizeof(struct lpr_stack_cache); }
 
 /* Write the stacks interned since the last call (STACKS chunks of up to 64 KiB), in id order,
  * up to the first one still being written by its thread (the next call takes it). One writer at
@@ -539,7 +559,8 @@ static int writing;
 static uint64_t wbuf[8192];
 
 void lpr_stacks_write(void) {
-    lpr_pycode_write(); /* the code objects Python frames name go first */
+    const struct lpr_stack_python *o = py_ops;
+    if (o) o->codes_write(); /* the code objects Python frames name go first */
     if (!slots || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
     uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
     if (n > MAX_IDS) n = MAX_IDS;
@@ -555,11 +576,11 @@ void lpr_stacks_write(void) {
         }
         wbuf[used++] = (uint64_t)id | head << 32;
         memcpy(&wbuf[used], &arena[off + 1], k * 8);
-        if (lpr_py_on && head != PAIR_N) /* where the native frames run the interpreter (format.h) */
+        if (o && head != PAIR_N) /* where the native frames run the interpreter (format.h) */
             for (uint64_t i = 0; i < k; i++) {
                 uint64_t w = wbuf[used + i];
                 if (w & LP_PYFRAME_BIT) continue;
-                wbuf[used + i] = w | (lpr_py_is_eval(w) ? LP_NATIVE_EVAL : lpr_py_is_interp(w) ? LP_NATIVE_INTERP : 0);
+                wbuf[used + i] = w | (o->is_eval(w) ? LP_NATIVE_EVAL : o->is_interp(w) ? LP_NATIVE_INTERP : 0);
             }
         used += k;
     }
@@ -647,7 +668,6 @@ void lpr_modules_write(void) {
 
 /* A forked child writes its own spool: everything again. */
 void lpr_stacks_after_fork_child(void) {
-    lpr_python_after_fork_child();
     memset(seen, 0, sizeof seen);
     written_upto = 1;
     writing = 0;

@@ -43,15 +43,9 @@ static inline long lpr_syscall6(long n, long a, long b, long c, long d, long e, 
     return x0;
 }
 #else
-#include <errno.h>
-/* Other architectures: the C library's syscall(), with errno put back. */
-static inline long lpr_syscall6(long n, long a, long b, long c, long d, long e, long f) {
-    int saved = errno;
-    long r = syscall(n, a, b, c, d, e, f);
-    if (r == -1) r = -errno;
-    errno = saved;
-    return r;
-}
+/* Not the C library's syscall() as a fallback: libprof exports a hook of that name
+ * (hooks/unwind.c), which its own calls would reach. */
+#error "libprof's raw system calls are written for x86-64 and aarch64"
 #endif
 
 #define LP_SYS(n, a, b, c) lpr_syscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)

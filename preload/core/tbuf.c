@@ -27,11 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "tbuf.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "state.h"
 #include "lib/reader.h"
 #include "sys.h"
-
-LP_TLS struct lpr_tls lpr_tls;
 
 struct lpr_thread {
     struct lpr_thread *next;  /* registry link; nodes are never unlinked, only reused */
@@ -538,7 +540,7 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records, u
     if (upto > n->flushed) {
         size_t words = (size_t)(upto - n->flushed);
         uint64_t recs = records - n->flushed_records;
-        lpr_stacks_write(); /* the stacks these records name go first */
+        if (lpr_spool_first) lpr_spool_first(); /* the stacks these records name go first */
         if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
             __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
         else
@@ -622,9 +624,9 @@ int lpr_tbuf_idle(const sigset_t *during) {
 
 /* The node's caches are mirrored in its owner's TLS (lpr_stack_cache_of, lpr_py_cache_of): set
  * when made or when the node is attached, cleared when it is given away. */
-struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n) {
+struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n, size_t size) {
     if (LP_LIKELY(n->stack_cache != NULL)) return n->stack_cache;
-    void *m = lpr_sys_mmap(NULL, lpr_stack_cache_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (lpr_sys_failed((long)m)) return NULL;
     if (n->tls == &lpr_tls) lpr_tls.scache = m;
     return n->stack_cache = m;
@@ -663,7 +665,7 @@ static void thread_dtor(void *arg);
 static void flush_samples(struct lpr_thread *n) {
     uint64_t *cur = __atomic_load_n(&n->scur, __ATOMIC_ACQUIRE);
     if (!n->sbase || cur == n->sbase) return;
-    lpr_stacks_write(); /* the stacks these samples name go first */
+    if (lpr_spool_first) lpr_spool_first(); /* the stacks these samples name go first */
     lpr_spool_write(LP_CHUNK_SAMPLES, n->tid, n->sbase, (size_t)(cur - n->sbase) * 8, NULL, 0);
     __atomic_store_n(&n->scur, n->sbase, __ATOMIC_RELEASE);
 }
@@ -755,6 +757,8 @@ static struct lpr_thread *attach_node(struct lpr_tls *t) {
  * no signal: a program with no busy thread has nothing new to convert either. */
 int lpr_follow_on;
 uint64_t lpr_follow_at = UINT64_MAX;
+void (*lpr_follow_due)(void);
+void (*lpr_spool_first)(void);
 static uint64_t last_scan_ns;
 #define FOLLOW_FLUSH_NS 100000000u
 
@@ -819,7 +823,7 @@ uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words) {
         unlock(&n->lock);
         r = t->cur;
         if (__atomic_load_n(&lpr_follow_on, __ATOMIC_RELAXED)) follow_scan(n);
-        if (LP_UNLIKELY(lpr_spool_offset() >= lpr_follow_at)) lpr_follow_start();
+        if (LP_UNLIKELY(lpr_spool_offset() >= lpr_follow_at) && lpr_follow_due) lpr_follow_due();
         break;
     }
     case LP_TLS_LATE:
@@ -1046,8 +1050,39 @@ void lpr_tbuf_after_fork_child(void) {
     t->dtor_round = 0;
     t->state = LP_TLS_NEW;
     memset(&t->tally, 0, sizeof t->tally); /* the parent's counts */
-    lpr_blocks_after_fork_child();
 }
 
 /* Where the next chunk goes: after a failed exec the spool was copied back (core.c). */
 uint64_t lpr_spool_offset(void) { return __atomic_load_n(&spool_off, __ATOMIC_RELAXED); }
+
+/* ---- the counts a thread kept (LIBPROF_ALLOC_SAMPLE: hooks/alloc.c counts) ------------------------ */
+
+/* The thread's counts since its last TALLY as one record, stamped now (the counts' end); the
+ * counts start again from zero. The thread's own, or its final flush's. */
+unsigned lpr_tally_pack(const struct lpr_tally *y, uint64_t out[1 + LP_TALLY_WORDS]) {
+    uint64_t w[LP_TALLY_WORDS], mask = 0;
+    _Static_assert(offsetof(struct lpr_tally, every) == LP_TALLY_WORDS * 8, "a TALLY is the tally's first words");
+    memcpy(w, y, sizeof w);
+    unsigned n = 1;
+    for (unsigned i = 0; i < LP_TALLY_WORDS; i++)
+        if (w[i]) {
+            mask |= UINT64_C(1) << i;
+            out[n++] = w[i];
+        }
+    out[0] = mask;
+    return n;
+}
+
+void lpr_tally_write(struct lpr_tls *t) {
+    struct lpr_tally *y = &t->tally;
+    y->every = t->late ? 1 : LP_TALLY_EVERY;
+    if (!lpr_tally_any(y)) return;
+    uint64_t w[1 + LP_TALLY_WORDS];
+    unsigned n = lpr_tally_pack(y, w);
+    uint64_t *r = lpr_reserve(t, 1 + n);
+    if (r == NULL) return;
+    r[0] = lpr_word0(LP_EV_TALLY, lpr_ticks());
+    memcpy(r + 1, w, n * 8);
+    lpr_commit(t, r + 1 + n);
+    memset(y, 0, offsetof(struct lpr_tally, every));
+}

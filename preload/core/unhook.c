@@ -27,7 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lp.h"
+#include "unhook.h"
+#include "real.h"
+#include "state.h"
 
 /* The hooks worth unhooking — called often, pure pass-through when their family does not record —
  * are marked so by their families (LP_UNHOOKABLE, hooks/hook.h), in the linker section

@@ -30,7 +30,9 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
-#include "lp.h"
+#include "walk.h"
+#include "real.h"
+#include "state.h"
 #include "sys.h"
 
 enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };

@@ -35,7 +35,7 @@
 #include "../core/lp.h"
 
 /* What this family does when libprof starts and when the process ends (see struct lpr_setup
- * in core/lp.h); any may be NULL. The entries of a registration section are read as an array: aligned(8) keeps the
+ * in core/life.h); any may be NULL. The entries of a registration section are read as an array: aligned(8) keeps the
  * compiler from padding them apart (it aligns larger objects to 16 by default). */
 #define LP_FAMILY_SETUP(family, resolve_fn, start_fn, finish_fn)                                                 \
     __attribute__((used, section("lpr_setup"), aligned(8))) static const struct lpr_setup lpr_setup_##family = { \
