@@ -252,6 +252,7 @@ struct pf {
     /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
      * threads of their own, at most `writers` */
     unsigned cur, busy, writers;
+    unsigned bundles; /* out so far: the first INLINE_BUNDLES are deflated here (see bundle_out) */
     int compress, deflater;
     int ld; /* libdeflate's, not zlib */
     void *(*ld_alloc)(int);
@@ -1311,6 +1312,11 @@ static void *writer_main(void *arg) {
 }
 
 #define RING (f->writers + 1)
+/* A trace of a few bundles is deflated where it is made: threads save it nothing (sqlite's 6
+ * bundles, two processors: the same wall time, and without them 0.4 MiB less memory and 1 % less
+ * processor time — a thread and a compressor per bundle). A longer trace's bundles after these
+ * go to the threads. */
+#define INLINE_BUNDLES 8
 
 /* The oldest bundle being deflated, written when it is done. */
 static void writer_done(struct pf *f, struct lp_out *o) {
@@ -1321,13 +1327,13 @@ static void writer_done(struct pf *f, struct lp_out *o) {
 }
 
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
- * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
- * `writers` at once), the last here while the threads end theirs; all are written in order.
- * Without a thread, each here. */
+ * the packets: past the first INLINE_BUNDLES, a bundle is deflated on a thread of its own while
+ * the next ones are made (up to `writers` at once), the last here while the threads end theirs;
+ * all are written in order. Without a thread, each here. */
 static void bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
     int z = b->raw.n && f->compress && deflater_ready(f);
-    if (z && !last && f->writers) {
+    if (z && !last && f->writers && ++f->bundles > INLINE_BUNDLES) {
         if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
         b->f = f;
         if (lp_os_thread_start(&b->th, writer_main, b) == 0) {

@@ -22,6 +22,6 @@ static inline int lpr_blocks_take(const void *p) {
     return LP_UNLIKELY(__atomic_load_n(h, __ATOMIC_ACQUIRE)) && lpr_blocks_take_slow(p);
 }
 LP_HIDDEN void lpr_blocks_after_fork_child(void);
-LP_HIDDEN uint64_t lpr_blocks_slots(void);         /* the table's size (its tests) */
+LP_HIDDEN uint64_t lpr_blocks_slots(void); /* the table's size (its tests) */
 
 #endif

@@ -15,7 +15,6 @@
  * opens an OpenMP region, a library that reads a file) are recorded too, as slices nested
  * inside the outer one: a thread's calls are strictly nested in time, so its slices nest. */
 
-
 /* Append a CALL record: timed from t0 to t1 (t1 == 0: an instant at t0), `nargs` argument words,
  * and an optional string (cut to LP_CALL_MAX_STR bytes). Keeps errno. */
 LP_HIDDEN void lpr_call_record(struct lpr_tls *t, unsigned call, uint64_t t0, uint64_t t1, unsigned nargs,
@@ -29,7 +28,6 @@ LP_HIDDEN void lpr_call_record_stack(struct lpr_tls *t, uint32_t stack, unsigned
 LP_HIDDEN void lpr_call_write_stack(struct lpr_tls *t, uint32_t stack, unsigned call, uint64_t t0, uint64_t t1,
                                     unsigned nargs, const uint64_t *args, const char *str, size_t slen);
 LP_HIDDEN extern uint64_t lpr_min_ticks; /* LIBPROF_MIN_NS in clock ticks (0 = record everything) */
-
 
 /* The common case of lpr_call_record, inlined into the hooks: a timed call with arguments and no
  * string. Nothing here touches errno (lpr_reserve's slow path keeps it), so it is not saved. */

@@ -20,7 +20,6 @@ LP_HIDDEN void lpr_stop_for_good(void);
 LP_HIDDEN int lpr_convert_spool(const char *chrome, const char *csv);
 LP_HIDDEN void lpr_write_end(int status, int sig);
 
-
 /* Start libprof: the first hooked call of the process (`safe`: an allocation hook, which may also
  * run the pending set-up) or the constructor. */
 LP_HIDDEN void lpr_init_slow(int safe);
@@ -36,7 +35,6 @@ static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
     return t;
 }
 
-
 static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     uint32_t g = lpr_gate;
     if (LP_UNLIKELY(g & (LP_GATE_UNINIT | (fam == LP_FAM_ALLOC ? LP_GATE_PENDING : 0)))) {
@@ -51,7 +49,6 @@ static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     if (LP_UNLIKELY(g & LP_GATE_PY) && fam != LP_FAM_ALLOC) t->py_stack = lpr_py_location();
     return t;
 }
-
 
 /* ---- hook families register their set-up with the core ----------------------------------
  * A family that must do something when libprof starts says so with LP_FAMILY_SETUP

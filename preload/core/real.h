@@ -38,7 +38,6 @@ LP_HIDDEN extern __thread int lpr_real_resolving; /* inside the allocation funct
 LP_HIDDEN void lpr_real_resolve_alloc(void);      /* the malloc family, once */
 LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 
-
 /* ---- "real.c": the C library's dlsym --------------------------------------------------------
  * libprof exports dlsym (hooks/dl.c), so its own lookups call the C library's by this name
  * (RTLD_NEXT stays relative to libprof): never `dlsym` in libprof's code. */
@@ -80,7 +79,6 @@ static inline void lpr_loader_leave(void) {
  * none let in until it returns, in the parent and in the child. */
 LP_HIDDEN void lpr_loader_fork_begin(void);
 LP_HIDDEN void lpr_loader_fork_end(int child);
-
 
 /* Find the next definition of `name` after libprof: dlsym(RTLD_NEXT), then every loaded object
  * in load order (a library dlopen'ed RTLD_LOCAL, such as the BLAS numpy brings, is not in the

@@ -103,7 +103,6 @@ static inline void lpr_gate_set(uint32_t families) {
     } while (!__atomic_compare_exchange_n(&lpr_gate, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
-
 static inline void lpr_hook_leave(struct lpr_tls *t) { t->guard = 0; }
 
 /* Hold the guard around libprof's own use of malloc/free: the compiler knows those builtins do
@@ -118,7 +117,6 @@ static inline void lpr_guard_restore(struct lpr_tls *t, uint8_t g) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     *(volatile uint8_t *)&t->guard = g;
 }
-
 
 /* The CPU sampler is on (sample.c sets it): the signal it uses, else 0. Read where a wait or a
  * write must not be cut short by a sample. */

@@ -47,7 +47,6 @@ LP_HIDDEN uint32_t lpr_gettid(void);
 LP_HIDDEN extern int lpr_spool_on; /* a spool is open for writing (this process's own) */
 LP_HIDDEN extern uint64_t lpr_events_written, lpr_events_dropped, lpr_chunks_written;
 
-
 /* Room for one record of `words` words in the thread's chunk, or NULL if it cannot be recorded
  * (then the event is counted as dropped). A thread without a chunk has cur and end both NULL,
  * which the one comparison sends to the slow path too (as integers: no null-pointer arithmetic). */
@@ -81,10 +80,8 @@ static inline uint64_t lpr_word1(uint64_t t0, uint64_t t1) {
     return d > LP_DUR_MASK ? LP_DUR_MASK : d;
 }
 
-
 /* Tally of calls under LIBPROF_MIN_NS, kept in the thread's registry node (tbuf.c). */
 LP_HIDDEN void lpr_tbuf_count_short(struct lpr_tls *t, unsigned call, uint64_t ticks);
-
 
 LP_HIDDEN void lpr_tally_write(struct lpr_tls *t); /* the thread's counts as a TALLY record, if any */
 /* A TALLY's payload (its mask, then the words it names) from counts: its number of words. */
