@@ -7,8 +7,7 @@
 #include "state.h"
 #include "tbuf.h"
 
-/* ---- "call.c": records of the runtime entry points ----------------------------------------
- * Every hook is written with preload/hooks/hook.h: ask lpr_call_begin whether to record, take two
+/* Every hook is written with preload/hooks/hook.h: ask lpr_call_begin whether to record, take two
  * timestamps around the real call, hand the argument words to lpr_call_record(_args).
  *
  * The guard is NOT held while the real function runs, so interposed calls it makes (a GEMM that

@@ -8,8 +8,6 @@
 #include "state.h"
 
 LP_HIDDEN extern int lpr_alloc_timed; /* copy of lpr_cfg.alloc_timing for the hot path */
-/* Allocation records are plain: no stacks, untimed, TSC timestamps (hooks/alloc.c's lean path,
- * LP_GATE_LEAN). Set once, before LP_GATE_PENDING is cleared. */
 LP_HIDDEN extern int lpr_exit_status;
 LP_HIDDEN void lpr_finish(int status);
 /* The end of the run where this process can no longer allocate (a fatal signal `sig`, or _exit
@@ -26,15 +24,10 @@ LP_HIDDEN void lpr_init_slow(int safe);
 LP_HIDDEN void lpr_follow_start(void);
 LP_HIDDEN int lpr_follow_exec(const char *json, const char *csv);
 LP_HIDDEN void lpr_snapshot_on_signal(int sig); /* LIBPROF_SNAPSHOT_SIGNAL's handler (life.c) */
-/* Enter a hook of family `fam`: returns the thread's state when this call is to be recorded,
- * NULL when it is to pass straight through (family off, libprof off, or re-entered). */
-static inline struct lpr_tls *lpr_call_begin(unsigned fam);
-static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
-    struct lpr_tls *t = lpr_call_begin(fam);
-    if (t) t->guard = 1;
-    return t;
-}
 
+/* The hooks' door: is this call of family `fam` to be recorded? The thread's state when it is,
+ * NULL when it is to pass straight through (family off, libprof off, or re-entered). The first
+ * hooked call of the process starts libprof here. */
 static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     uint32_t g = lpr_gate;
     if (LP_UNLIKELY(g & (LP_GATE_UNINIT | (fam == LP_FAM_ALLOC ? LP_GATE_PENDING : 0)))) {
@@ -50,13 +43,21 @@ static inline struct lpr_tls *lpr_call_begin(unsigned fam) {
     return t;
 }
 
+/* The same, the guard held from here (lpr_hook_leave lets go). */
+static inline struct lpr_tls *lpr_hook_enter(unsigned fam) {
+    struct lpr_tls *t = lpr_call_begin(fam);
+    if (t) t->guard = 1;
+    return t;
+}
+
 /* ---- hook families register their set-up with the core ----------------------------------
  * A family that must do something when libprof starts says so with LP_FAMILY_SETUP
  * (preload/hooks/hook.h): `resolve` runs in the part of the start-up that may look symbols up,
  * in every process, before recording's set-up ends; `start`, after it, in a process that
  * records; `finish` when the process ends, before the buffers are written for the last time
- * (records a family still holds: PyTorch's operators started and still open). The core finds them in the linker section lpr_setup (Darshan's modules register
- * with its core the same way): it names no hook file, and a new family needs no line here. */
+ * (records a family still holds: PyTorch's operators started and still open). The core finds
+ * them in the linker section lpr_setup (Darshan's modules register with its core the same way):
+ * it names no hook file, and a new family needs no line here. */
 struct lpr_setup {
     void (*resolve)(void);
     void (*start)(void);

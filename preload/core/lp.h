@@ -40,8 +40,8 @@ LP_HIDDEN void *lpr_mpi_dlsym(void *handle, const char *name);
 LP_HIDDEN void *lpr_cupti_dlsym(void *handle, const char *name); /* hooks/cupti.c: a CUPTI client's own start */
 
 /* hooks/io.c: a pipe made (pipe2's hook is hooks/unwind.c's), recorded as such. */
-struct lpr_tls;
 LP_HIDDEN void lpr_io_pipe(struct lpr_tls *t, uint64_t t0, const int fds[2], int r);
+
 /* ---- "hooks/torch.c": PyTorch's operators --------------------------------------------------- */
 LP_HIDDEN void lpr_torch_detect(void); /* libtorch may have arrived: register the operator callback */
 LP_HIDDEN void lpr_torch_main(void);   /* main starts: every object of the program is initialised */

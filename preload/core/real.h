@@ -38,14 +38,13 @@ LP_HIDDEN extern __thread int lpr_real_resolving; /* inside the allocation funct
 LP_HIDDEN void lpr_real_resolve_alloc(void);      /* the malloc family, once */
 LP_HIDDEN void lpr_real_resolve(void);            /* everything, once */
 
-/* ---- "real.c": the C library's dlsym --------------------------------------------------------
- * libprof exports dlsym (hooks/dl.c), so its own lookups call the C library's by this name
- * (RTLD_NEXT stays relative to libprof): never `dlsym` in libprof's code. */
+/* The C library's dlsym: libprof exports dlsym (hooks/dl.c), so its own lookups call the C
+ * library's by this name (RTLD_NEXT stays relative to libprof): never `dlsym` in libprof's code. */
 LP_HIDDEN void *lpr_dlsym(void *handle, const char *name);
 typedef void *(*lpr_dlsym_fn)(void *, const char *);
 LP_HIDDEN lpr_dlsym_fn lpr_dlsym_real(void);
 
-/* core/real.c: a handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
+/* A handle on an object already loaded (the C library's dlopen, RTLD_NOLOAD), released
  * with lpr_dl_release: libprof's own lookups, not the program's dlopen. */
 LP_HIDDEN void *lpr_dl_handle(const char *path);
 LP_HIDDEN void lpr_dl_release(void *h);

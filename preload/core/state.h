@@ -89,6 +89,8 @@ LP_HIDDEN extern volatile uint32_t lpr_gate;
 #define LP_GATE_TALLY (1u << 26)
 _Static_assert(LP_FAM_COUNT <= 26, "the families' bits stay below the gate's own");
 
+/* Allocation records are plain: no stacks, untimed, TSC timestamps (hooks/alloc.c's lean path,
+ * LP_GATE_LEAN). Set once by life.c, before LP_GATE_PENDING is cleared. */
 LP_HIDDEN extern int lpr_alloc_lean;
 LP_HIDDEN extern int lpr_alloc_tally; /* blocks.c: LIBPROF_ALLOC_SAMPLE on the lean path */
 LP_HIDDEN extern int lpr_py_on;       /* python.c: an interpreter libprof can read is in the process */
