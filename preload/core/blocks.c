@@ -1,6 +1,6 @@
 /* blocks.c: what LIBPROF_ALLOC_SAMPLE keeps beside the records — the blocks recorded one by one,
- * so that their frees are recorded too and every other free is only counted, and the TALLY
- * record those counts go out in (hooks/alloc.c counts).
+ * so that their frees are recorded too and every other free is only counted (hooks/alloc.c
+ * counts; the counts go out as TALLY records with the thread's others, tbuf.c).
  *
  * A free asks whether its block is here on every call, so the question costs one hash and one
  * load, with no lock: an open-addressed table of pointers (0 empty, 1 a removed entry), probed

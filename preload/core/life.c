@@ -191,8 +191,8 @@ static int start_spool(int forked) {
     h.alloc_sample = lpr_cfg.stacks ? lpr_cfg.alloc_sample : 0;
     /* what the spool calls that is not its own: the stacks before the records naming them, the
      * follower's start (tbuf.c sits below both) */
-    lpr_spool_first = lpr_stacks_write;
-    lpr_follow_due = lpr_follow_start;
+    __atomic_store_n(&lpr_spool_first, lpr_stacks_write, __ATOMIC_RELEASE);
+    __atomic_store_n(&lpr_follow_due, lpr_follow_start, __ATOMIC_RELEASE);
     /* The header is written at offset 0 as a chunk-less prefix; chunks follow it. */
     if (lpr_spool_create(spool_path, !temp, &h, chosen, sizeof chosen) != 0) {
         (errno == EACCES || errno == EPERM ? tell : lpr_say)("cannot create %s (%s); not profiling", spool_path,

@@ -13,7 +13,6 @@ LP_HIDDEN void lpr_sample_resume(void); /* after a failed exec: as before lpr_sa
 struct sigaction;
 LP_HIDDEN void lpr_sample_program_action(const struct sigaction *act, struct sigaction *old);
 LP_HIDDEN void lpr_sample_after_fork_child(void);
-LP_HIDDEN int lpr_sample_signal(void); /* the signal the sampler uses while it samples, else 0 */
 LP_HIDDEN int
 lpr_sample_taken(void); /* this process took CPU samples (a run too short for one has no CPU flame graph) */
 LP_HIDDEN int lpr_sample_trap_held(void); /* libprof's handler is on SIGTRAP (the program's is kept aside) */

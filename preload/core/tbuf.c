@@ -1,4 +1,5 @@
-/* tbuf.c: per-thread event buffers, the registry that finds them all at exit, and the spool file.
+/* tbuf.c: per-thread event buffers, the registry that finds them all at exit, the spool file, and
+ * the counts a thread kept without recording them (TALLY records).
  *
  * Each thread appends records to its own chunk (no lock, no syscall). A full chunk is written to
  * the spool with one pwritev at an offset reserved by an atomic add, so threads never wait for
@@ -540,7 +541,8 @@ static void flush_node(struct lpr_thread *n, uint64_t *upto, uint64_t records, u
     if (upto > n->flushed) {
         size_t words = (size_t)(upto - n->flushed);
         uint64_t recs = records - n->flushed_records;
-        if (lpr_spool_first) lpr_spool_first(); /* the stacks these records name go first */
+        void (*first)(void) = __atomic_load_n(&lpr_spool_first, __ATOMIC_ACQUIRE);
+        if (first) first(); /* the stacks these records name go first */
         if (lpr_spool_write(LP_CHUNK_EVENTS, n->tid, n->flushed, words * 8, NULL, 0) == 0)
             __atomic_fetch_add(&lpr_events_written, recs, __ATOMIC_RELAXED);
         else
@@ -665,7 +667,8 @@ static void thread_dtor(void *arg);
 static void flush_samples(struct lpr_thread *n) {
     uint64_t *cur = __atomic_load_n(&n->scur, __ATOMIC_ACQUIRE);
     if (!n->sbase || cur == n->sbase) return;
-    if (lpr_spool_first) lpr_spool_first(); /* the stacks these samples name go first */
+    void (*first)(void) = __atomic_load_n(&lpr_spool_first, __ATOMIC_ACQUIRE);
+    if (first) first(); /* the stacks these samples name go first */
     lpr_spool_write(LP_CHUNK_SAMPLES, n->tid, n->sbase, (size_t)(cur - n->sbase) * 8, NULL, 0);
     __atomic_store_n(&n->scur, n->sbase, __ATOMIC_RELEASE);
 }
@@ -823,7 +826,10 @@ uint64_t *lpr_reserve_slow(struct lpr_tls *t, unsigned words) {
         unlock(&n->lock);
         r = t->cur;
         if (__atomic_load_n(&lpr_follow_on, __ATOMIC_RELAXED)) follow_scan(n);
-        if (LP_UNLIKELY(lpr_spool_offset() >= lpr_follow_at) && lpr_follow_due) lpr_follow_due();
+        if (LP_UNLIKELY(lpr_spool_offset() >= lpr_follow_at)) {
+            void (*due)(void) = __atomic_load_n(&lpr_follow_due, __ATOMIC_ACQUIRE);
+            if (due) due();
+        }
         break;
     }
     case LP_TLS_LATE:
