@@ -68,13 +68,12 @@ void lpr_log_write(const char *buf, size_t n) {
 }
 
 /* The spool's writer once the trace is open (lpr_notes_open): log.c sits below the spool. */
-static int (*spool_write)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+static lpr_spool_write_fn spool_write;
 
 /* The note into the trace (a STRING chunk of kind NOTE, without "libprof: " and the newline). */
 static int keep(const char *text, size_t len) {
     uint32_t key = LP_STR_NOTE;
-    int (*w)(uint16_t, uint32_t, const void *, size_t, const void *, size_t) =
-        __atomic_load_n(&spool_write, __ATOMIC_ACQUIRE);
+    lpr_spool_write_fn w = __atomic_load_n(&spool_write, __ATOMIC_ACQUIRE);
     return w ? w(LP_CHUNK_STRING, 0, &key, sizeof key, text, len) : -1;
 }
 
@@ -131,7 +130,7 @@ void lpr_info(const char *fmt, ...) {
 
 /* The trace is open (life.c, once the spool is started): notes go into it through `w`, the
  * ones made before it first. */
-void lpr_notes_open(int (*w)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen)) {
+void lpr_notes_open(lpr_spool_write_fn w) {
     __atomic_store_n(&spool_write, w, __ATOMIC_RELEASE);
     int n = __atomic_exchange_n(&npending, 0, __ATOMIC_ACQ_REL);
     for (int i = 0; i < n && i < PENDING; i++)

@@ -16,7 +16,7 @@ LP_HIDDEN extern char lpr_log_path[]; /* LIBPROF_LOG, expanded; empty: stderr */
 
 /* The trace is open: notes go into it through `keep` (the spool's writer, life.c), those made
  * before it first. */
-LP_HIDDEN void lpr_notes_open(int (*keep)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b,
-                                          size_t blen));
+typedef int (*lpr_spool_write_fn)(uint16_t type, uint32_t tid, const void *a, size_t alen, const void *b, size_t blen);
+LP_HIDDEN void lpr_notes_open(lpr_spool_write_fn keep);
 
 #endif

@@ -358,7 +358,7 @@ static const struct lpr_stack_python *py_ops;
 void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&py_ops, ops, __ATOMIC_RELEASE); }
 
 static uint32_t with_python(uint32_t native) {
-    const struct lpr_stack_python *o = py_ops;
+    const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     if (!o) return native;
     uint64_t buf[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
@@ -545,7 +545,7 @@ uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *f
     uint32_t native = n ? intern((void *const *)buf, (unsigned)n) : 0;
     uint64_t py[LP_STACK_MAX_DEPTH];
     uint32_t pid = 0;
-    const struct lpr_stack_python *o = py_ops;
+    const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     if (!o || o->part(py, &pid, 1) <= 0 || !pid) return native;
     return intern_pair(native, pid, whole ? 0 : LP_PAIR_CUT); /* (cut: native frames may be missing) */
 }
@@ -559,7 +559,7 @@ static int writing;
 static uint64_t wbuf[8192];
 
 void lpr_stacks_write(void) {
-    const struct lpr_stack_python *o = py_ops;
+    const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     if (o) o->codes_write(); /* the code objects Python frames name go first */
     if (!slots || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
     uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
