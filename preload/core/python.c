@@ -55,6 +55,9 @@ static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
 static size_t frame_bytes; /* how much of a frame is read: its first fields (3.11+) */
+/* 3.11's offsets that every capture reads (lpr_py_part's common case), copied out of L when the
+ * interpreter is found: a load each, not two */
+static struct { uintptr_t ts_frame, cframe_frame, datastack, chunk_data, head, back, instr; } P11;
 
 #define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
 #define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
@@ -148,6 +151,11 @@ void lpr_python_detect(void) {
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if ((size_t)need[i] > frame_bytes) frame_bytes = (size_t)need[i];
     frame_bytes = (frame_bytes + 7) & ~(size_t)7;
+    if (L->kind == 1 && L->minor == 11)
+        P11.ts_frame = (uintptr_t)L->tstate_frame, P11.cframe_frame = (uintptr_t)L->cframe_frame,
+        P11.datastack = (uintptr_t)L->ts_datastack, P11.chunk_data = (uintptr_t)L->chunk_data,
+        P11.head = (uintptr_t)L->chunk_data + frame_bytes, P11.back = (uintptr_t)L->f_back,
+        P11.instr = (uintptr_t)L->f_instr;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -812,6 +820,41 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     return n;
 }
 
+/* 3.11, the last capture's frames all in one chunk (the common case): top_frame_in and
+ * part_again's first branch in one, with P11's offsets; the chunk's bounds are computed only to
+ * be compared with the last capture's. As lpr_py_part returns. */
+static inline int part_again_311(struct pypart *c, uint32_t *id) {
+    if (!py_initialized()) return 0;
+    uintptr_t ts = (uintptr_t)py_this_tstate();
+    if (!ts) return 0;
+    uintptr_t cf = rd(ts + P11.ts_frame), f = cf ? rd(cf + P11.cframe_frame) : 0, k = rd(ts + P11.datastack);
+    struct chain ch = {k, 0, 0};
+    uintptr_t size = k ? rd(k + 8) : 0;
+    if (k && size >= P11.head) {
+        ch.lo = k + P11.chunk_data;
+        ch.span = size - P11.head;
+    }
+    if (ch.lo == c->lo && ch.span == c->span) {
+        const uintptr_t o_back = P11.back, o_instr = P11.instr;
+        uint32_t i = 0, cn = c->n;
+        uintptr_t g = f, moved = 0;
+        if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
+            g = rd(g + o_back);
+            i = 1;
+        } else
+            moved = 0;
+        for (; i < cn; i++) { /* (a frame is never at 0: g reaching 0 early fails the test) */
+            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
+            g = rd(g + o_back);
+        }
+        if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
+            *id = c->id;
+            return (int)cn;
+        }
+    }
+    return part_walk(c, &ch, f, id);
+}
+
 /* The calling thread's Python frames as the Python part of a stack: the interned stack of their
  * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
  * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
@@ -832,6 +875,7 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
         *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
         return n;
     }
+    if (L->minor == 11 && L->kind == 1 && c->id && c->one_chunk) return part_again_311(c, id);
     struct chain ch;
     uintptr_t f = top_frame_in(&ch);
     if (L->kind == 1 && c->id) {
