@@ -678,10 +678,11 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     return 1;
 }
 
-/* The common case first (3.11+): the same frames as the last capture, each at the same line but
- * maybe the innermost — compared as they are walked from `f`, nothing stored. Their number, with
- * the part's id in *id; -1 when they differ (then they are walked, part_walk). Kept apart from
- * the walk, whose frame arrays every capture would otherwise set up. */
+/* The common case first (3.12+, and 3.11 where part_again_311 does not serve): the same frames as
+ * the last capture, each at the same line but maybe the innermost — compared as they are walked
+ * from `f`, nothing stored. Their number, with the part's id in *id; -1 when they differ (then
+ * they are walked, part_walk). Kept apart from the walk, whose frame arrays every capture would
+ * otherwise set up. */
 static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t f, uint32_t *id) {
     const int shims = L->minor >= 12;
     const uintptr_t o_back = (uintptr_t)L->f_back, o_instr = (uintptr_t)L->f_instr, o_owner = (uintptr_t)L->f_owner;
@@ -690,22 +691,7 @@ static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t
     const uintptr_t lo = ch->lo, span = ch->span;
     uint32_t i = 0, cn = c->n;
     uintptr_t g = f, moved = 0, mf = f; /* moved: the innermost frame's (mf) new instruction */
-    if (!shims && c->one_chunk && c->lo == lo && c->span == span) {
-        /* 3.11, every frame of the last capture in the chunk the chain starts in, as it was:
-         * a frame at the same address as one of them is there to be read */
-        if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
-            g = rd(g + o_back);
-            i = 1;
-        } else
-            moved = 0;
-        for (; g && i < cn && g == c->frame[i] && rd(g + o_instr) == c->instr[i]; i++) g = rd(g + o_back);
-        if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
-            *id = c->id;
-            return (int)cn;
-        }
-        return -1;
-    }
-    uintptr_t cs_lo = 0, cs_span = 0; /* (none: g is never 0 here) */
+    uintptr_t cs_lo = 0, cs_span = 0;   /* (none: g is never 0 here) */
     if (shims) cstack_range(&cs_lo, &cs_span);
     while (g && i < cn) {
         if (LP_UNLIKELY(g - lo > span) && g - cs_lo > cs_span) break;
