@@ -667,7 +667,8 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     uintptr_t code = rd(f + (uintptr_t)L->f_code);
     uint32_t cid = LP_PYFRAME_ID(c->word[0]);
     if (code != c->code[0] || !cid || !still(code, cid)) return 0;
-    if (c->n > 1 && (L->f_entry >= 0 ? ((const char *)f)[L->f_entry] != 0 : 0) != c->end[0]) return 0;
+    /* (3.11: the entry flag; 3.12+: the run's end, which part_again compared) */
+    if (c->n > 1 && L->f_entry >= 0 && (((const char *)f)[L->f_entry] != 0) != c->end[0]) return 0;
     int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
     uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     c->instr[0] = instr;
@@ -693,12 +694,16 @@ static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t
     uintptr_t g = f, moved = 0, mf = f; /* moved: the innermost frame's (mf) new instruction */
     uintptr_t cs_lo = 0, cs_span = 0;   /* (none: g is never 0 here) */
     if (shims) cstack_range(&cs_lo, &cs_span);
+    int shim = 0; /* (3.12+) an entry shim since the last frame: that frame ends a run */
     while (g && i < cn) {
         if (LP_UNLIKELY(g - lo > span) && g - cs_lo > cs_span) break;
         if (shims && *(const char *)(g + o_owner) == SHIM) {
+            shim = 1;
             g = rd(g + o_back);
             continue;
         }
+        if (shims && i && shim != c->end[i - 1]) break; /* the runs end where they ended */
+        shim = 0;
         /* (3.11+: the instruction lies inside its code object, so it names the code too) */
         if (g != c->frame[i]) break;
         uintptr_t x = rd(g + o_instr);
@@ -710,7 +715,10 @@ static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t
         g = rd(g + o_back);
         i++;
     }
-    /* every frame, and no more (run ends follow from the same frames) */
+    /* (3.12+) the outermost run's entry shim, below the last frame */
+    while (shims && g && i == cn && (g - lo <= span || g - cs_lo <= cs_span) && *(const char *)(g + o_owner) == SHIM)
+        g = rd(g + o_back);
+    /* every frame, and no more */
     if (i == cn && !g && (!moved || innermost_moved(c, mf, moved))) {
         *id = c->id;
         return (int)cn;
