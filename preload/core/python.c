@@ -57,7 +57,9 @@ static int tried;
 static size_t frame_bytes; /* how much of a frame is read: its first fields (3.11+) */
 /* 3.11's offsets that every capture reads (lpr_py_part's common case), copied out of L when the
  * interpreter is found: a load each, not two */
-static struct { uintptr_t ts_frame, cframe_frame, datastack, chunk_data, head, back, instr; } P11;
+static struct { uintptr_t ts_frame, cframe_frame, datastack, back, instr; } P11;
+/* (3.11+) where a chunk's frames start, and its header and one frame's first fields (chain_at) */
+static uintptr_t chunk_data, chunk_head;
 
 #define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
 #define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
@@ -151,11 +153,10 @@ void lpr_python_detect(void) {
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if ((size_t)need[i] > frame_bytes) frame_bytes = (size_t)need[i];
     frame_bytes = (frame_bytes + 7) & ~(size_t)7;
+    if (L->kind == 1) chunk_data = (uintptr_t)L->chunk_data, chunk_head = chunk_data + frame_bytes;
     if (L->kind == 1 && L->minor == 11)
         P11.ts_frame = (uintptr_t)L->tstate_frame, P11.cframe_frame = (uintptr_t)L->cframe_frame,
-        P11.datastack = (uintptr_t)L->ts_datastack, P11.chunk_data = (uintptr_t)L->chunk_data,
-        P11.head = (uintptr_t)L->chunk_data + frame_bytes, P11.back = (uintptr_t)L->f_back,
-        P11.instr = (uintptr_t)L->f_instr;
+        P11.datastack = (uintptr_t)L->ts_datastack, P11.back = (uintptr_t)L->f_back, P11.instr = (uintptr_t)L->f_instr;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -383,11 +384,11 @@ static int copy_probed(void *dst, uintptr_t src, size_t n) {
 /* Chunk k, where the chain looks first from now on. */
 static inline void chain_at(struct chain *c, uintptr_t k) {
     c->chunk = k;
-    uintptr_t size = k ? rd(k + 8) : 0, head = (uintptr_t)L->chunk_data + frame_bytes;
+    uintptr_t size = k ? rd(k + 8) : 0;
     c->lo = c->span = 0; /* no frame in it (a frame is never at 0) */
-    if (k && size >= head) {
-        c->lo = k + (uintptr_t)L->chunk_data;
-        c->span = size - head;
+    if (k && size >= chunk_head) {
+        c->lo = k + chunk_data;
+        c->span = size - chunk_head;
     }
 }
 
@@ -396,7 +397,7 @@ static int in_older_chunk(struct chain *c, uintptr_t f) {
     uintptr_t k = c->chunk ? rd(c->chunk) : 0;
     for (unsigned hops = 0; k && hops < 4096; hops++, k = rd(k)) {
         uintptr_t size = rd(k + 8);
-        if (f >= k + (uintptr_t)L->chunk_data && f + frame_bytes <= k + size) {
+        if (f >= k + chunk_data && f + frame_bytes <= k + size) {
             chain_at(c, k);
             return 1;
         }
@@ -821,13 +822,9 @@ static inline int part_again_311(struct pypart *c, uint32_t *id) {
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (!ts) return 0;
-    uintptr_t cf = rd(ts + P11.ts_frame), f = cf ? rd(cf + P11.cframe_frame) : 0, k = rd(ts + P11.datastack);
-    struct chain ch = {k, 0, 0};
-    uintptr_t size = k ? rd(k + 8) : 0;
-    if (k && size >= P11.head) {
-        ch.lo = k + P11.chunk_data;
-        ch.span = size - P11.head;
-    }
+    uintptr_t cf = rd(ts + P11.ts_frame), f = cf ? rd(cf + P11.cframe_frame) : 0;
+    struct chain ch;
+    chain_at(&ch, rd(ts + P11.datastack));
     if (ch.lo == c->lo && ch.span == c->span) {
         const uintptr_t o_back = P11.back, o_instr = P11.instr;
         uint32_t i = 0, cn = c->n;
