@@ -9,9 +9,11 @@
  *                N ms; prints the ticks (a program's own profiling timer must keep working)
  *   sigtrap      installs its own SIGTRAP handler, reads it back, raises SIGTRAP, executes a
  *                breakpoint (int3), burns 0.2 s; prints "trapped 2 readback 1"
- *   churn S      for S seconds: one thread dlopens and dlcloses a library, one throws and catches
- *                C++ exceptions through a library, one allocates — the places a sampler's stack
- *                walk can deadlock (the loader's lock, the unwinder's) */
+ *   churn S      three threads, each until it has used S seconds of CPU (on a busy machine the run
+ *                takes longer, the work is the same): one dlopens and dlcloses a library, one
+ *                throws and catches C++ exceptions through a library, one allocates — the places
+ *                a sampler's stack walk can deadlock (the loader's lock, the unwinder's); prints
+ *                how many rounds each did */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -73,10 +75,13 @@ static void on_trap(int sig) {
     trapped++;
 }
 
-static volatile int stop;
+/* The churn threads: each loops until it has used `churn_s` seconds of CPU, counting its rounds. */
+static double churn_s;
+static long rounds[3];
 static void *dl_loop(void *arg) {
     const char *lib = arg;
-    while (!stop) {
+    double t0 = cpu_now();
+    for (; cpu_now() - t0 < churn_s; rounds[0]++) {
         void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
         if (h) dlclose(h);
     }
@@ -84,16 +89,19 @@ static void *dl_loop(void *arg) {
 }
 static void *throw_loop(void *arg) {
     void (*thrower)(int) = (void (*)(int))arg;
-    for (int i = 0; !stop; i++) thrower(i);
+    double t0 = cpu_now();
+    for (int i = 0; cpu_now() - t0 < churn_s; i++, rounds[1]++) thrower(i);
     return NULL;
 }
 static void *malloc_loop(void *arg) {
     (void)arg;
-    while (!stop) {
-        void *p = malloc(64 + (rand() & 1023));
-        sink += (double)(uintptr_t)p;
-        free(p);
-    }
+    double t0 = cpu_now();
+    for (; cpu_now() - t0 < churn_s; rounds[2]++)
+        for (int i = 0; i < 64; i++) {
+            void *p = malloc(64 + (rand() & 1023));
+            sink += (double)(uintptr_t)p;
+            free(p);
+        }
     return NULL;
 }
 
@@ -151,14 +159,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cpusplit: %s: %s\n", argv[4], dlerror());
             return 2;
         }
+        churn_s = atof(argv[2]);
         pthread_t t[3];
         pthread_create(&t[0], NULL, dl_loop, argv[3]);
         pthread_create(&t[1], NULL, throw_loop, (void *)thrower);
         pthread_create(&t[2], NULL, malloc_loop, NULL);
-        usleep((useconds_t)(atof(argv[2]) * 1e6));
-        stop = 1;
         for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
-        puts("churned");
+        printf("churned %ld %ld %ld\n", rounds[0], rounds[1], rounds[2]);
         return 0;
     }
     fprintf(stderr, "usage: cpusplit split | phases | sigprof MS | sigtrap | churn S LIB THROWER\n");
