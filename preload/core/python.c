@@ -55,9 +55,13 @@ static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
 static size_t frame_bytes; /* how much of a frame is read: its first fields (3.11+) */
-/* 3.11's offsets that every capture reads (lpr_py_part's common case), copied out of L when the
- * interpreter is found: a load each, not two */
-static struct { uintptr_t ts_frame, cframe_frame, datastack, back, instr; } P11;
+/* 3.11+'s offsets that every capture reads (lpr_py_part's common case), copied out of L when the
+ * interpreter is found: a load each, not two (cframe: the thread's frame is read through its
+ * _PyCFrame, 3.11 and 3.12) */
+static struct {
+    uintptr_t ts_frame, cframe_frame, datastack, back, instr;
+    int cframe;
+} P3;
 /* (3.11+) where a chunk's frames start, and its header and one frame's first fields (chain_at) */
 static uintptr_t chunk_data, chunk_head;
 
@@ -154,9 +158,10 @@ void lpr_python_detect(void) {
         if ((size_t)need[i] > frame_bytes) frame_bytes = (size_t)need[i];
     frame_bytes = (frame_bytes + 7) & ~(size_t)7;
     if (L->kind == 1) chunk_data = (uintptr_t)L->chunk_data, chunk_head = chunk_data + frame_bytes;
-    if (L->kind == 1 && L->minor == 11)
-        P11.ts_frame = (uintptr_t)L->tstate_frame, P11.cframe_frame = (uintptr_t)L->cframe_frame,
-        P11.datastack = (uintptr_t)L->ts_datastack, P11.back = (uintptr_t)L->f_back, P11.instr = (uintptr_t)L->f_instr;
+    if (L->kind == 1)
+        P3.ts_frame = (uintptr_t)L->tstate_frame, P3.cframe = L->cframe_frame >= 0,
+        P3.cframe_frame = P3.cframe ? (uintptr_t)L->cframe_frame : 0, P3.datastack = (uintptr_t)L->ts_datastack,
+        P3.back = (uintptr_t)L->f_back, P3.instr = (uintptr_t)L->f_instr;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -582,6 +587,7 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
 #define LOC_WAYS 64
 #define LINE_WAYS 512
 #define PART LP_STACK_MAX_DEPTH
+#define LINKS (2 * PART + 2) /* a part's frames and the 3.12+ entry shims between them */
 struct pycache {
     struct {
         uintptr_t frame, code, instr;
@@ -600,6 +606,12 @@ struct pycache {
         uintptr_t frame[PART], code[PART], instr[PART];
         uint64_t word[PART];
         uint8_t end[PART];
+        /* (3.11+) the chain as the walk followed it, from the thread's frame to its end — the
+         * frames and (3.12+) the entry shims on the C stack — with their instructions: what
+         * part_again_fast compares; nlink 0: not kept (more than LINKS, a walk cut short, a link
+         * neither in the chunk nor on the C stack) */
+        uint32_t nlink;
+        uintptr_t link[LINKS], link_instr[LINKS];
     } part_of[2];
 };
 
@@ -673,6 +685,7 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
     uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     c->instr[0] = instr;
+    if (c->nlink && c->link[0] == f) c->link_instr[0] = instr;
     if (w != c->word[0]) {
         c->word[0] = w;
         c->id = lpr_stack_intern_words(c->word, c->n);
@@ -680,7 +693,7 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     return 1;
 }
 
-/* The common case first (3.12+, and 3.11 where part_again_311 does not serve): the same frames as
+/* The common case first (where part_again_fast does not serve): the same frames as
  * the last capture, each at the same line but maybe the innermost — compared as they are walked
  * from `f`, nothing stored. Their number, with the part's id in *id; -1 when they differ (then
  * they are walked, part_walk). Kept apart from the walk, whose frame arrays every capture would
@@ -744,7 +757,9 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     const intptr_t o_entry = L->f_entry;
     const uintptr_t lo0 = ch.lo, span0 = ch.span;
     uintptr_t lo = lo0, span = span0;
-    int one_chunk = L->kind == 1;
+    int one_chunk = L->kind == 1, links = one_chunk; /* links: the chain kept for part_again_fast */
+    uint32_t nl = 0;
+    c->nlink = 0;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
         const char *p = (const char *)f;
         if (LP_UNLIKELY(f - lo > span)) {
@@ -754,12 +769,21 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
         }
         uintptr_t g = f;
         f = rd((uintptr_t)p + o_back);
+        if (links && nl == LINKS) links = 0;
+        if (links) {
+            c->link[nl] = g;
+            c->link_instr[nl++] = rd((uintptr_t)p + o_instr);
+        }
         if (shims && p[o_owner] == SHIM) {
             if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
+            if (links && g - lo0 > span0 && !on_cstack(g)) links = 0;
             continue;
         }
         uintptr_t code = rd((uintptr_t)p + o_code);
-        if (!code) break; /* (whether it is one is checked below, where a frame's code is read) */
+        if (!code) { /* (whether it is one is checked below, where a frame's code is read) */
+            links = 0;
+            break;
+        }
         fr[n] = g;
         co[n] = code;
         if (g - lo0 > span0) one_chunk = 0;
@@ -773,6 +797,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
+    if (links && !f && one_chunk) c->nlink = nl; /* the chain walked to its end: kept */
     /* frames equal to the last capture's, from the outermost */
     uint32_t k = 0, cn = c->n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
     const uintptr_t *pf = &c->frame[cn], *pc = &c->code[cn], *pi = &c->instr[cn];
@@ -815,32 +840,36 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     return n;
 }
 
-/* 3.11, the last capture's frames all in one chunk (the common case): top_frame_in and
- * part_again's first branch in one, with P11's offsets; the chunk's bounds are computed only to
- * be compared with the last capture's. As lpr_py_part returns. */
-static inline int part_again_311(struct pypart *c, uint32_t *id) {
+/* 3.11+, the last capture's frames all in one chunk (the common case): the thread's frame read
+ * with P3's offsets, the chunk's bounds compared with the last capture's, then the chain compared
+ * link by link with the one kept (part_walk) — the frames and the entry shims alike, so the runs
+ * end where they ended — each link read only where the last one led to the address kept: in the
+ * same chunk, or on the thread's C stack. As lpr_py_part returns. */
+static inline int part_again_fast(struct pypart *c, uint32_t *id) {
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (!ts) return 0;
-    uintptr_t cf = rd(ts + P11.ts_frame), f = cf ? rd(cf + P11.cframe_frame) : 0;
+    uintptr_t f = rd(ts + P3.ts_frame);
+    if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
     struct chain ch;
-    chain_at(&ch, rd(ts + P11.datastack));
+    chain_at(&ch, rd(ts + P3.datastack));
     if (ch.lo == c->lo && ch.span == c->span) {
-        const uintptr_t o_back = P11.back, o_instr = P11.instr;
-        uint32_t i = 0, cn = c->n;
+        const uintptr_t o_back = P3.back, o_instr = P3.instr;
+        uint32_t i = 0, nl = c->nlink;
         uintptr_t g = f, moved = 0;
-        if (g == c->frame[0] && (moved = rd(g + o_instr)) != c->instr[0]) {
+        /* the innermost frame (not a shim: it is the part's first frame) alone may have moved */
+        if (g == c->link[0] && g == c->frame[0] && (moved = rd(g + o_instr)) != c->link_instr[0]) {
             g = rd(g + o_back);
             i = 1;
         } else
             moved = 0;
-        for (; i < cn; i++) { /* (a frame is never at 0: g reaching 0 early fails the test) */
-            if (g != c->frame[i] || rd(g + o_instr) != c->instr[i]) break;
+        for (; i < nl; i++) { /* (a frame is never at 0: g reaching 0 early fails the test) */
+            if (g != c->link[i] || rd(g + o_instr) != c->link_instr[i]) break;
             g = rd(g + o_back);
         }
-        if (i == cn && !g && (!moved || innermost_moved(c, f, moved))) {
+        if (i == nl && !g && (!moved || innermost_moved(c, f, moved))) {
             *id = c->id;
-            return (int)cn;
+            return (int)c->n;
         }
     }
     return part_walk(c, &ch, f, id);
@@ -866,7 +895,7 @@ int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
         *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
         return n;
     }
-    if (L->minor == 11 && L->kind == 1 && c->id && c->one_chunk) return part_again_311(c, id);
+    if (L->kind == 1 && c->id && c->one_chunk && c->nlink) return part_again_fast(c, id);
     struct chain ch;
     uintptr_t f = top_frame_in(&ch);
     if (L->kind == 1 && c->id) {

@@ -562,47 +562,53 @@ Test(python, python_malloc_shows_small_objects, .init = setup) {
  * block's size tells its line): plain calls, recursion 30 deep, a comprehension, a generator, a
  * lambda called back from C (sorted's key), a class body, a decorator, a thread, a callback from a
  * C function (map), an exception handler, two lines of one frame one after the other (only the
- * innermost frame's instruction moves between them). `python3 tm.py trace` runs it under tracemalloc (CPython's
- * own per-line tracer) and prints each block's size and its innermost line. */
+ * innermost frame's instruction moves between them), and one function called from two lines of
+ * another (the same frames at the same addresses, only the caller's instruction moved).
+ * `python3 tm.py trace` runs it under tracemalloc (CPython's own per-line tracer) and prints each
+ * block's size, its innermost line and its caller's (0 where that is not in the script). */
 static const char tm_py[] =
-    "import sys, threading, tracemalloc\n"                                                    /* 1 */
-    "if sys.argv[1] == 'trace': tracemalloc.start()\n"                                        /* 2 */
-    "keep = []\n"                                                                             /* 3 */
-    "def big(k): keep.append(bytearray(100000 + 64 * k))\n"                                   /* 4 */
-    "def rec(n):\n"                                                                           /* 5 */
-    "    if n == 0: keep.append(bytearray(100000 + 64 * 5)); return\n"                        /* 6 */
-    "    rec(n - 1)\n"                                                                        /* 7 */
-    "def gen():\n"                                                                            /* 8 */
-    "    for i in range(3): yield bytearray(100000 + 64 * (8 + i))\n"                         /* 9 */
-    "class K:\n"                                                                              /* 10 */
-    "    data = bytearray(100000 + 64 * 12)\n"                                                /* 11 */
-    "def deco(f):\n"                                                                          /* 12 */
-    "    keep.append(bytearray(100000 + 64 * 13)); return f\n"                                /* 13 */
-    "@deco\n"                                                                                 /* 14 */
-    "def g(): pass\n"                                                                         /* 15 */
-    "def work():\n"                                                                           /* 16 */
-    "    big(1)\n"                                                                            /* 17 */
-    "    rec(30)\n"                                                                           /* 18 */
-    "    keep.extend([bytearray(100000 + 64 * (20 + i)) for i in range(2)])\n"                /* 19 */
-    "    keep.extend(gen())\n"                                                                /* 20 */
-    "    sorted([1, 2], key=lambda x: keep.append(bytearray(100000 + 64 * (30 + x))) or x)\n" /* 21 */
-    "    keep.append(K.data)\n"                                                               /* 22 */
-    "    list(map(lambda x: keep.append(bytearray(100000 + 64 * (40 + x))), [1]))\n"          /* 23 */
-    "    try:\n"                                                                              /* 24 */
-    "        raise ValueError(bytearray(100000 + 64 * 50))\n"                                 /* 25 */
-    "    except ValueError as e:\n"                                                           /* 26 */
-    "        keep.append(e.args[0])\n"                                                        /* 27 */
-    "t = threading.Thread(target=lambda: keep.append(bytearray(100000 + 64 * 60)))\n"         /* 28 */
-    "def seq():\n"                                                                            /* 29 */
-    "    a = bytearray(100000 + 64 * 70)\n"                                                   /* 30 */
-    "    b = bytearray(100000 + 64 * 71)\n"                                                   /* 31 */
-    "    keep.extend((a, b))\n"                                                               /* 32 */
-    "work(); seq(); t.start(); t.join()\n"                                                    /* 33 */
-    "if sys.argv[1] == 'trace':\n"                                                            /* 34 */
-    "    for tr in tracemalloc.take_snapshot().traces:\n"                                     /* 35 */
-    "        f = tr.traceback[0]\n"                                                           /* 36 */
-    "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                     /* 37 */
-    "            print(tr.size, f.lineno)\n";                                                 /* 38 */
+    "import sys, threading, tracemalloc\n"                                                        /* 1 */
+    "if sys.argv[1] == 'trace': tracemalloc.start(2)\n"                                           /* 2 */
+    "keep = []\n"                                                                                 /* 3 */
+    "def big(k): keep.append(bytearray(100000 + 64 * k))\n"                                       /* 4 */
+    "def rec(n):\n"                                                                               /* 5 */
+    "    if n == 0: keep.append(bytearray(100000 + 64 * 5)); return\n"                            /* 6 */
+    "    rec(n - 1)\n"                                                                            /* 7 */
+    "def gen():\n"                                                                                /* 8 */
+    "    for i in range(3): yield bytearray(100000 + 64 * (8 + i))\n"                             /* 9 */
+    "class K:\n"                                                                                  /* 10 */
+    "    data = bytearray(100000 + 64 * 12)\n"                                                    /* 11 */
+    "def deco(f):\n"                                                                              /* 12 */
+    "    keep.append(bytearray(100000 + 64 * 13)); return f\n"                                    /* 13 */
+    "@deco\n"                                                                                     /* 14 */
+    "def g(): pass\n"                                                                             /* 15 */
+    "def work():\n"                                                                               /* 16 */
+    "    big(1)\n"                                                                                /* 17 */
+    "    rec(30)\n"                                                                               /* 18 */
+    "    keep.extend([bytearray(100000 + 64 * (20 + i)) for i in range(2)])\n"                    /* 19 */
+    "    keep.extend(gen())\n"                                                                    /* 20 */
+    "    sorted([1, 2], key=lambda x: keep.append(bytearray(100000 + 64 * (30 + x))) or x)\n"     /* 21 */
+    "    keep.append(K.data)\n"                                                                   /* 22 */
+    "    list(map(lambda x: keep.append(bytearray(100000 + 64 * (40 + x))), [1]))\n"              /* 23 */
+    "    try:\n"                                                                                  /* 24 */
+    "        raise ValueError(bytearray(100000 + 64 * 50))\n"                                     /* 25 */
+    "    except ValueError as e:\n"                                                               /* 26 */
+    "        keep.append(e.args[0])\n"                                                            /* 27 */
+    "t = threading.Thread(target=lambda: keep.append(bytearray(100000 + 64 * 60)))\n"             /* 28 */
+    "def seq():\n"                                                                                /* 29 */
+    "    a = bytearray(100000 + 64 * 70)\n"                                                       /* 30 */
+    "    b = bytearray(100000 + 64 * 71)\n"                                                       /* 31 */
+    "    keep.extend((a, b))\n"                                                                   /* 32 */
+    "def leaf(k): keep.append(bytearray(100000 + 64 * k))\n"                                      /* 33 */
+    "def twice():\n"                                                                              /* 34 */
+    "    leaf(74)\n"                                                                              /* 35 */
+    "    leaf(75)\n"                                                                              /* 36 */
+    "work(); seq(); twice(); t.start(); t.join()\n"                                               /* 37 */
+    "if sys.argv[1] == 'trace':\n"                                                                /* 38 */
+    "    for tr in tracemalloc.take_snapshot().traces:\n"                                         /* 39 */
+    "        f, up = tr.traceback[-1], tr.traceback[-2] if len(tr.traceback) > 1 else None\n"     /* 40 */
+    "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                         /* 41 */
+    "            print(tr.size, f.lineno, up.lineno if up and up.filename == __file__ else 0)\n"; /* 42 */
 
 /* Each block's line as tracemalloc sees it, against the innermost Python frame of its site in
  * libprof's trace — every interpreter, with native stacks too shallow to reach the interpreter
@@ -633,10 +639,10 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
             /* every reference block: a stack of at least its size whose innermost Python frame is its line */
             char *p = ref.out;
             int lines = 0;
-            long size, line;
-            while (sscanf(p, "%ld %ld", &size, &line) == 2) {
+            long size, line, up;
+            while (sscanf(p, "%ld %ld %ld", &size, &line, &up) == 3) {
                 lines++;
-                char *want = strfmt("(%s:%ld)", script, line);
+                char *want = strfmt("(%s:%ld)", script, line), *want_up = up ? strfmt("(%s:%ld)", script, up) : NULL;
                 int found = 0;
                 for (char *l = text; *l && !found;) {
                     char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
@@ -651,11 +657,13 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
                         char *end = strchr(inner, ';');
                         if (!end || end > sp) end = sp;
                         found = memmem(start, (size_t)(end - start), want, strlen(want)) != NULL;
+                        /* and its caller's line, outside it (root first) */
+                        if (found && want_up) found = memmem(l, (size_t)(start - l), want_up, strlen(want_up)) != NULL;
                     }
                     l = eol ? eol + 1 : sp + strlen(sp);
                 }
-                cr_expect(found, "%s %s: the block of %ld bytes has no stack at line %ld", py[i], depths[d], size,
-                          line);
+                cr_expect(found, "%s %s: the block of %ld bytes has no stack at line %ld called from line %ld", py[i],
+                          depths[d], size, line, up);
                 compared += found;
                 p = strchr(p, '\n');
                 if (!p) break;
