@@ -336,13 +336,17 @@ Test(sample, loader_unwinder_and_malloc_loops_do_not_deadlock, .timeout = 120) {
 }
 
 /* Every interpreter libprof reads: three pure-Python functions burning 0.2, 0.4 and 0.6 s of CPU
- * get samples in those proportions (within 15 %), charged to their lines. */
+ * get samples in those proportions (within 15 %), charged to their lines. The samples count user
+ * time, the clock user and system time: each look at the clock is a system call, so the work
+ * between two (a loop of 2,000) is some 50 times longer than one — a busy machine, which makes
+ * system calls slower, then moves the proportions by a point, not by the 15 % it did with a
+ * microsecond of work between them. */
 static const char burn_py[] = "import time\n"
                               "def burn(s):\n"
                               "    t = time.thread_time()\n"
                               "    x = 0\n"
                               "    while time.thread_time() - t < s:\n"
-                              "        x += sum(range(100))\n"
+                              "        for i in range(2000): x += i\n"
                               "    return x\n"
                               "def one(): return burn(0.2)\n"
                               "def two(): return burn(0.4)\n"
