@@ -50,7 +50,7 @@ static const struct lpr_pylayout *L;
 static int (*py_initialized)(void);
 static void *(*py_this_tstate)(void);
 static int (*py_addr2line)(void *code, int addr);
-static uintptr_t py_code_type, py_str_type, py_list_type, py_tuple_type;
+static uintptr_t py_code_type, py_str_type, py_list_type, py_tuple_type, py_bytes_type;
 static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
 static int tried;
@@ -68,6 +68,7 @@ static uintptr_t chunk_data, chunk_head;
 #define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
 #define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
 #define STR_BYTES (64u << 20)      /* their names and files */
+#define LINE_WORDS (4u << 20)      /* their line tables, decoded (3.11+; 32 MiB reserved) */
 #define NAME_MAX_BYTES 1024        /* a longer name or path is cut */
 #define SHIM 3                     /* FRAME_OWNED_BY_CSTACK (3.12+) */
 static uint64_t *slots;
@@ -77,10 +78,14 @@ static struct pyent {
     uint32_t str; /* offset of name then file in `strs` */
     uint16_t name_len, file_len;
     uint32_t ready; /* written: the entry may be spooled */
+    /* (3.11+) its line table decoded (line_table): 1 + its offset in `lines` << 32 | its ranges */
+    uint64_t table;
 } * ents;
 static char *strs;
 static uint32_t next_code = 1, str_used, codes_full;
-static struct lpr_ahead ents_ahead, strs_ahead; /* resident ahead while sampling (os_real.h) */
+static uint64_t *lines; /* line tables, each its size, its bytes and its ranges (line_table) */
+static uint32_t lines_used;
+static struct lpr_ahead ents_ahead, strs_ahead, lines_ahead; /* resident ahead while sampling (os_real.h) */
 
 static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
 
@@ -169,6 +174,7 @@ void lpr_python_detect(void) {
     py_str_type = (uintptr_t)pysym("PyUnicode_Type");
     py_list_type = (uintptr_t)pysym("PyList_Type");
     py_tuple_type = (uintptr_t)pysym("PyTuple_Type");
+    py_bytes_type = (uintptr_t)pysym("PyBytes_Type");
     void *eval = pysym("_PyEval_EvalFrameDefault");
     const ElfW(Sym) *sym = NULL;
     if (eval && dladdr1(eval, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
@@ -186,13 +192,17 @@ void lpr_python_detect(void) {
     slots = lpr_sys_mmap(NULL, CODE_SLOTS * 8ull, prot, flags, -1, 0);
     ents = lpr_sys_mmap(NULL, MAX_CODES * sizeof *ents, prot, flags, -1, 0);
     strs = lpr_sys_mmap(NULL, STR_BYTES, prot, flags, -1, 0);
+    if (L->co_linetable >= 0 && py_bytes_type) { /* (else CPython's PyCode_Addr2Line alone) */
+        lines = lpr_sys_mmap(NULL, LINE_WORDS * 8ull, prot, flags, -1, 0);
+        if (lpr_sys_failed((long)lines)) lines = NULL;
+    }
     if (lpr_sys_failed((long)slots) || lpr_sys_failed((long)ents) || lpr_sys_failed((long)strs)) {
         lpr_warn("out of memory for the Python code table: no Python frames");
         return;
     }
     if (lpr_cfg.sample_hz) { /* the sampler's signal handler registers code objects too: no page faults there */
         lpr_resident(slots, 0, CODE_SLOTS * 8ull);
-        ents_ahead.on = strs_ahead.on = 1;
+        ents_ahead.on = strs_ahead.on = lines_ahead.on = 1;
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
     static const struct lpr_stack_python part = {lpr_py_part, lpr_pycode_write, lpr_py_is_eval, lpr_py_is_interp};
@@ -293,7 +303,7 @@ static uint32_t code_id(uintptr_t code) {
             lpr_ahead(&strs_ahead, strs, at + nl + fl, STR_BYTES);
             if (at + nl + fl > STR_BYTES) nl = fl = 0, at = 0;
             memcpy(strs + at, buf, nl + fl);
-            *e = (struct pyent){code, file, name, first, at, (uint16_t)nl, (uint16_t)fl, 0};
+            *e = (struct pyent){code, file, name, first, at, (uint16_t)nl, (uint16_t)fl, 0, 0};
             __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
             uint64_t expect = 0;
             if (__atomic_compare_exchange_n(&slots[s], &expect, (uint64_t)id << 43 | low, 0, __ATOMIC_ACQ_REL,
@@ -593,7 +603,8 @@ struct pycache {
         uintptr_t frame, code, instr;
         uint32_t id, code_id;
     } loc[LOC_WAYS];
-    struct { /* PyCode_Addr2Line's answers: it walks the line table from the start every time */
+    struct { /* the lines looked up last (addr2line) */
+        uintptr_t table;
         uint32_t id;
         int addr, line;
     } line[LINE_WAYS];
@@ -623,15 +634,117 @@ static int still(uintptr_t code, uint32_t id) {
            e->firstline == *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
 }
 
+/* ---- lines ------------------------------------------------------------------------------------- */
+
+/* A varint of the location table at p[*i] (6 bits a byte, 0x40: more), its sign in the low bit
+ * where `sign`. */
+static int lt_varint(const uint8_t *p, size_t *i, size_t n, int sign) {
+    unsigned v = 0, shift = 0, b;
+    do {
+        b = *i < n ? p[(*i)++] : 0;
+        if (shift < 30) v |= (b & 63) << shift;
+        shift += 6;
+    } while (b & 64);
+    return !sign ? (int)v : v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+/* The ranges of location table `p` (n bytes; 3.11+, Objects/locations.md) of a code whose first
+ * line is `line`, into out (at most `cap`; NULL: counted): each where the line changes, its start
+ * in code units << 32 | its line (-1: none), and one at the end with none. Their number, or 0
+ * when the table is not one. Each entry is a byte 1cccclll (code c, 1 + l code units) and its
+ * own bytes (top bit clear): 15 no line, 13 and 14 a signed varint delta first, 10-12 a delta of
+ * c - 10, 0-9 the same line. */
+static uint32_t lt_ranges(const uint8_t *p, size_t n, int line, uint64_t *out, uint32_t cap) {
+    uint32_t k = 0, addr = 0;
+    int64_t cur = INT64_MIN;
+    for (size_t i = 0; i < n;) {
+        unsigned b = p[i++], kind = (b >> 3) & 15;
+        if (!(b & 128)) return 0;
+        int l = -1;
+        if (kind != 15) {
+            line += kind == 13 || kind == 14 ? lt_varint(p, &i, n, 1) : kind >= 10 ? (int)kind - 10 : 0;
+            l = line;
+        }
+        while (i < n && !(p[i] & 128)) i++; /* the rest of it: columns, end line */
+        if (l != cur) {
+            if (out && k < cap) out[k] = (uint64_t)addr << 32 | (uint32_t)l;
+            k++;
+            cur = l;
+        }
+        addr += (b & 7) + 1;
+    }
+    if (out && k < cap) out[k] = (uint64_t)addr << 32 | UINT32_MAX;
+    return k + 1;
+}
+
+/* Code `code`'s (entry `id`'s) line table, at `lt`, decoded once into `lines`: its ranges, their
+ * number in *n (NULL where it cannot be: the room used up, a table that is not one). An entry
+ * stands for every code object of its name, file and first line made at its address — such as
+ * the __init__ each dataclass has exec make, whose tables differ — so the table's bytes are kept
+ * with its ranges (`lines`: its size, its bytes, its ranges) and compared: another table is
+ * decoded afresh. */
+static const uint64_t *line_table(uintptr_t code, uint32_t id, uintptr_t lt, uint32_t *n) {
+    struct pyent *e = &ents[id];
+    const uint8_t *p = (const uint8_t *)(lt + (uintptr_t)L->bytes_data);
+    uintptr_t size = lt && !(lt & 7) && rd(lt + 8) == py_bytes_type ? rd(lt + 16) : 0;
+    if (!size || size >= (1u << 20)) return NULL;
+    uint32_t words = (uint32_t)((size + 7) / 8);
+    uint64_t t = __atomic_load_n(&e->table, __ATOMIC_ACQUIRE);
+    if (LP_LIKELY(t != 0)) {
+        const uint64_t *h = lines + (t >> 32) - 1;
+        if (h[0] == size && !memcmp(h + 1, p, size)) {
+            *n = (uint32_t)t;
+            return h + 1 + words;
+        }
+    }
+    int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
+    uint32_t k = lt_ranges(p, size, first, NULL, 0);
+    uint32_t at = k ? __atomic_fetch_add(&lines_used, 1 + words + k, __ATOMIC_RELAXED) : 0;
+    if (!k || at + 1 + words + k > LINE_WORDS) return NULL;
+    lpr_ahead(&lines_ahead, lines, (size_t)(at + 1 + words + k) * 8, LINE_WORDS * 8ull);
+    uint64_t *h = lines + at;
+    h[0] = size;
+    h[words] = 0; /* (the last word's bytes past the table: compared by no one, but set) */
+    memcpy(h + 1, p, size);
+    lt_ranges(p, size, first, h + 1 + words, k);
+    /* (two threads may decode it at once: each its own copy, the last one kept) */
+    __atomic_store_n(&e->table, (uint64_t)(at + 1) << 32 | k, __ATOMIC_RELEASE);
+    *n = k;
+    return h + 1 + words;
+}
+
+/* The line of code `code` (entry `id`, line table `lt`) at byte offset `addr`, as
+ * PyCode_Addr2Line gives it: from its decoded table where there is one (a binary search;
+ * CPython's reads the table from its start at every call). */
+static int addr2line(uintptr_t code, uint32_t id, uintptr_t lt, int addr) {
+    uint32_t n;
+    const uint64_t *r = lines ? line_table(code, id, lt, &n) : NULL;
+    if (!r) return py_addr2line((void *)code, addr);
+    if (addr < 0) return *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
+    uint64_t key = (uint64_t)(unsigned)(addr / 2) << 32 | UINT32_MAX;
+    uint32_t lo = 0, hi = n; /* the last range starting at or before it */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (r[mid] <= key)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return r[lo] <= key ? (int32_t)(uint32_t)r[lo] : -1;
+}
+
 /* The line of `code` (entry `id`) at instruction offset `addr`. */
 static int line_of(uintptr_t code, uint32_t id, int addr) {
     struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
-    if (!c) return py_addr2line((void *)code, addr);
+    /* (keyed by entry and line table: code objects are freed and their memory reused) */
+    uintptr_t lt = L->co_linetable >= 0 ? rd(code + (uintptr_t)L->co_linetable) : 0;
+    if (!c) return addr2line(code, id, lt, addr);
     unsigned w =
         (unsigned)((((uintptr_t)id * 0x9E3779B1u) ^ (uintptr_t)(unsigned)addr * 0x85EBCA6Bu) >> 3) & (LINE_WAYS - 1);
-    if (c->line[w].id == id && c->line[w].addr == addr) return c->line[w].line;
-    int line = py_addr2line((void *)code, addr);
-    c->line[w].id = id; /* keyed by entry, not address: code objects are freed and their memory reused */
+    if (c->line[w].id == id && c->line[w].addr == addr && c->line[w].table == lt) return c->line[w].line;
+    int line = addr2line(code, id, lt, addr);
+    c->line[w].table = lt;
+    c->line[w].id = id;
     c->line[w].addr = addr;
     c->line[w].line = line;
     return line;
