@@ -25,6 +25,7 @@
  * LP_PYFRAME(code id, line). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,11 @@ static size_t frame_bytes; /* how much of a frame is read: its first fields (3.1
 static struct {
     uintptr_t ts_frame, cframe_frame, datastack, back, instr;
     int cframe;
+    const int *initialized, *tss; /* _PyRuntime's, where this_tstate reads them */
 } P3;
+/* this_tstate: 1 reads the thread's state through CPython's own key (checked against
+ * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
+static int tss_direct;
 /* (3.11+) where a chunk's frames start, and its header and one frame's first fields (chain_at) */
 static uintptr_t chunk_data, chunk_head;
 
@@ -167,6 +172,11 @@ void lpr_python_detect(void) {
         P3.ts_frame = (uintptr_t)L->tstate_frame, P3.cframe = L->cframe_frame >= 0,
         P3.cframe_frame = P3.cframe ? (uintptr_t)L->cframe_frame : 0, P3.datastack = (uintptr_t)L->ts_datastack,
         P3.back = (uintptr_t)L->f_back, P3.instr = (uintptr_t)L->f_instr;
+    const char *runtime = pysym("_PyRuntime");
+    if (L->kind == 1 && runtime && L->rt_initialized >= 0 && L->rt_tss >= 0)
+        P3.initialized = (const int *)(runtime + L->rt_initialized), P3.tss = (const int *)(runtime + L->rt_tss);
+    else
+        tss_direct = -1;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -477,13 +487,31 @@ static int code_readable(uintptr_t code) {
     return rd(code + 8) == py_code_type;
 }
 
+/* The calling thread's PyThreadState, or 0 (no interpreter yet or any more, a thread that never
+ * ran Python). From 3.11 read as PyGILState_GetThisThreadState reads it — the runtime initialized,
+ * its key made, the key's value for this thread — in a dozen instructions, not 25 to 35 through
+ * the interpreter's calls; where that reads other than the interpreter's own call on the first
+ * thread with a state, never again. */
+static inline uintptr_t this_tstate(void) {
+    if (LP_LIKELY(__atomic_load_n(&tss_direct, __ATOMIC_RELAXED) > 0)) {
+        if (!*(const volatile int *)P3.initialized || !P3.tss[0]) return 0;
+        return (uintptr_t)pthread_getspecific((pthread_key_t)P3.tss[1]);
+    }
+    if (!py_initialized()) return 0;
+    uintptr_t ts = (uintptr_t)py_this_tstate();
+    if (ts && __atomic_load_n(&tss_direct, __ATOMIC_RELAXED) == 0) {
+        int same = *P3.initialized && P3.tss[0] && (uintptr_t)pthread_getspecific((pthread_key_t)P3.tss[1]) == ts;
+        __atomic_store_n(&tss_direct, same ? 1 : -1, __ATOMIC_RELAXED);
+    }
+    return ts;
+}
+
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
  * ran Python, no Python running on it); `c` set up to read the chain from it. */
 static inline uintptr_t top_frame_in(struct chain *c) {
     c->chunk = c->lo = 0;
     c->span = ~(uintptr_t)0; /* up to 3.10 (frame objects): every frame is read where it is */
-    if (!py_initialized()) return 0;
-    uintptr_t ts = (uintptr_t)py_this_tstate();
+    uintptr_t ts = this_tstate();
     if (!ts) return 0;
     uintptr_t f = rd(ts + (uintptr_t)L->tstate_frame);
     if (L->cframe_frame >= 0) f = f ? rd(f + (uintptr_t)L->cframe_frame) : 0;
@@ -622,6 +650,7 @@ struct pycache {
          * part_again_fast compares; nlink 0: not kept (more than LINKS, a walk cut short, a link
          * neither in the chunk nor on the C stack) */
         uint32_t nlink;
+        int fast; /* one chunk, the chain kept: part_again_fast serves */
         uintptr_t link[LINKS], link_instr[LINKS];
     } part_of[2];
 };
@@ -873,6 +902,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     int one_chunk = L->kind == 1, links = one_chunk; /* links: the chain kept for part_again_fast */
     uint32_t nl = 0;
     c->nlink = 0;
+    c->fast = 0;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
         const char *p = (const char *)f;
         if (LP_UNLIKELY(f - lo > span)) {
@@ -910,7 +940,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
-    if (links && !f && one_chunk) c->nlink = nl; /* the chain walked to its end: kept */
+    if (links && !f && one_chunk) c->nlink = nl, c->fast = 1; /* the chain walked to its end: kept */
     /* frames equal to the last capture's, from the outermost */
     uint32_t k = 0, cn = c->n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
     const uintptr_t *pf = &c->frame[cn], *pc = &c->code[cn], *pi = &c->instr[cn];
@@ -939,7 +969,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
         c->word[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
     }
     c->n = 0;
-    if (n == 0) return 0;
+    if (n == 0) return c->fast = 0;
     memcpy(c->frame, fr, (size_t)n * sizeof fr[0]);
     memcpy(c->code, co, (size_t)n * sizeof co[0]);
     memcpy(c->instr, in, (size_t)n * sizeof in[0]);
@@ -959,8 +989,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
  * end where they ended — each link read only where the last one led to the address kept: in the
  * same chunk, or on the thread's C stack. As lpr_py_part returns. */
 static inline int part_again_fast(struct pypart *c, uint32_t *id) {
-    if (!py_initialized()) return 0;
-    uintptr_t ts = (uintptr_t)py_this_tstate();
+    uintptr_t ts = this_tstate();
     if (!ts) return 0;
     uintptr_t f = rd(ts + P3.ts_frame);
     if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
@@ -988,6 +1017,27 @@ static inline int part_again_fast(struct pypart *c, uint32_t *id) {
     return part_walk(c, &ch, f, id);
 }
 
+/* The part where part_again_fast does not serve: compared as it is walked, else walked. (Apart
+ * from lpr_py_part, which every capture runs, as is the thread with no cache yet: their rooms and
+ * registers would be every capture's.) */
+static __attribute__((noinline)) int part_again_or_walk(struct pypart *c, uint32_t *id) {
+    struct chain ch;
+    uintptr_t f = top_frame_in(&ch);
+    if (L->kind == 1 && c->id) {
+        int n = part_again(c, &ch, f, id);
+        if (n >= 0) return n;
+    }
+    return part_walk(c, &ch, f, id);
+}
+
+static __attribute__((noinline)) int part_uncached(uint64_t *buf, uint32_t *id) {
+    uint8_t end[PART];
+    int n = lpr_py_frames(buf, end, PART);
+    for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
+    *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
+    return n;
+}
+
 /* The calling thread's Python frames as the Python part of a stack: the interned stack of their
  * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
  * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
@@ -1000,22 +1050,10 @@ static inline int part_again_fast(struct pypart *c, uint32_t *id) {
 int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
     if (!lpr_py_on) return 0;
     struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
-    struct pypart *c = cache ? &cache->part_of[sampler != 0] : NULL;
-    if (!c) {
-        uint8_t end[PART];
-        int n = lpr_py_frames(buf, end, PART);
-        for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
-        *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
-        return n;
-    }
-    if (L->kind == 1 && c->id && c->one_chunk && c->nlink) return part_again_fast(c, id);
-    struct chain ch;
-    uintptr_t f = top_frame_in(&ch);
-    if (L->kind == 1 && c->id) {
-        int n = part_again(c, &ch, f, id);
-        if (n >= 0) return n;
-    }
-    return part_walk(c, &ch, f, id);
+    if (LP_UNLIKELY(!cache)) return part_uncached(buf, id);
+    struct pypart *c = &cache->part_of[sampler != 0];
+    if (LP_LIKELY(c->fast && c->id)) return part_again_fast(c, id);
+    return part_again_or_walk(c, id);
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */

@@ -13,25 +13,27 @@ struct lpr_pylayout {
     int f_owner;      /* frame: owner (char; 3 = a C-stack shim frame, 3.12+) */
     int f_entry;      /* frame: is_entry (3.11) */
     int co_filename, co_name, co_firstlineno, co_qualname;
-    int co_code;      /* code: co_code_adaptive (the instructions, 3.11+) */
-    int str_ascii;    /* sizeof(PyASCIIObject): where a compact ASCII string's bytes start */
-    int str_compact;  /* sizeof(PyCompactUnicodeObject): where other compact strings' data start */
-    int ts_profile;   /* PyThreadState: c_profilefunc (which threads have libprof's profile function) */
-    int ts_datastack; /* PyThreadState: datastack_chunk, the newest chunk of its frame stack (3.11+) */
-    int chunk_data;   /* _PyStackChunk: data, where its frames start (previous at 0, size at 8) */
-    int f_locals;     /* frame: f_localsplus / localsplus, its arguments first (a known function's, hooks/python.c) */
-    int co_linetable; /* code: co_linetable, the bytes of its location table (3.11+) */
-    int bytes_data;   /* sizeof(PyBytesObject) up to ob_sval: where a bytes object's bytes start */
+    int co_code;        /* code: co_code_adaptive (the instructions, 3.11+) */
+    int str_ascii;      /* sizeof(PyASCIIObject): where a compact ASCII string's bytes start */
+    int str_compact;    /* sizeof(PyCompactUnicodeObject): where other compact strings' data start */
+    int ts_profile;     /* PyThreadState: c_profilefunc (which threads have libprof's profile function) */
+    int ts_datastack;   /* PyThreadState: datastack_chunk, the newest chunk of its frame stack (3.11+) */
+    int chunk_data;     /* _PyStackChunk: data, where its frames start (previous at 0, size at 8) */
+    int f_locals;       /* frame: f_localsplus / localsplus, its arguments first (a known function's, hooks/python.c) */
+    int co_linetable;   /* code: co_linetable, the bytes of its location table (3.11+) */
+    int bytes_data;     /* sizeof(PyBytesObject) up to ob_sval: where a bytes object's bytes start */
+    int rt_initialized; /* _PyRuntime: initialized (3.11+) */
+    int rt_tss;         /* _PyRuntime: the Py_tss_t holding each thread's state (autoTSSkey, 3.11+) */
 };
 
 // clang-format off
 static const struct lpr_pylayout lpr_pylayouts[] = {
-    {3, 7, 0, 24, -1, 32, 24, 104, -1, -1, 96, 104, 36, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32},
-    {3, 8, 0, 24, -1, 32, 24, 104, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32},
-    {3, 9, 0, 24, -1, 32, 24, 104, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32},
-    {3, 10, 0, 24, -1, 32, 24, 96, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 352, -1, 32},
-    {3, 11, 1, 56, 8, 32, 48, 56, 69, 68, 112, 120, 72, 128, 184, 48, 72, 64, 296, 24, 72, 136, 32},
-    {3, 12, 1, 56, 0, 0, 8, 56, 70, -1, 112, 120, 68, 128, 192, 40, 56, 64, 232, 24, 72, 136, 32},
-    {3, 13, 1, 72, -1, 0, 8, 56, 70, -1, 112, 120, 68, 128, 200, 40, 56, 80, 232, 24, 72, 136, 32},
+    {3, 7, 0, 24, -1, 32, 24, 104, -1, -1, 96, 104, 36, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32, -1, -1},
+    {3, 8, 0, 24, -1, 32, 24, 104, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32, -1, -1},
+    {3, 9, 0, 24, -1, 32, 24, 104, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 360, -1, 32, -1, -1},
+    {3, 10, 0, 24, -1, 32, 24, 96, -1, -1, 104, 112, 40, -1, 0, 48, 72, 56, -1, -1, 352, -1, 32, -1, -1},
+    {3, 11, 1, 56, 8, 32, 48, 56, 69, 68, 112, 120, 72, 128, 184, 48, 72, 64, 296, 24, 72, 136, 32, 16, 592},
+    {3, 12, 1, 56, 0, 0, 8, 56, 70, -1, 112, 120, 68, 128, 192, 40, 56, 64, 232, 24, 72, 136, 32, 16, 1544},
+    {3, 13, 1, 72, -1, 0, 8, 56, 70, -1, 112, 120, 68, 128, 200, 40, 56, 80, 232, 24, 72, 136, 32, 600, 2160},
 };
 // clang-format on
