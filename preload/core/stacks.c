@@ -72,12 +72,14 @@ static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define UNW_REG_IP 16 /* x86-64: UNW_X86_64_RIP */
 #define UNW_REG_SP 7  /* x86-64: UNW_X86_64_RSP */
-/* 64 sets of 4 chains per thread (a call site may be reached from several callers at the same
+/* 128 sets of 4 chains per thread (a call site may be reached from several callers at the same
  * stack pointer): with 16 sets, a Python program's hot chains collided in their sets so often that
  * the stack walk cost 45 % of its instructions (a json encode/decode of 20,000 dicts: 1.92 G
- * instructions with 16 sets, 1.13 G with 64, the same with 128). The cache is mapped per thread
- * and a set's pages are touched only when used: at most 172 KiB a thread. */
-#define CACHE_SET_BITS 6
+ * instructions with 16 sets, 1.13 G with 64); with 64 the same run took 1.14 G or 1.31 G as the
+ * loader placed things (the length of libprof.so's path was enough to move its chains into fewer
+ * sets), with 128 1.13 G either way. The cache is mapped per thread and a set's pages are touched
+ * only when used: at most 344 KiB a thread. */
+#define CACHE_SET_BITS 7
 #define CACHE_SETS (1u << CACHE_SET_BITS)
 #define CACHE_WAYS 4
 #define SEEN_ONCE (UINT32_MAX - 1)              /* chain.n: noted, not walked for the cache yet */
