@@ -98,6 +98,14 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     if (pid == 0) {
         struct rlimit core = {(rlim_t)run_core_limit, (rlim_t)run_core_limit};
         setrlimit(RLIMIT_CORE, &core);
+        /* The program starts as from a terminal, whatever started the tests: a shell's background
+         * job has SIGINT and SIGQUIT ignored (then Python installs no KeyboardInterrupt handler, and
+         * CPython's own test_generators and test_threading fail, with libprof or without) */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         setpgid(0, 0); /* (its group: what a run that outlives its limit leaves is killed with it) */
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
