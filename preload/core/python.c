@@ -492,11 +492,17 @@ static int code_readable(uintptr_t code) {
  * its key made, the key's value for this thread — in a dozen instructions, not 25 to 35 through
  * the interpreter's calls; where that reads other than the interpreter's own call on the first
  * thread with a state, never again. */
+static __attribute__((noinline)) uintptr_t this_tstate_called(void);
 static inline uintptr_t this_tstate(void) {
     if (LP_LIKELY(__atomic_load_n(&tss_direct, __ATOMIC_RELAXED) > 0)) {
         if (!*(const volatile int *)P3.initialized || !P3.tss[0]) return 0;
         return (uintptr_t)pthread_getspecific((pthread_key_t)P3.tss[1]);
     }
+    return this_tstate_called();
+}
+
+/* (this_tstate through the interpreter's calls, the direct read checked against them once) */
+static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
     if (!py_initialized()) return 0;
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (ts && __atomic_load_n(&tss_direct, __ATOMIC_RELAXED) == 0) {
