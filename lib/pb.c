@@ -86,10 +86,15 @@ uint64_t lp_text_hash(const char *s, size_t n) {
 }
 
 uint64_t lp_strtab_id(struct lp_strtab *t, const char *s, size_t n) {
+    struct lp_strtab_seen *seen = &t->seen[((uintptr_t)s >> 3 ^ n) % LP_STRTAB_SEEN];
+    if (seen->at == s && seen->n == n && !memcmp(t->str[seen->id], s, n)) return seen->id;
     uint64_t h = lp_text_hash(s, n), v;
     for (;; h += 2) { /* a collision: the next key */
         if (!lp_map_get(&t->map, h, &v)) break;
-        if (t->len[v - 1] == n && !memcmp(t->str[v - 1], s, n)) return v - 1;
+        if (t->len[v - 1] == n && !memcmp(t->str[v - 1], s, n)) {
+            *seen = (struct lp_strtab_seen){s, n, v - 1};
+            return v - 1;
+        }
     }
     char *copy = lp_os_strndup(s, n);
     if (!copy || LP_RESERVE(t->str, t->cap, t->n + 1) != 0 || LP_RESERVE(t->len, t->caplen, t->n + 1) != 0 ||
@@ -100,6 +105,7 @@ uint64_t lp_strtab_id(struct lp_strtab *t, const char *s, size_t n) {
     }
     t->str[t->n] = copy;
     t->len[t->n] = n;
+    *seen = (struct lp_strtab_seen){s, n, t->n};
     return t->n++;
 }
 

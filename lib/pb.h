@@ -65,12 +65,21 @@ static inline void lp_pb_close(struct lp_pb *b, size_t at) {
 void lp_pb_free(struct lp_pb *b);
 
 /* Texts, each with an index in order of arrival. */
+#define LP_STRTAB_SEEN 64
 struct lp_strtab {
     struct lp_map map; /* text hash -> 1 + index (texts compared on a hit) */
     char **str;
     size_t *len;
     size_t n, cap, caplen;
     int oom;
+    /* the texts last asked for, by where they were: a writer asks again and again for the same
+     * few (an argument's name, a call's) from the same place, where a compare is cheaper than
+     * hashing the text and finding it in the map; the compare keeps it right where a buffer
+     * that was looked up holds another text now */
+    struct lp_strtab_seen {
+        const char *at;
+        size_t n, id;
+    } seen[LP_STRTAB_SEEN];
 };
 /* The index of `s` (`n` bytes), added when new (a copy is kept); on out of memory, oom set and 0. */
 uint64_t lp_strtab_id(struct lp_strtab *t, const char *s, size_t n);

@@ -33,10 +33,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "analysis.h"
 #include "calls.h"
+#include "deflate.h"
 #include "views.h"
 #include "write_chrome.h"
 #include "json.h"
@@ -115,6 +115,7 @@ enum {
     PP_CALLSTACKS = 3,
     PP_MAPPINGS = 4,
     PP_PROCESS_DUMPS = 5,
+    PP_CONTINUED = 6,
     PP_INDEX = 7,
     PHS_PID = 1,
     PHS_SAMPLES = 2,
@@ -240,29 +241,19 @@ struct pf {
     uint64_t first_ts, last_ts;
     uint32_t pid;
     int oom;
-    /* the packets' bundle and its deflater (loaded on first use: 1 libdeflate, 2 zlib, -1 none) */
+    /* the packets' bundles */
     struct bundle {
         struct lp_pb raw; /* its packets */
         uint8_t *z;       /* deflated */
         size_t nz, capz;
-        void *ld;     /* libdeflate's compressor (one each: bundles are deflated at once) */
-        pthread_t th; /* the thread deflating it */
-        struct pf *f;
+        struct lp_deflate dz; /* its compressor (one each: bundles are deflated at once) */
+        pthread_t th;         /* the thread deflating it */
     } bundle[WRITERS_MAX + 1];
     /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
      * threads of their own, at most `writers` */
     unsigned cur, busy, writers;
     unsigned bundles; /* out so far: the first INLINE_BUNDLES are deflated here (see bundle_out) */
-    int compress, deflater;
-    int ld; /* libdeflate's, not zlib */
-    void *(*ld_alloc)(int);
-    size_t (*ld_compress)(void *, const void *, size_t, void *, size_t);
-    size_t (*ld_bound)(void *, size_t);
-    void (*ld_free)(void *);
-    int (*z_init)(z_streamp, int, const char *, int);
-    int (*z_deflate)(z_streamp, int);
-    int (*z_end)(z_streamp);
-    uLong (*z_bound)(z_streamp, uLong);
+    int compress;     /* bundles deflated (when a deflater loads: deflate.c) */
     const char *meta; /* metadata.libprof's value in `tail` */
     size_t metalen;
 };
@@ -1068,13 +1059,34 @@ static uint64_t frames_frame(struct frames *t, const char *name) {
     return iid;
 }
 
-/* A new callstack of frames `ids` (innermost first): its iid. */
-static uint64_t frames_callstack(struct frames *t, const uint64_t *ids, unsigned n) {
+/* Frame `iid` as a callstack's field (Callstack.frame_ids), encoded once: its bytes, little
+ * end first, and their count in the top byte (iids below 2^42: a profile has fewer frames). */
+static inline uint64_t frame_field(uint64_t iid) {
+    uint8_t buf[16], *e = lp_pb_varint_at(buf + 1, iid);
+    uint64_t v = 0;
+    buf[0] = 2 << 3;
+    memcpy(&v, buf, 7);
+    return v | (uint64_t)(e - buf) << 56;
+}
+
+/* A new callstack of frames `fields` (frame_field's, innermost first): its iid. Its room made
+ * once, each frame a copy of its bytes (a heap profile can have a million callstacks, a few
+ * dozen frames each). */
+static uint64_t frames_callstack(struct frames *t, const uint64_t *fields, unsigned n) {
     uint64_t iid = ++t->stacks;
     size_t at = lp_pb_open(t->b, t->f_callstacks);
-    lp_pb_uint(t->b, 1, iid);
-    for (unsigned i = n; i-- > 0;) lp_pb_uint(t->b, 2, ids[i]); /* the outermost first */
-    lp_pb_close(t->b, at);
+    struct lp_pb *b = t->b;
+    if (b->cap - b->n < 11 + (size_t)n * 8 && !lp_pb_room(b, 11 + (size_t)n * 8)) return iid;
+    uint8_t *p = b->d + b->n;
+    *p++ = 1 << 3;
+    p = lp_pb_varint_at(p, iid);
+    for (unsigned i = n; i-- > 0;) { /* the outermost first */
+        uint64_t v = fields[i];
+        memcpy(p, &v, 8); /* (the room above: 8 a frame) */
+        p += v >> 56;
+    }
+    b->n = (size_t)(p - b->d);
+    lp_pb_close(b, at);
     return iid;
 }
 
@@ -1082,7 +1094,7 @@ static uint64_t frames_callstack(struct frames *t, const uint64_t *ids, unsigned
 static uint64_t frames_stack(struct frames *t, const char **names, unsigned n) {
     uint64_t ids[LP_STACK_MAX_FRAMES + 1];
     if (n > LP_STACK_MAX_FRAMES + 1) n = LP_STACK_MAX_FRAMES + 1;
-    for (unsigned i = 0; i < n; i++) ids[i] = frames_frame(t, names[i]);
+    for (unsigned i = 0; i < n; i++) ids[i] = frame_field(frames_frame(t, names[i]));
     return frames_callstack(t, ids, n);
 }
 
@@ -1120,15 +1132,54 @@ static void samples(struct pf *f, const struct lp_analysis *a) {
 
 /* The allocation stacks (LIBPROF_STACKS) as one heap profile of the process at the end of the
  * run, as heapprofd's dumps are: per call stack the bytes and blocks allocated and freed (what is
- * left unfreed is what leaked). Its strings, frames and callstacks are the packet's own. */
+ * left unfreed is what leaked). Its strings, frames and callstacks are its own. A profile of a
+ * large program is tens of MiB (a PyTorch run: 700 thousand callstacks, 30 frames each), so it
+ * is written as heapprofd splits one: a chain of ProfilePackets, each a few dozen KiB of the
+ * tables and samples (`continued` on all but the last, `index` counting them), which go out
+ * with the other packets' bundles (deflated on threads as they come) instead of being made
+ * whole in memory first. A packet's callstacks name only frames of it or of the packets before,
+ * and its samples only its own callstacks or those before. */
+#define PROFILE_PACKET_BYTES (48u << 10)
 struct heap_arg {
     const struct lp_reader *r;
     struct lp_syms *syms;
-    struct frames frames; /* the packet's own tables */
-    struct lp_pb *dump;
+    struct pf *f;
+    struct lp_out *o;
+    uint64_t end_ns, index;
+    struct frames frames; /* the tables of the packet being made */
+    struct lp_pb *dump;   /* its samples */
     struct lp_map iid_of; /* frame word -> its frame's iid: stacks share most of their frames */
+    /* the last frames found, by word, looked at before the map (a profile of many stacks looks
+     * up the same few thousand frames tens of millions of times) */
+#define HEAP_SEEN_BITS 12
+    struct heap_seen {
+        uint64_t w1, field; /* w1: the word + 1, 0: empty; field: the frame's frame_field */
+    } * seen;
     int oom;
 };
+
+/* The tables and samples made so far as a ProfilePacket of the chain (`last`: its end). */
+static void heap_packet(struct heap_arg *h, int last) {
+    struct pf *f = h->f;
+    struct lp_pb *b = packet(f);
+    lp_pb_uint(b, PKT_TIMESTAMP, h->end_ns);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    size_t pp = lp_pb_open(b, PKT_PROFILE_PACKET);
+    lp_pb_put(b, h->frames.b->d, h->frames.b->n);
+    if (h->dump->n || last) {
+        size_t d = lp_pb_open(b, PP_PROCESS_DUMPS);
+        lp_pb_uint(b, PHS_PID, f->pid);
+        lp_pb_uint(b, PHS_TIMESTAMP, h->end_ns);
+        lp_pb_put(b, h->dump->d, h->dump->n);
+        lp_pb_close(b, d);
+    }
+    if (!last) lp_pb_uint(b, PP_CONTINUED, 1);
+    lp_pb_uint(b, PP_INDEX, h->index++);
+    lp_pb_close(b, pp);
+    if (h->frames.b->oom || h->dump->oom) f->oom = 1;
+    h->frames.b->n = h->dump->n = 0;
+    packet_out(f, h->o);
+}
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
     struct heap_arg *h = arg;
@@ -1139,14 +1190,21 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
     if (lp_stack_view(h->r, stack, &v))
         for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++) {
             uint64_t w = v.f[i], iid;
+            struct heap_seen *seen = &h->seen[(w * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_SEEN_BITS)];
+            if (seen->w1 == w + 1) { /* (w + 1 is never 0 here: UINT64_MAX is not kept) */
+                ids[n++] = seen->field;
+                continue;
+            }
             if (w == UINT64_MAX || !lp_map_get(&h->iid_of, w + 1, &iid)) {
                 iid = frames_frame(&h->frames, lp_syms_function(h->syms, w, 1));
                 if (w != UINT64_MAX && lp_map_put(&h->iid_of, w + 1, iid, NULL) < 0) h->oom = 1;
             }
-            ids[n++] = iid;
+            ids[n++] = frame_field(iid);
+            if (w != UINT64_MAX) seen->w1 = w + 1, seen->field = ids[n - 1];
         }
-    if (!n) ids[n++] = frames_frame(&h->frames, "[unknown stack]");
+    if (!n) ids[n++] = frame_field(frames_frame(&h->frames, "[unknown stack]"));
     uint64_t cs = frames_callstack(&h->frames, ids, n);
+    if (h->frames.b->n + h->dump->n >= PROFILE_PACKET_BYTES) heap_packet(h, 0); /* (it and those before) */
     size_t at = lp_pb_open(h->dump, PHS_SAMPLES);
     lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
     lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
@@ -1163,6 +1221,9 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
     /* (its strings hold the mapping's path and the function names: those start at 2) */
     struct heap_arg h = {.r = a->r,
                          .syms = lp_syms_of(a->r),
+                         .f = f,
+                         .o = o,
+                         .end_ns = end_ns,
                          .frames = {.b = &tables,
                                     .f_strings = PP_STRINGS,
                                     .f_paths = PP_STRINGS,
@@ -1170,84 +1231,31 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
                                     .f_frames = PP_FRAMES,
                                     .f_callstacks = PP_CALLSTACKS,
                                     .base = 2},
-                         .dump = &dump};
-    if (!h.syms) {
+                         .dump = &dump,
+                         .seen = lp_os_calloc(1u << HEAP_SEEN_BITS, sizeof *h.seen)};
+    if (!h.syms || !h.seen) {
+        lp_os_free(h.seen);
         f->oom = 1;
         return;
     }
     frames_begin(&h.frames);
-    lp_pb_uint(&dump, PHS_PID, f->pid);
-    lp_pb_uint(&dump, PHS_TIMESTAMP, end_ns);
     lp_sites_each(sites, heap_site, &h);
-    struct lp_pb *b = packet(f);
-    lp_pb_uint(b, PKT_TIMESTAMP, end_ns);
-    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
-    size_t pp = lp_pb_open(b, PKT_PROFILE_PACKET);
-    lp_pb_put(b, tables.d, tables.n);
-    lp_pb_msg(b, PP_PROCESS_DUMPS, &dump);
-    lp_pb_uint(b, PP_INDEX, 0);
-    lp_pb_close(b, pp);
-    if (tables.oom || dump.oom || h.frames.names.oom || h.oom) f->oom = 1;
-    packet_out(f, o);
+    heap_packet(&h, 1);
+    if (h.frames.names.oom || h.oom) f->oom = 1;
     lp_pb_free(&tables);
     lp_pb_free(&dump);
     lp_strtab_free(&h.frames.names);
     lp_map_free(&h.iid_of);
+    lp_os_free(h.seen);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
  * Packets are written in bundles, each compressed with deflate into one packet of its own
  * (TracePacket.compressed_packets, a zlib stream), as Perfetto's tracing service writes them: a
  * trace's packets are mostly the same few fields, and deflate takes them to a fifth or less.
- * The deflater is loaded when a trace is written (libprof.so links nothing it does not need at
- * every program's start): libdeflate (libdeflate.so.0) where the system has it — twice zlib's
- * speed at its fastest level here, and smaller output — else zlib (libz.so.1). libdeflate is
- * not used where the program itself has loaded it: its allocator is set for the whole library,
- * and libprof's is set only in a copy no one else uses. Without either, or when one fails, the
+ * The deflater is the fastest the system has (deflate.c); without one, or when it fails, the
  * packets are written as they are. */
 #define BUNDLE_BYTES (64u << 10) /* a bundle's packets before deflate (Perfetto: < 512 KiB after) */
-/* the fastest levels: a twelfth of the JSON's size here, where zlib's 6 (Perfetto's service)
- * gives a thirteenth in two and a half times the time */
-#define ZLIB_LEVEL 1
-#define LIBDEFLATE_LEVEL 1
-
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
-    (void)opaque;
-    return lp_os_calloc(items, size);
-}
-static void z_free(voidpf opaque, voidpf p) {
-    (void)opaque;
-    lp_os_free(p);
-}
-
-/* 1 when a deflater is ready (libdeflate's compressors or zlib's functions), 0 when none. */
-static int deflater_ready(struct pf *f) {
-    if (f->deflater) return f->deflater > 0;
-    f->deflater = -1;
-    void *h = lp_os_dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-    if (!h && (h = lp_os_dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL))) { /* (the program's own: left alone) */
-        void (*set_alloc)(void *(*)(size_t), void (*)(void *)) =
-            (void (*)(void *(*)(size_t), void (*)(void *)))lp_os_dlsym(h, "libdeflate_set_memory_allocator");
-        void *(*alloc)(int) = (void *(*)(int))lp_os_dlsym(h, "libdeflate_alloc_compressor");
-        f->ld_compress =
-            (size_t(*)(void *, const void *, size_t, void *, size_t))lp_os_dlsym(h, "libdeflate_zlib_compress");
-        f->ld_bound = (size_t(*)(void *, size_t))lp_os_dlsym(h, "libdeflate_zlib_compress_bound");
-        f->ld_free = (void (*)(void *))lp_os_dlsym(h, "libdeflate_free_compressor");
-        if (set_alloc && alloc && f->ld_compress && f->ld_bound && f->ld_free) {
-            set_alloc(lp_os_malloc, lp_os_free);
-            f->ld_alloc = alloc; /* a compressor for each bundle of the ring when first used */
-            f->ld = (f->bundle[0].ld = alloc(LIBDEFLATE_LEVEL)) != NULL;
-        }
-        if (f->ld) return (f->deflater = 1);
-    }
-    h = lp_os_dlopen("libz.so.1", RTLD_LAZY | RTLD_LOCAL);
-    f->z_init = h ? (int (*)(z_streamp, int, const char *, int))lp_os_dlsym(h, "deflateInit_") : NULL;
-    f->z_deflate = h ? (int (*)(z_streamp, int))lp_os_dlsym(h, "deflate") : NULL;
-    f->z_end = h ? (int (*)(z_streamp))lp_os_dlsym(h, "deflateEnd") : NULL;
-    f->z_bound = h ? (uLong(*)(z_streamp, uLong))lp_os_dlsym(h, "deflateBound") : NULL;
-    if (f->z_init && f->z_deflate && f->z_end && f->z_bound) f->deflater = 2;
-    return f->deflater > 0;
-}
 
 /* The bytes of `v` as a varint. */
 static inline size_t varint_len(uint64_t v) {
@@ -1260,30 +1268,9 @@ static inline size_t varint_len(uint64_t v) {
 }
 
 /* Bundle `b`'s packets as one zlib stream into b->z (b->nz: its length, 0 when it failed). */
-static void deflate_bundle(struct pf *f, struct bundle *b) {
-    const uint8_t *in = b->raw.d;
-    size_t n = b->raw.n;
-    b->nz = 0;
-    if (f->ld) {
-        if (!b->ld && !(b->ld = f->ld_alloc(LIBDEFLATE_LEVEL))) return; /* (then written as they are) */
-        size_t cap = f->ld_bound(b->ld, n);
-        if (LP_RESERVE(b->z, b->capz, cap) == 0) b->nz = f->ld_compress(b->ld, in, n, b->z, cap);
-        return;
-    }
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    z.zalloc = z_alloc;
-    z.zfree = z_free;
-    if (f->z_init(&z, ZLIB_LEVEL, ZLIB_VERSION, (int)sizeof z) != Z_OK) return;
-    uLong cap = f->z_bound(&z, (uLong)n);
-    if (LP_RESERVE(b->z, b->capz, cap) == 0) {
-        z.next_in = (Bytef *)in;
-        z.avail_in = (uInt)n;
-        z.next_out = b->z;
-        z.avail_out = (uInt)cap;
-        if (f->z_deflate(&z, Z_FINISH) == Z_STREAM_END) b->nz = z.total_out;
-    }
-    f->z_end(&z);
+static void deflate_bundle(struct bundle *b) {
+    size_t cap = lp_deflate_bound(b->raw.n);
+    b->nz = LP_RESERVE(b->z, b->capz, cap) == 0 ? lp_deflate(&b->dz, b->raw.d, b->raw.n, b->z, cap) : 0;
 }
 
 /* Bundle `b` to `o`: its deflated packets as one packet, else its packets as they are. */
@@ -1307,7 +1294,7 @@ static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
 
 static void *writer_main(void *arg) {
     struct bundle *b = arg;
-    deflate_bundle(b->f, b);
+    deflate_bundle(b);
     return NULL;
 }
 
@@ -1332,17 +1319,16 @@ static void writer_done(struct pf *f, struct lp_out *o) {
  * all are written in order. Without a thread, each here. */
 static void bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
-    int z = b->raw.n && f->compress && deflater_ready(f);
+    int z = b->raw.n && f->compress && lp_deflate_load();
     if (z && !last && f->writers && ++f->bundles > INLINE_BUNDLES) {
         if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
-        b->f = f;
         if (lp_os_thread_start(&b->th, writer_main, b) == 0) {
             f->busy++;
             f->cur = (f->cur + 1) % RING;
             return;
         }
     }
-    if (z) deflate_bundle(f, b);
+    if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
     if (b->raw.n) bundle_write(f, b, o);
 }
@@ -1727,7 +1713,7 @@ static void release(struct lp_sink *k) {
     for (int i = 0; i <= WRITERS_MAX; i++) {
         lp_pb_free(&f->bundle[i].raw);
         lp_os_free(f->bundle[i].z);
-        if (f->bundle[i].ld) f->ld_free(f->bundle[i].ld);
+        lp_deflate_end(&f->bundle[i].dz);
     }
     lp_map_free(&f->memo_of);
     lp_os_free(f->memos);

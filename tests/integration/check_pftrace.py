@@ -207,11 +207,18 @@ def main():
     counts["cpu_samples"] = len(samples)
     counts["sampled_threads"] = len({s.tid for *_, s in samples})
 
+    # A profile is a chain of packets (heapprofd's way with a large one): `continued` on all but
+    # its last, `index` counting the sequence's profile packets; a packet's frames, callstacks and
+    # samples may name what the packets before it in the chain hold, never what comes after.
     heap_alloc = 0
-    for h in heap:
-        strings = {s.iid: s.str for s in h.strings}
-        frames = {f.iid: f for f in h.frames}
-        stacks = {c.iid: c for c in h.callstacks}
+    profiles = 0
+    strings, frames, stacks = {}, {}, {}
+    for i, h in enumerate(heap):
+        if h.index != i:
+            fail("heap profile: packet %d has index %d" % (i, h.index))
+        strings.update({s.iid: s.str for s in h.strings})
+        frames.update({f.iid: f for f in h.frames})
+        stacks.update({c.iid: c for c in h.callstacks})
         for f in h.frames:
             if f.function_name_id not in strings:
                 fail("heap profile: frame %d names string %d, not there" % (f.iid, f.function_name_id))
@@ -224,7 +231,13 @@ def main():
                 if s.callstack_id not in stacks:
                     fail("heap profile: sample of callstack %d, not there" % s.callstack_id)
                 heap_alloc += s.self_allocated
-    counts["heap_profiles"] = len(heap)
+        if not h.continued:
+            profiles += 1
+            strings, frames, stacks = {}, {}, {}
+    if heap and heap[-1].continued:
+        fail("heap profile: its last packet says more follow")
+    counts["heap_profiles"] = profiles
+    counts["heap_packets"] = len(heap)
     counts["heap_allocated"] = heap_alloc
 
     if args.json:

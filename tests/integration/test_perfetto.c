@@ -100,6 +100,30 @@ Test(perfetto, the_same_run_as_the_json_with_samples_flows_and_heap) {
     cJSON_Delete(report_made);
 }
 
+/* A heap profile of thousands of allocation stacks is a chain of ProfilePackets, as heapprofd
+ * splits a large one: one profile, every stack's frames resolved in the chain, the bytes the
+ * folded allocation stacks add up to, every bundle under Perfetto's limit (the checker's). */
+Test(perfetto, a_large_heap_profile_as_a_chain_of_packets) {
+    char *dir = make_tmpdir(), *pf = strfmt("%s/f.pftrace", dir), *lpz = strfmt("%s/f.pftrace.lpz", dir),
+         *alloc = strfmt("%s/f.alloc.folded", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", pf), "LIBPROF_STACKS=16",
+                              "LIBPROF_KEEP_RAW=1", NULL},
+             (const char *[]){PROG("stackfan"), "12", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "4096\n");
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpz, "--folded", alloc, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *s = check(pf, (const char *[]){"--heap-folded", alloc, NULL});
+    cr_expect_eq(num(s, "heap_profiles"), 1);
+    cr_expect_geq(num(s, "heap_packets"), 3, "4096 stacks of 16 frames: more than one packet's worth");
+    cr_expect_geq(num(s, "heap_allocated"), 4096 * 64, "its 4096 blocks of 64 B at least");
+    cJSON_Delete(s);
+}
+
 /* A followed run (converted while it runs) writes it too, and a live look asks for it. */
 Test(perfetto, followed_and_live, .timeout = 120) {
     char *dir = make_tmpdir();
@@ -152,11 +176,14 @@ Test(perfetto, deflated_on_threads_or_not_the_same_file) {
     cJSON_Delete(t);
 }
 
-/* Without libdeflate (hidden in a mount namespace of its own) the packets are deflated by zlib:
- * a trace with the same content. */
-Test(perfetto, zlib_where_libdeflate_is_missing) {
-    const char *lib = "/usr/lib/x86_64-linux-gnu/libdeflate.so.0";
-    if (access(lib, R_OK) != 0) cr_skip_test("no %s: the zlib path is the one every test takes", lib);
+/* Each of the three deflaters, the ones before it hidden (a mount namespace of its own, where
+ * /dev/null is bound over their libraries): ISA-L where the system has it, else libdeflate, else
+ * zlib — three traces with the same content, and three sizes (each took its own path). */
+Test(perfetto, each_deflater_the_same_trace) {
+    static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libisal.so.2",
+                                       "/usr/lib/x86_64-linux-gnu/libdeflate.so.0"};
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++)
+        if (access(libs[i], R_OK) != 0) cr_skip_test("no %s (scripts/install-deps installs it)", libs[i]);
     char *dir = make_tmpdir(), *lpt = strfmt("%s/s.lpt", dir);
     struct run r;
     run_prog(&r, dir,
@@ -164,23 +191,27 @@ Test(perfetto, zlib_where_libdeflate_is_missing) {
              (const char *[]){PROG("cpusplit"), "split", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     run_free(&r);
-    char *cmd = strfmt("mount --bind /dev/null %s && %s %s --perfetto %s/z.pftrace -q", lib, REPORT, lpt, dir);
-    run_prog(&r, dir, NULL, (const char *[]){"unshare", "-m", "/bin/sh", "-c", cmd, NULL});
-    if (r.status != 0 && strstr(r.err, "unshare")) cr_skip_test("no mount namespace here: %s", r.err);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--perfetto", strfmt("%s/d.pftrace", dir), "-q", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    cJSON *z = check(strfmt("%s/z.pftrace", dir), NULL), *d = check(strfmt("%s/d.pftrace", dir), NULL);
-    cr_expect_gt(num(z, "compressed_bundles"), 0, "zlib deflated them");
+    cJSON *t[3];
+    long long size[3];
+    for (int hidden = 0; hidden < 3; hidden++) {
+        char *out = strfmt("%s/%d.pftrace", dir, hidden), *cmd = strfmt("%s %s --perfetto %s -q", REPORT, lpt, out);
+        for (int k = hidden - 1; k >= 0; k--) cmd = strfmt("mount --bind /dev/null %s && %s", libs[k], cmd);
+        run_prog(&r, dir, NULL, (const char *[]){"unshare", "-m", "/bin/sh", "-c", cmd, NULL});
+        if (r.status != 0 && strstr(r.err, "unshare")) cr_skip_test("no mount namespace here: %s", r.err);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        run_free(&r);
+        t[hidden] = check(out, NULL);
+        size[hidden] = size_of(out);
+        cr_expect_gt(num(t[hidden], "compressed_bundles"), 0, "%d hidden: deflated", hidden);
+    }
     const char *same[] = {"packets", "slices", "instants", "counter_samples", "flows", "heap_allocated"};
-    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
-        cr_expect_eq(num(z, same[i]), num(d, same[i]), "%s", same[i]);
-    cr_expect_neq(size_of(strfmt("%s/z.pftrace", dir)), size_of(strfmt("%s/d.pftrace", dir)),
-                  "two deflaters, two sizes: the one test did not take the other's path");
-    cJSON_Delete(z);
-    cJSON_Delete(d);
+    for (int k = 1; k < 3; k++)
+        for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+            cr_expect_eq(num(t[k], same[i]), num(t[0], same[i]), "%s, %d hidden", same[i], k);
+    cr_expect(size[0] != size[1] && size[1] != size[2] && size[0] != size[2],
+              "three deflaters, three sizes (%lld, %lld, %lld): one of them took another's path", size[0], size[1],
+              size[2]);
+    for (int k = 0; k < 3; k++) cJSON_Delete(t[k]);
 }
 
 /* The GPU's kernels, copies and sets (the stand-in CUPTI's records) on their streams' tracks with
