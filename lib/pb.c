@@ -45,6 +45,20 @@ void lp_pb_msg(struct lp_pb *b, unsigned field, struct lp_pb *m) {
     m->n = 0;
 }
 
+void lp_pb_close4(struct lp_pb *b, size_t at) {
+    size_t len = b->n - at;
+    if (b->oom) return;
+    if (len >= (size_t)1 << 28) {
+        b->oom = 1;
+        return;
+    }
+    uint8_t *p = b->d + at - 4;
+    p[0] = (uint8_t)(len | 0x80);
+    p[1] = (uint8_t)(len >> 7 | 0x80);
+    p[2] = (uint8_t)(len >> 14 | 0x80);
+    p[3] = (uint8_t)(len >> 21);
+}
+
 void lp_pb_close_long(struct lp_pb *b, size_t at) {
     if (b->oom) return;
     size_t len = b->n - at, extra = 0;

@@ -55,6 +55,17 @@ static inline size_t lp_pb_open(struct lp_pb *b, unsigned field) {
     return b->n;
 }
 void lp_pb_close_long(struct lp_pb *b, size_t at);
+/* A message whose length takes four bytes whatever it is (a varint with redundant bytes, as
+ * Perfetto's own protozero writes one it fills in place): for a message of many KiB, made where
+ * it goes, that closes without moving it. Up to 2^28 - 1 bytes (beyond: oom set). */
+static inline size_t lp_pb_open4(struct lp_pb *b, unsigned field) {
+    if (b->cap - b->n >= 14 || lp_pb_room(b, 14)) {
+        uint8_t *p = lp_pb_varint_at(b->d + b->n, (uint64_t)field << 3 | 2);
+        b->n = (size_t)(p - b->d) + 4;
+    }
+    return b->n;
+}
+void lp_pb_close4(struct lp_pb *b, size_t at);
 /* (inline: most messages are a few dozen bytes, their length one byte) */
 static inline void lp_pb_close(struct lp_pb *b, size_t at) {
     if (b->n - at < 0x80 && !b->oom)

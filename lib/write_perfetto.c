@@ -127,7 +127,10 @@ enum {
     HS_FREE_COUNT = 6,
 };
 
-#define SEQ 1u        /* the one packet sequence */
+#define SEQ 1u /* the one packet sequence */
+#define BUNDLE_BYTES \
+    (256u << 10)      /* a bundle's packets before deflate: under Perfetto's 512 KiB after, even
+                                  * were they not to deflate at all; a long trace starts a thread a bundle */
 #define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
 
 enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
@@ -1025,6 +1028,7 @@ static void tail_text(void *arg, const char *p, size_t n) {
 
 static struct lp_pb *packet(struct pf *f);
 static void packet_out(struct pf *f, struct lp_out *o);
+static void bundle_out(struct pf *f, struct lp_out *o, int last);
 
 /* ---- the CPU samples and the heap profile ------------------------------------------------------ */
 
@@ -1062,7 +1066,7 @@ static uint64_t frames_frame(struct frames *t, const char *name) {
 /* Frame `iid` as a callstack's field (Callstack.frame_ids), encoded once: its bytes, little
  * end first, and their count in the top byte (iids below 2^42: a profile has fewer frames). */
 static inline uint64_t frame_field(uint64_t iid) {
-    uint8_t buf[16], *e = lp_pb_varint_at(buf + 1, iid);
+    uint8_t buf[16] = {0}, *e = lp_pb_varint_at(buf + 1, iid);
     uint64_t v = 0;
     buf[0] = 2 << 3;
     memcpy(&v, buf, 7);
@@ -1146,8 +1150,10 @@ struct heap_arg {
     struct pf *f;
     struct lp_out *o;
     uint64_t end_ns, index;
-    struct frames frames; /* the tables of the packet being made */
-    struct lp_pb *dump;   /* its samples */
+    struct frames frames; /* the tables of the packet being made: in place in the bundle */
+    size_t pkt_at, pp_at; /* where its TracePacket's and ProfilePacket's contents start */
+    int open;
+    struct lp_pb *dump;   /* its samples (written after the tables) */
     struct lp_map iid_of; /* frame word -> its frame's iid: stacks share most of their frames */
     /* the last frames found, by word, looked at before the map (a profile of many stacks looks
      * up the same few thousand frames tens of millions of times) */
@@ -1158,32 +1164,44 @@ struct heap_arg {
     int oom;
 };
 
-/* The tables and samples made so far as a ProfilePacket of the chain (`last`: its end). */
-static void heap_packet(struct heap_arg *h, int last) {
-    struct pf *f = h->f;
-    struct lp_pb *b = packet(f);
+/* A ProfilePacket of the chain begins, in place in the current bundle (the lengths of the
+ * TracePacket and of the ProfilePacket take four bytes each: closed without moving it). */
+static void heap_begin(struct heap_arg *h) {
+    struct lp_pb *b = &h->f->bundle[h->f->cur].raw;
+    h->pkt_at = lp_pb_open4(b, TRACE_PACKET);
     lp_pb_uint(b, PKT_TIMESTAMP, h->end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
-    size_t pp = lp_pb_open(b, PKT_PROFILE_PACKET);
-    lp_pb_put(b, h->frames.b->d, h->frames.b->n);
+    h->pp_at = lp_pb_open4(b, PKT_PROFILE_PACKET);
+    h->frames.b = b;
+    h->open = 1;
+}
+
+/* The packet's samples after its tables, and its end (`last`: the chain's). */
+static void heap_packet(struct heap_arg *h, int last) {
+    struct pf *f = h->f;
+    if (!h->open) heap_begin(h);
+    struct lp_pb *b = h->frames.b;
     if (h->dump->n || last) {
-        size_t d = lp_pb_open(b, PP_PROCESS_DUMPS);
+        size_t d = lp_pb_open4(b, PP_PROCESS_DUMPS);
         lp_pb_uint(b, PHS_PID, f->pid);
         lp_pb_uint(b, PHS_TIMESTAMP, h->end_ns);
         lp_pb_put(b, h->dump->d, h->dump->n);
-        lp_pb_close(b, d);
+        lp_pb_close4(b, d);
     }
     if (!last) lp_pb_uint(b, PP_CONTINUED, 1);
     lp_pb_uint(b, PP_INDEX, h->index++);
-    lp_pb_close(b, pp);
-    if (h->frames.b->oom || h->dump->oom) f->oom = 1;
-    h->frames.b->n = h->dump->n = 0;
-    packet_out(f, h->o);
+    lp_pb_close4(b, h->pp_at);
+    lp_pb_close4(b, h->pkt_at);
+    if (h->dump->oom) f->oom = 1;
+    h->dump->n = 0;
+    h->open = 0;
+    if (b->n >= BUNDLE_BYTES) bundle_out(f, h->o, 0);
 }
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
     struct heap_arg *h = arg;
     if (!t->calls) return;
+    if (!h->open) heap_begin(h);
     struct lp_frames v;
     uint64_t ids[LP_STACK_MAX_FRAMES];
     unsigned n = 0;
@@ -1204,7 +1222,8 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
         }
     if (!n) ids[n++] = frame_field(frames_frame(&h->frames, "[unknown stack]"));
     uint64_t cs = frames_callstack(&h->frames, ids, n);
-    if (h->frames.b->n + h->dump->n >= PROFILE_PACKET_BYTES) heap_packet(h, 0); /* (it and those before) */
+    if (h->frames.b->n - h->pp_at + h->dump->n >= PROFILE_PACKET_BYTES) /* (it and those before) */
+        heap_packet(h, 0);
     size_t at = lp_pb_open(h->dump, PHS_SAMPLES);
     lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
     lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
@@ -1217,14 +1236,14 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
 static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns) {
     struct lp_sites *sites = lp_alloc_sites(a->r, a->sites);
     if (!sites) return;
-    struct lp_pb tables = {0}, dump = {0};
+    struct lp_pb dump = {0};
     /* (its strings hold the mapping's path and the function names: those start at 2) */
     struct heap_arg h = {.r = a->r,
                          .syms = lp_syms_of(a->r),
                          .f = f,
                          .o = o,
                          .end_ns = end_ns,
-                         .frames = {.b = &tables,
+                         .frames = {.b = NULL, /* (heap_begin's) */
                                     .f_strings = PP_STRINGS,
                                     .f_paths = PP_STRINGS,
                                     .f_mappings = PP_MAPPINGS,
@@ -1238,11 +1257,11 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
         f->oom = 1;
         return;
     }
+    heap_begin(&h);
     frames_begin(&h.frames);
     lp_sites_each(sites, heap_site, &h);
     heap_packet(&h, 1);
     if (h.frames.names.oom || h.oom) f->oom = 1;
-    lp_pb_free(&tables);
     lp_pb_free(&dump);
     lp_strtab_free(&h.frames.names);
     lp_map_free(&h.iid_of);
@@ -1255,7 +1274,6 @@ static void heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysi
  * trace's packets are mostly the same few fields, and deflate takes them to a fifth or less.
  * The deflater is the fastest the system has (deflate.c); without one, or when it fails, the
  * packets are written as they are. */
-#define BUNDLE_BYTES (64u << 10) /* a bundle's packets before deflate (Perfetto: < 512 KiB after) */
 
 /* The bytes of `v` as a varint. */
 static inline size_t varint_len(uint64_t v) {
@@ -1299,11 +1317,10 @@ static void *writer_main(void *arg) {
 }
 
 #define RING (f->writers + 1)
-/* A trace of a few bundles is deflated where it is made: threads save it nothing (sqlite's 6
- * bundles, two processors: the same wall time, and without them 0.4 MiB less memory and 1 % less
- * processor time — a thread and a compressor per bundle). A longer trace's bundles after these
- * go to the threads. */
-#define INLINE_BUNDLES 8
+/* A trace of a few bundles is deflated where it is made: threads save it nothing (sqlite's 2
+ * bundles, two processors: the same wall time, and without them less memory and processor time —
+ * a thread and a compressor per bundle). A longer trace's bundles after these go to the threads. */
+#define INLINE_BUNDLES 2
 
 /* The oldest bundle being deflated, written when it is done. */
 static void writer_done(struct pf *f, struct lp_out *o) {
