@@ -12,26 +12,22 @@ void *volatile sink;
 static void **kept;
 static unsigned nkept;
 
-/* One frame a level: left() or right() by the level's bit, each calling the next level's. */
+/* One frame a level: left() or right() by the level's bit, each calling the next level's (two
+ * functions of one body, so that a stack's frames spell its number). */
 NOINLINE static void right(unsigned bits, int depth);
-NOINLINE static void left(unsigned bits, int depth) {
-    if (depth == 0)
-        kept[nkept++] = sink = malloc(64);
-    else if (bits & 1)
-        right(bits >> 1, depth - 1);
-    else
-        left(bits >> 1, depth - 1);
-    __asm__ volatile("" ::: "memory"); /* (no tail call: each level keeps its frame) */
-}
-NOINLINE static void right(unsigned bits, int depth) {
-    if (depth == 0)
-        kept[nkept++] = sink = malloc(64);
-    else if (bits & 1)
-        right(bits >> 1, depth - 1);
-    else
-        left(bits >> 1, depth - 1);
-    __asm__ volatile("" ::: "memory");
-}
+NOINLINE static void left(unsigned bits, int depth);
+#define LEVEL(name)                                                                         \
+    NOINLINE static void name(unsigned bits, int depth) {                                   \
+        if (depth == 0)                                                                     \
+            kept[nkept++] = sink = malloc(64);                                              \
+        else if (bits & 1)                                                                  \
+            right(bits >> 1, depth - 1);                                                    \
+        else                                                                                \
+            left(bits >> 1, depth - 1);                                                     \
+        __asm__ volatile("" ::: "memory"); /* (no tail call: each level keeps its frame) */ \
+    }
+LEVEL(left)
+LEVEL(right)
 
 int main(int argc, char **argv) {
     int depth = argc > 1 ? atoi(argv[1]) : 12;
