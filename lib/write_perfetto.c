@@ -36,6 +36,7 @@
 
 #include "analysis.h"
 #include "calls.h"
+#include "cc.h"
 #include "deflate.h"
 #include "views.h"
 #include "write_chrome.h"
@@ -1205,21 +1206,26 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
     struct lp_frames v;
     uint64_t ids[LP_STACK_MAX_FRAMES];
     unsigned n = 0;
-    if (lp_stack_view(h->r, stack, &v))
-        for (uint32_t i = 0; i < v.n && n < LP_STACK_MAX_FRAMES; i++) {
-            uint64_t w = v.f[i], iid;
-            struct heap_seen *seen = &h->seen[(w * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_SEEN_BITS)];
-            if (seen->w1 == w + 1) { /* (w + 1 is never 0 here: UINT64_MAX is not kept) */
-                ids[n++] = seen->field;
+    if (lp_stack_view(h->r, stack, &v)) {
+        /* (the commonest loop of a large profile: tens of millions of frames, most of them seen) */
+        struct heap_seen *const seen_at = h->seen;
+        const uint64_t *const fr = v.f;
+        n = v.n < LP_STACK_MAX_FRAMES ? v.n : LP_STACK_MAX_FRAMES;
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t w = fr[i], iid;
+            struct heap_seen *seen = &seen_at[(w * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_SEEN_BITS)];
+            if (LP_LIKELY(seen->w1 == w + 1)) { /* (w + 1 is never 0 here: UINT64_MAX is not kept) */
+                ids[i] = seen->field;
                 continue;
             }
             if (w == UINT64_MAX || !lp_map_get(&h->iid_of, w + 1, &iid)) {
                 iid = frames_frame(&h->frames, lp_syms_function(h->syms, w, 1));
                 if (w != UINT64_MAX && lp_map_put(&h->iid_of, w + 1, iid, NULL) < 0) h->oom = 1;
             }
-            ids[n++] = frame_field(iid);
-            if (w != UINT64_MAX) seen->w1 = w + 1, seen->field = ids[n - 1];
+            ids[i] = frame_field(iid);
+            if (w != UINT64_MAX) seen->w1 = w + 1, seen->field = ids[i];
         }
+    }
     if (!n) ids[n++] = frame_field(frames_frame(&h->frames, "[unknown stack]"));
     uint64_t cs = frames_callstack(&h->frames, ids, n);
     if (h->frames.b->n - h->pp_at + h->dump->n >= PROFILE_PACKET_BYTES) /* (it and those before) */
