@@ -577,6 +577,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-torch $(BUILD)
 	@scripts/bench-storm $(BUILD)
 	@scripts/bench-pack $(BUILD)
+	@scripts/bench-perfetto $(BUILD)
 	@scripts/bench-long $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man
