@@ -1,9 +1,12 @@
-/* Unit tests of tools/map.c: random puts and takes checked against a plain array, with keys
- * chosen to collide (the backward-shift deletion is where such maps go wrong). */
+/* Unit tests of lib/map.c: random puts and takes checked against a plain array, with keys
+ * chosen to collide (the backward-shift deletion is where such maps go wrong); and of the table
+ * of interned texts built on it (lib/pb.c). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/map.h"
+#include "lib/pb.h"
 
 #define KEYS 5000
 
@@ -39,4 +42,24 @@ Test(map, random_operations_match_a_reference) {
     }
     cr_expect_eq(m.n, n);
     lp_map_free(&m);
+}
+
+/* The table of interned texts (lib/pb.c) looks up the texts last asked for by where they were:
+ * a buffer asked for again with another text in it gets that text's index, not the old one's. */
+Test(map, interned_texts_from_a_reused_buffer) {
+    struct lp_strtab t = {0};
+    char buf[32];
+    strcpy(buf, "open");
+    uint64_t open = lp_strtab_id(&t, buf, 4);
+    strcpy(buf, "read");
+    uint64_t rd = lp_strtab_id(&t, buf, 4);
+    cr_assert_neq(rd, open, "the same place, another text: another index");
+    cr_assert_eq(lp_strtab_id(&t, "open", 4), open);
+    strcpy(buf, "open");
+    cr_assert_eq(lp_strtab_id(&t, buf, 4), open);
+    cr_assert_eq(lp_strtab_id(&t, buf, 2), lp_strtab_id(&t, "op", 2), "a shorter text at the same place");
+    cr_assert_neq(lp_strtab_id(&t, buf, 2), open);
+    cr_assert_eq(t.n, 3);
+    for (uint64_t i = 0; i < t.n; i++) cr_assert_eq(lp_strtab_id(&t, t.str[i], t.len[i]), i);
+    lp_strtab_free(&t);
 }
