@@ -134,7 +134,8 @@ enum {
                                   * were they not to deflate at all; a long trace starts a thread a bundle */
 #define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
 
-enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
+/* (R_COUNTER, R_COUNTER_D: the value, int64 or a double's bits, is the record's `dur`) */
+enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_COUNTER_D, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
 
 /* One event of a track: its fields encoded in `arena` (off, len). */
 struct rec {
@@ -613,7 +614,7 @@ static struct rec *add(struct pf *f, struct track *t, uint8_t type, uint64_t ts,
     f->narena += f->body.n;
     f->body.n = 0;
     if (ts < f->first_ts) f->first_ts = ts;
-    if (ts + dur > f->last_ts && type != R_SAMPLE) f->last_ts = ts + dur;
+    if (type == R_SLICE && ts + dur > f->last_ts) f->last_ts = ts + dur;
     if (ts > f->last_ts) f->last_ts = ts;
     return r;
 }
@@ -698,13 +699,17 @@ static struct track *counter_track(struct pf *f) {
     return t;
 }
 
-/* A counter's value `v` at `ts` on track `t`. */
+/* A counter's value `v` at `ts` on track `t`, kept in its record (a trace's commonest event,
+ * with no fields of its own to keep in the arena). */
 static void counter_add(struct pf *f, struct track *t, const struct lp_json_val *v, uint64_t ts) {
-    if (v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX))
-        lp_pb_sint(&f->body, TE_COUNTER_VALUE, v->kind == LP_JV_I64 ? v->i : (int64_t)v->u);
-    else
-        lp_pb_double(&f->body, TE_DOUBLE_COUNTER_VALUE, v->kind == LP_JV_U64 ? (double)v->u : v->d);
-    add(f, t, R_COUNTER, ts, 0);
+    if (v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX)) {
+        add(f, t, R_COUNTER, ts, v->kind == LP_JV_I64 ? (uint64_t)v->i : v->u);
+    } else {
+        double d = v->kind == LP_JV_U64 ? (double)v->u : v->d;
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        add(f, t, R_COUNTER_D, ts, bits);
+    }
 }
 
 /* A counter's value, the argument of a C event. */
@@ -1529,10 +1534,13 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
     if (r->type == R_SAMPLE) {
         field = PKT_PERF_SAMPLE;
         msg = 3 + varint_len(f->pid) + varint_len(r->off) + varint_len(r->dur);
+    } else if (r->type == R_COUNTER || r->type == R_COUNTER_D) {
+        field = PKT_TRACK_EVENT;
+        type = TYPE_COUNTER;
+        msg = 2 + 1 + varint_len(t->uuid) + 2 + (r->type == R_COUNTER ? varint_len(r->dur) : 8);
     } else {
         field = PKT_TRACK_EVENT;
-        type = r->type == R_COUNTER                       ? TYPE_COUNTER
-               : it->end || r->type == R_END              ? TYPE_SLICE_END
+        type = it->end || r->type == R_END                ? TYPE_SLICE_END
                : r->type == R_SLICE || r->type == R_BEGIN ? TYPE_SLICE_BEGIN
                                                           : TYPE_INSTANT;
         msg = 2 + 1 + varint_len(t->uuid);
@@ -1567,7 +1575,13 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
         *p++ = (uint8_t)type;
         *p++ = TE_TRACK_UUID << 3;
         p = lp_pb_varint_at(p, t->uuid);
-        if (!it->end) {
+        if (r->type == R_COUNTER) {
+            p = lp_pb_varint_at(p, TE_COUNTER_VALUE << 3);
+            p = lp_pb_varint_at(p, r->dur);
+        } else if (r->type == R_COUNTER_D) {
+            p = lp_pb_varint_at(p, TE_DOUBLE_COUNTER_VALUE << 3 | 1);
+            for (int i = 0; i < 8; i++) *p++ = (uint8_t)(r->dur >> (8 * i));
+        } else if (!it->end) {
             memcpy(p, f->arena + r->off, r->len);
             p += r->len;
             for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) {
