@@ -128,11 +128,11 @@ enum {
     HS_FREE_COUNT = 6,
 };
 
-#define SEQ 1u /* the one packet sequence */
-#define BUNDLE_BYTES \
-    (256u << 10)      /* a bundle's packets before deflate: under Perfetto's 512 KiB after, even
-                                  * were they not to deflate at all; a long trace starts a thread a bundle */
+#define SEQ 1u        /* the one packet sequence */
 #define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
+/* a bundle's packets before deflate: under Perfetto's 512 KiB after, even were they not to deflate
+ * at all; a long trace starts a thread a bundle */
+#define BUNDLE_BYTES (256u << 10)
 
 /* (R_COUNTER, R_COUNTER_D: the value, int64 or a double's bits, is the record's `dur`) */
 enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_COUNTER_D, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
@@ -1219,7 +1219,7 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
         for (unsigned i = 0; i < n; i++) {
             uint64_t w = fr[i], iid;
             struct heap_seen *seen = &seen_at[(w * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_SEEN_BITS)];
-            if (LP_LIKELY(seen->w1 == w + 1)) { /* (w + 1 is never 0 here: UINT64_MAX is not kept) */
+            if (LP_LIKELY(seen->w1 == w + 1) && w != UINT64_MAX) { /* (an empty slot's w1 is 0) */
                 ids[i] = seen->field;
                 continue;
             }
