@@ -83,7 +83,10 @@ static int convert_leftovers(const char *dir) {
         unlink(strfmt("%s.tmp%d", json, spool_pid(e->d_name)));
         struct run r;
         run_prog(&r, dir, NULL, (const char *[]){REPORT, raw, "--chrome", json, "--remove-raw", "-q", NULL});
-        cr_expect_eq(r.status, 0, "%s: %s", raw, r.err);
+        /* (a process killed while it converted leaves a converter of its own running: one that
+         * finished first took the raw trace away, and its JSON is there) */
+        int theirs = r.status != 0 && access(raw, F_OK) != 0 && access(json, R_OK) == 0;
+        cr_expect(r.status == 0 || theirs, "%s: %s", raw, r.err);
         run_free(&r);
         n++;
     }
