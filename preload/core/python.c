@@ -63,6 +63,8 @@ static struct {
     uintptr_t ts_frame, cframe_frame, datastack, back, instr;
     int cframe;
     const int *initialized, *tss; /* _PyRuntime's, where this_tstate reads them */
+    const uintptr_t *holder;      /* (3.11) _PyRuntime's state holding the GIL: part_tstate */
+    uintptr_t thread;             /* (with holder) a state's thread_id */
 } P3;
 /* this_tstate: 1 reads the thread's state through CPython's own key (checked against
  * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
@@ -93,6 +95,14 @@ static uint32_t lines_used;
 static struct lpr_ahead ents_ahead, strs_ahead, lines_ahead; /* resident ahead while sampling (os_real.h) */
 
 static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
+
+/* pthread_self() as glibc keeps it on x86-64: the thread descriptor's own address, at %fs:16
+ * (checked against pthread_self() once before it is relied on) */
+static inline uintptr_t thread_self(void) {
+    uintptr_t self;
+    __asm__("mov %%fs:16, %0" : "=r"(self));
+    return self;
+}
 
 static int interp_range(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
@@ -177,6 +187,8 @@ void lpr_python_detect(void) {
         P3.initialized = (const int *)(runtime + L->rt_initialized), P3.tss = (const int *)(runtime + L->rt_tss);
     else
         tss_direct = -1;
+    if (P3.tss && L->rt_holder >= 0 && L->ts_thread >= 0 && (uintptr_t)pthread_self() == thread_self())
+        P3.holder = (const uintptr_t *)(runtime + L->rt_holder), P3.thread = (uintptr_t)L->ts_thread;
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -215,7 +227,8 @@ void lpr_python_detect(void) {
         ents_ahead.on = strs_ahead.on = lines_ahead.on = 1;
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
-    static const struct lpr_stack_python part = {lpr_py_part, lpr_pycode_write, lpr_py_is_eval, lpr_py_is_interp};
+    static const struct lpr_stack_python part = {lpr_py_part, lpr_py_with, lpr_pycode_write, lpr_py_is_eval,
+                                                 lpr_py_is_interp};
     lpr_stacks_python(&part); /* stacks take their Python part from here on */
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
@@ -512,6 +525,22 @@ static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
     return ts;
 }
 
+/* The calling thread's state for a capture through a part cache (part_fast; *last: the state its
+ * key gave the last time). 3.11 keeps the state of the thread holding the GIL in _PyRuntime, and
+ * the object allocator's callers hold it: where that is the state *last and its thread is this
+ * one, it is taken as it is — a few loads where the key's read is a call. The thread is read
+ * through a probed load (another thread's state may be freed meanwhile). Else through the key.
+ * (3.12+ keep the attached state in a thread-local variable that no table exports.) */
+static inline uintptr_t part_tstate(uintptr_t *last) {
+    if (P3.holder && __atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)) {
+        if (!*(const volatile int *)P3.initialized) return 0;
+        uintptr_t ts = __atomic_load_n(P3.holder, __ATOMIC_RELAXED);
+        if (LP_LIKELY(ts == *last) && LP_LIKELY(ts != 0) && LP_LIKELY(lpr_probe_load(ts + P3.thread) == thread_self()))
+            return ts;
+    }
+    return *last = this_tstate();
+}
+
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
  * ran Python, no Python running on it); `c` set up to read the chain from it. */
 static inline uintptr_t top_frame_in(struct chain *c) {
@@ -632,6 +661,7 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
 #define LINE_WAYS 512
 #define PART LP_STACK_MAX_DEPTH
 #define LINKS (2 * PART + 2) /* a part's frames and the 3.12+ entry shims between them */
+#define PAIRS 64
 struct pycache {
     struct {
         uintptr_t frame, code, instr;
@@ -646,19 +676,24 @@ struct pycache {
      * hooks, one for the sampler's signal handler (which may interrupt a hook using the other) */
     struct pypart {
         uint32_t n, id;
-        int one_chunk;      /* every frame lay in one chunk of frame stack, from lo to lo + span */
-        uintptr_t lo, span; /* (then a frame at one of these addresses may be read while it is so) */
+        uintptr_t ts; /* the thread's state as its key gave it last (part_tstate) */
         uintptr_t frame[PART], code[PART], instr[PART];
         uint64_t word[PART];
         uint8_t end[PART];
         /* (3.11+) the chain as the walk followed it, from the thread's frame to its end — the
          * frames and (3.12+) the entry shims on the C stack — with their instructions: what
-         * part_again_fast compares; nlink 0: not kept (more than LINKS, a walk cut short, a link
-         * neither in the chunk nor on the C stack) */
+         * part_fast compares; nlink 0: not kept (more than LINKS, a walk cut short, a link
+         * neither in the chunk nor on the C stack). link[nlink].at is 1, where no frame is. */
         uint32_t nlink;
-        int fast; /* one chunk, the chain kept: part_again_fast serves */
-        uintptr_t link[LINKS], link_instr[LINKS];
+        int fast;                    /* one chunk, the chain kept: part_fast serves */
+        uintptr_t chunk, chunk_size; /* the chunk of frame stack every frame lay in, and its size */
+        struct link {
+            uintptr_t at, instr;
+        } link[LINKS + 1];
     } part_of[2];
+    struct { /* (native part, Python part) -> their stack, as the hooks made them last: lpr_py_with */
+        uint32_t native, py, id;
+    } pair[PAIRS];
 };
 
 /* Code `code` is still the object entry `id` was made for (a code object freed and another made
@@ -833,7 +868,7 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
     uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     c->instr[0] = instr;
-    if (c->nlink && c->link[0] == f) c->link_instr[0] = instr;
+    if (c->nlink && c->link[0].at == f) c->link[0].instr = instr;
     if (w != c->word[0]) {
         c->word[0] = w;
         c->id = lpr_stack_intern_words(c->word, c->n);
@@ -905,7 +940,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     const intptr_t o_entry = L->f_entry;
     const uintptr_t lo0 = ch.lo, span0 = ch.span;
     uintptr_t lo = lo0, span = span0;
-    int one_chunk = L->kind == 1, links = one_chunk; /* links: the chain kept for part_again_fast */
+    int one_chunk = L->kind == 1, links = one_chunk; /* links: the chain kept for part_fast */
     uint32_t nl = 0;
     c->nlink = 0;
     c->fast = 0;
@@ -920,8 +955,8 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
         f = rd((uintptr_t)p + o_back);
         if (links && nl == LINKS) links = 0;
         if (links) {
-            c->link[nl] = g;
-            c->link_instr[nl++] = rd((uintptr_t)p + o_instr);
+            c->link[nl].at = g;
+            c->link[nl++].instr = rd((uintptr_t)p + o_instr);
         }
         if (shims && p[o_owner] == SHIM) {
             if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
@@ -946,7 +981,13 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
-    if (links && !f && one_chunk) c->nlink = nl, c->fast = 1; /* the chain walked to its end: kept */
+    if (links && !f && one_chunk && chp->chunk) { /* the chain walked to its end: kept */
+        c->nlink = nl;
+        c->link[nl].at = 1;
+        c->chunk = chp->chunk;
+        c->chunk_size = rd(chp->chunk + 8);
+        c->fast = 1;
+    }
     /* frames equal to the last capture's, from the outermost */
     uint32_t k = 0, cn = c->n, most = (uint32_t)n < cn ? (uint32_t)n : cn;
     const uintptr_t *pf = &c->frame[cn], *pc = &c->code[cn], *pi = &c->instr[cn];
@@ -955,9 +996,6 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
            in[n - 1 - k] == pi[-1 - (int)k] && en[n - 1 - k] == pe[-1 - (int)k])
         k++;
     if (k == (uint32_t)n && cn == (uint32_t)n && c->id) {
-        c->one_chunk = one_chunk; /* (the same frames: where they lie now) */
-        c->lo = lo0;
-        c->span = span0;
         *id = c->id;
         return n;
     }
@@ -981,49 +1019,47 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     memcpy(c->instr, in, (size_t)n * sizeof in[0]);
     memcpy(c->end, en, (size_t)n);
     c->n = (uint32_t)n;
-    c->one_chunk = one_chunk;
-    c->lo = lo0;
-    c->span = span0;
     c->id = lpr_stack_intern_words(c->word, (unsigned)n);
     *id = c->id;
     return n;
 }
 
-/* 3.11+, the last capture's frames all in one chunk (the common case): the thread's frame read
- * with P3's offsets, the chunk's bounds compared with the last capture's, then the chain compared
- * link by link with the one kept (part_walk) — the frames and the entry shims alike, so the runs
- * end where they ended — each link read only where the last one led to the address kept: in the
- * same chunk, or on the thread's C stack. As lpr_py_part returns. */
-static inline int part_again_fast(struct pypart *c, uint32_t *id) {
-    uintptr_t ts = this_tstate();
+/* 3.11+, the last capture's frames all in one chunk (the common case): the part's id (0: no
+ * Python frames). The thread's frame read with P3's offsets, its chunk compared with the last
+ * capture's, then the chain compared link by link with the one kept (part_walk) — the frames and
+ * the entry shims alike, so the runs end where they ended — each link read only where the last
+ * one led to the address kept: in the same chunk, or on the thread's C stack. Else walked. */
+static inline __attribute__((always_inline)) uint32_t part_fast(struct pypart *c) {
+    uintptr_t ts = part_tstate(&c->ts);
     if (!ts) return 0;
     uintptr_t f = rd(ts + P3.ts_frame);
     if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
-    struct chain ch;
-    chain_at(&ch, rd(ts + P3.datastack));
-    if (ch.lo == c->lo && ch.span == c->span) {
+    uintptr_t k = rd(ts + P3.datastack);
+    /* (c->chunk is never 0; f, when it is the first link, is in that chunk or on the C stack) */
+    if (LP_LIKELY(k == c->chunk) && LP_LIKELY(rd(k + 8) == c->chunk_size) && LP_LIKELY(f == c->link[0].at)) {
         const uintptr_t o_back = P3.back, o_instr = P3.instr;
-        uint32_t i = 0, nl = c->nlink;
-        uintptr_t g = f, moved = 0;
-        /* the innermost frame (not a shim: it is the part's first frame) alone may have moved */
-        if (g == c->link[0] && g == c->frame[0] && (moved = rd(g + o_instr)) != c->link_instr[0]) {
-            g = rd(g + o_back);
-            i = 1;
-        } else
+        const struct link *l = c->link + 1;
+        /* the innermost frame alone may have moved (where it is the part's first frame, not a shim) */
+        uintptr_t moved = rd(f + o_instr), g = rd(f + o_back);
+        if (LP_LIKELY(moved == c->link[0].instr))
             moved = 0;
-        for (; i < nl; i++) { /* (a frame is never at 0: g reaching 0 early fails the test) */
-            if (g != c->link[i] || rd(g + o_instr) != c->link_instr[i]) break;
+        else if (f != c->frame[0])
+            goto walk;
+        /* (the link after the last is at 1, where no frame is: the loop ends there) */
+        while (g == l->at && rd(g + o_instr) == l->instr) {
             g = rd(g + o_back);
+            l++;
         }
-        if (i == nl && !g && (!moved || innermost_moved(c, f, moved))) {
-            *id = c->id;
-            return (int)c->n;
-        }
+        if (!g && l->at == 1 && (!moved || innermost_moved(c, f, moved))) return c->id;
     }
-    return part_walk(c, &ch, f, id);
+walk:;
+    struct chain ch;
+    chain_at(&ch, k);
+    uint32_t id = 0;
+    return part_walk(c, &ch, f, &id) > 0 ? id : 0;
 }
 
-/* The part where part_again_fast does not serve: compared as it is walked, else walked. (Apart
+/* The part where part_fast does not serve: compared as it is walked, else walked. (Apart
  * from lpr_py_part, which every capture runs, as is the thread with no cache yet: their rooms and
  * registers would be every capture's.) */
 static __attribute__((noinline)) int part_again_or_walk(struct pypart *c, uint32_t *id) {
@@ -1036,30 +1072,52 @@ static __attribute__((noinline)) int part_again_or_walk(struct pypart *c, uint32
     return part_walk(c, &ch, f, id);
 }
 
-static __attribute__((noinline)) int part_uncached(uint64_t *buf, uint32_t *id) {
+static __attribute__((noinline)) uint32_t part_uncached(void) {
+    uint64_t buf[PART];
     uint8_t end[PART];
     int n = lpr_py_frames(buf, end, PART);
     for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
-    *id = n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
-    return n;
+    return n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
 }
 
-/* The calling thread's Python frames as the Python part of a stack: the interned stack of their
- * LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop tagged
- * LP_PY_RUN_END) in *id, their number returned (0: no Python running here). Through the thread's
- * cache of its last part: the frames are walked (a few loads each), and only those that differ
- * from the last capture's — counted from the outermost, which change least — get their code's
- * id and line looked up; a part found unchanged is not interned again. A frame that is the same
- * (address, code, instruction) is the same Python frame at the same line: a live frame holds its
- * code object, so neither can have been replaced under it. `buf` (LP_STACK_MAX_DEPTH words)
- * serves a thread that has no cache yet; `sampler`: the cache of the sampler's signal handler. */
-int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler) {
+/* The calling thread's Python frames as the Python part of a stack: the id of the interned stack
+ * of their LP_PYFRAME words (innermost first, the last frame of each run of the evaluation loop
+ * tagged LP_PY_RUN_END); 0: no Python running here. Through the thread's cache of its last part:
+ * the frames are walked (a few loads each), and only those that differ from the last capture's —
+ * counted from the outermost, which change least — get their code's id and line looked up; a part
+ * found unchanged is not interned again. A frame that is the same (address, code, instruction) is
+ * the same Python frame at the same line: a live frame holds its code object, so neither can have
+ * been replaced under it. `sampler`: the cache of the sampler's signal handler. */
+uint32_t lpr_py_part(int sampler) {
     if (!lpr_py_on) return 0;
     struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
-    if (LP_UNLIKELY(!cache)) return part_uncached(buf, id);
+    if (LP_UNLIKELY(!cache)) return part_uncached();
     struct pypart *c = &cache->part_of[sampler != 0];
-    if (LP_LIKELY(c->fast && c->id)) return part_again_fast(c, id);
-    return part_again_or_walk(c, id);
+    if (LP_LIKELY(c->fast && c->id)) return part_fast(c);
+    uint32_t id = 0;
+    return part_again_or_walk(c, &id) > 0 ? id : 0;
+}
+
+/* The stack of native part `native` with the calling thread's Python part (stacks.c's capture).
+ * A thread remembers the pairs it made last, so a loop allocating from the same lines makes none:
+ * under one Python line a program reaches several native stacks, and one native stack (an
+ * allocation inside a library) is reached from many Python lines. */
+uint32_t lpr_py_with(uint32_t native) {
+    struct pycache *cache = lpr_tls.pycache;
+    uint32_t py;
+    if (LP_LIKELY(cache != NULL) && LP_LIKELY(cache->part_of[0].fast && cache->part_of[0].id)) {
+        py = part_fast(&cache->part_of[0]);
+    } else {
+        py = lpr_py_part(0);
+        cache = lpr_tls.pycache;
+    }
+    if (!py) return native;
+    if (LP_UNLIKELY(!cache)) return lpr_stack_pair(native, py);
+    __typeof__(&cache->pair[0]) e = &cache->pair[((native * 0x9E3779B1u) ^ (py * 0x85EBCA6Bu)) >> 26];
+    if (e->native == native && e->py == py && e->id) return e->id;
+    uint32_t id = lpr_stack_pair(native, py);
+    e->native = native, e->py = py, e->id = id;
+    return id;
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */
@@ -1095,8 +1153,7 @@ uint32_t lpr_py_location(void) {
         return id;
     }
     /* with LIBPROF_STACKS: every Python frame, whatever the depth asked */
-    uint32_t id = 0;
-    return lpr_py_part(py, &id, 0) > 0 ? id : 0;
+    return lpr_py_part(0);
 }
 
 /* ---- the spool ------------------------------------------------------------------------------ */

@@ -9,7 +9,8 @@
 
 LP_HIDDEN void lpr_python_detect(void);
 LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
-LP_HIDDEN int lpr_py_part(uint64_t *buf, uint32_t *id, int sampler);
+LP_HIDDEN uint32_t lpr_py_part(int sampler);
+LP_HIDDEN uint32_t lpr_py_with(uint32_t native);
 LP_HIDDEN int lpr_py_thread_running(void);
 LP_HIDDEN int lpr_py_is_eval(uintptr_t ret);
 LP_HIDDEN int lpr_py_is_interp(uintptr_t ret);

@@ -253,7 +253,7 @@ static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a
 /* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
  * frames first); 0 when unknown. Called inside a hook, with the guard held. */
 static uint32_t intern(void *const *f, unsigned n);
-static uint32_t with_python(uint32_t native);
+static inline uint32_t with_python(uint32_t native);
 
 /* The native frames alone, cut at the depth asked. (Where they run the interpreter, a reader
  * learns from the tags lpr_stacks_write puts on them, once per stack.) */
@@ -325,16 +325,10 @@ struct chain {
     uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
 };
 
-#define MEMO 64
-struct memo {
-    uint32_t native, py, id;
-};
-
 struct lpr_stack_cache {
     struct chain set[CACHE_SETS][CACHE_WAYS];
     uint8_t next[CACHE_SETS]; /* the way a miss replaces next, round robin */
     uint64_t hits, misses;
-    struct memo memo[MEMO]; /* (native stack, Python part) -> their stack (with_python) */
 };
 
 /* The thread's cache, kept with its registry node (tbuf.c) and mirrored in its TLS: no call
@@ -359,22 +353,18 @@ static const struct lpr_stack_python *py_ops;
 
 void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&py_ops, ops, __ATOMIC_RELEASE); }
 
-static uint32_t with_python(uint32_t native) {
-    const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
-    if (!o) return native;
-    uint64_t buf[LP_STACK_MAX_DEPTH];
-    uint32_t pid = 0;
-    int np = o->part(buf, &pid, 0);
-    if (np <= 0 || !pid) return native;
-    struct lpr_stack_cache *c = stack_cache_of(&lpr_tls);
-    struct memo *e = c ? &c->memo[((native * 0x9E3779B1u) ^ (pid * 0x85EBCA6Bu)) >> 26] : NULL;
-    if (e && e->native == native && e->py == pid && e->id) return e->id;
+/* The stack of native part `native` and Python part `py`, from the table (python.c remembers the
+ * pairs each thread made last). */
+uint32_t lpr_stack_pair(uint32_t native, uint32_t py) {
     uint32_t off = native ? __atomic_load_n(&offset_of[native], __ATOMIC_ACQUIRE) : 0;
     uint32_t flags = off && off != NEVER && arena[off - 1] >= lpr_stack_depth ? LP_PAIR_CUT : 0;
-    uint32_t id = intern_pair(native, pid, flags);
-    if (!e) return id;
-    *e = (struct memo){native, pid, id};
-    return id;
+    return intern_pair(native, py, flags);
+}
+
+/* The native part with the thread's Python part, where an interpreter was found (python.c). */
+static inline uint32_t with_python(uint32_t native) {
+    const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
+    return o ? o->with(native) : native;
 }
 
 /* A stack given as words (Python frames; python.c) as an id. */
@@ -545,10 +535,9 @@ uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *f
         *flags |= LP_SAMPLE_SHALLOW;
     }
     uint32_t native = n ? intern((void *const *)buf, (unsigned)n) : 0;
-    uint64_t py[LP_STACK_MAX_DEPTH];
-    uint32_t pid = 0;
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
-    if (!o || o->part(py, &pid, 1) <= 0 || !pid) return native;
+    uint32_t pid = o ? o->part(1) : 0;
+    if (!pid) return native;
     return intern_pair(native, pid, whole ? 0 : LP_PAIR_CUT); /* (cut: native frames may be missing) */
 }
 

@@ -47,11 +47,14 @@ LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
  * before it sets lpr_py_on): the part's words interned, the code table written before the stacks
  * that name it, whether a native frame runs the evaluation loop. */
 struct lpr_stack_python {
-    int (*part)(uint64_t *buf, uint32_t *id, int sampler);
+    uint32_t (*part)(int sampler);     /* the thread's Python part as a stack id (0: none) */
+    uint32_t (*with)(uint32_t native); /* that part paired with native part `native` (lpr_stack_pair) */
     void (*codes_write)(void);
     int (*is_eval)(uintptr_t ret);
     int (*is_interp)(uintptr_t ret);
 };
 LP_HIDDEN void lpr_stacks_python(const struct lpr_stack_python *ops);
+/* The stack of native part `native` and Python part `py` (the thread's memo, else the table). */
+LP_HIDDEN uint32_t lpr_stack_pair(uint32_t native, uint32_t py);
 
 #endif

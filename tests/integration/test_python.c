@@ -681,6 +681,68 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
     fprintf(stderr, "python::lines_match_tracemalloc: %d blocks matched on %d interpreters\n", compared, tested);
 }
 
+/* Four threads allocating at once, the interpreter switching between them every few
+ * microseconds, and a fifth whose allocations are made without the GIL (opendir's, in
+ * os.listdir): each thread's blocks (a size of its own, at a line of its own) are charged to its
+ * own line, all of them and nothing else — the thread's own frames, whatever thread holds the GIL
+ * or was captured last (3.11 reads the state holding the GIL where it is this thread's). */
+static const char threads_py[] = "import os, sys, threading\n"                      /* 1 */
+                                 "sys.setswitchinterval(1e-5)\n"                    /* 2 */
+                                 "def w0():\n"                                      /* 3 */
+                                 "    for i in range(3000): b = bytearray(70000)\n" /* 4 */
+                                 "def w1():\n"                                      /* 5 */
+                                 "    for i in range(3000): b = bytearray(71000)\n" /* 6 */
+                                 "def w2():\n"                                      /* 7 */
+                                 "    for i in range(3000): b = bytearray(72000)\n" /* 8 */
+                                 "def w3():\n"                                      /* 9 */
+                                 "    for i in range(3000): b = bytearray(73000)\n" /* 10 */
+                                 "def w4():\n"                                      /* 11 */
+                                 "    for i in range(3000): os.listdir('/')\n"      /* 12 */
+                                 "fs = (w0, w1, w2, w3, w4)\n"                      /* 13 */
+                                 "ts = [threading.Thread(target=f) for f in fs]\n"  /* 14 */
+                                 "for t in ts: t.start()\n"                         /* 15 */
+                                 "for t in ts: t.join()\n"                          /* 16 */
+                                 "print('ok')\n";                                   /* 17 */
+
+Test(python, threads_allocate_under_their_own_lines_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = python_interpreters(py, 16, 7), tested = 0;
+    char *script = write_script("thr.py", threads_py);
+    for (int i = 0; i < n; i++) {
+        struct run r, rep;
+        char *lpt = strfmt("%s/thr%d.lpt", dir, i), *folded = strfmt("%s/thr%d.folded", dir, i);
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=8", NULL},
+                 (const char *[]){py[i], script, NULL});
+        cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+        cr_assert_str_eq(r.out, "ok\n", "%s", py[i]);
+        run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--folded", folded, "-q", NULL});
+        cr_assert_eq(rep.status, 0, "%s", rep.err);
+        char *text = read_file(folded, NULL); /* "a;b;leaf BYTES", root first */
+        cr_assert_not_null(text);
+        long long bytes[5] = {0};
+        for (char *l = text; *l;) {
+            char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
+            while (sp > l && *sp != ' ') sp--;
+            char *inner = NULL; /* the innermost Python frame: the last "(script:" before the count */
+            for (char *q = l; q < sp; q++)
+                if (!strncmp(q, script, strlen(script)) && q > l && q[-1] == '(') inner = q + strlen(script);
+            int line = inner && *inner == ':' ? atoi(inner + 1) : 0;
+            if (line >= 4 && line <= 12 && line % 2 == 0) bytes[(line - 4) / 2] += atoll(sp + 1);
+            l = eol ? eol + 1 : sp + strlen(sp);
+        }
+        for (int k = 0; k < 4; k++) /* (bytearray(n) asks for n + 1 bytes) */
+            cr_expect_eq(bytes[k], 3000LL * (70001 + 1000 * k), "%s: line %d has %lld bytes, not 3000 blocks of %d",
+                         py[i], 4 + 2 * k, bytes[k], 70001 + 1000 * k);
+        cr_expect_gt(bytes[4], 3000LL * 32768, "%s: os.listdir's line has %lld bytes", py[i], bytes[4]);
+        free(text);
+        run_free(&rep);
+        run_free(&r);
+        tested++;
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
+}
+
 /* A deep native library between the interpreter and the allocation (json's C encoder under a
  * 60-deep list) with 16 native frames: the 2 MB block's site still names the line that called
  * json.dumps, after a "…" where native frames were left out; --py-lines user charges that line
