@@ -192,6 +192,7 @@ PROGS += tests/progs/calls.c
 PROGS += tests/progs/bound.c
 PROGS += tests/progs/sites.c
 PROGS += tests/progs/stackfan.c
+PROGS += tests/progs/altstack.c
 PROGS += tests/progs/sampled.c
 PROGS += tests/progs/call_loop.c
 PROGS += tests/progs/threads.c
@@ -259,6 +260,7 @@ REPORT_OBJS = $(call obj,$(REPORT_SRCS) $(TOOL_OS_SRCS))
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TESTS))
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
+              $(BUILD)/progs/libaltshim.so \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
@@ -457,6 +459,11 @@ $(BUILD)/progs/mpiring: tests/progs/mpiring.c $(FLAGS_STAMP)
 $(BUILD)/progs/ortdl: tests/progs/ortc.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DORT_DLOPEN -o $@ $< -ldl
+
+$(BUILD)/progs/libaltshim.so: tests/progs/altshim.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O1 -g -fPIC -shared -Wall -Wextra -o $@ $< -ldl
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

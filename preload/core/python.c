@@ -240,9 +240,9 @@ int lpr_py_is_interp(uintptr_t ret) { return ret - 1 >= interp_lo && ret - 1 < i
 
 /* ---- strings and code objects -------------------------------------------------------------- */
 
-/* A str's characters as UTF-8 into out (at most cap bytes); its length. Compact strings only
- * (every identifier and file name is): ASCII ones are their bytes, others are encoded here from
- * their 1-, 2- or 4-byte characters. */
+/* A str's characters as UTF-8 into out (at most cap bytes, whole characters); its length (out
+ * NULL: only counted). Compact strings only (every identifier and file name is): ASCII ones are
+ * their bytes, others are encoded here from their 1-, 2- or 4-byte characters. */
 static size_t str_utf8(uintptr_t o, char *out, size_t cap) {
     if (!o) return 0;
     uint32_t state = *(const uint32_t *)(o + 32);
@@ -251,7 +251,7 @@ static size_t str_utf8(uintptr_t o, char *out, size_t cap) {
     if (!compact) return 0;
     if (ascii) {
         n = len < cap ? len : cap;
-        memcpy(out, (const char *)(o + (uintptr_t)L->str_ascii), n);
+        if (out) memcpy(out, (const char *)(o + (uintptr_t)L->str_ascii), n);
         return n;
     }
     const unsigned char *d = (const unsigned char *)(o + (uintptr_t)L->str_compact);
@@ -279,7 +279,7 @@ static size_t str_utf8(uintptr_t o, char *out, size_t cap) {
             k = 4;
         }
         if (n + k > cap) break;
-        memcpy(out + n, b, k);
+        if (out) memcpy(out + n, b, k);
         n += k;
     }
     return n;
@@ -320,12 +320,17 @@ static uint32_t code_id(uintptr_t code) {
             }
             lpr_ahead(&ents_ahead, ents, (id + 1) * sizeof *ents, MAX_CODES * sizeof *ents);
             struct pyent *e = &ents[id];
-            char buf[2 * NAME_MAX_BYTES];
-            size_t nl = str_utf8(name, buf, NAME_MAX_BYTES), fl = str_utf8(file, buf + nl, NAME_MAX_BYTES);
+            /* (counted, then written where they go: no copy on the stack, which may be a signal
+             * handler's alternate stack of a few KiB) */
+            size_t nl = str_utf8(name, NULL, NAME_MAX_BYTES), fl = str_utf8(file, NULL, NAME_MAX_BYTES);
             uint32_t at = __atomic_fetch_add(&str_used, (uint32_t)(nl + fl), __ATOMIC_RELAXED);
             lpr_ahead(&strs_ahead, strs, at + nl + fl, STR_BYTES);
-            if (at + nl + fl > STR_BYTES) nl = fl = 0, at = 0;
-            memcpy(strs + at, buf, nl + fl);
+            if (at + nl + fl > STR_BYTES) {
+                nl = fl = 0, at = 0;
+            } else {
+                str_utf8(name, strs + at, nl);
+                str_utf8(file, strs + at + nl, fl);
+            }
             *e = (struct pyent){code, file, name, first, at, (uint16_t)nl, (uint16_t)fl, 0, 0};
             __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
             uint64_t expect = 0;
@@ -687,6 +692,13 @@ struct pycache {
         uint32_t nlink;
         int fast;                    /* one chunk, the chain kept: part_fast serves */
         uintptr_t chunk, chunk_size; /* the chunk of frame stack every frame lay in, and its size */
+        /* part_walk's room for the frames it walks, here rather than on the stack: a capture may
+         * run in a signal handler of the program's on an alternate stack of a few KiB (CPython's
+         * own, from faulthandler: 16 KiB), and a CPU sample may land in it, on that stack too */
+        struct {
+            uintptr_t frame[PART], code[PART], instr[PART];
+            uint8_t end[PART];
+        } walked;
         struct link {
             uintptr_t at, instr;
         } link[LINKS + 1];
@@ -927,8 +939,9 @@ static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t
  * only those that changed get their code's id and line looked up, and a part found unchanged is
  * not interned again. As lpr_py_part returns. */
 static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *chp, uintptr_t f, uint32_t *id) {
-    uintptr_t fr[PART], co[PART], in[PART];
-    uint8_t en[PART];
+    /* (the frames walked, in the part's room: not on the stack, see struct pypart) */
+    uintptr_t *fr = c->walked.frame, *co = c->walked.code, *in = c->walked.instr;
+    uint8_t *en = c->walked.end;
     int n = 0;
     struct chain ch = *chp;
     char copy[FRAME_COPY];
@@ -1126,8 +1139,8 @@ uint32_t lpr_py_with(uint32_t native) {
  * carries (the innermost frame; LIBPROF_STACKS frames when asked). */
 uint32_t lpr_py_location(void) {
     if (LP_UNLIKELY(lpr_py_ready != NULL)) lpr_py_check_ready();
-    uint64_t py[LP_STACK_MAX_DEPTH];
-    uint8_t end[LP_STACK_MAX_DEPTH];
+    uint64_t py[1];
+    uint8_t end[1];
     struct lpr_thread *node = lpr_tls.thr;
     if (lpr_stack_depth == 0 && node) {
         struct chain ch;

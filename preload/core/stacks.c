@@ -325,10 +325,24 @@ struct chain {
     uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
 };
 
+/* Room for a walk, kept with the thread's cache rather than on its stack: a hook may run inside a
+ * signal handler of the program's on an alternate stack of a few KiB (CPython's faulthandler
+ * gives its handlers 16 KiB, of which the kernel's frame of the signal takes 3), and a CPU sample
+ * may land in that hook, its frame and handler on the same stack again. One room for the hooks
+ * (never re-entered on a thread: the guard), one for the sampler's handler. */
+#define WALK_WORDS (LP_STACK_MAX_DEPTH + 8)
+struct walk_room {
+    void *ips[WALK_WORDS];
+    uint64_t cfas[WALK_WORDS], saved[WALK_WORDS];
+    uint64_t ctx[256] __attribute__((aligned(16))), cur[256] __attribute__((aligned(16))); /* libunwind's */
+};
+
 struct lpr_stack_cache {
     struct chain set[CACHE_SETS][CACHE_WAYS];
     uint8_t next[CACHE_SETS]; /* the way a miss replaces next, round robin */
     uint64_t hits, misses;
+    struct walk_room hook;
+    uint64_t sample[LP_STACK_MAX_DEPTH];
 };
 
 /* The thread's cache, kept with its registry node (tbuf.c) and mirrored in its TLS: no call
@@ -392,13 +406,9 @@ static int backtrace_unw(void **buf, int n) {
  * be looked up just then (the loader busy in another thread) falls back to libunwind: the same
  * call chain must give the same stack every time. */
 __attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n) {
-    ucontext_t uc;
     uintptr_t ip, sp, bp;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
-    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
-    int whole, blocked, got = lpr_walk_frames(&lpr_tls, &uc, (uint64_t *)buf, cfas, saved, n, &whole, &blocked);
+    int whole, blocked, got = lpr_walk_regs(&lpr_tls, ip, sp, bp, (uint64_t *)buf, cfas, saved, n, &whole, &blocked);
     return blocked ? -1 : got; /* cut where a later walk would not be: libunwind's instead */
 }
 
@@ -414,9 +424,9 @@ static int backtrace_here(void **buf, int n) {
  * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
 /* The same with the walker: each frame's return address, the stack word it was read from and its
  * CFA, so the capture's caller (pc `ra`, CFA `cfa`) is found as with the cursor. */
-static uint32_t walk_fast(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
-    void *ips[LP_STACK_MAX_DEPTH + 8];
-    uint64_t cfas[LP_STACK_MAX_DEPTH + 8], saved[LP_STACK_MAX_DEPTH + 8];
+static uint32_t walk_fast(struct walk_room *w, struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+    void **ips = w->ips;
+    uint64_t *cfas = w->cfas, *saved = w->saved;
     int got = walk_here(ips, cfas, saved, (int)lpr_stack_depth + 6), k = -1;
     if (got <= 0) return UINT32_MAX; /* (the cursor then) */
     uint32_t n = 0;
@@ -434,13 +444,13 @@ static uint32_t walk_fast(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
     return id;
 }
 
-__attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+__attribute__((noinline)) static uint32_t walk(struct walk_room *w, struct chain *ch, uintptr_t ra, uintptr_t cfa) {
     if (walker) {
-        uint32_t id = walk_fast(ch, ra, cfa);
+        uint32_t id = walk_fast(w, ch, ra, cfa);
         if (id != UINT32_MAX) return id;
     }
-    uint64_t ctx[256] __attribute__((aligned(16))), cur[256] __attribute__((aligned(16)));
-    void *ips[LP_STACK_MAX_DEPTH + 8];
+    uint64_t *ctx = w->ctx, *cur = w->cur;
+    void **ips = w->ips;
     int got = 0, max = (int)lpr_stack_depth + 6, k = -1, overflow = 0;
     uint32_t n = 0;
     unwinding(1);
@@ -476,12 +486,17 @@ __attribute__((noinline)) static uint32_t walk(struct chain *ch, uintptr_t ra, u
  * guard held. */
 /* The native part: through the thread's cache of call chains (the chain under a Python line is
  * the same for every line, so it is cached like any other; the Python part is with_python's). */
+/* A walk with no room of the thread's (no cache: its registry node could not be made). */
+__attribute__((noinline)) static uint32_t native_on_stack(void) {
+    void *buf[LP_STACK_MAX_DEPTH + 4];
+    return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
+}
+
 __attribute__((noinline)) uint32_t lpr_stack_native(void) {
-    struct lpr_stack_cache *c = cacheable ? stack_cache_of(&lpr_tls) : NULL;
-    if (!c) {
-        void *buf[LP_STACK_MAX_DEPTH + 4];
-        return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
-    }
+    struct lpr_stack_cache *c = stack_cache_of(&lpr_tls);
+    if (!c) return native_on_stack();
+    void **buf = c->hook.ips;
+    if (!cacheable) return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
     unsigned set =
         (unsigned)(((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> (64 - CACHE_SET_BITS));
@@ -505,10 +520,9 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
         struct chain *ch = &ways[w];
         if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
             if (++ch->seen >= WALK_AFTER) {
-                ch->id = walk(ch, ra, cfa);
+                ch->id = walk(&c->hook, ch, ra, cfa);
                 return ch->id;
             }
-            void *buf[LP_STACK_MAX_DEPTH + 4];
             return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
         }
     }
@@ -518,17 +532,27 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     ch->cfa = cfa;
     ch->n = SEEN_ONCE;
     ch->seen = 1;
-    void *buf[LP_STACK_MAX_DEPTH + 4];
     return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
 }
 
 uint32_t lpr_stack_python(uint32_t native) { return with_python(native); }
 
+static uint32_t sample_in(uint64_t *buf, const void *ucv, int walk, unsigned depth, uint64_t *flags);
+
 /* A CPU sample's stack (sample.c): the callers of the interrupted context, walked by walk.c
  * (at most depth - 1 of them: the interrupted instruction is the sample's own word), with the
  * thread's Python part from the sampler's own cache. Async-signal-safe. */
-uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *flags) {
+__attribute__((noinline)) static uint32_t sample_on_stack(const void *ucv, int walk, unsigned depth, uint64_t *flags) {
     uint64_t buf[LP_STACK_MAX_DEPTH];
+    return sample_in(buf, ucv, walk, depth, flags);
+}
+
+uint32_t lpr_stack_sample(const void *ucv, int walk, unsigned depth, uint64_t *flags) {
+    struct lpr_stack_cache *c = lpr_tls.scache; /* (made by a hook, never here: nothing is allocated here) */
+    return c ? sample_in(c->sample, ucv, walk, depth, flags) : sample_on_stack(ucv, walk, depth, flags);
+}
+
+static uint32_t sample_in(uint64_t *buf, const void *ucv, int walk, unsigned depth, uint64_t *flags) {
     int whole = 0, n = walk ? lpr_walk_context(&lpr_tls, ucv, buf, (int)depth - 1, &whole) : -1;
     if (n < 0) {
         n = 0;

@@ -514,16 +514,20 @@ int lpr_spool_write(uint16_t type, uint32_t tid, const void *a, size_t alen, con
 /* Write the node's unflushed records (up to `upto`, the owner's `records` count there) as one
  * EVENTS chunk. Caller holds node->lock. */
 static void flush_shorts(struct lpr_thread *n) {
-    struct lp_short out[LP_CALL_COUNT];
+    struct lp_short out[16]; /* (chunks of a few: a flush may run on a signal handler's small stack) */
     uint32_t k = 0;
     for (uint32_t c = 1; c < LP_CALL_COUNT; c++) {
-        if (!n->shorts[c].count) continue;
-        out[k++] = (struct lp_short){c, 0, n->shorts[c].count, n->shorts[c].ticks};
-        n->shorts[c].count = n->shorts[c].ticks = 0;
+        if (n->shorts[c].count) {
+            out[k++] = (struct lp_short){c, 0, n->shorts[c].count, n->shorts[c].ticks};
+            n->shorts[c].count = n->shorts[c].ticks = 0;
+        }
+        if (k && (k == sizeof out / sizeof out[0] || c == LP_CALL_COUNT - 1)) {
+            if (lpr_spool_write(LP_CHUNK_SHORT, n->tid, out, k * sizeof out[0], NULL, 0) != 0)
+                __atomic_fetch_add(&lpr_events_dropped, k, __ATOMIC_RELAXED);
+            k = 0;
+        }
     }
     n->nshort = 0;
-    if (k && lpr_spool_write(LP_CHUNK_SHORT, n->tid, out, k * sizeof out[0], NULL, 0) != 0)
-        __atomic_fetch_add(&lpr_events_dropped, k, __ATOMIC_RELAXED);
 }
 
 /* Count a call under LIBPROF_MIN_NS instead of recording it (the owner thread only). */

@@ -670,13 +670,16 @@ static uint64_t rule_at(uintptr_t ip) {
 
 /* ---- the thread's stack, and the walk ------------------------------------------------------------ */
 
-/* The mapping of /proc/self/maps that holds `sp`: 0, or -1. Raw reads, a line at a time. */
+/* The mapping of /proc/self/maps that holds `sp`: 0, or -1. Raw reads, a line at a time, into a
+ * small buffer: this may run on a signal handler's alternate stack (a few KiB). A line longer
+ * than the buffer (a long path) is skipped to its end: its start has the addresses, and those of
+ * a stack are never followed by a path that long. */
 static int stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     int fd = lpr_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return -1;
-    char buf[4096];
+    char buf[512];
     size_t have = 0;
-    int found = -1;
+    int found = -1, skip = 0; /* skip: the rest of a line longer than buf */
     for (;;) {
         long n = lpr_sys_read(fd, buf + have, sizeof buf - have);
         if (n <= 0) break;
@@ -684,6 +687,11 @@ static int stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
         size_t start = 0;
         for (size_t i = 0; i < have && found < 0; i++) {
             if (buf[i] != '\n') continue;
+            if (skip) {
+                skip = 0;
+                start = i + 1;
+                continue;
+            }
             uintptr_t a = 0, b = 0;
             size_t k = start;
             for (; k < i && buf[k] != '-'; k++)
@@ -700,7 +708,7 @@ static int stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
         if (found == 0) break;
         memmove(buf, buf + start, have - start);
         have -= start;
-        if (have == sizeof buf) have = 0; /* a line longer than the buffer: not a mapping's */
+        if (have == sizeof buf) have = 0, skip = 1; /* a line longer than the buffer */
     }
     lpr_sys_close(fd);
     return found;
@@ -731,8 +739,12 @@ int lpr_walk_context(struct lpr_tls *t, const void *ucv, uint64_t *out, int max,
 int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t *cfas, uint64_t *slots, int max,
                     int *whole, int *blocked) {
     const ucontext_t *uc = ucv;
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-              bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    return lpr_walk_regs(t, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], out, cfas, slots, max, whole, blocked);
+}
+
+int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, uint64_t *out, uint64_t *cfas,
+                  uint64_t *slots, int max, int *whole, int *blocked) {
     if (!rules || lpr_stack_bounds(t, sp) != 0) return -1;
     const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 #define LOAD(addr, dst)                                    \

@@ -743,6 +743,56 @@ Test(python, threads_allocate_under_their_own_lines_every_interpreter, .init = s
     cr_assert_gt(tested, 0, "no interpreter ran");
 }
 
+/* CPython runs its C signal handlers on faulthandler's alternate stack (16 KiB, the kernel's
+ * frame of the signal in it), and the handler writes the signal's byte to the wakeup descriptor:
+ * libprof's hook of that write, with its Python frames, must fit there. It used to take 3 KiB
+ * more than the handler does bare (walks kept their frames on the stack); a CPU sample landing in
+ * it took the rest, and the heap below faulthandler's stack was overwritten (a CPython test
+ * crashed later in its garbage collector). Measured with a preload that marks the stack
+ * (tests/progs/altshim.c), on every interpreter: within a KiB of bare. */
+static const char wakeup_py[] = "import os, signal\n"
+                                "def handler(signum, frame): pass\n"
+                                "def test():\n"
+                                "    signal.signal(signal.SIGUSR1, handler)\n"
+                                "    for i in range(50):\n"
+                                "        signal.raise_signal(signal.SIGUSR1)\n"
+                                "        signal.raise_signal(signal.SIGALRM)\n"
+                                "signal.signal(signal.SIGALRM, handler)\n"
+                                "read, write = os.pipe()\n"
+                                "os.set_blocking(write, False)\n"
+                                "signal.set_wakeup_fd(write)\n"
+                                "test()\n"
+                                "print(len(os.read(read, 1000)))\n";
+
+Test(python, wakeup_writes_fit_faulthandlers_stack_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = python_interpreters(py, 16, 7), tested = 0;
+    char *script = write_script("wakeup.py", wakeup_py);
+    for (int i = 0; i < n; i++) {
+        struct run bare, r;
+        const char *argv[] = {py[i], "-X", "faulthandler", script, NULL};
+        run_prog(&bare, dir, (const char *[]){"LD_PRELOAD=" PROG("libaltshim.so"), NULL}, argv);
+        long used0 = 0, size0 = 0, used = 0, size = 0;
+        if (bare.status != 0 || sscanf(bare.err, "altshim: %ld of %ld", &used0, &size0) != 2) {
+            run_free(&bare); /* (an interpreter without faulthandler's alternate stack) */
+            continue;
+        }
+        char *out = strfmt("LIBPROF_OUTPUT=%s/w%d.json", dir, i);
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PROG("libaltshim.so") " " PRELOAD, out, "LIBPROF_STACKS=16", NULL},
+                 argv);
+        cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+        cr_expect_str_eq(r.out, bare.out, "%s", py[i]);
+        cr_assert_eq(sscanf(r.err, "altshim: %ld of %ld", &used, &size), 2, "%s: %s", py[i], r.err);
+        cr_expect_leq(used, used0 + 1024, "%s: %ld bytes of faulthandler's %ld used, %ld bare", py[i], used, size,
+                      used0);
+        run_free(&r);
+        run_free(&bare);
+        tested++;
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
+}
+
 /* A deep native library between the interpreter and the allocation (json's C encoder under a
  * 60-deep list) with 16 native frames: the 2 MB block's site still names the line that called
  * json.dumps, after a "…" where native frames were left out; --py-lines user charges that line

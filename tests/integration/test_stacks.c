@@ -529,3 +529,37 @@ Test(stacks, sampled_stacks_estimate_the_exact_sites, .init = setup) {
     cJSON_Delete(t[0]);
     cJSON_Delete(t[1]);
 }
+
+/* Hooks inside a signal handler that runs on an alternate stack of the size CPython's
+ * faulthandler gives its handlers (~16 KiB, an unmapped page below it), with CPU samples landing
+ * in those hooks: every allocation's stack recorded from there, and libprof's frames — the
+ * hook's capture, and a sample's frame and handler on top of it — within a signal frame and a
+ * KiB of what the handler uses bare. Walks used to keep their buffers on the stack (12 KiB of it
+ * here, a CPython process's heap overwritten below its alternate stack, a crash in its
+ * garbage collector much later). */
+Test(stacks, hooks_in_a_handler_on_a_small_alternate_stack, .init = setup) {
+    const char *argv[] = {PROG("altstack"), "20", "30000", NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_eq(bare.status, 0, "%s", bare.err);
+    long bare_used = 0, size = 0, frame = 0, used = 0, size2 = 0;
+    cr_assert_eq(sscanf(bare.out, "ok\nused %ld of %ld, signal frame %ld", &bare_used, &size, &frame), 3, "%s",
+                 bare.out);
+    char *out = strfmt("LIBPROF_OUTPUT=%s/a.json", dir);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, out, "LIBPROF_STACKS=16", "LIBPROF_SAMPLE_HZ=10000", NULL}, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(sscanf(r.out, "ok\nused %ld of %ld", &used, &size2), 2, "%s", r.out);
+    cr_expect_eq(size2, size);
+    cr_expect_leq(used, bare_used + frame + 1024,
+                  "libprof used %ld bytes of the alternate stack, bare %ld (signal frame %ld)", used, bare_used, frame);
+    cJSON *j = load_json(strfmt("%s/a.json", dir)), *m = libprof_meta(j);
+    cr_assert_not_null(m);
+    cJSON *s = site(m, "site_a", "handler", 0);
+    cr_assert_not_null(s, "no site site_a < handler");
+    cr_expect_eq(num(s, "calls"), 20 * 10000);
+    cr_expect_eq(num(cJSON_GetObjectItem(m, "stacks"), "allocations_without_stack"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    run_free(&bare);
+}
