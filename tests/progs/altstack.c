@@ -33,7 +33,9 @@ static void handler(int sig) {
     char c = (char)sig;
     if (write(fds[1], &c, 1) != 1) _exit(3);
     for (long i = 0; i < spins; i++) {
-        void *p = (i % 3 == 0) ? site_a((size_t)i % 512) : (i % 3 == 1) ? site_b((size_t)i % 512) : site_c((size_t)i % 512);
+        void *p = (i % 3 == 0)   ? site_a((size_t)i % 512)
+                  : (i % 3 == 1) ? site_b((size_t)i % 512)
+                                 : site_c((size_t)i % 512);
         sink += (unsigned long)p;
         free(p);
     }
