@@ -100,9 +100,11 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
         setrlimit(RLIMIT_CORE, &core);
         /* The program starts as from a terminal, whatever started the tests: a shell's background
          * job has SIGINT and SIGQUIT ignored (then Python installs no KeyboardInterrupt handler, and
-         * CPython's own test_generators and test_threading fail, with libprof or without) */
+         * CPython's own test_generators and test_threading fail, with libprof or without), a run
+         * under nohup SIGHUP (then crashers' SIGHUP kills nothing) */
         signal(SIGINT, SIG_DFL);
         signal(SIGQUIT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
