@@ -957,6 +957,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     uint32_t nl = 0;
     c->nlink = 0;
     c->fast = 0;
+    const int kind1 = L->kind == 1, entry = o_entry >= 0;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
         const char *p = (const char *)f;
         if (LP_UNLIKELY(f - lo > span)) {
@@ -964,12 +965,15 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
             lo = ch.lo;
             span = ch.span;
         }
-        uintptr_t g = f;
+        uintptr_t g = f, x = kind1 ? rd((uintptr_t)p + o_instr) : (uintptr_t) * (const int *)(p + o_instr);
         f = rd((uintptr_t)p + o_back);
-        if (links && nl == LINKS) links = 0;
         if (links) {
-            c->link[nl].at = g;
-            c->link[nl++].instr = rd((uintptr_t)p + o_instr);
+            if (nl == LINKS) {
+                links = 0;
+            } else {
+                c->link[nl].at = g;
+                c->link[nl++].instr = x;
+            }
         }
         if (shims && p[o_owner] == SHIM) {
             if (n) en[n - 1] = 1; /* the evaluation loop's entry: a run ends */
@@ -983,14 +987,9 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
         }
         fr[n] = g;
         co[n] = code;
+        in[n] = x;
+        en[n++] = !kind1 || (entry && p[o_entry] != 0);
         if (g - lo0 > span0) one_chunk = 0;
-        if (L->kind == 0) {
-            in[n] = (uintptr_t) * (const int *)(p + o_instr);
-            en[n++] = 1;
-        } else {
-            in[n] = rd((uintptr_t)p + o_instr);
-            en[n++] = o_entry >= 0 ? p[o_entry] != 0 : 0;
-        }
     }
     if (n == 0) return 0;
     en[n - 1] = 1;
