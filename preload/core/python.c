@@ -667,6 +667,7 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
 #define PART LP_STACK_MAX_DEPTH
 #define LINKS (2 * PART + 2) /* a part's frames and the 3.12+ entry shims between them */
 #define PAIRS 64
+#define MOVES 4
 struct pycache {
     struct {
         uintptr_t frame, code, instr;
@@ -690,7 +691,15 @@ struct pycache {
          * part_fast compares; nlink 0: not kept (more than LINKS, a walk cut short, a link
          * neither in the chunk nor on the C stack). link[nlink].at is 1, where no frame is. */
         uint32_t nlink;
-        int fast;                    /* one chunk, the chain kept: part_fast serves */
+        int fast; /* one chunk, the chain kept: part_fast serves */
+        /* (innermost_moved) the innermost frame's last instructions under the same outer frames,
+         * each with its word and the part's id; cleared when the part is walked */
+        struct {
+            uintptr_t instr;
+            uint64_t word;
+            uint32_t id;
+        } moved[MOVES];
+        uint32_t nmoved;
         uintptr_t chunk, chunk_size; /* the chunk of frame stack every frame lay in, and its size */
         /* part_walk's room for the frames it walks, here rather than on the stack: a capture may
          * run in a signal handler of the program's on an alternate stack of a few KiB (CPython's
@@ -877,14 +886,24 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     if (code != c->code[0] || !cid || !still(code, cid)) return 0;
     /* (3.11: the entry flag; 3.12+: the run's end, which part_again compared) */
     if (c->n > 1 && L->f_entry >= 0 && (((const char *)f)[L->f_entry] != 0) != c->end[0]) return 0;
-    int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
-    uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     c->instr[0] = instr;
     if (c->nlink && c->link[0].at == f) c->link[0].instr = instr;
+    /* the instructions this frame stood at since its part was walked: their words and parts */
+    unsigned k = 0;
+    while (k < MOVES && c->moved[k].instr != instr) k++;
+    if (k < MOVES && c->moved[k].id) {
+        c->word[0] = c->moved[k].word;
+        c->id = c->moved[k].id;
+        return 1;
+    }
+    int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
+    uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     if (w != c->word[0]) {
         c->word[0] = w;
         c->id = lpr_stack_intern_words(c->word, c->n);
     }
+    k = c->nmoved++ % MOVES;
+    c->moved[k].instr = instr, c->moved[k].word = w, c->moved[k].id = c->id;
     return 1;
 }
 
@@ -957,6 +976,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     uint32_t nl = 0;
     c->nlink = 0;
     c->fast = 0;
+    memset(c->moved, 0, sizeof c->moved); /* (the frames may be others now) */
     const int kind1 = L->kind == 1, entry = o_entry >= 0;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
         const char *p = (const char *)f;
