@@ -227,16 +227,14 @@ void lpr_python_detect(void) {
         ents_ahead.on = strs_ahead.on = lines_ahead.on = 1;
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
-    static const struct lpr_stack_python part = {lpr_py_part, lpr_py_with, lpr_pycode_write, lpr_py_is_eval,
-                                                 lpr_py_is_interp};
+    static struct lpr_stack_python part;
+    part =
+        (struct lpr_stack_python){lpr_py_part, lpr_py_with, lpr_pycode_write, eval_lo, eval_hi, interp_lo, interp_hi};
     lpr_stacks_python(&part); /* stacks take their Python part from here on */
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
         __atomic_fetch_or(&lpr_gate, LP_GATE_PY, __ATOMIC_RELAXED);
 }
-
-int lpr_py_is_eval(uintptr_t ret) { return ret - 1 >= eval_lo && ret - 1 < eval_hi; }
-int lpr_py_is_interp(uintptr_t ret) { return ret - 1 >= interp_lo && ret - 1 < interp_hi; }
 
 /* ---- strings and code objects -------------------------------------------------------------- */
 

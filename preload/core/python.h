@@ -12,8 +12,6 @@ LP_HIDDEN int lpr_py_frames(uint64_t *out, uint8_t *end, int max);
 LP_HIDDEN uint32_t lpr_py_part(int sampler);
 LP_HIDDEN uint32_t lpr_py_with(uint32_t native);
 LP_HIDDEN int lpr_py_thread_running(void);
-LP_HIDDEN int lpr_py_is_eval(uintptr_t ret);
-LP_HIDDEN int lpr_py_is_interp(uintptr_t ret);
 LP_HIDDEN uint32_t lpr_py_location(void);
 LP_HIDDEN void lpr_pycode_write(void);
 LP_HIDDEN void lpr_python_after_fork_child(void);

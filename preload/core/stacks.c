@@ -595,7 +595,9 @@ void lpr_stacks_write(void) {
             for (uint64_t i = 0; i < k; i++) {
                 uint64_t w = wbuf[used + i];
                 if (w & LP_PYFRAME_BIT) continue;
-                wbuf[used + i] = w | (o->is_eval(w) ? LP_NATIVE_EVAL : o->is_interp(w) ? LP_NATIVE_INTERP : 0);
+                wbuf[used + i] = w | (w - 1 - o->eval_lo < o->eval_hi - o->eval_lo         ? LP_NATIVE_EVAL
+                                      : w - 1 - o->interp_lo < o->interp_hi - o->interp_lo ? LP_NATIVE_INTERP
+                                                                                           : 0);
             }
         used += k;
     }

@@ -50,8 +50,9 @@ struct lpr_stack_python {
     uint32_t (*part)(int sampler);     /* the thread's Python part as a stack id (0: none) */
     uint32_t (*with)(uint32_t native); /* that part paired with native part `native` (lpr_stack_pair) */
     void (*codes_write)(void);
-    int (*is_eval)(uintptr_t ret);
-    int (*is_interp)(uintptr_t ret);
+    /* where the evaluation loop's code lies, and the interpreter's: [lo, hi) each (a native
+     * frame's return address - 1 in them runs it) */
+    uintptr_t eval_lo, eval_hi, interp_lo, interp_hi;
 };
 LP_HIDDEN void lpr_stacks_python(const struct lpr_stack_python *ops);
 /* The stack of native part `native` and Python part `py` (the thread's memo, else the table). */
