@@ -63,8 +63,11 @@ static struct {
     uintptr_t ts_frame, cframe_frame, datastack, back, instr;
     int cframe;
     const int *initialized, *tss; /* _PyRuntime's, where this_tstate reads them */
-    const uintptr_t *holder;      /* (3.11) _PyRuntime's state holding the GIL: part_tstate */
-    uintptr_t thread;             /* (with holder) a state's thread_id */
+    /* where the state holding the GIL is (part_tstate): 3.11 in _PyRuntime, 3.12+ in the main
+     * interpreter's GIL (the state that took it last: the one holding it while it is held), found
+     * from the first thread's state (this_tstate_called); 0 until known */
+    const uintptr_t *holder;
+    uintptr_t thread; /* a state's thread_id (0: no holder is read) */
 } P3;
 /* this_tstate: 1 reads the thread's state through CPython's own key (checked against
  * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
@@ -187,8 +190,12 @@ void lpr_python_detect(void) {
         P3.initialized = (const int *)(runtime + L->rt_initialized), P3.tss = (const int *)(runtime + L->rt_tss);
     else
         tss_direct = -1;
-    if (P3.tss && L->rt_holder >= 0 && L->ts_thread >= 0 && (uintptr_t)pthread_self() == thread_self())
-        P3.holder = (const uintptr_t *)(runtime + L->rt_holder), P3.thread = (uintptr_t)L->ts_thread;
+    if (P3.tss && L->ts_thread >= 0 &&
+        (L->rt_holder >= 0 || (L->ts_interp >= 0 && L->interp_gil >= 0 && L->gil_holder >= 0)) &&
+        (uintptr_t)pthread_self() == thread_self()) {
+        P3.thread = (uintptr_t)L->ts_thread;
+        if (L->rt_holder >= 0) P3.holder = (const uintptr_t *)(runtime + L->rt_holder);
+    }
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
     py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
@@ -523,21 +530,26 @@ static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
     uintptr_t ts = (uintptr_t)py_this_tstate();
     if (ts && __atomic_load_n(&tss_direct, __ATOMIC_RELAXED) == 0) {
         int same = *P3.initialized && P3.tss[0] && (uintptr_t)pthread_getspecific((pthread_key_t)P3.tss[1]) == ts;
+        if (same && P3.thread && !P3.holder) { /* (3.12+) the main interpreter's GIL, from this state */
+            uintptr_t gil = rd(rd(ts + (uintptr_t)L->ts_interp) + (uintptr_t)L->interp_gil);
+            if (gil)
+                __atomic_store_n(&P3.holder, (const uintptr_t *)(gil + (uintptr_t)L->gil_holder), __ATOMIC_RELEASE);
+        }
         __atomic_store_n(&tss_direct, same ? 1 : -1, __ATOMIC_RELAXED);
     }
     return ts;
 }
 
 /* The calling thread's state for a capture through a part cache (part_fast; *last: the state its
- * key gave the last time). 3.11 keeps the state of the thread holding the GIL in _PyRuntime, and
- * the object allocator's callers hold it: where that is the state *last and its thread is this
- * one, it is taken as it is — a few loads where the key's read is a call. The thread is read
- * through a probed load (another thread's state may be freed meanwhile). Else through the key.
- * (3.12+ keep the attached state in a thread-local variable that no table exports.) */
+ * key gave the last time). The interpreter knows which state holds the GIL (P3.holder), and the
+ * object allocator's callers hold it: where that is the state *last and its thread is this one,
+ * it is taken as it is — a few loads where the key's read is a call. The thread is read through
+ * a probed load (another thread's state may be freed meanwhile). Else through the key. */
 static inline uintptr_t part_tstate(uintptr_t *last) {
-    if (P3.holder && __atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)) {
+    const uintptr_t *holder = __atomic_load_n(&P3.holder, __ATOMIC_RELAXED);
+    if (holder && __atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)) {
         if (!*(const volatile int *)P3.initialized) return 0;
-        uintptr_t ts = __atomic_load_n(P3.holder, __ATOMIC_RELAXED);
+        uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
         if (LP_LIKELY(ts == *last) && LP_LIKELY(ts != 0) && LP_LIKELY(lpr_probe_load(ts + P3.thread) == thread_self()))
             return ts;
     }
