@@ -610,6 +610,17 @@ static const char tm_py[] =
     "        if 100000 <= tr.size < 105000 and f.filename == __file__:\n"                         /* 41 */
     "            print(tr.size, f.lineno, up.lineno if up and up.filename == __file__ else 0)\n"; /* 42 */
 
+/* The line of folded text at *next ("a;b;leaf BYTES", root first): its frames from *frames up to
+ * *end (the space before the count); its count returned, *next moved past it. */
+static long long folded_next(char **next, char **frames, char **end) {
+    char *l = *next, *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
+    while (sp > l && *sp != ' ') sp--;
+    *frames = l;
+    *end = sp;
+    *next = eol ? eol + 1 : sp + strlen(sp);
+    return atoll(sp + 1);
+}
+
 /* Each block's line as tracemalloc sees it, against the innermost Python frame of its site in
  * libprof's trace — every interpreter, with native stacks too shallow to reach the interpreter
  * (2 frames: the Python part follows a "…") and deep enough (64). */
@@ -644,10 +655,9 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
                 lines++;
                 char *want = strfmt("(%s:%ld)", script, line), *want_up = up ? strfmt("(%s:%ld)", script, up) : NULL;
                 int found = 0;
-                for (char *l = text; *l && !found;) {
-                    char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
-                    while (sp > l && *sp != ' ') sp--;
-                    long bytes = atol(sp + 1);
+                for (char *next = text; *next && !found;) {
+                    char *l, *sp;
+                    long long bytes = folded_next(&next, &l, &sp);
                     char *inner = NULL; /* the last frame with ".py:" before the count */
                     for (char *q = l; q < sp; q++)
                         if (!strncmp(q, ".py:", 4)) inner = q;
@@ -660,7 +670,6 @@ Test(python, lines_match_tracemalloc_every_interpreter, .init = setup) {
                         /* and its caller's line, outside it (root first) */
                         if (found && want_up) found = memmem(l, (size_t)(start - l), want_up, strlen(want_up)) != NULL;
                     }
-                    l = eol ? eol + 1 : sp + strlen(sp);
                 }
                 cr_expect(found, "%s %s: the block of %ld bytes has no stack at line %ld called from line %ld", py[i],
                           depths[d], size, line, up);
@@ -721,15 +730,14 @@ Test(python, threads_allocate_under_their_own_lines_every_interpreter, .init = s
         char *text = read_file(folded, NULL); /* "a;b;leaf BYTES", root first */
         cr_assert_not_null(text);
         long long bytes[5] = {0};
-        for (char *l = text; *l;) {
-            char *eol = strchr(l, '\n'), *sp = eol ? eol : l + strlen(l);
-            while (sp > l && *sp != ' ') sp--;
+        for (char *next = text; *next;) {
+            char *l, *sp;
+            long long n_bytes = folded_next(&next, &l, &sp);
             char *inner = NULL; /* the innermost Python frame: the last "(script:" before the count */
             for (char *q = l; q < sp; q++)
                 if (!strncmp(q, script, strlen(script)) && q > l && q[-1] == '(') inner = q + strlen(script);
             int line = inner && *inner == ':' ? atoi(inner + 1) : 0;
-            if (line >= 4 && line <= 12 && line % 2 == 0) bytes[(line - 4) / 2] += atoll(sp + 1);
-            l = eol ? eol + 1 : sp + strlen(sp);
+            if (line >= 4 && line <= 12 && line % 2 == 0) bytes[(line - 4) / 2] += n_bytes;
         }
         for (int k = 0; k < 4; k++) /* (bytearray(n) asks for n + 1 bytes) */
             cr_expect_eq(bytes[k], 3000LL * (70001 + 1000 * k), "%s: line %d has %lld bytes, not 3000 blocks of %d",
