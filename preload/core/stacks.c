@@ -482,16 +482,16 @@ __attribute__((noinline)) static uint32_t walk(struct walk_room *w, struct chain
     return id;
 }
 
-/* The id of the calling thread's stack (0: unknown), for a hook's record. Called with the
- * guard held. */
-/* The native part: through the thread's cache of call chains (the chain under a Python line is
- * the same for every line, so it is cached like any other; the Python part is with_python's). */
 /* A walk with no room of the thread's (no cache: its registry node could not be made). */
 __attribute__((noinline)) static uint32_t native_on_stack(void) {
     void *buf[LP_STACK_MAX_DEPTH + 4];
     return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
 }
 
+/* The id of the calling thread's stack (0: unknown), for a hook's record. Called with the
+ * guard held. The native part: through the thread's cache of call chains (the chain under a
+ * Python line is the same for every line, so it is cached like any other; the Python part is
+ * with_python's), walked in the thread's room (struct walk_room). */
 __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     struct lpr_stack_cache *c = stack_cache_of(&lpr_tls);
     if (!c) return native_on_stack();
