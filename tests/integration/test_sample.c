@@ -338,20 +338,22 @@ Test(sample, loader_unwinder_and_malloc_loops_do_not_deadlock, .timeout = 120) {
 /* Every interpreter libprof reads: three pure-Python functions burning 0.2, 0.4 and 0.6 s of CPU
  * get samples in those proportions (within 15 %), charged to their lines. The samples count user
  * time, the clock user and system time: each look at the clock is a system call, so the work
- * between two (a loop of 2,000) is some 50 times longer than one — a busy machine, which makes
- * system calls slower, then moves the proportions by a point, not by the 15 % it did with a
- * microsecond of work between them. */
+ * between two (a loop of 10,000) is some 250 times longer than one — a busy machine, which makes
+ * system calls slower, then moves the proportions by a fraction of a point, not by the 15 % it
+ * did with a microsecond of work between them. A short burn first takes what happens once (the
+ * first sample's Python cache, the code objects' first sight): on a loaded CI machine the first
+ * function once got 169 samples to the others' 373 and 595 on one interpreter. */
 static const char burn_py[] = "import time\n"
                               "def burn(s):\n"
                               "    t = time.thread_time()\n"
                               "    x = 0\n"
                               "    while time.thread_time() - t < s:\n"
-                              "        for i in range(2000): x += i\n"
+                              "        for i in range(10000): x += i\n"
                               "    return x\n"
                               "def one(): return burn(0.2)\n"
                               "def two(): return burn(0.4)\n"
                               "def three(): return burn(0.6)\n"
-                              "one(); two(); three()\n";
+                              "burn(0.05); one(); two(); three()\n";
 
 /* The `total` samples of the Python line whose name starts with `fn (`. */
 static long long py_line(cJSON *meta, const char *fn) {
@@ -390,8 +392,12 @@ Test(sample, python_functions_in_proportion_every_interpreter) {
         cr_expect(a > 0 && b > 0 && c > 0, "%s: one %lld two %lld three %lld", py[i], a, b, c);
         if (a > 0 && b > 0 && c > 0) {
             double rb = (double)b / (double)a, rc = (double)c / (double)a;
+            cJSON *smp = cJSON_GetObjectItem(m, "sampling");
             cr_expect(rb > 2 * 0.85 && rb < 2 * 1.15 && rc > 3 * 0.85 && rc < 3 * 1.15,
-                      "%s: one %lld two %lld three %lld (want 1 : 2 : 3)", py[i], a, b, c);
+                      "%s: one %lld two %lld three %lld (want 1 : 2 : 3); %lld samples, %lld dropped, %lld in "
+                      "libprof, %lld shallow",
+                      py[i], a, b, c, num(smp, "samples"), num(smp, "dropped"), num(smp, "in_libprof"),
+                      num(smp, "shallow"));
         }
         tested++;
         cJSON_Delete(j);
