@@ -1066,6 +1066,71 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     return n;
 }
 
+/* (3.11) After a call or a return, the thread's frames from `f` are a few new ones over the kept
+ * chain's frames from some j on. Those are compared link by link with the kept chain, as
+ * part_fast compares the whole of it, and keep their words; only the new frames are walked and
+ * looked up. As lpr_py_part returns; -1 where the frames do not end so (then part_walk walks them
+ * all). Frames of one chunk lie at falling addresses from the innermost out, so the kept link a
+ * new frame's caller may be is found by moving along the kept chain, never back. (3.11 only: its
+ * chain is its frames, link for frame; later versions put entry shims between them.) */
+#define JOIN_NEW 32 /* new frames joined at most (more: walked whole) */
+static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, uint32_t *id) {
+    const uintptr_t o_back = P3.back, o_instr = P3.instr, o_code = (uintptr_t)L->f_code;
+    const intptr_t o_entry = L->f_entry;
+    const uintptr_t lo = c->chunk + chunk_data, span = c->chunk_size - chunk_head; /* (as chain_at) */
+    uintptr_t *fr = c->walked.frame, *co = c->walked.code, *in = c->walked.instr;
+    uint8_t *en = c->walked.end;
+    uint32_t nl = c->nlink, j = 0, m = 0;
+    uintptr_t g = f;
+    for (int joined = 0; !joined;) { /* the new frames, up to the first that is a kept link */
+        if (!g || m == JOIN_NEW || g - lo > span) return -1;
+        while (j < nl && c->link[j].at > g) j++;
+        /* the first kept frame reached may have moved on (returned from one callee, calling the
+         * next): walked as a new one too, the frames after it compared */
+        if (j < nl && c->link[j].at == g) {
+            if (rd(g + o_instr) == c->link[j].instr) break;
+            joined = 1;
+            j++;
+        }
+        uintptr_t code = rd(g + o_code);
+        if (!code) return -1;
+        fr[m] = g;
+        co[m] = code;
+        in[m] = rd(g + o_instr);
+        en[m++] = o_entry >= 0 && ((const char *)g)[o_entry] != 0;
+        g = rd(g + o_back);
+    }
+    for (uint32_t t = j; t < nl; t++, g = rd(g + o_back)) /* the kept frames from j, to the end */
+        if (g != c->link[t].at || rd(g + o_instr) != c->link[t].instr) return -1;
+    uint32_t keep = nl - j, n = m + keep;
+    if (g || n > PART || (!m && !j)) return -1;
+    uint64_t words[JOIN_NEW];
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t cid = code_readable(co[i]) ? code_id(co[i]) : 0;
+        if (!cid) return -1; /* (the code table is full: part_walk ends the part there) */
+        int line = line_of(co[i], cid, (int)(in[i] - (co[i] + (uintptr_t)L->co_code)));
+        words[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
+    }
+    /* the kept frames move to follow the new ones (their links with the end mark after them) */
+    if (m != j) {
+        memmove(&c->frame[m], &c->frame[j], keep * sizeof c->frame[0]);
+        memmove(&c->code[m], &c->code[j], keep * sizeof c->code[0]);
+        memmove(&c->instr[m], &c->instr[j], keep * sizeof c->instr[0]);
+        memmove(&c->end[m], &c->end[j], keep);
+        memmove(&c->word[m], &c->word[j], keep * sizeof c->word[0]);
+        memmove(&c->link[m], &c->link[j], (keep + 1) * sizeof c->link[0]);
+    }
+    for (uint32_t i = 0; i < m; i++) {
+        c->frame[i] = fr[i], c->code[i] = co[i], c->instr[i] = in[i], c->end[i] = en[i], c->word[i] = words[i];
+        c->link[i].at = fr[i], c->link[i].instr = in[i];
+    }
+    c->n = c->nlink = n;
+    memset(c->moved, 0, sizeof c->moved);
+    c->id = lpr_stack_intern_words(c->word, n);
+    *id = c->id;
+    return (int)n;
+}
+
 /* 3.11+, the last capture's frames all in one chunk (the common case): the part's id (0: no
  * Python frames). The thread's frame read with P3's offsets, its chunk compared with the last
  * capture's, then the chain compared link by link with the one kept (part_walk) — the frames and
@@ -1095,9 +1160,13 @@ static inline __attribute__((always_inline)) uint32_t part_fast(struct pypart *c
         if (!g && l->at == 1 && (!moved || innermost_moved(c, f, moved))) return c->id;
     }
 walk:;
+    uint32_t id = 0;
+    if (L->f_entry >= 0 && k == c->chunk && rd(k + 8) == c->chunk_size && c->n == c->nlink) { /* (3.11) */
+        int n = part_join(c, f, &id);
+        if (n >= 0) return n > 0 ? id : 0;
+    }
     struct chain ch;
     chain_at(&ch, k);
-    uint32_t id = 0;
     return part_walk(c, &ch, f, &id) > 0 ? id : 0;
 }
 
