@@ -1104,6 +1104,7 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
         if (g != c->link[t].at || rd(g + o_instr) != c->link[t].instr) return -1;
     uint32_t keep = nl - j, n = m + keep;
     if (g || n > PART || (!m && !j)) return -1;
+    if (!keep) en[m - 1] = 1; /* (the outermost frame ends a run, as part_walk marks it) */
     uint64_t words[JOIN_NEW];
     for (uint32_t i = 0; i < m; i++) {
         uint32_t cid = code_readable(co[i]) ? code_id(co[i]) : 0;
