@@ -964,6 +964,17 @@ static inline int part_again(struct pypart *c, const struct chain *ch, uintptr_t
     return -1;
 }
 
+/* The LP_PYFRAME word of a frame running `code` at instruction `instr` (3.11+ a pointer, up to
+ * 3.10 an index), tagged LP_PY_RUN_END where `end`; 0 when the code table is full. */
+static uint64_t frame_word(uintptr_t code, uintptr_t instr, int end) {
+    uint32_t cid = code_readable(code) ? code_id(code) : 0;
+    if (!cid) return 0;
+    int addr =
+        L->kind == 0 ? (L->minor == 10 ? (int)instr * 2 : (int)instr) : (int)(instr - (code + (uintptr_t)L->co_code));
+    int line = line_of(code, cid, addr);
+    return LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (end ? LP_PY_RUN_END : 0);
+}
+
 /* The frames from `f` walked (up to PART), compared with the last capture's from the outermost:
  * only those that changed get their code's id and line looked up, and a part found unchanged is
  * not interned again. As lpr_py_part returns. */
@@ -1043,17 +1054,11 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     }
     /* the outer k frames keep their words (moved to their new places), the others are looked up */
     if ((uint32_t)n != cn) memmove(&c->word[n - k], &c->word[cn - k], k * sizeof c->word[0]);
-    for (int i = 0; i < n - (int)k; i++) {
-        uint32_t cid = code_readable(co[i]) ? code_id(co[i]) : 0;
-        if (!cid) {
+    for (int i = 0; i < n - (int)k; i++)
+        if (!(c->word[i] = frame_word(co[i], in[i], en[i]))) {
             n = i; /* the code table is full: the part ends here */
             break;
         }
-        int addr = L->kind == 0 ? (L->minor == 10 ? (int)in[i] * 2 : (int)in[i])
-                                : (int)(in[i] - (co[i] + (uintptr_t)L->co_code));
-        int line = line_of(co[i], cid, addr);
-        c->word[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
-    }
     c->n = 0;
     if (n == 0) return c->fast = 0;
     memcpy(c->frame, fr, (size_t)n * sizeof fr[0]);
@@ -1106,12 +1111,8 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
     if (g || n > PART || (!m && !j)) return -1;
     if (!keep) en[m - 1] = 1; /* (the outermost frame ends a run, as part_walk marks it) */
     uint64_t words[JOIN_NEW];
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t cid = code_readable(co[i]) ? code_id(co[i]) : 0;
-        if (!cid) return -1; /* (the code table is full: part_walk ends the part there) */
-        int line = line_of(co[i], cid, (int)(in[i] - (co[i] + (uintptr_t)L->co_code)));
-        words[i] = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (en[i] ? LP_PY_RUN_END : 0);
-    }
+    for (uint32_t i = 0; i < m; i++)
+        if (!(words[i] = frame_word(co[i], in[i], en[i]))) return -1; /* (the code table is full) */
     /* the kept frames move to follow the new ones (their links with the end mark after them) */
     if (m != j) {
         memmove(&c->frame[m], &c->frame[j], keep * sizeof c->frame[0]);
