@@ -72,13 +72,13 @@ static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define UNW_REG_IP 16 /* x86-64: UNW_X86_64_RIP */
 #define UNW_REG_SP 7  /* x86-64: UNW_X86_64_RSP */
-/* 128 sets of 4 chains per thread (a call site may be reached from several callers at the same
- * stack pointer): with 16 sets, a Python program's hot chains collided in their sets so often that
- * the stack walk cost 45 % of its instructions (a json encode/decode of 20,000 dicts: 1.92 G
- * instructions with 16 sets, 1.13 G with 64); with 64 the same run took 1.14 G or 1.31 G as the
- * loader placed things (the length of libprof.so's path was enough to move its chains into fewer
- * sets), with 128 1.13 G either way. The cache is mapped per thread and a set's pages are touched
- * only when used: at most 344 KiB a thread. */
+/* 128 sets of 4 chains per thread, a key in either of two sets (a call site may be reached from
+ * several callers at the same stack pointer), the least recently used of the eight replaced.
+ * With one set a key, hot chains colliding in a set by the accident of where the loader put
+ * things cost the walk over and over: a json encode/decode of 20,000 dicts took 1.13 G
+ * instructions or 1.32 G as libprof.so's own code moved by a few functions (16 sets: 1.92 G); with
+ * two sets it takes 1.03 G either way, and the walks are those of new chains. The cache is mapped
+ * per thread and a set's pages are touched only when used: at most 344 KiB a thread. */
 #define CACHE_SET_BITS 7
 #define CACHE_SETS (1u << CACHE_SET_BITS)
 #define CACHE_WAYS 4
@@ -322,6 +322,7 @@ struct chain {
     uintptr_t ra, cfa; /* the key: return address and CFA of lpr_stack_native */
     uint32_t id, n;    /* the stack's id; slots to check */
     uint32_t seen;     /* captures of this key while noted (SEEN_ONCE) */
+    uint32_t used;     /* when it served or was noted last (the thread's tick): the oldest is replaced */
     uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
 };
 
@@ -339,8 +340,7 @@ struct walk_room {
 
 struct lpr_stack_cache {
     struct chain set[CACHE_SETS][CACHE_WAYS];
-    uint8_t next[CACHE_SETS]; /* the way a miss replaces next, round robin */
-    uint64_t hits, misses;
+    uint32_t tick; /* captures through the cache (chain.used) */
     struct walk_room hook;
     uint64_t sample[LP_STACK_MAX_DEPTH];
 };
@@ -498,40 +498,44 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     void **buf = c->hook.ips;
     if (!cacheable) return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
-    unsigned set =
-        (unsigned)(((ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull) >> (64 - CACHE_SET_BITS));
-    struct chain *ways = c->set[set];
-    for (unsigned w = 0; w < CACHE_WAYS; w++) {
-        struct chain *ch = &ways[w];
-        if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) continue;
-        uint32_t i = 0;
-        while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
-        if (i == ch->n) {
-            c->hits++;
-            return ch->id;
+    /* two sets a key may be in (the hash's top bits, and the bits under them) */
+    uint64_t h = (ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull;
+    struct chain *sets[2] = {c->set[h >> (64 - CACHE_SET_BITS)],
+                             c->set[(h >> (64 - 2 * CACHE_SET_BITS)) & (CACHE_SETS - 1)]};
+    for (unsigned s = 0; s < 2; s++)
+        for (unsigned w = 0; w < CACHE_WAYS; w++) {
+            struct chain *ch = &sets[s][w];
+            if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) continue;
+            uint32_t i = 0;
+            while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
+            if (i == ch->n) {
+                ch->used = ++c->tick;
+                return ch->id;
+            }
         }
-    }
-    c->misses++;
     /* A new key is walked the cheap way (unw_backtrace) and only noted; the walk that also finds
      * the slots (libunwind's cursor, which takes a lock and masks signals on every frame: two
      * system calls a frame) is spent on keys that keep coming back — short processes full of
      * distinct call chains (a compiler) would pay it for nothing. */
-    for (unsigned w = 0; w < CACHE_WAYS; w++) {
-        struct chain *ch = &ways[w];
-        if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
-            if (++ch->seen >= WALK_AFTER) {
-                ch->id = walk(&c->hook, ch, ra, cfa);
-                return ch->id;
+    struct chain *old = &sets[0][0];
+    for (unsigned s = 0; s < 2; s++)
+        for (unsigned w = 0; w < CACHE_WAYS; w++) {
+            struct chain *ch = &sets[s][w];
+            if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
+                ch->used = ++c->tick;
+                if (++ch->seen >= WALK_AFTER) {
+                    ch->id = walk(&c->hook, ch, ra, cfa);
+                    return ch->id;
+                }
+                return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
             }
-            return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
+            if (ch->used < old->used) old = ch; /* (the least recently used of the two sets) */
         }
-    }
-    struct chain *ch = &ways[c->next[set]];
-    c->next[set] = (uint8_t)((c->next[set] + 1) % CACHE_WAYS);
-    ch->ra = ra;
-    ch->cfa = cfa;
-    ch->n = SEEN_ONCE;
-    ch->seen = 1;
+    old->ra = ra;
+    old->cfa = cfa;
+    old->n = SEEN_ONCE;
+    old->seen = 1;
+    old->used = ++c->tick;
     return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
 }
 
