@@ -60,7 +60,8 @@ static size_t frame_bytes; /* how much of a frame is read: its first fields (3.1
  * interpreter is found: a load each, not two (cframe: the thread's frame is read through its
  * _PyCFrame, 3.11 and 3.12) */
 static struct {
-    uintptr_t ts_frame, cframe_frame, datastack, back, instr;
+    uintptr_t ts_frame, cframe_frame, datastack, back, instr, code;
+    intptr_t entry; /* a frame's entry flag (3.11; -1: none) */
     int cframe;
     const int *initialized, *tss; /* _PyRuntime's, where this_tstate reads them */
     /* where the state holding the GIL is (part_tstate): 3.11 in _PyRuntime, 3.12+ in the main
@@ -184,7 +185,8 @@ void lpr_python_detect(void) {
     if (L->kind == 1)
         P3.ts_frame = (uintptr_t)L->tstate_frame, P3.cframe = L->cframe_frame >= 0,
         P3.cframe_frame = P3.cframe ? (uintptr_t)L->cframe_frame : 0, P3.datastack = (uintptr_t)L->ts_datastack,
-        P3.back = (uintptr_t)L->f_back, P3.instr = (uintptr_t)L->f_instr;
+        P3.back = (uintptr_t)L->f_back, P3.instr = (uintptr_t)L->f_instr, P3.code = (uintptr_t)L->f_code,
+        P3.entry = L->f_entry;
     const char *runtime = pysym("_PyRuntime");
     if (L->kind == 1 && runtime && L->rt_initialized >= 0 && L->rt_tss >= 0)
         P3.initialized = (const int *)(runtime + L->rt_initialized), P3.tss = (const int *)(runtime + L->rt_tss);
@@ -409,10 +411,37 @@ LP_HIDDEN uintptr_t lpr_probe_load(uintptr_t a);
 LP_HIDDEN extern const char lpr_probe_load_done[];
 int lpr_faults_ours;
 
+/* The same load written where it is used (probe_here: no call, nothing saved around one), its
+ * place and the place after it recorded in section lpr_probes, each as its offset from the
+ * word holding it (nothing for the dynamic linker to relocate), for the handler to find. The word in %rax, which
+ * the handler sets as it does for lpr_probe_load. */
+struct probe_site {
+    int32_t load, done;
+};
+LP_HIDDEN extern const struct probe_site __start_lpr_probes[], __stop_lpr_probes[];
+static inline __attribute__((always_inline)) uintptr_t probe_here(uintptr_t a) {
+    uintptr_t v;
+    __asm__ volatile("1: movq (%1), %0\n"
+                     "2:\n"
+                     ".pushsection lpr_probes, \"a\"\n"
+                     ".p2align 2\n"
+                     ".long 1b - ., 2b - .\n"
+                     ".popsection\n"
+                     : "=a"(v)
+                     : "r"(a)
+                     : "memory");
+    return v;
+}
+
 int lpr_py_fault_fixup(void *ucv) {
     ucontext_t *uc = ucv;
-    if ((uintptr_t)uc->uc_mcontext.gregs[REG_RIP] != (uintptr_t)lpr_probe_load) return 0;
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)lpr_probe_load_done;
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = 0;
+    if (ip == (uintptr_t)lpr_probe_load) to = (uintptr_t)lpr_probe_load_done;
+    for (const struct probe_site *s = __start_lpr_probes; !to && s < __stop_lpr_probes; s++)
+        if ((uintptr_t)&s->load + (uintptr_t)(intptr_t)s->load == ip)
+            to = (uintptr_t)&s->done + (uintptr_t)(intptr_t)s->done;
+    if (!to) return 0;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
     uc->uc_mcontext.gregs[REG_RAX] = 0;
     lpr_tls.probe_fault = 1;
     return 1;
@@ -676,8 +705,8 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
 #define LINE_WAYS 512
 #define PART LP_STACK_MAX_DEPTH
 #define LINKS (2 * PART + 2) /* a part's frames and the 3.12+ entry shims between them */
-#define PAIRS 64
-#define MOVES 4
+#define PAIRS 64             /* (with_pair's hash takes 6 bits) */
+#define MOVES 16             /* (a loop's body allocates at several places: 4 were too few to keep them) */
 struct pycache {
     struct {
         uintptr_t frame, code, instr;
@@ -702,14 +731,14 @@ struct pycache {
          * neither in the chunk nor on the C stack). link[nlink].at is 1, where no frame is. */
         uint32_t nlink;
         int fast; /* one chunk, the chain kept: part_fast serves */
-        /* (innermost_moved) the innermost frame's last instructions under the same outer frames,
-         * each with its word and the part's id; cleared when the part is walked */
+        /* (innermost_moved) the innermost frame's instructions under the same outer frames, each
+         * with its word and the part's id, in the entry its address picks (move_of); cleared when
+         * the part is walked */
         struct {
             uintptr_t instr;
             uint64_t word;
             uint32_t id;
         } moved[MOVES];
-        uint32_t nmoved;
         uintptr_t chunk, chunk_size; /* the chunk of frame stack every frame lay in, and its size */
         /* part_walk's room for the frames it walks, here rather than on the stack: a capture may
          * run in a signal handler of the program's on an alternate stack of a few KiB (CPython's
@@ -722,8 +751,9 @@ struct pycache {
             uintptr_t at, instr;
         } link[LINKS + 1];
     } part_of[2];
-    struct { /* (native part, Python part) -> their stack, as the hooks made them last: lpr_py_with */
-        uint32_t native, py, id;
+    struct {          /* (native part, Python part) -> their stack, as the hooks made them last: lpr_py_with */
+        uint64_t key; /* native | py << 32 (py is never 0: 0, an entry never made) */
+        uint32_t id;
     } pair[PAIRS];
 };
 
@@ -799,15 +829,21 @@ static const uint64_t *line_table(uintptr_t code, uint32_t id, uintptr_t lt, uin
         }
     }
     int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
-    uint32_t k = lt_ranges(p, size, first, NULL, 0);
-    uint32_t at = k ? __atomic_fetch_add(&lines_used, 1 + words + k, __ATOMIC_RELAXED) : 0;
-    if (!k || at + 1 + words + k > LINE_WORDS) return NULL;
-    lpr_ahead(&lines_ahead, lines, (size_t)(at + 1 + words + k) * 8, LINE_WORDS * 8ull);
+    /* decoded in one pass where it goes: room for as many ranges as the table has bytes (each
+     * entry takes one at least) and the end, what is not used handed back unless another
+     * table was placed after it meanwhile */
+    const uint32_t most = (uint32_t)size + 1, room = 1 + words + most;
+    uint32_t at = __atomic_fetch_add(&lines_used, room, __ATOMIC_RELAXED);
+    if (at + room > LINE_WORDS) return NULL;
+    lpr_ahead(&lines_ahead, lines, (size_t)(at + room) * 8, LINE_WORDS * 8ull);
     uint64_t *h = lines + at;
+    uint32_t k = lt_ranges(p, size, first, h + 1 + words, most);
+    uint32_t end = at + room;
+    __atomic_compare_exchange_n(&lines_used, &end, at + 1 + words + k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    if (!k) return NULL;
     h[0] = size;
     h[words] = 0; /* (the last word's bytes past the table: compared by no one, but set) */
     memcpy(h + 1, p, size);
-    lt_ranges(p, size, first, h + 1 + words, k);
     /* (two threads may decode it at once: each its own copy, the last one kept) */
     __atomic_store_n(&e->table, (uint64_t)(at + 1) << 32 | k, __ATOMIC_RELEASE);
     *n = k;
@@ -890,6 +926,10 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
  * returned; else 0, and the frames are walked. The common step between two allocations of a
  * Python loop: only the innermost frame moved. The code is checked to be still its entry's, since
  * the frame at this address may be a new call of a code object made where the old one was. */
+static inline unsigned move_of(uintptr_t instr) {
+    return (unsigned)((instr * 0x9E3779B97F4A7C15ull) >> 60) & (MOVES - 1);
+}
+
 static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     uintptr_t code = rd(f + (uintptr_t)L->f_code);
     uint32_t cid = LP_PYFRAME_ID(c->word[0]);
@@ -899,9 +939,8 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     c->instr[0] = instr;
     if (c->nlink && c->link[0].at == f) c->link[0].instr = instr;
     /* the instructions this frame stood at since its part was walked: their words and parts */
-    unsigned k = 0;
-    while (k < MOVES && c->moved[k].instr != instr) k++;
-    if (k < MOVES && c->moved[k].id) {
+    unsigned k = move_of(instr);
+    if (c->moved[k].instr == instr && c->moved[k].id) {
         c->word[0] = c->moved[k].word;
         c->id = c->moved[k].id;
         return 1;
@@ -912,7 +951,6 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
         c->word[0] = w;
         c->id = lpr_stack_intern_words(c->word, c->n);
     }
-    k = c->nmoved++ % MOVES;
     c->moved[k].instr = instr, c->moved[k].word = w, c->moved[k].id = c->id;
     return 1;
 }
@@ -997,7 +1035,6 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     uint32_t nl = 0;
     c->nlink = 0;
     c->fast = 0;
-    memset(c->moved, 0, sizeof c->moved); /* (the frames may be others now) */
     const int kind1 = L->kind == 1, entry = o_entry >= 0;
     for (unsigned hops = 0; f && n < PART && hops < 4096; hops++) {
         const char *p = (const char *)f;
@@ -1032,6 +1069,8 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
         en[n++] = !kind1 || (entry && p[o_entry] != 0);
         if (g - lo0 > span0) one_chunk = 0;
     }
+    /* a chain not kept starts where no frame is: lpr_py_with's common case never takes it */
+    if (!(n && links && !f && one_chunk && chp->chunk)) c->link[0].at = 1;
     if (n == 0) return 0;
     en[n - 1] = 1;
     if (links && !f && one_chunk && chp->chunk) { /* the chain walked to its end: kept */
@@ -1060,7 +1099,11 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
             break;
         }
     c->n = 0;
-    if (n == 0) return c->fast = 0;
+    if (n == 0) {
+        c->link[0].at = 1;
+        return c->fast = 0;
+    }
+    memset(c->moved, 0, sizeof c->moved); /* (its instructions were another frame's) */
     memcpy(c->frame, fr, (size_t)n * sizeof fr[0]);
     memcpy(c->code, co, (size_t)n * sizeof co[0]);
     memcpy(c->instr, in, (size_t)n * sizeof in[0]);
@@ -1203,6 +1246,9 @@ static __attribute__((noinline)) uint32_t part_uncached(void) {
  * been replaced under it. `sampler`: the cache of the sampler's signal handler. */
 uint32_t lpr_py_part(int sampler) {
     if (!lpr_py_on) return 0;
+    /* (3.11+) not yet or no longer initialized: no state is read then (this_tstate) — the
+     * interpreter's own start-up allocates thousands of times before */
+    if (P3.initialized && !*(const volatile int *)P3.initialized) return 0;
     struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
     if (LP_UNLIKELY(!cache)) return part_uncached();
     struct pypart *c = &cache->part_of[sampler != 0];
@@ -1211,26 +1257,84 @@ uint32_t lpr_py_part(int sampler) {
     return part_again_or_walk(c, &id) > 0 ? id : 0;
 }
 
+/* (lpr_py_with) The pair of native part `native` and Python part `py`: from the thread's memo of
+ * pairs, else made and remembered. */
+static __attribute__((noinline)) uint32_t pair_made(struct pycache *cache, unsigned e, uint64_t key) {
+    if (!(key >> 32)) return (uint32_t)key; /* no Python part (the stack table full) */
+    uint32_t id = lpr_stack_pair((uint32_t)key, (uint32_t)(key >> 32));
+    if (id) cache->pair[e].key = key, cache->pair[e].id = id;
+    return id;
+}
+static inline uint32_t with_pair(struct pycache *cache, uint32_t native, uint32_t py) {
+    uint64_t key = native | (uint64_t)py << 32;
+    unsigned e = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 58); /* (PAIRS: 64) */
+    if (LP_LIKELY(cache->pair[e].key == key)) return cache->pair[e].id;
+    return pair_made(cache, e, key);
+}
+
+/* (lpr_py_with where its common case does not serve) The part as lpr_py_part makes it. */
+static __attribute__((noinline)) uint32_t with_part(uint32_t native) {
+    uint32_t py = lpr_py_part(0);
+    if (!py) return native;
+    struct pycache *cache = lpr_tls.pycache;
+    return LP_LIKELY(cache != NULL) ? with_pair(cache, native, py) : lpr_stack_pair(native, py);
+}
+
+/* (lpr_py_with) The kept chain but for its innermost frame f, now at `instr`: the part as
+ * innermost_moved makes it, else walked. */
+static __attribute__((noinline)) uint32_t with_moved(struct pycache *cache, uint32_t native, uintptr_t f,
+                                                     uintptr_t instr) {
+    struct pypart *c = &cache->part_of[0];
+    if (!innermost_moved(c, f, instr)) return with_part(native);
+    return c->id ? with_pair(cache, native, c->id) : native;
+}
+
 /* The stack of native part `native` with the calling thread's Python part (stacks.c's capture).
  * A thread remembers the pairs it made last, so a loop allocating from the same lines makes none:
  * under one Python line a program reaches several native stacks, and one native stack (an
- * allocation inside a library) is reached from many Python lines. */
+ * allocation inside a library) is reached from many Python lines.
+ *
+ * Its common case is part_fast's, written out with no call on its way: the thread's state (the
+ * GIL holder, the state the key gave last, its thread this one), the same chunk, the kept chain
+ * link by link, the innermost frame where it was or at one of the last instructions it stood at
+ * (innermost_moved's memo: the same frame address and instruction address is the same code, as
+ * for every outer link), the pair from the memo. Anything else leaves through a call that does it
+ * the long way (with_part, with_moved); so this path saves no registers and makes no frame. */
 uint32_t lpr_py_with(uint32_t native) {
     struct pycache *cache = lpr_tls.pycache;
-    uint32_t py;
-    if (LP_LIKELY(cache != NULL) && LP_LIKELY(cache->part_of[0].fast && cache->part_of[0].id)) {
-        py = part_fast(&cache->part_of[0]);
-    } else {
-        py = lpr_py_part(0);
-        cache = lpr_tls.pycache;
+    if (LP_UNLIKELY(cache == NULL)) return with_part(native);
+    struct pypart *c = &cache->part_of[0]; /* (not kept: its first link at 1, no frame's address) */
+    const uintptr_t *holder = __atomic_load_n(&P3.holder, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(!holder) || LP_UNLIKELY(!__atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)))
+        return with_part(native);
+    uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(ts != c->ts) || LP_UNLIKELY(!ts) || LP_UNLIKELY(!*(const volatile int *)P3.initialized) ||
+        LP_UNLIKELY(probe_here(ts + P3.thread) != thread_self()))
+        return with_part(native);
+    uintptr_t f = rd(ts + P3.ts_frame);
+    if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
+    uintptr_t k = rd(ts + P3.datastack);
+    if (LP_UNLIKELY(k != c->chunk) || LP_UNLIKELY(rd(k + 8) != c->chunk_size) || LP_UNLIKELY(f != c->link[0].at))
+        return with_part(native);
+    const uintptr_t o_back = P3.back, o_instr = P3.instr;
+    const struct link *l = c->link + 1;
+    uintptr_t instr = rd(f + o_instr), g = rd(f + o_back);
+    while (g == l->at && rd(g + o_instr) == l->instr) { /* (the link past the last is at 1) */
+        g = rd(g + o_back);
+        l++;
     }
-    if (!py) return native;
-    if (LP_UNLIKELY(!cache)) return lpr_stack_pair(native, py);
-    __typeof__(&cache->pair[0]) e = &cache->pair[((native * 0x9E3779B1u) ^ (py * 0x85EBCA6Bu)) >> 26];
-    if (e->native == native && e->py == py && e->id) return e->id;
-    uint32_t id = lpr_stack_pair(native, py);
-    e->native = native, e->py = py, e->id = id;
-    return id;
+    if (LP_UNLIKELY(g != 0) || LP_UNLIKELY(l->at != 1)) return with_part(native);
+    if (LP_UNLIKELY(instr != c->link[0].instr)) {
+        if (f != c->frame[0]) return with_part(native); /* (a shim first: 3.12+) */
+        unsigned m = move_of(instr);
+        if (c->moved[m].instr != instr || !c->moved[m].id || rd(f + P3.code) != c->code[0] ||
+            (c->n > 1 && P3.entry >= 0 && (((const char *)f)[P3.entry] != 0) != c->end[0]))
+            return with_moved(cache, native, f, instr);
+        c->instr[0] = c->link[0].instr = instr;
+        c->word[0] = c->moved[m].word;
+        c->id = c->moved[m].id;
+    }
+    return with_pair(cache, native, c->id);
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */
