@@ -584,6 +584,9 @@ void lpr_stacks_write(void) {
     uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
     if (n > MAX_IDS) n = MAX_IDS;
     size_t used = 0;
+    /* (the ranges in registers: the loop below stores into wbuf, which they might alias) */
+    const uintptr_t eval_lo = o ? o->eval_lo : 0, eval_span = o ? o->eval_hi - o->eval_lo : 0,
+                    interp_lo = o ? o->interp_lo : 0, interp_span = o ? o->interp_hi - o->interp_lo : 0;
     for (; id < n; id++) {
         uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
         if (off == NEVER) continue; /* the table was full: id 0 was recorded instead */
@@ -595,13 +598,14 @@ void lpr_stacks_write(void) {
         }
         wbuf[used++] = (uint64_t)id | head << 32;
         memcpy(&wbuf[used], &arena[off + 1], k * 8);
-        if (o && head != PAIR_N) /* where the native frames run the interpreter (format.h) */
+        /* where the native frames run the interpreter (format.h); a Python part (its words all
+         * Python frames) has none */
+        if (o && head != PAIR_N && k && !(wbuf[used] & LP_PYFRAME_BIT))
             for (uint64_t i = 0; i < k; i++) {
                 uint64_t w = wbuf[used + i];
-                if (w & LP_PYFRAME_BIT) continue;
-                wbuf[used + i] = w | (w - 1 - o->eval_lo < o->eval_hi - o->eval_lo         ? LP_NATIVE_EVAL
-                                      : w - 1 - o->interp_lo < o->interp_hi - o->interp_lo ? LP_NATIVE_INTERP
-                                                                                           : 0);
+                wbuf[used + i] = w | (w - 1 - eval_lo < eval_span       ? LP_NATIVE_EVAL
+                                      : w - 1 - interp_lo < interp_span ? LP_NATIVE_INTERP
+                                                                        : 0);
             }
         used += k;
     }
