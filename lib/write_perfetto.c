@@ -52,6 +52,7 @@
 /* trace.proto's field numbers (protos/perfetto/trace/…, as documented by Perfetto) */
 enum {
     TRACE_PACKET = 1,
+    PKT_CLOCK_SNAPSHOT = 6,
     PKT_TIMESTAMP = 8,
     PKT_SEQUENCE_ID = 10,
     PKT_TRACK_EVENT = 11,
@@ -61,6 +62,14 @@ enum {
     PKT_COMPRESSED_PACKETS = 50,
     PKT_TRACK_DESCRIPTOR = 60,
     PKT_PERF_SAMPLE = 66,
+    CS_CLOCKS = 1,
+    CS_PRIMARY_TRACE_CLOCK = 2,
+    CLK_ID = 1,
+    CLK_TIMESTAMP = 2,
+    CLOCK_REALTIME_ID = 1, /* BuiltinClock */
+    CLOCK_MONOTONIC_ID = 3,
+    CLOCK_MONOTONIC_COARSE_ID = 4,
+    CLOCK_BOOTTIME_ID = 6,
     SEQ_INCREMENTAL_STATE_CLEARED = 1,
     SEQ_NEEDS_INCREMENTAL_STATE = 2,
     TE_CATEGORY_IIDS = 3,
@@ -244,6 +253,8 @@ struct pf {
     char *sbuf; /* decoded strings */
     size_t nsbuf, capsbuf;
     uint64_t first_ts, last_ts;
+    uint64_t clock0;       /* CLOCK_MONOTONIC at the trace's time 0: every timestamp written is clock0 + its ns */
+    uint64_t real0, boot0; /* CLOCK_REALTIME and CLOCK_BOOTTIME then (0: not known) */
     uint32_t pid;
     int oom;
     /* the packets' bundles */
@@ -1175,7 +1186,7 @@ struct heap_arg {
 static void heap_begin(struct heap_arg *h) {
     struct lp_pb *b = &h->f->bundle[h->f->cur].raw;
     h->pkt_at = lp_pb_open4(b, TRACE_PACKET);
-    lp_pb_uint(b, PKT_TIMESTAMP, h->end_ns);
+    lp_pb_uint(b, PKT_TIMESTAMP, h->f->clock0 + h->end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     h->pp_at = lp_pb_open4(b, PKT_PROFILE_PACKET);
     h->frames.b = b;
@@ -1190,7 +1201,7 @@ static void heap_packet(struct heap_arg *h, int last) {
     if (h->dump->n || last) {
         size_t d = lp_pb_open4(b, PP_PROCESS_DUMPS);
         lp_pb_uint(b, PHS_PID, f->pid);
-        lp_pb_uint(b, PHS_TIMESTAMP, h->end_ns);
+        lp_pb_uint(b, PHS_TIMESTAMP, f->clock0 + h->end_ns); /* (CLOCK_MONOTONIC_COARSE's domain) */
         lp_pb_put(b, h->dump->d, h->dump->n);
         lp_pb_close4(b, d);
     }
@@ -1549,7 +1560,8 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
             for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) msg += 2 + 8;
         }
     }
-    size_t pkt = 1 + varint_len(it->ts) + 2 + varint_len(field << 3 | 2) + varint_len(msg) + msg;
+    const uint64_t ts = f->clock0 + it->ts;
+    size_t pkt = 1 + varint_len(ts) + 2 + varint_len(field << 3 | 2) + varint_len(msg) + msg;
     struct lp_pb *b = &f->bundle[f->cur].raw;
     size_t need = 1 + varint_len(pkt) + pkt;
     if (b->cap - b->n < need && !lp_pb_room(b, need)) return;
@@ -1557,7 +1569,7 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
     *p++ = TRACE_PACKET << 3 | 2;
     p = lp_pb_varint_at(p, pkt);
     *p++ = PKT_TIMESTAMP << 3;
-    p = lp_pb_varint_at(p, it->ts);
+    p = lp_pb_varint_at(p, ts);
     *p++ = PKT_SEQUENCE_ID << 3;
     *p++ = SEQ;
     /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
@@ -1694,8 +1706,33 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     interned_table(in, ID_EVENT_NAMES, &f->names);
     interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
     interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
+    /* the clocks, in a ClockSnapshot first: the trace's time is CLOCK_MONOTONIC (libprof's own
+     * clock is anchored to it at the run's start); the heap profile's dump time, which Perfetto
+     * reads as CLOCK_MONOTONIC_COARSE, is the same clock; and CLOCK_BOOTTIME and CLOCK_REALTIME
+     * where the trace knows them — Perfetto relates every trace to boot time, and a trace of the
+     * same machine Perfetto recorded itself then lines up with this one */
+    const uint64_t t = f->first_ts == UINT64_MAX ? 0 : f->first_ts, t0 = f->clock0 + t;
     struct lp_pb *b = packet(f);
-    lp_pb_uint(b, PKT_TIMESTAMP, f->first_ts == UINT64_MAX ? 0 : f->first_ts);
+    size_t cs = lp_pb_open(b, PKT_CLOCK_SNAPSHOT);
+    const struct {
+        unsigned id;
+        uint64_t at;
+    } clocks[4] = {{CLOCK_MONOTONIC_ID, t0},
+                   {CLOCK_MONOTONIC_COARSE_ID, t0},
+                   {CLOCK_BOOTTIME_ID, f->boot0 ? f->boot0 + t : 0},
+                   {CLOCK_REALTIME_ID, f->real0 ? f->real0 + t : 0}};
+    for (int i = 0; i < 4; i++) {
+        if (!clocks[i].at) continue;
+        size_t c = lp_pb_open(b, CS_CLOCKS);
+        lp_pb_uint(b, CLK_ID, clocks[i].id);
+        lp_pb_uint(b, CLK_TIMESTAMP, clocks[i].at);
+        lp_pb_close(b, c);
+    }
+    lp_pb_uint(b, CS_PRIMARY_TRACE_CLOCK, CLOCK_MONOTONIC_ID);
+    lp_pb_close(b, cs);
+    packet_out(f, o);
+    b = packet(f);
+    lp_pb_uint(b, PKT_TIMESTAMP, t0);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
     lp_pb_uint(b, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
     lp_pb_msg(b, PKT_INTERNED_DATA, in);
@@ -1770,6 +1807,9 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     k->finish = finish;
     k->release = release;
     f->pid = r->hdr.pid;
+    f->clock0 = r->hdr.origin_mono_ns;
+    f->real0 = r->hdr.origin_real_ns;
+    f->boot0 = r->hdr.origin_boot_ns;
     f->first_ts = UINT64_MAX;
     f->compress = 1;
     /* threads deflating: one processor left to the writer's own thread, three at most — of the

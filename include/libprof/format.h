@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 14
+#define LP_FORMAT_VERSION 15
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -456,9 +456,10 @@ struct lp_file_header {
     uint64_t alloc_min;      /* LIBPROF_ALLOC_MIN in effect (for the Chrome export) */
     uint32_t alloc_stacks;   /* LIBPROF_STACKS: frames recorded with each allocation (0: none) */
     uint32_t reserved0;
-    uint64_t alloc_sample; /* LIBPROF_ALLOC_SAMPLE: the mean bytes between allocations recorded with
+    uint64_t alloc_sample;   /* LIBPROF_ALLOC_SAMPLE: the mean bytes between allocations recorded with
                               * their stack (a Poisson process over bytes); 0: every one has it */
-    uint8_t reserved[128 - 88];
+    uint64_t origin_boot_ns; /* CLOCK_BOOTTIME at origin (0 in traces of older versions: not known) */
+    uint8_t reserved[128 - 96];
 };
 
 /* Chunk types. */

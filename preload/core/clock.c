@@ -1,4 +1,5 @@
-/* clock.c: choosing the hot-path clock and anchoring it to CLOCK_MONOTONIC and CLOCK_REALTIME.
+/* clock.c: choosing the hot-path clock and anchoring it to CLOCK_MONOTONIC, CLOCK_REALTIME and
+ * CLOCK_BOOTTIME.
  *
  * The TSC is used only when the CPU says it is invariant (constant rate, runs in deep sleep);
  * the decoder converts ticks to nanoseconds with the (ticks, monotonic ns) pairs that the file
@@ -38,6 +39,15 @@ uint64_t lpr_real_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_BOOTTIME when CLOCK_MONOTONIC was at origin (boot time runs on through a suspend,
+ * monotonic time does not: read now, less the monotonic time since) */
+uint64_t lpr_origin_boot_ns(void) {
+    struct timespec ts;
+    uint64_t mono = lpr_mono_ns();
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - (mono - lpr_origin_mono_ns);
 }
 
 /* Pick the clock (`requested` is an enum lp_clock or -1 for the best one) and set the origin. */

@@ -16,6 +16,7 @@ LP_HIDDEN extern uint64_t lpr_origin_mono_ns; /* CLOCK_MONOTONIC at the same mom
 LP_HIDDEN void lpr_clock_init(int requested);
 LP_HIDDEN uint64_t lpr_mono_ns(void);
 LP_HIDDEN uint64_t lpr_real_ns(void);
+LP_HIDDEN uint64_t lpr_origin_boot_ns(void);
 
 /* The timestamp of the hot path: the TSC where it is invariant (about 10 ns here, against 25 ns
  * for clock_gettime through the vDSO), CLOCK_MONOTONIC otherwise. */

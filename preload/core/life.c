@@ -184,6 +184,7 @@ static int start_spool(int forked) {
     h.origin_ticks = lpr_origin_ticks;
     h.origin_mono_ns = lpr_origin_mono_ns;
     h.origin_real_ns = lpr_real_ns();
+    h.origin_boot_ns = lpr_origin_boot_ns();
     h.families = lpr_cfg.families;
     h.buffer_bytes = lpr_cfg.buffer_bytes;
     h.alloc_min = lpr_cfg.alloc_min;

@@ -9,7 +9,9 @@ relies on:
     function names, mappings) and the interned data comes first on its sequence;
   - every track an event names is described, every thread track names its pid and tid;
   - every slice ends, properly nested, on its track; timestamps never go back on a sequence;
-  - each flow id is on two events at least.
+  - each flow id is on two events at least;
+  - one ClockSnapshot before any timestamp, relating CLOCK_MONOTONIC (the trace's time) and
+    CLOCK_MONOTONIC_COARSE (the heap profile's), no timestamp and no heap dump outside the trace.
 With --json FILE (the Chrome trace of the same run) the slices (X and b), instants (i), counter
 samples (one per key of each C event) and flows (s) must be as many as the JSON's; with --folded
 FILE the CPU samples as many as the folded stacks add up to; with --heap-folded FILE the heap
@@ -100,9 +102,26 @@ def main():
     events = []
     samples = []
     heap = []
+    # The clocks: one ClockSnapshot before any timestamp, the trace's time CLOCK_MONOTONIC, and
+    # CLOCK_MONOTONIC_COARSE (the heap profile's dumps) related to it — without it Perfetto's
+    # trace processor cannot place the heap profile and drops it ("clock_sync_failure")
+    snaps = [i for i, p in enumerate(packets) if p.WhichOneof("data") == "clock_snapshot"]
+    if len(snaps) != 1:
+        fail("%d clock snapshots (one wanted)" % len(snaps))
+    stamped = [i for i, p in enumerate(packets) if p.HasField("timestamp")]
+    if stamped and stamped[0] < snaps[0]:
+        fail("packet %d has a timestamp before the clock snapshot (packet %d)" % (stamped[0], snaps[0]))
+    snap = packets[snaps[0]].clock_snapshot
+    clocks = {c.clock_id: c.timestamp for c in snap.clocks}
+    if snap.primary_trace_clock != 3 or 3 not in clocks or clocks.get(4) != clocks[3]:
+        fail("clock snapshot: %s, primary %d (MONOTONIC and MONOTONIC_COARSE wanted, MONOTONIC the trace's)"
+             % (clocks, snap.primary_trace_clock))
+    t0 = clocks[3]
     for i, p in enumerate(packets):
         seq = p.trusted_packet_sequence_id
         if p.HasField("timestamp"):
+            if p.timestamp < t0:
+                fail("packet %d: timestamp %d before the clock snapshot's %d" % (i, p.timestamp, t0))
             if p.timestamp < last_ts.get(seq, 0):
                 fail("packet %d: timestamp %d after %d on sequence %d" % (i, p.timestamp, last_ts[seq], seq))
             last_ts[seq] = p.timestamp
@@ -227,6 +246,9 @@ def main():
                 if fid not in frames:
                     fail("heap profile: callstack %d names frame %d, not there" % (c.iid, fid))
         for d in h.process_dumps:
+            if not t0 <= d.timestamp <= max(last_ts.values(), default=t0):
+                fail("heap profile: dumped at %d, outside the trace's %d to %d" % (d.timestamp, t0,
+                                                                                   max(last_ts.values(), default=t0)))
             for s in d.samples:
                 if s.callstack_id not in stacks:
                     fail("heap profile: sample of callstack %d, not there" % s.callstack_id)
