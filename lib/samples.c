@@ -36,8 +36,9 @@ struct thread_cpu {
         uint32_t stack; /* LP_SAMPLES_IN_LIBPROF: in libprof's own code */
     } * times;
     size_t ntimes, captimes;
-    uint32_t *bucket; /* LP_CPU_BUCKETS, made when the thread's first sample comes */
-    struct table fn;  /* its own by-function table */
+    size_t counted_from; /* the first of `times` counted (after the last reset): bucket's first */
+    uint32_t *bucket;    /* LP_CPU_BUCKETS, made when the thread's first sample counted comes */
+    struct table fn;     /* its own by-function table */
 };
 
 struct lp_samples {
@@ -152,7 +153,10 @@ int lp_samples_event(struct lp_samples *s, const struct lp_event *e, int countin
     c->times[c->ntimes] = (struct when){e->ns, (c->ntimes ? c->times[c->ntimes - 1].upto : 0) + weight, (uint32_t)k};
     c->ntimes++;
     if (!counting) return 0;
-    if (!c->bucket && !(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
+    if (!c->bucket) {
+        if (!(c->bucket = lp_os_calloc(LP_CPU_BUCKETS, sizeof *c->bucket))) return -1;
+        c->counted_from = c->ntimes - 1;
+    }
     while (s->r->follow && e->ns >= s->span_ns && s->span_ns < (UINT64_C(1) << 62)) double_span(s);
     uint64_t b = (uint64_t)(((unsigned __int128)e->ns * LP_CPU_BUCKETS) / s->span_ns);
     c->bucket[b < LP_CPU_BUCKETS ? b : LP_CPU_BUCKETS - 1] += (uint32_t)weight;
@@ -272,8 +276,28 @@ static int cmp_row(const void *x, const void *y) {
     return strcmp(a->name, b->name);
 }
 
+/* A followed trace's buckets span the time it was given while it ran (64 s, doubled as it
+ * outgrew it): at its end they span the run, made again from each thread's samples, so its CPU
+ * over time ends where the run does and is as fine as a trace converted whole. */
+static void span_the_run(struct lp_samples *s) {
+    uint64_t end = lp_ticks_to_ns(s->r, s->r->last_ticks) + 1;
+    if (!s->r->follow || end >= s->span_ns) return;
+    s->span_ns = end;
+    for (uint32_t t = 0; t <= s->nth; t++) {
+        struct thread_cpu *c = &s->th[t];
+        if (!c->bucket) continue;
+        memset(c->bucket, 0, LP_CPU_BUCKETS * sizeof *c->bucket);
+        for (size_t i = c->counted_from; i < c->ntimes; i++) {
+            uint64_t b = (uint64_t)(((unsigned __int128)c->times[i].ns * LP_CPU_BUCKETS) / end);
+            c->bucket[b < LP_CPU_BUCKETS ? b : LP_CPU_BUCKETS - 1] +=
+                (uint32_t)(c->times[i].upto - (i ? c->times[i - 1].upto : 0));
+        }
+    }
+}
+
 int lp_samples_finish(struct lp_samples *s) {
     if (!s) return 0;
+    span_the_run(s);
     if (!s->syms && !(s->syms = lp_syms_of(s->r))) return -1;
     static const char libprof_frame[] = "[libprof]";
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {

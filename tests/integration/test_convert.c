@@ -365,6 +365,50 @@ Test(convert, followed_run_matches_the_exit_conversion, .timeout = 300) {
     }
 }
 
+/* A followed run's CPU over time spans the run, as the exit's conversion's does: its buckets,
+ * given 64 s while the run went on, are made again over the run's own time at its end — no
+ * CPU point after the run's end (there was one 64 s in, of a 1 s run), each thread's buckets
+ * holding all its samples. */
+Test(convert, followed_cpu_over_time_ends_with_the_run, .timeout = 120) {
+    char *dir = make_tmpdir(), *out = strfmt("%s/svc.json", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", out), "LIBPROF_FOLLOW=1",
+                              "LIBPROF_SAMPLE_HZ=1000", "LIBPROF_VERBOSE=1", NULL},
+             (const char *[]){PROG("service"), "1", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "a follower converts") != NULL, "no follower: %s", r.err);
+    run_free(&r);
+    cJSON *j = load_json(out), *meta = libprof_meta(j);
+    cr_assert_not_null(meta, "%s", out);
+    double run_ns = meta_num(meta, "duration_ns");
+    cJSON *sampling = cJSON_GetObjectItem(meta, "sampling");
+    cr_assert_not_null(sampling);
+    cr_expect_leq(meta_num(sampling, "span_ns"), run_ns + 1, "the buckets span the run");
+    cr_expect_gt(meta_num(sampling, "span_ns"), run_ns / 2);
+    cJSON *t;
+    int threads = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(sampling, "threads")) {
+        double in = 0;
+        cJSON *b;
+        cJSON_ArrayForEach(b, cJSON_GetObjectItem(t, "buckets")) in += b->valuedouble;
+        cr_expect_eq(in, meta_num(t, "samples"), "thread %lld: its samples in its buckets", meta_num(t, "tid"));
+        threads++;
+    }
+    cr_expect_geq(threads, 2, "samples on the workers");
+    int points = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(e, "name"));
+        if (!name || strncmp(name, "cpu % (", 7) != 0) continue;
+        points++;
+        cr_expect_leq(cJSON_GetObjectItem(e, "ts")->valuedouble, run_ns / 1000, "%s at %g us, the run %g us long", name,
+                      cJSON_GetObjectItem(e, "ts")->valuedouble, run_ns / 1000);
+    }
+    cr_expect_gt(points, 0, "CPU over time");
+    cJSON_Delete(j);
+}
+
 /* A followed run's exit waits for its follower to be done, not for it to be reaped. The follower
  * is nobody's child the program can wait for: whatever adopts it reaps it when it likes (a
  * container's init took a second or two: every followed exit waited that long). Here the test
