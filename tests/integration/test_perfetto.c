@@ -4,7 +4,8 @@
  * (check_pftrace.py, perfetto_subset.proto): every interned id
  * resolves, every slice ends, timestamps rise; the same run's Chrome JSON has as many slices,
  * instants, counter samples and flows, its folded CPU stacks as many samples, its allocation
- * flame graph as many bytes as the heap profile. */
+ * flame graph as many bytes as the heap profile. Where LIBPROF_TRACE_PROCESSOR names Perfetto's
+ * trace_processor_shell (built from Perfetto's sources: docs/building.md), it loads them too. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,4 +284,45 @@ Test(perfetto, torch_operators_arrows_and_ranges) {
     cJSON *names = cJSON_GetObjectItem(s, "names");
     cr_expect(cJSON_GetObjectItem(names, "aten::mm") || cJSON_GetObjectItem(names, "aten::addmm"), "no GEMM operator");
     cJSON_Delete(s);
+}
+
+/* Perfetto's own trace processor loads the traces (check_pftrace_tp.py): no import error, no
+ * data loss, and its tables hold what the independent decoder counts — slices, counter samples,
+ * flows, CPU samples each with its stack and thread, the heap profile's bytes. A C program's
+ * threads, a Python program's two threads with Python frames. Skipped where no trace processor
+ * is given (it is not packaged for Debian or PyPI; CI has none). */
+Test(perfetto, loaded_by_perfettos_trace_processor) {
+    const char *tp = getenv("LIBPROF_TRACE_PROCESSOR");
+    if (!tp || access(tp, X_OK) != 0) cr_skip_test("LIBPROF_TRACE_PROCESSOR names no trace_processor_shell");
+    char *dir = make_tmpdir();
+    char *py = write_text(dir, "two.py",
+                          "import json, threading\n"
+                          "def work(n):\n"
+                          "    return sum(len(json.dumps({'a': i, 'b': [i] * 5})) for i in range(n))\n"
+                          "t = threading.Thread(target=work, args=(60000,)); t.start(); work(90000); t.join()\n");
+    const char *const *progs[] = {(const char *[]){PROG("cpusplit"), "split", NULL},
+                                  (const char *[]){"/usr/bin/python3", py, NULL}};
+    for (int i = 0; i < 2; i++) {
+        char *pf = strfmt("%s/t%d.pftrace", dir, i);
+        struct run r;
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", pf), "LIBPROF_SAMPLE_HZ=500",
+                                  "LIBPROF_STACKS=8", NULL},
+                 progs[i]);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        run_free(&r);
+        cJSON *s = check(pf, NULL);
+        char *sum = cJSON_PrintUnformatted(s), *sum_path = write_text(dir, strfmt("t%d.json", i), sum);
+        run_prog(&r, dir, NULL,
+                 (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_pftrace_tp.py", tp, pf,
+                                  sum_path, NULL});
+        cr_expect_eq(r.status, 0, "%s: %s", pf, r.err);
+        cJSON *got = cJSON_Parse(r.out);
+        cr_expect(got && num(got, "cpu_samples") > 0 && num(got, "slices") > 0, "%s: %s", pf, r.out);
+        cr_expect(got && num(got, "threads") >= 2, "%s: %s", pf, r.out);
+        cJSON_Delete(got);
+        run_free(&r);
+        free(sum);
+        cJSON_Delete(s);
+    }
 }
