@@ -70,6 +70,7 @@ static struct {
     const uintptr_t *holder;
     uintptr_t thread; /* a state's thread_id (0: no holder is read) */
 } P3;
+static void holder_ours_again(void);
 /* this_tstate: 1 reads the thread's state through CPython's own key (checked against
  * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
 static int tss_direct;
@@ -196,7 +197,10 @@ void lpr_python_detect(void) {
         (L->rt_holder >= 0 || (L->ts_interp >= 0 && L->interp_gil >= 0 && L->gil_holder >= 0)) &&
         (uintptr_t)pthread_self() == thread_self()) {
         P3.thread = (uintptr_t)L->ts_thread;
-        if (L->rt_holder >= 0) P3.holder = (const uintptr_t *)(runtime + L->rt_holder);
+        if (L->rt_holder >= 0) {
+            __atomic_store_n(&P3.holder, (const uintptr_t *)(runtime + L->rt_holder), __ATOMIC_SEQ_CST);
+            holder_ours_again();
+        }
     }
     py_initialized = (int (*)(void))init;
     py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
@@ -411,6 +415,26 @@ LP_HIDDEN uintptr_t lpr_probe_load(uintptr_t a);
 LP_HIDDEN extern const char lpr_probe_load_done[];
 int lpr_faults_ours;
 
+/* P3.holder where the faults are libprof's (lpr_py_with reads the holder's thread through a
+ * probed load), else 0: one load for lpr_py_with. Made again by whoever changes either, until
+ * what it was made from is still what they are (two threads changing one each end agreeing). */
+static const uintptr_t *holder_ours;
+static void holder_ours_again(void) {
+    for (;;) {
+        const uintptr_t *h = __atomic_load_n(&P3.holder, __ATOMIC_SEQ_CST);
+        int ours = __atomic_load_n(&lpr_faults_ours, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&holder_ours, ours ? h : NULL, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&P3.holder, __ATOMIC_SEQ_CST) == h &&
+            __atomic_load_n(&lpr_faults_ours, __ATOMIC_SEQ_CST) == ours)
+            return;
+    }
+}
+
+void lpr_py_faults_ours(int ours) {
+    __atomic_store_n(&lpr_faults_ours, ours, __ATOMIC_SEQ_CST);
+    holder_ours_again();
+}
+
 /* The same load written where it is used (probe_here: no call, nothing saved around one), its
  * place and the place after it recorded in section lpr_probes, each as its offset from the
  * word holding it (nothing for the dynamic linker to relocate), for the handler to find. The word in %rax, which
@@ -561,8 +585,10 @@ static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
         int same = *P3.initialized && P3.tss[0] && (uintptr_t)pthread_getspecific((pthread_key_t)P3.tss[1]) == ts;
         if (same && P3.thread && !P3.holder) { /* (3.12+) the main interpreter's GIL, from this state */
             uintptr_t gil = rd(rd(ts + (uintptr_t)L->ts_interp) + (uintptr_t)L->interp_gil);
-            if (gil)
-                __atomic_store_n(&P3.holder, (const uintptr_t *)(gil + (uintptr_t)L->gil_holder), __ATOMIC_RELEASE);
+            if (gil) {
+                __atomic_store_n(&P3.holder, (const uintptr_t *)(gil + (uintptr_t)L->gil_holder), __ATOMIC_SEQ_CST);
+                holder_ours_again();
+            }
         }
         __atomic_store_n(&tss_direct, same ? 1 : -1, __ATOMIC_RELAXED);
     }
@@ -920,16 +946,17 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
     return n;
 }
 
+/* The entry of an innermost frame's instruction in its memo (struct pypart's moved). */
+static inline unsigned move_of(uintptr_t instr) {
+    return (unsigned)((instr * 0x9E3779B97F4A7C15ull) >> 60) & (MOVES - 1);
+}
+
 /* The last capture's frames again, but for the innermost one (f, still at the same address) whose
  * instruction is now `instr`: where it runs the same code with the same entry flag, its word is
  * made again (a line-cache lookup; the part interned anew only when its line changed) and 1 is
  * returned; else 0, and the frames are walked. The common step between two allocations of a
  * Python loop: only the innermost frame moved. The code is checked to be still its entry's, since
  * the frame at this address may be a new call of a code object made where the old one was. */
-static inline unsigned move_of(uintptr_t instr) {
-    return (unsigned)((instr * 0x9E3779B97F4A7C15ull) >> 60) & (MOVES - 1);
-}
-
 static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     uintptr_t code = rd(f + (uintptr_t)L->f_code);
     uint32_t cid = LP_PYFRAME_ID(c->word[0]);
@@ -938,7 +965,8 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     if (c->n > 1 && L->f_entry >= 0 && (((const char *)f)[L->f_entry] != 0) != c->end[0]) return 0;
     c->instr[0] = instr;
     if (c->nlink && c->link[0].at == f) c->link[0].instr = instr;
-    /* the instructions this frame stood at since its part was walked: their words and parts */
+    /* the instructions this frame stood at since its part was walked: their words and parts
+     * (part_kept looked there first; part_again did not) */
     unsigned k = move_of(instr);
     if (c->moved[k].instr == instr && c->moved[k].id) {
         c->word[0] = c->moved[k].word;
@@ -1176,36 +1204,59 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
     return (int)n;
 }
 
-/* 3.11+, the last capture's frames all in one chunk (the common case): the part's id (0: no
- * Python frames). The thread's frame read with P3's offsets, its chunk compared with the last
- * capture's, then the chain compared link by link with the one kept (part_walk) — the frames and
- * the entry shims alike, so the runs end where they ended — each link read only where the last
- * one led to the address kept: in the same chunk, or on the thread's C stack. Else walked. */
-static inline __attribute__((always_inline)) uint32_t part_fast(struct pypart *c) {
-    uintptr_t ts = part_tstate(&c->ts);
-    if (!ts) return 0;
+/* 3.11+, the common case of a capture through a part cache: the kept chain (part_walk's) is the
+ * thread's still. From its state `ts`, its frame is read with P3's offsets and its chunk compared
+ * with the last capture's, then the chain compared link by link — the frames and the entry shims
+ * alike, so the runs end where they ended — each link read only where the last one led to the
+ * address kept: in the same chunk, or on the thread's C stack. The innermost frame may have moved
+ * to one of the instructions it stood at since it was walked (its memo, move_of: the same frame
+ * address and instruction address is the same code, as for every outer link). The part's id, or
+ * 0 where it does not serve: *fp and *kp the thread's frame and chunk, read on the way, and
+ * *movedp the innermost frame's new instruction where nothing else changed (0: more did). No call
+ * on its way: lpr_py_with, which inlines it, saves no register and makes no frame. */
+static inline __attribute__((always_inline)) uint32_t part_kept(struct pypart *c, uintptr_t ts, uintptr_t *fp,
+                                                                uintptr_t *kp, uintptr_t *movedp) {
     uintptr_t f = rd(ts + P3.ts_frame);
     if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
     uintptr_t k = rd(ts + P3.datastack);
-    /* (c->chunk is never 0; f, when it is the first link, is in that chunk or on the C stack) */
-    if (LP_LIKELY(k == c->chunk) && LP_LIKELY(rd(k + 8) == c->chunk_size) && LP_LIKELY(f == c->link[0].at)) {
-        const uintptr_t o_back = P3.back, o_instr = P3.instr;
-        const struct link *l = c->link + 1;
-        /* the innermost frame alone may have moved (where it is the part's first frame, not a shim) */
-        uintptr_t moved = rd(f + o_instr), g = rd(f + o_back);
-        if (LP_LIKELY(moved == c->link[0].instr))
-            moved = 0;
-        else if (f != c->frame[0])
-            goto walk;
-        /* (the link after the last is at 1, where no frame is: the loop ends there) */
-        while (g == l->at && rd(g + o_instr) == l->instr) {
-            g = rd(g + o_back);
-            l++;
-        }
-        if (!g && l->at == 1 && (!moved || innermost_moved(c, f, moved))) return c->id;
+    *fp = f, *kp = k, *movedp = 0;
+    /* (c->chunk is never 0 once kept; a chain not kept starts at 1, no frame's address) */
+    if (LP_UNLIKELY(k != c->chunk) || LP_UNLIKELY(rd(k + 8) != c->chunk_size) || LP_UNLIKELY(f != c->link[0].at))
+        return 0;
+    const uintptr_t o_back = P3.back, o_instr = P3.instr;
+    const struct link *l = c->link + 1;
+    uintptr_t instr = rd(f + o_instr), g = rd(f + o_back);
+    while (g == l->at && rd(g + o_instr) == l->instr) { /* (the link past the last is at 1) */
+        g = rd(g + o_back);
+        l++;
     }
-walk:;
-    uint32_t id = 0;
+    if (LP_UNLIKELY(g != 0) || LP_UNLIKELY(l->at != 1)) return 0;
+    if (LP_UNLIKELY(instr != c->link[0].instr)) {
+        if (f != c->frame[0]) return 0; /* (a shim first: 3.12+) */
+        unsigned m = move_of(instr);
+        if (c->moved[m].instr != instr || !c->moved[m].id || rd(f + P3.code) != c->code[0] ||
+            (c->n > 1 && P3.entry >= 0 && (((const char *)f)[P3.entry] != 0) != c->end[0])) {
+            *movedp = instr;
+            return 0;
+        }
+        c->instr[0] = c->link[0].instr = instr;
+        c->word[0] = c->moved[m].word;
+        c->id = c->moved[m].id;
+    }
+    return c->id;
+}
+
+/* 3.11+, the last capture's frames all in one chunk: the part's id (0: no Python frames). The
+ * kept chain where it serves (part_kept); where only the innermost frame moved, its new line
+ * looked up (innermost_moved); after a call or a return (3.11) the new frames joined to the kept
+ * ones (part_join); else walked. */
+static inline __attribute__((always_inline)) uint32_t part_fast(struct pypart *c) {
+    uintptr_t ts = part_tstate(&c->ts);
+    if (!ts) return 0;
+    uintptr_t f, k, moved;
+    uint32_t id = part_kept(c, ts, &f, &k, &moved);
+    if (id) return id;
+    if (moved && innermost_moved(c, f, moved)) return c->id;
     if (L->f_entry >= 0 && k == c->chunk && rd(k + 8) == c->chunk_size && c->n == c->nlink) { /* (3.11) */
         int n = part_join(c, f, &id);
         if (n >= 0) return n > 0 ? id : 0;
@@ -1294,47 +1345,25 @@ static __attribute__((noinline)) uint32_t with_moved(struct pycache *cache, uint
  * under one Python line a program reaches several native stacks, and one native stack (an
  * allocation inside a library) is reached from many Python lines.
  *
- * Its common case is part_fast's, written out with no call on its way: the thread's state (the
- * GIL holder, the state the key gave last, its thread this one), the same chunk, the kept chain
- * link by link, the innermost frame where it was or at one of the last instructions it stood at
- * (innermost_moved's memo: the same frame address and instruction address is the same code, as
- * for every outer link), the pair from the memo. Anything else leaves through a call that does it
- * the long way (with_part, with_moved); so this path saves no registers and makes no frame. */
+ * Its common case makes no call: the thread's state (the GIL holder, the state the key gave
+ * last, its thread this one), the kept chain (part_kept), the pair from the memo. Anything else
+ * leaves through a call that does it the long way (with_part, with_moved); so this path saves
+ * no registers and makes no frame. */
 uint32_t lpr_py_with(uint32_t native) {
     struct pycache *cache = lpr_tls.pycache;
     if (LP_UNLIKELY(cache == NULL)) return with_part(native);
-    struct pypart *c = &cache->part_of[0]; /* (not kept: its first link at 1, no frame's address) */
-    const uintptr_t *holder = __atomic_load_n(&P3.holder, __ATOMIC_RELAXED);
-    if (LP_UNLIKELY(!holder) || LP_UNLIKELY(!__atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)))
-        return with_part(native);
+    struct pypart *c = &cache->part_of[0];
+    /* the thread's state: part_tstate's, but where it would read the key, the long way */
+    const uintptr_t *holder = __atomic_load_n(&holder_ours, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(!holder)) return with_part(native);
     uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
     if (LP_UNLIKELY(ts != c->ts) || LP_UNLIKELY(!ts) || LP_UNLIKELY(!*(const volatile int *)P3.initialized) ||
         LP_UNLIKELY(probe_here(ts + P3.thread) != thread_self()))
         return with_part(native);
-    uintptr_t f = rd(ts + P3.ts_frame);
-    if (P3.cframe) f = f ? rd(f + P3.cframe_frame) : 0;
-    uintptr_t k = rd(ts + P3.datastack);
-    if (LP_UNLIKELY(k != c->chunk) || LP_UNLIKELY(rd(k + 8) != c->chunk_size) || LP_UNLIKELY(f != c->link[0].at))
-        return with_part(native);
-    const uintptr_t o_back = P3.back, o_instr = P3.instr;
-    const struct link *l = c->link + 1;
-    uintptr_t instr = rd(f + o_instr), g = rd(f + o_back);
-    while (g == l->at && rd(g + o_instr) == l->instr) { /* (the link past the last is at 1) */
-        g = rd(g + o_back);
-        l++;
-    }
-    if (LP_UNLIKELY(g != 0) || LP_UNLIKELY(l->at != 1)) return with_part(native);
-    if (LP_UNLIKELY(instr != c->link[0].instr)) {
-        if (f != c->frame[0]) return with_part(native); /* (a shim first: 3.12+) */
-        unsigned m = move_of(instr);
-        if (c->moved[m].instr != instr || !c->moved[m].id || rd(f + P3.code) != c->code[0] ||
-            (c->n > 1 && P3.entry >= 0 && (((const char *)f)[P3.entry] != 0) != c->end[0]))
-            return with_moved(cache, native, f, instr);
-        c->instr[0] = c->link[0].instr = instr;
-        c->word[0] = c->moved[m].word;
-        c->id = c->moved[m].id;
-    }
-    return with_pair(cache, native, c->id);
+    uintptr_t f, k, moved;
+    uint32_t py = part_kept(c, ts, &f, &k, &moved);
+    if (LP_LIKELY(py != 0)) return with_pair(cache, native, py);
+    return moved ? with_moved(cache, native, f, moved) : with_part(native);
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */

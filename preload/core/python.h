@@ -36,9 +36,11 @@ LP_HIDDEN void lpr_py_check_ready(void);
 LP_HIDDEN void lpr_py_ready_retry(void);
 LP_HIDDEN uint32_t lpr_py_location(void);
 
-/* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date): a
- * probed load may then fault, and the handler steps over it (python.c). */
+/* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date,
+ * through lpr_py_faults_ours): a probed load may then fault, and the handler steps over it
+ * (python.c). */
 LP_HIDDEN extern int lpr_faults_ours;
+LP_HIDDEN void lpr_py_faults_ours(int ours);
 /* The fault at `uc` is a probed load's: stepped over (it yields 0, lpr_tls.probe_fault set); 1. */
 LP_HIDDEN int lpr_py_fault_fixup(void *uc);
 

@@ -72,14 +72,15 @@ static int (*unw_step_fn)(void *);
 static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define UNW_REG_IP 16 /* x86-64: UNW_X86_64_RIP */
 #define UNW_REG_SP 7  /* x86-64: UNW_X86_64_RSP */
-/* 128 sets of 4 chains per thread, a key in either of two sets (a call site may be reached from
+/* 256 sets of 4 chains per thread, a key in either of two sets (a call site may be reached from
  * several callers at the same stack pointer), the least recently used of the eight replaced.
  * With one set a key, hot chains colliding in a set by the accident of where the loader put
  * things cost the walk over and over: a json encode/decode of 20,000 dicts took 1.13 G
  * instructions or 1.32 G as libprof.so's own code moved by a few functions (16 sets: 1.92 G); with
- * two sets it takes 1.03 G either way, and the walks are those of new chains. The cache is mapped
- * per thread and a set's pages are touched only when used: at most 344 KiB a thread. */
-#define CACHE_SET_BITS 7
+ * two sets of 128 it took 1.03 G at most placements and 1.16 G at one; with two of 256, 1.03 G
+ * at all six tried. The cache is mapped per thread and a set's pages are touched only when used:
+ * at most 688 KiB a thread. */
+#define CACHE_SET_BITS 8
 #define CACHE_SETS (1u << CACHE_SET_BITS)
 #define CACHE_WAYS 4
 #define SEEN_ONCE (UINT32_MAX - 1)              /* chain.n: noted, not walked for the cache yet */

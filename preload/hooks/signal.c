@@ -35,7 +35,7 @@ static volatile sig_atomic_t ours[NSIG_MAX]; /* libprof's handler is installed o
  * memory it cannot vouch for through a load that handler can step over: lpr_py_fault_fixup). */
 static void mark(int sig, int v) {
     ours[sig] = v;
-    __atomic_store_n(&lpr_faults_ours, ours[SIGSEGV] && ours[SIGBUS], __ATOMIC_RELEASE);
+    lpr_py_faults_ours(ours[SIGSEGV] && ours[SIGBUS]);
 }
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
