@@ -758,13 +758,14 @@ struct pycache {
         uint32_t nlink;
         int fast; /* one chunk, the chain kept: part_fast serves */
         /* (innermost_moved) the innermost frame's instructions under the same outer frames, each
-         * with its word and the part's id, in the entry its address picks (move_of); cleared when
-         * the part is walked */
+         * with its word and the part's id, in one of two entries its address picks (move_find);
+         * cleared when the part is walked */
         struct {
             uintptr_t instr;
             uint64_t word;
-            uint32_t id;
+            uint32_t id, at; /* at: when it was put (nmoved then) */
         } moved[MOVES];
+        uint32_t nmoved;
         uintptr_t chunk, chunk_size; /* the chunk of frame stack every frame lay in, and its size */
         /* part_walk's room for the frames it walks, here rather than on the stack: a capture may
          * run in a signal handler of the program's on an alternate stack of a few KiB (CPython's
@@ -946,9 +947,28 @@ int lpr_py_frames(uint64_t *out, uint8_t *end, int max) {
     return n;
 }
 
-/* The entry of an innermost frame's instruction in its memo (struct pypart's moved). */
-static inline unsigned move_of(uintptr_t instr) {
-    return (unsigned)((instr * 0x9E3779B97F4A7C15ull) >> 60) & (MOVES - 1);
+/* An innermost frame's instruction in its memo (struct pypart's moved): in either of the two
+ * entries its address picks (with one, two of a loop body's few instructions that picked the same
+ * entry put each other out at every turn: 3.12's json loop missed 43 k times), or -1. */
+static inline void move_pick(uintptr_t instr, unsigned *a, unsigned *b) {
+    uint64_t h = instr * 0x9E3779B97F4A7C15ull;
+    *a = (unsigned)(h >> 60) & (MOVES - 1);
+    *b = (unsigned)(h >> 56) & (MOVES - 1);
+}
+static inline int move_find(const struct pypart *c, uintptr_t instr) {
+    unsigned a, b;
+    move_pick(instr, &a, &b);
+    return c->moved[a].instr == instr && c->moved[a].id   ? (int)a
+           : c->moved[b].instr == instr && c->moved[b].id ? (int)b
+                                                          : -1;
+}
+/* Where a new instruction goes: a free entry of its two, else the one put there first. */
+static inline unsigned move_slot(struct pypart *c, uintptr_t instr) {
+    unsigned a, b;
+    move_pick(instr, &a, &b);
+    if (!c->moved[a].instr) return a;
+    if (!c->moved[b].instr) return b;
+    return (int32_t)(c->moved[a].at - c->moved[b].at) <= 0 ? a : b;
 }
 
 /* The last capture's frames again, but for the innermost one (f, still at the same address) whose
@@ -967,10 +987,10 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     if (c->nlink && c->link[0].at == f) c->link[0].instr = instr;
     /* the instructions this frame stood at since its part was walked: their words and parts
      * (part_kept looked there first; part_again did not) */
-    unsigned k = move_of(instr);
-    if (c->moved[k].instr == instr && c->moved[k].id) {
-        c->word[0] = c->moved[k].word;
-        c->id = c->moved[k].id;
+    int m = move_find(c, instr);
+    if (m >= 0) {
+        c->word[0] = c->moved[m].word;
+        c->id = c->moved[m].id;
         return 1;
     }
     int line = line_of(code, cid, (int)(instr - (code + (uintptr_t)L->co_code)));
@@ -979,7 +999,8 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
         c->word[0] = w;
         c->id = lpr_stack_intern_words(c->word, c->n);
     }
-    c->moved[k].instr = instr, c->moved[k].word = w, c->moved[k].id = c->id;
+    unsigned k = move_slot(c, instr);
+    c->moved[k].instr = instr, c->moved[k].word = w, c->moved[k].id = c->id, c->moved[k].at = c->nmoved++;
     return 1;
 }
 
@@ -1209,7 +1230,7 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
  * with the last capture's, then the chain compared link by link — the frames and the entry shims
  * alike, so the runs end where they ended — each link read only where the last one led to the
  * address kept: in the same chunk, or on the thread's C stack. The innermost frame may have moved
- * to one of the instructions it stood at since it was walked (its memo, move_of: the same frame
+ * to one of the instructions it stood at since it was walked (its memo, move_find: the same frame
  * address and instruction address is the same code, as for every outer link). The part's id, or
  * 0 where it does not serve: *fp and *kp the thread's frame and chunk, read on the way, and
  * *movedp the innermost frame's new instruction where nothing else changed (0: more did). No call
@@ -1233,8 +1254,8 @@ static inline __attribute__((always_inline)) uint32_t part_kept(struct pypart *c
     if (LP_UNLIKELY(g != 0) || LP_UNLIKELY(l->at != 1)) return 0;
     if (LP_UNLIKELY(instr != c->link[0].instr)) {
         if (f != c->frame[0]) return 0; /* (a shim first: 3.12+) */
-        unsigned m = move_of(instr);
-        if (c->moved[m].instr != instr || !c->moved[m].id || rd(f + P3.code) != c->code[0] ||
+        int m = move_find(c, instr);
+        if (m < 0 || rd(f + P3.code) != c->code[0] ||
             (c->n > 1 && P3.entry >= 0 && (((const char *)f)[P3.entry] != 0) != c->end[0])) {
             *movedp = instr;
             return 0;
