@@ -732,6 +732,7 @@ void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEAS
 #define PART LP_STACK_MAX_DEPTH
 #define LINKS (2 * PART + 2) /* a part's frames and the 3.12+ entry shims between them */
 #define PAIRS 64             /* (with_pair's hash takes 6 bits) */
+#define JOIN_NEW 32          /* new links part_join joins at most (more: walked whole) */
 #define MOVES 16             /* (a loop's body allocates at several places: 4 were too few to keep them) */
 struct pycache {
     struct {
@@ -773,6 +774,7 @@ struct pycache {
         struct {
             uintptr_t frame[PART], code[PART], instr[PART];
             uint8_t end[PART];
+            uintptr_t link_at[JOIN_NEW], link_instr[JOIN_NEW]; /* (part_join's new links) */
         } walked;
         struct link {
             uintptr_t at, instr;
@@ -1163,27 +1165,38 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     return n;
 }
 
-/* (3.11) After a call or a return, the thread's frames from `f` are a few new ones over the kept
- * chain's frames from some j on. Those are compared link by link with the kept chain, as
- * part_fast compares the whole of it, and keep their words; only the new frames are walked and
+/* (3.11+) After a call or a return, the thread's frames from `f` are a few new ones over the kept
+ * chain's from some link j on. Those are compared link by link with the kept chain, as part_kept
+ * compares the whole of it, and keep their words; only the new links are walked and their frames
  * looked up. As lpr_py_part returns; -1 where the frames do not end so (then part_walk walks them
  * all). Frames of one chunk lie at falling addresses from the innermost out, so the kept link a
- * new frame's caller may be is found by moving along the kept chain, never back. (3.11 only: its
- * chain is its frames, link for frame; later versions put entry shims between them.) */
-#define JOIN_NEW 32 /* new frames joined at most (more: walked whole) */
+ * new frame's caller may be is found by moving along the kept chain, never back. From 3.12 the
+ * chain also holds the evaluation loop's entry shims, on the C stack: a new one ends the run of
+ * the frame before it, and the kept ones are passed over in that search (their addresses are the
+ * C stack's) and compared with the rest. */
 static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, uint32_t *id) {
-    const uintptr_t o_back = P3.back, o_instr = P3.instr, o_code = (uintptr_t)L->f_code;
+    const uintptr_t o_back = P3.back, o_instr = P3.instr, o_code = (uintptr_t)L->f_code,
+                    o_owner = (uintptr_t)L->f_owner;
     const intptr_t o_entry = L->f_entry;
+    const int shims = L->minor >= 12;
     const uintptr_t lo = c->chunk + chunk_data, span = c->chunk_size - chunk_head; /* (as chain_at) */
     uintptr_t *fr = c->walked.frame, *co = c->walked.code, *in = c->walked.instr;
     uint8_t *en = c->walked.end;
-    uint32_t nl = c->nlink, j = 0, m = 0;
+    uintptr_t *lat = c->walked.link_at, *lin = c->walked.link_instr; /* the new links */
+    uint32_t nl = c->nlink, j = 0, m = 0, q = 0;
     uintptr_t g = f;
-    for (int joined = 0; !joined;) { /* the new frames, up to the first that is a kept link */
-        if (!g || m == JOIN_NEW || g - lo > span) return -1;
-        while (j < nl && c->link[j].at > g) j++;
+    for (int joined = 0; !joined;) { /* the new links, up to the first that is a kept one */
+        if (!g || q == JOIN_NEW) return -1;
+        if (g - lo > span) { /* (3.12+) an entry shim on the C stack; anything else is walked */
+            if (!shims || !on_cstack(g) || *(const char *)(g + o_owner) != SHIM) return -1;
+            if (m) en[m - 1] = 1; /* the evaluation loop's entry: the run ends */
+            lat[q] = g, lin[q++] = rd(g + o_instr);
+            g = rd(g + o_back);
+            continue;
+        }
+        while (j < nl && (c->link[j].at - lo > span || c->link[j].at > g)) j++;
         /* the first kept frame reached may have moved on (returned from one callee, calling the
-         * next): walked as a new one too, the frames after it compared */
+         * next): walked as a new one too, the links after it compared */
         if (j < nl && c->link[j].at == g) {
             if (rd(g + o_instr) == c->link[j].instr) break;
             joined = 1;
@@ -1195,30 +1208,35 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
         co[m] = code;
         in[m] = rd(g + o_instr);
         en[m++] = o_entry >= 0 && ((const char *)g)[o_entry] != 0;
+        lat[q] = g, lin[q++] = in[m - 1];
         g = rd(g + o_back);
     }
-    for (uint32_t t = j; t < nl; t++, g = rd(g + o_back)) /* the kept frames from j, to the end */
+    uint32_t keep = 0; /* the kept frames: those of the kept links from j, to the end */
+    for (uint32_t t = j; t < nl; t++, g = rd(g + o_back)) {
         if (g != c->link[t].at || rd(g + o_instr) != c->link[t].instr) return -1;
-    uint32_t keep = nl - j, n = m + keep;
-    if (g || n > PART || (!m && !j)) return -1;
+        keep += c->link[t].at - lo <= span;
+    }
+    uint32_t n = m + keep, jf = c->n - keep; /* (jf: the first kept frame's place) */
+    if (g || n > PART || q + (nl - j) > LINKS || keep > c->n || (!m && !j)) return -1;
     if (!keep) en[m - 1] = 1; /* (the outermost frame ends a run, as part_walk marks it) */
+    if (m && shims && j < nl && c->link[j].at - lo > span) en[m - 1] = 1; /* (a kept shim follows) */
     uint64_t words[JOIN_NEW];
     for (uint32_t i = 0; i < m; i++)
         if (!(words[i] = frame_word(co[i], in[i], en[i]))) return -1; /* (the code table is full) */
-    /* the kept frames move to follow the new ones (their links with the end mark after them) */
-    if (m != j) {
-        memmove(&c->frame[m], &c->frame[j], keep * sizeof c->frame[0]);
-        memmove(&c->code[m], &c->code[j], keep * sizeof c->code[0]);
-        memmove(&c->instr[m], &c->instr[j], keep * sizeof c->instr[0]);
-        memmove(&c->end[m], &c->end[j], keep);
-        memmove(&c->word[m], &c->word[j], keep * sizeof c->word[0]);
-        memmove(&c->link[m], &c->link[j], (keep + 1) * sizeof c->link[0]);
+    /* the kept frames and links move to follow the new ones (the links with the end mark after them) */
+    if (m != jf) {
+        memmove(&c->frame[m], &c->frame[jf], keep * sizeof c->frame[0]);
+        memmove(&c->code[m], &c->code[jf], keep * sizeof c->code[0]);
+        memmove(&c->instr[m], &c->instr[jf], keep * sizeof c->instr[0]);
+        memmove(&c->end[m], &c->end[jf], keep);
+        memmove(&c->word[m], &c->word[jf], keep * sizeof c->word[0]);
     }
-    for (uint32_t i = 0; i < m; i++) {
+    if (q != j) memmove(&c->link[q], &c->link[j], (nl - j + 1) * sizeof c->link[0]);
+    for (uint32_t i = 0; i < m; i++)
         c->frame[i] = fr[i], c->code[i] = co[i], c->instr[i] = in[i], c->end[i] = en[i], c->word[i] = words[i];
-        c->link[i].at = fr[i], c->link[i].instr = in[i];
-    }
-    c->n = c->nlink = n;
+    for (uint32_t i = 0; i < q; i++) c->link[i].at = lat[i], c->link[i].instr = lin[i];
+    c->n = n;
+    c->nlink = q + (nl - j);
     memset(c->moved, 0, sizeof c->moved);
     c->id = lpr_stack_intern_words(c->word, n);
     *id = c->id;
@@ -1278,7 +1296,7 @@ static inline __attribute__((always_inline)) uint32_t part_fast(struct pypart *c
     uint32_t id = part_kept(c, ts, &f, &k, &moved);
     if (id) return id;
     if (moved && innermost_moved(c, f, moved)) return c->id;
-    if (L->f_entry >= 0 && k == c->chunk && rd(k + 8) == c->chunk_size && c->n == c->nlink) { /* (3.11) */
+    if (k == c->chunk && rd(k + 8) == c->chunk_size && c->nlink) {
         int n = part_join(c, f, &id);
         if (n >= 0) return n > 0 ? id : 0;
     }
