@@ -49,7 +49,7 @@
       "native frames a CPU sample keeps (1-128); the Python frames come on top", \
       SIZE, sample_depth, 0, LP_STACK_MAX_DEPTH, NULL) \
     X("LIBPROF_STACK_CACHE_OFF", "0|1", "0", \
-      "1: walk every call stack afresh instead of reusing validated call chains", \
+      "1: walk every call stack afresh (the Python frames of a hook's too) instead of reusing validated call chains", \
       BOOL, stack_cache_off, 0, 0, NULL) \
     X("LIBPROF_FLAMEGRAPH", "0|1", "0", \
       "with LIBPROF_STACKS: write NAME.alloc.folded, .leaks.folded, .peak.folded and .speedscope.json beside the trace", \

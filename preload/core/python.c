@@ -71,6 +71,7 @@ static struct {
     uintptr_t thread; /* a state's thread_id (0: no holder is read) */
 } P3;
 static void holder_ours_again(void);
+static uint32_t with_fresh(uint32_t native);
 /* this_tstate: 1 reads the thread's state through CPython's own key (checked against
  * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
 static int tss_direct;
@@ -241,8 +242,11 @@ void lpr_python_detect(void) {
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
     static struct lpr_stack_python part;
-    part =
-        (struct lpr_stack_python){lpr_py_part, lpr_py_with, lpr_pycode_write, eval_lo, eval_hi, interp_lo, interp_hi};
+    /* (LIBPROF_STACK_CACHE_OFF: the hooks' Python parts walked afresh too, what the caches
+     * must give — the sampler's stays cached: its handler has no room for a fresh walk's) */
+    part = (struct lpr_stack_python){
+        lpr_py_part, lpr_cfg.stack_cache_off ? with_fresh : lpr_py_with, lpr_pycode_write, eval_lo, eval_hi, interp_lo,
+        interp_hi};
     lpr_stacks_python(&part); /* stacks take their Python part from here on */
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
@@ -1403,6 +1407,12 @@ uint32_t lpr_py_with(uint32_t native) {
     uint32_t py = part_kept(c, ts, &f, &k, &moved);
     if (LP_LIKELY(py != 0)) return with_pair(cache, native, py);
     return moved ? with_moved(cache, native, f, moved) : with_part(native);
+}
+
+/* lpr_py_with's work done afresh, no cache of the thread's consulted (LIBPROF_STACK_CACHE_OFF). */
+static uint32_t with_fresh(uint32_t native) {
+    uint32_t py = lpr_py_on ? part_uncached() : 0;
+    return py ? lpr_stack_pair(native, py) : native;
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */

@@ -751,6 +751,102 @@ Test(python, threads_allocate_under_their_own_lines_every_interpreter, .init = s
     cr_assert_gt(tested, 0, "no interpreter ran");
 }
 
+/* The stacks' Python parts as the thread's caches make them (the kept chain, the frames joined
+ * after a call or a return, the innermost frame's memo, the pairs) are the frames walked afresh
+ * (LIBPROF_STACK_CACHE_OFF=1): the same distinct stacks, on every interpreter, of a program whose
+ * allocations come from C called back into Python (sorted's key, json's default, map, reduce),
+ * recursion, and a loop's body allocating at several places. */
+static const char callbacks_py[] = "import json, functools\n"
+                                   "class P:\n"
+                                   "    def __init__(s, v): s.v = v\n"
+                                   "def enc(o):\n"
+                                   "    return {'v': [o.v] * 3, 's': str(o.v)}\n"
+                                   "def rec(n):\n"
+                                   "    if n == 0:\n"
+                                   "        return json.dumps([P(i) for i in range(30)], default=enc)\n"
+                                   "    return rec(n - 1) + str(n)\n"
+                                   "def key(x):\n"
+                                   "    return (str(x), [x])\n"
+                                   "for r in range(150):\n"
+                                   "    s = sorted(range(50), key=key)\n"
+                                   "    t = rec(r % 7)\n"
+                                   "    m = list(map(lambda x: {'x': x}, range(40)))\n"
+                                   "    f = functools.reduce(lambda a, b: a + [b], range(20), [])\n"
+                                   "print(len(t))\n";
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The distinct stacks of a folded file that pass through `script` (the program's own: the
+ * interpreter's start-up may take other paths from run to run, as addresses fall), one a line
+ * (its counts cut), sorted. */
+static char *stack_keys(const char *folded, const char *script) {
+    char *text = read_file(folded, NULL);
+    cr_assert_not_null(text, "%s", folded);
+    size_t n = 0, cap = 1024;
+    char **lines = malloc(cap * sizeof *lines);
+    for (char *next = text; *next;) {
+        char *l, *sp;
+        folded_next(&next, &l, &sp);
+        if (!memmem(l, (size_t)(sp - l), script, strlen(script))) continue;
+        if (n == cap) lines = realloc(lines, (cap *= 2) * sizeof *lines);
+        lines[n++] = strndup(l, (size_t)(sp - l));
+    }
+    qsort(lines, n, sizeof *lines, cmp_str);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) len += strlen(lines[i]) + 1;
+    char *out = malloc(len), *o = out;
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(lines[i], lines[i - 1])) continue;
+        o += sprintf(o, "%s\n", lines[i]);
+    }
+    *o = 0;
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+    free(text);
+    return out;
+}
+
+Test(python, cached_parts_are_the_frames_walked_afresh_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = python_interpreters(py, 16, 7), tested = 0;
+    char *script = write_script("callbacks.py", callbacks_py);
+    for (int i = 0; i < n; i++) {
+        char *keys[2];
+        for (int off = 0; off < 2; off++) {
+            struct run r, rep;
+            char *lpt = strfmt("%s/cb%d-%d.lpt", dir, i, off), *folded = strfmt("%s/cb%d-%d.folded", dir, i, off);
+            run_prog(&r, dir,
+                     (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=16",
+                                      "LIBPROF_PYTHON_MALLOC=1", "PYTHONHASHSEED=0",
+                                      off ? "LIBPROF_STACK_CACHE_OFF=1" : "LIBPROF_STACK_CACHE_OFF=0", NULL},
+                     (const char *[]){py[i], script, NULL});
+            cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+            run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--folded", folded, "-q", NULL});
+            cr_assert_eq(rep.status, 0, "%s", rep.err);
+            keys[off] = stack_keys(folded, script);
+            run_free(&rep);
+            run_free(&r);
+        }
+        cr_expect(strstr(keys[0], "enc (") && strstr(keys[0], "key (") && strstr(keys[0], "rec ("),
+                  "%s: the callbacks' frames are in the stacks", py[i]);
+        if (strcmp(keys[0], keys[1]) != 0) {
+            /* the first stack of each that the other has not */
+            char *a = keys[0], *b = keys[1];
+            while (*a && *b) {
+                char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+                if (ea - a != eb - b || strncmp(a, b, (size_t)(ea - a))) break;
+                a = ea + 1, b = eb + 1;
+            }
+            cr_expect_fail("%s: the cached stacks differ from the fresh walk's:\n  cached %.400s\n  fresh  %.400s",
+                           py[i], a, b);
+        }
+        free(keys[0]);
+        free(keys[1]);
+        tested++;
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
+}
+
 /* CPython runs its C signal handlers on faulthandler's alternate stack (16 KiB, the kernel's
  * frame of the signal in it), and the handler writes the signal's byte to the wakeup descriptor:
  * libprof's hook of that write, with its Python frames, must fit there. It used to take 3 KiB
