@@ -377,7 +377,7 @@ static uint32_t code_id(uintptr_t code) {
  * So from 3.11 on a frame is read only where it is sure to be memory: inside one of the thread's
  * frame-stack chunks (a few compares: almost every frame), on the thread's own C stack (3.12+:
  * the evaluation loop's entry shims), or else — a generator's or coroutine's frame, which lives
- * in its object — through loads libprof's fault handler steps over (lpr_probe_load), or where
+ * in its object — through loads libprof's fault handler steps over (probe_here), or where
  * the program has taken SIGSEGV/SIGBUS itself, a copy the kernel makes (process_vm_readv, which
  * fails where a load would fault). A code object is read when the table knows its address, or
  * after such a read of its header shows PyCode_Type. A chain that reaches what it cannot read ends there; a stale frame
@@ -398,25 +398,6 @@ static int copy_safe(void *dst, uintptr_t src, size_t n) {
     return lpr_syscall6(SYS_process_vm_readv, lpr_pid, (long)&l, 1, (long)&r, 1, 0) == (long)n ? 0 : -1;
 }
 
-/* One word at `a`, a load libprof's fault handler can step over: where it faults, the handler
- * (hooks/signal.c, on SIGSEGV and SIGBUS while the program has not taken them) moves the
- * instruction pointer past it with 0 as the word, and sets lpr_tls.probe_fault. A few
- * instructions where process_vm_readv is a system call (a generator's frame, read at every
- * capture, would otherwise cost one). */
-__asm__(".text\n"
-        ".p2align 4\n"
-        ".globl lpr_probe_load\n"
-        ".hidden lpr_probe_load\n"
-        ".type lpr_probe_load, @function\n"
-        "lpr_probe_load:\n"
-        "    movq (%rdi), %rax\n"
-        ".globl lpr_probe_load_done\n"
-        ".hidden lpr_probe_load_done\n"
-        "lpr_probe_load_done:\n"
-        "    ret\n"
-        ".size lpr_probe_load, .-lpr_probe_load\n");
-LP_HIDDEN uintptr_t lpr_probe_load(uintptr_t a);
-LP_HIDDEN extern const char lpr_probe_load_done[];
 int lpr_faults_ours;
 
 /* P3.holder where the faults are libprof's (lpr_py_with reads the holder's thread through a
@@ -439,10 +420,14 @@ void lpr_py_faults_ours(int ours) {
     holder_ours_again();
 }
 
-/* The same load written where it is used (probe_here: no call, nothing saved around one), its
- * place and the place after it recorded in section lpr_probes, each as its offset from the
- * word holding it (nothing for the dynamic linker to relocate), for the handler to find. The word in %rax, which
- * the handler sets as it does for lpr_probe_load. */
+/* One word at `a`, a load libprof's fault handler can step over: where it faults, the handler
+ * (hooks/signal.c, on SIGSEGV and SIGBUS while the program has not taken them) moves the
+ * instruction pointer past it with 0 as the word, and sets lpr_tls.probe_fault. One instruction
+ * where process_vm_readv is a system call (a generator's frame, read at every capture, would
+ * otherwise cost one), written where it is used (no call, nothing saved around one): each such
+ * load and the instruction after it are recorded in section lpr_probes, as their offsets from the
+ * words holding them (nothing for the dynamic linker to relocate), for the handler to find; the
+ * word comes in %rax, which the handler sets. */
 struct probe_site {
     int32_t load, done;
 };
@@ -464,7 +449,6 @@ static inline __attribute__((always_inline)) uintptr_t probe_here(uintptr_t a) {
 int lpr_py_fault_fixup(void *ucv) {
     ucontext_t *uc = ucv;
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = 0;
-    if (ip == (uintptr_t)lpr_probe_load) to = (uintptr_t)lpr_probe_load_done;
     for (const struct probe_site *s = __start_lpr_probes; !to && s < __stop_lpr_probes; s++)
         if ((uintptr_t)&s->load + (uintptr_t)(intptr_t)s->load == ip)
             to = (uintptr_t)&s->done + (uintptr_t)(intptr_t)s->done;
@@ -482,7 +466,7 @@ static int copy_probed(void *dst, uintptr_t src, size_t n) {
     struct lpr_tls *t = &lpr_tls;
     uintptr_t *d = dst;
     t->probe_fault = 0;
-    for (size_t i = 0; i < n / 8; i++) d[i] = lpr_probe_load(src + 8 * i);
+    for (size_t i = 0; i < n / 8; i++) d[i] = probe_here(src + 8 * i);
     return t->probe_fault ? -1 : 0;
 }
 
@@ -609,7 +593,7 @@ static inline uintptr_t part_tstate(uintptr_t *last) {
     if (holder && __atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)) {
         if (!*(const volatile int *)P3.initialized) return 0;
         uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
-        if (LP_LIKELY(ts == *last) && LP_LIKELY(ts != 0) && LP_LIKELY(lpr_probe_load(ts + P3.thread) == thread_self()))
+        if (LP_LIKELY(ts == *last) && LP_LIKELY(ts != 0) && LP_LIKELY(probe_here(ts + P3.thread) == thread_self()))
             return ts;
     }
     return *last = this_tstate();

@@ -487,6 +487,15 @@ __attribute__((noinline)) static uint32_t walk(struct walk_room *w, struct chain
     return id;
 }
 
+/* Chain `ch` is key (ra, cfa)'s, walked, and every return address it saw is still where it was:
+ * the stack is its. */
+static inline int chain_serves(const struct chain *ch, uintptr_t ra, uintptr_t cfa) {
+    if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) return 0;
+    uint32_t i = 0;
+    while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
+    return i == ch->n;
+}
+
 /* A walk with no room of the thread's (no cache: its registry node could not be made). */
 __attribute__((noinline)) static uint32_t native_on_stack(void) {
     void *buf[LP_STACK_MAX_DEPTH + 4];
@@ -507,23 +516,16 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     uint64_t h = (ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull;
     /* the chain this key's hint names first (the last one it served): most keys have one */
     struct chain **hint = &c->hint[(h >> 24) & (CACHE_HINTS - 1)], *ch = *hint;
-    if (ch && ch->ra == ra && ch->cfa == cfa && ch->n < SEEN_ONCE) {
-        uint32_t i = 0;
-        while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
-        if (i == ch->n) {
-            ch->used = ++c->tick;
-            return ch->id;
-        }
+    if (ch && chain_serves(ch, ra, cfa)) {
+        ch->used = ++c->tick;
+        return ch->id;
     }
     struct chain *sets[2] = {c->set[h >> (64 - CACHE_SET_BITS)],
                              c->set[(h >> (64 - 2 * CACHE_SET_BITS)) & (CACHE_SETS - 1)]};
     for (unsigned s = 0; s < 2; s++)
         for (unsigned w = 0; w < CACHE_WAYS; w++) {
             ch = &sets[s][w];
-            if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) continue;
-            uint32_t i = 0;
-            while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
-            if (i == ch->n) {
+            if (chain_serves(ch, ra, cfa)) {
                 ch->used = ++c->tick;
                 *hint = ch;
                 return ch->id;
