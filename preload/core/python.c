@@ -583,20 +583,25 @@ static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
     return ts;
 }
 
+/* The calling thread's state as the interpreter's GIL holder (P3.holder; the object allocator's
+ * callers hold the GIL), where that is *last (the state the thread's key gave the last time),
+ * the runtime is initialized and the state's thread is this one — a few loads where the key's
+ * read is a call; else 0. The thread is read through a probed load (another thread's state may
+ * be freed meanwhile), so only where the faults are libprof's (holder_ours). */
+static inline __attribute__((always_inline)) uintptr_t holder_state(const uintptr_t *last) {
+    const uintptr_t *holder = __atomic_load_n(&holder_ours, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(!holder)) return 0;
+    uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(ts != *last) || LP_UNLIKELY(!ts) || LP_UNLIKELY(!*(const volatile int *)P3.initialized) ||
+        LP_UNLIKELY(probe_here(ts + P3.thread) != thread_self()))
+        return 0;
+    return ts;
+}
 /* The calling thread's state for a capture through a part cache (part_fast; *last: the state its
- * key gave the last time). The interpreter knows which state holds the GIL (P3.holder), and the
- * object allocator's callers hold it: where that is the state *last and its thread is this one,
- * it is taken as it is — a few loads where the key's read is a call. The thread is read through
- * a probed load (another thread's state may be freed meanwhile). Else through the key. */
+ * key gave the last time): the GIL holder's (holder_state), else through the key. */
 static inline uintptr_t part_tstate(uintptr_t *last) {
-    const uintptr_t *holder = __atomic_load_n(&P3.holder, __ATOMIC_RELAXED);
-    if (holder && __atomic_load_n(&lpr_faults_ours, __ATOMIC_RELAXED)) {
-        if (!*(const volatile int *)P3.initialized) return 0;
-        uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
-        if (LP_LIKELY(ts == *last) && LP_LIKELY(ts != 0) && LP_LIKELY(probe_here(ts + P3.thread) == thread_self()))
-            return ts;
-    }
-    return *last = this_tstate();
+    uintptr_t ts = holder_state(last);
+    return LP_LIKELY(ts != 0) ? ts : (*last = this_tstate());
 }
 
 /* The calling thread's current frame, or 0 (no interpreter yet or any more, a thread that never
@@ -1381,12 +1386,8 @@ uint32_t lpr_py_with(uint32_t native) {
     if (LP_UNLIKELY(cache == NULL)) return with_part(native);
     struct pypart *c = &cache->part_of[0];
     /* the thread's state: part_tstate's, but where it would read the key, the long way */
-    const uintptr_t *holder = __atomic_load_n(&holder_ours, __ATOMIC_RELAXED);
-    if (LP_UNLIKELY(!holder)) return with_part(native);
-    uintptr_t ts = __atomic_load_n(holder, __ATOMIC_RELAXED);
-    if (LP_UNLIKELY(ts != c->ts) || LP_UNLIKELY(!ts) || LP_UNLIKELY(!*(const volatile int *)P3.initialized) ||
-        LP_UNLIKELY(probe_here(ts + P3.thread) != thread_self()))
-        return with_part(native);
+    uintptr_t ts = holder_state(&c->ts);
+    if (LP_UNLIKELY(!ts)) return with_part(native);
     uintptr_t f, k, moved;
     uint32_t py = part_kept(c, ts, &f, &k, &moved);
     if (LP_LIKELY(py != 0)) return with_pair(cache, native, py);
