@@ -302,7 +302,7 @@ const struct rp_option rp_options[] = {
     {"--timeout", NULL, "SECONDS", RAW, "with --wait: give up after SECONDS (exit 1)", set_timeout},
     {"--hold-events", NULL, "PID:N", RAW, "(started by the preload) keep process PID's CPU sampling events,\ndescriptors 3 to 2+N, open until it ends or asks (descriptor 3+N)", set_hold},
     {"--follow", NULL, "PID", RAW, "(started by the preload) convert the raw trace while process PID still\nwrites it, giving its blocks back as they are read; done when PID ends", set_follow},
-    {"--remove-raw", NULL, NULL, RAW, "remove the raw trace once --chrome/--csv or --pack are written", set_remove_raw},
+    {"--remove-raw", NULL, NULL, RAW, "remove the raw trace once --chrome, --perfetto, --csv or --pack is written", set_remove_raw},
     {"--killed-by", NULL, "SIG", RAW, "the process died by signal SIG (metadata.libprof.signal), as its\nparent saw it; for traces cut short", set_killed_by},
     {"--log", NULL, "FILE", RAW, "messages and the report go to FILE instead of stdout and stderr\n(FILE is removed again when nothing was written)", set_log},
     {"--general-path", NULL, NULL, RAW, "decode every event the general way, without the allocation fast\npath: the same files, slower (a check of the fast path)", set_general_path},

@@ -418,12 +418,22 @@ static int merged_events_csv(const char **paths, int n, const char *out) {
 
 /* ---- the actions, each one thing the command line can ask --------------------------------------- */
 
+/* The trace a summary names: the raw one, or — where it goes (--remove-raw, --follow) — what is
+ * written from it, as the program's own conversion names it. */
+static const char *trace_label(const struct input *in) {
+    if (!cli.follow && !cli.remove_raw) return in->path;
+    static const int kept[] = {LP_OUT_CHROME, LP_OUT_PERFETTO, LP_OUT_CSV}; /* (the timelines first) */
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (cli.out[kept[i]]) return cli.out[kept[i]];
+    return in->path;
+}
+
 /* The options of a conversion of a raw trace, as the command line sets them. */
 static struct lp_convert_opts convert_opts(const struct input *in) {
     return (struct lp_convert_opts){.chrome_fd = -1,
                                     .summary_fd = -1,
                                     .alloc_min = cli.have_min ? cli.alloc_min : in->r.hdr.alloc_min,
-                                    .trace_label = in->path,
+                                    .trace_label = trace_label(in),
                                     .temporary_threshold = temp_threshold,
                                     .peak_at_ns = peak_at_ns,
                                     .general_path = general_path,
@@ -525,9 +535,6 @@ static int act_convert(struct input *in, int summary) {
     for (int k = 0; k < LP_OUT_COUNT; k++) co.path[k] = cli.out[k];
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
     if (summary) co.summary_fd = STDOUT_FILENO;
-    if (cli.follow)
-        co.trace_label = cli.out[LP_OUT_CHROME] ? cli.out[LP_OUT_CHROME]
-                                                : cli.out[LP_OUT_CSV]; /* as the program's own conversion says it */
     if (cli.follow) {
         snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
         snapshot.load = snapshot_load;
@@ -547,11 +554,11 @@ static int act_convert(struct input *in, int summary) {
     return 0;
 }
 
-/* --remove-raw: once --chrome/--csv or --pack are written, the raw trace goes. */
+/* --remove-raw: once a trace is written from it (--chrome, --perfetto, --csv) or --pack, the raw
+ * trace goes. */
 static int remove_raw(struct input *in) {
-    if (!cli.remove_raw || !(cli.out[LP_OUT_CHROME] || cli.out[LP_OUT_CSV] || cli.pack || cli.follow) || !in->raw ||
-        in->image)
-        return 0;
+    int written = cli.out[LP_OUT_CHROME] || cli.out[LP_OUT_PERFETTO] || cli.out[LP_OUT_CSV] || cli.pack || cli.follow;
+    if (!cli.remove_raw || !written || !in->raw || in->image) return 0;
     if (unlink(in->path) != 0 && errno != ENOENT) {
         fprintf(stderr, "libprof-report: cannot remove %s: %s\n", in->path, strerror(errno));
         return 1;

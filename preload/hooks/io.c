@@ -8,11 +8,14 @@
  * per-file totals, Darshan's POSIX module in spirit, cost nothing here). Descriptors the program
  * inherited are named from /proc/self/fd when libprof starts.
  *
- * The 64-bit-offset aliases (open64, pread64, ...) and glibc's fortified entry points
- * (__open_2, __read_chk, ...) are separate symbols that programs built with
- * _FILE_OFFSET_BITS=64 or _FORTIFY_SOURCE call instead, so each is wrapped and forwarded to its
- * own real definition. glibc's internal calls (fread -> read) do not go through these symbols,
- * so a stdio call shows as one slice; calls another library makes do, and nest. */
+ * The 64-bit-offset names (open64, pread64, mmap64, ...) are, in the C library of a 64-bit
+ * system, other names of the same functions: here too (LP_ALIAS64), so that whoever compares
+ * their addresses sees what it would without libprof (memray checks that the mmap it calls is the
+ * one the loader finds first, and said "Correcting symbol for mmap" when they were two).
+ * glibc's fortified entry points (__open_2, __open64_2, __read_chk, ...) are separate symbols
+ * there, which programs built with _FORTIFY_SOURCE call instead: each is wrapped and forwarded to
+ * its own real definition. glibc's internal calls (fread -> read) do not go through these
+ * symbols, so a stdio call shows as one slice; calls another library makes do, and nest. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -40,11 +43,11 @@ size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *stream
 /* the list as it reads best, one group a line */
 // clang-format off
 #define REALS(X) \
-    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2) X(__openat64_2) \
-    X(creat) X(creat64) X(close) X(read) X(__read_chk) X(write) X(pread) X(pread64) X(__pread_chk) \
-    X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync) \
-    X(fopen) X(fopen64) X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) \
-    X(mmap) X(mmap64) X(munmap) X(mremap) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64) X(pipe)
+    X(open) X(__open_2) X(__open64_2) X(openat) X(__openat_2) X(__openat64_2) \
+    X(creat) X(close) X(read) X(__read_chk) X(write) X(pread) X(__pread_chk) \
+    X(__pread64_chk) X(pwrite) X(readv) X(writev) X(lseek) X(fsync) X(fdatasync) \
+    X(fopen) X(fread) X(__fread_chk) X(fwrite) X(fflush) X(fclose) \
+    X(mmap) X(munmap) X(mremap) X(dup) X(dup2) X(dup3) X(fcntl) X(pipe)
 // clang-format on
 REALS(LP_REAL_SLOT)
 
@@ -73,7 +76,7 @@ static int mode_arg(int flags, va_list ap) {
         return fn##_slow(path, flags, mode);                                                \
     }
 OPEN_HOOK(open)
-OPEN_HOOK(open64)
+LP_ALIAS64(open);
 
 #define OPENAT_HOOK(fn)                                                                                \
     __attribute__((noinline)) static int fn##_slow(int dirfd, const char *path, int flags, int mode) { \
@@ -92,7 +95,7 @@ OPEN_HOOK(open64)
         return fn##_slow(dirfd, path, flags, mode);                                                    \
     }
 OPENAT_HOOK(openat)
-OPENAT_HOOK(openat64)
+LP_ALIAS64(openat);
 
 LP_HOOK_STR(IO, OPEN, int, __open_2, (const char *path, int flags), (path, flags), -1, path, U(flags), I(r))
 LP_HOOK_STR(IO, OPEN, int, __open64_2, (const char *path, int flags), (path, flags), -1, path, U(flags), I(r))
@@ -101,7 +104,7 @@ LP_HOOK_STR(IO, OPENAT, int, __openat_2, (int dirfd, const char *path, int flags
 LP_HOOK_STR(IO, OPENAT, int, __openat64_2, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1, path,
             I(dirfd), U(flags), I(r))
 LP_HOOK_STR(IO, CREAT, int, creat, (const char *path, mode_t mode), (path, mode), -1, path, U(mode), I(r))
-LP_HOOK_STR(IO, CREAT, int, creat64, (const char *path, mode_t mode), (path, mode), -1, path, U(mode), I(r))
+LP_ALIAS64(creat);
 LP_HOOK(IO, CLOSE, int, close, (int fd), (fd), -1, (void)0, I(fd), I(r))
 
 /* ---- reading and writing ------------------------------------------------------------------- */
@@ -112,16 +115,14 @@ LP_HOOK(IO, READ, ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t bufl
 LP_HOOK(IO, WRITE, ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), -1, (void)0, I(fd), U(n), I(r))
 LP_HOOK(IO, PREAD, ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), -1, (void)0, I(fd),
         U(n), I(off), I(r))
-LP_HOOK(IO, PREAD, ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1, (void)0, I(fd),
-        U(n), I(off), I(r))
+LP_ALIAS64(pread);
 LP_HOOK(IO, PREAD, ssize_t, __pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen),
         (fd, buf, n, off, buflen), -1, (void)0, I(fd), U(n), I(off), I(r))
 LP_HOOK(IO, PREAD, ssize_t, __pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buflen),
         (fd, buf, n, off, buflen), -1, (void)0, I(fd), U(n), I(off), I(r))
 LP_HOOK(IO, PWRITE, ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), -1, (void)0,
         I(fd), U(n), I(off), I(r))
-LP_HOOK(IO, PWRITE, ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), -1, (void)0,
-        I(fd), U(n), I(off), I(r))
+LP_ALIAS64(pwrite);
 
 /* Bytes asked by a vector; read only after the call succeeded (so the vector was valid). */
 static uint64_t iov_bytes(const struct iovec *iov, int cnt, ssize_t r) {
@@ -137,8 +138,7 @@ LP_HOOK(IO, WRITEV, ssize_t, writev, (int fd, const struct iovec *iov, int cnt),
         iov_bytes(iov, cnt, r), I(r))
 LP_HOOK(IO, LSEEK, off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence), -1, (void)0, I(fd), I(off),
         U(whence), I(r))
-LP_HOOK(IO, LSEEK, off64_t, lseek64, (int fd, off64_t off, int whence), (fd, off, whence), -1, (void)0, I(fd), I(off),
-        U(whence), I(r))
+LP_ALIAS64(lseek);
 LP_HOOK(IO, FSYNC, int, fsync, (int fd), (fd), -1, (void)0, I(fd), I(r))
 LP_HOOK(IO, FDATASYNC, int, fdatasync, (int fd), (fd), -1, (void)0, I(fd), I(r))
 
@@ -153,8 +153,7 @@ static uint64_t mode_word(const char *m) {
 
 LP_HOOK_STR(IO, FOPEN, FILE *, fopen, (const char *path, const char *mode), (path, mode), NULL, path, mode_word(mode),
             U(r))
-LP_HOOK_STR(IO, FOPEN, FILE *, fopen64, (const char *path, const char *mode), (path, mode), NULL, path, mode_word(mode),
-            U(r))
+LP_ALIAS64(fopen);
 LP_HOOK(IO, FREAD, size_t, fread, (void *ptr, size_t size, size_t n, FILE *f), (ptr, size, n, f), 0, (void)0, U(f),
         U(size *n), U(r *size))
 LP_HOOK(IO, FREAD, size_t, __fread_chk, (void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f),
@@ -182,9 +181,6 @@ static void *map_result(long r) {
 static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     return map_result((long)lpr_sys_mmap(addr, len, prot, flags, fd, (uint64_t)off));
 }
-static void *raw_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
-    return raw_mmap(addr, len, prot, flags, fd, (off_t)off);
-}
 static int raw_munmap(void *addr, size_t len) {
     int r = lpr_sys_munmap(addr, len);
     if (r < 0) {
@@ -202,7 +198,6 @@ static void *raw_mremap(void *old, size_t old_len, size_t new_len, int flags, vo
 
 static void io_resolve(void) {
     (void)LP_REAL(mmap);
-    (void)LP_REAL(mmap64);
     (void)LP_REAL(munmap);
     (void)LP_REAL(mremap);
 }
@@ -219,7 +214,7 @@ static void io_resolve(void) {
         return fn##_slow(addr, len, prot, flags, fd, off);                                                            \
     }
 MMAP_HOOK(mmap, off_t)
-MMAP_HOOK(mmap64, off64_t)
+LP_ALIAS64(mmap);
 
 __attribute__((noinline)) static int munmap_slow(void *addr, size_t len) {
     LP_BEGIN(LP_FAM_IO);
@@ -342,4 +337,4 @@ LP_EXPORT int pipe(int fds[2]) {
         return fn##_slow(fd, cmd, arg);                                          \
     }
 FCNTL_HOOK(fcntl)
-FCNTL_HOOK(fcntl64)
+LP_ALIAS64(fcntl);

@@ -213,6 +213,30 @@ char **child_traces(const char *dir, const char *prefix, int *n) {
     return out;
 }
 
+char *dir_names(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return strdup("");
+    char **v = NULL;
+    size_t n = 0, len = 1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        v = realloc(v, (n + 1) * sizeof *v);
+        v[n++] = strdup(e->d_name);
+        len += strlen(e->d_name) + 1;
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, cmp_str);
+    char *out = malloc(len), *o = out;
+    *o = '\0';
+    for (size_t i = 0; i < n; i++) {
+        o += sprintf(o, "%s%s", i ? " " : "", v[i]);
+        free(v[i]);
+    }
+    free(v);
+    return out;
+}
+
 int count_lines_with(const char *text, const char *needle) {
     int c = 0;
     if (!text) return 0;

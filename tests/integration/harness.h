@@ -42,6 +42,8 @@ long long meta_num(cJSON *meta, const char *field);
  * never written on the program's stderr) contain `needle`; -1 when the file is no trace. */
 int notes_with(const char *trace, const char *needle);
 int count_lines_with(const char *text, const char *needle);
+/* The names in `dir` (not . and ..), sorted, one space between (caller frees). */
+char *dir_names(const char *dir);
 /* Paths of the traces in `dir` named like PREFIX.*.json (child processes of a run whose trace is
  * PREFIX.json), sorted; their number in *n. */
 char **child_traces(const char *dir, const char *prefix, int *n);

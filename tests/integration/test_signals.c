@@ -92,6 +92,38 @@ Test(signals, handlers_are_invisible) {
     run_free(&bare);
 }
 
+/* A process ended by SIGTERM (a multiprocessing.Pool's workers all are) leaves what a normal
+ * exit leaves, whatever it was asked to write: its outputs, never its raw spool or the
+ * converter's log (a .pftrace run used to keep NAME.pftrace.lpt: the converter removed the raw
+ * trace only after a JSON or CSV). */
+Test(signals, sigterm_leaves_only_the_outputs_of_every_kind) {
+    static const struct {
+        const char *env[5], *files;
+    } cases[] = {
+        {{"LIBPROF_OUTPUT=a.pftrace"}, "a.pftrace"},
+        {{"LIBPROF_OUTPUT=b.pftrace", "LIBPROF_STACKS=8", "LIBPROF_FLAMEGRAPH=1", "LIBPROF_SUMMARY=1"},
+         "b.alloc.folded b.leaks.folded b.peak.folded b.pftrace b.speedscope.json"},
+        {{"LIBPROF_OUTPUT=c.json", "LIBPROF_CSV=c.csv"}, "c.csv c.json"},
+        {{"LIBPROF_OUTPUT=d.json", "LIBPROF_KEEP_RAW=1"}, "d.json d.json.lpz"},
+        {{"LIBPROF_OUTPUT=e.lpt", "LIBPROF_SUMMARY=1"}, "e.lpt"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir = make_tmpdir();
+        const char *env[8] = {"LD_PRELOAD=" PRELOAD};
+        for (int k = 0; k < 5 && cases[i].env[k]; k++) env[k + 1] = cases[i].env[k];
+        struct run r;
+        run_prog(&r, dir, env, (const char *[]){PROG("crash"), "term", NULL});
+        cr_expect_eq(r.status, 128 + 15, "%s: status %d", cases[i].env[0], r.status);
+        char *names = dir_names(dir);
+        cr_expect_str_eq(names, cases[i].files, "%s: left %s", cases[i].env[0], names);
+        if (strstr(cases[i].files, ".pftrace")) /* (the summary names the trace, not the spool that went) */
+            cr_expect(!strstr(r.err, ".lpt") && (!strstr(r.err, "libprof:") || strstr(r.err, ".pftrace\n")), "%s",
+                      r.err);
+        free(names);
+        run_free(&r);
+    }
+}
+
 /* A signal that comes while a thread writes its events on its way into a wait (its first wait
  * writes all it recorded: with stacks, a while) interrupts the wait as it would have a moment
  * later: CPython's time.sleep, whose handler only sets a flag, is not slept through (the child
