@@ -52,8 +52,8 @@
 
 /* fn##64, exported as another name of the hook `fn` (one address), where the C library of a
  * 64-bit system has the two as one function (off_t is off64_t there: the same arguments). */
-#define LP_ALIAS64(fn)                                                                            \
-    _Static_assert(sizeof(off_t) == 8, #fn "64 is another function where off_t is 32 bits");      \
+#define LP_ALIAS64(fn)                                                                       \
+    _Static_assert(sizeof(off_t) == 8, #fn "64 is another function where off_t is 32 bits"); \
     extern __typeof__(fn) fn##64 __attribute__((alias(#fn), visibility("default"), copy(fn)))
 
 /* Where the real function of `fn` is kept once found (read by LP_PASS on the fast path). */
