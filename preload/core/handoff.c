@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,28 +39,82 @@ static int exec_fd = -1; /* the spool's content while an exec is under way */
  * where the trace goes, the spool is handed to it and recording goes on; otherwise the trace is
  * written now, while the process still can, and recording ends there (said once). */
 
-/* Can `uid` create files in the directory of `path`? By the mode bits: owner or other write
- * permission (group membership is not looked up: a group-writable directory counts as no). */
-static int dir_writable_by(const char *path, unsigned uid) {
-    char dir[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", path);
+/* Can `uid` reach and create files in the directory of each of `paths` (NULL or empty: none)?
+ * Asked of the kernel itself by a helper that takes that user (a raw setresuid affects only its
+ * own task: the program's credentials are untouched) and tries access(W_OK | X_OK): every
+ * directory on the way counts, ACLs and the groups the process holds too (mode bits alone took a
+ * world-writable directory inside one the user cannot enter for writable, and the program's child
+ * then printed "cannot write the trace"). -1 when the helper cannot take that user. */
+struct as_user {
+    unsigned uid;
+    const char *const *paths;
+    int n, result;
+};
+
+static int dir_of(const char *path, char *dir, size_t len) {
+    snprintf(dir, len, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (!slash) return 0;
+    if (!slash) return -1;
     if (slash == dir)
         slash[1] = '\0';
     else
         *slash = '\0';
+    return 0;
+}
+
+static int as_user_probe(void *arg) {
+    struct as_user *j = arg;
+    uint64_t all = ~UINT64_C(0);
+    lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+    if (LP_SYS(SYS_setresuid, j->uid, j->uid, j->uid) != 0) LP_SYS(SYS_exit, 0, 0, 0);
+    j->result = 1;
+    for (int i = 0; i < j->n; i++) {
+        char dir[PATH_MAX + 32];
+        if (!j->paths[i] || !j->paths[i][0]) continue;
+        if (dir_of(j->paths[i], dir, sizeof dir) != 0 ||
+            lpr_syscall6(SYS_faccessat, AT_FDCWD, (long)dir, W_OK | X_OK, 0, 0, 0) != 0)
+            j->result = 0;
+    }
+    LP_SYS(SYS_exit, 0, 0, 0);
+    return 0;
+}
+
+static int user_can_write(unsigned uid, const char *const *paths, int n) {
+    const size_t stack = 64 * 1024;
+    void *m = lpr_sys_mmap(NULL, stack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (lpr_sys_failed((long)m)) return -1;
+    struct as_user j = {uid, paths, n, -1};
+    /* (CLONE_VM | CLONE_VFORK: this thread waits until the helper is gone; no exit signal) */
+    int pid = clone(as_user_probe, (char *)m + stack, CLONE_VM | CLONE_VFORK, &j);
+    if (pid > 0) {
+        int st;
+        while (lpr_syscall6(SYS_wait4, pid, (long)&st, __WCLONE, 0, 0, 0) == -EINTR) {}
+    }
+    lpr_sys_munmap(m, stack);
+    return pid > 0 ? j.result : -1;
+}
+
+/* The same by the mode bits, where the helper cannot take the user: owner or other write and
+ * search permission on the directory itself (groups are not looked up: a group-writable
+ * directory counts as no). */
+static int dir_writable_by(const char *path, unsigned uid) {
+    char dir[PATH_MAX + 32];
+    if (dir_of(path, dir, sizeof dir) != 0) return 0;
     struct stat st;
     if (lpr_sys_stat(dir, &st) != 0) return 0;
     if (uid == 0) return 1;
-    return (st.st_uid == uid && (st.st_mode & S_IWUSR)) || (st.st_mode & S_IWOTH);
+    return (st.st_uid == uid && (st.st_mode & S_IWUSR) && (st.st_mode & S_IXUSR)) ||
+           ((st.st_mode & S_IWOTH) && (st.st_mode & S_IXOTH));
 }
 
 void lpr_uid_change(unsigned new_euid) {
     if (!lpr_recording()) return;
     unsigned cur = (unsigned)LP_SYS(SYS_geteuid, 0, 0, 0);
     if (new_euid == cur) return;
-    int ok = dir_writable_by(spool_path, new_euid) &&
+    const char *paths[] = {spool_path, lpr_cfg.output, lpr_cfg.csv};
+    int ok = user_can_write(new_euid, paths, 3);
+    if (ok < 0)
+        ok = dir_writable_by(spool_path, new_euid) &&
              (!lpr_cfg.output[0] || dir_writable_by(lpr_cfg.output, new_euid)) &&
              (!lpr_cfg.csv[0] || dir_writable_by(lpr_cfg.csv, new_euid));
     if (ok) {

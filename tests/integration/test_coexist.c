@@ -410,34 +410,48 @@ Test(coexist, merge_of_eighty_traces) {
 }
 
 /* A child that gives up root for a user who cannot write the trace directory: its trace is
- * written before the change (a note in it says so; nothing on the program's stderr), nothing is
- * left behind; where that user can write (a sticky world-writable directory), the spool is handed
- * over and recording goes on. */
+ * written before the change (a note in it says so), nothing is left behind; where that user can
+ * write, the spool is handed over and recording goes on. Whether it can is what the kernel says
+ * for that user, every directory on the way included: a world-writable directory inside one the
+ * user cannot enter is not writable (the child printed two libprof lines there, in the stderr its
+ * parent captures). The program's stderr is the bare run's in every case. */
 Test(coexist, giving_up_root_keeps_the_trace) {
     if (geteuid() != 0) cr_skip_test("needs root");
-    for (int writable = 0; writable < 2; writable++) {
+    static const struct {
+        mode_t parent, tdir;
+        int writable;
+    } cases[] = {
+        {0755, 01777, 1}, /* sticky, world-writable */
+        {0711, 0777, 1},  /* reached through a directory the user may cross, not list */
+        {0755, 0755, 0},  /* root's */
+        {0700, 01777, 0}, /* world-writable, inside one the user cannot enter */
+        {0755, 0766, 0},  /* writable by all, enterable by none but root (the group is root's: the child keeps it) */
+    };
+    const char *script = "import subprocess, sys\n"
+                         "r = subprocess.run(['/usr/bin/python3', '-c', 'import os; print(os.getuid())'], user=65534, "
+                         "capture_output=True)\n"
+                         "print(r.stdout.decode().strip(), repr(r.stderr))\n";
+    const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char *dir = make_tmpdir(), *tdir = strfmt("%s/t", dir);
-        mkdir(tdir, writable ? 01777 : 0755);
-        chmod(tdir, writable ? 01777 : 0755);
-        chmod(dir, 0755);
-        const char *script = "import subprocess\n"
-                             "print(subprocess.run(['/usr/bin/id', '-u'], user=65534, "
-                             "stdout=subprocess.PIPE).stdout.decode().strip())\n";
-        const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+        mkdir(tdir, cases[c].tdir);
+        chmod(tdir, cases[c].tdir);
+        chmod(dir, cases[c].parent);
         char *out = strfmt("LIBPROF_OUTPUT=%s/%%e_%%p.json", tdir);
         const char *env[] = {"LD_PRELOAD=" PRELOAD, out, NULL};
-        struct run r;
-        run_prog(&r, dir, env, argv);
+        struct run bare, r;
+        run_prog(&bare, "/", NULL, argv);
+        run_prog(&r, "/", env, argv);
         cr_expect_eq(r.status, 0, "%s", r.err);
-        cr_expect_str_eq(r.out, "65534\n");
-        if (writable) {
-            cr_expect_str_eq(r.err, "");
-            /* python, its child up to the exec, id (as user 65534) */
-            cr_expect_eq(check_all_traces(tdir), 3);
+        cr_expect_str_eq(r.out, "65534 b''\n", "case %zu: the child's stderr: %s", c, r.out);
+        cr_expect_str_eq(r.out, bare.out);
+        cr_expect_str_eq(r.err, bare.err, "case %zu", c);
+        if (cases[c].writable) {
+            /* python, its child up to the exec, the child's python (as user 65534) */
+            cr_expect_eq(check_all_traces(tdir), 3, "case %zu", c);
         } else {
-            cr_expect_str_eq(r.err, "");
-            /* python, its child up to the user change (noted there); id cannot write there */
-            cr_expect_eq(check_all_traces(tdir), 2);
+            /* python, its child up to the user change (noted there); the new user cannot write there */
+            cr_expect_eq(check_all_traces(tdir), 2, "case %zu", c);
             int noted = 0;
             DIR *d = opendir(tdir);
             struct dirent *e;
@@ -445,9 +459,11 @@ Test(coexist, giving_up_root_keeps_the_trace) {
                 if (e->d_name[0] != '.')
                     noted += notes_with(strfmt("%s/%s", tdir, e->d_name), "which cannot write") == 1;
             if (d) closedir(d);
-            cr_expect_eq(noted, 1, "the change of user is noted in one trace");
+            cr_expect_eq(noted, 1, "case %zu: the change of user is noted in one trace", c);
         }
+        chmod(dir, 0755);
         run_free(&r);
+        run_free(&bare);
     }
 }
 
