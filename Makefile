@@ -216,6 +216,7 @@ PROGS += tests/progs/torchhost.c
 PROGS += tests/progs/netpeers.c
 PROGS += tests/progs/service.c
 PROGS += tests/progs/timeline.c
+PROGS += tests/progs/sigswitch.c
 PROGS_CXX += tests/progs/annotated_cpp.cpp
 
 # The project's Python environment (scripts/install-deps, scripts/requirements.txt): PyPI's

@@ -607,6 +607,21 @@ static int program_handles(uint64_t set) {
     return 0;
 }
 
+/* Threads holding signals in lpr_tbuf_idle's write. A program that changes a signal's action
+ * waits for them first (lpr_tbuf_held_settle, from hooks/signal.c): a signal held there then meets
+ * the action it was sent under, as it would have in the wait. Without that, a thread that sent
+ * SIGUSR1 to one on its way into a sleep and then set SIGUSR1 to SIG_IGN had the signal discarded
+ * (the kernel drops a pending signal whose action becomes SIG_IGN), where the sleeper would have
+ * run its handler. The wait is bounded: a write that takes longer is not waited for. */
+static int held_now;
+#define HELD_WAIT_NS 200000000u
+
+void lpr_tbuf_held_settle(void) {
+    if (!__atomic_load_n(&held_now, __ATOMIC_ACQUIRE) || lpr_tls.guard) return; /* (guard: the holder itself) */
+    uint64_t until = lpr_mono_ns() + HELD_WAIT_NS;
+    while (__atomic_load_n(&held_now, __ATOMIC_ACQUIRE) && lpr_mono_ns() < until) LP_SYS(SYS_sched_yield, 0, 0, 0);
+}
+
 int lpr_tbuf_idle(const sigset_t *during) {
     struct lpr_tls *t = &lpr_tls;
     if (t->state != LP_TLS_ACTIVE || t->guard || !lpr_spool_on) return 0;
@@ -616,6 +631,7 @@ int lpr_tbuf_idle(const sigset_t *during) {
     uint64_t all = ~(sigbit(SIGSEGV) | sigbit(SIGBUS) | sigbit(SIGILL) | sigbit(SIGFPE)), old = 0, pending = 0,
              blocked = 0;
     if (lpr_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0, 0) != 0) old = ~UINT64_C(0);
+    __atomic_add_fetch(&held_now, 1, __ATOMIC_ACQ_REL);
     uint8_t g = lpr_guard_hold(t);
     lpr_tally_write(t); /* (before the lock: a full chunk flushes under it) */
     lock(&n->lock);
@@ -631,6 +647,7 @@ int lpr_tbuf_idle(const sigset_t *during) {
         }
         lpr_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0); /* (its handler runs here) */
     }
+    __atomic_sub_fetch(&held_now, 1, __ATOMIC_ACQ_REL);
     lpr_guard_restore(t, g);
     return intr;
 }

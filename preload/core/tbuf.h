@@ -31,6 +31,9 @@ LP_HIDDEN void lpr_tbuf_flush_all(int from_signal);
 /* the thread is about to wait: write what it recorded, now and then; 1: a signal the program
  * handles came meanwhile (the wait returns EINTR). `during`: the mask the wait sets, or NULL */
 LP_HIDDEN int lpr_tbuf_idle(const sigset_t *during);
+/* The program changes a signal's action: first, any thread holding signals in lpr_tbuf_idle's
+ * write has let them through (bounded). */
+LP_HIDDEN void lpr_tbuf_held_settle(void);
 /* The calling thread's samples buffer (from the sampler's signal handler): room for `words` words
  * (NULL: the sample is dropped), then its commit. */
 LP_HIDDEN uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words);

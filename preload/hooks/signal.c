@@ -131,8 +131,11 @@ static int wants_default(int sig, const struct sigaction *act) {
            lpr_recording();
 }
 
-/* sigaction as the program sees it (the exported hook, and signal() through it). */
+/* sigaction as the program sees it (the exported hook, and signal() through it). A change of
+ * action first lets through a signal libprof holds for a moment (core/tbuf.c's write before a
+ * wait): it came under the action in place, and is handled by it. */
 static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (act) lpr_tbuf_held_settle();
     if (sig <= 0 || sig >= NSIG_MAX) return LPR_REAL(sigaction)(sig, act, old);
     if (sig == SIGTRAP &&
         lpr_sample_trap_held()) { /* the sampler's: it keeps the program's action and calls it (sample.c) */
@@ -183,6 +186,7 @@ LP_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
         if (program_sigaction(sig, &act, &old) != 0) return SIG_ERR;
         return old.sa_handler; /* shares its storage with sa_sigaction */
     }
+    lpr_tbuf_held_settle();
     if (!ours[sig]) return LPR_REAL(signal)(sig, handler);
     mark(sig, 0);
     sighandler_t prev = LPR_REAL(signal)(sig, handler);

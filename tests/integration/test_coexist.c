@@ -277,7 +277,12 @@ Test(coexist, a_killed_childs_trace_is_written_by_its_parent) {
  * runner works as users run it, -j0: a worker process per test whose stderr the runner reads,
  * its last line taken for the result — libprof writes nothing there (its conversions of these
  * traces take seconds, which it used to say on stderr: the runner then failed test_subprocess).
- * The VSOCK cases fail on these machines without libprof as well.
+ * The VSOCK cases fail on these machines without libprof as well, and test_signal's
+ * test_stress_modifying_handlers is left out: it counts on its two threads trading the GIL while a
+ * signal's action is SIG_IGN at the right moment, and on a loaded machine it fails without
+ * libprof too (received no signal: 1 run in 300 bare beside four busy loops, 0 in 300 under
+ * libprof with samples and stacks). What libprof could do to it — hold a signal while its action
+ * changes — is signals::a_signal_held_before_a_wait_meets_the_action_it_was_sent_under.
  * A process the suites kill after every traced process above it has ended leaves its raw trace
  * (nobody is left to convert it): each such trace must convert. */
 Test(coexist, cpython_suites_pass_sampled, .timeout = 900) {
@@ -298,6 +303,8 @@ Test(coexist, cpython_suites_pass_sampled, .timeout = 900) {
                           "test_time",
                           "-i",
                           "*VSOCK*",
+                          "-i",
+                          "test_stress_modifying_handlers",
                           NULL};
     struct run r;
     run_time_limit = 900;

@@ -142,6 +142,32 @@ Test(signals, a_signal_during_the_write_before_a_wait_interrupts_it) {
     run_free(&r);
 }
 
+/* A signal sent to a thread on its way into a wait, its action changed right after (to SIG_IGN):
+ * without libprof it finds the thread asleep and its handler runs. libprof holds signals while
+ * the thread writes its records before the wait; the change of action waits until they are let
+ * through, so the handler runs as it would have (the kernel used to drop the held signal when
+ * its action became SIG_IGN). tests/progs/sigswitch.c sees the moment in /proc; where it does
+ * not (a write too quick to see), it runs again, up to five times. */
+Test(signals, a_signal_held_before_a_wait_meets_the_action_it_was_sent_under) {
+    char *dir = make_tmpdir();
+    const char *argv[] = {PROG("sigswitch"), NULL};
+    struct run bare, r;
+    run_prog(&bare, dir, NULL, argv);
+    cr_assert_str_eq(bare.out, "window 0 handled 1\n", "%s", bare.err);
+    const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t.lpt", dir), "LIBPROF_STACKS=16",
+                         "LIBPROF_BUFFER_KB=65536", NULL};
+    int seen = 0;
+    for (int attempt = 0; attempt < 5 && !seen; attempt++) {
+        run_prog(&r, dir, env, argv);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        seen = !strcmp(r.out, "window 1 handled 1\n");
+        cr_expect(seen || !strcmp(r.out, "window 0 handled 1\n"), "the handler did not run: %s", r.out);
+        run_free(&r);
+    }
+    cr_expect(seen, "the moment of held signals was never seen in five runs");
+    run_free(&bare);
+}
+
 /* SIGKILL cannot be caught: what was flushed must still decode, and the tool must say the trace
  * was cut short. */
 Test(signals, sigkill_leaves_a_decodable_spool) {
