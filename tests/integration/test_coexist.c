@@ -514,3 +514,56 @@ Test(coexist, a_reused_pid_never_overwrites_an_earlier_trace) {
     }
     cr_skip_test("other processes took the chosen pid ten times");
 }
+
+/* `text` with every hexadecimal address (0x...) written 0x: what moves from run to run. */
+static char *without_addresses(const char *text) {
+    char *out = strdup(text), *o = out;
+    for (const char *p = text; *p;) {
+        if (p[0] == '0' && p[1] == 'x') {
+            *o++ = '0', *o++ = 'x';
+            for (p += 2; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) {}
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* memray in a process libprof records: memray checks that each function it hooks is the one the
+ * loader finds first, and says so where it is not ("Correcting symbol for mmap": libprof's
+ * mmap64 was a function apart from its mmap, where the C library has one). What memray prints
+ * reads as without libprof (addresses aside), in its native mode too, and both profilers see the
+ * program's allocations. */
+Test(coexist, memray_prints_what_it_prints_alone, .timeout = 300) {
+    if (!venv_has("memray")) cr_skip_test("memray is not in the project's environment");
+    char *dir = make_tmpdir();
+    char *script = write_text(dir, "m.py", "x = [bytearray(4096) for i in range(2000)]\nprint(len(x))\n");
+    for (int native = 0; native < 2; native++) {
+        const char *argv[] = {VENV_PYTHON,
+                              "-m",
+                              "memray",
+                              "run",
+                              "-f",
+                              "-o",
+                              strfmt("%s/m.bin", dir),
+                              native ? "--native" : script,
+                              native ? script : NULL,
+                              NULL};
+        struct run bare, r;
+        run_prog(&bare, dir, NULL, argv);
+        cr_assert_eq(bare.status, 0, "%s", bare.err);
+        const char *env[] = {"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t%d.json", dir, native),
+                             "LIBPROF_SAMPLE_HZ=1000", "LIBPROF_STACKS=16", NULL};
+        run_prog(&r, dir, env, argv);
+        cr_expect_eq(r.status, 0, "%s", r.err);
+        cr_expect_str_eq(without_addresses(r.err), without_addresses(bare.err), "native %d", native);
+        cr_expect_not_null(strstr(r.out, "2000\n"));
+        cJSON *j = load_json(strfmt("%s/t%d.json", dir, native));
+        cr_assert_not_null(j);
+        cr_expect_geq(meta_fn(libprof_meta(j), "malloc", "count"), 2000, "libprof sees the program's allocations");
+        cJSON_Delete(j);
+        run_free(&r);
+        run_free(&bare);
+    }
+}

@@ -112,7 +112,7 @@ int main(void) {
     }
     pthread_kill(th, SIGUSR1);
     if (window) window = usr1_blocked(tid) == 1; /* still held: the signal is pending in the moment */
-    if (!window) /* (the bare case: the handler runs as the signal wakes the worker) */
+    if (!window)                                 /* (the bare case: the handler runs as the signal wakes the worker) */
         for (double t0 = now_s(); !handled && now_s() - t0 < 2;) sched_yield();
     sa.sa_handler = SIG_IGN;
     sigaction(SIGUSR1, &sa, NULL);
