@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async.h"
 #include "fmt.h"
 #include "map.h"
 #include "os.h"
@@ -38,11 +39,6 @@ struct tstack {
     size_t nal, capal;
 };
 
-struct async {
-    uint32_t name, btid, etid, shape;
-    uint64_t b, e; /* ns; 0: that end was not seen */
-};
-
 struct lp_torch {
     const struct lp_reader *r;
     struct opstat *st; /* by name, then (name, shapes) pairs */
@@ -58,9 +54,7 @@ struct lp_torch {
     } * fv;
     size_t nfv, capfv;
     uint64_t flow_id;
-    struct async *as;
-    size_t nas, capas;
-    struct lp_map pend; /* handle -> async index + 1 */
+    struct lp_asyncs as; /* the ranges started and ended on two threads (extra: their shapes) */
     uint64_t ops, flows, unpaired, shapes_seen;
     int oom;
 };
@@ -81,15 +75,14 @@ void lp_torch_free(struct lp_torch *t) {
     lp_os_free(t->st);
     lp_os_free(t->th);
     lp_os_free(t->fv);
-    lp_os_free(t->as);
+    lp_async_free(&t->as);
     lp_map_free(&t->ix);
     lp_map_free(&t->tix);
     lp_map_free(&t->fwd);
-    lp_map_free(&t->pend);
     lp_os_free(t);
 }
 
-int lp_torch_any(const struct lp_torch *t) { return t && (t->ops || t->nas); }
+int lp_torch_any(const struct lp_torch *t) { return t && (t->ops || t->as.n); }
 
 static long stat_of(struct lp_torch *t, uint32_t name, uint32_t shape) {
     uint64_t key = (uint64_t)name | (uint64_t)shape << 32 | UINT64_C(1) << 63, v;
@@ -134,39 +127,14 @@ static uint64_t bytes_in(const struct tstack *s, uint64_t from, uint64_t to) {
     return (a ? s->al[a - 1].cum : 0) - before;
 }
 
-static void async_end(struct lp_torch *t, const struct lp_event *e, const struct lp_call_rec *c, int begin) {
-    uint64_t handle = c->a[6], v;
-    struct async *a;
-    if (handle && lp_map_take(&t->pend, handle, &v)) {
-        a = &t->as[v - 1];
-    } else {
-        if (LP_RESERVE(t->as, t->capas, t->nas + 1) != 0) {
-            t->oom = 1;
-            return;
-        }
-        a = &t->as[t->nas++];
-        memset(a, 0, sizeof *a);
-        if (handle && lp_map_put(&t->pend, handle, t->nas, NULL) < 0) t->oom = 1;
-    }
-    if (begin) {
-        a->b = e->ns;
-        a->btid = e->tid;
-        a->name = (uint32_t)c->a[0];
-        a->shape = (uint32_t)c->a[5];
-    } else {
-        a->e = e->ns;
-        a->etid = e->tid;
-        if (!a->name) a->name = (uint32_t)c->a[0];
-    }
-}
-
 int lp_torch_call(struct lp_torch *t, const struct lp_event *e, const struct lp_call_rec *c, int counting,
                   struct lp_call_view *v) {
     if (c->nargs < 7) return 0;
     if (c->call != LP_CALL_TORCH_OP) { /* a start and an end on two threads: shown as one range */
         v->hidden = 1;
-        async_end(t, e, c, c->call == LP_CALL_TORCH_BEGIN);
-        return t->oom ? -1 : 0;
+        lp_async_mark(&t->as, c->a[6], c->call == LP_CALL_TORCH_BEGIN, e->tid, e->ns, (uint32_t)c->a[0],
+                      (uint32_t)c->a[5]);
+        return t->as.oom ? -1 : 0;
     }
     struct tstack *s = thread_of(t, e->tid);
     if (!s) return -1;
@@ -243,8 +211,8 @@ int lp_torch_expected(const struct lp_torch *t) {
 }
 
 int lp_torch_finish(struct lp_torch *t) {
-    for (size_t i = 0; i < t->nas; i++) t->unpaired += !t->as[i].b || !t->as[i].e;
-    return t->oom ? -1 : 0;
+    t->unpaired = lp_async_unpaired(&t->as);
+    return t->oom || t->as.oom ? -1 : 0;
 }
 
 /* Operators by total time, then name; pairs (shape != 0) or names only. */
@@ -286,7 +254,7 @@ static void row_json(const struct lp_torch *t, struct lp_out *o, const struct op
 
 void lp_torch_metadata(const struct lp_torch *t, struct lp_out *o) {
     lp_out_fmt(o, ",\"torch\":{\"operators\":%llu,\"backward_links\":%llu,\"cross_thread\":%llu,\"unpaired\":%llu",
-               (unsigned long long)t->ops, (unsigned long long)t->flows, (unsigned long long)t->nas,
+               (unsigned long long)t->ops, (unsigned long long)t->flows, (unsigned long long)t->as.n,
                (unsigned long long)t->unpaired);
     for (int pairs = 0; pairs < 2; pairs++) {
         size_t n;
@@ -304,22 +272,7 @@ void lp_torch_metadata(const struct lp_torch *t, struct lp_out *o) {
 
 /* The ranges that ended on another thread: async slices ("b"/"e") on the starting thread. */
 void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid) {
-    for (size_t i = 0; i < t->nas; i++) {
-        const struct async *a = &t->as[i];
-        if (!a->b || !a->e || a->e < a->b) continue;
-        uint32_t len;
-        const char *name = lp_reader_name(t->r, a->name, &len);
-        lp_json_event(j, "b", pid, a->btid, "torch", name, len, (int64_t)a->b);
-        lp_json_id(j, i + 1);
-        lp_json_args(j);
-        lp_json_key(j, "ended_on_thread");
-        lp_json_u64(j, a->etid);
-        lp_json_args_end(j);
-        lp_json_event_end(j);
-        lp_json_event(j, "e", pid, a->btid, "torch", name, len, (int64_t)a->e);
-        lp_json_id(j, i + 1);
-        lp_json_event_end(j);
-    }
+    lp_async_chrome(&t->as, t->r, j, pid, "torch", NULL, NULL);
 }
 
 void lp_torch_csv(const struct lp_torch *t, struct lp_out *o) {

@@ -1,5 +1,5 @@
 /* views.c: see views.h. The table, and each view's row: thin adapters over its own file (torch.c,
- * ort.c, etdump.c, cudamem.c, gpu.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
+ * nvtx.c, ort.c, etdump.c, cudamem.c, gpu.c, pycalls.c, samples.c) and the MPI instants the merge of a job aligns clocks on. */
 #define _GNU_SOURCE
 #include "views.h"
 
@@ -8,6 +8,7 @@
 #include "cudamem.h"
 #include "etdump.h"
 #include "gpu.h"
+#include "nvtx.h"
 #include "ort.h"
 #include "pycalls.h"
 #include "torch.h"
@@ -21,6 +22,7 @@
 #define CUDAMEM(a) ((struct lp_cudamem *)(a)->view[LP_VIEW_CUDAMEM])
 #define GPU(a) ((struct lp_gpu *)(a)->view[LP_VIEW_GPU])
 #define TORCH(a) ((struct lp_torch *)(a)->view[LP_VIEW_TORCH])
+#define NVTX(a) ((struct lp_nvtx *)(a)->view[LP_VIEW_NVTX])
 #define SAMPLES(a) ((struct lp_samples *)(a)->view[LP_VIEW_CPU])
 
 /* ---- PyTorch's operators (torch.c): once the trace names any, allocations take the general
@@ -56,6 +58,19 @@ static void torch_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_
 }
 static void torch_metadata(const struct lp_analysis *a, struct lp_out *o) {
     if (lp_torch_any(TORCH(a))) lp_torch_metadata(TORCH(a), o);
+}
+
+/* ---- NVTX's start/end ranges (nvtx.c), paired across threads ----------------------------- */
+static int nvtx_create(struct lp_analysis *a) { return (a->view[LP_VIEW_NVTX] = lp_nvtx_new(a->r)) ? 0 : -1; }
+static int nvtx_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    return lp_nvtx_call(NVTX(a), e, s->call, (struct lp_call_view *)s->view);
+}
+static void nvtx_destroy(struct lp_analysis *a) { lp_nvtx_free(NVTX(a)); }
+static void nvtx_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    if (lp_nvtx_any(NVTX(a))) lp_nvtx_chrome(NVTX(a), j, pid);
+}
+static void nvtx_metadata(const struct lp_analysis *a, struct lp_out *o) {
+    if (lp_nvtx_any(NVTX(a))) lp_nvtx_metadata(NVTX(a), o);
 }
 
 /* ---- ONNX Runtime's node profiles (ort.c), placed inside their runs ---------------------- */
@@ -203,6 +218,8 @@ const struct lp_view lp_views[LP_VIEW_COUNT] = {
      gpu_summary, gpu_csv, gpu_chrome, gpu_metadata},
     [LP_VIEW_TORCH] = {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), torch_create, torch_event, NULL, torch_finish, torch_destroy,
      torch_summary, torch_csv, torch_chrome, torch_metadata},
+    [LP_VIEW_NVTX] = {"nvtx", SHAPE(CALL), nvtx_create, nvtx_event, NULL, NULL, nvtx_destroy,
+     NULL, NULL, nvtx_chrome, nvtx_metadata},
     [LP_VIEW_MPI] = {"mpi", SHAPE(CALL), NULL, mpi_event, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     [LP_VIEW_CPU] = {"cpu", SHAPE(SAMPLE), cpu_create, cpu_event, cpu_fit, cpu_finish, cpu_destroy,
      cpu_summary, cpu_csv, cpu_chrome, cpu_metadata},

@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 15
+#define LP_FORMAT_VERSION 16
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -404,7 +404,9 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(GPU_MEMCPY, "gpu memcpy", CUDA, GPU, "bytes,direction,start,end,device,stream,correlation") \
     X(GPU_MEMSET, "gpu memset", CUDA, GPU, "bytes,start,end,device,stream,correlation") \
     X(GPU_CORRELATION, "gpu correlation", CUDA, GPU, "correlation,launch") \
-    X(GPU_DROPPED, "gpu dropped", CUDA, GPU, "records")
+    X(GPU_DROPPED, "gpu dropped", CUDA, GPU, "records") \
+    X(NVTX_START, "nvtx start", NVTX, NVTX, "name,domain,id") \
+    X(NVTX_END, "nvtx end", NVTX, NVTX, "id")
 // clang-format on
 
 enum lp_call {

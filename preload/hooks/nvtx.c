@@ -13,8 +13,10 @@
  *   - marks: a slice of no duration;
  *   - a thread named with nvtxNameOsThread has that name in the trace (its kernel name, which the
  *     program owns, is not changed);
- *   - start/end ranges (nvtxRangeStart*, which need not nest and may end on another thread) are
- *     counted, not shown: a note in the trace says how many. */
+ *   - start/end ranges (nvtxRangeStart*, which need not nest and may end on another thread): the
+ *     start is an instant record with the range's message, domain and id (libprof hands out the
+ *     ids), the end one with the id, on whichever thread ends it; the converter pairs them
+ *     (lib/nvtx.c) into one async slice each. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +53,7 @@ struct attrs { /* nvtxEventAttributes_v2 */
 #define NSTRINGS 4096
 static uint32_t domains[NDOMAINS], strings[NSTRINGS];
 static unsigned ndomains = 1, nstrings;
-static uint64_t start_end; /* start/end ranges seen (not shown) */
+static uint64_t range_ids; /* the last start/end range's id handed out */
 
 #define DEPTH 64
 static LP_TLS struct {
@@ -141,16 +143,29 @@ static void mark_ex(const struct attrs *a) {
     struct lpr_tls *t = lpr_call_begin(LP_FAM_NVTX);
     if (t) mark(0, message(t, a));
 }
-static uint64_t start_any(void) { return __atomic_add_fetch(&start_end, 1, __ATOMIC_RELAXED); }
+/* A start/end range: its start now (the id is what NVTX hands the program, which gives it back to
+ * end it), its end on whichever thread ends it. */
+static uint64_t start(uint32_t domain, uint32_t name) {
+    uint64_t id = __atomic_add_fetch(&range_ids, 1, __ATOMIC_RELAXED);
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_NVTX);
+    if (t) {
+        uint64_t now = lpr_ticks(), a[3] = {name ? name : text(t, "(nvtx range)"), domain, id};
+        lpr_call_record(t, LP_CALL_NVTX_START, now, now, 3, a, NULL, 0);
+    }
+    return id;
+}
+static void end(uint64_t id) {
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_NVTX);
+    if (!t) return;
+    uint64_t now = lpr_ticks(), a[1] = {id};
+    lpr_call_record(t, LP_CALL_NVTX_END, now, now, 1, a, NULL, 0);
+}
 static uint64_t start_a(const char *msg) {
-    (void)msg;
-    return start_any();
+    struct lpr_tls *t = lpr_call_begin(LP_FAM_NVTX);
+    return start(0, t ? text(t, msg) : 0);
 }
-static uint64_t start_ex(const struct attrs *a) {
-    (void)a;
-    return start_any();
-}
-static void end_any(uint64_t id) { (void)id; }
+static uint64_t start_ex(const struct attrs *a) { return start(0, message(lpr_call_begin(LP_FAM_NVTX), a)); }
+static void end_any(uint64_t id) { end(id); }
 static int d_push(const void *domain, const struct attrs *a) {
     return push(domain_id(domain), message(lpr_call_begin(LP_FAM_NVTX), a));
 }
@@ -163,13 +178,11 @@ static void d_mark(const void *domain, const struct attrs *a) {
     if (t) mark(domain_id(domain), message(t, a));
 }
 static uint64_t d_start(const void *domain, const struct attrs *a) {
-    (void)domain;
-    (void)a;
-    return start_any();
+    return start(domain_id(domain), message(lpr_call_begin(LP_FAM_NVTX), a));
 }
 static void d_end(const void *domain, uint64_t id) {
     (void)domain;
-    (void)id;
+    end(id);
 }
 /* nvtxNameOsThread: the thread's name in the trace (its kernel name is left as it is) */
 static void name_thread_a(uint32_t tid, const char *name) {
@@ -225,11 +238,3 @@ LP_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t 
     fill(cb, MODULE_CORE2, core2_ids, core2, sizeof core2_ids / sizeof *core2_ids);
     return 1;
 }
-
-/* At exit: start/end ranges are not shown; say how many. */
-static void nvtx_finish(void) {
-    uint64_t n = __atomic_load_n(&start_end, __ATOMIC_RELAXED);
-    if (n)
-        lpr_warn("NVTX: %llu start/end ranges (nvtxRangeStart) not shown; push/pop ranges are", (unsigned long long)n);
-}
-LP_FAMILY_SETUP(nvtx, NULL, NULL, nvtx_finish);

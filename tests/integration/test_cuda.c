@@ -101,7 +101,9 @@ Test(cuda, calls_and_kernels_with_their_errors) {
 
 /* NVTX through its injection (NVTX_INJECTION64_PATH names libprof.so, as the libprof command sets
  * it): every push/pop range of a C program a slice, nested as called, marks inside them, a
- * domain's ranges with their registered message; the start/end range counted in a note. */
+ * domain's ranges with their registered message; start/end ranges — overlapping, ended on
+ * another thread than the one that started them, of a domain — as one async slice each ("b" and
+ * "e" with an id), on the thread that started them. */
 Test(cuda, nvtx_ranges_of_a_c_program) {
     if (access(PROG("nvtxprog"), X_OK) != 0) cr_skip_test("no NVTX headers at /usr/local/cuda/include/nvtx3");
     char *dir = make_tmpdir(), *trace = strfmt("%s/n.json", dir);
@@ -159,7 +161,32 @@ Test(cuda, nvtx_ranges_of_a_c_program) {
     cr_expect_eq(marks, 3);
     cr_expect_eq(io, 2);
     cr_expect_eq(inside, 9, "%d of the 9 inner ranges and marks inside their step", inside);
-    cr_expect_eq(notes_with(trace, "NVTX: 1 start/end ranges"), 1);
+    /* the three start/end ranges: a "b" and an "e" each, paired by id, on the starting thread */
+    const char *names[3] = {"transfer A", "transfer B", "transfer C"};
+    double b_ts[3] = {-1, -1, -1}, e_ts[3] = {-1, -1, -1}, b_tid[3] = {0}, ended_on[3] = {0}, main_tid = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents")) {
+        const char *ph = str(ev, "ph");
+        if (!strcmp(str(ev, "name"), "step")) main_tid = num(ev, "tid");
+        if (strcmp(str(ev, "cat"), "nvtx") || (strcmp(ph, "b") && strcmp(ph, "e"))) continue;
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(str(ev, "name"), names[k])) {
+                cr_expect(cJSON_GetObjectItem(ev, "id") != NULL, "%s: an id", names[k]);
+                if (!strcmp(ph, "b")) {
+                    b_ts[k] = num(ev, "ts"), b_tid[k] = num(ev, "tid");
+                    cJSON *a = cJSON_GetObjectItem(ev, "args");
+                    ended_on[k] = num(a, "ended_on_thread");
+                    if (k == 1) cr_expect_str_eq(str(a, "domain"), "io");
+                } else {
+                    e_ts[k] = num(ev, "ts");
+                }
+            }
+    }
+    for (int k = 0; k < 3; k++) cr_expect(b_ts[k] >= 0 && e_ts[k] > b_ts[k], "%s: one async slice", names[k]);
+    cr_expect(b_ts[0] < b_ts[1] && b_ts[1] < e_ts[0] && b_ts[2] < e_ts[1] && e_ts[1] < e_ts[2], "they overlap");
+    cr_expect_eq(b_tid[0], main_tid, "transfer A started on the main thread");
+    cr_expect(ended_on[0] != main_tid && ended_on[0] == b_tid[2], "transfer A ended by the worker, which started C");
+    cr_expect_eq(ended_on[2], main_tid, "transfer C ended on the main thread");
+    cr_expect_eq(notes_with(trace, "start/end ranges"), 0);
     /* the thread named through NVTX: that name in the trace, its range on it; its kernel name is
      * the program's (printed: the same as without libprof, compared above) */
     double worker = -1, ranged = -1;

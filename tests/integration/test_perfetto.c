@@ -239,6 +239,30 @@ Test(perfetto, gpu_operations_and_arrows_as_the_json) {
     cJSON_Delete(c);
 }
 
+/* NVTX's start/end ranges (overlapping, ended on another thread, of a domain): an async track
+ * each, as many as the JSON's async slices. */
+Test(perfetto, nvtx_start_end_ranges_as_async_tracks) {
+    if (access(PROG("nvtxprog"), X_OK) != 0) cr_skip_test("no NVTX headers at /usr/local/cuda/include/nvtx3");
+    char *dir = make_tmpdir(), *lpt = strfmt("%s/n.lpt", dir), *json = strfmt("%s/n.json", dir),
+         *pf = strfmt("%s/n.pftrace", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, "NVTX_INJECTION64_PATH=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt),
+                              NULL},
+             (const char *[]){PROG("nvtxprog"), NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "--perfetto", pf, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *c = check(pf, (const char *[]){"--json", json, NULL});
+    cJSON *names = cJSON_GetObjectItem(c, "names");
+    cr_expect_eq(num(names, "transfer A"), 1);
+    cr_expect_eq(num(names, "transfer B"), 1);
+    cr_expect_eq(num(names, "transfer C"), 1);
+    cJSON_Delete(c);
+}
+
 /* A followed conversion's window: the short slices of its last stretch, held in segment files
  * as JSON text while the run went on, reach the Perfetto trace too (read back from that text),
  * as many as the JSON of the same conversion has; the folded stretch as the same counters. */
