@@ -525,9 +525,10 @@ static inline __attribute__((always_inline)) void fast_loop(struct pass *p, stru
             f->bytes += size;
             if (LP_MAP_UNLIKELY(size >= fast_min)) fast_pass_on(p, stream, nstream, t, run.tid, q, stack, ns, 1, size);
             q += 2;
-        } else if (cls == FAST_STACK) {                    /* validated: a record follows it in this chunk */
-            if (!sites || start >= LP_MAX_STACK_ID) break; /* (no sites: a damaged trace) */
-            stack = (uint32_t)start;
+        } else if (cls == FAST_STACK) { /* validated: a record follows it in this chunk */
+            uint32_t ref = sites ? lp_stack_ref(a->r, start) : 0;
+            if (!ref || ref >= LP_MAX_STACK_ID) break; /* (no sites: a damaged trace) */
+            stack = ref;
             q++;
             continue;
         } else if (cls != FAST_NO) { /* a timed record, or a realloc (both phases: no other thread's

@@ -5,6 +5,8 @@
  * chunk and sets `truncated`, which every consumer reports to the user. */
 #define _GNU_SOURCE
 #include "reader.h"
+
+#include "nodes.h"
 #include "cc.h"
 #include "os.h"
 #include "map.h"
@@ -289,7 +291,8 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
         }
         uint64_t payload = off + sizeof h;
         const uint8_t *pl = d + payload; /* a followed trace's metadata: a copy (the file is released as read) */
-        if (r->follow && h.type != LP_CHUNK_EVENTS && h.type != LP_CHUNK_SAMPLES && h.length &&
+        int nodes = h.type == LP_CHUNK_STACKS && r->hdr.version >= 17; /* (parsed into the tree: no copy) */
+        if (r->follow && h.type != LP_CHUNK_EVENTS && h.type != LP_CHUNK_SAMPLES && h.length && !nodes &&
             !(pl = keep(r, pl, h.length)))
             goto nomem;
         if (h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) {
@@ -364,6 +367,17 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
             if (LP_RESERVE(r->short_chunks, r->cap.short_chunks, r->nshort_chunks + 1) != 0) goto nomem;
             r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
                 (const struct lp_short *)(pl), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
+        } else if (nodes && h.length % 24 == 0 && payload % 8 == 0) {
+            const uint64_t *w = (const uint64_t *)(pl);
+            if (!r->nodes && !(r->nodes = lp_nodes_new())) goto nomem;
+            for (size_t i = 0; i < h.length / 8; i += 3) {
+                uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
+                int rc = k == LP_STACK_NODE && w[i + 1] <= UINT32_MAX
+                             ? lp_nodes_add(r->nodes, id, (uint32_t)w[i + 1], w[i + 2])
+                             : 1;
+                if (rc < 0) goto nomem;
+                if (rc > 0) r->damaged = 1; /* (a node past damage: its stacks are unknown) */
+            }
         } else if (h.type == LP_CHUNK_STACKS && h.length % 8 == 0 && payload % 8 == 0) {
             const uint64_t *w = (const uint64_t *)(pl);
             size_t nw = h.length / 8;
@@ -630,6 +644,7 @@ void lp_reader_close(struct lp_reader *r) {
     lp_os_free(r->names);
     lp_os_free(r->short_chunks);
     lp_os_free(r->stacks);
+    lp_nodes_free(r->nodes);
     lp_os_free(r->modules);
     lp_os_free(r->pycodes);
     lp_os_free(r->ort_profiles);
@@ -659,9 +674,52 @@ static uint32_t flat(const struct lp_reader *r, uint32_t id, uint64_t *out, uint
     return n;
 }
 
+uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
+                       uint32_t flags) {
+    /* the Python runs go where the native part runs the evaluation loop */
+    uint32_t p = 0, m = 0;
+    int in_py = 0;
+    for (uint32_t i = 0; i < nn && m < LP_STACK_MAX_FRAMES; i++) {
+        uint64_t w = nat[i];
+        if ((w & LP_NATIVE_EVAL) && p < np) {
+            while (p < np && m < LP_STACK_MAX_FRAMES) {
+                uint64_t q = py[p++];
+                out[m++] = q & ~LP_PY_RUN_END;
+                if (q & LP_PY_RUN_END) break;
+            }
+            in_py = 1;
+        } else if (!in_py || !(w & LP_NATIVE_INTERP)) { /* the interpreter's own frames between runs: left out */
+            out[m++] = w & ~LP_NATIVE_TAGS;
+        }
+    }
+    if (p < np && (flags & LP_PAIR_CUT) && m < LP_STACK_MAX_FRAMES) out[m++] = LP_FRAME_ELIDED;
+    while (p < np && m < LP_STACK_MAX_FRAMES) out[m++] = py[p++] & ~LP_PY_RUN_END;
+    return m;
+}
+
+uint32_t lp_stack_ref(const struct lp_reader *r, uint64_t raw) {
+    if (raw > UINT32_MAX) return 0;
+    return r->nodes ? lp_nodes_ref(r->nodes, (uint32_t)raw) : (uint32_t)raw;
+}
+
+uint32_t lp_stack_count(const struct lp_reader *r) { return r->nodes ? lp_nodes_nrefs(r->nodes) : r->nstacks; }
+
+uint32_t lp_stack_distinct(const struct lp_reader *r) {
+    return r->nodes ? lp_nodes_distinct(r->nodes) : r->nstacks_found;
+}
+
+int lp_stack_known(const struct lp_reader *r, uint32_t id) {
+    if (r->nodes) {
+        struct lp_frames v;
+        return lp_nodes_view(r->nodes, id, &v) != 0;
+    }
+    return id && id < r->nstacks && (r->stacks[id].frames || r->stacks[id].pair);
+}
+
 uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames *v) {
     v->f = v->buf;
     v->n = 0;
+    if (r->nodes) return lp_nodes_view(r->nodes, id, v);
     if (!lp_stack_known(r, id)) return 0;
     const struct lp_stack *st = &r->stacks[id];
     if (!st->pair) {
@@ -675,27 +733,10 @@ uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames 
         }
         return v->n = flat(r, id, v->buf, LP_STACK_MAX_FRAMES);
     }
-    /* a pair: the Python runs go where the native part runs the evaluation loop */
     const struct lp_stack *nat = st->native < r->nstacks ? &r->stacks[st->native] : NULL;
     const struct lp_stack *py = st->python < r->nstacks ? &r->stacks[st->python] : NULL;
-    uint32_t nn = nat && nat->frames ? nat->n : 0, np = py && py->frames ? py->n : 0, p = 0, m = 0;
-    int in_py = 0;
-    for (uint32_t i = 0; i < nn && m < LP_STACK_MAX_FRAMES; i++) {
-        uint64_t w = nat->frames[i];
-        if ((w & LP_NATIVE_EVAL) && p < np) {
-            while (p < np && m < LP_STACK_MAX_FRAMES) {
-                uint64_t q = py->frames[p++];
-                v->buf[m++] = q & ~LP_PY_RUN_END;
-                if (q & LP_PY_RUN_END) break;
-            }
-            in_py = 1;
-        } else if (!in_py || !(w & LP_NATIVE_INTERP)) { /* the interpreter's own frames between runs: left out */
-            v->buf[m++] = w & ~LP_NATIVE_TAGS;
-        }
-    }
-    if (p < np && (st->flags & LP_PAIR_CUT) && m < LP_STACK_MAX_FRAMES) v->buf[m++] = LP_FRAME_ELIDED;
-    while (p < np && m < LP_STACK_MAX_FRAMES) v->buf[m++] = py->frames[p++] & ~LP_PY_RUN_END;
-    return v->n = m;
+    uint32_t nn = nat && nat->frames ? nat->n : 0, np = py && py->frames ? py->n : 0;
+    return v->n = lp_stack_join(v->buf, nn ? nat->frames : NULL, nn, np ? py->frames : NULL, np, st->flags);
 }
 
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len) {
@@ -751,7 +792,7 @@ static int cursor_load(const struct lp_reader *r, struct lp_cursor *c) {
     }
     c->phase = 0;
     if (LP_UNLIKELY(lp_rec_kind(c->p[0]) == LP_EV_STACK)) { /* validated: a record follows in this chunk */
-        c->stack = (uint32_t)(c->p[0] & LP_TS_MASK);
+        c->stack = lp_stack_ref(r, c->p[0] & LP_TS_MASK);
         c->p++;
     }
     cursor_key(c);

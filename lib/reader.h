@@ -28,6 +28,7 @@ struct lp_chunk_ref {
 };
 
 struct lp_syms;
+struct lp_nodes;
 
 struct lp_reader {
     const uint8_t *data;
@@ -59,6 +60,7 @@ struct lp_reader {
     } * stacks;             /* by stack id (frames NULL and not a pair: unknown) */
     uint32_t nstacks;       /* size of `stacks` (ids below it) */
     uint32_t nstacks_found; /* distinct stack ids the trace defines */
+    struct lp_nodes *nodes; /* format 17 on: the stacks as a tree (nodes.h), ids as the events name them numbered */
     struct lp_module_ref {
         struct lp_module m;
         const char *path;
@@ -145,7 +147,8 @@ uint64_t lp_reader_follow_released(const struct lp_reader *r);
 /* The annotation name with id `id` ("(other)" when unknown); its length in *len. */
 const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len);
 
-/* Largest stack id a reader accepts (the preload makes at most 2^21). */
+/* Stacks the pass keys by (ids of a trace before format 17, numbers given by lp_stack_ref from
+ * 17 on) are below this: the converter packs them in 22 bits. */
 #define LP_MAX_STACK_ID (1u << 22)
 
 /* The frames of a stack as its users read them: innermost first, a pair's parts joined, tags
@@ -157,10 +160,19 @@ struct lp_frames {
 };
 /* Stack `id` into `v`: its number of frames, 0 when the trace does not define it. */
 uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames *v);
+/* The stack the events name as `raw` (a STACK word) as the pass and its views key it: from format
+ * 17 on a dense number, the same for every id the recorder wrote one stack under (nodes.h);
+ * before, the id itself. */
+uint32_t lp_stack_ref(const struct lp_reader *r, uint64_t raw);
+/* Stacks keyed so far (ids below this), and the distinct stacks the trace defines. */
+uint32_t lp_stack_count(const struct lp_reader *r);
+uint32_t lp_stack_distinct(const struct lp_reader *r);
 /* Does the trace define stack `id`? */
-static inline int lp_stack_known(const struct lp_reader *r, uint32_t id) {
-    return id && id < r->nstacks && (r->stacks[id].frames || r->stacks[id].pair);
-}
+int lp_stack_known(const struct lp_reader *r, uint32_t id);
+/* A thread's stack from its native part and its Python part (each innermost first, tags on),
+ * joined as format.h says; `flags` the pair's. Into out (LP_STACK_MAX_FRAMES words): its length. */
+uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
+                       uint32_t flags);
 
 /* Ticks since origin to nanoseconds since origin. */
 static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {
@@ -282,7 +294,7 @@ static inline int lp_iter_next(struct lp_iter *it, struct lp_event *ev) {
         uint64_t w = q[0];
         unsigned k = lp_rec_kind(w), sh = lp_kind_shape[k];
         if (k == LP_EV_STACK) { /* validated: a record follows it in this chunk */
-            c->stack = (uint32_t)(w & LP_TS_MASK);
+            c->stack = lp_stack_ref(r, w & LP_TS_MASK);
             c->p = ++q;
             w = q[0];
             k = lp_rec_kind(w);

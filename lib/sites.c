@@ -73,13 +73,13 @@ struct lp_sites {
 struct lp_sites *lp_sites_new(const struct lp_reader *r, int user_lines) {
     /* a trace recorded with stacks may have none (a program that allocated nothing, a followed
      * trace that has not written one yet): its flame graphs are empty, not missing */
-    if (r->nstacks == 0 && !(r->hdr.version >= 10 && r->hdr.alloc_stacks)) return NULL;
+    if (!lp_stack_distinct(r) && !(r->hdr.version >= 10 && r->hdr.alloc_stacks)) return NULL;
     struct lp_sites *s = lp_os_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->r = r;
     s->user_lines = user_lines;
     s->rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0;
-    s->nsite = r->nstacks ? r->nstacks : 1;
+    s->nsite = lp_stack_count(r) ? lp_stack_count(r) : 1;
     s->series_next = UINT64_MAX;
     s->site = lp_os_calloc(s->nsite, sizeof *s->site);
     if (!s->site) {
@@ -99,9 +99,10 @@ void lp_sites_free(struct lp_sites *s) {
     lp_os_free(s);
 }
 
-int lp_sites_fit(struct lp_sites *s) {
-    uint32_t n = s->r->nstacks;
+/* Room for stacks below `n` (the pass numbers the stacks as it meets them: nodes.h). */
+static int fit_to(struct lp_sites *s, uint32_t n) {
     if (n <= s->nsite) return 0;
+    if (n < s->nsite * 2) n = s->nsite * 2 < LP_MAX_STACK_ID ? s->nsite * 2 : LP_MAX_STACK_ID;
     struct site *t = lp_os_realloc(s->site, (size_t)n * sizeof *t);
     if (!t) return -1;
     memset(t + s->nsite, 0, (size_t)(n - s->nsite) * sizeof *t);
@@ -109,6 +110,8 @@ int lp_sites_fit(struct lp_sites *s) {
     s->nsite = n;
     return 0;
 }
+
+int lp_sites_fit(struct lp_sites *s) { return fit_to(s, lp_stack_count(s->r)); }
 
 static struct site *site_of(struct lp_sites *s, uint32_t stack) {
     return stack < s->nsite ? &s->site[stack] : &s->site[0]; /* ids without a stack entry: "unknown" */
@@ -173,6 +176,7 @@ static struct pyline *line_of(struct lp_sites *s, uint32_t stack) {
 }
 
 void lp_sites_call(struct lp_sites *s, uint32_t stack, unsigned family, uint64_t dur_ns) {
+    if (stack >= s->nsite && (stack >= LP_MAX_STACK_ID || fit_to(s, stack + 1) != 0)) return;
     struct pyline *l = line_of(s, stack);
     if (!l) return;
     l->calls++;
@@ -269,7 +273,7 @@ void lp_sites_counted(struct lp_sites *s, uint64_t n) {
 }
 
 int lp_sites_born(struct lp_sites *s, uint64_t size, uint32_t stack, int counting, uint64_t ns) {
-    if (stack >= s->nsite) stack = 0;
+    if (stack >= s->nsite && (stack >= LP_MAX_STACK_ID || fit_to(s, stack + 1) != 0)) stack = 0;
     uint64_t bytes, blocks;
     if (!weigh(s, size, stack, &bytes, &blocks)) {
         s->unsampled += (uint64_t)counting;
@@ -523,7 +527,7 @@ static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t ca
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     uint64_t unknown_calls = s->site[0].calls;
     lp_out_fmt(o, ",\"stacks\":{\"unique\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
-               s->r->nstacks_found, (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
+               lp_stack_distinct(s->r), (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
     if (s->rate) /* the sites' numbers are estimates */
         lp_out_fmt(o,
                    ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu,"
@@ -823,7 +827,7 @@ static void series_gone(const int16_t *series, int64_t *sums, uint32_t n, uint64
  * (`series`: a stack's), sampled into out->v at every bucket boundary — where the pass's sites
  * kept no series for these buckets (their log outgrew its room, or the general path). */
 static int series_pass(const struct lp_reader *r, const int16_t *series, struct lp_site_series *out) {
-    uint32_t n = r->nstacks;
+    uint32_t n = lp_stack_count(r);
     const uint64_t rate = r->hdr.version >= 13 ? r->hdr.alloc_sample : 0; /* as the sites weigh */
     struct lp_iter *it = lp_iter_new(r);
     struct lp_map live = {0};
@@ -898,9 +902,9 @@ static void series_from_log(const struct lp_sites *s, const int16_t *series, uin
 int lp_site_series_of(const struct lp_reader *r, unsigned top, unsigned buckets, struct lp_site_series *out,
                       const struct lp_sites *by, enum lp_series_rank rank) {
     memset(out, 0, sizeof *out);
-    if (!by || !r->nstacks || buckets == 0) return 0;
+    if (!by || lp_stack_count(r) <= 1 || buckets == 0) return 0;
     if (top > LP_SERIES_MAX) top = LP_SERIES_MAX;
-    uint32_t n = r->nstacks;
+    uint32_t n = lp_stack_count(r);
     uint64_t *hi = lp_os_calloc(n, sizeof *hi), *pairs = lp_os_calloc((size_t)n * 2, sizeof *pairs);
     int16_t *series = lp_os_malloc(n * sizeof *series);
     struct lp_syms *syms = NULL;

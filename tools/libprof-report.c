@@ -164,7 +164,7 @@ static void html_texts(const struct lp_reader *r, const char *label, struct rp_p
     char path[4][32];
     for (int k = 0; k < 4; k++) {
         path[k][0] = '\0';
-        if (!r->nstacks || !lp_has_alloc_stacks(r)) continue; /* (the flame graphs need allocation stacks) */
+        if (!lp_stack_distinct(r) || !lp_has_alloc_stacks(r)) continue; /* (the flame graphs need allocation stacks) */
         snprintf(path[k], sizeof path[k], "/tmp/libprof-report-XXXXXX");
         int fd = mkstemp(path[k]);
         if (fd < 0)

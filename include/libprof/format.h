@@ -35,7 +35,7 @@
 
 #define LIBPROF_VERSION "0.1.0"       /* the release, shown in traces and --version */
 #define LP_FORMAT_MAGIC "LIBPROF\x1a" /* 8 bytes; \x1a stops `type` from dumping the file */
-#define LP_FORMAT_VERSION 16
+#define LP_FORMAT_VERSION 17
 #define LP_FORMAT_VERSION_OLDEST 9 /* readers take every version from this one on */
 #define LP_BYTE_ORDER_MARK 0x01020304u
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" read as little-endian */
@@ -470,8 +470,10 @@ enum lp_chunk_type {
     LP_CHUNK_STRING = 2,     /* u32 key (enum lp_string_key), then the bytes; `tid` for thread names */
     LP_CHUNK_END = 3,        /* struct lp_end: the run finished and everything was flushed */
     LP_CHUNK_SHORT = 4,      /* struct lp_short[]: calls of thread `tid` under LIBPROF_MIN_NS, counted */
-    LP_CHUNK_STACKS = 5,     /* call stacks: { u32 id, u32 n, u64 return addresses[n] (innermost first) }..., or
-                           * a pair: { u32 id, u32 LP_STACK_PAIR, u64 native | python << 32, u64 flags } */
+    LP_CHUNK_STACKS = 5,     /* call stacks, entries of three forms: a node (format 17 on: all the recorder
+                           * writes) { u32 id, u32 LP_STACK_NODE, u64 parent id, u64 word }; before 17, a
+                           * whole stack { u32 id, u32 n, u64 return addresses[n] (innermost first) } or
+                           * a pair { u32 id, u32 LP_STACK_PAIR, u64 native | python << 32, u64 flags } */
     LP_CHUNK_MODULES = 6,    /* loaded objects: struct lp_module, then path and build-id bytes, padded to 8 */
     LP_CHUNK_PYCODE = 7,     /* Python code objects: { struct lp_pycode, name bytes, file bytes, padding to 8 }... */
     LP_CHUNK_HEADER = 8,     /* a copy of the file header, right after it: a damaged header loses nothing */
@@ -525,6 +527,20 @@ struct lp_sampling {
  * native part was cut (LP_PAIR_CUT). Readers strip the tags. */
 #define LP_STACK_PAIR UINT32_MAX
 #define LP_PAIR_CUT 1u
+/* Format 17 on, call stacks are a tree: a STACKS entry whose n is LP_STACK_NODE is one node — a
+ * frame word, and the id of the node of its caller (0: none; always an id written before it). A
+ * stack is the node of its innermost frame. A node whose word is a join (LP_NODE_JOIN, the pair's
+ * flags, the native part's node) is the pair of that native part and the Python part that is its
+ * parent, joined as above. No frame word looks like a join: a Python frame's bits 46-61 are
+ * clear, a return address has bit 63 clear. The recorder may write one stack under two ids: a
+ * reader takes them as one stack. */
+#define LP_STACK_NODE (UINT32_MAX - 1)
+#define LP_NODE_JOIN (UINT64_C(5) << 61)
+#define LP_NODE_JOIN_MASK (UINT64_C(7) << 61)
+#define LP_JOIN(native, flags) (LP_NODE_JOIN | (uint64_t)((flags)&0xff) << 32 | (uint32_t)(native))
+#define LP_IS_JOIN(w) (((w)&LP_NODE_JOIN_MASK) == LP_NODE_JOIN)
+#define LP_JOIN_NATIVE(w) ((uint32_t)(w))
+#define LP_JOIN_FLAGS(w) ((uint32_t)((w) >> 32) & 0xff)
 #define LP_NATIVE_EVAL (UINT64_C(1) << 62)
 #define LP_NATIVE_INTERP (UINT64_C(1) << 61)
 #define LP_NATIVE_TAGS (LP_NATIVE_EVAL | LP_NATIVE_INTERP)

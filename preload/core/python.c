@@ -741,6 +741,7 @@ struct pycache {
      * hooks, one for the sampler's signal handler (which may interrupt a hook using the other) */
     struct pypart {
         uint32_t n, id;
+        int sampler;  /* the sampler's (part_of[1]): its stacks go through the sampler's memo */
         uintptr_t ts; /* the thread's state as its key gave it last (part_tstate) */
         uintptr_t frame[PART], code[PART], instr[PART];
         uint64_t word[PART];
@@ -992,7 +993,7 @@ static int innermost_moved(struct pypart *c, uintptr_t f, uintptr_t instr) {
     uint64_t w = LP_PYFRAME(cid, line > 0 ? (uint32_t)line : 0) | (c->word[0] & LP_PY_RUN_END);
     if (w != c->word[0]) {
         c->word[0] = w;
-        c->id = lpr_stack_intern_words(c->word, c->n);
+        c->id = lpr_stack_intern_words(c->word, c->n, c->sampler);
     }
     unsigned k = move_slot(c, instr);
     c->moved[k].instr = instr, c->moved[k].word = w, c->moved[k].id = c->id, c->moved[k].at = c->nmoved++;
@@ -1153,7 +1154,7 @@ static __attribute__((noinline)) int part_walk(struct pypart *c, struct chain *c
     memcpy(c->instr, in, (size_t)n * sizeof in[0]);
     memcpy(c->end, en, (size_t)n);
     c->n = (uint32_t)n;
-    c->id = lpr_stack_intern_words(c->word, (unsigned)n);
+    c->id = lpr_stack_intern_words(c->word, (unsigned)n, c->sampler);
     *id = c->id;
     return n;
 }
@@ -1231,7 +1232,7 @@ static __attribute__((noinline)) int part_join(struct pypart *c, uintptr_t f, ui
     c->n = n;
     c->nlink = q + (nl - j);
     memset(c->moved, 0, sizeof c->moved);
-    c->id = lpr_stack_intern_words(c->word, n);
+    c->id = lpr_stack_intern_words(c->word, n, c->sampler);
     *id = c->id;
     return (int)n;
 }
@@ -1311,12 +1312,12 @@ static __attribute__((noinline)) int part_again_or_walk(struct pypart *c, uint32
     return part_walk(c, &ch, f, id);
 }
 
-static __attribute__((noinline)) uint32_t part_uncached(void) {
+static __attribute__((noinline)) uint32_t part_uncached(int sampler) {
     uint64_t buf[PART];
     uint8_t end[PART];
     int n = lpr_py_frames(buf, end, PART);
     for (int i = 0; i < n; i++) buf[i] |= end[i] ? LP_PY_RUN_END : 0;
-    return n > 0 ? lpr_stack_intern_words(buf, (unsigned)n) : 0;
+    return n > 0 ? lpr_stack_intern_words(buf, (unsigned)n, sampler) : 0;
 }
 
 /* The calling thread's Python frames as the Python part of a stack: the id of the interned stack
@@ -1333,8 +1334,9 @@ uint32_t lpr_py_part(int sampler) {
      * interpreter's own start-up allocates thousands of times before */
     if (P3.initialized && !*(const volatile int *)P3.initialized) return 0;
     struct pycache *cache = lpr_py_cache_of(&lpr_tls, sizeof *cache);
-    if (LP_UNLIKELY(!cache)) return part_uncached();
+    if (LP_UNLIKELY(!cache)) return part_uncached(sampler);
     struct pypart *c = &cache->part_of[sampler != 0];
+    c->sampler = sampler != 0;
     if (LP_LIKELY(c->fast && c->id)) return part_fast(c);
     uint32_t id = 0;
     return part_again_or_walk(c, &id) > 0 ? id : 0;
@@ -1343,7 +1345,7 @@ uint32_t lpr_py_part(int sampler) {
 /* (lpr_py_with) The pair of native part `native` and Python part `py`: from the thread's memo of
  * pairs, else made and remembered. */
 static __attribute__((noinline)) uint32_t pair_made(struct pycache *cache, unsigned e, uint64_t key) {
-    if (!(key >> 32)) return (uint32_t)key; /* no Python part (the stack table full) */
+    if (!(key >> 32)) return lpr_stack_alone((uint32_t)key); /* no Python part (no node for it) */
     uint32_t id = lpr_stack_pair((uint32_t)key, (uint32_t)(key >> 32));
     if (id) cache->pair[e].key = key, cache->pair[e].id = id;
     return id;
@@ -1358,7 +1360,7 @@ static inline uint32_t with_pair(struct pycache *cache, uint32_t native, uint32_
 /* (lpr_py_with where its common case does not serve) The part as lpr_py_part makes it. */
 static __attribute__((noinline)) uint32_t with_part(uint32_t native) {
     uint32_t py = lpr_py_part(0);
-    if (!py) return native;
+    if (!py) return lpr_stack_alone(native);
     struct pycache *cache = lpr_tls.pycache;
     return LP_LIKELY(cache != NULL) ? with_pair(cache, native, py) : lpr_stack_pair(native, py);
 }
@@ -1369,7 +1371,7 @@ static __attribute__((noinline)) uint32_t with_moved(struct pycache *cache, uint
                                                      uintptr_t instr) {
     struct pypart *c = &cache->part_of[0];
     if (!innermost_moved(c, f, instr)) return with_part(native);
-    return c->id ? with_pair(cache, native, c->id) : native;
+    return c->id ? with_pair(cache, native, c->id) : lpr_stack_alone(native);
 }
 
 /* The stack of native part `native` with the calling thread's Python part (stacks.c's capture).
@@ -1396,8 +1398,8 @@ uint32_t lpr_py_with(uint32_t native) {
 
 /* lpr_py_with's work done afresh, no cache of the thread's consulted (LIBPROF_STACK_CACHE_OFF). */
 static uint32_t with_fresh(uint32_t native) {
-    uint32_t py = lpr_py_on ? part_uncached() : 0;
-    return py ? lpr_stack_pair(native, py) : native;
+    uint32_t py = lpr_py_on ? part_uncached(0) : 0;
+    return lpr_stack_pair(native, py);
 }
 
 /* ---- the location of a call ----------------------------------------------------------------- */
@@ -1415,14 +1417,14 @@ uint32_t lpr_py_location(void) {
         uintptr_t f = top_frame_in(&ch);
         if (!f || frame_read(&ch, f, &x) != 0) return 0;
         if (L->kind == 1 && L->minor >= 12 && x.owner == SHIM)
-            return lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1) : 0;
+            return lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1, 0) : 0;
         uintptr_t code = x.code, instr = x.instr;
         struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
         unsigned w = (unsigned)(((instr ^ (code >> 4)) * 0x9E3779B97F4A7C15ull) >> 58) & (LOC_WAYS - 1);
         if (c && c->loc[w].frame == f && c->loc[w].code == code && c->loc[w].instr == instr && c->loc[w].id &&
             still(code, c->loc[w].code_id))
             return c->loc[w].id;
-        uint32_t id = lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1) : 0;
+        uint32_t id = lpr_py_frames(py, end, 1) > 0 ? lpr_stack_intern_words(py, 1, 0) : 0;
         if (c) {
             c->loc[w].frame = f;
             c->loc[w].code = code;
@@ -1476,4 +1478,11 @@ int lpr_py_minor(void) { return L && lpr_py_on ? L->minor : 0; }
 void lpr_python_after_fork_child(void) {
     written_upto = 1;
     writing = 0;
+    /* the stacks its thread's cache names are the parent's (nodes.c): forgotten, as it was new */
+    struct pycache *c = lpr_tls.pycache;
+    if (c) {
+        memset(c->part_of, 0, sizeof c->part_of);
+        memset(c->pair, 0, sizeof c->pair);
+        for (unsigned i = 0; i < LOC_WAYS; i++) c->loc[i].id = 0;
+    }
 }

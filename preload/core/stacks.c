@@ -6,13 +6,12 @@
  * a preload it would join the program's global scope and its exported `backtrace` and
  * `_Unwind_Backtrace` would replace the C library's for the whole program.
  *
- * Deduplication: a stack is hashed; an open-addressing table of 64-bit slots (hash bits | id)
- * maps it to a dense id. Finding a stack already seen reads the table and compares the frames:
- * no lock, no allocation. A new stack takes its id and arena space with atomic adds, writes its
- * frames, then publishes its slot with a compare-and-swap; two threads inserting the same new
- * stack at once may give it two ids (the reader merges by content). The table and arena are
- * fixed-size mappings reserved at start (touched lazily); when either is full, new stacks get
- * id 0 ("unknown") and are counted. Events carry only the id (one word).
+ * The store: a tree (nodes.c) — each distinct (caller, frame) pair once, a stack the node of its
+ * innermost frame; events carry only that id (one word). A thread keeps the stacks it captured
+ * last, one memo per kind (native part, Python part; the hooks', the sampler's), each with the
+ * node of every frame: a new stack shares the outer frames of the last one and only its new inner
+ * frames are looked up. The store's memory is bounded (what it forgets is made again: the reader
+ * takes two ids of one stack as one), so it never fills.
  *
  * Capture cost is what stacks cost (libunwind: ~90 instructions a frame), and programs allocate
  * from the same few call chains over and over. So each thread keeps the chains it last walked
@@ -25,10 +24,10 @@
  * walk itself (libunwind's unw_step, which gives each frame's stack pointer). Any difference is
  * a miss and a fresh walk.
  *
- * The table reaches the spool as it grows: before a thread's chunk of events is written, the
- * stacks interned since the last such write go first (lpr_stacks_write), so every id a written
- * event names is already in the file — a process killed with SIGKILL leaves a spool that
- * decodes with its call stacks. */
+ * The nodes reach the spool as they are made: before a thread's chunk of events is written, the
+ * nodes made since the last such write go first (lpr_stacks_write), so every id a written event
+ * names is already in the file — a process killed with SIGKILL leaves a spool that decodes with
+ * its call stacks. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -42,6 +41,7 @@
 
 #include "stacks.h"
 #include "clock.h"
+#include "nodes.h"
 #include "config.h"
 #include "log.h"
 #include "os_real.h"
@@ -51,17 +51,6 @@
 #include "walk.h"
 #include "lib/poisson.h"
 #include "sys.h"
-
-/* Reserved, not committed: pages are touched as stacks arrive. Sized for a PyTorch import with
- * 16-frame stacks (~500 k distinct stacks — every static initialiser of its ~300 libraries is a
- * call site of its own — about 70 MB of frames). */
-#define SLOTS (1u << 22) /* hash slots (32 MiB reserved; at most half full) */
-/* With CPU samples and no allocation stacks, the stacks are the samples' and the Python lines':
- * a table of its own size, made resident at once, since the sampler's signal handler writes it
- * (a first touch of a page there is a page fault inside the handler, ~2 us). */
-#define SLOTS_RESIDENT (1u << 19) /* 4 MiB: 256 k stacks */
-#define MAX_IDS (1u << 21)        /* distinct stacks (4 MiB reserved) */
-#define ARENA_WORDS (1u << 25)    /* frames of all stacks (256 MiB reserved) */
 
 unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
@@ -91,14 +80,6 @@ static int (*unw_get_reg_fn)(void *, int, uint64_t *);
 #define CACHE_FRAMES 40            /* frames a cached chain may have (deeper: walked every time) */
 static int cacheable;              /* the cursor API was found, and the depth fits */
 static int walker;                 /* the sampler's walker (walk.c) takes the stacks */
-static uint64_t *slots;            /* (hash high 32 bits) << 32 | id */
-static uint32_t slot_mask;         /* slots - 1 */
-static struct lpr_ahead arena_ahead, ids_ahead; /* the sequential parts, made resident ahead (sampling) */
-static uint64_t *arena;                         /* per stack: n, frames[n] */
-static uint32_t *offset_of; /* id -> 1 + arena offset of its n (0: not written yet, NEVER: table full) */
-#define NEVER UINT32_MAX
-static uint32_t next_id = 1, arena_used;
-static uint64_t full_drops, captured;
 static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
 static uintptr_t unw_lo, unw_hi;   /* libunwind's, likewise */
 
@@ -124,27 +105,9 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 /* The table itself (also for the Python frames of calls, without LIBPROF_STACKS): 0, or -1
- * with one warning. Once, before any thread can intern. */
-int lpr_stacks_table(void) {
-    if (slots) return 0;
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    int resident = lpr_cfg.sample_hz && !lpr_cfg.stacks;
-    uint32_t n = resident ? SLOTS_RESIDENT : SLOTS;
-    uint64_t *sl = lpr_sys_mmap(NULL, n * 8ull, prot, flags, -1, 0);
-    arena = lpr_sys_mmap(NULL, ARENA_WORDS * 8ull, prot, flags, -1, 0);
-    offset_of = lpr_sys_mmap(NULL, MAX_IDS * 4ull, prot, flags, -1, 0);
-    if (lpr_sys_failed((long)sl) || lpr_sys_failed((long)arena) || lpr_sys_failed((long)offset_of)) {
-        lpr_warn("out of memory for the stack table; recording without call stacks");
-        return -1;
-    }
-    slot_mask = n - 1;
-    if (resident) {
-        lpr_resident(sl, 0, n * 8ull);
-        arena_ahead.on = ids_ahead.on = 1;
-    }
-    __atomic_store_n(&slots, sl, __ATOMIC_RELEASE);
-    return 0;
-}
+ * with one warning. Once, before any thread can intern. With CPU samples and no allocation
+ * stacks, the sampler's signal handler makes the nodes: resident at once. */
+int lpr_stacks_table(void) { return lpr_nodes_init(lpr_cfg.sample_hz && !lpr_cfg.stacks); }
 
 /* libprof's own text: frames in it are left out of stacks, samples in it are told apart. */
 static void self_range(void) {
@@ -231,93 +194,35 @@ int lpr_stacks_for_samples(void) {
 
 int lpr_in_libprof(uintptr_t pc) { return (pc >= self_lo && pc < self_hi) || (pc >= unw_lo && pc < unw_hi); }
 
-static uint64_t hash_frames(void *const *f, unsigned n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-    for (unsigned i = 0; i < n; i++) {
-        h ^= (uint64_t)(uintptr_t)f[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    return h;
-}
-
-static int same(uint32_t id, void *const *f, unsigned n, uint64_t head) {
-    uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
-    if (off == NEVER || off-- == 0 || arena[off] != head) return 0;
-    return memcmp(&arena[off + 1], f, n * sizeof(void *)) == 0;
-}
-
-/* A pair is kept as the entry { LP_STACK_PAIR, native | python << 32, flags }: n is never that. */
-#define PAIR_N ((uint64_t)LP_STACK_PAIR)
-
 int lpr_stacks_in_unwinder(const void *pc) { return (uintptr_t)pc >= unw_lo && (uintptr_t)pc < unw_hi; }
 
 static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a >= unw_lo && a < unw_hi); }
 
-/* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
- * frames first); 0 when unknown. Called inside a hook, with the guard held. */
-static uint32_t intern(void *const *f, unsigned n);
+/* The memos of the last stack interned, by kind (nodes.h: struct lpr_path): the hooks' native
+ * and Python parts, the sampler's. */
+enum { MEMO_NATIVE, MEMO_PY, MEMO_SAMPLE_NATIVE, MEMO_SAMPLE_PY, MEMOS };
+static struct lpr_path *memo_of(int kind);
 static inline uint32_t with_python(uint32_t native);
 
-/* The native frames alone, cut at the depth asked. (Where they run the interpreter, a reader
- * learns from the tags lpr_stacks_write puts on them, once per stack.) */
+/* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
+ * frames first), its native frames alone, cut at the depth asked — LPR_STACK_CUT set where they
+ * are (the Python part then follows past a mark); 0 when unknown. Called inside a hook, with the
+ * guard held. (Where they run the interpreter, a reader learns from the tags lpr_stacks_write
+ * puts on them, once per node.) */
 static uint32_t native_id(void *const *buf, int got) {
     int skip = 0;
     while (skip < got && ours((uintptr_t)buf[skip])) skip++;
     unsigned n = got > skip ? (unsigned)(got - skip) : 0;
     if (n > lpr_stack_depth) n = lpr_stack_depth;
-    return intern(buf + skip, n);
+    uint32_t id = lpr_nodes_path(memo_of(MEMO_NATIVE), (const uint64_t *)(buf + skip), n, 0);
+    return id && n >= lpr_stack_depth ? id | LPR_STACK_CUT : id;
 }
 
 uint32_t lpr_stack_intern(void **buf, int got) { return with_python(native_id(buf, got)); }
 
 /* A stack given as words (Python frames; python.c) as an id. */
-uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n) { return intern((void *const *)f, n); }
-
-static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t h);
-
-static uint32_t intern(void *const *f, unsigned n) { return intern_entry(f, n, n, hash_frames(f, n)); }
-
-static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags) {
-    void *const w[2] = {(void *)(uintptr_t)(native | (uint64_t)python << 32), (void *)(uintptr_t)flags};
-    return intern_entry(w, 2, PAIR_N, hash_frames(w, 2) ^ 0x5bd1e995u);
-}
-
-/* The id of the entry `head` (n, or PAIR_N) with words `f` (n of them) and hash `h`. */
-static uint32_t intern_entry(void *const *f, unsigned n, uint64_t head, uint64_t h) {
-    uint64_t tag = (h >> 32) << 32;
-    uint32_t s = (uint32_t)h & slot_mask;
-    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & slot_mask) {
-        uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
-        if (v == 0) {
-            /* new: take an id and room, write the frames, then publish */
-            uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
-            uint32_t off = __atomic_fetch_add(&arena_used, n + 1, __ATOMIC_RELAXED);
-            if (id >= MAX_IDS || off + n + 1 > ARENA_WORDS) {
-                if (id < MAX_IDS) __atomic_store_n(&offset_of[id], NEVER, __ATOMIC_RELEASE);
-                __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
-                return 0;
-            }
-            lpr_ahead(&arena_ahead, arena, (off + n + 1) * 8ull, ARENA_WORDS * 8ull);
-            lpr_ahead(&ids_ahead, offset_of, (id + 1) * 4ull, MAX_IDS * 4ull);
-            arena[off] = head;
-            memcpy(&arena[off + 1], f, n * sizeof(void *));
-            __atomic_store_n(&offset_of[id], off + 1, __ATOMIC_RELEASE);
-            uint64_t want = tag | id, expect = 0;
-            if (__atomic_compare_exchange_n(&slots[s], &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                __atomic_fetch_add(&captured, 1, __ATOMIC_RELAXED);
-                return id;
-            }
-            /* another thread took the slot meanwhile: keep our id (published through the
-             * record that uses it) and carry on probing from the winner */
-            v = expect;
-            if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n, head)) return (uint32_t)v;
-            return id;
-        }
-        if ((v & ~0xffffffffull) == tag && same((uint32_t)v, f, n, head)) return (uint32_t)v;
-    }
-    __atomic_fetch_add(&full_drops, 1, __ATOMIC_RELAXED);
-    return 0;
+uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n, int sampler) {
+    return lpr_nodes_path(memo_of(sampler ? MEMO_SAMPLE_PY : MEMO_PY), f, n, sampler);
 }
 
 /* ---- the per-thread cache of call chains (see the top) -------------------------------------- */
@@ -348,6 +253,7 @@ struct lpr_stack_cache {
     struct chain *hint[CACHE_HINTS]; /* by key: the chain that served it last (or any, NULL) */
     struct walk_room hook;
     uint64_t sample[LP_STACK_MAX_DEPTH];
+    struct lpr_path memo[MEMOS];
 };
 
 /* The thread's cache, kept with its registry node (tbuf.c) and mirrored in its TLS: no call
@@ -355,6 +261,12 @@ struct lpr_stack_cache {
 static inline struct lpr_stack_cache *stack_cache_of(struct lpr_tls *t) {
     if (LP_LIKELY(t->scache != NULL)) return (struct lpr_stack_cache *)t->scache;
     return t->thr ? lpr_tbuf_stack_cache(t->thr, sizeof(struct lpr_stack_cache)) : NULL;
+}
+
+/* The calling thread's memo of `kind` (NULL: no cache; the sampler's handler never makes it). */
+static struct lpr_path *memo_of(int kind) {
+    struct lpr_stack_cache *c = kind >= MEMO_SAMPLE_NATIVE ? lpr_tls.scache : stack_cache_of(&lpr_tls);
+    return c ? &c->memo[kind] : NULL;
 }
 
 /* ---- the Python part ----------------------------------------------------------------------------
@@ -365,28 +277,24 @@ static inline struct lpr_stack_cache *stack_cache_of(struct lpr_tls *t) {
  * the table holds each part once: under one Python line a program reaches many native stacks,
  * and one native stack (an allocation inside a library) is reached from many Python lines. A
  * thread remembers the pairs it made last, so a loop allocating from the same line makes none. */
-static uint32_t intern_pair(uint32_t native, uint32_t python, uint32_t flags);
-
 /* python.c's part, once it found an interpreter (lpr_stacks_python): stacks.c sits below it. */
 static const struct lpr_stack_python *py_ops;
 
 void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&py_ops, ops, __ATOMIC_RELEASE); }
 
-/* The stack of native part `native` and Python part `py`, from the table (python.c remembers the
- * pairs each thread made last). */
+/* The stack of native part `native` (LPR_STACK_CUT where it was cut) and Python part `py`: their
+ * join node, under the Python part (python.c remembers the pairs each thread made last). */
 uint32_t lpr_stack_pair(uint32_t native, uint32_t py) {
-    uint32_t off = native ? __atomic_load_n(&offset_of[native], __ATOMIC_ACQUIRE) : 0;
-    uint32_t flags = off && off != NEVER && arena[off - 1] >= lpr_stack_depth ? LP_PAIR_CUT : 0;
-    return intern_pair(native, py, flags);
+    if (!py) return lpr_stack_alone(native);
+    return lpr_node(py, LP_JOIN(lpr_stack_alone(native), native & LPR_STACK_CUT ? LP_PAIR_CUT : 0), 0);
 }
 
 /* The native part with the thread's Python part, where an interpreter was found (python.c). */
 static inline uint32_t with_python(uint32_t native) {
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
-    return o ? o->with(native) : native;
+    return o ? o->with(native) : lpr_stack_alone(native);
 }
 
-/* A stack given as words (Python frames; python.c) as an id. */
 /* libunwind's walk of the calling thread, flagged: a CPU sample taken meanwhile (sample.c) must
  * not enter libunwind again on this thread. */
 static void unwinding(int on) {
@@ -580,60 +488,25 @@ static uint32_t sample_in(uint64_t *buf, const void *ucv, int walk, unsigned dep
         n = 0;
         *flags |= LP_SAMPLE_SHALLOW;
     }
-    uint32_t native = n ? intern((void *const *)buf, (unsigned)n) : 0;
+    uint32_t native = n ? lpr_nodes_path(memo_of(MEMO_SAMPLE_NATIVE), buf, (unsigned)n, 1) : 0;
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     uint32_t pid = o ? o->part(1) : 0;
     if (!pid) return native;
-    return intern_pair(native, pid, whole ? 0 : LP_PAIR_CUT); /* (cut: native frames may be missing) */
+    return lpr_node(pid, LP_JOIN(native, whole ? 0 : LP_PAIR_CUT), 1); /* (cut: native frames may be missing) */
 }
 
-/* Write the stacks interned since the last call (STACKS chunks of up to 64 KiB), in id order,
- * up to the first one still being written by its thread (the next call takes it). One writer at
- * a time: a thread that finds another writing goes on — that writer covers what it would have
- * written, having started after every id its caller's records name. Async-signal-safe. */
-static uint32_t written_upto = 1; /* ids below this are in the spool */
-static int writing;
-static uint64_t wbuf[8192];
-
+/* Write the stacks made since the last call (STACKS chunks, nodes.c), the code objects Python
+ * frames name first. Async-signal-safe. */
 void lpr_stacks_write(void) {
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     if (o) o->codes_write(); /* the code objects Python frames name go first */
-    if (!slots || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) return;
-    uint32_t n = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE), id = written_upto;
-    if (n > MAX_IDS) n = MAX_IDS;
-    size_t used = 0;
-    /* (the ranges in registers: the loop below stores into wbuf, which they might alias) */
-    const uintptr_t eval_lo = o ? o->eval_lo : 0, eval_span = o ? o->eval_hi - o->eval_lo : 0,
-                    interp_lo = o ? o->interp_lo : 0, interp_span = o ? o->interp_hi - o->interp_lo : 0;
-    for (; id < n; id++) {
-        uint32_t off = __atomic_load_n(&offset_of[id], __ATOMIC_ACQUIRE);
-        if (off == NEVER) continue; /* the table was full: id 0 was recorded instead */
-        if (off-- == 0) break;      /* in flight: its thread is writing its frames */
-        uint64_t head = arena[off], k = head == PAIR_N ? 2 : head;
-        if (used + 1 + k > sizeof wbuf / 8) {
-            lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);
-            used = 0;
-        }
-        wbuf[used++] = (uint64_t)id | head << 32;
-        memcpy(&wbuf[used], &arena[off + 1], k * 8);
-        /* where the native frames run the interpreter (format.h); a Python part (its words all
-         * Python frames) has none */
-        if (o && head != PAIR_N && k && !(wbuf[used] & LP_PYFRAME_BIT))
-            for (uint64_t i = 0; i < k; i++) {
-                uint64_t w = wbuf[used + i];
-                wbuf[used + i] = w | (w - 1 - eval_lo < eval_span       ? LP_NATIVE_EVAL
-                                      : w - 1 - interp_lo < interp_span ? LP_NATIVE_INTERP
-                                                                        : 0);
-            }
-        used += k;
-    }
-    if (used) lpr_spool_write(LP_CHUNK_STACKS, 0, wbuf, used * 8, NULL, 0);
-    written_upto = id;
-    __atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+    struct lpr_node_tags t = {0, 0, 0, 0};
+    if (o) t = (struct lpr_node_tags){o->eval_lo, o->eval_hi - o->eval_lo, o->interp_lo, o->interp_hi - o->interp_lo};
+    lpr_nodes_write(&t);
 }
 
-uint64_t lpr_stacks_unique(void) { return __atomic_load_n(&captured, __ATOMIC_RELAXED); }
-uint64_t lpr_stacks_dropped(void) { return __atomic_load_n(&full_drops, __ATOMIC_RELAXED); }
+uint64_t lpr_stacks_unique(void) { return lpr_nodes_made(); }
+uint64_t lpr_stacks_dropped(void) { return lpr_nodes_dropped(); }
 
 /* ---- the module map --------------------------------------------------------------------- */
 
@@ -709,9 +582,15 @@ void lpr_modules_write(void) {
     __atomic_store_n(&modules_busy, 0, __ATOMIC_RELEASE);
 }
 
-/* A forked child writes its own spool: everything again. */
+/* A forked child writes its own spool, from nothing: every module again, and no stack made before
+ * is one of its own — its one thread forgets the chains and memos that name them (nodes.c). */
 void lpr_stacks_after_fork_child(void) {
     memset(seen, 0, sizeof seen);
-    written_upto = 1;
-    writing = 0;
+    lpr_nodes_after_fork_child();
+    struct lpr_stack_cache *c = lpr_tls.scache;
+    if (c) {
+        memset(c->set, 0, sizeof c->set);
+        memset(c->hint, 0, sizeof c->hint);
+        for (int k = 0; k < MEMOS; k++) c->memo[k].n = 0;
+    }
 }

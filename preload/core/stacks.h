@@ -41,7 +41,13 @@ LP_HIDDEN uint64_t lpr_stacks_unique(void);
 LP_HIDDEN uint64_t lpr_stacks_dropped(void);
 LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwind libprof loaded */
 
-LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n);
+/* A stack given as words (a Python part, innermost first; python.c) as an id, through the
+ * thread's memo of the hooks' Python parts or (`sampler`) of the sampler's. */
+LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n, int sampler);
+/* A native part's id carries this bit where the part was cut at the depth asked (the Python part
+ * of its stack then follows a mark); the stack of a native part alone is its id without it. */
+#define LPR_STACK_CUT (UINT32_C(1) << 31)
+static inline uint32_t lpr_stack_alone(uint32_t native) { return native & ~LPR_STACK_CUT; }
 
 /* The Python part of a stack, through python.c once it found an interpreter (it registers these
  * before it sets lpr_py_on): the part's words interned, the code table written before the stacks
