@@ -14,16 +14,18 @@ struct lp_nodes {
     uint64_t *word;
     uint32_t *parent, *canon;
     size_t cap;
-    uint32_t n;              /* ids below this have room */
-    uint32_t distinct;       /* canonical nodes */
-    struct lp_map by_key;    /* hash of (canonical parent, canonical word) -> canonical id (chained on collision) */
-    uint32_t *ref;           /* by canonical id: its dense number (0: not named yet) */
-    size_t capref;           /* (ref's room, like cap) */
-    uint32_t *rep, nrep;     /* by dense number: its canonical id */
+    uint32_t n;           /* ids below this have room */
+    uint32_t distinct;    /* canonical nodes */
+    struct lp_map by_key; /* hash of (canonical parent, canonical word) -> canonical id (chained on collision) */
+    uint32_t *ref;        /* by canonical id: its dense number (0: not named yet) */
+    size_t capref;        /* (ref's room, like cap) */
+    uint32_t *rep, nrep;  /* by dense number: its canonical id */
     size_t caprep;
 };
 
-struct lp_nodes *lp_nodes_new(void) { return lp_os_calloc(1, sizeof(struct lp_nodes)); }
+struct lp_nodes *lp_nodes_new(void) {
+    return lp_os_calloc(1, sizeof(struct lp_nodes));
+}
 
 void lp_nodes_free(struct lp_nodes *t) {
     if (!t) return;

@@ -30,7 +30,7 @@
 #include "sys.h"
 
 #define RING_BITS 18
-#define RING (1u << RING_BITS)  /* nodes kept to be found again (16 B each: 4 MiB) */
+#define RING (1u << RING_BITS) /* nodes kept to be found again (16 B each: 4 MiB) */
 #define SLOT_BITS 19
 #define SLOTS (1u << SLOT_BITS) /* the table: tag << 32 | id (8 B each: 4 MiB), half full at most */
 #define PROBES 16               /* slots looked at for a key */
@@ -44,8 +44,8 @@ struct node {
 
 static struct node *ring;
 static uint64_t *slot;
-static uint32_t next_id = 1; /* the next id to hand out */
-static uint32_t written = 1; /* ids below this are in the spool */
+static uint32_t next_id = 1;  /* the next id to hand out */
+static uint32_t written = 1;  /* ids below this are in the spool */
 static uint32_t floor_id = 1; /* ids below this are not this spool's (a forked child's parent's) */
 static uint64_t made, dropped;
 static int writing;
