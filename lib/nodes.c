@@ -99,11 +99,24 @@ uint32_t lp_nodes_ref(struct lp_nodes *t, uint32_t raw) {
 uint32_t lp_nodes_nrefs(const struct lp_nodes *t) { return t->nrep ? t->nrep : 1; }
 uint32_t lp_nodes_distinct(const struct lp_nodes *t) { return t->distinct; }
 
-/* The words of the stack of node `id`, innermost first, into out (at most max): their number. */
-static uint32_t path(const struct lp_nodes *t, uint32_t id, uint64_t *out, uint32_t max) {
-    uint32_t n = 0;
-    while (id && id < t->n && t->canon[id] && n < max) {
-        out[n++] = t->word[id];
+/* The words of the stack of node `id`, innermost first, into out (at most max), up to its root
+ * (format.h): their number; a native part hung from a root of depth d > 0 that has d frames or
+ * more is cut to its innermost d, and *cut set. */
+static uint32_t path(const struct lp_nodes *t, uint32_t id, uint64_t *out, uint32_t max, int *cut) {
+    uint32_t n = 0, all = 0; /* (all: its frames, past the room too, up to the root) */
+    *cut = 0;
+    for (uint32_t hops = 0; id && id < t->n && t->canon[id] && hops < (1u << 20); hops++) {
+        uint64_t w = t->word[id];
+        if (LP_IS_ROOT(w)) {
+            uint32_t d = LP_ROOT_DEPTH(w);
+            if (d && all >= d) {
+                if (n > d) n = d;
+                *cut = 1;
+            }
+            break;
+        }
+        if (n < max) out[n++] = w;
+        all++;
         id = t->parent[id];
     }
     return n;
@@ -115,14 +128,17 @@ uint32_t lp_nodes_view(const struct lp_nodes *t, uint32_t ref, struct lp_frames 
     uint32_t id = ref && ref < t->nrep ? t->rep[ref] : 0;
     if (!id || id >= t->n || !t->canon[id]) return 0;
     uint64_t w = t->word[id];
+    int cut;
     if (!LP_IS_JOIN(w)) {
-        uint32_t n = path(t, id, v->buf, LP_STACK_MAX_FRAMES);
+        uint32_t n = path(t, id, v->buf, LP_STACK_MAX_FRAMES, &cut);
         for (uint32_t i = 0; i < n; i++) /* (the tags off) */
             v->buf[i] = v->buf[i] & LP_PYFRAME_BIT ? v->buf[i] & ~LP_PY_RUN_END : v->buf[i] & ~LP_NATIVE_TAGS;
         return v->n = n;
     }
-    uint64_t nat[LP_STACK_MAX_DEPTH], py[LP_STACK_MAX_DEPTH];
-    uint32_t nn = path(t, LP_JOIN_NATIVE(w), nat, LP_STACK_MAX_DEPTH);
-    uint32_t np = path(t, t->parent[id], py, LP_STACK_MAX_DEPTH);
-    return v->n = lp_stack_join(v->buf, nat, nn, py, np, LP_JOIN_FLAGS(w));
+    /* (a native part is read whole, up to its root, then cut: its innermost frames are the first) */
+    uint64_t nat[LP_STACK_MAX_FRAMES], py[LP_STACK_MAX_DEPTH];
+    int pcut;
+    uint32_t nn = path(t, LP_JOIN_NATIVE(w), nat, LP_STACK_MAX_FRAMES, &cut);
+    uint32_t np = path(t, t->parent[id], py, LP_STACK_MAX_DEPTH, &pcut);
+    return v->n = lp_stack_join(v->buf, nat, nn, py, np, LP_JOIN_FLAGS(w) | (cut ? LP_PAIR_CUT : 0u));
 }

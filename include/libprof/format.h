@@ -535,6 +535,14 @@ struct lp_sampling {
  * clear, a return address has bit 63 clear. The recorder may write one stack under two ids: a
  * reader takes them as one stack. */
 #define LP_STACK_NODE (UINT32_MAX - 1)
+/* A native part hangs from a root node, LP_NODE_ROOT | the depth asked (LIBPROF_STACKS; 0: all):
+ * the recorder keeps every native frame (a new stack then shares all its callers' nodes with the
+ * stacks before it), a reader shows the innermost `depth` of them — the part cut there, as the
+ * pair's LP_PAIR_CUT says, when it has that many or more. A native part with no root (a CPU
+ * sample's: its walk has a depth of its own) is shown whole. */
+#define LP_NODE_ROOT (UINT64_C(7) << 61)
+#define LP_IS_ROOT(w) (((w)&LP_NODE_ROOT) == LP_NODE_ROOT)
+#define LP_ROOT_DEPTH(w) ((uint32_t)(w))
 #define LP_NODE_JOIN (UINT64_C(5) << 61)
 #define LP_NODE_JOIN_MASK (UINT64_C(7) << 61)
 #define LP_JOIN(native, flags) (LP_NODE_JOIN | (uint64_t)((flags)&0xff) << 32 | (uint32_t)(native))

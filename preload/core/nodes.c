@@ -5,8 +5,9 @@
  * (lpr_nodes_write, called before each chunk of events: stacks.c). So the file holds each
  * distinct (caller, frame) pair once per time it was made, and a stack is one id in a record.
  *
- * Finding a node made before: a hash table of slots (a tag of the key's hash | id), the node's
- * key read back from a ring of the last RING nodes made. The ring is what bounds the memory: a
+ * Finding a node made before: a hash table of buckets of eight slots (a tag of the key's hash |
+ * id), one cache line each — a lookup reads one bucket, and the node's key back from a ring of
+ * the last RING nodes made. The ring is what bounds the memory: a
  * node older than that is forgotten, and if its stack comes again it is made again under a new
  * id — the reader takes both ids as one stack (lib/nodes.c). A thread's memos (struct lpr_path)
  * keep the nodes of the stacks it captured last, written or not, so the stacks a program keeps
@@ -32,8 +33,8 @@
 #define RING_BITS 18
 #define RING (1u << RING_BITS) /* nodes kept to be found again (16 B each: 4 MiB) */
 #define SLOT_BITS 19
-#define SLOTS (1u << SLOT_BITS) /* the table: tag << 32 | id (8 B each: 4 MiB), half full at most */
-#define PROBES 16               /* slots looked at for a key */
+#define SLOTS (1u << SLOT_BITS) /* the table: tag << 32 | id (8 B each: 4 MiB) */
+#define BUCKET 8                /* slots a key may be in: one cache line */
 #define MARGIN 4096             /* ids taken with room left in the ring: makers start writing then */
 
 struct node {
@@ -54,7 +55,7 @@ int lpr_nodes_init(int resident) {
     if (ring) return 0;
     const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     struct node *r = lpr_sys_mmap(NULL, RING * sizeof *r, prot, flags, -1, 0);
-    uint64_t *s = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0);
+    uint64_t *s = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0); /* (page-aligned: buckets are lines) */
     if (lpr_sys_failed((long)r) || lpr_sys_failed((long)s)) {
         lpr_warn("out of memory for the stack table; recording without call stacks");
         return -1;
@@ -92,10 +93,11 @@ static inline int holds(uint32_t id, uint32_t parent, uint64_t w) {
     return nw == w && np == parent && __atomic_load_n(&n->id, __ATOMIC_RELAXED) == id;
 }
 
-/* Is slot value v's node gone (its ring slot taken by a later one, or not this spool's)? */
-static inline int gone(uint64_t v) {
+/* Is slot value v's node gone (its ring slot taken by a later one, or not this spool's)? Told
+ * from the ids alone: the ring holds the last RING ids handed out. */
+static inline int gone(uint64_t v, uint32_t next) {
     uint32_t id = (uint32_t)v;
-    return id < floor_id || __atomic_load_n(&ring[id & (RING - 1)].id, __ATOMIC_RELAXED) != id;
+    return id < floor_id || next - id > RING;
 }
 
 /* A new id, once its ring slot's previous node is in the spool; 0 (`handler`: it would wait). */
@@ -120,15 +122,14 @@ static uint32_t take_id(int handler) {
 
 uint32_t lpr_node(uint32_t parent, uint64_t w, int handler) {
     uint64_t h = key_hash(parent, w), tag = h & ~UINT64_C(0xffffffff);
-    uint32_t s = (uint32_t)h & (SLOTS - 1), home = s, free_at = UINT32_MAX;
-    for (unsigned p = 0; p < PROBES; p++, s = (s + 1) & (SLOTS - 1)) {
-        uint64_t v = __atomic_load_n(&slot[s], __ATOMIC_ACQUIRE);
-        if (!v) {
-            if (free_at == UINT32_MAX) free_at = s;
-            break;
-        }
-        if ((v & ~UINT64_C(0xffffffff)) == tag && holds((uint32_t)v, parent, w)) return (uint32_t)v;
-        if (free_at == UINT32_MAX && gone(v)) free_at = s;
+    uint64_t *b = &slot[((uint32_t)h & (SLOTS - 1)) & ~(BUCKET - 1)];
+    uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), put = 0, oldest = UINT32_MAX;
+    for (uint32_t i = 0; i < BUCKET; i++) {
+        uint64_t v = __atomic_load_n(&b[i], __ATOMIC_ACQUIRE);
+        if ((v & ~UINT64_C(0xffffffff)) == tag && v && holds((uint32_t)v, parent, w)) return (uint32_t)v;
+        /* where a new node goes: an empty slot, or one whose node is gone, or the oldest */
+        uint32_t age = !v || gone(v, next) ? 0 : (uint32_t)v;
+        if (age < oldest) oldest = age, put = i;
     }
     uint32_t id = take_id(handler);
     if (!id) {
@@ -142,7 +143,7 @@ uint32_t lpr_node(uint32_t parent, uint64_t w, int handler) {
     __atomic_store_n(&n->parent, parent, __ATOMIC_RELAXED);
     __atomic_store_n(&n->id, id, __ATOMIC_RELEASE);
     /* (a slot taken meanwhile by another node is simply overwritten: the table is a cache) */
-    __atomic_store_n(&slot[free_at != UINT32_MAX ? free_at : home], tag | id, __ATOMIC_RELEASE);
+    __atomic_store_n(&b[put], tag | id, __ATOMIC_RELEASE);
     __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED);
     return id;
 }

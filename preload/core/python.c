@@ -1345,7 +1345,7 @@ uint32_t lpr_py_part(int sampler) {
 /* (lpr_py_with) The pair of native part `native` and Python part `py`: from the thread's memo of
  * pairs, else made and remembered. */
 static __attribute__((noinline)) uint32_t pair_made(struct pycache *cache, unsigned e, uint64_t key) {
-    if (!(key >> 32)) return lpr_stack_alone((uint32_t)key); /* no Python part (no node for it) */
+    if (!(key >> 32)) return (uint32_t)key; /* no Python part (no node for it) */
     uint32_t id = lpr_stack_pair((uint32_t)key, (uint32_t)(key >> 32));
     if (id) cache->pair[e].key = key, cache->pair[e].id = id;
     return id;
@@ -1360,7 +1360,7 @@ static inline uint32_t with_pair(struct pycache *cache, uint32_t native, uint32_
 /* (lpr_py_with where its common case does not serve) The part as lpr_py_part makes it. */
 static __attribute__((noinline)) uint32_t with_part(uint32_t native) {
     uint32_t py = lpr_py_part(0);
-    if (!py) return lpr_stack_alone(native);
+    if (!py) return native;
     struct pycache *cache = lpr_tls.pycache;
     return LP_LIKELY(cache != NULL) ? with_pair(cache, native, py) : lpr_stack_pair(native, py);
 }
@@ -1371,7 +1371,7 @@ static __attribute__((noinline)) uint32_t with_moved(struct pycache *cache, uint
                                                      uintptr_t instr) {
     struct pypart *c = &cache->part_of[0];
     if (!innermost_moved(c, f, instr)) return with_part(native);
-    return c->id ? with_pair(cache, native, c->id) : lpr_stack_alone(native);
+    return c->id ? with_pair(cache, native, c->id) : native;
 }
 
 /* The stack of native part `native` with the calling thread's Python part (stacks.c's capture).

@@ -54,13 +54,6 @@
 
 unsigned lpr_stack_depth;
 int (*lpr_unw_backtrace)(void **, int);
-/* libunwind's cursor API (for the stack pointers the cache needs), found by name */
-static int (*unw_getcontext_fn)(void *);
-static int (*unw_init_local_fn)(void *, void *);
-static int (*unw_step_fn)(void *);
-static int (*unw_get_reg_fn)(void *, int, uint64_t *);
-#define UNW_REG_IP 16 /* x86-64: UNW_X86_64_RIP */
-#define UNW_REG_SP 7  /* x86-64: UNW_X86_64_RSP */
 /* 256 sets of 4 chains per thread, a key in either of two sets (a call site may be reached from
  * several callers at the same stack pointer), the least recently used of the eight replaced.
  * With one set a key, hot chains colliding in a set by the accident of where the loader put
@@ -143,10 +136,6 @@ static int unwind_load(const char *who) {
     unw_lo = unw.lo;
     unw_hi = unw.hi;
     if (policy && space) policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
-    unw_getcontext_fn = (int (*)(void *))lpr_dlsym(h, "_Ux86_64_getcontext");
-    unw_init_local_fn = (int (*)(void *, void *))lpr_dlsym(h, "_ULx86_64_init_local");
-    unw_step_fn = (int (*)(void *))lpr_dlsym(h, "_ULx86_64_step");
-    unw_get_reg_fn = (int (*)(void *, int, uint64_t *))lpr_dlsym(h, "_ULx86_64_get_reg");
     if (lpr_stacks_table() != 0) return -1;
     self_range();
     lpr_unw_backtrace = unw_bt;
@@ -178,9 +167,8 @@ int lpr_stacks_init(unsigned depth) {
     if (unwind_load("LIBPROF_STACKS") != 0) return -1;
     lpr_stack_depth = depth;
     lpr_alloc_sample = lpr_cfg.alloc_sample;
-    cacheable = unw_getcontext_fn && unw_init_local_fn && unw_step_fn && unw_get_reg_fn && depth + 6 <= CACHE_FRAMES &&
-                !lpr_cfg.stack_cache_off;
     walker = lpr_walk_init() == 0;
+    cacheable = walker && !lpr_cfg.stack_cache_off;
     if (walker) self_range();
     return 0;
 }
@@ -198,27 +186,11 @@ int lpr_stacks_in_unwinder(const void *pc) { return (uintptr_t)pc >= unw_lo && (
 
 static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a >= unw_lo && a < unw_hi); }
 
-/* The memos of the last stack interned, by kind (nodes.h: struct lpr_path): the hooks' native
- * and Python parts, the sampler's. */
-enum { MEMO_NATIVE, MEMO_PY, MEMO_SAMPLE_NATIVE, MEMO_SAMPLE_PY, MEMOS };
+/* The memos of the last stack interned, by kind (nodes.h: struct lpr_path): the hooks' Python
+ * parts (their native parts: struct lpr_join), the sampler's native and Python parts. */
+enum { MEMO_PY, MEMO_SAMPLE_NATIVE, MEMO_SAMPLE_PY, MEMOS };
 static struct lpr_path *memo_of(int kind);
 static inline uint32_t with_python(uint32_t native);
-
-/* The id of the stack in `buf` (what LP_STACK_CAPTURE walked, libprof's and libunwind's own
- * frames first), its native frames alone, cut at the depth asked — LPR_STACK_CUT set where they
- * are (the Python part then follows past a mark); 0 when unknown. Called inside a hook, with the
- * guard held. (Where they run the interpreter, a reader learns from the tags lpr_stacks_write
- * puts on them, once per node.) */
-static uint32_t native_id(void *const *buf, int got) {
-    int skip = 0;
-    while (skip < got && ours((uintptr_t)buf[skip])) skip++;
-    unsigned n = got > skip ? (unsigned)(got - skip) : 0;
-    if (n > lpr_stack_depth) n = lpr_stack_depth;
-    uint32_t id = lpr_nodes_path(memo_of(MEMO_NATIVE), (const uint64_t *)(buf + skip), n, 0);
-    return id && n >= lpr_stack_depth ? id | LPR_STACK_CUT : id;
-}
-
-uint32_t lpr_stack_intern(void **buf, int got) { return with_python(native_id(buf, got)); }
 
 /* A stack given as words (Python frames; python.c) as an id. */
 uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n, int sampler) {
@@ -240,11 +212,10 @@ struct chain {
  * gives its handlers 16 KiB, of which the kernel's frame of the signal takes 3), and a CPU sample
  * may land in that hook, its frame and handler on the same stack again. One room for the hooks
  * (never re-entered on a thread: the guard), one for the sampler's handler. */
-#define WALK_WORDS (LP_STACK_MAX_DEPTH + 8)
+#define WALK_WORDS (LPR_JOIN_MAX + 8)
 struct walk_room {
     void *ips[WALK_WORDS];
     uint64_t cfas[WALK_WORDS], saved[WALK_WORDS];
-    uint64_t ctx[256] __attribute__((aligned(16))), cur[256] __attribute__((aligned(16))); /* libunwind's */
 };
 
 struct lpr_stack_cache {
@@ -253,6 +224,7 @@ struct lpr_stack_cache {
     struct chain *hint[CACHE_HINTS]; /* by key: the chain that served it last (or any, NULL) */
     struct walk_room hook;
     uint64_t sample[LP_STACK_MAX_DEPTH];
+    struct lpr_join join; /* the hooks' last native stack, walked (capture) */
     struct lpr_path memo[MEMOS];
 };
 
@@ -282,17 +254,15 @@ static const struct lpr_stack_python *py_ops;
 
 void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&py_ops, ops, __ATOMIC_RELEASE); }
 
-/* The stack of native part `native` (LPR_STACK_CUT where it was cut) and Python part `py`: their
- * join node, under the Python part (python.c remembers the pairs each thread made last). */
-uint32_t lpr_stack_pair(uint32_t native, uint32_t py) {
-    if (!py) return lpr_stack_alone(native);
-    return lpr_node(py, LP_JOIN(lpr_stack_alone(native), native & LPR_STACK_CUT ? LP_PAIR_CUT : 0), 0);
-}
+/* The stack of native part `native` and Python part `py`: their join node, under the Python
+ * part (python.c remembers the pairs each thread made last). The native part hangs from its root,
+ * which tells a reader where it is cut (format.h). */
+uint32_t lpr_stack_pair(uint32_t native, uint32_t py) { return py ? lpr_node(py, LP_JOIN(native, 0), 0) : native; }
 
 /* The native part with the thread's Python part, where an interpreter was found (python.c). */
 static inline uint32_t with_python(uint32_t native) {
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
-    return o ? o->with(native) : lpr_stack_alone(native);
+    return o ? o->with(native) : native;
 }
 
 /* libunwind's walk of the calling thread, flagged: a CPU sample taken meanwhile (sample.c) must
@@ -314,84 +284,107 @@ static int backtrace_unw(void **buf, int n) {
  * directly, rules cached by instruction for every thread — no libunwind, no signal mask, no lock
  * but the loader's when a rule is first computed. The walk starts from this very instruction
  * (its address, the stack and frame pointers read together), so the first rule is libprof's own
- * and the frames inside libprof are skipped afterwards like libunwind's (native_id). A walk that
- * cannot start (the thread's stack not found), finds no frame, or is cut where a rule could not
- * be looked up just then (the loader busy in another thread) falls back to libunwind: the same
- * call chain must give the same stack every time. */
-__attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n) {
+ * and the frames inside libprof are skipped afterwards like libunwind's. With `join`, it stops
+ * where the stack becomes the thread's last one (walk.h). -1 where it cannot start (the thread's
+ * stack not found), finds no frame, or is cut where a rule could not be looked up just then (the
+ * loader busy in another thread): libunwind's walk then, since the same call chain must give the
+ * same stack every time. */
+__attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n,
+                                               const struct lpr_join *join, int *joined, int *whole) {
     uintptr_t ip, sp, bp;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
-    int whole, blocked, got = lpr_walk_regs(&lpr_tls, ip, sp, bp, (uint64_t *)buf, cfas, saved, n, &whole, &blocked);
-    return blocked ? -1 : got; /* cut where a later walk would not be: libunwind's instead */
+    int blocked, j = -1,
+                 got = lpr_walk_regs(&lpr_tls, ip, sp, bp, (uint64_t *)buf, cfas, saved, n, whole, &blocked, join, &j);
+    if (joined) *joined = j;
+    return blocked || (got <= 0 && j < 0) ? -1 : got;
 }
 
-static int backtrace_here(void **buf, int n) {
-    if (walker) {
-        int got = walk_here(buf, NULL, NULL, n);
-        if (got > 0) return got;
+/* The node a native part's outermost frame hangs from: the depth asked, so that a reader shows
+ * the innermost frames asked for (format.h: LP_NODE_ROOT). */
+static uint32_t root_node(struct lpr_join *jm) {
+    if (jm && jm->root) return jm->root;
+    uint32_t r = lpr_node(0, LP_NODE_ROOT | lpr_stack_depth, 0);
+    if (jm) jm->root = r;
+    return r;
+}
+
+/* The node of the stack whose innermost program frames are f[0, n) (cfas and slots where they
+ * were read: NULL from libunwind's walk) and whose rest is the thread's last stack from its frame
+ * `joined` on (-1: none, f goes to the outermost frame, or as far as the walk went); the thread's
+ * last stack becomes this one. 0 when a node could not be made. */
+static uint32_t join_intern(struct lpr_join *jm, void *const *f, const uint64_t *cfas, const uint64_t *slots,
+                            uint32_t n, int joined, int whole) {
+    uint32_t j = joined >= 0 ? (uint32_t)joined : jm->m, node = joined >= 0 ? jm->node[j] : root_node(jm);
+    uint32_t made[WALK_WORDS];
+    for (uint32_t i = n; i-- > 0 && node;) made[i] = node = lpr_node(node, (uint64_t)(uintptr_t)f[i], 0);
+    uint32_t tail = jm->m - j;
+    if (!node || !cfas || n + tail > LPR_JOIN_MAX || (joined < 0 ? !whole : !jm->whole)) {
+        jm->m = 0; /* (nothing a later walk could join to: not kept) */
+        return node;
     }
-    return backtrace_unw(buf, n);
+    if (n != j) {
+        memmove(jm->ra + n, jm->ra + j, tail * sizeof jm->ra[0]);
+        memmove(jm->cfa + n, jm->cfa + j, tail * sizeof jm->cfa[0]);
+        memmove(jm->slot + n, jm->slot + j, tail * sizeof jm->slot[0]);
+        memmove(jm->node + n, jm->node + j, tail * sizeof jm->node[0]);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        jm->ra[i] = (uintptr_t)f[i], jm->cfa[i] = cfas[i], jm->slot[i] = slots[i], jm->node[i] = made[i];
+    jm->m = n + tail;
+    jm->whole = 1;
+    return node;
 }
 
-/* Walk the stack with libunwind's cursor: ips for the table, and for the cache the frames above
- * the capture (the one at `cfa` with pc `ra`) with where their return addresses are saved. */
-/* The same with the walker: each frame's return address, the stack word it was read from and its
- * CFA, so the capture's caller (pc `ra`, CFA `cfa`) is found as with the cursor. */
-static uint32_t walk_fast(struct walk_room *w, struct chain *ch, uintptr_t ra, uintptr_t cfa) {
-    void **ips = w->ips;
-    uint64_t *cfas = w->cfas, *saved = w->saved;
-    int got = walk_here(ips, cfas, saved, (int)lpr_stack_depth + 6), k = -1;
-    if (got <= 0) return UINT32_MAX; /* (the cursor then) */
+/* Frames at the top of a walk that are libprof's own (and libunwind's). */
+static int own_frames(void *const *f, int got) {
+    int skip = 0;
+    while (skip < got && ours((uintptr_t)f[skip])) skip++;
+    return skip;
+}
+
+/* A walk with no room of the thread's (no cache: its registry node could not be made): the whole
+ * stack, hung from the root, nothing kept. */
+__attribute__((noinline)) static uint32_t native_on_stack(void) {
+    void *buf[WALK_WORDS];
+    int whole = 0, got = walker ? walk_here(buf, NULL, NULL, WALK_WORDS, NULL, NULL, &whole) : -1;
+    if (got <= 0) got = backtrace_unw(buf, WALK_WORDS);
+    int skip = own_frames(buf, got);
+    uint32_t node = root_node(NULL);
+    for (int i = got; i-- > skip && node;) node = lpr_node(node, (uint64_t)(uintptr_t)buf[i], 0);
+    return node;
+}
+
+/* The calling thread's stack from here, walked until it joins its last one (c->join): only the
+ * frames that changed are walked and looked up. Where `ch`, the chain of key (ra, cfa) is kept
+ * from the walk when every frame of the stack past the key can be checked (the whole stack, up to
+ * CACHE_FRAMES of them); else it is marked as not cacheable. */
+__attribute__((noinline)) static uint32_t capture(struct lpr_stack_cache *c, struct chain *ch, uintptr_t ra,
+                                                  uintptr_t cfa) {
+    struct walk_room *w = &c->hook;
+    struct lpr_join *jm = &c->join;
+    int joined = -1, whole = 0, got = -1;
+    if (walker) got = walk_here(w->ips, w->cfas, w->saved, WALK_WORDS, jm, &joined, &whole);
+    if (got < 0) { /* libunwind's walk: the whole stack, no CFAs */
+        got = backtrace_unw(w->ips, WALK_WORDS);
+        int skip = own_frames(w->ips, got);
+        if (ch) ch->n = UINT32_MAX;
+        return join_intern(jm, w->ips + skip, NULL, NULL, (uint32_t)(got - skip), -1, 0);
+    }
+    int skip = own_frames(w->ips, got);
+    uint32_t id =
+        join_intern(jm, w->ips + skip, w->cfas + skip, w->saved + skip, (uint32_t)(got - skip), joined, whole);
+    if (!ch) return id;
+    /* the chain: the walk's frames after the key's (inside libprof, up to the program's), then the
+     * program's, which the thread's last stack now holds (only when kept: whole) */
+    int k = 0;
+    while (k < skip && ((uintptr_t)w->ips[k] != ra || w->cfas[k] != cfa)) k++;
     uint32_t n = 0;
-    for (int i = 0; i < got; i++) {
-        if (k < 0 && (uintptr_t)ips[i] == ra && cfas[i] == cfa) {
-            k = i;
-        } else if (k >= 0 && n < CACHE_FRAMES) {
-            ch->slot[n] = (uintptr_t)saved[i];
-            ch->val[n] = (uintptr_t)ips[i];
-            n++;
-        }
-    }
-    uint32_t id = native_id(ips, got);
-    ch->n = k >= 0 && id ? n : UINT32_MAX;
-    return id;
-}
-
-__attribute__((noinline)) static uint32_t walk(struct walk_room *w, struct chain *ch, uintptr_t ra, uintptr_t cfa) {
-    if (walker) {
-        uint32_t id = walk_fast(w, ch, ra, cfa);
-        if (id != UINT32_MAX) return id;
-    }
-    uint64_t *ctx = w->ctx, *cur = w->cur;
-    void **ips = w->ips;
-    int got = 0, max = (int)lpr_stack_depth + 6, k = -1, overflow = 0;
-    uint32_t n = 0;
-    unwinding(1);
-    if (unw_getcontext_fn(ctx) != 0 || unw_init_local_fn(cur, ctx) != 0) {
-        unwinding(0);
-        return 0;
-    }
-    do {
-        uint64_t ip = 0, sp = 0;
-        if (unw_get_reg_fn(cur, UNW_REG_IP, &ip) != 0 || unw_get_reg_fn(cur, UNW_REG_SP, &sp) != 0 || !ip) break;
-        ips[got++] = (void *)(uintptr_t)ip;
-        if (k < 0 && ip == ra && sp == cfa) {
-            k = got - 1; /* the capture's caller: its return address was the key */
-        } else if (k >= 0) {
-            if (n == CACHE_FRAMES) {
-                overflow = 1;
-            } else {
-                ch->slot[n] = (uintptr_t)sp - 8; /* where this frame's pc was saved by the call */
-                ch->val[n] = (uintptr_t)ip;
-                n++;
-            }
-        }
-    } while (got < max && unw_step_fn(cur) > 0);
-    unwinding(0);
-    uint32_t id = native_id(ips, got);
-    /* cached when the capture's caller was found and every frame walked after it can be checked
-     * (a chain cut at the depth asked is fine: the frames beyond do not change the id) */
-    ch->n = k >= 0 && id && !overflow ? n : UINT32_MAX;
+    ch->id = id;
+    ch->n = UINT32_MAX;
+    if (k == skip || !id || !jm->m || (uint32_t)(skip - k - 1) + jm->m > CACHE_FRAMES) return id;
+    for (int i = k + 1; i < skip; i++, n++) ch->slot[n] = (uintptr_t)w->saved[i], ch->val[n] = (uintptr_t)w->ips[i];
+    for (uint32_t i = 0; i < jm->m; i++, n++) ch->slot[n] = jm->slot[i], ch->val[n] = jm->ra[i];
+    ch->n = n;
     return id;
 }
 
@@ -404,21 +397,15 @@ static inline int chain_serves(const struct chain *ch, uintptr_t ra, uintptr_t c
     return i == ch->n;
 }
 
-/* A walk with no room of the thread's (no cache: its registry node could not be made). */
-__attribute__((noinline)) static uint32_t native_on_stack(void) {
-    void *buf[LP_STACK_MAX_DEPTH + 4];
-    return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
-}
-
 /* The id of the calling thread's stack (0: unknown), for a hook's record. Called with the
  * guard held. The native part: through the thread's cache of call chains (the chain under a
  * Python line is the same for every line, so it is cached like any other; the Python part is
- * with_python's), walked in the thread's room (struct walk_room). */
+ * with_python's), else walked in the thread's room (struct walk_room) until it joins the
+ * thread's last stack (capture). */
 __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     struct lpr_stack_cache *c = stack_cache_of(&lpr_tls);
-    if (!c) return native_on_stack();
-    void **buf = c->hook.ips;
-    if (!cacheable) return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
+    if (!c || lpr_cfg.stack_cache_off) return native_on_stack(); /* (walked afresh: LIBPROF_STACK_CACHE_OFF) */
+    if (!cacheable) return capture(c, NULL, 0, 0);
     uintptr_t ra = (uintptr_t)__builtin_return_address(0), cfa = (uintptr_t)__builtin_dwarf_cfa();
     /* two sets a key may be in (the hash's top bits, and the bits under them) */
     uint64_t h = (ra * 0x9E3779B97F4A7C15ull) ^ (cfa >> 4) * 0xff51afd7ed558ccdull;
@@ -439,21 +426,15 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
                 return ch->id;
             }
         }
-    /* A new key is walked the cheap way (unw_backtrace) and only noted; the walk that also finds
-     * the slots (libunwind's cursor, which takes a lock and masks signals on every frame: two
-     * system calls a frame) is spent on keys that keep coming back — short processes full of
-     * distinct call chains (a compiler) would pay it for nothing. */
+    /* A new key is only noted; its chain is kept once it keeps coming back (short processes full
+     * of distinct call chains, a compiler, would fill the cache for nothing) */
     struct chain *old = &sets[0][0];
     for (unsigned s = 0; s < 2; s++)
         for (unsigned w = 0; w < CACHE_WAYS; w++) {
             ch = &sets[s][w];
             if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
                 ch->used = ++c->tick;
-                if (++ch->seen >= WALK_AFTER) {
-                    ch->id = walk(&c->hook, ch, ra, cfa);
-                    return ch->id;
-                }
-                return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
+                return capture(c, ++ch->seen >= WALK_AFTER ? ch : NULL, ra, cfa);
             }
             if (ch->used < old->used) old = ch; /* (the least recently used of the two sets) */
         }
@@ -462,7 +443,7 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
     old->n = SEEN_ONCE;
     old->seen = 1;
     old->used = ++c->tick;
-    return native_id(buf, backtrace_here(buf, (int)lpr_stack_depth + 3));
+    return capture(c, NULL, 0, 0);
 }
 
 uint32_t lpr_stack_python(uint32_t native) { return with_python(native); }
@@ -591,6 +572,7 @@ void lpr_stacks_after_fork_child(void) {
     if (c) {
         memset(c->set, 0, sizeof c->set);
         memset(c->hint, 0, sizeof c->hint);
+        c->join.m = c->join.root = 0;
         for (int k = 0; k < MEMOS; k++) c->memo[k].n = 0;
     }
 }

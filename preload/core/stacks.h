@@ -26,7 +26,6 @@ LP_HIDDEN int lpr_stacks_for_samples(void);
 LP_HIDDEN int lpr_in_libprof(uintptr_t pc); /* pc lies in libprof's or its libunwind's code */
 LP_HIDDEN uint32_t lpr_stack_sample(const void *uc, int walk, unsigned depth, uint64_t *flags);
 LP_HIDDEN extern int (*lpr_unw_backtrace)(void **, int);
-LP_HIDDEN uint32_t lpr_stack_intern(void **buf, int got);
 /* The calling thread's stack as an id (0: unknown): its native frames through the thread's
  * cache of call chains (called from the hook itself: the hook's call site keys the cache), then
  * its Python frames whatever the native depth (stacks.c). Called by a hook with the guard held. */
@@ -44,10 +43,6 @@ LP_HIDDEN int lpr_stacks_in_unwinder(const void *pc); /* pc lies in the libunwin
 /* A stack given as words (a Python part, innermost first; python.c) as an id, through the
  * thread's memo of the hooks' Python parts or (`sampler`) of the sampler's. */
 LP_HIDDEN uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n, int sampler);
-/* A native part's id carries this bit where the part was cut at the depth asked (the Python part
- * of its stack then follows a mark); the stack of a native part alone is its id without it. */
-#define LPR_STACK_CUT (UINT32_C(1) << 31)
-static inline uint32_t lpr_stack_alone(uint32_t native) { return native & ~LPR_STACK_CUT; }
 
 /* The Python part of a stack, through python.c once it found an interpreter (it registers these
  * before it sets lpr_py_on): the part's words interned, the code table written before the stacks

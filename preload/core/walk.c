@@ -603,34 +603,52 @@ static int loader_free(void) { return loader_lock && __atomic_load_n(&loader_loc
  * program; its rows are kept, so the next instructions of it (a loop's, the interpreter's) cost a
  * scan of this table and a binary search. One table for all threads, behind a lock that is only
  * tried: a handler that finds it taken does without (and keeps nothing). */
-#define FNS 256         /* functions kept (a ring: the oldest goes) */
+#define FNS 256         /* functions kept, by address (the one kept longest ago goes) */
 #define ROWS (1u << 16) /* their rows (1 MiB, resident), all of them dropped when full */
 static struct fn_ent {
     uintptr_t begin, end;
-    uint32_t first, n;
+    uint32_t first, n, kept; /* kept: when (fn_clock) */
 } fns[FNS];
-static uint32_t nfns, fn_next, rows_used;
+static uint32_t nfns, fn_clock, rows_used;
 static struct row *rows_kept;
 static int fns_lock;
 
+/* (a binary search: most instructions a walk meets first belong to no function kept, and a scan
+ * of the table for each was a sixth of a PyTorch import's time with stacks) */
 static uint64_t fn_rule(uintptr_t ip, int *known) {
-    for (uint32_t i = 0; i < nfns; i++)
-        if (ip >= fns[i].begin && ip < fns[i].end) {
-            *known = 1;
-            return rows_rule(rows_kept + fns[i].first, fns[i].n, ip - fns[i].begin);
-        }
+    uint32_t lo = 0, hi = nfns; /* the first function beginning after ip */
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (fns[mid].begin <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && ip < fns[lo - 1].end) {
+        *known = 1;
+        return rows_rule(rows_kept + fns[lo - 1].first, fns[lo - 1].n, ip - fns[lo - 1].begin);
+    }
     *known = 0;
     return 0;
 }
 
-/* Keep the rows just made at rows_kept + rows_used (under the lock). */
+/* Keep the rows just made at rows_kept + rows_used (under the lock), in the table's order. */
 static void fn_keep(const struct rows_out *o, uintptr_t end) {
     if (o->full || !o->n) return;
-    struct fn_ent *e = &fns[fn_next];
-    *e = (struct fn_ent){o->begin, end, rows_used, o->n};
+    if (nfns == FNS) { /* the one kept longest ago goes */
+        uint32_t old = 0;
+        for (uint32_t i = 1; i < nfns; i++)
+            if ((int32_t)(fns[i].kept - fns[old].kept) < 0) old = i;
+        memmove(&fns[old], &fns[old + 1], (nfns - old - 1) * sizeof fns[0]);
+        nfns--;
+    }
+    uint32_t at = 0;
+    while (at < nfns && fns[at].begin < o->begin) at++;
+    if (at < nfns && fns[at].begin == o->begin) return; /* (already kept) */
+    memmove(&fns[at + 1], &fns[at], (nfns - at) * sizeof fns[0]);
+    fns[at] = (struct fn_ent){o->begin, end, rows_used, o->n, fn_clock++};
     rows_used += o->n;
-    fn_next = (fn_next + 1) % FNS;
-    if (nfns < FNS) nfns++;
+    nfns++;
 }
 
 /* The rule at `ip`: from the table of rules, else from the functions seen, else computed (and
@@ -644,7 +662,7 @@ static uint64_t rule_at(uintptr_t ip) {
     if (locked) {
         w = fn_rule(ip, &known);
         if (!known) {
-            if (rows_used + ROWS / 4 > ROWS) rows_used = nfns = fn_next = 0; /* (room for a big function) */
+            if (rows_used + ROWS / 4 > ROWS) rows_used = nfns = 0; /* (room for a big function) */
             out = (struct rows_out){rows_kept + rows_used, 0, ROWS - rows_used, 0, 0};
             f.out = &out;
         }
@@ -740,13 +758,25 @@ int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t 
                     int *whole, int *blocked) {
     const ucontext_t *uc = ucv;
     return lpr_walk_regs(t, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], out, cfas, slots, max, whole, blocked);
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], out, cfas, slots, max, whole, blocked, NULL, NULL);
+}
+
+/* Do `join`'s frames from i outward all still hold their return addresses (read inside the
+ * thread's stack [lo, hi))? */
+static int join_holds(const struct lpr_join *join, uint32_t i, uintptr_t lo, uintptr_t hi) {
+    for (; i < join->m; i++) {
+        uintptr_t a = join->slot[i];
+        if (a < lo || a > hi - 8 || (a & 7) || *(const uintptr_t *)a != join->ra[i]) return 0;
+    }
+    return 1;
 }
 
 int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, uint64_t *out, uint64_t *cfas,
-                  uint64_t *slots, int max, int *whole, int *blocked) {
+                  uint64_t *slots, int max, int *whole, int *blocked, const struct lpr_join *join, int *joined) {
+    if (joined) *joined = -1;
     if (!rules || lpr_stack_bounds(t, sp) != 0) return -1;
     const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
+    uint32_t jj = 0; /* (join's first frame not below this one's CFA) */
 #define LOAD(addr, dst)                                    \
     do {                                                   \
         uintptr_t a_ = (addr);                             \
@@ -784,6 +814,13 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
         else if (r.bp == BP_AT_RBP)
             LOAD(bp + (uintptr_t)r.bp_off, nbp);
         if (ra < 4096) break;
+        if (join) {
+            while (jj < join->m && join->cfa[jj] < cfa) jj++;
+            if (jj < join->m && join->cfa[jj] == cfa && join->ra[jj] == ra && join_holds(join, jj + 1, lo, hi)) {
+                *joined = (int)jj;
+                break;
+            }
+        }
         if (cfas) cfas[n] = cfa;
         if (slots) slots[n] = cfa + (uintptr_t)r.ra_off;
         out[n++] = ra;
@@ -830,7 +867,7 @@ void lpr_walk_forget(void) {
     subs_seen = subs;
     __atomic_fetch_add(&gen, 1, __ATOMIC_ACQ_REL);
     while (__atomic_exchange_n(&fns_lock, 1, __ATOMIC_ACQUIRE)) {} /* (held by a handler for microseconds) */
-    rows_used = nfns = fn_next = 0;
+    rows_used = nfns = 0;
     __atomic_store_n(&fns_lock, 0, __ATOMIC_RELEASE);
     if (__atomic_load_n(&rules_used, __ATOMIC_RELAXED) < RULE_SLOTS / 2) return;
     for (uint32_t s = 0; s < RULE_SLOTS; s++) {
