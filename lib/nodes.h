@@ -5,9 +5,9 @@
  * parent the Python part, its word the native part's node (include/libprof/format.h).
  *
  * The recorder's table forgets (it is bounded): one stack may be written twice, under two ids.
- * The reader keeps the first of each as the stack (canonical: same caller, same word), and numbers
- * the stacks the events name densely, in the order they are first named (lp_nodes_ref): what the
- * pass and every view of stacks key by, through lp_stack_view. Used by reader.c only. */
+ * The reader numbers the stacks the events name densely, in the order they are first named, one
+ * number for every id of one stack (lp_nodes_ref): what the pass and every view of stacks key by,
+ * through lp_stack_view. Used by reader.c only. */
 #ifndef LP_NODES_H
 #define LP_NODES_H
 
@@ -27,7 +27,7 @@ int lp_nodes_add(struct lp_nodes *t, uint32_t id, uint32_t parent, uint64_t word
 uint32_t lp_nodes_ref(struct lp_nodes *t, uint32_t raw);
 /* Numbers given so far, plus one (the room an array by number needs). */
 uint32_t lp_nodes_nrefs(const struct lp_nodes *t);
-/* Distinct stacks (canonical nodes) defined. */
+/* Nodes read (the recorder's duplicates counted). */
 uint32_t lp_nodes_distinct(const struct lp_nodes *t);
 /* Stack number `ref`'s frames into v (lp_stack_view's contract); 0 when it names no defined node. */
 uint32_t lp_nodes_view(const struct lp_nodes *t, uint32_t ref, struct lp_frames *v);

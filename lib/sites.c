@@ -436,6 +436,41 @@ static uint32_t *ranked(const struct lp_sites *s, enum order o, uint32_t *n) {
     return v;
 }
 
+/* The first `k` of ranked()'s order, no more: a heap of the best k met so far (the worst on top),
+ * sorted at the end — a trace of a PyTorch import has two million sites, and the summary and the
+ * metadata want ten or fifty of each order. */
+static uint32_t *ranked_top(const struct lp_sites *s, enum order o, uint32_t k, uint32_t *n) {
+    uint32_t *h = lp_os_malloc(((size_t)k + 1) * sizeof *h), m = 0;
+    if (!h) {
+        *n = 0;
+        return NULL;
+    }
+    sort_sites = s;
+    sort_order = o;
+    for (uint32_t id = 0; id < s->nsite && k; id++) {
+        if (!key(&s->site[id], o)) continue;
+        uint32_t at;
+        if (m < k) { /* sift up: a worse one goes nearer the top */
+            for (at = m++; at && cmp_site(&h[(at - 1) / 2], &id) < 0; at = (at - 1) / 2) h[at] = h[(at - 1) / 2];
+        } else if (cmp_site(&id, &h[0]) < 0) { /* better than the worst kept: it takes its place */
+            for (at = 0;;) {
+                uint32_t c = 2 * at + 1;
+                if (c >= m) break;
+                if (c + 1 < m && cmp_site(&h[c + 1], &h[c]) > 0) c++;
+                if (cmp_site(&h[c], &id) <= 0) break;
+                h[at] = h[c];
+                at = c;
+            }
+        } else {
+            continue;
+        }
+        h[at] = id;
+    }
+    lp_sort(h, m, sizeof *h, cmp_site);
+    *n = m;
+    return h;
+}
+
 /* "leaf < caller < ..." (at most `max` frames) */
 static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, uint32_t max, const char *sep) {
     struct lp_frames v;
@@ -526,8 +561,11 @@ static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t ca
 
 void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     uint64_t unknown_calls = s->site[0].calls;
-    lp_out_fmt(o, ",\"stacks\":{\"unique\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
-               lp_stack_distinct(s->r), (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
+    /* (distinct stacks: those the events name; nodes: the tree's, format 17 on, as written) */
+    lp_out_fmt(
+        o, ",\"stacks\":{\"unique\":%u,\"nodes\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
+        s->r->nodes ? lp_stack_count(s->r) - 1 : lp_stack_distinct(s->r), s->r->nodes ? lp_stack_distinct(s->r) : 0,
+        (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
     if (s->rate) /* the sites' numbers are estimates */
         lp_out_fmt(o,
                    ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu,"
@@ -539,15 +577,19 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     /* the union of the top sites of every view */
     uint8_t *pick = lp_os_calloc(s->nsite, 1);
     uint32_t n, chosen = 0;
-    for (int ord = BY_BYTES; ord <= BY_TEMP && pick; ord++) {
-        uint32_t *v = ranked(s, (enum order)ord, &n);
-        for (uint32_t i = 0; i < n && i < META_SITES / 4; i++) pick[v[i]] = 1;
-        lp_os_free(v);
+    uint32_t *v = lp_os_malloc((5 * (META_SITES / 4) + 1) * sizeof *v), nv = 0;
+    for (int ord = BY_BYTES; ord <= BY_TEMP && pick && v; ord++) {
+        uint32_t *top = ranked_top(s, (enum order)ord, META_SITES / 4, &n);
+        for (uint32_t i = 0; i < n; i++)
+            if (!pick[top[i]]) pick[top[i]] = 1, v[nv++] = top[i];
+        lp_os_free(top);
     }
-    uint32_t *v = ranked(s, BY_BYTES, &n);
-    for (uint32_t i = 0; pick && v && i < n; i++) {
+    sort_sites = s; /* (the union, by bytes allocated) */
+    sort_order = BY_BYTES;
+    if (v) lp_sort(v, nv, sizeof *v, cmp_site);
+    for (uint32_t i = 0; pick && v && i < nv; i++) {
         uint32_t id = v[i];
-        if (!pick[id]) continue;
+        if (!s->site[id].bytes) continue; /* (as ranked by bytes: those allocated) */
         const struct site *t = &s->site[id];
         lp_out_fmt(o,
                    "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_"
@@ -644,7 +686,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
     }
     for (int ord = BY_BYTES; ord <= BY_LEAK; ord++) {
         uint32_t n;
-        uint32_t *v = ranked(s, (enum order)ord, &n);
+        uint32_t *v = ranked_top(s, (enum order)ord, rows, &n);
         if (!v || n == 0 || (n == 1 && v[0] == 0 && ord != BY_CALLS)) {
             lp_os_free(v);
             continue;
@@ -664,7 +706,7 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
     }
     { /* heaptrack's "most temporary allocations" */
         uint32_t n;
-        uint32_t *v = ranked(s, BY_TEMP, &n);
+        uint32_t *v = ranked_top(s, BY_TEMP, rows, &n);
         if (v && n) {
             lp_out_fmt(o,
                        "  most temporary allocations (released right after, on their thread):\n  %10s %10s %10s  %s\n",
