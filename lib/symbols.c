@@ -30,6 +30,7 @@ struct module {
     size_t nsyms, capsyms;
     void *map[2];
     size_t map_len[2];
+    const char *str_end[2]; /* the end of the string table of map[k]'s symbols */
     /* its unwind table (.eh_frame_hdr's, in map[0]): where each function starts, for code that
      * has no symbol (a stripped library's assembly); fde_tried: looked for once */
     const int32_t *fde; /* pairs (initial location, FDE), datarel to fde_base, sorted */
@@ -226,14 +227,26 @@ static int load_elf(struct module *m, const char *path, int slot) {
     const char *strs = (const char *)d + str->sh_offset;
     if (LP_RESERVE(m->syms, m->capsyms, m->nsyms + n) != 0) return -1;
     struct sym *out = m->syms;
+    /* (a name is checked where it is used, name_ok: the string table is not read here — a
+     * PyTorch library's is 80 MB, and reading it all would make it all resident) */
     for (size_t i = 0; i < n; i++) {
         unsigned type = ELF64_ST_TYPE(ss[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || ss[i].st_value == 0 || ss[i].st_name >= str->sh_size)
             continue;
-        const char *name = strs + ss[i].st_name;
-        if (!memchr(name, '\0', str->sh_size - ss[i].st_name)) continue;
-        out[m->nsyms++] = (struct sym){ss[i].st_value, ss[i].st_size, name};
+        out[m->nsyms++] = (struct sym){ss[i].st_value, ss[i].st_size, strs + ss[i].st_name};
     }
+    m->str_end[slot] = strs + str->sh_size;
+    /* the symbols are copied: their table's pages need not stay (a file's: read again if need be) */
+    uintptr_t a = ((uintptr_t)ss + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)ss + sym->sh_size) & ~(uintptr_t)4095;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    return 0;
+}
+
+/* Does the symbol name at `name` end inside its string table? */
+static int name_ok(const struct module *m, const char *name) {
+    for (int k = 0; k < 2; k++)
+        if (m->map[k] && name >= (const char *)m->map[k] && name < m->str_end[k])
+            return memchr(name, '\0', (size_t)(m->str_end[k] - name)) != NULL;
     return 0;
 }
 
@@ -376,6 +389,7 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
         else if (lo >= 2 && m->syms[lo - 2].value == c->value && v < m->syms[lo - 2].value + m->syms[lo - 2].size)
             best = &m->syms[lo - 2];
     }
+    if (best && !name_ok(m, best->name)) best = NULL; /* (a damaged file's) */
     if (best) {
         char *dem = NULL;
         int status = -1;

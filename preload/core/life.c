@@ -400,6 +400,14 @@ static int convert_at_exit(void) {
                              lpr_cfg.csv[0] ? lpr_cfg.csv : NULL);
 }
 
+/* The conversion at exit goes to a process of its own where it would weigh on the program's
+ * memory — a trace past CONVERT_APART, or one to symbolise (call stacks, CPU samples: the symbol
+ * tables of the libraries their frames are in): its memory is then libprof-report's, not the
+ * program's (PyTorch's import grew by 50 MiB at its exit converting its own trace). The program
+ * waits for it as for its own conversion; where it cannot start, the conversion is done here. */
+#define CONVERT_APART (16u << 20)
+static int convert_apart(void);
+
 /* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
  * where this process can no longer allocate safely, and with LIBPROF_CONVERT=background. The
  * names are made at start, since a signal handler can format nothing. */
@@ -496,6 +504,11 @@ static int convert_spawned(int wait_ms, int follow) {
     a[n++] = "-q";
     a[n] = NULL;
     return lpr_spawn_report(a, spool_path, wait_ms, wait_ms >= 0);
+}
+
+static int convert_apart(void) {
+    return !lpr_cfg.python_calls[0] && lpr_spawn_available() &&
+           (lpr_spool_offset() > CONVERT_APART || lpr_stack_depth || lpr_sample_taken());
 }
 
 /* ---- the follower -------------------------------------------------------------------------------
@@ -753,7 +766,7 @@ void lpr_finish(int status) {
     lpr_stacks_write();
     lpr_tbuf_write_thread_names();
     lpr_write_end(status, 0);
-    int rc = 0, spawned = 0;
+    int rc = 0, spawned = 0, sc;
     if (wants_conversion()) {
         lpr_spool_stop();
         int fw = follow_started ? (lpr_cfg.convert_background ? 1 : follow_wait(FOLLOW_WAIT_MS)) : -2;
@@ -773,6 +786,12 @@ void lpr_finish(int status) {
         } else if (lpr_cfg.convert_background && lpr_spawn_available() && convert_spawned(-1, 0) == 0) {
             spawned = 1; /* the converter removes the spool when it is done */
             lpr_info("converting %s in the background", spool_path);
+        } else if (convert_apart() && (sc = convert_spawned(FOLLOW_WAIT_MS, 0)) != -1 && sc != LPR_SPAWN_BUSY) {
+            spawned = sc == 0 || sc == LPR_SPAWN_LATE; /* (it removes the spool when it is done) */
+            rc = sc == 0 || sc == LPR_SPAWN_LATE ? 0 : 1;
+            if (sc == LPR_SPAWN_LATE)
+                lpr_warn("the conversion of %s has not finished after %d s; it finishes on its own", spool_path,
+                         FOLLOW_WAIT_MS / 1000);
         } else {
             uint64_t t0 = lpr_mono_ns();
             rc = convert_at_exit();
