@@ -4,6 +4,8 @@
  * program; stacks on threads and on python3 leave the host unchanged. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +393,110 @@ Test(stacks, pytorch_import_fits_the_table, .init = setup, .timeout = 300) {
     cJSON_Delete(j);
     run_free(&r);
     run_free(&bare);
+}
+
+/* What an import or a model's first step is made of: lines that run once. A generated program of
+ * 300 functions of 1,000 lines, each line allocating a block once (601 + its place in its
+ * function, with bytearray's NUL: 300,000 distinct stacks), then a hot loop of 20,000 allocations
+ * at one line. Every
+ * allocation has its stack (the store forgets and makes again, never fills), and each site is
+ * exact: the hot loop's, and a line's of the first part, by its size. */
+Test(stacks, distinct_lines_by_the_hundred_thousand, .init = setup, .timeout = 300) {
+    char *py = strfmt("%s/lines.py", dir);
+    FILE *f = fopen(py, "w");
+    cr_assert_not_null(f);
+    for (int fn = 0; fn < 300; fn++) {
+        fprintf(f, "def f%d(keep):\n", fn);
+        for (int l = 0; l < 1000; l++) fprintf(f, "    keep.append(bytearray(%d))\n", 600 + l);
+    }
+    fprintf(f, "keep = []\n"
+               "for fn in range(300):\n"
+               "    globals()['f%%d' %% fn](keep)\n"
+               "    keep.clear()\n"
+               "hot = []\n"
+               "for i in range(20000):\n"
+               "    hot.append(bytearray(30007))\n"
+               "    hot.clear()\n"
+               "print(len(keep), len(hot))\n");
+    fclose(f);
+    char *lpt = strfmt("%s/l.lpt", dir), *json = strfmt("%s/l.json", dir), *folded = strfmt("%s/l.folded", dir);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=16", NULL},
+             (const char *[]){"/usr/bin/python3", py, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "0 0\n");
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){REPORT, lpt, "--chrome", json, "--folded", folded, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cJSON *j = load_json(json), *st = cJSON_GetObjectItem(libprof_meta(j), "stacks");
+    cr_assert_not_null(st);
+    cr_expect_eq(num(st, "allocations_without_stack"), 0);
+    cr_expect_eq(num(st, "table_full_drops"), 0);
+    cr_expect_geq(num(st, "unique"), 300000, "the distinct stacks counted");
+    cJSON_Delete(j);
+    /* the folded stacks: every line's block under its own line, the hot loop's all under it */
+    char *text = read_file(folded, NULL);
+    cr_assert_not_null(text);
+    long long hot = 0, hot_lines = 0, f7 = 0, f7_lines = 0;
+    for (char *next = text; *next;) {
+        char *l = next, *nl = strchr(next, '\n');
+        next = nl ? nl + 1 : next + strlen(next);
+        if (nl) *nl = '\0';
+        const char *sp = strrchr(l, ' ');
+        long long v = sp ? atoll(sp + 1) : 0;
+        char want[300];
+        snprintf(want, sizeof want, "f7 (%s:%d)", py, 7 * 1001 + 1 + 124); /* f7's 124th line (its def: 7008) */
+        char *at7 = strstr(l, want);
+        if (strstr(l, "lines.py:") && v == 30008 * 20000LL) hot += v, hot_lines++;
+        if (at7) { /* its block: 724 bytes, once */
+            f7_lines++;
+            f7 += v == 601 + 123;
+        }
+    }
+    cr_expect_eq(hot_lines, 1, "the hot loop's 20,000 allocations on one stack");
+    cr_expect_eq(hot, 30008 * 20000LL);
+    cr_expect_eq(f7_lines, 1, "f7's line 124 on one stack");
+    cr_expect_eq(f7, 1, "f7's line 124 has its block, 724 bytes");
+    free(text);
+}
+
+/* A training run as users profile it (tests/progs/train_cnn.py: PyTorch 2.x of the project's
+ * environment, its import, 30 steps fed by two DataLoader workers — forked processes): every
+ * process's allocations all have their stack, none dropped, in the parent and in each worker (a
+ * forked child's store and counts are its own). */
+Test(stacks, a_training_run_and_its_workers_keep_every_stack, .init = setup, .timeout = 600) {
+    if (!venv_has("torch")) cr_skip_test("no PyTorch in the project's environment");
+    mkdir(strfmt("%s/t", dir), 0755);
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/t/%%e_%%p.json", dir),
+                              "LIBPROF_STACKS=16", NULL},
+             (const char *[]){VENV_PYTHON, LP_SOURCE_DIR "/tests/progs/train_cnn.py", "30", "2", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "loss ") != NULL, "%s", r.out);
+    run_free(&r);
+    DIR *d = opendir(strfmt("%s/t", dir));
+    cr_assert_not_null(d);
+    int traces = 0, with_allocs = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 5, ".json")) continue;
+        cJSON *j = load_json(strfmt("%s/t/%s", dir, e->d_name));
+        cr_assert_not_null(j, "%s", e->d_name);
+        cJSON *st = cJSON_GetObjectItem(libprof_meta(j), "stacks");
+        traces++;
+        if (st && num(st, "allocations_with_stack") > 1000) with_allocs++;
+        if (st) {
+            cr_expect_eq(num(st, "allocations_without_stack"), 0, "%s", e->d_name);
+            cr_expect_eq(num(st, "table_full_drops"), 0, "%s", e->d_name);
+        }
+        cJSON_Delete(j);
+    }
+    closedir(d);
+    cr_expect_geq(with_allocs, 3, "the parent and its two workers (%d traces)", traces);
 }
 
 /* The per-thread cache of call chains (stacks.c) gives exactly the stacks a fresh walk gives:
