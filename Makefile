@@ -64,6 +64,7 @@ CORE_SRCS += preload/core/lineage.c
 CORE_SRCS += preload/core/log.c
 CORE_SRCS += preload/core/names.c
 CORE_SRCS += preload/core/nodes.c
+CORE_SRCS += preload/core/own.c
 CORE_SRCS += preload/core/os_real.c
 CORE_SRCS += preload/core/python.c
 CORE_SRCS += preload/core/real.c

@@ -10,6 +10,9 @@ _Static_assert(sizeof(struct lp_file_header) == LP_FILE_HEADER_SIZE, "file heade
 _Static_assert(sizeof(struct lp_chunk_header) == LP_CHUNK_HEADER_SIZE, "chunk header layout");
 _Static_assert(sizeof(struct lp_end) % 8 == 0, "end record layout");
 
+const char *const lp_own_part_names[LP_OWN_PARTS] = {"buffers", "stacks", "walker", "python",
+                                                     "blocks",  "static", "other"};
+
 const char *const lp_kind_names[LP_KIND_COUNT] = {"none",
 #define LP_X(id, name, fam, shape, words) name,
                                                   LP_KINDS(LP_X)

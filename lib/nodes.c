@@ -11,7 +11,6 @@
 
 #include "map.h"
 #include "os.h"
-#include "reader.h"
 #include "vec.h"
 
 struct lp_nodes {
@@ -165,4 +164,27 @@ uint32_t lp_nodes_view(const struct lp_nodes *t, uint32_t ref, struct lp_frames 
     uint32_t nn = path(t, LP_JOIN_NATIVE(w), nat, LP_STACK_MAX_FRAMES, &cut);
     uint32_t np = path(t, t->parent[id], py, LP_STACK_MAX_DEPTH, &pcut);
     return v->n = lp_stack_join(v->buf, nat, nn, py, np, LP_JOIN_FLAGS(w) | (cut ? LP_PAIR_CUT : 0u));
+}
+
+uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
+                       uint32_t flags) {
+    /* the Python runs go where the native part runs the evaluation loop */
+    uint32_t p = 0, m = 0;
+    int in_py = 0;
+    for (uint32_t i = 0; i < nn && m < LP_STACK_MAX_FRAMES; i++) {
+        uint64_t w = nat[i];
+        if ((w & LP_NATIVE_EVAL) && p < np) {
+            while (p < np && m < LP_STACK_MAX_FRAMES) {
+                uint64_t q = py[p++];
+                out[m++] = q & ~LP_PY_RUN_END;
+                if (q & LP_PY_RUN_END) break;
+            }
+            in_py = 1;
+        } else if (!in_py || !(w & LP_NATIVE_INTERP)) { /* the interpreter's own frames between runs: left out */
+            out[m++] = w & ~LP_NATIVE_TAGS;
+        }
+    }
+    if (p < np && (flags & LP_PAIR_CUT) && m < LP_STACK_MAX_FRAMES) out[m++] = LP_FRAME_ELIDED;
+    while (p < np && m < LP_STACK_MAX_FRAMES) out[m++] = py[p++] & ~LP_PY_RUN_END;
+    return m;
 }

@@ -7,14 +7,28 @@
  * The recorder's table forgets (it is bounded): one stack may be written twice, under two ids.
  * The reader numbers the stacks the events name densely, in the order they are first named, one
  * number for every id of one stack (lp_nodes_ref): what the pass and every view of stacks key by,
- * through lp_stack_view. Used by reader.c only. */
+ * through lp_stack_view. Used by reader.c, which gives the views: the frames of a stack as they
+ * read it, and the one way a native part and a Python part join, are defined here. */
 #ifndef LP_NODES_H
 #define LP_NODES_H
 
 #include <stdint.h>
 
+#include "libprof/format.h"
+
 struct lp_nodes;
-struct lp_frames;
+
+/* The frames of a stack as its users read them: innermost first, a pair's parts joined, tags
+ * taken off (include/libprof/format.h). */
+struct lp_frames {
+    const uint64_t *f;
+    uint32_t n;
+    uint64_t buf[LP_STACK_MAX_FRAMES];
+};
+/* A thread's stack from its native part and its Python part (each innermost first, tags on),
+ * joined as format.h says; `flags` the pair's. Into out (LP_STACK_MAX_FRAMES words): its length. */
+uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
+                       uint32_t flags);
 
 struct lp_nodes *lp_nodes_new(void);
 void lp_nodes_free(struct lp_nodes *t);

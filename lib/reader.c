@@ -122,7 +122,7 @@ int lp_chunk_valid(const uint8_t *d, size_t size, uint64_t off) {
     struct lp_chunk_header h;
     if (off % 8 || size - off < sizeof h) return 0;
     memcpy(&h, d + off, sizeof h);
-    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_WATERMARK || h.flags ||
+    if (h.magic != LP_CHUNK_MAGIC || h.type == 0 || h.type > LP_CHUNK_LAST || h.flags ||
         h.length > size - off - sizeof h)
         return 0;
     uint64_t cnt, reset = 0;
@@ -434,6 +434,8 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
             if (r->truncated) break;
         } else if (h.type == LP_CHUNK_SAMPLING && h.length >= sizeof(struct lp_sampling) && payload % 8 == 0) {
             r->sampling = (const struct lp_sampling *)(pl);
+        } else if (h.type == LP_CHUNK_OWN && h.length >= sizeof(struct lp_own_memory) && payload % 8 == 0) {
+            r->own = (const struct lp_own_memory *)(pl);
         } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
             r->end = (const struct lp_end *)(pl);
             if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
@@ -672,29 +674,6 @@ static uint32_t flat(const struct lp_reader *r, uint32_t id, uint64_t *out, uint
         out[i] = w & LP_PYFRAME_BIT ? w & ~LP_PY_RUN_END : w & ~LP_NATIVE_TAGS;
     }
     return n;
-}
-
-uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
-                       uint32_t flags) {
-    /* the Python runs go where the native part runs the evaluation loop */
-    uint32_t p = 0, m = 0;
-    int in_py = 0;
-    for (uint32_t i = 0; i < nn && m < LP_STACK_MAX_FRAMES; i++) {
-        uint64_t w = nat[i];
-        if ((w & LP_NATIVE_EVAL) && p < np) {
-            while (p < np && m < LP_STACK_MAX_FRAMES) {
-                uint64_t q = py[p++];
-                out[m++] = q & ~LP_PY_RUN_END;
-                if (q & LP_PY_RUN_END) break;
-            }
-            in_py = 1;
-        } else if (!in_py || !(w & LP_NATIVE_INTERP)) { /* the interpreter's own frames between runs: left out */
-            out[m++] = w & ~LP_NATIVE_TAGS;
-        }
-    }
-    if (p < np && (flags & LP_PAIR_CUT) && m < LP_STACK_MAX_FRAMES) out[m++] = LP_FRAME_ELIDED;
-    while (p < np && m < LP_STACK_MAX_FRAMES) out[m++] = py[p++] & ~LP_PY_RUN_END;
-    return m;
 }
 
 uint32_t lp_stack_ref(const struct lp_reader *r, uint64_t raw) {

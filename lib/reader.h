@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "libprof/format.h"
+#include "nodes.h"
 
 struct lp_thread_info {
     uint32_t tid;
@@ -92,6 +93,7 @@ struct lp_reader {
     uint64_t events;                    /* records found */
     const struct lp_end *end;           /* NULL when the run did not finish cleanly */
     const struct lp_sampling *sampling; /* CPU sampling: how (the last SAMPLING chunk), NULL when none */
+    const struct lp_own_memory *own;    /* libprof's own memory at the end (OWN chunk), NULL when none */
     uint64_t samples;                   /* SAMPLE records found */
     int truncated;                      /* the file stops in the middle of a chunk */
     int damaged;                        /* damage inside the file was skipped (damaged_bytes): events may be missing */
@@ -151,13 +153,6 @@ const char *lp_reader_name(const struct lp_reader *r, uint64_t id, uint32_t *len
  * 17 on) are below this: the converter packs them in 22 bits. */
 #define LP_MAX_STACK_ID (1u << 22)
 
-/* The frames of a stack as its users read them: innermost first, a pair's parts joined, tags
- * taken off (include/libprof/format.h). */
-struct lp_frames {
-    const uint64_t *f;
-    uint32_t n;
-    uint64_t buf[LP_STACK_MAX_FRAMES];
-};
 /* Stack `id` into `v`: its number of frames, 0 when the trace does not define it. */
 uint32_t lp_stack_view(const struct lp_reader *r, uint32_t id, struct lp_frames *v);
 /* The stack the events name as `raw` (a STACK word) as the pass and its views key it: from format
@@ -169,10 +164,6 @@ uint32_t lp_stack_count(const struct lp_reader *r);
 uint32_t lp_stack_distinct(const struct lp_reader *r);
 /* Does the trace define stack `id`? */
 int lp_stack_known(const struct lp_reader *r, uint32_t id);
-/* A thread's stack from its native part and its Python part (each innermost first, tags on),
- * joined as format.h says; `flags` the pair's. Into out (LP_STACK_MAX_FRAMES words): its length. */
-uint32_t lp_stack_join(uint64_t *out, const uint64_t *nat, uint32_t nn, const uint64_t *py, uint32_t np,
-                       uint32_t flags);
 
 /* Ticks since origin to nanoseconds since origin. */
 static inline uint64_t lp_ticks_to_ns(const struct lp_reader *r, uint64_t ticks) {

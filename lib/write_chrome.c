@@ -570,6 +570,18 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
         lp_out_s(o, "\"exit_status\":null,");
     if (r->end && r->end->max_rss_kib)
         lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
+    if (r->own) { /* libprof's own memory at the end, by part (format.h: struct lp_own_memory) */
+        uint64_t res = 0, rsv = 0;
+        lp_out_s(o, "\"memory\":{\"parts\":{");
+        for (unsigned p = 0; p < LP_OWN_PARTS; p++) {
+            res += r->own->resident[p], rsv += r->own->reserved[p];
+            lp_out_fmt(o, "%s\"%s\":{\"resident_bytes\":%llu,\"reserved_bytes\":%llu}", p ? "," : "",
+                       lp_own_part_names[p], (unsigned long long)r->own->resident[p],
+                       (unsigned long long)r->own->reserved[p]);
+        }
+        lp_out_fmt(o, "},\"resident_bytes\":%llu,\"reserved_bytes\":%llu,\"upper_bound\":%s},", (unsigned long long)res,
+                   (unsigned long long)rsv, r->own->flags & LP_OWN_UPPER_BOUND ? "true" : "false");
+    }
     if (r->end && r->end->signal)
         lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
     else if (a->opts->killed_by)

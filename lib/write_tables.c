@@ -64,6 +64,28 @@ static void size_histogram(struct lp_out *o, const struct lp_analysis *a) {
     }
 }
 
+/* "libprof's memory": what libprof's own mappings held at the end, the parts that hold most
+ * first, and the address space reserved around them (costs nothing until touched). */
+static void own_memory(struct lp_out *o, const struct lp_own_memory *m) {
+    uint64_t res = 0, rsv = 0;
+    unsigned order[LP_OWN_PARTS], n = 0;
+    for (unsigned p = 0; p < LP_OWN_PARTS; p++) {
+        res += m->resident[p], rsv += m->reserved[p];
+        if (m->resident[p] < 64 * 1024) continue;
+        unsigned i = n++;
+        for (; i > 0 && m->resident[order[i - 1]] < m->resident[p]; i--) order[i] = order[i - 1];
+        order[i] = p;
+    }
+    char v[32];
+    lp_fmt_bytes(v, sizeof v, rsv);
+    lp_out_fmt(o, "  libprof's memory: %s%.1f MiB resident at the end", m->flags & LP_OWN_UPPER_BOUND ? "at most " : "",
+               (double)res / (1024.0 * 1024.0));
+    for (unsigned i = 0; i < n; i++) /* (all in MiB: parts compared at a glance) */
+        lp_out_fmt(o, "%s%s %.1f MiB", i ? ", " : " (", lp_own_part_names[order[i]],
+                   (double)m->resident[order[i]] / (1024.0 * 1024.0));
+    lp_out_fmt(o, "%s; %s of address space reserved\n", n ? ")" : "", v);
+}
+
 static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_out *o = k->out;
     const struct lp_reader *r = a->r;
@@ -114,6 +136,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
                    "  max used (peak RSS of the process, all memory): %s; max allocated (heap peak, requested): %s\n",
                    rss, peak);
     }
+    if (r->own) own_memory(o, r->own);
     if (a->temporary) {
         char tb[32];
         lp_fmt_bytes(tb, sizeof tb, a->temporary_bytes);

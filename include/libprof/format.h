@@ -482,7 +482,31 @@ enum lp_chunk_type {
     LP_CHUNK_SAMPLING = 10,  /* struct lp_sampling: how samples were taken (at start), how it went (at end) */
     LP_CHUNK_WATERMARK = 11, /* u64 ticks: every record stamped before this is in the chunks before this one
                               * (written while a follower converts the spool during the run) */
+    LP_CHUNK_OWN = 12,       /* struct lp_own_memory: libprof's own memory in the process, at the end */
+    LP_CHUNK_LAST = LP_CHUNK_OWN /* (a type past this is no chunk: damage) */
 };
+
+/* libprof's own memory in the traced process, part by part: what its mappings reserve and what
+ * of it is resident (pages touched) when the END is written. The heap the program allocates is
+ * not in it; the conversion at exit runs in a process of its own and is not in it either. */
+enum lp_own_part {
+    LP_OWN_BUFFERS, /* the threads' record buffers and their sample buffers */
+    LP_OWN_STACKS,  /* the stack tree's table and ring, the threads' stack caches */
+    LP_OWN_WALKER,  /* the unwinder's rules and rows */
+    LP_OWN_PYTHON,  /* Python's code objects: their table, names, line tables */
+    LP_OWN_BLOCKS,  /* the sampled allocations' live blocks (LIBPROF_ALLOC_SAMPLE) */
+    LP_OWN_STATIC,  /* libprof's zeroed static data */
+    LP_OWN_OTHER,
+    LP_OWN_PARTS
+};
+#define LP_OWN_UPPER_BOUND 1u /* some regions were not listed: counted whole as resident */
+struct lp_own_memory {
+    uint32_t flags;
+    uint32_t parts; /* LP_OWN_PARTS of the writer */
+    uint64_t reserved[LP_OWN_PARTS];
+    uint64_t resident[LP_OWN_PARTS];
+};
+extern const char *const lp_own_part_names[LP_OWN_PARTS];
 
 /* CPU sampling (LIBPROF_SAMPLE_HZ): every thread's own CPU clock (perf's task-clock, user time)
  * interrupts it every period_ns of CPU it uses. The last SAMPLING chunk of a file is the one to

@@ -28,6 +28,7 @@
 
 #include "blocks.h"
 #include "real.h"
+#include "own.h"
 #include "state.h"
 #include "sys.h"
 
@@ -53,8 +54,8 @@ static inline uint64_t slot_of(uintptr_t p, uint64_t mask) { return lpr_blocks_h
 
 static struct table *table_new(uint64_t slots) {
     size_t bytes = sizeof(struct table) + (slots - 1) * sizeof(uintptr_t);
-    void *m = lpr_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (lpr_sys_failed((long)m)) return NULL;
+    void *m = lpr_own_map(LP_OWN_BLOCKS, bytes, PROT_READ | PROT_WRITE, 0);
+    if (!m) return NULL;
     struct table *t = m;
     t->mask = slots - 1;
     return t;

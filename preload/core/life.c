@@ -31,6 +31,7 @@
 #include "lineage.h"
 #include "log.h"
 #include "names.h"
+#include "own.h"
 #include "python.h"
 #include "real.h"
 #include "sample.h"
@@ -700,6 +701,9 @@ void lpr_write_end(int status, int sig) {
         .stacks_dropped = lpr_stacks_dropped(),
         .max_rss_kib = max_rss_kib(),
     };
+    struct lp_own_memory own;
+    lpr_own_measure(&own);
+    lpr_spool_write(LP_CHUNK_OWN, 0, &own, sizeof own, NULL, 0);
     lpr_spool_write(LP_CHUNK_END, lpr_gettid(), &e, sizeof e, NULL, 0);
 }
 

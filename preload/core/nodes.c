@@ -26,6 +26,7 @@
 
 #include "nodes.h"
 #include "log.h"
+#include "own.h"
 #include "os_real.h"
 #include "tbuf.h"
 #include "sys.h"
@@ -53,10 +54,10 @@ static int writing;
 
 int lpr_nodes_init(int resident) {
     if (ring) return 0;
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    struct node *r = lpr_sys_mmap(NULL, RING * sizeof *r, prot, flags, -1, 0);
-    uint64_t *s = lpr_sys_mmap(NULL, SLOTS * 8ull, prot, flags, -1, 0); /* (page-aligned: buckets are lines) */
-    if (lpr_sys_failed((long)r) || lpr_sys_failed((long)s)) {
+    const int prot = PROT_READ | PROT_WRITE;
+    struct node *r = lpr_own_map(LP_OWN_STACKS, RING * sizeof *r, prot, MAP_NORESERVE);
+    uint64_t *s = lpr_own_map(LP_OWN_STACKS, SLOTS * 8ull, prot, MAP_NORESERVE); /* (page-aligned: lines) */
+    if (!r || !s) {
         lpr_warn("out of memory for the stack table; recording without call stacks");
         return -1;
     }
@@ -100,6 +101,8 @@ static inline int gone(uint64_t v, uint32_t next) {
     return id < floor_id || next - id > RING;
 }
 
+static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler);
+
 /* A new id, once its ring slot's previous node is in the spool; 0 (`handler`: it would wait). */
 static uint32_t take_id(int handler) {
     uint32_t id = __atomic_load_n(&next_id, __ATOMIC_RELAXED);
@@ -120,8 +123,18 @@ static uint32_t take_id(int handler) {
     }
 }
 
-uint32_t lpr_node(uint32_t parent, uint64_t w, int handler) {
+uint32_t lpr_node(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler) {
     uint64_t h = key_hash(parent, w), tag = h & ~UINT64_C(0xffffffff);
+    _Static_assert(LPR_NODE_CACHE == 1 << 12, "the cache's index: the hash's top 12 bits");
+    __typeof__(&c->e[0]) ce = c ? &c->e[h >> (64 - 12)] : NULL;
+    if (ce && ce->word == w && ce->parent == parent && ce->id) return ce->id;
+    uint32_t id = lookup_or_make(h, tag, parent, w, handler);
+    if (ce && id) ce->word = w, ce->parent = parent, ce->id = id;
+    return id;
+}
+
+/* (lpr_node past its cache) */
+static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler) {
     uint64_t *b = &slot[((uint32_t)h & (SLOTS - 1)) & ~(BUCKET - 1)];
     uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), put = 0, oldest = UINT32_MAX;
     for (uint32_t i = 0; i < BUCKET; i++) {
@@ -148,7 +161,7 @@ uint32_t lpr_node(uint32_t parent, uint64_t w, int handler) {
     return id;
 }
 
-uint32_t lpr_nodes_path(struct lpr_path *m, const uint64_t *f, unsigned n, int handler) {
+uint32_t lpr_nodes_path(struct lpr_path *m, const uint64_t *f, unsigned n, struct lpr_node_cache *c, int handler) {
     if (n == 0) return 0;
     if (n > LPR_PATH_MAX) n = LPR_PATH_MAX; /* (the outermost frames kept: the stack as the tree has it) */
     uint32_t k = 0, node = 0;
@@ -159,7 +172,7 @@ uint32_t lpr_nodes_path(struct lpr_path *m, const uint64_t *f, unsigned n, int h
     }
     for (uint32_t j = k; j < n; j++) {
         uint64_t w = f[n - 1 - j];
-        if (!(node = lpr_node(node, w, handler))) {
+        if (!(node = lpr_node(node, w, c, handler))) {
             if (m) m->n = j;
             return 0;
         }

@@ -39,6 +39,7 @@
 #include "config.h"
 #include "log.h"
 #include "os_real.h"
+#include "own.h"
 #include "real.h"
 #include "stacks.h"
 #include "state.h"
@@ -224,15 +225,13 @@ void lpr_python_detect(void) {
     uintptr_t a = (uintptr_t)init;
     lpr_dl_iterate(interp_range, &a);
     if (lpr_stacks_table() != 0) return;
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    slots = lpr_sys_mmap(NULL, CODE_SLOTS * 8ull, prot, flags, -1, 0);
-    ents = lpr_sys_mmap(NULL, MAX_CODES * sizeof *ents, prot, flags, -1, 0);
-    strs = lpr_sys_mmap(NULL, STR_BYTES, prot, flags, -1, 0);
-    if (L->co_linetable >= 0 && py_bytes_type) { /* (else CPython's PyCode_Addr2Line alone) */
-        lines = lpr_sys_mmap(NULL, LINE_WORDS * 8ull, prot, flags, -1, 0);
-        if (lpr_sys_failed((long)lines)) lines = NULL;
-    }
-    if (lpr_sys_failed((long)slots) || lpr_sys_failed((long)ents) || lpr_sys_failed((long)strs)) {
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_NORESERVE;
+    slots = lpr_own_map(LP_OWN_PYTHON, CODE_SLOTS * 8ull, prot, flags);
+    ents = lpr_own_map(LP_OWN_PYTHON, MAX_CODES * sizeof *ents, prot, flags);
+    strs = lpr_own_map(LP_OWN_PYTHON, STR_BYTES, prot, flags);
+    if (L->co_linetable >= 0 && py_bytes_type) /* (else CPython's PyCode_Addr2Line alone) */
+        lines = lpr_own_map(LP_OWN_PYTHON, LINE_WORDS * 8ull, prot, flags);
+    if (!slots || !ents || !strs) {
         lpr_warn("out of memory for the Python code table: no Python frames");
         return;
     }

@@ -190,11 +190,12 @@ static inline int ours(uintptr_t a) { return (a >= self_lo && a < self_hi) || (a
  * parts (their native parts: struct lpr_join), the sampler's native and Python parts. */
 enum { MEMO_PY, MEMO_SAMPLE_NATIVE, MEMO_SAMPLE_PY, MEMOS };
 static struct lpr_path *memo_of(int kind);
+static struct lpr_node_cache *node_cache(int sampler);
 static inline uint32_t with_python(uint32_t native);
 
 /* A stack given as words (Python frames; python.c) as an id. */
 uint32_t lpr_stack_intern_words(const uint64_t *f, unsigned n, int sampler) {
-    return lpr_nodes_path(memo_of(sampler ? MEMO_SAMPLE_PY : MEMO_PY), f, n, sampler);
+    return lpr_nodes_path(memo_of(sampler ? MEMO_SAMPLE_PY : MEMO_PY), f, n, node_cache(sampler), sampler);
 }
 
 /* ---- the per-thread cache of call chains (see the top) -------------------------------------- */
@@ -226,6 +227,7 @@ struct lpr_stack_cache {
     uint64_t sample[LP_STACK_MAX_DEPTH];
     struct lpr_join join; /* the hooks' last native stack, walked (capture) */
     struct lpr_path memo[MEMOS];
+    struct lpr_node_cache nodes[2]; /* the hooks', the sampler's (nodes.h) */
 };
 
 /* The thread's cache, kept with its registry node (tbuf.c) and mirrored in its TLS: no call
@@ -233,6 +235,12 @@ struct lpr_stack_cache {
 static inline struct lpr_stack_cache *stack_cache_of(struct lpr_tls *t) {
     if (LP_LIKELY(t->scache != NULL)) return (struct lpr_stack_cache *)t->scache;
     return t->thr ? lpr_tbuf_stack_cache(t->thr, sizeof(struct lpr_stack_cache)) : NULL;
+}
+
+/* The calling thread's cache of nodes, the hooks' or (`sampler`) the sampler's; NULL: none yet. */
+static struct lpr_node_cache *node_cache(int sampler) {
+    struct lpr_stack_cache *c = lpr_tls.scache;
+    return c ? &c->nodes[sampler != 0] : NULL;
 }
 
 /* The calling thread's memo of `kind` (NULL: no cache; the sampler's handler never makes it). */
@@ -257,7 +265,9 @@ void lpr_stacks_python(const struct lpr_stack_python *ops) { __atomic_store_n(&p
 /* The stack of native part `native` and Python part `py`: their join node, under the Python
  * part (python.c remembers the pairs each thread made last). The native part hangs from its root,
  * which tells a reader where it is cut (format.h). */
-uint32_t lpr_stack_pair(uint32_t native, uint32_t py) { return py ? lpr_node(py, LP_JOIN(native, 0), 0) : native; }
+uint32_t lpr_stack_pair(uint32_t native, uint32_t py) {
+    return py ? lpr_node(py, LP_JOIN(native, 0), node_cache(0), 0) : native;
+}
 
 /* The native part with the thread's Python part, where an interpreter was found (python.c). */
 static inline uint32_t with_python(uint32_t native) {
@@ -303,7 +313,7 @@ __attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint6
  * the innermost frames asked for (format.h: LP_NODE_ROOT). */
 static uint32_t root_node(struct lpr_join *jm) {
     if (jm && jm->root) return jm->root;
-    uint32_t r = lpr_node(0, LP_NODE_ROOT | lpr_stack_depth, 0);
+    uint32_t r = lpr_node(0, LP_NODE_ROOT | lpr_stack_depth, NULL, 0);
     if (jm) jm->root = r;
     return r;
 }
@@ -316,7 +326,8 @@ static uint32_t join_intern(struct lpr_join *jm, void *const *f, const uint64_t 
                             uint32_t n, int joined, int whole) {
     uint32_t j = joined >= 0 ? (uint32_t)joined : jm->m, node = joined >= 0 ? jm->node[j] : root_node(jm);
     uint32_t made[WALK_WORDS];
-    for (uint32_t i = n; i-- > 0 && node;) made[i] = node = lpr_node(node, (uint64_t)(uintptr_t)f[i], 0);
+    struct lpr_node_cache *nc = node_cache(0);
+    for (uint32_t i = n; i-- > 0 && node;) made[i] = node = lpr_node(node, (uint64_t)(uintptr_t)f[i], nc, 0);
     uint32_t tail = jm->m - j;
     if (!node || !cfas || n + tail > LPR_JOIN_MAX || (joined < 0 ? !whole : !jm->whole)) {
         jm->m = 0; /* (nothing a later walk could join to: not kept) */
@@ -350,7 +361,7 @@ __attribute__((noinline)) static uint32_t native_on_stack(void) {
     if (got <= 0) got = backtrace_unw(buf, WALK_WORDS);
     int skip = own_frames(buf, got);
     uint32_t node = root_node(NULL);
-    for (int i = got; i-- > skip && node;) node = lpr_node(node, (uint64_t)(uintptr_t)buf[i], 0);
+    for (int i = got; i-- > skip && node;) node = lpr_node(node, (uint64_t)(uintptr_t)buf[i], NULL, 0);
     return node;
 }
 
@@ -469,11 +480,12 @@ static uint32_t sample_in(uint64_t *buf, const void *ucv, int walk, unsigned dep
         n = 0;
         *flags |= LP_SAMPLE_SHALLOW;
     }
-    uint32_t native = n ? lpr_nodes_path(memo_of(MEMO_SAMPLE_NATIVE), buf, (unsigned)n, 1) : 0;
+    uint32_t native = n ? lpr_nodes_path(memo_of(MEMO_SAMPLE_NATIVE), buf, (unsigned)n, node_cache(1), 1) : 0;
     const struct lpr_stack_python *o = __atomic_load_n(&py_ops, __ATOMIC_RELAXED);
     uint32_t pid = o ? o->part(1) : 0;
     if (!pid) return native;
-    return lpr_node(pid, LP_JOIN(native, whole ? 0 : LP_PAIR_CUT), 1); /* (cut: native frames may be missing) */
+    /* (cut: native frames may be missing) */
+    return lpr_node(pid, LP_JOIN(native, whole ? 0 : LP_PAIR_CUT), node_cache(1), 1);
 }
 
 /* Write the stacks made since the last call (STACKS chunks, nodes.c), the code objects Python
@@ -574,5 +586,6 @@ void lpr_stacks_after_fork_child(void) {
         memset(c->hint, 0, sizeof c->hint);
         c->join.m = c->join.root = 0;
         for (int k = 0; k < MEMOS; k++) c->memo[k].n = 0;
+        memset(c->nodes, 0, sizeof c->nodes);
     }
 }

@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "own.h"
 #include "state.h"
 #include "lib/reader.h"
 #include "sys.h"
@@ -656,23 +657,23 @@ int lpr_tbuf_idle(const sigset_t *during) {
  * when made or when the node is attached, cleared when it is given away. */
 struct lpr_stack_cache *lpr_tbuf_stack_cache(struct lpr_thread *n, size_t size) {
     if (LP_LIKELY(n->stack_cache != NULL)) return n->stack_cache;
-    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (lpr_sys_failed((long)m)) return NULL;
+    void *m = lpr_own_map(LP_OWN_STACKS, size, PROT_READ | PROT_WRITE, 0);
+    if (!m) return NULL;
     if (n->tls == &lpr_tls) lpr_tls.scache = m;
     return n->stack_cache = m;
 }
 
 void *lpr_tbuf_family_state(struct lpr_thread *n, size_t size) {
     if (LP_LIKELY(n->family_state != NULL)) return n->family_state;
-    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (lpr_sys_failed((long)m)) return NULL;
+    void *m = lpr_own_map(LP_OWN_OTHER, size, PROT_READ | PROT_WRITE, 0);
+    if (!m) return NULL;
     return n->family_state = m;
 }
 
 void *lpr_tbuf_py_cache(struct lpr_thread *n, size_t size) {
     if (LP_LIKELY(n->py_cache != NULL)) return n->py_cache;
-    void *m = lpr_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (lpr_sys_failed((long)m)) return NULL;
+    void *m = lpr_own_map(LP_OWN_PYTHON, size, PROT_READ | PROT_WRITE, 0);
+    if (!m) return NULL;
     if (n->tls == &lpr_tls) lpr_tls.pycache = m;
     return n->py_cache = m;
 }
@@ -717,8 +718,8 @@ uint64_t *lpr_tbuf_sample_reserve(struct lpr_tls *t, unsigned words) {
     struct lpr_thread *n = t->state == LP_TLS_ACTIVE ? t->thr : NULL;
     if (!n) return NULL;
     if (!n->sbase) {
-        void *m = lpr_sys_mmap(NULL, SAMPLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (lpr_sys_failed((long)m)) return NULL;
+        void *m = lpr_own_map(LP_OWN_BUFFERS, SAMPLE_BYTES, PROT_READ | PROT_WRITE, 0);
+        if (!m) return NULL;
         n->slimit = (uint64_t *)((char *)m + SAMPLE_BYTES);
         n->scur = n->sbase = m;
     }
@@ -749,8 +750,8 @@ static struct lpr_thread *attach_node(struct lpr_tls *t) {
         /* the node sits in front of its record area, rounded to a cache line */
         const size_t head = (sizeof *n + 63) & ~(size_t)63;
         size_t bytes = head + (size_t)chunk_bytes;
-        void *m = lpr_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (lpr_sys_failed((long)m)) return NULL;
+        void *m = lpr_own_map(LP_OWN_BUFFERS, bytes, PROT_READ | PROT_WRITE, 0);
+        if (!m) return NULL;
         n = m;
         n->map_bytes = bytes;
         n->base = (uint64_t *)((char *)m + head);

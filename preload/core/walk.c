@@ -32,6 +32,7 @@
 
 #include "walk.h"
 #include "real.h"
+#include "own.h"
 #include "state.h"
 #include "sys.h"
 
@@ -843,12 +844,10 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 int lpr_walk_init(void) {
     if (rules) return 0;
-    void *m = lpr_sys_mmap(NULL, RULE_SLOTS * sizeof *rules, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (lpr_sys_failed((long)m)) return -1;
-    void *r = lpr_sys_mmap(NULL, ROWS * sizeof(struct row), PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (!lpr_sys_failed((long)r)) rows_kept = r; /* (without: every instruction's rule computed afresh) */
+    void *m = lpr_own_map(LP_OWN_WALKER, RULE_SLOTS * sizeof *rules, PROT_READ | PROT_WRITE, MAP_POPULATE);
+    if (!m) return -1;
+    void *r = lpr_own_map(LP_OWN_WALKER, ROWS * sizeof(struct row), PROT_READ | PROT_WRITE, MAP_POPULATE);
+    if (r) rows_kept = r; /* (without: every instruction's rule computed afresh) */
     lpr_dl_iterate(find_loader_lock, NULL);
     lpr_dl_iterate(subs_cb, &subs_seen);
     rules = m;

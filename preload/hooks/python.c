@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 
 #include "../core/sys.h"
+#include "../core/own.h"
 #include "hook.h"
 
 #define DEPTH 256 /* nested matching calls followed per thread */
@@ -382,12 +383,11 @@ static void request(void) {
 /* The verdicts by code id (the pages are reserved, not used until a code id is looked up). */
 static int verdicts(void) {
     if (__atomic_load_n(&verdict, __ATOMIC_ACQUIRE)) return 0;
-    uint8_t *v = lpr_sys_mmap(NULL, LPR_PY_MAX_CODES, PROT_READ | PROT_WRITE,
-                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (lpr_sys_failed((long)v)) return -1;
+    uint8_t *v = lpr_own_map(LP_OWN_PYTHON, LPR_PY_MAX_CODES, PROT_READ | PROT_WRITE, MAP_NORESERVE);
+    if (!v) return -1;
     uint8_t *expect = NULL;
-    if (!__atomic_compare_exchange_n(&verdict, &expect, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        lpr_sys_munmap(v, LPR_PY_MAX_CODES);
+    /* (a thread that lost the race leaves its pages untouched: reserved, never resident) */
+    __atomic_compare_exchange_n(&verdict, &expect, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return 0;
 }
 

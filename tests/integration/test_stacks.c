@@ -54,6 +54,32 @@ static long long folded_total(const char *text, int *lines, char **first) {
     return sum;
 }
 
+/* metadata.libprof.memory: libprof's own memory by part, each resident within what it reserved,
+ * the totals their sums, all of it within the process's peak; the stack tree's part there only
+ * when stacks were asked for, and then bounded (its table, its ring, the threads' caches). */
+static void check_own_memory(cJSON *meta, int stacks) {
+    cJSON *mem = cJSON_GetObjectItem(meta, "memory"), *parts = cJSON_GetObjectItem(mem, "parts");
+    cr_assert_not_null(parts, "no metadata.libprof.memory");
+    long long res = 0, rsv = 0;
+    for (cJSON *p = parts->child; p; p = p->next) {
+        long long a = num(p, "resident_bytes"), b = num(p, "reserved_bytes");
+        cr_expect_leq(a, b, "%s: %lld resident of %lld reserved", p->string, a, b);
+        res += a, rsv += b;
+    }
+    cr_expect_eq(num(mem, "resident_bytes"), res);
+    cr_expect_eq(num(mem, "reserved_bytes"), rsv);
+    cr_expect_gt(res, 0);
+    cr_expect_lt(res, num(meta, "max_rss_bytes"));
+    long long st = num(cJSON_GetObjectItem(parts, "stacks"), "resident_bytes");
+    if (stacks) {
+        cr_expect_gt(st, 0);
+        cr_expect_lt(st, 64ll << 20, "the stack tree holds %lld bytes", st);
+        cr_expect_gt(num(cJSON_GetObjectItem(parts, "walker"), "resident_bytes"), 0);
+    } else {
+        cr_expect_eq(num(cJSON_GetObjectItem(parts, "stacks"), "reserved_bytes"), 0);
+    }
+}
+
 Test(stacks, sites_exact, .init = setup) {
     struct run bare, r;
     const char *argv[] = {PROG("sites"), NULL};
@@ -72,6 +98,7 @@ Test(stacks, sites_exact, .init = setup) {
     cr_assert_not_null(m);
     /* "max used" (the process's peak RSS) beside "max allocated" (the heap's peak) */
     cr_expect_gt(num(m, "max_rss_bytes"), num(m, "peak_bytes"));
+    check_own_memory(m, 1);
     cJSON *st = cJSON_GetObjectItem(m, "stacks");
     cr_expect_geq(num(st, "unique"), 7);
     cr_expect_eq(num(st, "allocations_without_stack"), 0);
@@ -185,10 +212,23 @@ Test(stacks, report_folded_from_raw, .init = setup) {
     cr_expect_not_null(strstr(rep.out, "allocation sites by bytes allocated"), "%s", rep.out);
     cr_expect_not_null(strstr(rep.out, "leaks by allocation site"), "%s", rep.out);
     cr_expect_not_null(strstr(rep.out, "site_b < main"), "%s", rep.out);
+    /* libprof's own memory, part by part, beside the process's peak */
+    cr_expect_not_null(strstr(rep.out, "libprof's memory: "), "%s", rep.out);
+    cr_expect_not_null(strstr(rep.out, "stacks 0."), "%s", rep.out); /* (a small program's: under 1 MiB) */
+    cr_expect_not_null(strstr(rep.out, "walker "), "%s", rep.out);
+    cr_expect_not_null(strstr(rep.out, " of address space reserved\n"), "%s", rep.out);
     /* a trace without stacks: a clear error, exit 1 */
     struct run r2, rep2;
     char *out2 = strfmt("LIBPROF_OUTPUT=%s/plain.lpt", dir);
     run_prog(&r2, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, out2, NULL}, argv);
+    struct run plain;
+    run_prog(&plain, dir, (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/plain.json", dir), NULL},
+             argv);
+    cJSON *pj = load_json(strfmt("%s/plain.json", dir));
+    cr_assert_not_null(pj);
+    check_own_memory(libprof_meta(pj), 0);
+    cJSON_Delete(pj);
+    run_free(&plain);
     const char *r2argv[] = {REPORT, strfmt("%s/plain.lpt", dir), "--folded", strfmt("%s/x.folded", dir), NULL};
     run_prog(&rep2, dir, NULL, r2argv);
     cr_expect_eq(rep2.status, 1);
@@ -388,6 +428,7 @@ Test(stacks, pytorch_import_fits_the_table, .init = setup, .timeout = 300) {
     cr_expect_gt(num(st, "unique"), 100000);
     cr_expect_eq(num(st, "table_full_drops"), 0);
     cr_expect_eq(num(st, "allocations_without_stack"), 0);
+    check_own_memory(libprof_meta(j), 1);
     cJSON *lib = cJSON_GetArrayItem(cJSON_GetObjectItem(libprof_meta(j), "alloc_libraries"), 0);
     cr_assert_not_null(lib);
     cJSON_Delete(j);
