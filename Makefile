@@ -16,7 +16,8 @@
 #   check      the edit loop's tests: format, unit and the quick integration suites (about a minute)
 #   demo       deps + all + profile a real program and print where the trace went
 #   bench      overhead benchmarks against bare runs, memusage and heaptrack, and beside memray,
-#              py-spy, Scalene and Austin (scripts/bench-peers.py)
+#              py-spy, Scalene and Austin (scripts/bench-peers.py); call stacks on PyTorch's
+#              import and a training run beside memray and py-spy (scripts/bench-stacks)
 #   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions, FUZZ_SEED=S)
 #   format     apply .clang-format to every C source and header of the tree
 #   format-check   say where the tree departs from .clang-format (part of test)
@@ -588,6 +589,7 @@ bench: all $(PROG_BINS)
 	else echo "## Python profilers: no environment at $(VENV) (scripts/install-deps): skipped"; fi
 	@scripts/bench-sample $(BUILD)
 	@scripts/bench-torch $(BUILD)
+	@LIBPROF_VENV=$(VENV) scripts/bench-stacks $(BUILD)
 	@scripts/bench-storm $(BUILD)
 	@scripts/bench-pack $(BUILD)
 	@scripts/bench-perfetto $(BUILD)

@@ -34,9 +34,12 @@
 #define RING_BITS 18
 #define RING (1u << RING_BITS) /* nodes kept to be found again (16 B each: 4 MiB) */
 #define SLOT_BITS 19
-#define SLOTS (1u << SLOT_BITS) /* the table: tag << 32 | id (8 B each: 4 MiB) */
-#define BUCKET 8                /* slots a key may be in: one cache line */
-#define MARGIN 4096             /* ids taken with room left in the ring: makers start writing then */
+#define SLOTS (1u << SLOT_BITS) /* the table at its largest: tag << 32 | id (8 B each: 4 MiB) */
+#define SLOTS_FIRST \
+    (1u << 15)      /* at first (256 KiB): a program of a few thousand stacks keeps it in
+                                 * its caches, and touches no more of it */
+#define BUCKET 8    /* slots a key may be in: one cache line */
+#define MARGIN 4096 /* ids taken with room left in the ring: makers start writing then */
 
 struct node {
     uint64_t word;
@@ -49,7 +52,11 @@ static uint64_t *slot;
 static uint32_t next_id = 1;  /* the next id to hand out */
 static uint32_t written = 1;  /* ids below this are in the spool */
 static uint32_t floor_id = 1; /* ids below this are not this spool's (a forked child's parent's) */
-static uint64_t made, dropped;
+static uint64_t dropped;
+/* The part of the table in use: its first slot_mask + 1 slots. Four times as many once as many
+ * nodes were made as it has slots; a node put in the smaller part is then looked for elsewhere
+ * and made again (the table is a cache), once. */
+static uint32_t slot_mask = SLOTS_FIRST - 1;
 static int writing;
 
 int lpr_nodes_init(int resident) {
@@ -73,7 +80,7 @@ int lpr_nodes_init(int resident) {
 int lpr_nodes_ready(void) { return __atomic_load_n(&ring, __ATOMIC_ACQUIRE) != NULL; }
 
 uint64_t lpr_nodes_memory(void) { return ring ? RING * sizeof(struct node) + SLOTS * 8ull : 0; }
-uint64_t lpr_nodes_made(void) { return __atomic_load_n(&made, __ATOMIC_RELAXED); }
+uint64_t lpr_nodes_made(void) { return __atomic_load_n(&next_id, __ATOMIC_RELAXED) - floor_id; }
 uint64_t lpr_nodes_dropped(void) { return __atomic_load_n(&dropped, __ATOMIC_RELAXED); }
 
 static inline uint64_t key_hash(uint32_t parent, uint64_t w) {
@@ -135,7 +142,8 @@ uint32_t lpr_node(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int han
 
 /* (lpr_node past its cache) */
 static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler) {
-    uint64_t *b = &slot[((uint32_t)h & (SLOTS - 1)) & ~(BUCKET - 1)];
+    uint32_t mask = __atomic_load_n(&slot_mask, __ATOMIC_RELAXED);
+    uint64_t *b = &slot[((uint32_t)h & mask) & ~(BUCKET - 1)];
     uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), put = 0, oldest = UINT32_MAX;
     for (uint32_t i = 0; i < BUCKET; i++) {
         uint64_t v = __atomic_load_n(&b[i], __ATOMIC_ACQUIRE);
@@ -157,7 +165,8 @@ static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64
     __atomic_store_n(&n->id, id, __ATOMIC_RELEASE);
     /* (a slot taken meanwhile by another node is simply overwritten: the table is a cache) */
     __atomic_store_n(&b[put], tag | id, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(id - floor_id > mask) && mask < SLOTS - 1) /* (racing makers: the same larger mask) */
+        __atomic_store_n(&slot_mask, (mask + 1) * 4 - 1 < SLOTS - 1 ? (mask + 1) * 4 - 1 : SLOTS - 1, __ATOMIC_RELAXED);
     return id;
 }
 
@@ -218,5 +227,5 @@ void lpr_nodes_after_fork_child(void) {
     floor_id = n;
     written = n;
     writing = 0;
-    made = dropped = 0;
+    dropped = 0;
 }

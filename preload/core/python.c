@@ -79,12 +79,13 @@ static int tss_direct;
 /* (3.11+) where a chunk's frames start, and its header and one frame's first fields (chain_at) */
 static uintptr_t chunk_data, chunk_head;
 
-#define CODE_SLOTS (1u << 20)      /* (id << 43) | (code address >> 4); at most half full (8 MiB) */
-#define MAX_CODES LPR_PY_MAX_CODES /* distinct code objects */
-#define STR_BYTES (64u << 20)      /* their names and files */
-#define LINE_WORDS (4u << 20)      /* their line tables, decoded (3.11+; 32 MiB reserved) */
-#define NAME_MAX_BYTES 1024        /* a longer name or path is cut */
-#define SHIM 3                     /* FRAME_OWNED_BY_CSTACK (3.12+) */
+#define CODE_SLOTS (1u << 20)       /* (id << 43) | (code address >> 4), at the table's largest (8 MiB) */
+#define CODE_SLOTS_FIRST (1u << 14) /* at first (128 KiB; see code_find) */
+#define MAX_CODES LPR_PY_MAX_CODES  /* distinct code objects */
+#define STR_BYTES (64u << 20)       /* their names and files */
+#define LINE_WORDS (4u << 20)       /* their line tables, decoded (3.11+; 32 MiB reserved) */
+#define NAME_MAX_BYTES 1024         /* a longer name or path is cut */
+#define SHIM 3                      /* FRAME_OWNED_BY_CSTACK (3.12+) */
 static uint64_t *slots;
 static struct pyent {
     uintptr_t code, file, name;
@@ -226,7 +227,8 @@ void lpr_python_detect(void) {
     lpr_dl_iterate(interp_range, &a);
     if (lpr_stacks_table() != 0) return;
     const int prot = PROT_READ | PROT_WRITE, flags = MAP_NORESERVE;
-    slots = lpr_own_map(LP_OWN_PYTHON, CODE_SLOTS * 8ull, prot, flags);
+    /* (the slots charged whole: a signal handler may touch them, where a page must not fail) */
+    slots = lpr_own_map(LP_OWN_PYTHON, CODE_SLOTS * 8ull, prot, 0);
     ents = lpr_own_map(LP_OWN_PYTHON, MAX_CODES * sizeof *ents, prot, flags);
     strs = lpr_own_map(LP_OWN_PYTHON, STR_BYTES, prot, flags);
     if (L->co_linetable >= 0 && py_bytes_type) /* (else CPython's PyCode_Addr2Line alone) */
@@ -236,7 +238,7 @@ void lpr_python_detect(void) {
         return;
     }
     if (lpr_cfg.sample_hz) { /* the sampler's signal handler registers code objects too: no page faults there */
-        lpr_resident(slots, 0, CODE_SLOTS * 8ull);
+        lpr_resident(slots, 0, CODE_SLOTS_FIRST * 8ull); /* (the rest as the table grows: a fault) */
         ents_ahead.on = strs_ahead.on = lines_ahead.on = 1;
     }
     if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
@@ -304,27 +306,47 @@ static uintptr_t code_name(uintptr_t code) {
 }
 
 #define SLOT_LOW(code) (((code) >> 4) & ((UINT64_C(1) << 43) - 1))
-#define SLOT_OF(code) ((uint32_t)(((code) >> 4) * 0x9E3779B97F4A7C15ull >> 43) & (CODE_SLOTS - 1))
+#define SLOT_HASH(code) ((uint32_t)(((code) >> 4) * 0x9E3779B97F4A7C15ull >> 32))
+#define LOW_OF(v) ((v) & ((UINT64_C(1) << 43) - 1))
+
+/* The table is used in part, its first code_mask + 1 slots, four times as many once a quarter of
+ * them hold codes: a program of a few thousand code objects touches 128 KiB of it, not 8 MiB (its
+ * slots are scattered by the hash). Slots are only ever filled, so a code put in under a smaller
+ * mask is still found along that mask's probes: a lookup tries each mask the table has had. */
+static uint32_t code_mask = CODE_SLOTS_FIRST - 1;
+
+/* The slot value of code object `code` — of `id3` (file, name, first line) when not NULL, else
+ * of its address alone — or 0. */
+static uint64_t code_find(uintptr_t code, const uintptr_t *id3) {
+    uint64_t low = SLOT_LOW(code);
+    uint32_t h = SLOT_HASH(code);
+    for (uint32_t mask = __atomic_load_n(&code_mask, __ATOMIC_ACQUIRE);; mask = (mask + 1) / 4 - 1) {
+        uint32_t s = h & mask;
+        for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & mask) {
+            uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
+            if (v == 0) break;
+            if (LOW_OF(v) != low) continue;
+            const struct pyent *e = &ents[v >> 43];
+            if (e->code == code &&
+                (!id3 || (e->file == id3[0] && e->name == id3[1] && e->firstline == (int32_t)id3[2])))
+                return v;
+        }
+        if (mask < CODE_SLOTS_FIRST) return 0;
+    }
+}
 
 /* A code object at `code` has an entry (its address alone is looked up: nothing of it is read). */
-static int code_known(uintptr_t code) {
-    uint64_t low = SLOT_LOW(code);
-    uint32_t s = SLOT_OF(code);
-    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (CODE_SLOTS - 1)) {
-        uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
-        if (v == 0) return 0;
-        if ((v & ((UINT64_C(1) << 43) - 1)) == low && ents[v >> 43].code == code) return 1;
-    }
-    return 0;
-}
+static int code_known(uintptr_t code) { return code_find(code, NULL) != 0; }
 
 /* The id of code object `code` (0: table full). */
 static uint32_t code_id(uintptr_t code) {
     uintptr_t file = rd(code + (uintptr_t)L->co_filename), name = code_name(code);
     int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
-    uint64_t low = SLOT_LOW(code);
-    uint32_t s = SLOT_OF(code);
-    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & (CODE_SLOTS - 1)) {
+    const uintptr_t id3[3] = {file, name, (uintptr_t)first};
+    uint64_t found = code_find(code, id3), low = SLOT_LOW(code);
+    if (found) return (uint32_t)(found >> 43);
+    uint32_t mask = __atomic_load_n(&code_mask, __ATOMIC_ACQUIRE), s = SLOT_HASH(code) & mask;
+    for (unsigned probe = 0; probe < 64; probe++, s = (s + 1) & mask) {
         uint64_t v = __atomic_load_n(&slots[s], __ATOMIC_ACQUIRE);
         if (v == 0) {
             uint32_t id = __atomic_fetch_add(&next_code, 1, __ATOMIC_RELAXED);
@@ -349,12 +371,15 @@ static uint32_t code_id(uintptr_t code) {
             __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
             uint64_t expect = 0;
             if (__atomic_compare_exchange_n(&slots[s], &expect, (uint64_t)id << 43 | low, 0, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE))
+                                            __ATOMIC_ACQUIRE)) {
+                if (id > (mask + 1) / 4 && mask < CODE_SLOTS - 1) /* (racing: the same larger mask) */
+                    __atomic_store_n(&code_mask, (mask + 1) * 4 - 1, __ATOMIC_RELEASE);
                 return id;
+            }
             v = expect; /* another thread took the slot: ours stays a valid (duplicate) entry */
-            if ((v & ((UINT64_C(1) << 43) - 1)) != low) return id;
+            if (LOW_OF(v) != low) return id;
         }
-        if ((v & ((UINT64_C(1) << 43) - 1)) == low) {
+        if (LOW_OF(v) == low) {
             const struct pyent *e = &ents[v >> 43];
             if (e->code == code && e->file == file && e->name == name && e->firstline == first)
                 return (uint32_t)(v >> 43);
