@@ -127,11 +127,27 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+/* The bytes a JSON string holds as they are: printable ASCII but the quote and the backslash. */
+static const unsigned char json_plain[256] = {
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7e] = 1,
+};
+
 void lp_out_json_str(struct lp_out *o, const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     lp_out_c(o, '"');
     size_t i = 0;
     while (i < n) {
+        /* a run of characters written as they are, in one copy */
+        size_t run = i;
+        while (run < n && json_plain[s[run]]) run++;
+        if (run > i) {
+            lp_out_write(o, s + i, run - i);
+            i = run;
+            continue;
+        }
         unsigned char c = s[i];
         if (c == '"' || c == '\\') {
             lp_out_c(o, '\\');
@@ -146,9 +162,6 @@ void lp_out_json_str(struct lp_out *o, const char *str, size_t n) {
             case '\r': lp_out_write(o, "\\r", 2); break;
             default: lp_out_write(o, e, 6);
             }
-            i++;
-        } else if (c < 0x80) {
-            lp_out_c(o, (char)c);
             i++;
         } else {
             size_t l = utf8_len(s + i, n - i);

@@ -403,10 +403,14 @@ static int convert_at_exit(void) {
 
 /* The conversion at exit goes to a process of its own where it would weigh on the program's
  * memory — a trace past CONVERT_APART, or one to symbolise (call stacks, CPU samples: the symbol
- * tables of the libraries their frames are in): its memory is then libprof-report's, not the
+ * tables of the libraries their frames are in) against libraries past SYMBOLS_APART (a small
+ * program's is cheaper here: no second process to start, no trace to read back): its memory is then libprof-report's, not the
  * program's (PyTorch's import grew by 50 MiB at its exit converting its own trace). The program
  * waits for it as for its own conversion; where it cannot start, the conversion is done here. */
 #define CONVERT_APART (16u << 20)
+#define SYMBOLS_APART \
+    (64u << 20) /* the libraries' span past which their symbols weigh (sqlite3 and its
+                                   * libraries: 10 MiB; PyTorch's import: 2.8 GiB) */
 static int convert_apart(void);
 
 /* The same conversion by libprof-report in a process of its own (spawn.c): after a fatal signal,
@@ -509,7 +513,8 @@ static int convert_spawned(int wait_ms, int follow) {
 
 static int convert_apart(void) {
     return !lpr_cfg.python_calls[0] && lpr_spawn_available() &&
-           (lpr_spool_offset() > CONVERT_APART || lpr_stack_depth || lpr_sample_taken());
+           (lpr_spool_offset() > CONVERT_APART ||
+            ((lpr_stack_depth || lpr_sample_taken()) && lpr_stacks_module_bytes() > SYMBOLS_APART));
 }
 
 /* ---- the follower -------------------------------------------------------------------------------

@@ -518,6 +518,10 @@ static int seen_before(uint64_t lo, uint64_t hi) {
     return 0; /* full: write again, the reader de-duplicates */
 }
 
+/* The address space of the modules written so far: what symbolising the trace may read. */
+static uint64_t module_bytes;
+uint64_t lpr_stacks_module_bytes(void) { return __atomic_load_n(&module_bytes, __ATOMIC_RELAXED); }
+
 static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     (void)arg;
@@ -545,6 +549,7 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg) {
         }
     }
     if (m.hi == 0 || seen_before(m.lo, m.hi)) return 0;
+    __atomic_fetch_add(&module_bytes, m.hi - m.lo, __ATOMIC_RELAXED);
     char path[4096];
     const char *name = info->dlpi_name;
     if (!name || !name[0]) { /* the main program */

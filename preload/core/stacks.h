@@ -59,4 +59,6 @@ LP_HIDDEN void lpr_stacks_python(const struct lpr_stack_python *ops);
 /* The stack of native part `native` and Python part `py` (the thread's memo, else the table). */
 LP_HIDDEN uint32_t lpr_stack_pair(uint32_t native, uint32_t py);
 
+LP_HIDDEN uint64_t lpr_stacks_module_bytes(void); /* the loaded objects' span, summed (written ones) */
+
 #endif
