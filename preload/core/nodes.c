@@ -108,7 +108,7 @@ static inline int gone(uint64_t v, uint32_t next) {
     return id < floor_id || next - id > RING;
 }
 
-static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler);
+static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler, int *fresh);
 
 /* A new id, once its ring slot's previous node is in the spool; 0 (`handler`: it would wait). */
 static uint32_t take_id(int handler) {
@@ -130,33 +130,45 @@ static uint32_t take_id(int handler) {
     }
 }
 
-uint32_t lpr_node(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler) {
+uint32_t lpr_node_under(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler, int *fresh) {
     uint64_t h = key_hash(parent, w), tag = h & ~UINT64_C(0xffffffff);
     _Static_assert(LPR_NODE_CACHE == 1 << 12, "the cache's index: the hash's top 12 bits");
     __typeof__(&c->e[0]) ce = c ? &c->e[h >> (64 - 12)] : NULL;
-    if (ce && ce->word == w && ce->parent == parent && ce->id) return ce->id;
-    uint32_t id = lookup_or_make(h, tag, parent, w, handler);
+    if (!*fresh && ce && ce->word == w && ce->parent == parent && ce->id) return ce->id;
+    uint32_t id = lookup_or_make(h, tag, parent, w, handler, fresh);
     if (ce && id) ce->word = w, ce->parent = parent, ce->id = id;
     return id;
 }
 
-/* (lpr_node past its cache) */
-static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler) {
+uint32_t lpr_node(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler) {
+    int fresh = 0;
+    return lpr_node_under(parent, w, c, handler, &fresh);
+}
+
+/* (lpr_node past its cache) A node under a parent just made (*fresh) cannot be in the table: it
+ * is made without a look, and put in its bucket without reading it (a slot chosen by the hash) —
+ * a new stack's frames below the first new one cost no wait on the table's memory. */
+static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64_t w, int handler, int *fresh) {
     uint32_t mask = __atomic_load_n(&slot_mask, __ATOMIC_RELAXED);
     uint64_t *b = &slot[((uint32_t)h & mask) & ~(BUCKET - 1)];
-    uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), put = 0, oldest = UINT32_MAX;
-    for (uint32_t i = 0; i < BUCKET; i++) {
-        uint64_t v = __atomic_load_n(&b[i], __ATOMIC_ACQUIRE);
-        if ((v & ~UINT64_C(0xffffffff)) == tag && v && holds((uint32_t)v, parent, w)) return (uint32_t)v;
-        /* where a new node goes: an empty slot, or one whose node is gone, or the oldest */
-        uint32_t age = !v || gone(v, next) ? 0 : (uint32_t)v;
-        if (age < oldest) oldest = age, put = i;
+    uint32_t put = (uint32_t)(h >> 32) & (BUCKET - 1);
+    if (!*fresh) {
+        uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), oldest = UINT32_MAX;
+        for (uint32_t i = 0; i < BUCKET; i++) {
+            uint64_t v = __atomic_load_n(&b[i], __ATOMIC_ACQUIRE);
+            if ((v & ~UINT64_C(0xffffffff)) == tag && v && holds((uint32_t)v, parent, w)) return (uint32_t)v;
+            /* where a new node goes: an empty slot, or one whose node is gone, or the oldest */
+            uint32_t age = !v || gone(v, next) ? 0 : (uint32_t)v;
+            if (age < oldest) oldest = age, put = i;
+        }
     }
     uint32_t id = take_id(handler);
     if (!id) {
         __atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
+        *fresh = 0;
         return 0;
     }
+    *fresh = 1;
     struct node *n = &ring[id & (RING - 1)];
     __atomic_store_n(&n->id, 0, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -179,9 +191,10 @@ uint32_t lpr_nodes_path(struct lpr_path *m, const uint64_t *f, unsigned n, struc
         while (k < most && m->word[k] == f[n - 1 - k]) k++;
         node = k ? m->node[k - 1] : 0;
     }
+    int fresh = 0;
     for (uint32_t j = k; j < n; j++) {
         uint64_t w = f[n - 1 - j];
-        if (!(node = lpr_node(node, w, c, handler))) {
+        if (!(node = lpr_node_under(node, w, c, handler, &fresh))) {
             if (m) m->n = j;
             return 0;
         }

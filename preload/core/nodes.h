@@ -42,6 +42,10 @@ LP_HIDDEN int lpr_nodes_ready(void);
  * NULL), or made. 0 when none could be made: the ring is full of nodes not written yet and the
  * caller may not wait (`handler`: a signal handler's), counted as dropped. */
 LP_HIDDEN uint32_t lpr_node(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler);
+/* The same along a stack, outermost frame first: *fresh (0 at the first frame) says `parent` was
+ * just made by this caller — so this node cannot exist yet and is made without a look — and is
+ * set when this node is made. */
+LP_HIDDEN uint32_t lpr_node_under(uint32_t parent, uint64_t w, struct lpr_node_cache *c, int handler, int *fresh);
 /* The node of the stack `f` (n words, innermost first) through memo `m` (NULL: none); 0 for an
  * empty stack or when a node could not be made. */
 LP_HIDDEN uint32_t lpr_nodes_path(struct lpr_path *m, const uint64_t *f, unsigned n, struct lpr_node_cache *c,

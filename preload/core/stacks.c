@@ -320,29 +320,27 @@ static uint32_t root_node(struct lpr_join *jm) {
 
 /* The node of the stack whose innermost program frames are f[0, n) (cfas and slots where they
  * were read: NULL from libunwind's walk) and whose rest is the thread's last stack from its frame
- * `joined` on (-1: none, f goes to the outermost frame, or as far as the walk went); the thread's
- * last stack becomes this one. 0 when a node could not be made. */
+ * `joined` on (its index there, outermost first; -1: none, f goes to the outermost frame, or as
+ * far as the walk went); the thread's last stack becomes this one: its frames from `joined` out
+ * stay where they are, the new ones are put after them. 0 when a node could not be made. */
 static uint32_t join_intern(struct lpr_join *jm, void *const *f, const uint64_t *cfas, const uint64_t *slots,
                             uint32_t n, int joined, int whole) {
-    uint32_t j = joined >= 0 ? (uint32_t)joined : jm->m, node = joined >= 0 ? jm->node[j] : root_node(jm);
-    uint32_t made[WALK_WORDS];
+    uint32_t keep = (uint32_t)(joined + 1), node = joined >= 0 ? jm->node[joined] : root_node(jm);
+    int kept = node && cfas && keep + n <= LPR_JOIN_MAX && (joined < 0 ? whole : jm->whole);
     struct lpr_node_cache *nc = node_cache(0);
-    for (uint32_t i = n; i-- > 0 && node;) made[i] = node = lpr_node(node, (uint64_t)(uintptr_t)f[i], nc, 0);
-    uint32_t tail = jm->m - j;
-    if (!node || !cfas || n + tail > LPR_JOIN_MAX || (joined < 0 ? !whole : !jm->whole)) {
+    int fresh = 0;
+    for (uint32_t i = n, e = keep; i-- > 0 && node; e++) {
+        node = lpr_node_under(node, (uint64_t)(uintptr_t)f[i], nc, 0, &fresh);
+        if (kept) jm->ra[e] = (uintptr_t)f[i], jm->cfa[e] = cfas[i], jm->slot[e] = slots[i], jm->node[e] = node;
+    }
+    if (!node || !kept) {
         jm->m = 0; /* (nothing a later walk could join to: not kept) */
         return node;
     }
-    if (n != j) {
-        memmove(jm->ra + n, jm->ra + j, tail * sizeof jm->ra[0]);
-        memmove(jm->cfa + n, jm->cfa + j, tail * sizeof jm->cfa[0]);
-        memmove(jm->slot + n, jm->slot + j, tail * sizeof jm->slot[0]);
-        memmove(jm->node + n, jm->node + j, tail * sizeof jm->node[0]);
-    }
-    for (uint32_t i = 0; i < n; i++)
-        jm->ra[i] = (uintptr_t)f[i], jm->cfa[i] = cfas[i], jm->slot[i] = slots[i], jm->node[i] = made[i];
-    jm->m = n + tail;
+    jm->m = keep + n;
     jm->whole = 1;
+    jm->lo = lpr_tls.stack_lo; /* (every slot kept was read inside these just now) */
+    jm->hi = lpr_tls.stack_hi;
     return node;
 }
 
@@ -361,7 +359,8 @@ __attribute__((noinline)) static uint32_t native_on_stack(void) {
     if (got <= 0) got = backtrace_unw(buf, WALK_WORDS);
     int skip = own_frames(buf, got);
     uint32_t node = root_node(NULL);
-    for (int i = got; i-- > skip && node;) node = lpr_node(node, (uint64_t)(uintptr_t)buf[i], NULL, 0);
+    int fresh = 0;
+    for (int i = got; i-- > skip && node;) node = lpr_node_under(node, (uint64_t)(uintptr_t)buf[i], NULL, 0, &fresh);
     return node;
 }
 
@@ -394,7 +393,7 @@ __attribute__((noinline)) static uint32_t capture(struct lpr_stack_cache *c, str
     ch->n = UINT32_MAX;
     if (k == skip || !id || !jm->m || (uint32_t)(skip - k - 1) + jm->m > CACHE_FRAMES) return id;
     for (int i = k + 1; i < skip; i++, n++) ch->slot[n] = (uintptr_t)w->saved[i], ch->val[n] = (uintptr_t)w->ips[i];
-    for (uint32_t i = 0; i < jm->m; i++, n++) ch->slot[n] = jm->slot[i], ch->val[n] = jm->ra[i];
+    for (uint32_t e = jm->m; e-- > 0; n++) ch->slot[n] = jm->slot[e], ch->val[n] = jm->ra[e]; /* (innermost first) */
     ch->n = n;
     return id;
 }

@@ -32,6 +32,7 @@
 
 #include "walk.h"
 #include "real.h"
+#include "os_real.h"
 #include "own.h"
 #include "state.h"
 #include "sys.h"
@@ -80,22 +81,30 @@ static int fits(const struct rule *r) {
 
 /* ---- the table of rules ------------------------------------------------------------------------- */
 
-#define RULE_SLOTS (1u << 16) /* 1 MiB, made resident at start: no page fault in the handler */
+#define RULE_SLOTS_FIRST (1u << 16) /* 1 MiB, made resident at start: no page fault in the handler */
+#define RULE_SLOTS \
+    (1u << 19) /* at its largest (8 MiB reserved; a PyTorch import walks 190 k
+                                     * return addresses): four times larger each time it is 3/4 full,
+                                     * the rules put under the smaller size computed again once */
 #define RULE_PROBES 16
 static struct rule_slot {
     uint64_t key, rule; /* key: the address, the generation in its top 16 bits (user addresses have 47) */
 } * rules;
 static uint32_t rules_used, gen;
-static uint64_t subs_seen; /* the loader's count of objects unloaded, when last looked at */
+static uint32_t rule_mask = RULE_SLOTS_FIRST - 1; /* the part in use */
+static uint64_t subs_seen;                        /* the loader's count of objects unloaded, when last looked at */
 
-static inline uint32_t rule_hash(uintptr_t ip) { return (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 48); }
+static inline uint32_t rule_hash(uintptr_t ip, uint32_t mask) {
+    return (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
 static inline uint64_t rule_key(uintptr_t ip) {
     return (uint64_t)ip | (uint64_t)(__atomic_load_n(&gen, __ATOMIC_ACQUIRE) & 0xffff) << 48;
 }
 
 static uint64_t rule_get(uintptr_t ip) {
     uint64_t key = rule_key(ip);
-    for (uint32_t i = 0, s = rule_hash(ip); i < RULE_PROBES; i++, s = (s + 1) & (RULE_SLOTS - 1)) {
+    uint32_t mask = __atomic_load_n(&rule_mask, __ATOMIC_RELAXED);
+    for (uint32_t i = 0, s = rule_hash(ip, mask); i < RULE_PROBES; i++, s = (s + 1) & mask) {
         uint64_t k = __atomic_load_n(&rules[s].key, __ATOMIC_ACQUIRE);
         if (k == key) return __atomic_load_n(&rules[s].rule, __ATOMIC_ACQUIRE); /* 0 while being written */
         if (!k) return 0;
@@ -104,9 +113,15 @@ static uint64_t rule_get(uintptr_t ip) {
 }
 
 static void rule_put(uintptr_t ip, uint64_t rule) {
-    if (__atomic_load_n(&rules_used, __ATOMIC_RELAXED) > RULE_SLOTS / 4 * 3) return; /* full: computed each time */
+    uint32_t mask = __atomic_load_n(&rule_mask, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&rules_used, __ATOMIC_RELAXED) > (mask + 1) / 4 * 3) {
+        if (mask == RULE_SLOTS - 1) return; /* full: computed each time */
+        /* (racing threads: the same larger mask; the slots used so far stay counted) */
+        __atomic_store_n(&rule_mask, (mask + 1) * 4 - 1, __ATOMIC_RELAXED);
+        mask = (mask + 1) * 4 - 1;
+    }
     uint64_t key = rule_key(ip);
-    for (uint32_t i = 0, s = rule_hash(ip); i < RULE_PROBES; i++, s = (s + 1) & (RULE_SLOTS - 1)) {
+    for (uint32_t i = 0, s = rule_hash(ip, mask); i < RULE_PROBES; i++, s = (s + 1) & mask) {
         uint64_t k = 0;
         if (__atomic_compare_exchange_n(&rules[s].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             __atomic_store_n(&rules[s].rule, rule, __ATOMIC_RELEASE);
@@ -762,10 +777,17 @@ int lpr_walk_frames(struct lpr_tls *t, const void *ucv, uint64_t *out, uint64_t 
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], out, cfas, slots, max, whole, blocked, NULL, NULL);
 }
 
-/* Do `join`'s frames from i outward all still hold their return addresses (read inside the
- * thread's stack [lo, hi))? */
-static int join_holds(const struct lpr_join *join, uint32_t i, uintptr_t lo, uintptr_t hi) {
-    for (; i < join->m; i++) {
+/* Do `join`'s frames outside its frame e (entries [0, e): outermost first) all still hold their
+ * return addresses (read inside the thread's stack [lo, hi))? Slots read last under the same
+ * bounds are inside them: not checked again (a deep stack's outer frames are checked at every
+ * capture: a PyTorch import's are 100). */
+static int join_holds(const struct lpr_join *join, uint32_t e, uintptr_t lo, uintptr_t hi) {
+    if (join->lo == lo && join->hi == hi) {
+        for (uint32_t i = 0; i < e; i++)
+            if (*(const uintptr_t *)join->slot[i] != join->ra[i]) return 0;
+        return 1;
+    }
+    for (uint32_t i = 0; i < e; i++) {
         uintptr_t a = join->slot[i];
         if (a < lo || a > hi - 8 || (a & 7) || *(const uintptr_t *)a != join->ra[i]) return 0;
     }
@@ -777,7 +799,7 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
     if (joined) *joined = -1;
     if (!rules || lpr_stack_bounds(t, sp) != 0) return -1;
     const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-    uint32_t jj = 0; /* (join's first frame not below this one's CFA) */
+    int jj = join ? (int)join->m - 1 : -1; /* (join's innermost frame not below this one's CFA) */
 #define LOAD(addr, dst)                                    \
     do {                                                   \
         uintptr_t a_ = (addr);                             \
@@ -816,9 +838,9 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
             LOAD(bp + (uintptr_t)r.bp_off, nbp);
         if (ra < 4096) break;
         if (join) {
-            while (jj < join->m && join->cfa[jj] < cfa) jj++;
-            if (jj < join->m && join->cfa[jj] == cfa && join->ra[jj] == ra && join_holds(join, jj + 1, lo, hi)) {
-                *joined = (int)jj;
+            while (jj >= 0 && join->cfa[jj] < cfa) jj--;
+            if (jj >= 0 && join->cfa[jj] == cfa && join->ra[jj] == ra && join_holds(join, (uint32_t)jj, lo, hi)) {
+                *joined = jj;
                 break;
             }
         }
@@ -844,8 +866,9 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 int lpr_walk_init(void) {
     if (rules) return 0;
-    void *m = lpr_own_map(LP_OWN_WALKER, RULE_SLOTS * sizeof *rules, PROT_READ | PROT_WRITE, MAP_POPULATE);
+    void *m = lpr_own_map(LP_OWN_WALKER, RULE_SLOTS * sizeof *rules, PROT_READ | PROT_WRITE, MAP_NORESERVE);
     if (!m) return -1;
+    lpr_resident(m, 0, RULE_SLOTS_FIRST * sizeof *rules); /* (the rest as the table grows: a fault) */
     void *r = lpr_own_map(LP_OWN_WALKER, ROWS * sizeof(struct row), PROT_READ | PROT_WRITE, MAP_POPULATE);
     if (r) rows_kept = r; /* (without: every instruction's rule computed afresh) */
     lpr_dl_iterate(find_loader_lock, NULL);
@@ -868,8 +891,9 @@ void lpr_walk_forget(void) {
     while (__atomic_exchange_n(&fns_lock, 1, __ATOMIC_ACQUIRE)) {} /* (held by a handler for microseconds) */
     rows_used = nfns = 0;
     __atomic_store_n(&fns_lock, 0, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&rules_used, __ATOMIC_RELAXED) < RULE_SLOTS / 2) return;
-    for (uint32_t s = 0; s < RULE_SLOTS; s++) {
+    uint32_t mask = __atomic_load_n(&rule_mask, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&rules_used, __ATOMIC_RELAXED) < (mask + 1) / 2) return;
+    for (uint32_t s = 0; s <= mask; s++) {
         __atomic_store_n(&rules[s].rule, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&rules[s].key, 0, __ATOMIC_RELEASE);
     }

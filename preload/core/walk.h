@@ -15,20 +15,22 @@ LP_HIDDEN int lpr_walk_context(struct lpr_tls *t, const void *uc, uint64_t *out,
 LP_HIDDEN int lpr_walk_frames(struct lpr_tls *t, const void *uc, uint64_t *out, uint64_t *cfas, uint64_t *slots,
                               int max, int *whole, int *blocked);
 /* A thread's last stack as a walk joins it (stacks.c keeps it: the hooks' native frames): its
- * frames innermost first, each with its CFA, the address its return address was read from, and
- * the node of the stack from the outermost frame down to it (nodes.c). CFAs rise outward. */
+ * frames outermost first (a new stack keeps the frames it shares where they are and puts its own
+ * after them), each with its CFA, the address its return address was read from, and the node of
+ * the stack from the outermost frame down to it (nodes.c). CFAs fall along the entries. */
 #define LPR_JOIN_MAX 256
 struct lpr_join {
     uint32_t m;
-    uint32_t root; /* the node the outermost frame hangs from (0: not made yet) */
-    int whole;     /* its outermost frame is the thread's (a stack cut short is not kept: m 0) */
+    uint32_t root;    /* the node the outermost frame hangs from (0: not made yet) */
+    int whole;        /* its outermost frame is the thread's (a stack cut short is not kept: m 0) */
+    uintptr_t lo, hi; /* the thread's stack when its slots were last read: all of them inside */
     uintptr_t ra[LPR_JOIN_MAX], cfa[LPR_JOIN_MAX], slot[LPR_JOIN_MAX];
     uint32_t node[LPR_JOIN_MAX];
 };
 /* The same from the registers ip, sp and bp (a walk of the calling code: no ucontext_t, which is
  * a kilobyte of stack). With `join` (else NULL): the walk stops at the first frame that is one of
  * `join`'s — the same return address at the same CFA — whose outer frames all still hold theirs:
- * the rest of the stack is that one's. Its index in *joined (else -1); the frames before it are
+ * the rest of the stack is that one's. Its entry in *joined (else -1); the frames before it are
  * what is returned. */
 LP_HIDDEN int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, uint64_t *out, uint64_t *cfas,
                             uint64_t *slots, int max, int *whole, int *blocked, const struct lpr_join *join,
