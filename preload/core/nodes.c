@@ -153,11 +153,14 @@ static uint32_t lookup_or_make(uint64_t h, uint64_t tag, uint32_t parent, uint64
     uint64_t *b = &slot[((uint32_t)h & mask) & ~(BUCKET - 1)];
     uint32_t put = (uint32_t)(h >> 32) & (BUCKET - 1);
     if (!*fresh) {
-        uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), oldest = UINT32_MAX;
         for (uint32_t i = 0; i < BUCKET; i++) {
             uint64_t v = __atomic_load_n(&b[i], __ATOMIC_ACQUIRE);
-            if ((v & ~UINT64_C(0xffffffff)) == tag && v && holds((uint32_t)v, parent, w)) return (uint32_t)v;
-            /* where a new node goes: an empty slot, or one whose node is gone, or the oldest */
+            if (!((v ^ tag) >> 32) && v && holds((uint32_t)v, parent, w)) return (uint32_t)v;
+        }
+        /* not there: where it goes — an empty slot, or one whose node is gone, or the oldest */
+        uint32_t next = __atomic_load_n(&next_id, __ATOMIC_RELAXED), oldest = UINT32_MAX;
+        for (uint32_t i = 0; i < BUCKET && oldest; i++) {
+            uint64_t v = __atomic_load_n(&b[i], __ATOMIC_RELAXED);
             uint32_t age = !v || gone(v, next) ? 0 : (uint32_t)v;
             if (age < oldest) oldest = age, put = i;
         }

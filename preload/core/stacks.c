@@ -300,7 +300,7 @@ static int backtrace_unw(void **buf, int n) {
  * loader busy in another thread): libunwind's walk then, since the same call chain must give the
  * same stack every time. */
 __attribute__((noinline)) static int walk_here(void **buf, uint64_t *cfas, uint64_t *saved, int n,
-                                               const struct lpr_join *join, int *joined, int *whole) {
+                                               struct lpr_join *join, int *joined, int *whole) {
     uintptr_t ip, sp, bp;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
     int blocked, j = -1,
@@ -372,6 +372,7 @@ __attribute__((noinline)) static uint32_t capture(struct lpr_stack_cache *c, str
                                                   uintptr_t cfa) {
     struct walk_room *w = &c->hook;
     struct lpr_join *jm = &c->join;
+    if (LP_UNLIKELY(!jm->own_hi)) jm->own_lo = self_lo, jm->own_hi = self_hi; /* (its prefixes: walk.h) */
     int joined = -1, whole = 0, got = -1;
     if (walker) got = walk_here(w->ips, w->cfas, w->saved, WALK_WORDS, jm, &joined, &whole);
     if (got < 0) { /* libunwind's walk: the whole stack, no CFAs */

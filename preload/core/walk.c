@@ -794,11 +794,41 @@ static int join_holds(const struct lpr_join *join, uint32_t e, uintptr_t lo, uin
     return 1;
 }
 
+/* A prefix of `j` that holds at this start (ip, sp inside the stack [lo, hi)): its frames put in
+ * out, cfas and slots, and the state after them; its number of frames, or 0. */
+static int prefix_serves(const struct lpr_join *j, uintptr_t *ip, uintptr_t *sp, uintptr_t *bp, uintptr_t lo,
+                         uintptr_t hi, uint64_t *out, uint64_t *cfas, uint64_t *slots, int max) {
+    const uintptr_t sp0 = *sp;
+    for (unsigned e = 0; e < LPR_PREFIXES; e++) {
+        const struct lpr_prefix *p = &j->pre[e];
+        uint32_t n = p->n, i = 0;
+        if (!n || p->ip != *ip || (int)n > max || sp0 + (uintptr_t)p->cfa_off[n - 1] > hi) continue;
+        while (i < n && *(const uintptr_t *)(sp0 + (uintptr_t)p->slot_off[i]) == p->ra[i]) i++;
+        if (i < n) continue;
+        uintptr_t nbp = *bp;
+        if (p->bp_off != INT32_MIN) {
+            uintptr_t a = sp0 + (uintptr_t)(intptr_t)p->bp_off;
+            if (a < lo || a > hi - 8) continue;
+            nbp = *(const uintptr_t *)a;
+        }
+        for (i = 0; i < n; i++) {
+            out[i] = p->ra[i];
+            if (cfas) cfas[i] = sp0 + (uintptr_t)(intptr_t)p->cfa_off[i];
+            if (slots) slots[i] = sp0 + (uintptr_t)(intptr_t)p->slot_off[i];
+        }
+        *ip = p->ra[n - 1];
+        *sp = sp0 + (uintptr_t)(intptr_t)p->cfa_off[n - 1];
+        *bp = nbp;
+        return (int)n;
+    }
+    return 0;
+}
+
 int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, uint64_t *out, uint64_t *cfas,
-                  uint64_t *slots, int max, int *whole, int *blocked, const struct lpr_join *join, int *joined) {
+                  uint64_t *slots, int max, int *whole, int *blocked, struct lpr_join *join, int *joined) {
     if (joined) *joined = -1;
     if (!rules || lpr_stack_bounds(t, sp) != 0) return -1;
-    const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
+    const uintptr_t lo = t->stack_lo, hi = t->stack_hi, ip0 = ip, sp0 = sp;
     int jj = join ? (int)join->m - 1 : -1; /* (join's innermost frame not below this one's CFA) */
 #define LOAD(addr, dst)                                    \
     do {                                                   \
@@ -806,9 +836,14 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
         if (a_ < lo || a_ > hi - 8 || (a_ & 7)) goto done; \
         dst = *(const uintptr_t *)a_;                      \
     } while (0)
-    int n = 0;
+    int n = 0, k = 0;
     *whole = *blocked = 0;
-    for (int k = 0; n < max; k++) {
+    /* the walker's own frames: a prefix kept, else walked and kept (keeping: while every frame so
+     * far is the walker's, with rules of offsets from the stack pointer) */
+    int keeping = join && join->own_hi;
+    int64_t bp_off = INT32_MIN;
+    if (keeping && (n = prefix_serves(join, &ip, &sp, &bp, lo, hi, out, cfas, slots, max)) > 0) keeping = 0, k = 1;
+    for (; n < max; k++) {
         uint64_t w = rule_at(k ? ip - 1 : ip); /* a caller: inside its call instruction */
         struct rule r;
         if (!w || w == RULE_NONE) {
@@ -837,6 +872,25 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
         else if (r.bp == BP_AT_RBP)
             LOAD(bp + (uintptr_t)r.bp_off, nbp);
         if (ra < 4096) break;
+        if (keeping) {
+            if (ra - join->own_lo >= join->own_hi - join->own_lo) { /* the program's: the prefix is whole */
+                keeping = 0;
+                struct lpr_prefix *p = &join->pre[join->pre_next++ % LPR_PREFIXES];
+                if (n && n <= LPR_PREFIX_MAX && cfas && slots) {
+                    p->n = 0;
+                    p->ip = ip0;
+                    p->bp_off = (int32_t)bp_off;
+                    for (int i = 0; i < n; i++)
+                        p->ra[i] = out[i], p->cfa_off[i] = (int32_t)(cfas[i] - sp0),
+                        p->slot_off[i] = (int32_t)(slots[i] - sp0);
+                    p->n = (uint32_t)n;
+                }
+            } else if (r.cfa != CFA_REG || r.cfa_rbp || r.bp == BP_AT_RBP || cfa - sp0 > INT32_MAX) {
+                keeping = 0; /* (a frame not of fixed offsets) */
+            } else if (r.bp == BP_AT_CFA) {
+                bp_off = (int64_t)(cfa - sp0) + r.bp_off;
+            }
+        }
         if (join) {
             while (jj >= 0 && join->cfa[jj] < cfa) jj--;
             if (jj >= 0 && join->cfa[jj] == cfa && join->ra[jj] == ra && join_holds(join, (uint32_t)jj, lo, hi)) {
