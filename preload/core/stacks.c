@@ -70,9 +70,10 @@ int (*lpr_unw_backtrace)(void **, int);
 #define CACHE_HINTS 256            /* the last chain each key (by a third slice of its hash) was served by */
 #define SEEN_ONCE (UINT32_MAX - 1) /* chain.n: noted, not walked for the cache yet */
 #define WALK_AFTER 16              /* captures of a key before its chain is walked for the cache */
-#define CACHE_FRAMES 40            /* frames a cached chain may have (deeper: walked every time) */
-static int cacheable;              /* the cursor API was found, and the depth fits */
-static int walker;                 /* the sampler's walker (walk.c) takes the stacks */
+#define RETRY_AFTER 256 /* captures of a key whose chain was not kept (too deep, cut) before it is tried again */
+#define CACHE_FRAMES 40 /* frames a cached chain may have (deeper: walked every time) */
+static int cacheable;   /* the cursor API was found, and the depth fits */
+static int walker;      /* the sampler's walker (walk.c) takes the stacks */
 static uintptr_t self_lo, self_hi; /* libprof's own code: frames dropped from the top */
 static uintptr_t unw_lo, unw_hi;   /* libunwind's, likewise */
 
@@ -426,6 +427,10 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
         ch->used = ++c->tick;
         return ch->id;
     }
+    if (ch && ch->ra == ra && ch->cfa == cfa && ch->n == UINT32_MAX) { /* a key whose chain was not kept */
+        ch->used = ++c->tick;
+        return capture(c, ++ch->seen % RETRY_AFTER ? NULL : ch, ra, cfa);
+    }
     struct chain *sets[2] = {c->set[h >> (64 - CACHE_SET_BITS)],
                              c->set[(h >> (64 - 2 * CACHE_SET_BITS)) & (CACHE_SETS - 1)]};
     for (unsigned s = 0; s < 2; s++)
@@ -446,6 +451,11 @@ __attribute__((noinline)) uint32_t lpr_stack_native(void) {
             if (ch->ra == ra && ch->cfa == cfa && ch->n == SEEN_ONCE) {
                 ch->used = ++c->tick;
                 return capture(c, ++ch->seen >= WALK_AFTER ? ch : NULL, ra, cfa);
+            }
+            if (ch->ra == ra && ch->cfa == cfa && ch->n == UINT32_MAX) {
+                ch->used = ++c->tick;
+                *hint = ch;
+                return capture(c, ++ch->seen % RETRY_AFTER ? NULL : ch, ra, cfa);
             }
             if (ch->used < old->used) old = ch; /* (the least recently used of the two sets) */
         }
