@@ -848,6 +848,10 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
         struct rule r;
         if (!w || w == RULE_NONE) {
             *blocked = !w; /* (0: not looked up now; no rule is RULE_NONE) */
+            /* code without unwind tables (JIT output): a hook's walk of the same frames ends here
+             * every time, so its stack is as whole as a walk makes it (joined, kept: a node
+             * worker's allocations come from JIT code). A sample's stays cut (format.h). */
+            if (k && w && join) *whole = 1;
             if (k || !w) break;
             /* the interrupted instruction is in an object, without a rule taken here (a PLT
              * stub): the rule of a function's first instruction, its return address on top */

@@ -579,6 +579,25 @@ Test(stacks, the_chain_cache_gives_what_a_walk_gives) {
     cr_expect_eq(a, 3000 * 32);
     cr_expect_eq(b, 2000 * 40);
     cr_expect_eq(al, 1000 * 48);
+    /* called from code without unwind tables (a JIT's): every walk ends there, and the chain
+     * that ends there is kept (the walk's end is the same each time) */
+    const char *jit[] = {PROG("chains"), "jit", NULL};
+    char *jw = folded_of(tmp, "jit", jit, 1), *jo = folded_of(tmp, "jit", jit, 0);
+    cr_expect_str_eq(jw, jo);
+    long long ja = 0, jb = 0, lines = 0;
+    copy = strdup(jw);
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        const char *sp = strrchr(line, ' ');
+        long long v = sp ? atoll(sp + 1) : 0;
+        if (strstr(line, "jit_a;leaf ")) ja += v, lines++;
+        if (strstr(line, "jit_b;leaf ")) jb += v, lines++;
+    }
+    free(copy);
+    cr_expect_eq(ja, 3000 * 32, "%s", jw);
+    cr_expect_eq(jb, 2000 * 40, "%s", jw);
+    cr_expect_eq(lines, 2, "one stack each, ending at the JIT code: %s", jw);
+    free(jw);
+    free(jo);
     const char *sq[] = {"sqlite3", ":memory:",
                         "create table t(a integer primary key, b text); with recursive n(i) as (select 1 union all "
                         "select i+1 from n where i<3000) insert into t select i, printf('row-%d', i) from n; "
