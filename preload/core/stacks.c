@@ -206,8 +206,10 @@ struct chain {
     uint32_t id, n;    /* the stack's id; slots to check */
     uint32_t seen;     /* captures of this key while noted (SEEN_ONCE) */
     uint32_t used;     /* when it served or was noted last (the thread's tick): the oldest is replaced */
-    uintptr_t slot[CACHE_FRAMES], val[CACHE_FRAMES];
+    uintptr_t slot[CACHE_FRAMES + 1], val[CACHE_FRAMES + 1]; /* (+1: the end's sentinel, never equal) */
 };
+/* a kept chain's slot after its last: its value is 1, so a check runs to it with no count */
+static const uintptr_t never_equal;
 
 /* Room for a walk, kept with the thread's cache rather than on its stack: a hook may run inside a
  * signal handler of the program's on an alternate stack of a few KiB (CPython's faulthandler
@@ -396,6 +398,7 @@ __attribute__((noinline)) static uint32_t capture(struct lpr_stack_cache *c, str
     if (k == skip || !id || !jm->m || (uint32_t)(skip - k - 1) + jm->m > CACHE_FRAMES) return id;
     for (int i = k + 1; i < skip; i++, n++) ch->slot[n] = (uintptr_t)w->saved[i], ch->val[n] = (uintptr_t)w->ips[i];
     for (uint32_t e = jm->m; e-- > 0; n++) ch->slot[n] = jm->slot[e], ch->val[n] = jm->ra[e]; /* (innermost first) */
+    ch->slot[n] = (uintptr_t)&never_equal, ch->val[n] = 1;
     ch->n = n;
     return id;
 }
@@ -405,7 +408,13 @@ __attribute__((noinline)) static uint32_t capture(struct lpr_stack_cache *c, str
 static inline int chain_serves(const struct chain *ch, uintptr_t ra, uintptr_t cfa) {
     if (ch->ra != ra || ch->cfa != cfa || ch->n >= SEEN_ONCE) return 0;
     uint32_t i = 0;
-    while (i < ch->n && *(const volatile uintptr_t *)ch->slot[i] == ch->val[i]) i++;
+    for (;; i += 2) { /* (two at a time: the sentinel ends it either way) */
+        if (*(const volatile uintptr_t *)ch->slot[i] != ch->val[i]) break;
+        if (*(const volatile uintptr_t *)ch->slot[i + 1] != ch->val[i + 1]) {
+            i++;
+            break;
+        }
+    }
     return i == ch->n;
 }
 
