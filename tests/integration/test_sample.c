@@ -327,8 +327,12 @@ Test(sample, loader_unwinder_and_malloc_loops_do_not_deadlock, .timeout = 120) {
     cr_assert_not_null(j);
     cJSON *smp = cJSON_GetObjectItem(libprof_meta(j), "sampling");
     cr_expect_geq(cJSON_GetArraySize(cJSON_GetObjectItem(smp, "threads")), 3);
-    /* every thread's user CPU sampled (the run's, as the kernel counted it: the machine may be busy) */
-    cr_expect_gt((double)num(smp, "samples"), 0.85 * r.user_s * 1000, "%lld samples in %.1f s of user CPU",
+    /* every thread's user CPU sampled (the run's, as the kernel counted it: the machine may be busy).
+     * Not all of it: a handler that needs a rule while another thread holds the loader's lock (the
+     * dlopen loop) waits for it, up to milliseconds on a loaded machine, and the periods that end
+     * meanwhile reach it as one signal. Measured: 0.96-1.13 of the user time with one core busy,
+     * 0.83 once with make test's suites three at a time beside a busy loop. */
+    cr_expect_gt((double)num(smp, "samples"), 0.7 * r.user_s * 1000, "%lld samples in %.1f s of user CPU",
                  num(smp, "samples"), r.user_s);
     cJSON_Delete(j);
     run_free(&rep);
