@@ -535,8 +535,12 @@ RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
 # few seconds each (under a minute in all: the slow ones, and ExecuTorch's, are make test's).
 # (INTEG_SLOW in the order of their times in make test, longest first: a long one started last
 # would be the run's tail)
+# (INTEG_LONG: every suite of 20 s or more, longest first — test_stacks and test_perfetto are also
+# make check's — so that what starts last is short)
 INTEG_SLOW = test_torch test_sample test_coexist test_python test_report test_executorch test_docs test_mpi
-INTEG_ORDER = $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
+INTEG_LONG = test_torch test_sample test_coexist test_python test_report test_stacks test_docs test_executorch \
+             test_perfetto test_mpi
+INTEG_ORDER = $(INTEG_LONG) $(filter-out $(INTEG_LONG),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
 CHECK_SUITES = $(filter-out $(INTEG_SLOW),$(INTEG_ORDER))
 suite-%:
 	@$(call RUN_SUITE,$(BUILD)/tests/$*)
