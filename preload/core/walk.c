@@ -81,11 +81,12 @@ static int fits(const struct rule *r) {
 
 /* ---- the table of rules ------------------------------------------------------------------------- */
 
-#define RULE_SLOTS_FIRST (1u << 16) /* 1 MiB, made resident at start: no page fault in the handler */
-#define RULE_SLOTS \
-    (1u << 19) /* at its largest (8 MiB reserved; a PyTorch import walks 190 k
-                                     * return addresses): four times larger each time it is 3/4 full,
-                                     * the rules put under the smaller size computed again once */
+/* The table's first part (1 MiB) is made resident at start: no page fault in the handler. It
+ * grows fourfold each time it is 3/4 full, up to 512 Ki rules (8 MiB reserved: a PyTorch import
+ * walks 190 k return addresses), its pages touched as used; the rules put under the smaller size
+ * are computed again once. */
+#define RULE_SLOTS_FIRST (1u << 16)
+#define RULE_SLOTS (1u << 19)
 #define RULE_PROBES 16
 static struct rule_slot {
     uint64_t key, rule; /* key: the address, the generation in its top 16 bits (user addresses have 47) */
