@@ -45,7 +45,7 @@ __attribute__((noinline)) static void jit_b(size_t n) { leaf(n); }
 
 /* "JIT" code: n in rdi, the function to call in rsi; no unwind tables anywhere */
 static int jit(void) {
-    static const unsigned char stub[] = {
+    static const unsigned char code[] = {
         0x48, 0x83, 0xec, 0x08, /* sub $8, %rsp (the call's stack 16-byte aligned) */
         0xff, 0xd6,             /* call *%rsi */
         0x48, 0x83, 0xc4, 0x08, /* add $8, %rsp */
@@ -57,7 +57,7 @@ static int jit(void) {
         fprintf(stderr, "chains: no page at 0x3f0000000\n");
         return 1;
     }
-    memcpy(at, stub, sizeof stub);
+    memcpy(at, code, sizeof code);
     if (mprotect(at, 4096, PROT_READ | PROT_EXEC) != 0) return 1;
     void (*call)(size_t, void (*)(size_t)) = (void (*)(size_t, void (*)(size_t)))at;
     for (int i = 0; i < 1000; i++) {
