@@ -149,6 +149,7 @@ REPORT_SRCS += tools/run.c
 REPORT_SRCS += tools/live.c
 REPORT_SRCS += tools/pack.c
 REPORT_SRCS += tools/chrome_in.c
+REPORT_SRCS += tools/pftrace_in.c
 REPORT_SRCS += tools/report.c
 REPORT_SRCS += tools/merge.c
 REPORT_SRCS += tools/skew.c

@@ -127,6 +127,53 @@ static size_t zlib_compress(struct lp_deflate *d, const void *in, size_t n, void
 
 static void no_state(struct lp_deflate *d) { (void)d; }
 
+/* ---- inflate (the readers of a .pftrace's compressed packets): zlib's, which every system has -- */
+
+size_t lp_inflate(const void *in, size_t n, uint8_t **out) {
+    static int (*i_init)(z_streamp, const char *, int), (*i_inflate)(z_streamp, int), (*i_end)(z_streamp);
+    static int tried;
+    if (!tried) {
+        void *h = lp_os_dlopen("libz.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (h) {
+            i_init = (int (*)(z_streamp, const char *, int))lp_os_dlsym(h, "inflateInit_");
+            i_inflate = (int (*)(z_streamp, int))lp_os_dlsym(h, "inflate");
+            i_end = (int (*)(z_streamp))lp_os_dlsym(h, "inflateEnd");
+        }
+        tried = 1;
+    }
+    *out = NULL;
+    if (!i_init || !i_inflate || !i_end || n > UINT32_MAX) return 0;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    z.zalloc = z_alloc;
+    z.zfree = z_free;
+    if (i_init(&z, ZLIB_VERSION, (int)sizeof z) != Z_OK) return 0;
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)n;
+    size_t cap = 0, done = 0;
+    uint8_t *buf = NULL;
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+        if (cap - done < 65536) { /* grows by half: a bundle inflates to a few hundred KiB */
+            size_t ncap = cap ? cap + cap / 2 : 4 * n + 65536;
+            uint8_t *nb = ncap > (size_t)UINT32_MAX * 4 ? NULL : lp_os_realloc(buf, ncap);
+            if (!nb) break;
+            buf = nb, cap = ncap;
+        }
+        z.next_out = buf + done;
+        z.avail_out = (uInt)(cap - done > UINT32_MAX ? UINT32_MAX : cap - done);
+        rc = i_inflate(&z, Z_NO_FLUSH);
+        done = (size_t)(z.next_out - buf);
+    }
+    i_end(&z);
+    if (rc != Z_STREAM_END) {
+        lp_os_free(buf);
+        return 0;
+    }
+    *out = buf;
+    return done ? done : (lp_os_free(buf), *out = NULL, 0);
+}
+
 /* ---- the choice ------------------------------------------------------------------------------- */
 
 static const struct deflater {

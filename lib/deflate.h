@@ -5,6 +5,7 @@
 #define LP_DEFLATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* One compressor's state: one for each thread deflating at once (zero it before first use). */
 struct lp_deflate {
@@ -20,5 +21,8 @@ size_t lp_deflate_bound(size_t n);
  * (no deflater, no memory, no room). */
 size_t lp_deflate(struct lp_deflate *d, const void *in, size_t n, void *out, size_t cap);
 void lp_deflate_end(struct lp_deflate *d);
+/* A zlib stream (`n` bytes) inflated, by zlib: its length and *out (lp_os_free it), or 0 when it
+ * is not one, zlib does not load or memory ran out (*out NULL). */
+size_t lp_inflate(const void *in, size_t n, uint8_t **out);
 
 #endif

@@ -197,15 +197,20 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
                  cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
         return -1;
     }
+    int rc = lp_chrome_load_tree(root, out, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int lp_chrome_load_tree(const cJSON *root, struct lp_slices *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
     const cJSON *events = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
     if (!cJSON_IsArray(events)) {
-        cJSON_Delete(root);
         snprintf(err, errlen, "JSON but not a Chrome trace (no traceEvents array)");
         return -1;
     }
     struct parse l = {.b = lp_slices_builder_new(out), .c = out};
     if (!l.b) {
-        cJSON_Delete(root);
         snprintf(err, errlen, "out of memory reading the trace");
         return -1;
     }
@@ -236,7 +241,6 @@ int lp_chrome_load(const char *text, size_t len, struct lp_slices *out, char *er
     out->unmatched += l.nopen;
     free(l.open);
     lp_map_free(&l.ids);
-    cJSON_Delete(root);
     if (l.oom) lp_slices_oom(l.b);
     int64_t origin = out->origin_real_ns, pid = out->pid;
     size_t nevents = out->events, skipped = out->skipped, unmatched = out->unmatched;

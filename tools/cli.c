@@ -16,8 +16,9 @@ static const char intro[] =
     "usage: libprof-report TRACE... [options]\n"
     "       libprof-report --wait FILE [--timeout SECONDS]\n"
     "\n"
-    "TRACE: a raw libprof trace (LIBPROF_OUTPUT=trace.lpt), or Chrome trace JSON — libprof's or\n"
-    "another profiler's (PyTorch export_chrome_trace, ONNX Runtime, uftrace dump --chrome, ...).\n"
+    "TRACE: a raw libprof trace (LIBPROF_OUTPUT=trace.lpt), libprof's Perfetto trace (.pftrace),\n"
+    "or Chrome trace JSON — libprof's or another profiler's (PyTorch export_chrome_trace, ONNX\n"
+    "Runtime, uftrace dump --chrome, ...).\n"
     "Without an output option the report is printed: per name count, total, self, mean, min,\n"
     "p10/p50/p90/p95/p99/p99.9, max; per thread busy time and framework tax; and for raw traces\n"
     "the memory, I/O per file, BLAS shapes, oneDNN primitives and allocation sites.\n";

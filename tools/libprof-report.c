@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "chrome_in.h"
+#include "pftrace_in.h"
 #include "cli.h"
 #include "pack.h"
 #include "lib/fmt.h"
@@ -70,7 +71,7 @@ struct input {
     struct lp_slices c;
 };
 
-/* 1 raw, 0 JSON, -1 neither (message printed). */
+/* 1 raw, 2 packed, 0 JSON, 3 Perfetto's protobuf, -1 none of them (message printed). */
 static int kind_of(const char *path) {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -95,7 +96,10 @@ static int kind_of(const char *path) {
     size_t i = 0;
     while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
     if (i < got && (magic[i] == '{' || magic[i] == '[')) return 0;
-    fprintf(stderr, "libprof-report: %s: neither a libprof raw trace (bad magic) nor Chrome trace JSON\n", path);
+    if (rp_is_pftrace(magic, got)) return 3;
+    fprintf(stderr,
+            "libprof-report: %s: not a libprof raw trace (bad magic), Chrome trace JSON or a Perfetto trace\n",
+            path);
     return -1;
 }
 
@@ -105,7 +109,7 @@ static int load(struct input *in, const char *path, int need_slices) {
     int k = kind_of(path);
     if (k < 0) return -1;
     char err[512];
-    if (k >= 1) {
+    if (k == 1 || k == 2) {
         in->raw = 1;
         size_t isize = 0;
         if (k == 2 && rp_unpack(path, &in->image, &isize, err, sizeof err) != 0) {
@@ -138,7 +142,7 @@ static int load(struct input *in, const char *path, int need_slices) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    int rc = lp_chrome_load(text, len, &in->c, err, sizeof err);
+    int rc = k == 3 ? rp_pftrace_load(text, len, &in->c, err, sizeof err) : lp_chrome_load(text, len, &in->c, err, sizeof err);
     free(text);
     if (rc != 0) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, err);

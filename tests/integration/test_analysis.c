@@ -271,7 +271,17 @@ Test(analysis, bad_input_is_a_clear_error, .init = setup) {
     run_free(&r);
     report(&r, (const char *[]){garbage, NULL});
     cr_expect_eq(r.status, 1);
-    cr_expect_not_null(strstr(r.err, "neither a libprof raw trace (bad magic) nor Chrome trace JSON"), "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "not a libprof raw trace (bad magic), Chrome trace JSON or a Perfetto trace"),
+                       "%s", r.err);
+    run_free(&r);
+    /* a Perfetto trace's first bytes, then not one: one clear line */
+    char *cut = strfmt("%s/cut.pftrace", dir);
+    f = fopen(cut, "w");
+    fwrite("\x0a\x40\x08\x01\x10", 1, 5, f);
+    fclose(f);
+    report(&r, (const char *[]){cut, NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect_not_null(strstr(r.err, "not a Perfetto trace (malformed protobuf)"), "%s", r.err);
     run_free(&r);
     report(&r, (const char *[]){"tests/golden/small.json", "--diff", "/nonexistent.json", NULL});
     cr_expect_eq(r.status, 1);

@@ -17,11 +17,41 @@
 
 TestSuite(perfetto, .timeout = 300);
 
-/* check_pftrace.py's summary of `trace` (with the files to compare to: "--json", J, ...). */
+/* libprof-report's report of `trace` from its second line (the first names the file and counts
+ * what it skipped, which differs by format). */
+static char *report_rows(const char *trace, const char *opt) {
+    struct run r;
+    run_prog(&r, NULL, NULL, (const char *[]){REPORT, trace, opt, NULL});
+    cr_assert_eq(r.status, 0, "libprof-report %s: %s", trace, r.err);
+    const char *nl = strchr(r.out, '\n');
+    char *rows = strdup(nl ? nl + 1 : "");
+    cr_assert_not_null(rows);
+    run_free(&r);
+    return rows;
+}
+
+/* The report reads the Perfetto trace as it reads the JSON of the same run: the same rows (the
+ * per-name and per-thread tables, the CPU samples' and the metadata's), and by input shapes. */
+static void same_report(const char *pf, const char *json) {
+    const char *opts[] = {"--summary", "--by-shapes"};
+    for (int i = 0; i < 2; i++) {
+        char *a = report_rows(json, opts[i]), *b = report_rows(pf, opts[i]);
+        cr_expect_gt(strlen(a), 40, "%s: a report", json);
+        cr_expect_str_eq(b, a, "libprof-report %s %s differs from its JSON's (%s)", pf, opts[i], json);
+        free(a);
+        free(b);
+    }
+}
+
+/* check_pftrace.py's summary of `trace` (with the files to compare to: "--json", J, ...); with
+ * the JSON, the report's rows of both. */
 static cJSON *check(const char *trace, const char *const *more) {
     const char *argv[16] = {"/usr/bin/python3", LP_SOURCE_DIR "/tests/integration/check_pftrace.py", trace};
     int n = 3;
-    for (; more && *more && n < 15; more++) argv[n++] = *more;
+    for (; more && *more && n < 15; more++) {
+        if (!strcmp(*more, "--json") && more[1]) same_report(trace, more[1]);
+        argv[n++] = *more;
+    }
     argv[n] = NULL;
     struct run r;
     cr_assert_eq(run_prog(&r, NULL, NULL, argv), 0);
