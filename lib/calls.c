@@ -7,6 +7,7 @@
  * by a raw system call) to one pseudo-file; GEMM shapes and files are keyed by a hash checked against the stored value. */
 #define _GNU_SOURCE
 #include "calls.h"
+#include "json.h"
 #include "os.h"
 
 #include <stdio.h>
@@ -481,82 +482,84 @@ static double gflops(const struct shape *s) {
 }
 
 /* {"name":{"count":N,"total_ns":T},...} for statistics indexed by interned name id */
-static void named_stats_json(const struct lp_calls *c, struct lp_out *o, const struct fnstat *st, uint32_t n) {
-    int first = 1;
-    lp_out_c(o, '{');
+static void named_stats_json(const struct lp_calls *c, struct lp_json *j, const struct fnstat *st, uint32_t n) {
+    lp_json_object(j);
     for (uint32_t id = 0; id < n; id++) {
         const struct fnstat *f = &st[id];
         if (!f->count) continue;
         uint32_t len;
         const char *name = lp_reader_name(c->r, id, &len);
-        if (!first) lp_out_c(o, ',');
-        first = 0;
-        lp_out_json_str(o, name, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)f->count,
-                   (unsigned long long)f->total_ns);
+        lp_json_keyn(j, name, len);
+        lp_json_object(j);
+        lp_json_kus(j, "count", LP_U(f->count), "total_ns", LP_U(f->total_ns), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_c(o, '}');
+    lp_json_object_end(j);
 }
 
-void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped) {
-    lp_out_s(o, ",\"calls\":{");
-    int first = 1;
-    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
-        const struct fnstat *f = &c->fn[k];
-        if (!f->count) continue;
-        lp_out_fmt(o,
-                   "%s\"%s\":{\"family\":\"%s\",\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,"
-                   "\"bytes\":%llu}",
-                   first ? "" : ",", lp_call_names[k], lp_family_names[lp_call_family[k]], (unsigned long long)f->count,
-                   (unsigned long long)f->total_ns, (unsigned long long)lp_percentile(f, 0.5),
-                   (unsigned long long)lp_percentile(f, 0.99), (unsigned long long)f->bytes);
-        first = 0;
-    }
-    lp_out_fmt(o, "},\"calls_under_min_ns\":%llu,\"threads_created\":%llu,", (unsigned long long)c->short_calls,
-               (unsigned long long)c->threads_made);
-    lp_out_fmt(o,
-               "\"mmap_anon\":{\"maps\":%llu,\"unmaps\":%llu,\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"live_at_"
-               "exit\":%llu,\"counter_capped\":%s},",
-               (unsigned long long)c->maps_made, (unsigned long long)c->maps_removed, (unsigned long long)c->mmap_peak,
-               (unsigned long long)c->mmap_peak_ns, (unsigned long long)c->mmap_live, capped ? "true" : "false");
-    for (int peers = 0; peers < 2; peers++) { /* files, then sockets' peers: the same columns */
-        lp_out_s(o, peers ? "],\"peers\":[" : "\"files\":[");
+/* The files, then the sockets' peers: the same columns. */
+static void files_json(const struct lp_calls *c, struct lp_json *j) {
+    for (int peers = 0; peers < 2; peers++) {
+        lp_json_karray(j, peers ? "peers" : "files");
         const struct file **fv = sorted_files(c);
-        first = 1;
         for (uint32_t i = 0; fv && i < c->nfiles; i++) {
             const struct file *f = fv[i];
             if (!file_used(f) || f->peer != peers) continue;
-            lp_out_s(o, first ? (peers ? "{\"peer\":" : "{\"path\":") : (peers ? ",{\"peer\":" : ",{\"path\":"));
-            first = 0;
-            lp_out_json_str(o, f->path, f->len);
-            lp_out_fmt(o,
-                       ",\"%s\":%llu,\"reads\":%llu,\"read_bytes\":%llu,\"writes\":%llu,\"write_bytes\":%llu,"
-                       "\"other\":%llu,\"time_ns\":%llu}",
-                       peers ? "connections" : "opens", (unsigned long long)f->opens, (unsigned long long)f->reads,
-                       (unsigned long long)f->rbytes, (unsigned long long)f->writes, (unsigned long long)f->wbytes,
-                       (unsigned long long)f->other, (unsigned long long)f->time_ns);
+            lp_json_object(j);
+            lp_json_ks(j, peers ? "peer" : "path", f->path, f->len);
+            lp_json_kus(j, peers ? "connections" : "opens", LP_U(f->opens), "reads", LP_U(f->reads), "read_bytes",
+                        LP_U(f->rbytes), "writes", LP_U(f->writes), "write_bytes", LP_U(f->wbytes), "other",
+                        LP_U(f->other), "time_ns", LP_U(f->time_ns), NULL);
+            lp_json_object_end(j);
         }
+        lp_json_array_end(j);
         lp_os_free(fv);
     }
-    lp_out_s(o, "],\"blas\":[");
+}
+
+void lp_calls_metadata(const struct lp_calls *c, struct lp_json *j, int capped) {
+    lp_json_kobject(j, "calls");
+    for (unsigned k = 1; k < LP_CALL_COUNT; k++) {
+        const struct fnstat *f = &c->fn[k];
+        if (!f->count) continue;
+        lp_json_kobject(j, lp_call_names[k]);
+        const char *fam = lp_family_names[lp_call_family[k]];
+        lp_json_ks(j, "family", fam, strlen(fam));
+        lp_json_kus(j, "count", LP_U(f->count), "total_ns", LP_U(f->total_ns), "p50_ns", LP_U(lp_percentile(f, 0.5)),
+                    "p99_ns", LP_U(lp_percentile(f, 0.99)), "bytes", LP_U(f->bytes), NULL);
+        lp_json_object_end(j);
+    }
+    lp_json_object_end(j);
+    lp_json_kus(j, "calls_under_min_ns", LP_U(c->short_calls), "threads_created", LP_U(c->threads_made), NULL);
+    lp_json_kobject(j, "mmap_anon");
+    lp_json_kus(j, "maps", LP_U(c->maps_made), "unmaps", LP_U(c->maps_removed), "peak_bytes", LP_U(c->mmap_peak),
+                "peak_time_ns", LP_U(c->mmap_peak_ns), "live_at_exit", LP_U(c->mmap_live), NULL);
+    lp_json_kb(j, "counter_capped", capped);
+    lp_json_object_end(j);
+    files_json(c, j);
+    lp_json_karray(j, "blas");
     const struct shape **sv = sorted_shapes(c);
     for (uint32_t i = 0; sv && i < c->nshapes; i++) {
         const struct shape *s = sv[i];
         char label[128];
         shape_label(s, label, sizeof label);
-        lp_out_fmt(o,
-                   "%s{\"name\":\"%s\",\"routine\":\"%s\",\"m\":%llu,\"n\":%llu,\"k\":%llu,\"count\":%llu,\"total_ns\":"
-                   "%llu,\"gflops\":%.3f}",
-                   i ? "," : "", label, lp_blas_name(s->call, s->op), (unsigned long long)s->m,
-                   (unsigned long long)s->n, (unsigned long long)s->k, (unsigned long long)s->st.count,
-                   (unsigned long long)s->st.total_ns, gflops(s));
+        const char *routine = lp_blas_name(s->call, s->op);
+        lp_json_object(j);
+        lp_json_ks(j, "name", label, strlen(label));
+        lp_json_ks(j, "routine", routine, strlen(routine));
+        lp_json_kus(j, "m", LP_U(s->m), "n", LP_U(s->n), "k", LP_U(s->k), "count", LP_U(s->st.count), "total_ns",
+                    LP_U(s->st.total_ns), NULL);
+        lp_json_kd(j, "gflops", "%.3f", gflops(s));
+        lp_json_object_end(j);
     }
     lp_os_free(sv);
-    lp_out_s(o, "],\"dnnl\":{\"kinds\":");
-    named_stats_json(c, o, c->dnnl_kind, c->ndnnl_kind);
-    lp_out_s(o, ",\"shapes\":");
-    named_stats_json(c, o, c->dnnl_shape, c->ndnnl_shape);
-    lp_out_s(o, "}");
+    lp_json_array_end(j);
+    lp_json_kobject(j, "dnnl");
+    lp_json_key(j, "kinds");
+    named_stats_json(c, j, c->dnnl_kind, c->ndnnl_kind);
+    lp_json_key(j, "shapes");
+    named_stats_json(c, j, c->dnnl_shape, c->ndnnl_shape);
+    lp_json_object_end(j);
 }
 
 /* One CSV row in the core's columns, plus `gflops` (BLAS shape rows only); shared with convert.c. */

@@ -36,7 +36,7 @@ int lp_calls_event(struct lp_calls *c, const struct lp_event *e, int counting, s
 int lp_calls_finish(struct lp_calls *c);
 /* ,"calls":{...},"files":[...],... inside metadata.libprof (`capped`: the mmap counter track
  * was cut short by its writer) */
-void lp_calls_metadata(const struct lp_calls *c, struct lp_out *o, int capped);
+void lp_calls_metadata(const struct lp_calls *c, struct lp_json *j, int capped);
 void lp_calls_csv(const struct lp_calls *c, struct lp_out *o);
 struct fnstat;
 /* One row of the CSV summary: name,category,count,total_ns,...,bytes,gflops,temporary (gflops <= 0: empty). */

@@ -4,6 +4,7 @@
  * allocations are few — a caching allocator's whole point). */
 #define _GNU_SOURCE
 #include "cudamem.h"
+#include "json.h"
 
 #include <string.h>
 
@@ -166,23 +167,23 @@ void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out) {
     }
 }
 
-void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_out *out) {
+void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_json *j) {
     uint64_t leaked = 0;
     for (size_t i = 0; i < m->nsite; i++) leaked += m->site[i].live;
-    lp_out_fmt(out,
-               ",\"cuda_memory\":{\"allocs\":%llu,\"frees\":%llu,\"failed_allocs\":%llu,\"unknown_frees\":%llu,"
-               "\"peak_bytes\":%llu,\"peak_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,\"sites\":[",
-               (unsigned long long)m->allocs, (unsigned long long)m->frees, (unsigned long long)m->failed,
-               (unsigned long long)m->unknown_frees, (unsigned long long)m->peak, (unsigned long long)m->peak_ns,
-               (unsigned long long)leaked, (unsigned long long)m->blocks.n);
+    lp_json_kobject(j, "cuda_memory");
+    lp_json_kus(j, "allocs", LP_U(m->allocs), "frees", LP_U(m->frees), "failed_allocs", LP_U(m->failed),
+                "unknown_frees", LP_U(m->unknown_frees), "peak_bytes", LP_U(m->peak), "peak_ns", LP_U(m->peak_ns),
+                "leaked_bytes", LP_U(leaked), "leaked_blocks", LP_U(m->blocks.n), NULL);
+    lp_json_karray(j, "sites");
     lp_sort(m->site, m->nsite, sizeof *m->site, by_bytes);
     for (size_t i = 0; i < m->nsite; i++) {
         const char *name = site_name(m, m->site[i].stack);
-        lp_out_s(out, i ? ",{\"site\":" : "{\"site\":");
-        lp_out_json_str(out, name, strlen(name));
-        lp_out_fmt(out, ",\"allocs\":%llu,\"bytes\":%llu,\"at_peak\":%llu,\"at_exit\":%llu}",
-                   (unsigned long long)m->site[i].allocs, (unsigned long long)m->site[i].bytes,
-                   (unsigned long long)m->site[i].at_peak, (unsigned long long)m->site[i].live);
+        lp_json_object(j);
+        lp_json_ks(j, "site", name, strlen(name));
+        lp_json_kus(j, "allocs", LP_U(m->site[i].allocs), "bytes", LP_U(m->site[i].bytes), "at_peak",
+                    LP_U(m->site[i].at_peak), "at_exit", LP_U(m->site[i].live), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(out, "]}");
+    lp_json_array_end(j);
+    lp_json_object_end(j);
 }

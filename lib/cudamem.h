@@ -24,7 +24,7 @@ int lp_cudamem_call(struct lp_cudamem *m, const struct lp_event *e, const struct
 int lp_cudamem_any(const struct lp_cudamem *m); /* device allocations seen */
 void lp_cudamem_chrome(const struct lp_cudamem *m, struct lp_json *j, uint64_t pid);
 void lp_cudamem_summary(struct lp_cudamem *m, struct lp_out *out, unsigned top);
-void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_out *out); /* ,"cuda_memory":{...} */
+void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_json *j); /* ,"cuda_memory":{...} */
 /* The device memory live at its peak by allocation site, as collapsed stacks (the device's
  * heap-at-peak flame graph; the sites need LIBPROF_STACKS) */
 void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out);

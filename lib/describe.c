@@ -140,7 +140,7 @@ void lp_torch_args_json(struct lp_json *j, const struct lp_reader *r, const stru
         const char *v = lp_reader_name(r, a[5], &len);
         lp_json_key(j, "shapes");
         if (len && v[0] == '[' && v[len - 1] == ']' && strspn(v, "[], -0123456789") >= len)
-            lp_json_raw(j, v, len); /* as the recorder wrote it: digits, brackets, commas */
+            lp_json_ints(j, v, len); /* as the recorder wrote it: digits, brackets, commas */
         else
             lp_json_str(j, v, len);
     }

@@ -7,6 +7,7 @@
  * where the work was even when the two clocks drift. */
 #define _GNU_SOURCE
 #include "etdump.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -427,17 +428,19 @@ void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned t
     }
 }
 
-void lp_etdump_metadata(const struct lp_etdump *d, struct lp_out *out) {
-    lp_out_fmt(out,
-               ",\"etdump\":{\"dumps\":%zu,\"not_etdump\":%zu,\"executes\":%zu,\"placed\":%zu,\"unaligned\":%zu,"
-               "\"outside_executes\":%zu,\"nested_runs\":%zu,\"loads\":%zu,\"nested_loads\":%zu,\"events\":[",
-               d->dumps, d->bad, d->executes, d->nev, d->unaligned, d->outside, d->nested_runs, d->loads,
-               d->nested_loads);
+void lp_etdump_metadata(const struct lp_etdump *d, struct lp_json *j) {
+    lp_json_kobject(j, "etdump");
+    lp_json_kus(j, "dumps", LP_U(d->dumps), "not_etdump", LP_U(d->bad), "executes", LP_U(d->executes), "placed",
+                LP_U(d->nev), "unaligned", LP_U(d->unaligned), "outside_executes", LP_U(d->outside), "nested_runs",
+                LP_U(d->nested_runs), "loads", LP_U(d->loads), "nested_loads", LP_U(d->nested_loads), NULL);
+    lp_json_karray(j, "events");
     for (size_t i = 0; i < d->nrow; i++) {
-        lp_out_s(out, i ? ",{\"name\":" : "{\"name\":");
-        lp_out_json_str(out, d->row[i].name, d->row[i].nlen);
-        lp_out_fmt(out, ",\"count\":%llu,\"total_ns\":%llu,\"placed\":%llu}", (unsigned long long)d->row[i].count,
-                   (unsigned long long)d->row[i].ns, (unsigned long long)d->row[i].placed);
+        lp_json_object(j);
+        lp_json_ks(j, "name", d->row[i].name, d->row[i].nlen);
+        lp_json_kus(j, "count", LP_U(d->row[i].count), "total_ns", LP_U(d->row[i].ns), "placed", LP_U(d->row[i].placed),
+                    NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(out, "]}");
+    lp_json_array_end(j);
+    lp_json_object_end(j);
 }

@@ -48,7 +48,7 @@ void lp_etdump_event(const struct lp_etdump *d, size_t i, const char **name, uin
                      uint64_t *dur);
 void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid);
 void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned top);
-void lp_etdump_metadata(const struct lp_etdump *d, struct lp_out *out); /* ,"etdump":{...} */
+void lp_etdump_metadata(const struct lp_etdump *d, struct lp_json *j); /* ,"etdump":{...} */
 
 /* The Chrome tid of the ETDump row of thread `tid`. */
 #define LP_ETDUMP_TRACK(tid) ((tid) | UINT32_C(0x40000000))

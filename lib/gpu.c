@@ -4,6 +4,7 @@
  * start — the key the recorder pushed as CUPTI's external correlation id. */
 #define _GNU_SOURCE
 #include "gpu.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -379,55 +380,58 @@ void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o) {
     if (g->sets.count) lp_csv_row(o, "memset", 6, "gpu", &g->sets, 0);
 }
 
-void lp_gpu_metadata(const struct lp_gpu *g, struct lp_out *o) {
-    lp_out_fmt(o,
-               ",\"gpu\":{\"source\":\"cupti\",\"kernels\":%llu,\"memcpys\":%llu,\"memsets\":%llu,\"dropped\":%llu,"
-               "\"linked\":%llu,\"busy_ns\":%llu,\"by_kernel\":[",
-               (unsigned long long)g->kernels, (unsigned long long)g->copies, (unsigned long long)g->nsets,
-               (unsigned long long)g->dropped, (unsigned long long)g->linked, (unsigned long long)g->busy_ns);
+void lp_gpu_metadata(const struct lp_gpu *g, struct lp_json *j) {
+    lp_json_kobject(j, "gpu");
+    lp_json_ks(j, "source", "cupti", 5);
+    lp_json_kus(j, "kernels", LP_U(g->kernels), "memcpys", LP_U(g->copies), "memsets", LP_U(g->nsets), "dropped",
+                LP_U(g->dropped), "linked", LP_U(g->linked), "busy_ns", LP_U(g->busy_ns), NULL);
+    lp_json_karray(j, "by_kernel");
     for (size_t i = 0; i < g->nkern; i++) {
         const struct fnstat *f = &g->kern[i].f;
         uint32_t len;
         const char *name = kname(g, g->kern[i].name, &len);
-        lp_out_s(o, i ? ",{\"name\":" : "{\"name\":");
-        lp_out_json_str(o, name, len);
-        lp_out_fmt(o, ",\"count\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}",
-                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
-                   (unsigned long long)(f->total_ns / (f->timed ? f->timed : 1)),
-                   (unsigned long long)lp_percentile(f, 0.50), (unsigned long long)lp_percentile(f, 0.99));
+        lp_json_object(j);
+        lp_json_ks(j, "name", name, len);
+        lp_json_kus(j, "count", LP_U(f->count), "total_ns", LP_U(f->total_ns), "mean_ns",
+                    LP_U(f->total_ns / (f->timed ? f->timed : 1)), "p50_ns", LP_U(lp_percentile(f, 0.50)), "p99_ns",
+                    LP_U(lp_percentile(f, 0.99)), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "],\"copies\":[");
-    int first = 1;
+    lp_json_array_end(j);
+    lp_json_karray(j, "copies");
     for (unsigned d = 0; d < 16; d++) {
         const struct fnstat *f = &g->copy[d];
         if (!f->count) continue;
-        lp_out_fmt(o, "%s{\"direction\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
-                   dir_name(d), (unsigned long long)f->count, (unsigned long long)f->bytes,
-                   (unsigned long long)f->total_ns);
-        first = 0;
+        lp_json_object(j);
+        lp_json_ks(j, "direction", dir_name(d), strlen(dir_name(d)));
+        lp_json_kus(j, "count", LP_U(f->count), "bytes", LP_U(f->bytes), "total_ns", LP_U(f->total_ns), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "],\"gemms\":[");
-    first = 1;
+    lp_json_array_end(j);
+    lp_json_karray(j, "gemms");
     for (size_t i = 0; i < g->ngemm; i++) {
         const struct gemm *m = &g->gemm[i];
         if (!m->gpu_ns) continue; /* (no kernel of its seen: no GPU, or GPU times off) */
-        lp_out_fmt(o,
-                   "%s{\"m\":%llu,\"n\":%llu,\"k\":%llu,\"batch\":%llu,\"type\":%llu,\"count\":%llu,\"flop\":%llu,"
-                   "\"gpu_ns\":%llu,\"gflops\":%.3f}",
-                   first ? "" : ",", (unsigned long long)m->m, (unsigned long long)m->n, (unsigned long long)m->k,
-                   (unsigned long long)m->batch, (unsigned long long)m->type, (unsigned long long)m->count,
-                   (unsigned long long)(m->flop * m->count), (unsigned long long)m->gpu_ns,
-                   (double)m->flop * (double)m->count / (double)m->gpu_ns);
-        first = 0;
+        lp_json_object(j);
+        lp_json_kus(j, "m", LP_U(m->m), "n", LP_U(m->n), "k", LP_U(m->k), "batch", LP_U(m->batch), "type",
+                    LP_U(m->type), "count", LP_U(m->count), "flop", LP_U(m->flop * m->count), "gpu_ns", LP_U(m->gpu_ns),
+                    NULL);
+        lp_json_kd(j, "gflops", "%.3f", (double)m->flop * (double)m->count / (double)m->gpu_ns);
+        lp_json_object_end(j);
     }
-    lp_out_fmt(o, "],\"memset\":{\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu},\"streams\":[",
-               (unsigned long long)g->sets.count, (unsigned long long)g->sets.bytes,
-               (unsigned long long)g->sets.total_ns);
+    lp_json_array_end(j);
+    lp_json_kobject(j, "memset");
+    lp_json_kus(j, "count", LP_U(g->sets.count), "bytes", LP_U(g->sets.bytes), "total_ns", LP_U(g->sets.total_ns),
+                NULL);
+    lp_json_object_end(j);
+    lp_json_karray(j, "streams");
     for (size_t k = 0; k < g->ntrack; k++) {
         const struct track *t = &g->track[k];
-        lp_out_fmt(o, "%s{\"device\":%u,\"stream\":%u,\"track\":%u,\"ops\":%llu,\"busy_ns\":%llu}", k ? "," : "",
-                   t->device, t->stream, (unsigned)LP_GPU_TRACK(k), (unsigned long long)t->ops,
-                   (unsigned long long)t->busy_ns);
+        lp_json_object(j);
+        lp_json_kus(j, "device", LP_U(t->device), "stream", LP_U(t->stream), "track", LP_U(LP_GPU_TRACK(k)), "ops",
+                    LP_U(t->ops), "busy_ns", LP_U(t->busy_ns), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "]}");
+    lp_json_array_end(j);
+    lp_json_object_end(j);
 }

@@ -27,7 +27,7 @@ void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid);
 /* `span`: the run's length, of which the busy times are shares */
 void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint64_t span);
 void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o);
-void lp_gpu_metadata(const struct lp_gpu *g, struct lp_out *o); /* ,"gpu":{...} */
+void lp_gpu_metadata(const struct lp_gpu *g, struct lp_json *j); /* ,"gpu":{...} */
 
 /* The track of GPU `device`'s stream `stream` in the Chrome trace (beside the process's threads,
  * whose ids are below 2^22). */

@@ -1,17 +1,97 @@
 /* json.c: see json.h. */
 #include "json.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 void lp_json_begin(struct lp_json *j, struct lp_out *o) {
     j->o = o;
     j->first_event = 1;
-    lp_out_s(o, "{\"traceEvents\":[");
+    if (!j->to) lp_out_s(o, "{\"traceEvents\":[");
+}
+
+/* ---- the tape: the calls recorded, to be made again (lp_json_divert) ------------------------------
+ * A record: its op (a byte), its payload's length (4 bytes), the payload — numbers as 8 bytes,
+ * texts as 4 bytes of length and their bytes. */
+enum {
+    T_EVENT = 1,
+    T_DUR,
+    T_SCOPE,
+    T_ID,
+    T_FLOW_END,
+    T_ARGS,
+    T_KEY,
+    T_ARGS_END,
+    T_EVENT_END,
+    T_U64,
+    T_I64,
+    T_BOOL,
+    T_DOUBLE,
+    T_STR,
+    T_INTS,
+    T_ARRAY,
+    T_ARRAY_END,
+    T_OBJECT,
+    T_OBJECT_END,
+    T_NULL
+};
+
+struct rec {
+    uint8_t b[64];
+    size_t n;
+    struct lp_out *o;
+    const char *s[2]; /* texts after the fixed part */
+    size_t sn[2];
+    int ns;
+};
+static void rec_u64(struct rec *r, uint64_t v) {
+    memcpy(r->b + r->n, &v, 8);
+    r->n += 8;
+}
+static void rec_text(struct rec *r, const char *s, size_t n) {
+    r->s[r->ns] = s;
+    r->sn[r->ns++] = n;
+}
+static void tape(struct lp_json *j, uint8_t op, struct rec *r) {
+    uint32_t len = (uint32_t)r->n;
+    for (int i = 0; i < r->ns; i++) len += 4 + (uint32_t)r->sn[i];
+    uint8_t head[5] = {op};
+    memcpy(head + 1, &len, 4);
+    lp_out_write(j->tape, (const char *)head, 5);
+    lp_out_write(j->tape, (const char *)r->b, r->n);
+    for (int i = 0; i < r->ns; i++) {
+        uint32_t n = (uint32_t)r->sn[i];
+        lp_out_write(j->tape, (const char *)&n, 4);
+        lp_out_write(j->tape, r->s[i], r->sn[i]);
+    }
+}
+static void tape0(struct lp_json *j, uint8_t op) { tape(j, op, &(struct rec){.n = 0}); }
+static void tape_u64(struct lp_json *j, uint8_t op, uint64_t v) {
+    struct rec r = {.n = 0};
+    rec_u64(&r, v);
+    tape(j, op, &r);
+}
+static void tape_text(struct lp_json *j, uint8_t op, const char *s, size_t n) {
+    struct rec r = {.n = 0};
+    rec_text(&r, s, n);
+    tape(j, op, &r);
 }
 
 void lp_json_event(struct lp_json *j, const char *ph, uint64_t pid, uint64_t tid, const char *cat, const char *name,
                    size_t nlen, int64_t ts_ns) {
+    if (j->tape) {
+        struct rec r = {.n = 0};
+        r.b[r.n++] = (uint8_t)ph[0];
+        r.b[r.n++] = (uint8_t)((cat != NULL) | (name != NULL) << 1);
+        rec_u64(&r, pid);
+        rec_u64(&r, tid);
+        rec_u64(&r, (uint64_t)ts_ns);
+        rec_text(&r, cat ? cat : "", cat ? strlen(cat) : 0);
+        rec_text(&r, name ? name : "", name ? nlen : 0);
+        tape(j, T_EVENT, &r);
+        return;
+    }
     if (j->to) {
         j->ev = (struct lp_json_ev){
             .ph = ph[0], .pid = pid, .tid = tid, .cat = cat, .name = name, .nlen = nlen, .ts_ns = ts_ns};
@@ -43,6 +123,7 @@ void lp_json_event(struct lp_json *j, const char *ph, uint64_t pid, uint64_t tid
 }
 
 void lp_json_dur(struct lp_json *j, uint64_t ns) {
+    if (j->tape) return tape_u64(j, T_DUR, ns);
     if (j->to) {
         j->ev.has_dur = 1;
         j->ev.dur_ns = ns;
@@ -53,6 +134,7 @@ void lp_json_dur(struct lp_json *j, uint64_t ns) {
 }
 
 void lp_json_scope(struct lp_json *j, char scope) {
+    if (j->tape) return tape_u64(j, T_SCOPE, (uint8_t)scope);
     if (j->to) {
         j->ev.scope = scope;
         return;
@@ -63,6 +145,7 @@ void lp_json_scope(struct lp_json *j, char scope) {
 }
 
 void lp_json_id(struct lp_json *j, uint64_t id) {
+    if (j->tape) return tape_u64(j, T_ID, id);
     if (j->to) {
         j->ev.has_id = 1;
         j->ev.id = id;
@@ -73,6 +156,7 @@ void lp_json_id(struct lp_json *j, uint64_t id) {
 }
 
 void lp_json_flow_end(struct lp_json *j, uint64_t id) {
+    if (j->tape) return tape_u64(j, T_FLOW_END, id);
     if (j->to)
         j->ev.bind_enclosing = 1;
     else
@@ -81,29 +165,35 @@ void lp_json_flow_end(struct lp_json *j, uint64_t id) {
 }
 
 void lp_json_args(struct lp_json *j) {
+    if (j->tape) return tape0(j, T_ARGS);
     j->depth = 0;
     j->arr[0] = 0;
     j->fresh[0] = 1;
     if (!j->to) lp_out_s(j->o, ",\"args\":{");
 }
 
-void lp_json_key(struct lp_json *j, const char *key) {
+void lp_json_key(struct lp_json *j, const char *key) { lp_json_keyn(j, key, strlen(key)); }
+
+void lp_json_keyn(struct lp_json *j, const char *key, size_t n) {
+    if (j->tape) return tape_text(j, T_KEY, key, n);
     int fresh = j->fresh[j->depth];
     j->fresh[j->depth] = 0;
     if (j->to) {
-        j->to->key(j->to->self, key, strlen(key));
+        j->to->key(j->to->self, key, n);
         return;
     }
     if (!fresh) lp_out_c(j->o, ',');
-    lp_out_json_str(j->o, key, strlen(key));
+    lp_out_json_str(j->o, key, n);
     lp_out_c(j->o, ':');
 }
 
 void lp_json_args_end(struct lp_json *j) {
+    if (j->tape) return tape0(j, T_ARGS_END);
     if (!j->to) lp_out_c(j->o, '}');
 }
 
 void lp_json_event_end(struct lp_json *j) {
+    if (j->tape) return tape0(j, T_EVENT_END);
     if (j->to)
         j->to->end(j->to->self, &j->ev);
     else
@@ -122,6 +212,7 @@ static int value(struct lp_json *j) {
 static void give(struct lp_json *j, struct lp_json_val v) { j->to->value(j->to->self, &v); }
 
 void lp_json_u64(struct lp_json *j, uint64_t v) {
+    if (j->tape) return tape_u64(j, T_U64, v);
     if (value(j))
         give(j, (struct lp_json_val){.kind = LP_JV_U64, .u = v});
     else
@@ -129,6 +220,7 @@ void lp_json_u64(struct lp_json *j, uint64_t v) {
 }
 
 void lp_json_i64(struct lp_json *j, int64_t v) {
+    if (j->tape) return tape_u64(j, T_I64, (uint64_t)v);
     if (value(j))
         give(j, (struct lp_json_val){.kind = LP_JV_I64, .i = v});
     else
@@ -136,6 +228,7 @@ void lp_json_i64(struct lp_json *j, int64_t v) {
 }
 
 void lp_json_bool(struct lp_json *j, int v) {
+    if (j->tape) return tape_u64(j, T_BOOL, v != 0);
     if (value(j))
         give(j, (struct lp_json_val){.kind = LP_JV_BOOL, .u = v != 0});
     else
@@ -143,6 +236,14 @@ void lp_json_bool(struct lp_json *j, int v) {
 }
 
 void lp_json_double(struct lp_json *j, const char *fmt, double v) {
+    if (j->tape) {
+        struct rec r = {.n = 0};
+        uint64_t bits;
+        memcpy(&bits, &v, 8);
+        rec_u64(&r, bits);
+        rec_text(&r, fmt, strlen(fmt));
+        return tape(j, T_DOUBLE, &r);
+    }
     if (!value(j)) {
         lp_out_fmt(j->o, fmt, v);
         return;
@@ -157,6 +258,7 @@ void lp_json_double(struct lp_json *j, const char *fmt, double v) {
 }
 
 void lp_json_str(struct lp_json *j, const char *s, size_t n) {
+    if (j->tape) return tape_text(j, T_STR, s, n);
     if (value(j))
         give(j, (struct lp_json_val){.kind = LP_JV_STR, .s = s, .n = n});
     else
@@ -169,14 +271,8 @@ void lp_json_hex(struct lp_json *j, uint64_t v) {
     lp_json_str(j, b, (size_t)n);
 }
 
-void lp_json_raw(struct lp_json *j, const char *json, size_t n) {
-    if (value(j))
-        give(j, (struct lp_json_val){.kind = LP_JV_RAW, .s = json, .n = n});
-    else
-        lp_out_write(j->o, json, n);
-}
-
 static void open_nest(struct lp_json *j, int arr) {
+    if (j->tape) return tape0(j, arr ? T_ARRAY : T_OBJECT);
     if (value(j))
         give(j, (struct lp_json_val){.kind = arr ? LP_JV_ARRAY : LP_JV_OBJECT});
     else
@@ -187,6 +283,7 @@ static void open_nest(struct lp_json *j, int arr) {
 }
 
 static void close_nest(struct lp_json *j, int arr) {
+    if (j->tape) return tape0(j, arr ? T_ARRAY_END : T_OBJECT_END);
     if (j->depth) j->depth--;
     if (j->to)
         give(j, (struct lp_json_val){.kind = LP_JV_END});
@@ -199,33 +296,115 @@ void lp_json_array_end(struct lp_json *j) { close_nest(j, 1); }
 void lp_json_object(struct lp_json *j) { open_nest(j, 0); }
 void lp_json_object_end(struct lp_json *j) { close_nest(j, 0); }
 
-int lp_json_memo(struct lp_json *j, uint64_t key) { return j->to && j->to->memo ? j->to->memo(j->to->self, key) : 0; }
+int lp_json_memo(struct lp_json *j, uint64_t key) {
+    return !j->tape && j->to && j->to->memo ? j->to->memo(j->to->self, key) : 0;
+}
 
 void lp_json_memo_end(struct lp_json *j) {
-    if (j->to && j->to->memo_end) j->to->memo_end(j->to->self);
+    if (!j->tape && j->to && j->to->memo_end) j->to->memo_end(j->to->self);
 }
 
 void lp_json_divert(struct lp_json *j, struct lp_out *o) {
-    if (j->diverted) return;
-    j->diverted = 1;
-    j->diverted_o = j->o;
-    j->diverted_to = j->to;
-    j->o = o;
-    j->to = NULL;
+    if (!j->tape) j->tape = o;
 }
 
-void lp_json_back(struct lp_json *j) {
-    if (!j->diverted) return;
-    j->diverted = 0;
-    j->o = j->diverted_o;
-    j->to = j->diverted_to;
+void lp_json_back(struct lp_json *j) { j->tape = NULL; }
+
+/* The next text of a record's payload at *p (before e): NULL when the record is damaged. */
+static const char *get_text(const uint8_t **p, const uint8_t *e, size_t *n) {
+    uint32_t len;
+    if (e - *p < 4) return NULL;
+    memcpy(&len, *p, 4);
+    if ((size_t)(e - *p - 4) < len) return NULL;
+    const char *s = (const char *)*p + 4;
+    *p += 4 + len;
+    *n = len;
+    return s;
 }
 
-void lp_json_text(struct lp_json *j, const char *p, size_t n) {
-    if (j->to)
-        j->to->text(j->to->self, p, n);
-    else
-        lp_out_write(j->o, p, n);
+static const char *get_text_at(const uint8_t *p, const uint8_t *e, size_t *n) { return get_text(&p, e, n); }
+
+static uint64_t get_u64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* One record made again (payload p, n bytes): 0, or -1 when it is not one. */
+static int replay_one(struct lp_json *j, uint8_t op, const uint8_t *p, size_t n) {
+    const uint8_t *e = p + n;
+    size_t tn;
+    const char *t;
+    char buf[256];
+    switch (op) {
+    case T_EVENT: {
+        if (n < 26) return -1;
+        char ph[2] = {(char)p[0], 0};
+        unsigned has = p[1];
+        uint64_t pid = get_u64(p + 2), tid = get_u64(p + 10), ts = get_u64(p + 18);
+        const uint8_t *q = p + 26;
+        size_t cn, nn;
+        const char *cat = get_text(&q, e, &cn), *name = cat ? get_text(&q, e, &nn) : NULL;
+        if (!name || cn >= sizeof buf) return -1;
+        memcpy(buf, cat, cn); /* (a category is a C string to the writer) */
+        buf[cn] = 0;
+        lp_json_event(j, ph, pid, tid, has & 1 ? buf : NULL, has & 2 ? name : NULL, nn, (int64_t)ts);
+        return 0;
+    }
+    case T_DOUBLE:
+        if (n < 8 || !(t = (get_text_at(p + 8, e, &tn))) || tn >= sizeof buf) return -1;
+        memcpy(buf, t, tn);
+        buf[tn] = 0;
+        double d;
+        memcpy(&d, p, 8);
+        lp_json_double(j, buf, d);
+        return 0;
+    case T_KEY:
+    case T_STR:
+    case T_INTS:
+        if (!(t = get_text_at(p, e, &tn))) return -1;
+        if (op == T_KEY)
+            lp_json_keyn(j, t, tn);
+        else if (op == T_STR) {
+            lp_json_str(j, t, tn);
+        } else {
+            lp_json_ints(j, t, tn);
+        }
+        return 0;
+    default: break;
+    }
+    uint64_t v = n >= 8 ? get_u64(p) : 0;
+    switch (op) {
+    case T_DUR: lp_json_dur(j, v); break;
+    case T_SCOPE: lp_json_scope(j, (char)v); break;
+    case T_ID: lp_json_id(j, v); break;
+    case T_FLOW_END: lp_json_flow_end(j, v); break;
+    case T_U64: lp_json_u64(j, v); break;
+    case T_I64: lp_json_i64(j, (int64_t)v); break;
+    case T_BOOL: lp_json_bool(j, (int)v); break;
+    case T_ARGS: lp_json_args(j); break;
+    case T_ARGS_END: lp_json_args_end(j); break;
+    case T_EVENT_END: lp_json_event_end(j); break;
+    case T_ARRAY: lp_json_array(j); break;
+    case T_ARRAY_END: lp_json_array_end(j); break;
+    case T_OBJECT: lp_json_object(j); break;
+    case T_OBJECT_END: lp_json_object_end(j); break;
+    case T_NULL: lp_json_null(j); break;
+    default: return -1;
+    }
+    return 0;
+}
+
+size_t lp_json_replay(struct lp_json *j, const void *tape, size_t n) {
+    const uint8_t *p = tape, *e = p + n;
+    while (e - p >= 5) {
+        uint32_t len;
+        memcpy(&len, p + 1, 4);
+        if ((size_t)(e - p - 5) < len) break; /* (the rest comes with the next part) */
+        if (replay_one(j, p[0], p + 5, len) != 0) return (size_t)-1;
+        p += 5 + len;
+    }
+    return (size_t)(p - (const uint8_t *)tape);
 }
 
 /* Printable ASCII with nothing to escape: written as it is. */
@@ -282,11 +461,11 @@ static inline char *piece(char *p, const char *src, size_t len, size_t small, si
 
 void lp_json_sample(struct lp_json *j, struct lp_json_track *t, uint64_t ts_ns, uint64_t v) {
     struct lp_out *o = j->o;
-    if (j->to && j->to->sample && ts_ns <= INT64_MAX) {
+    if (!j->tape && j->to && j->to->sample && ts_ns <= INT64_MAX) {
         j->to->sample(j->to->self, t, ts_ns, v);
         return;
     }
-    if (!t->plain || ts_ns > INT64_MAX || j->to) {
+    if (!t->plain || ts_ns > INT64_MAX || j->to || j->tape) {
         lp_json_event(j, "C", t->pid, t->pid, NULL, t->name, strlen(t->name), (int64_t)ts_ns);
         lp_json_args(j);
         lp_json_key(j, t->key);
@@ -342,9 +521,91 @@ void lp_json_meta_sort(struct lp_json *j, uint64_t pid, uint64_t tid, uint64_t i
 }
 
 void lp_json_metadata(struct lp_json *j, const char *key) {
+    j->depth = 0;
+    j->arr[0] = 0;
+    j->fresh[0] = 1;
+    if (j->to) { /* an event of its own, its one argument `key` (Perfetto: an instant's annotations) */
+        j->ev = (struct lp_json_ev){.ph = 'm', .ts_ns = -1};
+        j->to->begin(j->to->self, &j->ev);
+        j->to->key(j->to->self, key, strlen(key));
+        return;
+    }
     lp_out_s(j->o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{");
     lp_out_json_str(j->o, key, strlen(key));
     lp_out_c(j->o, ':');
 }
 
-void lp_json_end(struct lp_json *j) { lp_out_s(j->o, "}}\n"); }
+void lp_json_end(struct lp_json *j) {
+    if (j->to)
+        j->to->end(j->to->self, &j->ev);
+    else
+        lp_out_s(j->o, "}}\n");
+}
+
+void lp_json_null(struct lp_json *j) {
+    if (j->tape) return tape0(j, T_NULL);
+    if (value(j))
+        give(j, (struct lp_json_val){.kind = LP_JV_NULL});
+    else
+        lp_out_s(j->o, "null");
+}
+
+void lp_json_ints(struct lp_json *j, const char *s, size_t n) {
+    if (j->tape) return tape_text(j, T_INTS, s, n);
+    if (!j->to) { /* as it is */
+        value(j);
+        lp_out_write(j->o, s, n);
+        return;
+    }
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '[') {
+            lp_json_array(j);
+        } else if (c == ']') {
+            lp_json_array_end(j);
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            int neg = c == '-';
+            uint64_t v = 0;
+            for (i += neg; i < n && s[i] >= '0' && s[i] <= '9'; i++) v = v * 10 + (uint64_t)(s[i] - '0');
+            lp_json_i64(j, neg ? -(int64_t)v : (int64_t)v);
+            continue;
+        }
+        i++; /* (commas, spaces) */
+    }
+}
+
+/* key-value pairs: "KEY":VALUE */
+void lp_json_ku(struct lp_json *j, const char *key, uint64_t v) {
+    lp_json_key(j, key);
+    lp_json_u64(j, v);
+}
+void lp_json_ki(struct lp_json *j, const char *key, int64_t v) {
+    lp_json_key(j, key);
+    lp_json_i64(j, v);
+}
+void lp_json_kb(struct lp_json *j, const char *key, int v) {
+    lp_json_key(j, key);
+    lp_json_bool(j, v);
+}
+void lp_json_ks(struct lp_json *j, const char *key, const char *s, size_t n) {
+    lp_json_key(j, key);
+    lp_json_str(j, s, n);
+}
+void lp_json_kd(struct lp_json *j, const char *key, const char *fmt, double v) {
+    lp_json_key(j, key);
+    lp_json_double(j, fmt, v);
+}
+void lp_json_kobject(struct lp_json *j, const char *key) {
+    lp_json_key(j, key);
+    lp_json_object(j);
+}
+void lp_json_karray(struct lp_json *j, const char *key) {
+    lp_json_key(j, key);
+    lp_json_array(j);
+}
+void lp_json_kus(struct lp_json *j, const char *key, ...) {
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; k; k = va_arg(ap, const char *)) lp_json_ku(j, k, va_arg(ap, uint64_t));
+    va_end(ap);
+}

@@ -9,11 +9,13 @@
  *     lp_json_event_end(&j);                                        // }
  *     lp_json_metadata(&j, "libprof"); ...object... lp_json_end(&j);
  *
- * The same calls can make structured events instead of text: with `to` set (lp_json_sink), each
- * event reaches a reader as its fields and typed argument values — the Perfetto writer takes the
- * Chrome writer's events so, with no JSON text made and read back. Everything an event holds is
- * therefore written through these calls, never into `o` directly; `o` then takes only the text
- * around the events (metadata). */
+ * The same calls are libprof's one stream of typed events: with `to` set (lp_json_sink), each
+ * event reaches a reader as its fields and typed argument values, no text made — the Perfetto
+ * writer takes the Chrome writer's events so; the metadata too (lp_json_metadata: an event of its
+ * own). Everything an event or the metadata holds is therefore written through these calls, never
+ * into `o` directly. Diverted (lp_json_divert), the calls are recorded on a tape — a followed
+ * trace's window held in segment files — and lp_json_replay makes them again, into text or to
+ * the reader alike. */
 #ifndef LP_JSON_H
 #define LP_JSON_H
 
@@ -36,19 +38,19 @@ struct lp_json_ev {
 };
 /* An argument's value: a scalar, a JSON value as text (RAW), or an array or object opened
  * (ARRAY, OBJECT: values or keys follow, then END). */
-enum { LP_JV_U64, LP_JV_I64, LP_JV_DOUBLE, LP_JV_BOOL, LP_JV_STR, LP_JV_RAW, LP_JV_ARRAY, LP_JV_OBJECT, LP_JV_END };
+enum { LP_JV_U64, LP_JV_I64, LP_JV_DOUBLE, LP_JV_BOOL, LP_JV_STR, LP_JV_ARRAY, LP_JV_OBJECT, LP_JV_END, LP_JV_NULL };
 struct lp_json_val {
     int kind;
     uint64_t u; /* U64, BOOL */
     int64_t i;
     double d;
-    const char *s; /* STR (unescaped), RAW (JSON text) */
+    const char *s; /* STR (unescaped) */
     size_t n;
 };
 /* A reader of the events as they are made: begin (the opening's fields), then the arguments' keys
- * and values in order, then end (with the fields that followed the opening: dur, scope, id).
- * `text` takes events already made as JSON text (a followed trace's segments, see
- * lp_json_text). */
+ * and values in order, then end (with the fields that followed the opening: dur, scope, id). The
+ * metadata is an event of ph 'm' whose one key is the metadata's name. No value comes as JSON
+ * text (lp_json_ints gives its numbers). */
 struct lp_json_track;
 struct lp_json_sink {
     void *self;
@@ -56,7 +58,6 @@ struct lp_json_sink {
     void (*key)(void *self, const char *k, size_t n);
     void (*value)(void *self, const struct lp_json_val *v);
     void (*end)(void *self, const struct lp_json_ev *e);
-    void (*text)(void *self, const char *p, size_t n);
     /* a run of arguments that is the same whenever `key` is (see lp_json_memo): 1 when the
      * reader gave what it made of them the first time; memo_end closes the run */
     int (*memo)(void *self, uint64_t key);
@@ -66,7 +67,7 @@ struct lp_json_sink {
     void (*sample)(void *self, struct lp_json_track *t, uint64_t ts_ns, uint64_t v);
 };
 
-#define LP_JSON_NEST 8
+#define LP_JSON_NEST 16
 struct lp_json {
     struct lp_out *o;
     const struct lp_json_sink *to; /* set: events go to it, not as text into o */
@@ -75,10 +76,8 @@ struct lp_json {
      * whether it is an array and whether nothing is in it yet */
     int depth;
     uint8_t arr[LP_JSON_NEST], fresh[LP_JSON_NEST];
-    struct lp_json_ev ev;      /* the event being made (to set) */
-    struct lp_out *diverted_o; /* lp_json_divert: where events go back to */
-    const struct lp_json_sink *diverted_to;
-    int diverted;
+    struct lp_json_ev ev; /* the event being made (to set) */
+    struct lp_out *tape;  /* set: the calls are recorded into it (lp_json_divert) */
 };
 
 /* {"traceEvents":[ */
@@ -93,31 +92,37 @@ void lp_json_id(struct lp_json *j, uint64_t id);       /* ,"id":N (an async rang
 void lp_json_flow_end(struct lp_json *j, uint64_t id); /* ,"bp":"e","id":N (a flow's end, bound to its slice) */
 void lp_json_args(struct lp_json *j);                  /* ,"args":{ */
 void lp_json_key(struct lp_json *j, const char *key);  /* [,]"key": (inside args, or an object in them) */
-void lp_json_args_end(struct lp_json *j);              /* } */
-void lp_json_event_end(struct lp_json *j);             /* } */
+void lp_json_keyn(struct lp_json *j, const char *key, size_t n); /* the same, `n` bytes */
+void lp_json_args_end(struct lp_json *j);                        /* } */
+void lp_json_event_end(struct lp_json *j);                       /* } */
 /* An argument's value (after its key, or an element of an array). */
 void lp_json_u64(struct lp_json *j, uint64_t v);
 void lp_json_i64(struct lp_json *j, int64_t v);
 void lp_json_bool(struct lp_json *j, int v);
 void lp_json_double(struct lp_json *j, const char *fmt, double v); /* as text: printed with fmt ("%.3f") */
 void lp_json_str(struct lp_json *j, const char *s, size_t n);
-void lp_json_hex(struct lp_json *j, uint64_t v);                 /* "0x1f" (an address) */
-void lp_json_raw(struct lp_json *j, const char *json, size_t n); /* a JSON value, as text */
-void lp_json_array(struct lp_json *j);                           /* [ */
-void lp_json_array_end(struct lp_json *j);                       /* ] */
-void lp_json_object(struct lp_json *j);                          /* { */
-void lp_json_object_end(struct lp_json *j);                      /* } */
+void lp_json_hex(struct lp_json *j, uint64_t v); /* "0x1f" (an address) */
+/* Nested arrays of integers given as text ("[[1, 2], []]", PyTorch's input shapes as the recorder
+ * wrote them): as they are in text, as arrays and numbers to a reader. */
+void lp_json_ints(struct lp_json *j, const char *s, size_t n);
+void lp_json_null(struct lp_json *j);
+void lp_json_array(struct lp_json *j);      /* [ */
+void lp_json_array_end(struct lp_json *j);  /* ] */
+void lp_json_object(struct lp_json *j);     /* { */
+void lp_json_object_end(struct lp_json *j); /* } */
 /* The arguments written between lp_json_memo and lp_json_memo_end are the same whenever `key`
  * is (those made of a call stack, by the stack's id): a structured reader keeps what it made of
  * them the first time and, given the key again, repeats it — lp_json_memo then returns 1 and
  * they are not written again (lp_json_memo_end is not called). As text: always 0. */
 int lp_json_memo(struct lp_json *j, uint64_t key);
 void lp_json_memo_end(struct lp_json *j);
-/* Events from here are written as text into `o` (a followed trace's segment file), until
- * lp_json_back; then lp_json_text gives that text back to the trace. */
+/* The calls from here are recorded into `o` (a followed trace's segment file), until lp_json_back;
+ * lp_json_replay makes a tape's calls again: it takes the whole records of `n` bytes and returns
+ * how many bytes it took (the rest: a record cut, to come again with what follows it), or
+ * (size_t)-1 when the bytes are not a tape. */
 void lp_json_divert(struct lp_json *j, struct lp_out *o);
 void lp_json_back(struct lp_json *j);
-void lp_json_text(struct lp_json *j, const char *p, size_t n);
+size_t lp_json_replay(struct lp_json *j, const void *tape, size_t n);
 /* A counter sample: {"ph":"C","pid":P,"tid":P,"name":NAME,"ts":..,"args":{"KEY":V}} */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v);
 /* A counter track whose samples are written one after another: the text they share is composed
@@ -135,9 +140,22 @@ void lp_json_sample(struct lp_json *j, struct lp_json_track *t, uint64_t ts_ns, 
 /* An M event naming a process or a thread: "process_name" / "thread_name" / "thread_sort_index". */
 void lp_json_meta_name(struct lp_json *j, uint64_t pid, uint64_t tid, const char *what, const char *name, size_t nlen);
 void lp_json_meta_sort(struct lp_json *j, uint64_t pid, uint64_t tid, uint64_t index);
-/* The end of the event array and the start of metadata.KEY: the caller writes one JSON value. */
+/* The end of the event array and the start of metadata.KEY: the caller writes one value with the
+ * calls above. */
 void lp_json_metadata(struct lp_json *j, const char *key);
 /* Closes metadata and the document. */
 void lp_json_end(struct lp_json *j);
+/* "KEY":VALUE, an argument's or a member's: unsigned, signed, bool, text, double (as fmt prints
+ * it), an object or an array opened; lp_json_kus: pairs of KEY and uint64_t VALUE (cast each),
+ * up to a NULL key. */
+void lp_json_ku(struct lp_json *j, const char *key, uint64_t v);
+void lp_json_ki(struct lp_json *j, const char *key, int64_t v);
+void lp_json_kb(struct lp_json *j, const char *key, int v);
+void lp_json_ks(struct lp_json *j, const char *key, const char *s, size_t n);
+void lp_json_kd(struct lp_json *j, const char *key, const char *fmt, double v);
+void lp_json_kobject(struct lp_json *j, const char *key);
+void lp_json_karray(struct lp_json *j, const char *key);
+void lp_json_kus(struct lp_json *j, const char *key, ...) __attribute__((sentinel));
+#define LP_U(x) ((uint64_t)(x))
 
 #endif

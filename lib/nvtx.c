@@ -1,5 +1,6 @@
 /* nvtx.c: see nvtx.h. */
 #include "nvtx.h"
+#include "json.h"
 
 #include "async.h"
 #include "os.h"
@@ -45,7 +46,8 @@ void lp_nvtx_chrome(const struct lp_nvtx *n, struct lp_json *j, uint64_t pid) {
     lp_async_chrome(&n->ranges, n->r, j, pid, "nvtx", domain_arg, (void *)n->r);
 }
 
-void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_out *o) {
-    lp_out_fmt(o, ",\"nvtx\":{\"ranges\":%llu,\"unpaired\":%llu}", (unsigned long long)n->ranges.n,
-               (unsigned long long)lp_async_unpaired(&n->ranges));
+void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_json *j) {
+    lp_json_kobject(j, "nvtx");
+    lp_json_kus(j, "ranges", LP_U(n->ranges.n), "unpaired", LP_U(lp_async_unpaired(&n->ranges)), NULL);
+    lp_json_object_end(j);
 }

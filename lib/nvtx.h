@@ -20,6 +20,6 @@ void lp_nvtx_free(struct lp_nvtx *n);
 int lp_nvtx_call(struct lp_nvtx *n, const struct lp_event *e, const struct lp_call_rec *c, struct lp_call_view *v);
 int lp_nvtx_any(const struct lp_nvtx *n);
 void lp_nvtx_chrome(const struct lp_nvtx *n, struct lp_json *j, uint64_t pid);
-void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_out *o); /* ,"nvtx":{"ranges":N,"unpaired":N} */
+void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_json *j); /* ,"nvtx":{"ranges":N,"unpaired":N} */
 
 #endif

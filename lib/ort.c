@@ -8,6 +8,7 @@
  * cannot link a JSON library into programs. */
 #define _GNU_SOURCE
 #include "ort.h"
+#include "json.h"
 #include "os.h"
 
 #include <stdio.h>
@@ -385,26 +386,23 @@ void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top) {
     }
 }
 
-void lp_ort_metadata(const struct lp_ort *o, struct lp_out *out) {
-    uint64_t kern = kernel_ns(o);
-    lp_out_fmt(out, ",\"ort\":{\"profiled_runs\":%zu,\"run_ns\":%llu,\"kernel_ns\":%llu,\"nodes\":%zu",
-               o->profiled_runs, (unsigned long long)o->profiled_run_ns, (unsigned long long)kern, o->nnode);
+void lp_ort_metadata(const struct lp_ort *o, struct lp_json *j) {
+    lp_json_kobject(j, "ort");
+    lp_json_kus(j, "profiled_runs", LP_U(o->profiled_runs), "run_ns", LP_U(o->profiled_run_ns), "kernel_ns",
+                LP_U(kernel_ns(o)), "nodes", LP_U(o->nnode), NULL);
     for (int by_op = 1; by_op >= 0; by_op--) {
         size_t n;
         struct agg *v = aggregate(o, by_op, &n);
-        lp_out_s(out, by_op ? ",\"by_op\":[" : ",\"by_node\":[");
+        lp_json_karray(j, by_op ? "by_op" : "by_node");
         for (size_t i = 0; v && i < n; i++) {
-            lp_out_s(out, i ? ",{\"name\":" : "{\"name\":");
-            lp_out_json_str(out, v[i].key, strlen(v[i].key));
-            if (!by_op) {
-                lp_out_s(out, ",\"op\":");
-                lp_out_json_str(out, v[i].op, strlen(v[i].op));
-            }
-            lp_out_fmt(out, ",\"count\":%llu,\"total_ns\":%llu}", (unsigned long long)v[i].count,
-                       (unsigned long long)v[i].ns);
+            lp_json_object(j);
+            lp_json_ks(j, "name", v[i].key, strlen(v[i].key));
+            if (!by_op) lp_json_ks(j, "op", v[i].op, strlen(v[i].op));
+            lp_json_kus(j, "count", LP_U(v[i].count), "total_ns", LP_U(v[i].ns), NULL);
+            lp_json_object_end(j);
         }
-        lp_out_s(out, "]");
+        lp_json_array_end(j);
         lp_os_free(v);
     }
-    lp_out_s(out, "}");
+    lp_json_object_end(j);
 }

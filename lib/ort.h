@@ -25,6 +25,6 @@ size_t lp_ort_count(const struct lp_ort *o);
 void lp_ort_node(const struct lp_ort *o, size_t i, const char **name, uint32_t *tid, uint64_t *start, uint64_t *dur);
 void lp_ort_chrome(const struct lp_ort *o, struct lp_json *j, uint64_t pid);
 void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top);
-void lp_ort_metadata(const struct lp_ort *o, struct lp_out *out); /* ,"ort":{...} */
+void lp_ort_metadata(const struct lp_ort *o, struct lp_json *j); /* ,"ort":{...} */
 
 #endif

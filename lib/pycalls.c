@@ -1,6 +1,7 @@
 /* pycalls.c: see pycalls.h. */
 #define _GNU_SOURCE
 #include "pycalls.h"
+#include "json.h"
 #include "os.h"
 
 #include <stdio.h>
@@ -164,24 +165,23 @@ void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned t
     lp_os_free(v);
 }
 
-void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_out *o) {
+void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_json *j) {
     uint32_t n;
     uint32_t *v = ranked(p, &n);
-    lp_out_s(o, ",\"python_calls\":[");
+    lp_json_karray(j, "python_calls");
     for (uint32_t i = 0; v && i < n; i++) {
         const struct fn *f = &p->fn[v[i]];
         const char *name, *file;
         uint32_t nl, fl, line;
         name_of(p, v[i], &name, &nl, &file, &fl, &line);
-        lp_out_s(o, i ? ",{\"name\":" : "{\"name\":");
-        lp_out_json_str(o, name, nl);
-        lp_out_s(o, ",\"file\":");
-        lp_out_json_str(o, file, fl);
-        lp_out_fmt(o, ",\"line\":%u,\"calls\":%llu,\"total_ns\":%llu,\"alloc_bytes\":%llu,\"allocs\":%llu}", line,
-                   (unsigned long long)f->calls, (unsigned long long)f->ns, (unsigned long long)f->bytes,
-                   (unsigned long long)f->allocs);
+        lp_json_object(j);
+        lp_json_ks(j, "name", name, nl);
+        lp_json_ks(j, "file", file, fl);
+        lp_json_kus(j, "line", LP_U(line), "calls", LP_U(f->calls), "total_ns", LP_U(f->ns), "alloc_bytes",
+                    LP_U(f->bytes), "allocs", LP_U(f->allocs), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "]");
+    lp_json_array_end(j);
     lp_os_free(v);
 }
 

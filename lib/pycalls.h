@@ -11,6 +11,7 @@
 #include "reader.h"
 
 struct lp_pycalls;
+struct lp_json;
 
 struct lp_pycalls *lp_pycalls_new(const struct lp_reader *r);
 void lp_pycalls_free(struct lp_pycalls *p);
@@ -21,7 +22,7 @@ int lp_pycalls_finish(struct lp_pycalls *p);
 /* 1 when the trace had Python call slices. */
 int lp_pycalls_any(const struct lp_pycalls *p);
 void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned top);
-void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_out *o); /* ,"python_calls":[...] */
+void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_json *j); /* ,"python_calls":[...] */
 void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o);
 
 #endif

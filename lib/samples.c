@@ -514,55 +514,56 @@ void lp_samples_csv(const struct lp_samples *s, struct lp_out *o) {
     }
 }
 
-static void rows_json(struct lp_out *o, const struct table *t, const char *key) {
+static void rows_json(struct lp_json *j, const struct table *t, const char *key) {
     for (size_t i = 0; i < t->n && i < META_ROWS; i++) {
-        lp_out_fmt(o, "%s{\"%s\":", i ? "," : "", key);
-        lp_out_json_str(o, t->rows[i].name, strlen(t->rows[i].name));
-        lp_out_fmt(o, ",\"self\":%llu,\"total\":%llu}", (unsigned long long)t->rows[i].self,
-                   (unsigned long long)t->rows[i].total);
+        lp_json_object(j);
+        lp_json_ks(j, key, t->rows[i].name, strlen(t->rows[i].name));
+        lp_json_kus(j, "self", LP_U(t->rows[i].self), "total", LP_U(t->rows[i].total), NULL);
+        lp_json_object_end(j);
     }
 }
 
-void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o) {
+void lp_samples_metadata(const struct lp_samples *s, struct lp_json *j) {
     if (!s) return;
     const struct lp_sampling *g = s->r->sampling;
-    lp_out_fmt(o, ",\"sampling\":{\"hz\":%u,\"period_ns\":%llu,\"samples\":%llu,\"cpu_ns\":%llu,\"span_ns\":%llu",
-               g ? g->hz : (unsigned)(1000000000u / s->period_ns), (unsigned long long)s->period_ns,
-               (unsigned long long)s->total, (unsigned long long)(s->total * s->period_ns),
-               (unsigned long long)s->span_ns);
+    lp_json_kobject(j, "sampling");
+    lp_json_kus(j, "hz", LP_U(g ? g->hz : (unsigned)(1000000000u / s->period_ns)), "period_ns", LP_U(s->period_ns),
+                "samples", LP_U(s->total), "cpu_ns", LP_U(s->total * s->period_ns), "span_ns", LP_U(s->span_ns), NULL);
     if (g) {
         uint64_t n = 0; /* handler runs */
         for (int i = 0; i < LP_SAMPLING_HIST; i++) n += g->hist[i];
-        lp_out_fmt(
-            o,
-            ",\"taken\":%llu,\"dropped\":%llu,\"in_libprof\":%llu,\"shallow\":%llu,\"handler\":{\"mean_ns\":%llu,"
-            "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,\"max_ns\":%llu}",
-            (unsigned long long)g->samples, (unsigned long long)g->dropped, (unsigned long long)g->in_libprof,
-            (unsigned long long)g->shallow, (unsigned long long)(n ? g->handler_ns / n : 0),
-            (unsigned long long)hist_pct(g, 0.5), (unsigned long long)hist_pct(g, 0.9),
-            (unsigned long long)hist_pct(g, 0.99), (unsigned long long)hist_pct(g, 0.999),
-            (unsigned long long)g->handler_max_ns);
+        lp_json_kus(j, "taken", LP_U(g->samples), "dropped", LP_U(g->dropped), "in_libprof", LP_U(g->in_libprof),
+                    "shallow", LP_U(g->shallow), NULL);
+        lp_json_kobject(j, "handler");
+        lp_json_kus(j, "mean_ns", LP_U(n ? g->handler_ns / n : 0), "p50_ns", LP_U(hist_pct(g, 0.5)), "p90_ns",
+                    LP_U(hist_pct(g, 0.9)), "p99_ns", LP_U(hist_pct(g, 0.99)), "p999_ns", LP_U(hist_pct(g, 0.999)),
+                    "max_ns", LP_U(g->handler_max_ns), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, ",\"threads\":[");
-    int first = 1;
+    lp_json_karray(j, "threads");
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples) continue;
         char name[64];
-        lp_out_fmt(o, "%s{\"tid\":%u,\"name\":", first ? "" : ",", t < s->r->nthreads ? s->r->threads[t].tid : 0);
+        lp_json_object(j);
+        lp_json_ku(j, "tid", t < s->r->nthreads ? s->r->threads[t].tid : 0);
         thread_name(s->r, t, name, sizeof name);
-        lp_out_json_str(o, name, strlen(name));
-        lp_out_fmt(o, ",\"samples\":%llu,\"cpu_ns\":%llu,\"buckets\":[", (unsigned long long)c->samples,
-                   (unsigned long long)(c->samples * s->period_ns));
-        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) lp_out_fmt(o, b ? ",%u" : "%u", c->bucket ? c->bucket[b] : 0);
-        lp_out_s(o, "]}");
-        first = 0;
+        lp_json_ks(j, "name", name, strlen(name));
+        lp_json_kus(j, "samples", LP_U(c->samples), "cpu_ns", LP_U(c->samples * s->period_ns), NULL);
+        lp_json_karray(j, "buckets");
+        for (unsigned b = 0; b < LP_CPU_BUCKETS; b++) lp_json_u64(j, c->bucket ? c->bucket[b] : 0);
+        lp_json_array_end(j);
+        lp_json_object_end(j);
     }
-    lp_out_fmt(o, "],\"functions\":%zu,\"python_lines\":%zu},\"cpu_functions\":[", s->fn.n, s->py.n);
-    rows_json(o, &s->fn, "function");
-    lp_out_s(o, "],\"cpu_python_lines\":[");
-    rows_json(o, &s->py, "line");
-    lp_out_s(o, "]");
+    lp_json_array_end(j);
+    lp_json_kus(j, "functions", LP_U(s->fn.n), "python_lines", LP_U(s->py.n), NULL);
+    lp_json_object_end(j);
+    lp_json_karray(j, "cpu_functions");
+    rows_json(j, &s->fn, "function");
+    lp_json_array_end(j);
+    lp_json_karray(j, "cpu_python_lines");
+    rows_json(j, &s->py, "line");
+    lp_json_array_end(j);
 }
 
 /* Brendan Gregg's collapsed format, the thread as the root frame: "thread;root;...;leaf N". */

@@ -13,6 +13,7 @@
 #include "cpu.h"
 
 struct lp_samples;
+struct lp_json;
 struct lp_event;
 
 /* NULL when the trace has no samples (or out of memory: *oom set). */
@@ -40,7 +41,7 @@ uint64_t lp_samples_period(const struct lp_samples *s);
 /* The writers' views. */
 void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned top);
 void lp_samples_csv(const struct lp_samples *s, struct lp_out *o);
-void lp_samples_metadata(const struct lp_samples *s, struct lp_out *o); /* ,"sampling":{...},"cpu_functions":[...] */
+void lp_samples_metadata(const struct lp_samples *s, struct lp_json *j); /* ,"sampling":{...},"cpu_functions":[...] */
 void lp_samples_folded(const struct lp_samples *s, struct lp_out *o);
 /* speedscope: `frame(arg, name)` gives a frame's index in the file's shared frames table (adding
  * it); `first` whether no profile was written before. Writes one sampled profile per thread. */
@@ -48,7 +49,6 @@ void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(
 void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg,
                                     struct lp_out *o, int first);
 /* The Chrome trace's counter tracks: each thread's CPU use over time, in percent. */
-struct lp_json;
 void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid);
 
 /* Each sample, thread by thread in time order (after lp_samples_finish): its thread (a reader's

@@ -1,6 +1,7 @@
 /* sites.c: see sites.h. */
 #define _GNU_SOURCE
 #include "sites.h"
+#include "json.h"
 #include "os.h"
 
 #include <stdio.h>
@@ -559,24 +560,10 @@ static uint32_t libraries(const struct lp_sites *s, struct lib *out, uint32_t ca
     return n;
 }
 
-void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
-    uint64_t unknown_calls = s->site[0].calls;
-    /* (distinct stacks: those the events name; nodes: the tree's, format 17 on, as written) */
-    lp_out_fmt(
-        o, ",\"stacks\":{\"unique\":%u,\"nodes\":%u,\"allocations_with_stack\":%llu,\"allocations_without_stack\":%llu",
-        s->r->nodes ? lp_stack_count(s->r) - 1 : lp_stack_distinct(s->r), s->r->nodes ? lp_stack_distinct(s->r) : 0,
-        (unsigned long long)s->with_stack, (unsigned long long)unknown_calls);
-    if (s->rate) /* the sites' numbers are estimates */
-        lp_out_fmt(o,
-                   ",\"sampled\":{\"mean_bytes\":%llu,\"allocations_sampled\":%llu,\"allocations_not_sampled\":%llu,"
-                   "\"allocations_counted_only\":%llu}",
-                   (unsigned long long)s->rate, (unsigned long long)s->with_stack, (unsigned long long)s->unsampled,
-                   (unsigned long long)s->counted);
-    if (s->r->end) lp_out_fmt(o, ",\"table_full_drops\":%llu", (unsigned long long)s->r->end->stacks_dropped);
-    lp_out_s(o, "},\"alloc_sites\":[");
-    /* the union of the top sites of every view */
+/* metadata.libprof.alloc_sites: the union of the top sites of every view, by bytes allocated. */
+static void sites_json(struct lp_sites *s, struct lp_json *j) {
     uint8_t *pick = lp_os_calloc(s->nsite, 1);
-    uint32_t n, chosen = 0;
+    uint32_t n;
     uint32_t *v = lp_os_malloc((5 * (META_SITES / 4) + 1) * sizeof *v), nv = 0;
     for (int ord = BY_BYTES; ord <= BY_TEMP && pick && v; ord++) {
         uint32_t *top = ranked_top(s, (enum order)ord, META_SITES / 4, &n);
@@ -587,58 +574,76 @@ void lp_sites_metadata(struct lp_sites *s, struct lp_out *o) {
     sort_sites = s; /* (the union, by bytes allocated) */
     sort_order = BY_BYTES;
     if (v) lp_sort(v, nv, sizeof *v, cmp_site);
+    lp_json_karray(j, "alloc_sites");
     for (uint32_t i = 0; pick && v && i < nv; i++) {
         uint32_t id = v[i];
         if (!s->site[id].bytes) continue; /* (as ranked by bytes: those allocated) */
         const struct site *t = &s->site[id];
-        lp_out_fmt(o,
-                   "%s{\"stack\":%u,\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu,\"leaked_"
-                   "blocks\":%llu,\"temporary\":%llu,\"temporary_bytes\":%llu,\"library\":",
-                   chosen++ ? "," : "", id, (unsigned long long)t->calls, (unsigned long long)t->bytes,
-                   (unsigned long long)t->peak, (unsigned long long)t->live, (unsigned long long)t->live_blocks,
-                   (unsigned long long)t->temp, (unsigned long long)t->temp_bytes);
+        lp_json_object(j);
+        lp_json_kus(j, "stack", LP_U(id), "calls", LP_U(t->calls), "bytes", LP_U(t->bytes), "peak_bytes", LP_U(t->peak),
+                    "leaked_bytes", LP_U(t->live), "leaked_blocks", LP_U(t->live_blocks), "temporary", LP_U(t->temp),
+                    "temporary_bytes", LP_U(t->temp_bytes), NULL);
         const char *lib = library_of(s, id);
-        lp_out_json_str(o, lib, strlen(lib));
-        lp_out_s(o, ",\"frames\":[");
+        lp_json_ks(j, "library", lib, strlen(lib));
+        lp_json_karray(j, "frames");
         struct lp_frames st;
         lp_stack_view(s->r, id, &st);
         for (uint32_t f = 0; f < st.n; f++) {
             const char *fn = lp_syms_function(s->syms, st.f[f], 1);
-            if (f) lp_out_c(o, ',');
-            lp_out_json_str(o, fn, strlen(fn));
+            lp_json_str(j, fn, strlen(fn));
         }
-        lp_out_s(o, "]}");
+        lp_json_array_end(j);
+        lp_json_object_end(j);
     }
+    lp_json_array_end(j);
     lp_os_free(v);
     lp_os_free(pick);
+}
+
+void lp_sites_metadata(struct lp_sites *s, struct lp_json *j) {
+    /* (distinct stacks: those the events name; nodes: the tree's, format 17 on, as written) */
+    lp_json_kobject(j, "stacks");
+    lp_json_kus(j, "unique", LP_U(s->r->nodes ? lp_stack_count(s->r) - 1 : lp_stack_distinct(s->r)), "nodes",
+                LP_U(s->r->nodes ? lp_stack_distinct(s->r) : 0), "allocations_with_stack", LP_U(s->with_stack),
+                "allocations_without_stack", LP_U(s->site[0].calls), NULL);
+    if (s->rate) { /* the sites' numbers are estimates */
+        lp_json_kobject(j, "sampled");
+        lp_json_kus(j, "mean_bytes", LP_U(s->rate), "allocations_sampled", LP_U(s->with_stack),
+                    "allocations_not_sampled", LP_U(s->unsampled), "allocations_counted_only", LP_U(s->counted), NULL);
+        lp_json_object_end(j);
+    }
+    if (s->r->end) lp_json_ku(j, "table_full_drops", s->r->end->stacks_dropped);
+    lp_json_object_end(j);
+    sites_json(s, j);
     uint32_t nline;
     struct pyline **lv = lines_ranked(s, &nline);
-    lp_out_s(o, "],\"python_lines\":[");
+    lp_json_karray(j, "python_lines");
     for (uint32_t i = 0; i < nline && i < META_SITES; i++) {
         const struct pyline *l = lv[i];
         const char *fn = lp_syms_function(s->syms, l->frame, 1);
-        lp_out_s(o, i ? ",{\"line\":" : "{\"line\":");
-        lp_out_json_str(o, fn, strlen(fn));
-        lp_out_fmt(o, ",\"calls\":%llu,\"call_ns\":%llu,\"families\":{", (unsigned long long)l->calls,
-                   (unsigned long long)l->call_ns);
-        for (int f = 0, k = 0; f < LP_FAM_COUNT; f++)
-            if (l->fam_ns[f])
-                lp_out_fmt(o, "%s\"%s\":%llu", k++ ? "," : "", lp_family_names[f], (unsigned long long)l->fam_ns[f]);
-        lp_out_fmt(o, "},\"alloc_calls\":%llu,\"alloc_bytes\":%llu}", (unsigned long long)l->alloc_calls,
-                   (unsigned long long)l->alloc_bytes);
+        lp_json_object(j);
+        lp_json_ks(j, "line", fn, strlen(fn));
+        lp_json_kus(j, "calls", LP_U(l->calls), "call_ns", LP_U(l->call_ns), NULL);
+        lp_json_kobject(j, "families");
+        for (int f = 0; f < LP_FAM_COUNT; f++)
+            if (l->fam_ns[f]) lp_json_ku(j, lp_family_names[f], l->fam_ns[f]);
+        lp_json_object_end(j);
+        lp_json_kus(j, "alloc_calls", LP_U(l->alloc_calls), "alloc_bytes", LP_U(l->alloc_bytes), NULL);
+        lp_json_object_end(j);
     }
+    lp_json_array_end(j);
     lp_os_free(lv);
-    lp_out_s(o, "],\"alloc_libraries\":[");
+    lp_json_karray(j, "alloc_libraries");
     struct lib libs[256];
     uint32_t nl = libraries(s, libs, 256);
     for (uint32_t i = 0; i < nl; i++) {
-        lp_out_s(o, i ? ",{\"library\":" : "{\"library\":");
-        lp_out_json_str(o, libs[i].name, strlen(libs[i].name));
-        lp_out_fmt(o, ",\"calls\":%llu,\"bytes\":%llu,\"peak_bytes\":%llu,\"leaked_bytes\":%llu}",
-                   (unsigned long long)libs[i].calls, (unsigned long long)libs[i].bytes,
-                   (unsigned long long)libs[i].peak, (unsigned long long)libs[i].live);
+        lp_json_object(j);
+        lp_json_ks(j, "library", libs[i].name, strlen(libs[i].name));
+        lp_json_kus(j, "calls", LP_U(libs[i].calls), "bytes", LP_U(libs[i].bytes), "peak_bytes", LP_U(libs[i].peak),
+                    "leaked_bytes", LP_U(libs[i].live), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "]");
+    lp_json_array_end(j);
 }
 
 void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {

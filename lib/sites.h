@@ -10,6 +10,7 @@
 #include "out.h"
 
 struct lp_sites;
+struct lp_json;
 
 /* NULL when the trace has no call stacks. */
 /* `user_lines`: the per-line views charge the innermost Python frame in the program's own files
@@ -46,7 +47,7 @@ void lp_sites_peak(struct lp_sites *s);
  * instant (ns since the start; the allocation events replayed up to it); symbolise. Returns -1
  * when out of memory. */
 int lp_sites_finish(struct lp_sites *s, uint64_t at_ns);
-void lp_sites_metadata(struct lp_sites *s, struct lp_out *o);
+void lp_sites_metadata(struct lp_sites *s, struct lp_json *j);
 void lp_sites_csv(struct lp_sites *s, struct lp_out *o);
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top);
 /* Collapsed stacks, one line per stack: "root;...;leaf BYTES", heaviest first: bytes allocated,

@@ -3,6 +3,7 @@
  * and its end, its self bytes those not inside a child operator. */
 #define _GNU_SOURCE
 #include "torch.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,41 +234,35 @@ static uint32_t *sorted(const struct lp_torch *t, int pairs, size_t *n) {
     return v;
 }
 
-static void row_json(const struct lp_torch *t, struct lp_out *o, const struct opstat *s) {
+static void row_json(const struct lp_torch *t, struct lp_json *j, const struct opstat *s) {
     uint32_t len;
     const char *name = lp_reader_name(t->r, s->name, &len);
-    lp_out_s(o, "{\"name\":");
-    lp_out_json_str(o, name, len);
+    lp_json_object(j);
+    lp_json_ks(j, "name", name, len);
     if (s->shape) {
         const char *sh = lp_reader_name(t->r, s->shape, &len);
-        lp_out_s(o, ",\"shapes\":");
-        lp_out_json_str(o, sh, len);
+        lp_json_ks(j, "shapes", sh, len);
     }
-    lp_out_fmt(o,
-               ",\"count\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,"
-               "\"bytes_self\":%llu,\"bytes_total\":%llu}",
-               (unsigned long long)s->f.count, (unsigned long long)s->f.total_ns, (unsigned long long)s->self_ns,
-               (unsigned long long)(s->f.timed ? s->f.total_ns / s->f.timed : 0),
-               (unsigned long long)lp_percentile(&s->f, 0.5), (unsigned long long)lp_percentile(&s->f, 0.99),
-               (unsigned long long)s->bytes_self, (unsigned long long)s->bytes_total);
+    lp_json_kus(j, "count", LP_U(s->f.count), "total_ns", LP_U(s->f.total_ns), "self_ns", LP_U(s->self_ns), "mean_ns",
+                LP_U(s->f.timed ? s->f.total_ns / s->f.timed : 0), "p50_ns", LP_U(lp_percentile(&s->f, 0.5)), "p99_ns",
+                LP_U(lp_percentile(&s->f, 0.99)), "bytes_self", LP_U(s->bytes_self), "bytes_total",
+                LP_U(s->bytes_total), NULL);
+    lp_json_object_end(j);
 }
 
-void lp_torch_metadata(const struct lp_torch *t, struct lp_out *o) {
-    lp_out_fmt(o, ",\"torch\":{\"operators\":%llu,\"backward_links\":%llu,\"cross_thread\":%llu,\"unpaired\":%llu",
-               (unsigned long long)t->ops, (unsigned long long)t->flows, (unsigned long long)t->as.n,
-               (unsigned long long)t->unpaired);
+void lp_torch_metadata(const struct lp_torch *t, struct lp_json *j) {
+    lp_json_kobject(j, "torch");
+    lp_json_kus(j, "operators", LP_U(t->ops), "backward_links", LP_U(t->flows), "cross_thread", LP_U(t->as.n),
+                "unpaired", LP_U(t->unpaired), NULL);
     for (int pairs = 0; pairs < 2; pairs++) {
         size_t n;
         uint32_t *v = sorted(t, pairs, &n);
-        lp_out_s(o, pairs ? ",\"by_shapes\":[" : ",\"ops\":[");
-        for (size_t i = 0; v && i < n; i++) {
-            if (i) lp_out_c(o, ',');
-            row_json(t, o, &t->st[v[i]]);
-        }
-        lp_out_c(o, ']');
+        lp_json_karray(j, pairs ? "by_shapes" : "ops");
+        for (size_t i = 0; v && i < n; i++) row_json(t, j, &t->st[v[i]]);
+        lp_json_array_end(j);
         lp_os_free(v);
     }
-    lp_out_c(o, '}');
+    lp_json_object_end(j);
 }
 
 /* The ranges that ended on another thread: async slices ("b"/"e") on the starting thread. */

@@ -28,7 +28,7 @@ int lp_torch_expected(const struct lp_torch *t); /* the trace names PyTorch oper
 int lp_torch_finish(struct lp_torch *t);
 int lp_torch_any(const struct lp_torch *t);                                      /* operators seen */
 void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid); /* the paired ranges */
-void lp_torch_metadata(const struct lp_torch *t, struct lp_out *o);              /* ,"torch":{...} */
+void lp_torch_metadata(const struct lp_torch *t, struct lp_json *j);             /* ,"torch":{...} */
 void lp_torch_csv(const struct lp_torch *t, struct lp_out *o);
 void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top);
 

@@ -56,8 +56,8 @@ static void torch_csv(const struct lp_analysis *a, struct lp_out *o) {
 static void torch_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_torch_any(TORCH(a))) lp_torch_chrome(TORCH(a), j, pid); /* ranges ended elsewhere */
 }
-static void torch_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_torch_any(TORCH(a))) lp_torch_metadata(TORCH(a), o);
+static void torch_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_torch_any(TORCH(a))) lp_torch_metadata(TORCH(a), j);
 }
 
 /* ---- NVTX's start/end ranges (nvtx.c), paired across threads ----------------------------- */
@@ -69,8 +69,8 @@ static void nvtx_destroy(struct lp_analysis *a) { lp_nvtx_free(NVTX(a)); }
 static void nvtx_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_nvtx_any(NVTX(a))) lp_nvtx_chrome(NVTX(a), j, pid);
 }
-static void nvtx_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_nvtx_any(NVTX(a))) lp_nvtx_metadata(NVTX(a), o);
+static void nvtx_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_nvtx_any(NVTX(a))) lp_nvtx_metadata(NVTX(a), j);
 }
 
 /* ---- ONNX Runtime's node profiles (ort.c), placed inside their runs ---------------------- */
@@ -88,8 +88,8 @@ static void ort_summary(const struct lp_analysis *a, struct lp_out *o, unsigned 
 static void ort_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_ort_any(ORT(a))) lp_ort_chrome(ORT(a), j, pid); /* ORT's nodes, inside their runs */
 }
-static void ort_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_ort_any(ORT(a))) lp_ort_metadata(ORT(a), o);
+static void ort_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_ort_any(ORT(a))) lp_ort_metadata(ORT(a), j);
 }
 
 /* ---- ExecuTorch's ETDumps (etdump.c), placed by the execute and instruction slices -------- */
@@ -110,8 +110,8 @@ static void et_summary(const struct lp_analysis *a, struct lp_out *o, unsigned t
 static void et_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_etdump_any(ETDUMP(a))) lp_etdump_chrome(ETDUMP(a), j, pid); /* a row beside each thread */
 }
-static void et_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_etdump_any(ETDUMP(a))) lp_etdump_metadata(ETDUMP(a), o);
+static void et_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_etdump_any(ETDUMP(a))) lp_etdump_metadata(ETDUMP(a), j);
 }
 
 /* ---- CUDA device memory (cudamem.c), from the cuda family's allocations --------------------- */
@@ -126,8 +126,8 @@ static void cm_summary(const struct lp_analysis *a, struct lp_out *o, unsigned t
 static void cm_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_cudamem_any(CUDAMEM(a))) lp_cudamem_chrome(CUDAMEM(a), j, pid); /* the bytes live over time */
 }
-static void cm_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_cudamem_any(CUDAMEM(a))) lp_cudamem_metadata(CUDAMEM(a), o);
+static void cm_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_cudamem_any(CUDAMEM(a))) lp_cudamem_metadata(CUDAMEM(a), j);
 }
 
 /* ---- the GPU's own kernels, copies and sets (gpu.c), from CUPTI's records; the GPU families'
@@ -148,8 +148,8 @@ static void gpu_csv(const struct lp_analysis *a, struct lp_out *o) {
 static void gpu_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     if (lp_gpu_any(GPU(a))) lp_gpu_chrome(GPU(a), j, pid); /* a track per stream, arrows from the launches */
 }
-static void gpu_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_gpu_any(GPU(a))) lp_gpu_metadata(GPU(a), o);
+static void gpu_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_gpu_any(GPU(a))) lp_gpu_metadata(GPU(a), j);
 }
 
 /* ---- Python call slices (pycalls.c) -------------------------------------------------------- */
@@ -166,8 +166,8 @@ static void py_summary(const struct lp_analysis *a, struct lp_out *o, unsigned t
 static void py_csv(const struct lp_analysis *a, struct lp_out *o) {
     if (lp_pycalls_any(PYCALLS(a))) lp_pycalls_csv(PYCALLS(a), o);
 }
-static void py_metadata(const struct lp_analysis *a, struct lp_out *o) {
-    if (lp_pycalls_any(PYCALLS(a))) lp_pycalls_metadata(PYCALLS(a), o);
+static void py_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    if (lp_pycalls_any(PYCALLS(a))) lp_pycalls_metadata(PYCALLS(a), j);
 }
 
 /* ---- CPU samples (samples.c): theirs alone (no writer streams them) ------------------------- */
@@ -190,7 +190,7 @@ static void cpu_csv(const struct lp_analysis *a, struct lp_out *o) { lp_samples_
 static void cpu_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     lp_samples_chrome(SAMPLES(a), j, pid); /* each thread's CPU over time */
 }
-static void cpu_metadata(const struct lp_analysis *a, struct lp_out *o) { lp_samples_metadata(SAMPLES(a), o); }
+static void cpu_metadata(const struct lp_analysis *a, struct lp_json *j) { lp_samples_metadata(SAMPLES(a), j); }
 
 /* ---- MPI: the ends of the main thread's first barrier and MPI_Init, the instants a merge of a
  * job's ranks on several hosts aligns their clocks on (tools/skew.c; metadata.job.sync_ns) ---- */

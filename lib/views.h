@@ -49,7 +49,8 @@ struct lp_view {
     void (*summary)(const struct lp_analysis *a, struct lp_out *o, unsigned top);
     void (*csv)(const struct lp_analysis *a, struct lp_out *o);
     void (*chrome)(const struct lp_analysis *a, struct lp_json *j, uint64_t pid); /* events of its own */
-    void (*metadata)(const struct lp_analysis *a, struct lp_out *o);              /* ,"key":{...} */
+    void (*metadata)(const struct lp_analysis *a,
+                     struct lp_json *j); /* "key":value, ... (its members of metadata.libprof) */
 };
 extern const struct lp_view lp_views[LP_VIEW_COUNT];
 extern const unsigned lp_nviews;

@@ -186,12 +186,30 @@ static void follow_finish(struct chrome *c, const struct lp_reader *r) {
     thread_names(c, r);
     for (int i = 0; i < c->nsegs; i++) {
         struct seg *g = &c->segs[i];
-        /* what it wrote, then what it holds: read only (a snapshot's copy of the pass shares the file) */
-        char buf[1 << 16];
+        /* what it wrote, then what it holds: read only (a snapshot's copy of the pass shares the
+         * file) */
+        size_t cap = 1 << 16, have = 0, took;
+        char *buf = lp_os_malloc(cap);
         ssize_t n = 0;
-        for (off_t at = 0; at < (off_t)g->out->total && (n = lp_os_pread(g->fd, buf, sizeof buf, at)) > 0; at += n)
-            lp_json_text(&c->j, buf, (size_t)n);
-        lp_json_text(&c->j, g->out->buf, g->out->n);
+        for (off_t at = 0; buf && at < (off_t)g->out->total + (off_t)g->out->n; at += n) {
+            if (have == cap) { /* a record longer than the room: more room */
+                char *nb = lp_os_realloc(buf, cap *= 2);
+                if (!nb) break;
+                buf = nb;
+            }
+            size_t want = cap - have;
+            if (at < (off_t)g->out->total) {
+                if ((n = lp_os_pread(g->fd, buf + have, want, at)) <= 0) break;
+            } else { /* the part still in its buffer */
+                size_t off = (size_t)(at - (off_t)g->out->total);
+                n = (ssize_t)(g->out->n - off < want ? g->out->n - off : want);
+                memcpy(buf + have, g->out->buf + off, (size_t)n);
+            }
+            have += (size_t)n;
+            if ((took = lp_json_replay(&c->j, buf, have)) == (size_t)-1) break;
+            memmove(buf, buf + took, have -= took);
+        }
+        lp_os_free(buf);
     }
     c->cutoff = c->dropped_to * c->seg_ns;
 }
@@ -214,14 +232,6 @@ static char *command(const struct lp_reader *r, const char **s, uint32_t *n) {
         *n = r->exe_len;
     }
     return tmp;
-}
-
-static void out_command(struct lp_out *o, const struct lp_reader *r) {
-    const char *s;
-    uint32_t n;
-    char *tmp = command(r, &s, &n);
-    lp_out_json_str(o, s, n);
-    lp_os_free(tmp);
 }
 
 static void thread_label(const struct lp_reader *r, const struct lp_thread_info *t, char *buf, size_t len) {
@@ -509,133 +519,143 @@ static uint64_t heap_counter(struct chrome *c, const struct lp_analysis *a) {
     return points;
 }
 
-static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t counter_points) {
-    struct lp_out *o = c->j.o;
+/* metadata.libprof's first part: the process, its run, how it ended. */
+static void meta_run(struct lp_json *j, const struct lp_analysis *a) {
     const struct lp_reader *r = a->r;
-    lp_out_fmt(o, "{\"version\":\"%s\",\"format_version\":%u,\"pid\":%u,\"ppid\":%u,\"hostname\":", LIBPROF_VERSION,
-               r->hdr.version, r->hdr.pid, r->hdr.ppid);
-    lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
-    lp_out_s(o, ",\"executable\":");
-    lp_out_json_str(o, r->exe ? r->exe : "", r->exe_len);
-    lp_out_s(o, ",\"command\":");
-    out_command(o, r);
+    lp_json_ks(j, "version", LIBPROF_VERSION, strlen(LIBPROF_VERSION));
+    lp_json_kus(j, "format_version", LP_U(r->hdr.version), "pid", LP_U(r->hdr.pid), "ppid", LP_U(r->hdr.ppid), NULL);
+    lp_json_ks(j, "hostname", r->hostname ? r->hostname : "", r->hostname ? r->hostname_len : 0);
+    lp_json_ks(j, "executable", r->exe ? r->exe : "", r->exe ? r->exe_len : 0);
+    const char *cmd;
+    uint32_t n;
+    char *tmp = command(r, &cmd, &n);
+    lp_json_ks(j, "command", cmd, n);
+    lp_os_free(tmp);
     if (r->job) { /* the job this process was a rank of: launcher, rank, world size, local rank, host */
         char buf[128], *f[4] = {"", "", "", ""};
-        size_t n = r->job_len < sizeof buf - 1 ? r->job_len : sizeof buf - 1;
-        memcpy(buf, r->job, n);
-        buf[n] = '\0';
+        size_t len = r->job_len < sizeof buf - 1 ? r->job_len : sizeof buf - 1;
+        memcpy(buf, r->job, len);
+        buf[len] = '\0';
         char *p = buf;
-        for (int k = 0; k < 4 && p <= buf + n; k++) {
+        for (int k = 0; k < 4 && p <= buf + len; k++) {
             f[k] = p;
             p += strlen(p) + 1;
         }
-        const char *end = buf + n + 1;
-        lp_out_s(o, ",\"job\":{\"launcher\":");
-        lp_out_json_str(o, f[0], strlen(f[0]));
-        lp_out_fmt(o, ",\"rank\":%ld", atol(f[1]));
-        if (f[2][0] && f[2] < end) lp_out_fmt(o, ",\"world_size\":%ld", atol(f[2]));
-        if (f[3][0] && f[3] < end) lp_out_fmt(o, ",\"local_rank\":%ld", atol(f[3]));
-        lp_out_s(o, ",\"host\":");
-        lp_out_json_str(o, r->hostname ? r->hostname : "", r->hostname_len);
+        const char *end = buf + len + 1;
+        lp_json_kobject(j, "job");
+        lp_json_ks(j, "launcher", f[0], strlen(f[0]));
+        lp_json_ki(j, "rank", atol(f[1]));
+        if (f[2][0] && f[2] < end) lp_json_ki(j, "world_size", atol(f[2]));
+        if (f[3][0] && f[3] < end) lp_json_ki(j, "local_rank", atol(f[3]));
+        lp_json_ks(j, "host", r->hostname ? r->hostname : "", r->hostname ? r->hostname_len : 0);
         /* the main thread's first barrier and MPI_Init ends, ns since the start: a merge of ranks
          * of several hosts aligns their clocks on them (tools/skew.c) */
-        lp_out_fmt(o, ",\"sync_ns\":{\"MPI_Barrier\":%llu,\"MPI_Init\":%llu}", (unsigned long long)a->mpi_sync_ns[0],
-                   (unsigned long long)a->mpi_sync_ns[1]);
-        lp_out_s(o, "}");
+        lp_json_kobject(j, "sync_ns");
+        lp_json_kus(j, "MPI_Barrier", LP_U(a->mpi_sync_ns[0]), "MPI_Init", LP_U(a->mpi_sync_ns[1]), NULL);
+        lp_json_object_end(j);
+        lp_json_object_end(j);
     }
     /* what libprof noted while it worked, kept out of the program's stderr (preload/core/log.c) */
-    lp_out_s(o, ",\"notes\":[");
-    for (uint32_t i = 0; i < r->nnotes; i++) {
-        if (i) lp_out_s(o, ",");
-        lp_out_json_str(o, r->notes[i].s, r->notes[i].len);
-    }
-    lp_out_s(o, "]");
-    lp_out_fmt(o, ",\"start_time_unix_ns\":%llu,\"duration_ns\":%llu,\"clock\":\"%s\",\"complete\":%s,",
-               (unsigned long long)r->hdr.origin_real_ns, (unsigned long long)a->span_ns,
-               r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic",
-               r->end && !r->truncated && !r->damaged && !r->end->events_dropped ? "true" : "false");
+    lp_json_karray(j, "notes");
+    for (uint32_t i = 0; i < r->nnotes; i++) lp_json_str(j, r->notes[i].s, r->notes[i].len);
+    lp_json_array_end(j);
+    lp_json_kus(j, "start_time_unix_ns", LP_U(r->hdr.origin_real_ns), "duration_ns", LP_U(a->span_ns), NULL);
+    lp_json_ks(j, "clock", r->hdr.clock == LP_CLOCK_TSC ? "tsc" : "monotonic", r->hdr.clock == LP_CLOCK_TSC ? 3 : 9);
+    lp_json_kb(j, "complete", r->end && !r->truncated && !r->damaged && !r->end->events_dropped);
     /* damage the reader skipped: bytes between whole chunks, a header read from its copy */
-    lp_out_fmt(o, "\"damaged_bytes\":%llu,\"header_recovered\":%s,", (unsigned long long)r->damaged_bytes,
-               r->header_recovered ? "true" : "false");
-    lp_out_fmt(o, "\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,",
-               (unsigned long long)a->peak_bytes, (unsigned long long)a->peak_ns, (unsigned long long)a->live_bytes,
-               (unsigned long long)a->live_blocks);
-    lp_out_fmt(o, "\"untracked_frees\":%llu,\"reused_without_free\":%llu,", (unsigned long long)a->untracked_frees,
-               (unsigned long long)a->reused_live);
-    lp_out_fmt(o, "\"temporary\":{\"calls\":%llu,\"bytes\":%llu,\"threshold\":%u},", (unsigned long long)a->temporary,
-               (unsigned long long)a->temporary_bytes, a->opts->temporary_threshold);
+    lp_json_ku(j, "damaged_bytes", r->damaged_bytes);
+    lp_json_kb(j, "header_recovered", r->header_recovered);
+    lp_json_kus(j, "peak_bytes", LP_U(a->peak_bytes), "peak_time_ns", LP_U(a->peak_ns), "leaked_bytes",
+                LP_U(a->live_bytes), "leaked_blocks", LP_U(a->live_blocks), "untracked_frees", LP_U(a->untracked_frees),
+                "reused_without_free", LP_U(a->reused_live), NULL);
+    lp_json_kobject(j, "temporary");
+    lp_json_kus(j, "calls", LP_U(a->temporary), "bytes", LP_U(a->temporary_bytes), "threshold",
+                LP_U(a->opts->temporary_threshold), NULL);
+    lp_json_object_end(j);
+    lp_json_key(j, "exit_status");
     if (r->end && r->end->exit_status >= 0)
-        lp_out_fmt(o, "\"exit_status\":%d,", r->end->exit_status);
+        lp_json_i64(j, r->end->exit_status);
     else
-        lp_out_s(o, "\"exit_status\":null,");
-    if (r->end && r->end->max_rss_kib)
-        lp_out_fmt(o, "\"max_rss_bytes\":%llu,", (unsigned long long)r->end->max_rss_kib * 1024);
-    if (r->own) { /* libprof's own memory at the end, by part (format.h: struct lp_own_memory) */
-        uint64_t res = 0, rsv = 0;
-        lp_out_s(o, "\"memory\":{\"parts\":{");
-        for (unsigned p = 0; p < LP_OWN_PARTS; p++) {
-            res += r->own->resident[p], rsv += r->own->reserved[p];
-            lp_out_fmt(o, "%s\"%s\":{\"resident_bytes\":%llu,\"reserved_bytes\":%llu}", p ? "," : "",
-                       lp_own_part_names[p], (unsigned long long)r->own->resident[p],
-                       (unsigned long long)r->own->reserved[p]);
-        }
-        lp_out_fmt(o, "},\"resident_bytes\":%llu,\"reserved_bytes\":%llu,\"upper_bound\":%s},", (unsigned long long)res,
-                   (unsigned long long)rsv, r->own->flags & LP_OWN_UPPER_BOUND ? "true" : "false");
+        lp_json_null(j);
+    if (r->end && r->end->max_rss_kib) lp_json_ku(j, "max_rss_bytes", (uint64_t)r->end->max_rss_kib * 1024);
+}
+
+/* libprof's own memory at the end, by part (format.h: struct lp_own_memory). */
+static void meta_own(struct lp_json *j, const struct lp_reader *r) {
+    uint64_t res = 0, rsv = 0;
+    lp_json_kobject(j, "memory");
+    lp_json_kobject(j, "parts");
+    for (unsigned p = 0; p < LP_OWN_PARTS; p++) {
+        res += r->own->resident[p], rsv += r->own->reserved[p];
+        lp_json_kobject(j, lp_own_part_names[p]);
+        lp_json_kus(j, "resident_bytes", LP_U(r->own->resident[p]), "reserved_bytes", LP_U(r->own->reserved[p]), NULL);
+        lp_json_object_end(j);
     }
-    if (r->end && r->end->signal)
-        lp_out_fmt(o, "\"signal\":%u,", r->end->signal);
-    else if (a->opts->killed_by)
-        lp_out_fmt(o, "\"signal\":%d,", a->opts->killed_by);
-    else
-        lp_out_s(o, "\"signal\":null,");
-    lp_out_fmt(o, "\"pauses\":%llu,\"reset_at_ns\":%llu,", (unsigned long long)a->pauses,
-               (unsigned long long)a->reset_ns);
-    lp_out_fmt(o,
-               "\"events_written\":%llu,\"events_decoded\":%llu,\"events_fast_path\":%llu,\"events_dropped\":%llu,"
-               "\"chunks\":%u,\"threads\":%u,",
-               (unsigned long long)(r->end ? r->end->events_written : r->events), (unsigned long long)a->events,
-               (unsigned long long)a->events_fast, (unsigned long long)(r->end ? r->end->events_dropped : 0),
-               r->nchunks, r->nthreads);
-    lp_out_fmt(o, "\"alloc_instant_min_bytes\":%llu,\"alloc_instants\":%llu,\"heap_counter_points\":%llu,",
-               (unsigned long long)a->opts->alloc_min, (unsigned long long)c->instants,
-               (unsigned long long)counter_points);
-    lp_out_s(o, "\"functions\":{");
-    int first = 1;
+    lp_json_object_end(j);
+    lp_json_kus(j, "resident_bytes", res, "reserved_bytes", rsv, NULL);
+    lp_json_kb(j, "upper_bound", r->own->flags & LP_OWN_UPPER_BOUND);
+    lp_json_object_end(j);
+}
+
+/* The allocation functions' and annotation ranges' statistics, the block sizes. */
+static void meta_functions(struct lp_json *j, const struct lp_analysis *a) {
+    lp_json_kobject(j, "functions");
     for (unsigned k = 1; k < LP_KIND_COUNT; k++) {
         const struct fnstat *f = &a->fn[k];
         if (!f->count || k == LP_EV_CALL) continue;
-        lp_out_fmt(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"failed\":%llu,\"timed\":%llu,\"total_ns\":%llu}",
-                   first ? "" : ",", lp_kind_names[k], (unsigned long long)f->count, (unsigned long long)f->bytes,
-                   (unsigned long long)f->failed, (unsigned long long)f->timed, (unsigned long long)f->total_ns);
-        first = 0;
+        lp_json_kobject(j, lp_kind_names[k]);
+        lp_json_kus(j, "count", LP_U(f->count), "bytes", LP_U(f->bytes), "failed", LP_U(f->failed), "timed",
+                    LP_U(f->timed), "total_ns", LP_U(f->total_ns), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "},\"ranges\":{");
-    first = 1;
+    lp_json_object_end(j);
+    lp_json_kobject(j, "ranges");
     for (size_t id = 0; id < a->nranges; id++) {
         const struct fnstat *f = &a->ranges[id];
         if (!f->count) continue;
         uint32_t len;
-        const char *name = lp_reader_name(r, id, &len);
-        if (!first) lp_out_c(o, ',');
-        first = 0;
-        lp_out_json_str(o, name, len);
-        lp_out_fmt(o, ":{\"count\":%llu,\"total_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu}",
-                   (unsigned long long)f->count, (unsigned long long)f->total_ns,
-                   (unsigned long long)lp_percentile(f, 0.5), (unsigned long long)lp_percentile(f, 0.99));
+        const char *name = lp_reader_name(a->r, id, &len);
+        lp_json_keyn(j, name, len);
+        lp_json_object(j);
+        lp_json_kus(j, "count", LP_U(f->count), "total_ns", LP_U(f->total_ns), "p50_ns", LP_U(lp_percentile(f, 0.5)),
+                    "p99_ns", LP_U(lp_percentile(f, 0.99)), NULL);
+        lp_json_object_end(j);
     }
-    lp_out_s(o, "},\"size_histogram\":[");
-    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++)
-        lp_out_fmt(o, "%s%llu", b ? "," : "", (unsigned long long)a->size_hist[b]);
-    lp_out_s(o, "]");
-    lp_calls_metadata(a->calls, o, c->mmap_capped);
-    if (a->sites) lp_sites_metadata(a->sites, o);
+    lp_json_object_end(j);
+    lp_json_karray(j, "size_histogram");
+    for (unsigned b = 0; b < LP_SIZE_BUCKETS; b++) lp_json_u64(j, a->size_hist[b]);
+    lp_json_array_end(j);
+}
+
+static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t counter_points) {
+    struct lp_json *j = &c->j;
+    const struct lp_reader *r = a->r;
+    lp_json_object(j);
+    meta_run(j, a);
+    if (r->own) meta_own(j, r);
+    lp_json_key(j, "signal");
+    if (r->end && r->end->signal)
+        lp_json_u64(j, r->end->signal);
+    else if (a->opts->killed_by)
+        lp_json_i64(j, a->opts->killed_by);
+    else
+        lp_json_null(j);
+    lp_json_kus(j, "pauses", LP_U(a->pauses), "reset_at_ns", LP_U(a->reset_ns), "events_written",
+                LP_U(r->end ? r->end->events_written : r->events), "events_decoded", LP_U(a->events),
+                "events_fast_path", LP_U(a->events_fast), "events_dropped", LP_U(r->end ? r->end->events_dropped : 0),
+                "chunks", LP_U(r->nchunks), "threads", LP_U(r->nthreads), "alloc_instant_min_bytes",
+                LP_U(a->opts->alloc_min), "alloc_instants", LP_U(c->instants), "heap_counter_points",
+                LP_U(counter_points), NULL);
+    meta_functions(j, a);
+    lp_calls_metadata(a->calls, j, c->mmap_capped);
+    if (a->sites) lp_sites_metadata(a->sites, j);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].metadata) lp_views[v].metadata(a, o);
-    lp_out_fmt(o,
-               ",\"timeline\":{\"full_from_ns\":%llu,\"folded_slices\":%llu,\"folded_instants\":%llu,\"min_ns\":%llu}",
-               (unsigned long long)c->cutoff, (unsigned long long)c->folded, (unsigned long long)c->folded_instants,
-               (unsigned long long)c->min_ns);
-    lp_out_s(o, "}");
+        if (lp_views[v].metadata) lp_views[v].metadata(a, j);
+    lp_json_kobject(j, "timeline");
+    lp_json_kus(j, "full_from_ns", LP_U(c->cutoff), "folded_slices", LP_U(c->folded), "folded_instants",
+                LP_U(c->folded_instants), "min_ns", LP_U(c->min_ns), NULL);
+    lp_json_object_end(j);
+    lp_json_object_end(j);
 }
 
 /* "heap by site": the live bytes of the top call stacks over the run, one counter track each

@@ -276,293 +276,6 @@ struct pf {
 
 enum { M_ARRAY, M_OBJ };
 
-/* ---- JSON values of the Chrome stream (our own writer's: strict, one event an object) ---------- */
-
-struct span {
-    const char *p, *e;
-};
-
-static const char *ws(const char *p, const char *e) {
-    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
-    return p;
-}
-
-/* The end of the value starting at p (p itself when there is none). */
-static const char *skip(const char *p, const char *e) {
-    if (p >= e) return p;
-    if (*p == '"') {
-        for (p++; p < e && *p != '"'; p++)
-            if (*p == '\\') p++;
-        return p < e ? p + 1 : e;
-    }
-    if (*p == '{' || *p == '[') {
-        int depth = 0, in = 0;
-        for (; p < e; p++) {
-            if (in) {
-                if (*p == '\\')
-                    p++;
-                else if (*p == '"')
-                    in = 0;
-            } else if (*p == '"') {
-                in = 1;
-            } else if (*p == '{' || *p == '[') {
-                depth++;
-            } else if ((*p == '}' || *p == ']') && --depth == 0) {
-                return p + 1;
-            }
-        }
-        return e;
-    }
-    while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n') p++;
-    return p;
-}
-
-static void utf8(char *d, size_t *n, uint32_t c) {
-    if (c < 0x80) {
-        d[(*n)++] = (char)c;
-    } else if (c < 0x800) {
-        d[(*n)++] = (char)(0xc0 | c >> 6);
-        d[(*n)++] = (char)(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-        d[(*n)++] = (char)(0xe0 | c >> 12);
-        d[(*n)++] = (char)(0x80 | (c >> 6 & 0x3f));
-        d[(*n)++] = (char)(0x80 | (c & 0x3f));
-    } else {
-        d[(*n)++] = (char)(0xf0 | c >> 18);
-        d[(*n)++] = (char)(0x80 | (c >> 12 & 0x3f));
-        d[(*n)++] = (char)(0x80 | (c >> 6 & 0x3f));
-        d[(*n)++] = (char)(0x80 | (c & 0x3f));
-    }
-}
-
-static uint32_t hex4(const char *p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v = v * 16 + (uint32_t)(c >= 'a' ? c - 'a' + 10 : c >= 'A' ? c - 'A' + 10 : c - '0');
-    }
-    return v;
-}
-
-/* The text of string value `v`, unescaped into pf->sbuf (valid until the next call); its length
- * in *n. A value that is not a string gives its own text. */
-static const char *text(struct pf *f, struct span v, size_t *n) {
-    if (v.p >= v.e || *v.p != '"') {
-        *n = (size_t)(v.e - v.p);
-        return v.p;
-    }
-    const char *p = v.p + 1, *e = v.e - 1;
-    size_t len = (size_t)(e - p);
-    if (LP_RESERVE(f->sbuf, f->capsbuf, len + 8) != 0) {
-        f->oom = 1;
-        *n = 0;
-        return "";
-    }
-    size_t k = 0;
-    while (p < e) {
-        if (*p != '\\') {
-            f->sbuf[k++] = *p++;
-            continue;
-        }
-        if (++p >= e) break;
-        char c = *p++;
-        switch (c) {
-        case 'n': f->sbuf[k++] = '\n'; break;
-        case 't': f->sbuf[k++] = '\t'; break;
-        case 'r': f->sbuf[k++] = '\r'; break;
-        case 'b': f->sbuf[k++] = '\b'; break;
-        case 'f': f->sbuf[k++] = '\f'; break;
-        case 'u':
-            if (e - p >= 4) {
-                uint32_t u = hex4(p);
-                p += 4;
-                if (u >= 0xd800 && u < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-                    uint32_t lo = hex4(p + 2);
-                    if (lo >= 0xdc00 && lo < 0xe000) {
-                        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-                        p += 6;
-                    }
-                }
-                utf8(f->sbuf, &k, u); /* (4 bytes from 6 or 12 of text: it fits) */
-            }
-            break;
-        default: f->sbuf[k++] = c; /* \" \\ \/ */
-        }
-    }
-    *n = k;
-    return f->sbuf;
-}
-
-/* A bare literal (true, false, null). */
-static int is_lit(struct span v, const char *lit) {
-    size_t n = strlen(lit);
-    return (size_t)(v.e - v.p) == n && !memcmp(v.p, lit, n);
-}
-
-/* A string value equal to `lit`. */
-static int is(struct span v, const char *lit) {
-    size_t n = strlen(lit);
-    return (size_t)(v.e - v.p) == n + 2 && v.p[0] == '"' && !memcmp(v.p + 1, lit, n);
-}
-
-/* An unsigned integer (the digits before any '.'). */
-static uint64_t num(struct span v) {
-    uint64_t x = 0;
-    for (const char *p = v.p; p < v.e && *p >= '0' && *p <= '9'; p++) x = x * 10 + (uint64_t)(*p - '0');
-    return x;
-}
-
-/* Microseconds with up to three decimals, as the Chrome writer writes them, in nanoseconds. */
-static uint64_t ns_of(struct span v) {
-    const char *p = v.p;
-    uint64_t us = 0, frac = 0;
-    for (; p < v.e && *p >= '0' && *p <= '9'; p++) us = us * 10 + (uint64_t)(*p - '0');
-    if (p < v.e && *p == '.') {
-        int k = 0;
-        for (p++; p < v.e && *p >= '0' && *p <= '9'; p++)
-            if (k++ < 3) frac = frac * 10 + (uint64_t)(*p - '0');
-        for (; k < 3; k++) frac *= 10;
-    }
-    return us * 1000 + frac;
-}
-
-/* A JSON number: an integer (1, *i set) or not (0, *d set); no locale is consulted. */
-static int number(struct span v, int64_t *i, double *d) {
-    const char *p = v.p;
-    int neg = p < v.e && *p == '-', integer = 1;
-    p += neg;
-    double m = 0;
-    uint64_t u = 0;
-    for (; p < v.e && *p >= '0' && *p <= '9'; p++) {
-        u = u * 10 + (uint64_t)(*p - '0');
-        m = m * 10 + (*p - '0');
-    }
-    int exp = 0;
-    if (p < v.e && *p == '.') {
-        integer = 0;
-        for (p++; p < v.e && *p >= '0' && *p <= '9'; p++) {
-            m = m * 10 + (*p - '0');
-            exp--;
-        }
-    }
-    if (p < v.e && (*p == 'e' || *p == 'E')) {
-        integer = 0;
-        p++;
-        int eneg = p < v.e && *p == '-', x = 0;
-        if (p < v.e && (*p == '-' || *p == '+')) p++;
-        for (; p < v.e && *p >= '0' && *p <= '9'; p++) x = x * 10 + (*p - '0');
-        exp += eneg ? -x : x;
-    }
-    if (integer && u <= (uint64_t)INT64_MAX) {
-        *i = neg ? -(int64_t)u : (int64_t)u;
-        return 1;
-    }
-    for (; exp > 0; exp--) m *= 10;
-    for (; exp < 0; exp++) m /= 10;
-    *d = neg ? -m : m;
-    return 0;
-}
-
-/* Each member of object `o`: fn(arg, key, value); stops when fn returns nonzero. */
-static void members(struct pf *f, struct span o, int (*fn)(struct pf *, void *, struct span, struct span), void *arg) {
-    const char *p = ws(o.p, o.e), *e = o.e;
-    if (p >= e || *p != '{') return;
-    p++;
-    for (;;) {
-        p = ws(p, e);
-        if (p < e && *p == ',') p = ws(p + 1, e);
-        if (p >= e || *p != '"') return;
-        struct span k = {p, skip(p, e)};
-        p = ws(k.e, e);
-        if (p >= e || *p != ':') return;
-        p = ws(p + 1, e);
-        struct span v = {p, skip(p, e)};
-        if (v.e == v.p) return;
-        if (fn(f, arg, k, v)) return;
-        p = v.e;
-    }
-}
-
-/* ---- debug annotations ------------------------------------------------------------------------- */
-
-/* The JSON value at p (before e) as the value fields of a DebugAnnotation in `b`, read in one
- * pass (an object's members and an array's elements nested, each read once); returns its end.
- * `names`: the members' names are interned, as an event's own arguments' are (the value is the
- * object of an event's arguments: each member is an annotation of its own). */
-static const char *annotation(struct pf *f, struct lp_pb *b, const char *p, const char *e, int depth, int names) {
-    p = ws(p, e);
-    if (p >= e) return p;
-    size_t len;
-    if (depth > 32) { /* (never from our writer) */
-        const char *end = skip(p, e);
-        lp_pb_bytes(b, DA_STRING, p, (size_t)(end - p));
-        return end;
-    }
-    switch (*p) {
-    case '"': { /* interned: a program's arguments repeat (file names, modes, shapes) */
-        const char *end = skip(p, e), *s = text(f, (struct span){p, end}, &len);
-        lp_pb_uint(b, DA_STRING_IID, lp_strtab_id(&f->values, s, len) + 1);
-        return end;
-    }
-    case '{': {
-        int any = 0;
-        for (p = ws(p + 1, e); p < e && *p != '}';) {
-            if (*p == ',') {
-                p = ws(p + 1, e);
-                continue;
-            }
-            if (*p != '"') return skip(p, e);
-            const char *k = p;
-            p = skip(p, e);
-            const char *s = text(f, (struct span){k, p}, &len);
-            size_t at = lp_pb_open(b, names ? TE_DEBUG_ANNOTATIONS : DA_DICT_ENTRIES);
-            if (names)
-                lp_pb_uint(b, DA_NAME_IID, lp_strtab_id(&f->keys, s, len) + 1);
-            else
-                lp_pb_bytes(b, DA_NAME, s, len);
-            p = ws(p, e);
-            if (p < e && *p == ':') p++;
-            p = ws(annotation(f, b, p, e, depth + 1, 0), e);
-            lp_pb_close(b, at);
-            any = 1;
-        }
-        if (!any && !names) lp_pb_bytes(b, DA_STRING, "{}", 2);
-        return p < e ? p + 1 : e;
-    }
-    case '[': {
-        int any = 0;
-        for (p = ws(p + 1, e); p < e && *p != ']';) {
-            if (*p == ',') {
-                p = ws(p + 1, e);
-                continue;
-            }
-            size_t at = lp_pb_open(b, DA_ARRAY_VALUES);
-            const char *end = annotation(f, b, p, e, depth + 1, 0);
-            lp_pb_close(b, at);
-            any = 1;
-            p = ws(end > p ? end : p + 1, e);
-        }
-        if (!any) lp_pb_bytes(b, DA_STRING, "[]", 2);
-        return p < e ? p + 1 : e;
-    }
-    default: {
-        const char *end = skip(p, e);
-        struct span v = {p, end};
-        int64_t i;
-        double d;
-        if (is_lit(v, "true") || is_lit(v, "false"))
-            lp_pb_uint(b, DA_BOOL, *p == 't');
-        else if (is_lit(v, "null"))
-            lp_pb_bytes(b, DA_STRING, "null", 4);
-        else if (number(v, &i, &d))
-            lp_pb_sint(b, DA_INT, i);
-        else
-            lp_pb_double(b, DA_DOUBLE, d);
-        return end > p ? end : p + 1;
-    }
-    }
-}
-
 /* ---- tracks and their events ------------------------------------------------------------------- */
 
 static struct track *track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid);
@@ -662,7 +375,7 @@ static void ev_begin(void *self, const struct lp_json_ev *e) {
         f->nlen = keep(f->name, sizeof f->name, e->name, e->nlen);
         f->clen = keep(f->cat, sizeof f->cat, e->cat, cl);
     }
-    if (e->ph == 'C' || e->ph == 'M' || e->ph == 'e') return;
+    if (e->ph == 'C' || e->ph == 'M' || e->ph == 'e' || e->ph == 'm') return;
     if (e->name) lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, e->name, e->nlen) + 1);
     if (e->cat) lp_pb_uint(&f->body, TE_CATEGORY_IIDS, lp_strtab_id(&f->cats, e->cat, cl) + 1);
 }
@@ -794,7 +507,7 @@ static void ev_value(void *self, const struct lp_json_val *v) {
     case LP_JV_STR: /* interned: a program's arguments repeat (file names, modes, frames) */
         lp_pb_uint(b, DA_STRING_IID, lp_strtab_id(&f->values, v->s, v->n) + 1);
         break;
-    case LP_JV_RAW: annotation(f, b, v->s, v->s + v->n, f->depth + 1, 0); break;
+    case LP_JV_NULL: lp_pb_bytes(b, DA_STRING, "null", 4); break;
     case LP_JV_ARRAY:
     case LP_JV_OBJECT:
         if (f->depth + 1 >= NEST_MAX) {
@@ -883,164 +596,15 @@ static void ev_end(void *self, const struct lp_json_ev *e) {
         add_flow(f, r, flow_key(e, f->cat, f->clen, f->name, f->nlen));
         return;
     }
+    case 'm': { /* metadata.libprof: the annotations of an instant at the start of the process track */
+        lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, "libprof metadata", 16) + 1);
+        struct rec *r = add(f, process(f, f->pid), R_INSTANT, f->first_ts == UINT64_MAX ? 0 : f->first_ts, 0);
+        if (r) r->seq = 0; /* first at its time */
+        return;
+    }
     default: break; /* C, M: taken by their values (the Chrome writer makes no other kind) */
     }
     f->body.n = 0;
-}
-
-/* ---- events given as JSON text (a followed trace's segments): read into the same calls ------- */
-
-struct event {
-    struct span ph, pid, tid, cat, name, ts, dur, id, bp, s, args;
-};
-
-static int field(struct pf *f, void *arg, struct span k, struct span v) {
-    (void)f;
-    struct event *e = arg;
-    size_t n = (size_t)(k.e - k.p);
-    const char *s = k.p + 1;
-#define F(lit, m)                                                 \
-    if (n == sizeof lit + 1 && !memcmp(s, lit, sizeof lit - 1)) { \
-        e->m = v;                                                 \
-        return 0;                                                 \
-    }
-    F("ph", ph)
-    F("pid", pid)
-    F("tid", tid)
-    F("cat", cat)
-    F("name", name)
-    F("ts", ts)
-    F("dur", dur)
-    F("id", id)
-    F("bp", bp)
-    F("s", s)
-    F("args", args)
-#undef F
-    return 0;
-}
-
-static int arg_member(struct pf *f, void *arg, struct span k, struct span v) {
-    (void)arg;
-    size_t n;
-    const char *s = text(f, k, &n);
-    ev_key(f, s, n);
-    struct lp_json_val x = {.kind = LP_JV_RAW, .s = v.p, .n = (size_t)(v.e - v.p)};
-    int64_t i;
-    if (v.p < v.e && *v.p == '"') {
-        x.kind = LP_JV_STR;
-        x.s = text(f, v, &x.n);
-    } else if (v.p < v.e && (*v.p == '-' || (*v.p >= '0' && *v.p <= '9'))) {
-        x.kind = number(v, &i, &x.d) ? LP_JV_I64 : LP_JV_DOUBLE;
-        x.i = i;
-    } else if (is_lit(v, "true") || is_lit(v, "false")) {
-        x.kind = LP_JV_BOOL;
-        x.u = *v.p == 't';
-    }
-    ev_value(f, &x);
-    return 0;
-}
-
-static void replay(struct pf *f, const char *p, size_t n) {
-    struct event e = {0};
-    members(f, (struct span){p, p + n}, field, &e);
-    struct lp_json_ev ev = {.ph = e.ph.e - e.ph.p == 3 ? e.ph.p[1] : 0, .ts_ns = -1};
-    ev.pid = e.pid.p ? num(e.pid) : f->pid;
-    ev.tid = e.tid.p ? num(e.tid) : ev.pid;
-    if (e.ts.p) ev.ts_ns = (int64_t)ns_of(e.ts);
-    if (e.dur.p) ev.has_dur = 1, ev.dur_ns = ns_of(e.dur);
-    if (e.id.p) ev.has_id = 1, ev.id = num(e.id);
-    if (e.s.p && e.s.e - e.s.p == 3) ev.scope = e.s.p[1];
-    ev.bind_enclosing = e.bp.p && is(e.bp, "e");
-    char cat[sizeof f->cat];
-    size_t len;
-    if (e.cat.p) {
-        const char *s = text(f, e.cat, &len);
-        keep(cat, sizeof cat, s, len);
-        ev.cat = cat;
-    }
-    if (e.name.p) ev.name = text(f, e.name, &ev.nlen);
-    ev_begin(f, &ev);
-    if (e.args.p) members(f, e.args, arg_member, NULL);
-    ev_end(f, &ev);
-}
-
-/* The bytes that matter to finding an object's end outside strings. */
-static const unsigned char special[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
-
-/* Events as JSON text, as they come: cut out of the array text and read. */
-static void ev_text(void *self, const char *p, size_t n) {
-    struct pf *f = self;
-    const char *e = p + n;
-    while (p < e) {
-        switch (f->mode) {
-        case M_ARRAY:
-            while (p < e && (*p == ',' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
-            if (p >= e) break;
-            if (*p == '{') {
-                f->mode = M_OBJ;
-                f->nobj = 0;
-                f->depth_text = f->in_str = f->esc = 0;
-            } else {
-                p++; /* (nothing else is written there) */
-            }
-            break;
-        case M_OBJ: {
-            const char *s = p;
-            int done = 0;
-            while (p < e && !done) {
-                if (!f->in_str) { /* (most bytes are digits and names: one table look each) */
-                    while (p < e && !special[(unsigned char)*p]) p++;
-                    if (p == e) break;
-                    char c = *p++;
-                    if (c == '"')
-                        f->in_str = 1;
-                    else if (c == '{' || c == '[')
-                        f->depth_text++;
-                    else if ((c == '}' || c == ']') && --f->depth_text == 0)
-                        done = 1;
-                } else if (f->esc) { /* the byte an escape takes (the chunk may have cut them) */
-                    f->esc = 0;
-                    p++;
-                } else {
-                    while (p < e && *p != '"' && *p != '\\') p++;
-                    if (p == e) break;
-                    if (*p++ == '\\')
-                        f->esc = 1;
-                    else
-                        f->in_str = 0;
-                }
-            }
-            if (done && !f->nobj) { /* whole in this chunk: read in place */
-                replay(f, s, (size_t)(p - s));
-                f->mode = M_ARRAY;
-                break;
-            }
-            size_t k = (size_t)(p - s);
-            if (LP_RESERVE(f->obj, f->capobj, f->nobj + k) != 0) {
-                f->oom = 1;
-                return;
-            }
-            memcpy(f->obj + f->nobj, s, k);
-            f->nobj += k;
-            if (done) {
-                replay(f, f->obj, f->nobj);
-                f->mode = M_ARRAY;
-            }
-            break;
-        }
-        }
-    }
-}
-
-/* The text around the events (metadata.libprof), kept for the end. */
-static void tail_text(void *arg, const char *p, size_t n) {
-    struct pf *f = arg;
-    if (LP_RESERVE(f->tail, f->captail, f->ntail + n) != 0) {
-        f->oom = 1;
-        return;
-    }
-    memcpy(f->tail + f->ntail, p, n);
-    f->ntail += n;
 }
 
 static struct lp_pb *packet(struct pf *f);
@@ -1678,25 +1242,9 @@ static void merge(struct pf *f, struct lp_out *o) {
     lp_os_free(heap);
 }
 
-/* metadata.libprof of the Chrome trace (the text after its events: `"metadata":{"libprof":{...}}`,
- * as lp_json_metadata writes it) as the annotations of an instant at the start of the process
- * track. */
-static void metadata(struct pf *f) {
-    static const char key[] = "\"metadata\":";
-    const char *p = f->ntail ? memmem(f->tail, f->ntail, key, sizeof key - 1) : NULL;
-    if (!p) return;
-    p += sizeof key - 1;
-    annotation(f, &f->body, p, f->tail + f->ntail, 0, 1);
-    lp_pb_uint(&f->body, TE_NAME_IID, lp_strtab_id(&f->names, "libprof metadata", 16) + 1);
-    struct rec *r = add(f, process(f, f->pid), R_INSTANT, f->first_ts == UINT64_MAX ? 0 : f->first_ts, 0);
-    if (r) r->seq = 0; /* first at its time */
-}
-
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct pf *f = k->self;
     f->chrome.finish(&f->chrome, a);
-    lp_out_flush(&f->json); /* the last of the Chrome writer's text: its metadata */
-    metadata(f);
     if (lp_samples_of(a)) samples(f, a);
     struct lp_out *o = k->out;
     if (f->oom) goto oom;
@@ -1828,10 +1376,7 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
                              .base = 1};
     frames_begin(&f->cpu);
     lp_out_init(&f->json, -1);
-    f->json.tap = tail_text;
-    f->json.tap_arg = f;
-    f->mode = M_ARRAY;
-    f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_text, ev_memo, ev_memo_end, ev_sample};
+    f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_memo, ev_memo_end, ev_sample};
     f->chrome.out = &f->json;
     f->chrome.events = &f->sink;
     if (lp_sink_chrome(&f->chrome, r, path, alloc_min, timeline_ns, timeline_min_ns) != 0) return -1;

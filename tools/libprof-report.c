@@ -97,8 +97,7 @@ static int kind_of(const char *path) {
     while (i < got && (magic[i] == ' ' || magic[i] == '\n' || magic[i] == '\t' || magic[i] == '\r')) i++;
     if (i < got && (magic[i] == '{' || magic[i] == '[')) return 0;
     if (rp_is_pftrace(magic, got)) return 3;
-    fprintf(stderr,
-            "libprof-report: %s: not a libprof raw trace (bad magic), Chrome trace JSON or a Perfetto trace\n",
+    fprintf(stderr, "libprof-report: %s: not a libprof raw trace (bad magic), Chrome trace JSON or a Perfetto trace\n",
             path);
     return -1;
 }
@@ -142,7 +141,8 @@ static int load(struct input *in, const char *path, int need_slices) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    int rc = k == 3 ? rp_pftrace_load(text, len, &in->c, err, sizeof err) : lp_chrome_load(text, len, &in->c, err, sizeof err);
+    int rc = k == 3 ? rp_pftrace_load(text, len, &in->c, err, sizeof err)
+                    : lp_chrome_load(text, len, &in->c, err, sizeof err);
     free(text);
     if (rc != 0) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, err);

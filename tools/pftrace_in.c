@@ -157,7 +157,7 @@ struct pft {
     size_t nopen, capopen;
     struct done *done;
     size_t ndone, capdone;
-    cJSON *meta; /* the "libprof metadata" instant's annotations */
+    cJSON *meta;         /* the "libprof metadata" instant's annotations */
     uint64_t mono, real; /* the first ClockSnapshot's (0: none) */
     uint64_t first_ts;
     size_t events, skipped, unmatched, depth;
@@ -500,13 +500,14 @@ int rp_pftrace_load(const void *data, size_t len, struct lp_slices *out, char *e
     struct pft t = {.first_ts = UINT64_MAX};
     int rc = packets(&t, data, len, 0);
     if (rc < 0 || t.oom || (!t.ntracks && !t.events)) {
-        snprintf(err, errlen, "%s", t.oom ? "out of memory reading the trace" : "not a Perfetto trace (malformed protobuf)");
+        snprintf(err, errlen, "%s",
+                 t.oom ? "out of memory reading the trace" : "not a Perfetto trace (malformed protobuf)");
         state_free(&t);
         return -1;
     }
     /* the run's start in the trace's clock (see the top) */
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t.meta, "libprof"),
-                                                       "start_time_unix_ns");
+    const cJSON *st =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t.meta, "libprof"), "start_time_unix_ns");
     uint64_t origin = t.first_ts == UINT64_MAX ? 0 : t.first_ts;
     if (t.mono && t.real && cJSON_IsNumber(st) && st->valuedouble > 0)
         origin = t.mono - (t.real - (uint64_t)st->valuedouble);
