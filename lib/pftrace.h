@@ -1,0 +1,257 @@
+/* pftrace.h: what the parts of the Perfetto trace writer share (lib/write_perfetto.c, the sink: the
+ * events into tracks; pftrace_profile.c, the CPU samples' stacks and the heap profile;
+ * pftrace_out.c, the file: tracks sorted, packets merged in time order, bundled and deflated) —
+ * trace.proto's field numbers, a track and its records, the writer's state. Not a public
+ * interface: the writer's own insides, split by concern. */
+#ifndef LP_PFTRACE_H
+#define LP_PFTRACE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "deflate.h"
+#include "json.h"
+#include "map.h"
+#include "out.h"
+#include "pb.h"
+
+/* trace.proto's field numbers (protos/perfetto/trace/…, as documented by Perfetto) */
+enum {
+    TRACE_PACKET = 1,
+    PKT_CLOCK_SNAPSHOT = 6,
+    PKT_TIMESTAMP = 8,
+    PKT_SEQUENCE_ID = 10,
+    PKT_TRACK_EVENT = 11,
+    PKT_INTERNED_DATA = 12,
+    PKT_SEQUENCE_FLAGS = 13,
+    PKT_PROFILE_PACKET = 37,
+    PKT_COMPRESSED_PACKETS = 50,
+    PKT_TRACK_DESCRIPTOR = 60,
+    PKT_PERF_SAMPLE = 66,
+    CS_CLOCKS = 1,
+    CS_PRIMARY_TRACE_CLOCK = 2,
+    CLK_ID = 1,
+    CLK_TIMESTAMP = 2,
+    CLOCK_REALTIME_ID = 1, /* BuiltinClock */
+    CLOCK_MONOTONIC_ID = 3,
+    CLOCK_MONOTONIC_COARSE_ID = 4,
+    CLOCK_BOOTTIME_ID = 6,
+    SEQ_INCREMENTAL_STATE_CLEARED = 1,
+    SEQ_NEEDS_INCREMENTAL_STATE = 2,
+    TE_CATEGORY_IIDS = 3,
+    TE_DEBUG_ANNOTATIONS = 4,
+    TE_TYPE = 9,
+    TE_NAME_IID = 10,
+    TE_TRACK_UUID = 11,
+    TE_COUNTER_VALUE = 30,
+    TE_DOUBLE_COUNTER_VALUE = 44,
+    TE_FLOW_IDS = 47,
+    TYPE_SLICE_BEGIN = 1,
+    TYPE_SLICE_END = 2,
+    TYPE_INSTANT = 3,
+    TYPE_COUNTER = 4,
+    DA_NAME_IID = 1,
+    DA_BOOL = 2,
+    DA_UINT = 3,
+    DA_INT = 4,
+    DA_DOUBLE = 5,
+    DA_STRING = 6,
+    DA_STRING_IID = 17,
+    DA_NAME = 10,
+    DA_DICT_ENTRIES = 11,
+    DA_ARRAY_VALUES = 12,
+    TD_UUID = 1,
+    TD_NAME = 2,
+    TD_PROCESS = 3,
+    TD_THREAD = 4,
+    TD_PARENT_UUID = 5,
+    TD_COUNTER = 8,
+    PD_PID = 1,
+    PD_CMDLINE = 2,
+    PD_NAME = 6,
+    THD_PID = 1,
+    THD_TID = 2,
+    THD_NAME = 5,
+    CD_UNIT = 3,
+    UNIT_SIZE_BYTES = 3,
+    ID_EVENT_CATEGORIES = 1,
+    ID_EVENT_NAMES = 2,
+    ID_DEBUG_ANNOTATION_NAMES = 3,
+    ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
+    ID_FUNCTION_NAMES = 5,
+    ID_FRAMES = 6,
+    ID_CALLSTACKS = 7,
+    ID_MAPPING_PATHS = 17,
+    ID_MAPPINGS = 19,
+    PS_PID = 2,
+    PS_TID = 3,
+    PS_CALLSTACK_IID = 4,
+    PP_STRINGS = 1,
+    PP_FRAMES = 2,
+    PP_CALLSTACKS = 3,
+    PP_MAPPINGS = 4,
+    PP_PROCESS_DUMPS = 5,
+    PP_CONTINUED = 6,
+    PP_INDEX = 7,
+    PHS_PID = 1,
+    PHS_SAMPLES = 2,
+    PHS_TIMESTAMP = 9,
+    HS_CALLSTACK_ID = 1,
+    HS_SELF_ALLOCATED = 2,
+    HS_SELF_FREED = 3,
+    HS_ALLOC_COUNT = 5,
+    HS_FREE_COUNT = 6,
+};
+
+#define SEQ 1u        /* the one packet sequence */
+#define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
+/* a bundle's packets before deflate: under Perfetto's 512 KiB after, even were they not to deflate
+ * at all; a long trace starts a thread a bundle */
+#define BUNDLE_BYTES (256u << 10)
+
+/* (R_COUNTER, R_COUNTER_D: the value, int64 or a double's bits, is the record's `dur`) */
+enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_COUNTER_D, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
+
+/* One event of a track: its fields encoded in `arena` (off, len). */
+struct rec {
+    uint64_t ts, dur; /* R_SAMPLE: dur is the callstack iid, off the tid */
+    uint64_t off;
+    uint32_t len, seq;
+    uint32_t flows; /* 1 + index in `flows` of its first flow id, 0: none */
+    uint8_t type;
+};
+struct flow {
+    uint64_t id;
+    uint32_t next; /* 1 + index of the next of the same event, 0: none */
+};
+/* The order a track's events are written in: rec's begin (or whole) or end. */
+struct item {
+    uint64_t ts;
+    int64_t k1, k2;
+    uint32_t rec, cls; /* cls: 0 an end, 1 a begin or an instant, 2 a flow's end point */
+    uint8_t end;
+};
+
+enum { T_PROCESS, T_THREAD, T_COUNTER, T_ASYNC, T_SAMPLES };
+struct track {
+    uint8_t kind, bytes;
+    uint32_t pid;
+    uint64_t tid;
+    char *name;  /* its key's text (a counter's, an async range's), or the thread's or process's name */
+    char *label; /* an async track's name: its first range's */
+    uint64_t uuid, parent;
+    struct rec *r;
+    size_t n, cap;
+    struct item *it; /* NULL: its records are in the order they are written (nit of them) */
+    size_t nit, at;
+};
+
+/* The frames of a profile — Perfetto's Frame, Callstack and Mapping messages and their strings —
+ * in one of the two places they go: the sequence's interned data (the CPU samples) or a
+ * ProfilePacket's own tables (the heap profile); the same messages under other field numbers.
+ * One frame a function (the names are what a flame graph groups by, symbolised here), all in
+ * one mapping. */
+struct frames {
+    struct lp_pb *b;
+    unsigned f_strings, f_paths, f_mappings, f_frames, f_callstacks;
+    uint64_t base; /* a function name's iid: its index + base (the strings may hold the path first) */
+    struct lp_strtab names;
+    uint64_t stacks;
+};
+
+/* An argument's nesting level in the event being made: the annotation its next value goes in
+ * (`at`, opened by its key), the one that holds it (`holder`), whether it is an array, whether
+ * anything is in it. */
+struct level {
+    size_t at, holder;
+    uint8_t arr, any;
+};
+#define NEST_MAX 16
+
+#define WRITERS_MAX 3 /* threads deflating bundles at once */
+struct pf {
+    struct lp_sink chrome; /* the Chrome writer: its events structured through `sink` */
+    struct lp_json_sink sink;
+    struct lp_out json; /* the Chrome writer's text (none: its events come through `sink`) */
+    /* the event being made, and its arguments' nesting */
+    struct lp_json_ev ev;
+    char name[256], cat[128], key[128];
+    size_t nlen, clen, klen;
+    int depth, overdepth;
+    struct level nest[NEST_MAX];
+    /* the last counters' tracks (counter_value) */
+#define COUNTER_CACHE 16
+    struct counter_seen {
+        size_t len;
+        uint32_t pid, track; /* 1 + index in t, 0: none */
+    } counters[COUNTER_CACHE];
+    unsigned counter_next;
+    /* the runs of arguments kept by key (ev_memo): key -> 1 + index in memos, their bytes */
+    struct lp_map memo_of;
+    struct memo {
+        size_t off, len;
+    } * memos;
+    size_t nmemos, capmemos;
+    uint8_t *memo_bytes;
+    size_t nmemo_bytes, capmemo_bytes;
+    int memo_open; /* a run being made: its key and where it starts in `body` */
+    uint64_t memo_key;
+    size_t memo_start;
+    /* what it became */
+    struct track *t;
+    size_t nt, capt;
+    struct lp_map track_of; /* key -> 1 + index */
+    uint8_t *arena;
+    size_t narena, caparena;
+    struct flow *flows;
+    size_t nflows, capflows;
+    uint32_t seq;
+    struct lp_strtab names, cats, keys, values;
+    struct frames cpu; /* the CPU samples' frames, in the interned data */
+    struct lp_pb body, interned;
+    size_t pkt_at;         /* the packet being written in `bundle` */
+    struct item *sort_tmp; /* sort_items' room */
+    size_t *sort_runs, capsort_tmp, capsort_runs;
+    uint64_t first_ts, last_ts;
+    uint64_t clock0;       /* CLOCK_MONOTONIC at the trace's time 0: every timestamp written is clock0 + its ns */
+    uint64_t real0, boot0; /* CLOCK_REALTIME and CLOCK_BOOTTIME then (0: not known) */
+    uint32_t pid;
+    int oom;
+    /* the packets' bundles */
+    struct bundle {
+        struct lp_pb raw; /* its packets */
+        uint8_t *z;       /* deflated */
+        size_t nz, capz;
+        struct lp_deflate dz; /* its compressor (one each: bundles are deflated at once) */
+        pthread_t th;         /* the thread deflating it */
+    } bundle[WRITERS_MAX + 1];
+    /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
+     * threads of their own, at most `writers` */
+    unsigned cur, busy, writers;
+    unsigned bundles; /* out so far: the first INLINE_BUNDLES are deflated here (see bundle_out) */
+    int compress;     /* bundles deflated (when a deflater loads: deflate.c) */
+};
+
+/* the sink (write_perfetto.c): the tracks, a record added to one */
+struct track *lp_pf_track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid); /* made when new */
+struct track *lp_pf_process(struct pf *f, uint32_t pid);
+struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid);
+struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur);
+void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
+/* the profiles (pftrace_profile.c) */
+void lp_pf_frames_begin(struct frames *t);
+void lp_pf_samples(struct pf *f, const struct lp_analysis *a);
+void lp_pf_heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns);
+/* the file (pftrace_out.c) */
+struct lp_pb *lp_pf_packet(struct pf *f);
+void lp_pf_packet_out(struct pf *f, struct lp_out *o);
+void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last);
+void lp_pf_writers_end(struct pf *f);
+void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t);
+int lp_pf_order(struct pf *f, struct track *t);
+void lp_pf_merge(struct pf *f, struct lp_out *o);
+void lp_pf_interned_table(struct lp_pb *b, unsigned field, const struct lp_strtab *t);
+
+#endif

@@ -1,0 +1,402 @@
+/* pftrace_out.c: the Perfetto writer's file (see pftrace.h) — the tracks' descriptors, each
+ * track's records sorted into the order Perfetto wants, all merged into one packet sequence in
+ * time order, written in bundles deflated on threads of their own. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cc.h"
+#include "deflate.h"
+#include "os.h"
+#include "pftrace.h"
+#include "reader.h"
+#include "vec.h"
+
+/* ---- writing ----------------------------------------------------------------------------------
+ * Packets are written in bundles, each compressed with deflate into one packet of its own
+ * (TracePacket.compressed_packets, a zlib stream), as Perfetto's tracing service writes them: a
+ * trace's packets are mostly the same few fields, and deflate takes them to a fifth or less.
+ * The deflater is the fastest the system has (deflate.c); without one, or when it fails, the
+ * packets are written as they are. */
+
+/* The bytes of `v` as a varint. */
+static inline size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Bundle `b`'s packets as one zlib stream into b->z (b->nz: its length, 0 when it failed). */
+static void deflate_bundle(struct bundle *b) {
+    size_t cap = lp_deflate_bound(b->raw.n);
+    b->nz = LP_RESERVE(b->z, b->capz, cap) == 0 ? lp_deflate(&b->dz, b->raw.d, b->raw.n, b->z, cap) : 0;
+}
+
+/* Bundle `b` to `o`: its deflated packets as one packet, else its packets as they are. */
+static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
+    if (b->nz) {
+        uint8_t head[24], *p = head;
+        size_t body = varint_len((uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2) + varint_len(b->nz) + b->nz;
+        p = lp_pb_varint_at(p, (uint64_t)TRACE_PACKET << 3 | 2);
+        p = lp_pb_varint_at(p, body);
+        p = lp_pb_varint_at(p, (uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2);
+        p = lp_pb_varint_at(p, b->nz);
+        lp_out_write(o, head, (size_t)(p - head));
+        lp_out_write(o, b->z, b->nz);
+    } else {
+        lp_out_write(o, b->raw.d, b->raw.n);
+    }
+    if (b->raw.oom) f->oom = 1;
+    b->raw.n = 0;
+    b->nz = 0;
+}
+
+static void *writer_main(void *arg) {
+    struct bundle *b = arg;
+    deflate_bundle(b);
+    return NULL;
+}
+
+#define RING (f->writers + 1)
+/* A trace of a few bundles is deflated where it is made: threads save it nothing (sqlite's 2
+ * bundles, two processors: the same wall time, and without them less memory and processor time —
+ * a thread and a compressor per bundle). A longer trace's bundles after these go to the threads. */
+#define INLINE_BUNDLES 2
+
+/* The oldest bundle being deflated, written when it is done. */
+static void writer_done(struct pf *f, struct lp_out *o) {
+    struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
+    lp_os_thread_join(b->th);
+    f->busy--;
+    bundle_write(f, b, o);
+}
+
+/* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
+ * the packets: past the first INLINE_BUNDLES, a bundle is deflated on a thread of its own while
+ * the next ones are made (up to `writers` at once), the last here while the threads end theirs;
+ * all are written in order. Without a thread, each here. */
+void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
+    struct bundle *b = &f->bundle[f->cur];
+    int z = b->raw.n && f->compress && lp_deflate_load();
+    if (z && !last && f->writers && ++f->bundles > INLINE_BUNDLES) {
+        if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
+        if (lp_os_thread_start(&b->th, writer_main, b) == 0) {
+            f->busy++;
+            f->cur = (f->cur + 1) % RING;
+            return;
+        }
+    }
+    if (z) deflate_bundle(b);
+    while (f->busy) writer_done(f, o); /* the bundles before, first */
+    if (b->raw.n) bundle_write(f, b, o);
+}
+
+/* Every bundle's thread ended (a conversion that stops half-way). */
+void lp_pf_writers_end(struct pf *f) {
+    for (; f->busy; f->busy--) lp_os_thread_join(f->bundle[(f->cur + RING - f->busy) % RING].th);
+}
+
+/* A packet begins (a Trace.packet written in place in the bundle); packet_out ends it. */
+struct lp_pb *lp_pf_packet(struct pf *f) {
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    f->pkt_at = lp_pb_open(b, TRACE_PACKET);
+    return b;
+}
+
+void lp_pf_packet_out(struct pf *f, struct lp_out *o) {
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    lp_pb_close(b, f->pkt_at);
+    if (b->n >= BUNDLE_BYTES) lp_pf_bundle_out(f, o, 0);
+}
+
+void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t) {
+    struct lp_pb *b = lp_pf_packet(f);
+    size_t at = lp_pb_open(b, PKT_TRACK_DESCRIPTOR);
+    lp_pb_uint(b, TD_UUID, t->uuid);
+    if (t->parent) lp_pb_uint(b, TD_PARENT_UUID, t->parent);
+    if (t->kind == T_PROCESS) {
+        size_t p = lp_pb_open(b, TD_PROCESS);
+        lp_pb_uint(b, PD_PID, t->pid);
+        if (t->pid == r->hdr.pid && r->exe) lp_pb_bytes(b, PD_CMDLINE, r->exe, r->exe_len);
+        if (t->name) lp_pb_bytes(b, PD_NAME, t->name, strlen(t->name));
+        lp_pb_close(b, p);
+    } else if (t->kind == T_THREAD) {
+        size_t p = lp_pb_open(b, TD_THREAD);
+        lp_pb_uint(b, THD_PID, t->pid);
+        lp_pb_uint(b, THD_TID, t->tid);
+        if (t->name) lp_pb_bytes(b, THD_NAME, t->name, strlen(t->name));
+        lp_pb_close(b, p);
+    } else {
+        const char *name = t->label ? t->label : t->name;
+        if (name) lp_pb_bytes(b, TD_NAME, name, strlen(name));
+        if (t->kind == T_COUNTER) {
+            size_t p = lp_pb_open(b, TD_COUNTER);
+            if (t->bytes) lp_pb_uint(b, CD_UNIT, UNIT_SIZE_BYTES);
+            lp_pb_close(b, p);
+        }
+    }
+    lp_pb_close(b, at);
+    lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
+    lp_pf_packet_out(f, o);
+}
+
+static inline int item_less(const struct item *a, const struct item *b) {
+    if (a->ts != b->ts) return a->ts < b->ts;
+    if (a->cls != b->cls) return a->cls < b->cls;
+    if (a->k1 != b->k1) return a->k1 < b->k1;
+    return a->k2 < b->k2;
+}
+
+/* A stable merge sort of a track's items that takes the runs already in order as they are: the
+ * events arrive nearly sorted (a track's counters and instants in order, a thread's slices in the
+ * order they end), so a track costs a pass or a few merges, not n log n compares through a
+ * function pointer. 0, or -1 when out of memory. */
+static int sort_items(struct pf *f, struct item *it, size_t n) {
+    size_t i = 1;
+    while (i < n && !item_less(&it[i], &it[i - 1])) i++;
+    if (i >= n) return 0;
+    /* (the room it needs is kept from track to track: a big one is mapped afresh each time) */
+    if (LP_RESERVE(f->sort_tmp, f->capsort_tmp, n) != 0 || LP_RESERVE(f->sort_runs, f->capsort_runs, n + 1) != 0)
+        return -1;
+    struct item *src = it, *dst = f->sort_tmp;
+    size_t *runs = f->sort_runs, nr = 0;
+    runs[nr++] = 0;
+    for (i = 1; i < n; i++)
+        if (item_less(&it[i], &it[i - 1])) runs[nr++] = i;
+    runs[nr] = n;
+    while (nr > 1) { /* merge runs pairwise, src into dst */
+        size_t w = 0;
+        for (size_t r = 0; r < nr; r += 2) {
+            size_t a = runs[r], m = runs[r + 1], e = r + 2 <= nr ? runs[r + 2] : n, k = a, b = m;
+            if (r + 1 >= nr) { /* an odd run out: copied */
+                memcpy(dst + a, src + a, (n - a) * sizeof *dst);
+                runs[w++] = a;
+                break;
+            }
+            while (a < m && b < e) dst[k++] = item_less(&src[b], &src[a]) ? src[b++] : src[a++];
+            memcpy(dst + k, src + a, (m - a) * sizeof *dst);
+            k += m - a;
+            memcpy(dst + k, src + b, (e - b) * sizeof *dst);
+            runs[w++] = runs[r];
+        }
+        runs[w] = n;
+        nr = w;
+        struct item *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != it) memcpy(it, src, n * sizeof *it);
+    return 0;
+}
+
+/* A track's events in the order they are written: a slice's begin before the slices inside it
+ * (at the same time, the longer first), ends before begins at the same time, the inner first;
+ * other tracks in time, then arrival, order. The flows' end points are bound to the slices. */
+int lp_pf_order(struct pf *f, struct track *t) {
+    if (t->kind != T_THREAD) { /* (in time, then arrival, order: a counter's records already are) */
+        size_t i = 1;
+        while (i < t->n && t->r[i].ts >= t->r[i - 1].ts) i++;
+        if (i >= t->n) {
+            t->nit = t->n;
+            return 0;
+        }
+    }
+    size_t need = 0;
+    for (size_t i = 0; i < t->n; i++) need += t->r[i].type == R_SLICE && t->r[i].dur ? 2 : 1;
+    t->it = lp_os_malloc((need ? need : 1) * sizeof *t->it);
+    if (!t->it) return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct rec *r = &t->r[i];
+        int64_t seq = r->seq;
+        if (t->kind != T_THREAD) {
+            t->it[t->nit++] = (struct item){r->ts, seq, 0, (uint32_t)i, 1, 0};
+        } else if (r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) {
+            t->it[t->nit++] = (struct item){r->ts, seq, 0, (uint32_t)i, 2, 0};
+        } else {
+            t->it[t->nit++] = (struct item){r->ts, -(int64_t)r->dur, seq, (uint32_t)i, 1, 0};
+            if (r->type == R_SLICE && r->dur)
+                t->it[t->nit++] = (struct item){r->ts + r->dur, -(int64_t)r->ts, -seq, (uint32_t)i, 0, 1};
+        }
+    }
+    if (sort_items(f, t->it, t->nit) != 0) return -1;
+    if (t->kind != T_THREAD) return 0;
+    /* the flows: on the innermost slice open at their time (or the next to begin) */
+    uint32_t stack[256], depth = 0, *pending = NULL;
+    size_t npending = 0, cappending = 0;
+    for (size_t i = 0; i < t->nit; i++) {
+        struct item *it = &t->it[i];
+        struct rec *r = &t->r[it->rec];
+        if (it->cls == 2) {
+            if (r->type == R_FLOW_ENCLOSING && depth && depth <= 256) {
+                struct rec *s = &t->r[stack[depth - 1]];
+                for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) lp_pf_add_flow(f, s, f->flows[k - 1].id);
+                r->flows = 0;
+            } else if (r->type == R_FLOW_NEXT && LP_RESERVE(pending, cappending, npending + 1) == 0) {
+                pending[npending++] = it->rec;
+            }
+            /* otherwise the flow stays on an instant of its own */
+        } else if (it->end) {
+            if (depth) depth--;
+        } else if (r->type == R_SLICE) {
+            for (size_t k = 0; k < npending; k++) {
+                struct rec *fl = &t->r[pending[k]];
+                for (uint32_t q = fl->flows; q; q = f->flows[q - 1].next) lp_pf_add_flow(f, r, f->flows[q - 1].id);
+                fl->flows = 0;
+            }
+            npending = 0;
+            if (r->dur) {
+                if (depth < 256) stack[depth] = it->rec;
+                depth++;
+            }
+        }
+    }
+    lp_os_free(pending);
+    return 0;
+}
+
+/* Item `it` of track `t` as a packet: its lengths known before, each field written once, in
+ * room made once (a trace has as many packets as events). */
+static void emit(struct pf *f, struct lp_out *o, const struct track *t, const struct item *it) {
+    const struct rec *r = &t->r[it->rec];
+    if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) return; /* bound to a slice */
+    size_t msg, field;
+    unsigned type = 0;
+    if (r->type == R_SAMPLE) {
+        field = PKT_PERF_SAMPLE;
+        msg = 3 + varint_len(f->pid) + varint_len(r->off) + varint_len(r->dur);
+    } else if (r->type == R_COUNTER || r->type == R_COUNTER_D) {
+        field = PKT_TRACK_EVENT;
+        type = TYPE_COUNTER;
+        msg = 2 + 1 + varint_len(t->uuid) + 2 + (r->type == R_COUNTER ? varint_len(r->dur) : 8);
+    } else {
+        field = PKT_TRACK_EVENT;
+        type = it->end || r->type == R_END                ? TYPE_SLICE_END
+               : r->type == R_SLICE || r->type == R_BEGIN ? TYPE_SLICE_BEGIN
+                                                          : TYPE_INSTANT;
+        msg = 2 + 1 + varint_len(t->uuid);
+        if (!it->end) {
+            msg += r->len;
+            for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) msg += 2 + 8;
+        }
+    }
+    const uint64_t ts = f->clock0 + it->ts;
+    size_t pkt = 1 + varint_len(ts) + 2 + varint_len(field << 3 | 2) + varint_len(msg) + msg;
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    size_t need = 1 + varint_len(pkt) + pkt;
+    if (b->cap - b->n < need && !lp_pb_room(b, need)) return;
+    uint8_t *p = b->d + b->n;
+    *p++ = TRACE_PACKET << 3 | 2;
+    p = lp_pb_varint_at(p, pkt);
+    *p++ = PKT_TIMESTAMP << 3;
+    p = lp_pb_varint_at(p, ts);
+    *p++ = PKT_SEQUENCE_ID << 3;
+    *p++ = SEQ;
+    /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
+    p = lp_pb_varint_at(p, field << 3 | 2);
+    p = lp_pb_varint_at(p, msg);
+    if (r->type == R_SAMPLE) {
+        *p++ = PS_PID << 3;
+        p = lp_pb_varint_at(p, f->pid);
+        *p++ = PS_TID << 3;
+        p = lp_pb_varint_at(p, r->off);
+        *p++ = PS_CALLSTACK_IID << 3;
+        p = lp_pb_varint_at(p, r->dur);
+    } else {
+        *p++ = TE_TYPE << 3;
+        *p++ = (uint8_t)type;
+        *p++ = TE_TRACK_UUID << 3;
+        p = lp_pb_varint_at(p, t->uuid);
+        if (r->type == R_COUNTER) {
+            p = lp_pb_varint_at(p, TE_COUNTER_VALUE << 3);
+            p = lp_pb_varint_at(p, r->dur);
+        } else if (r->type == R_COUNTER_D) {
+            p = lp_pb_varint_at(p, TE_DOUBLE_COUNTER_VALUE << 3 | 1);
+            for (int i = 0; i < 8; i++) *p++ = (uint8_t)(r->dur >> (8 * i));
+        } else if (!it->end) {
+            memcpy(p, f->arena + r->off, r->len);
+            p += r->len;
+            for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) {
+                p = lp_pb_varint_at(p, TE_FLOW_IDS << 3 | 1);
+                for (int i = 0; i < 8; i++) *p++ = (uint8_t)(f->flows[k - 1].id >> (8 * i));
+            }
+        }
+    }
+    b->n = (size_t)(p - b->d);
+    if (b->n >= BUNDLE_BYTES) lp_pf_bundle_out(f, o, 0);
+    if (r->type == R_SLICE && !r->dur && !it->end) { /* a slice of no length: its end at once */
+        struct item end = *it;
+        end.end = 1;
+        emit(f, o, t, &end);
+    }
+}
+
+void lp_pf_interned_table(struct lp_pb *b, unsigned field, const struct lp_strtab *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        size_t at = lp_pb_open(b, field);
+        lp_pb_uint(b, 1, i + 1);
+        lp_pb_bytes(b, 2, t->str[i], t->len[i]);
+        lp_pb_close(b, at);
+    }
+}
+
+/* The time of track `t`'s next event to write. */
+static inline uint64_t next_ts(const struct track *t) { return t->it ? t->it[t->at].ts : t->r[t->at].ts; }
+
+/* The tracks' events merged into one sequence in time order (a heap of tracks by their next
+ * event's time). */
+void lp_pf_merge(struct pf *f, struct lp_out *o) {
+    /* heap[i]: a track's index, and the time of its next event (read once per event) */
+    struct top {
+        uint64_t ts;
+        size_t t;
+    } *heap = lp_os_malloc((f->nt ? f->nt : 1) * sizeof *heap);
+    size_t n = 0;
+    if (!heap) {
+        f->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < f->nt; i++) {
+        if (!f->t[i].nit) continue;
+        size_t c = n++;
+        heap[c] = (struct top){next_ts(&f->t[i]), i};
+        while (c && heap[(c - 1) / 2].ts > heap[c].ts) {
+            size_t p = (c - 1) / 2;
+            struct top x = heap[p];
+            heap[p] = heap[c];
+            heap[c] = x;
+            c = p;
+        }
+    }
+    while (n) {
+        struct track *t = &f->t[heap[0].t];
+        /* the top track's events up to the next track's first (a track's come in runs: the
+         * heap's thousands) — where the heap would keep it on top anyway */
+        uint64_t next = n > 1 ? heap[1].ts : UINT64_MAX;
+        if (n > 2 && heap[2].ts < next) next = heap[2].ts;
+        do {
+            struct item direct, *it = t->it ? &t->it[t->at] : &direct;
+            if (!t->it) direct = (struct item){t->r[t->at].ts, 0, 0, (uint32_t)t->at, 1, 0};
+            t->at++;
+            emit(f, o, t, it);
+        } while (t->at < t->nit && next_ts(t) <= next);
+        if (t->at == t->nit)
+            heap[0] = heap[--n];
+        else
+            heap[0].ts = next_ts(t);
+        for (size_t c = 0;;) { /* sift down */
+            size_t l = 2 * c + 1, m = c;
+            if (l < n && heap[l].ts < heap[m].ts) m = l;
+            if (l + 1 < n && heap[l + 1].ts < heap[m].ts) m = l + 1;
+            if (m == c) break;
+            struct top x = heap[m];
+            heap[m] = heap[c];
+            heap[c] = x;
+            c = m;
+        }
+    }
+    lp_os_free(heap);
+}
