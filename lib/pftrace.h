@@ -1,7 +1,7 @@
 /* pftrace.h: what the parts of the Perfetto trace writer share (lib/write_perfetto.c, the sink: the
  * events into tracks; pftrace_profile.c, the CPU samples' stacks and the heap profile;
  * pftrace_out.c, the file: tracks sorted, packets merged in time order, bundled and deflated) —
- * trace.proto's field numbers, a track and its records, the writer's state. Not a public
+ * a track and its records, the writer's state (trace.proto's field numbers: pftrace_proto.h). Not a public
  * interface: the writer's own insides, split by concern. */
 #ifndef LP_PFTRACE_H
 #define LP_PFTRACE_H
@@ -16,94 +16,7 @@
 #include "map.h"
 #include "out.h"
 #include "pb.h"
-
-/* trace.proto's field numbers (protos/perfetto/trace/…, as documented by Perfetto) */
-enum {
-    TRACE_PACKET = 1,
-    PKT_CLOCK_SNAPSHOT = 6,
-    PKT_TIMESTAMP = 8,
-    PKT_SEQUENCE_ID = 10,
-    PKT_TRACK_EVENT = 11,
-    PKT_INTERNED_DATA = 12,
-    PKT_SEQUENCE_FLAGS = 13,
-    PKT_PROFILE_PACKET = 37,
-    PKT_COMPRESSED_PACKETS = 50,
-    PKT_TRACK_DESCRIPTOR = 60,
-    PKT_PERF_SAMPLE = 66,
-    CS_CLOCKS = 1,
-    CS_PRIMARY_TRACE_CLOCK = 2,
-    CLK_ID = 1,
-    CLK_TIMESTAMP = 2,
-    CLOCK_REALTIME_ID = 1, /* BuiltinClock */
-    CLOCK_MONOTONIC_ID = 3,
-    CLOCK_MONOTONIC_COARSE_ID = 4,
-    CLOCK_BOOTTIME_ID = 6,
-    SEQ_INCREMENTAL_STATE_CLEARED = 1,
-    SEQ_NEEDS_INCREMENTAL_STATE = 2,
-    TE_CATEGORY_IIDS = 3,
-    TE_DEBUG_ANNOTATIONS = 4,
-    TE_TYPE = 9,
-    TE_NAME_IID = 10,
-    TE_TRACK_UUID = 11,
-    TE_COUNTER_VALUE = 30,
-    TE_DOUBLE_COUNTER_VALUE = 44,
-    TE_FLOW_IDS = 47,
-    TYPE_SLICE_BEGIN = 1,
-    TYPE_SLICE_END = 2,
-    TYPE_INSTANT = 3,
-    TYPE_COUNTER = 4,
-    DA_NAME_IID = 1,
-    DA_BOOL = 2,
-    DA_UINT = 3,
-    DA_INT = 4,
-    DA_DOUBLE = 5,
-    DA_STRING = 6,
-    DA_STRING_IID = 17,
-    DA_NAME = 10,
-    DA_DICT_ENTRIES = 11,
-    DA_ARRAY_VALUES = 12,
-    TD_UUID = 1,
-    TD_NAME = 2,
-    TD_PROCESS = 3,
-    TD_THREAD = 4,
-    TD_PARENT_UUID = 5,
-    TD_COUNTER = 8,
-    PD_PID = 1,
-    PD_CMDLINE = 2,
-    PD_NAME = 6,
-    THD_PID = 1,
-    THD_TID = 2,
-    THD_NAME = 5,
-    CD_UNIT = 3,
-    UNIT_SIZE_BYTES = 3,
-    ID_EVENT_CATEGORIES = 1,
-    ID_EVENT_NAMES = 2,
-    ID_DEBUG_ANNOTATION_NAMES = 3,
-    ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
-    ID_FUNCTION_NAMES = 5,
-    ID_FRAMES = 6,
-    ID_CALLSTACKS = 7,
-    ID_MAPPING_PATHS = 17,
-    ID_MAPPINGS = 19,
-    PS_PID = 2,
-    PS_TID = 3,
-    PS_CALLSTACK_IID = 4,
-    PP_STRINGS = 1,
-    PP_FRAMES = 2,
-    PP_CALLSTACKS = 3,
-    PP_MAPPINGS = 4,
-    PP_PROCESS_DUMPS = 5,
-    PP_CONTINUED = 6,
-    PP_INDEX = 7,
-    PHS_PID = 1,
-    PHS_SAMPLES = 2,
-    PHS_TIMESTAMP = 9,
-    HS_CALLSTACK_ID = 1,
-    HS_SELF_ALLOCATED = 2,
-    HS_SELF_FREED = 3,
-    HS_ALLOC_COUNT = 5,
-    HS_FREE_COUNT = 6,
-};
+#include "pftrace_proto.h"
 
 #define SEQ 1u        /* the one packet sequence */
 #define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */

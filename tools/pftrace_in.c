@@ -26,56 +26,8 @@
 #include "lib/deflate.h"
 #include "lib/map.h"
 #include "lib/os.h"
+#include "lib/pftrace_proto.h"
 #include "lib/vec.h"
-
-/* trace.proto's field numbers (those read here; lib/write_perfetto.c writes them) */
-enum {
-    TRACE_PACKET = 1,
-    PKT_CLOCK_SNAPSHOT = 6,
-    PKT_TIMESTAMP = 8,
-    PKT_SEQUENCE_ID = 10,
-    PKT_TRACK_EVENT = 11,
-    PKT_INTERNED_DATA = 12,
-    PKT_COMPRESSED_PACKETS = 50,
-    PKT_TRACK_DESCRIPTOR = 60,
-    PKT_PERF_SAMPLE = 66,
-    CS_CLOCKS = 1,
-    CLK_ID = 1,
-    CLK_TIMESTAMP = 2,
-    CLOCK_REALTIME_ID = 1,
-    CLOCK_MONOTONIC_ID = 3,
-    TE_CATEGORY_IIDS = 3,
-    TE_DEBUG_ANNOTATIONS = 4,
-    TE_TYPE = 9,
-    TE_NAME_IID = 10,
-    TE_TRACK_UUID = 11,
-    TE_CATEGORIES = 22,
-    TE_NAME = 23,
-    TYPE_SLICE_BEGIN = 1,
-    TYPE_SLICE_END = 2,
-    DA_NAME_IID = 1,
-    DA_BOOL = 2,
-    DA_UINT = 3,
-    DA_INT = 4,
-    DA_DOUBLE = 5,
-    DA_STRING = 6,
-    DA_NAME = 10,
-    DA_DICT_ENTRIES = 11,
-    DA_ARRAY_VALUES = 12,
-    DA_STRING_IID = 17,
-    TD_UUID = 1,
-    TD_PROCESS = 3,
-    TD_THREAD = 4,
-    PD_PID = 1,
-    THD_PID = 1,
-    THD_TID = 2,
-    ID_EVENT_CATEGORIES = 1,
-    ID_EVENT_NAMES = 2,
-    ID_DEBUG_ANNOTATION_NAMES = 3,
-    ID_DEBUG_ANNOTATION_STRING_VALUES = 29,
-    IN_IID = 1,
-    IN_NAME = 2, /* EventCategory.name, EventName.name, DebugAnnotationName.name, InternedString.str */
-};
 
 /* ---- protobuf, read ---------------------------------------------------------------------------- */
 
