@@ -815,13 +815,9 @@ static void snapshot_idle(void *arg) {
     if (lp_os_fork() == 0) snapshot_child(x);
 }
 
-int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
-    struct pass *p = lp_os_calloc(1, sizeof *p);
-    struct output *out = lp_os_calloc(LP_OUT_COUNT, sizeof *out);
-    int rc = -1;
-    if (!p || !out) goto oom;
+/* The pass's state for trace r: the heap, the statistics, the views. 0, or -1 out of memory. */
+static int pass_setup(struct pass *p, const struct lp_reader *r, const struct lp_convert_opts *o) {
     struct lp_analysis *a = &p->a;
-    if (o->samples_out) *o->samples_out = NULL;
     a->r = r;
     a->opts = o;
     p->follow = r->follow != NULL;
@@ -838,10 +834,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     /* a thread's slot in `last` is also how the helpers know it is one of the trace's */
     p->last = lp_os_calloc((size_t)r->nthreads + 1, sizeof *p->last);
     if (p->threshold) p->ring = lp_os_calloc((size_t)r->nthreads * p->threshold + 1, sizeof *p->ring);
-    if (!p->last || (p->threshold && !p->ring)) goto oom;
-    if (lp_map_grow(&p->h.live) != 0) goto oom;   /* the fast path counts on a map with slots */
+    if (!p->last || (p->threshold && !p->ring)) return -1;
+    if (lp_map_grow(&p->h.live) != 0) return -1;  /* the fast path counts on a map with slots */
     a->sites = lp_sites_new(r, o->py_user_lines); /* NULL: no stacks in this trace */
-    if (!a->calls) goto oom;
+    if (!a->calls) return -1;
     /* the timeline's "heap by site" tracks (write_chrome.c) or the HTML page's chart
      * (o->site_series): their series kept as the pass goes rather than made by a pass of their
      * own (a saved trace's: its length is known). One set of instants only: asked for both, the
@@ -851,37 +847,48 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     if (a->sites && (site_chrome || o->site_series) && !p->follow && !o->general_path &&
         lp_sites_series_keep(a->sites, o->site_series ? o->site_series_buckets : LP_SITE_SERIES_BUCKETS,
                              lp_ticks_to_ns(r, r->last_ticks) + 1) != 0)
-        goto oom;
+        return -1;
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].create && lp_views[v].create(a) != 0) goto oom;
+        if (lp_views[v].create && lp_views[v].create(a) != 0) return -1;
+    return 0;
+}
 
-    /* the writers asked for (outputs.h), each opened by its row; one that needs what the trace
-     * lacks is reported once the others are written */
-    const char *missing = NULL;
-    unsigned missing_needs = 0;
+/* The writers asked for (outputs.h), each opened by its row; one that needs what the trace lacks
+ * is named in *missing (with what it needs), reported once the others are written. 0; -1 with a
+ * message in err; -2 out of memory. */
+static int outputs_open(struct pass *p, struct output *out, const struct lp_convert_opts *o, const char **missing,
+                        unsigned *missing_needs, char *err, size_t errlen) {
+    struct lp_analysis *a = &p->a;
     int stacks = lp_alloc_sites(a->r, a->sites) != NULL, samples = lp_samples_of(a) != NULL;
     for (int k = 0; k < LP_OUT_COUNT; k++) {
         int fd = k == LP_OUT_CHROME ? o->chrome_fd : k == LP_OUT_SUMMARY ? o->summary_fd : -1;
         const char *path = k == LP_OUT_SUMMARY ? NULL : o->path[k];
         if (!path && fd < 0) continue;
         if (!lp_output_possible(lp_outputs[k].needs, stacks, samples)) {
-            missing = path;
-            missing_needs =
+            *missing = path;
+            *missing_needs =
                 lp_outputs[k].needs & (stacks ? ~LP_NEEDS_STACKS : ~0u) & (samples ? ~LP_NEEDS_SAMPLES : ~0u);
             continue;
         }
-        if (output_open(&out[k], path, fd, o->file_mode, err, errlen) != 0) goto out;
-        if (lp_outputs[k].writer(&out[k].sink, a) != 0) goto oom;
+        if (output_open(&out[k], path, fd, o->file_mode, err, errlen) != 0) return -1;
+        if (lp_outputs[k].writer(&out[k].sink, a) != 0) return -2;
     }
+    return 0;
+}
 
-    /* the pass */
+/* The pass: each event analysed, seen by the views that ask for its shape, handed to the writers;
+ * runs of small allocations the fast path's. 0, or -1 out of memory. */
+static int run_pass(struct pass *p, struct output *out) {
+    struct lp_analysis *a = &p->a;
+    const struct lp_reader *r = a->r;
+    const struct lp_convert_opts *o = a->opts;
     struct lp_sink *stream[LP_OUT_COUNT];
     int nstream = 0;
     for (int k = 0; k < LP_OUT_COUNT; k++)
         if (out[k].open && out[k].sink.event) stream[nstream++] = &out[k].sink;
     struct snap snap = {p, out};
     struct lp_iter *it = p->follow ? lp_iter_follow((struct lp_reader *)r, snapshot_idle, &snap) : lp_iter_new(r);
-    if (!it) goto oom;
+    if (!it) return -1;
     struct lp_event e;
     struct lp_call_rec rec;
     struct lp_call_view view;
@@ -889,11 +896,18 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
     uint64_t fast_min = UINT64_MAX; /* the smallest block a writer wants to see */
     for (int k = 0; k < nstream; k++)
         if (stream[k]->alloc_min < fast_min) fast_min = stream[k]->alloc_min;
+    int rc = 0;
     for (;;) {
-        if (p->follow && refit(p) != 0) goto oom;
+        if (p->follow && refit(p) != 0) {
+            rc = -1;
+            break;
+        }
         fast_run(p, it, stream, nstream, fast_min);
         if (!lp_iter_next(it, &e)) break;
-        if (p->follow && refit(p) != 0) goto oom;
+        if (p->follow && refit(p) != 0) {
+            rc = -1;
+            break;
+        }
         if (!a->counting && e.ns >= a->reset_ns) { /* the last reset: statistics start here */
             a->counting = 1;
             p->h.peak_bytes = p->h.live_bytes;
@@ -922,29 +936,10 @@ int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char 
         }
     }
     lp_iter_free(it);
-    if (p->follow) {
-        a->span_ns = lp_ticks_to_ns(r, r->last_ticks); /* now known */
-        if (refit(p) != 0) goto oom;
-    }
-    int t = totals(p, out, err, errlen);
-    if (t == -2) goto oom;
-    rc = t;
-    if (o->samples_out && rc == 0) *o->samples_out = lp_samples_take(a);
-    if (o->site_series && lp_alloc_sites(r, a->sites) &&
-        lp_site_series_of(r, o->site_series_top, o->site_series_buckets, o->site_series, a->sites, LP_RANK_HIGHEST) !=
-            0)
-        goto oom;
-    if (missing && rc == 0) {
-        snprintf(err, errlen, "%s: the trace has no %s (record with %s)", missing,
-                 missing_needs & LP_NEEDS_STACKS ? "call stacks" : "CPU samples",
-                 missing_needs & LP_NEEDS_STACKS ? "LIBPROF_STACKS=16" : "LIBPROF_SAMPLE_HZ=1000");
-        rc = -1;
-    }
-    goto out;
-oom:
-    snprintf(err, errlen, "out of memory while converting the trace");
-    rc = -1;
-out:
+    return rc;
+}
+
+static void pass_free(struct pass *p, struct output *out) {
     if (out) {
         for (int k = 0; k < LP_OUT_COUNT; k++) {
             if (out[k].open && out[k].path) { /* a failure on the way: no half-written file stays */
@@ -969,5 +964,43 @@ out:
     }
     lp_os_free(p);
     lp_os_free(out);
+}
+
+int lp_convert(const struct lp_reader *r, const struct lp_convert_opts *o, char *err, size_t errlen) {
+    struct pass *p = lp_os_calloc(1, sizeof *p);
+    struct output *out = lp_os_calloc(LP_OUT_COUNT, sizeof *out);
+    int rc = -1;
+    const char *missing = NULL;
+    unsigned missing_needs = 0;
+    if (o->samples_out) *o->samples_out = NULL;
+    if (!p || !out || pass_setup(p, r, o) != 0) goto oom;
+    int opened = outputs_open(p, out, o, &missing, &missing_needs, err, errlen);
+    if (opened == -1) goto out;
+    if (opened == -2 || run_pass(p, out) != 0) goto oom;
+    struct lp_analysis *a = &p->a;
+    if (p->follow) {
+        a->span_ns = lp_ticks_to_ns(r, r->last_ticks); /* now known */
+        if (refit(p) != 0) goto oom;
+    }
+    int t = totals(p, out, err, errlen);
+    if (t == -2) goto oom;
+    rc = t;
+    if (o->samples_out && rc == 0) *o->samples_out = lp_samples_take(a);
+    if (o->site_series && lp_alloc_sites(r, a->sites) &&
+        lp_site_series_of(r, o->site_series_top, o->site_series_buckets, o->site_series, a->sites, LP_RANK_HIGHEST) !=
+            0)
+        goto oom;
+    if (missing && rc == 0) {
+        snprintf(err, errlen, "%s: the trace has no %s (record with %s)", missing,
+                 missing_needs & LP_NEEDS_STACKS ? "call stacks" : "CPU samples",
+                 missing_needs & LP_NEEDS_STACKS ? "LIBPROF_STACKS=16" : "LIBPROF_SAMPLE_HZ=1000");
+        rc = -1;
+    }
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory while converting the trace");
+    rc = -1;
+out:
+    pass_free(p, out);
     return rc;
 }

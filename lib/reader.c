@@ -254,11 +254,185 @@ static int open_mem(struct lp_reader *r, const void *data, size_t size, int mapp
     return 0;
 }
 
+/* What a chunk's reading says: go on, out of memory, stop the index here (a table cut: the
+ * trace is truncated), or the chunk is damage (or, `partial`, not whole yet). */
+enum { CH_OK = 0, CH_NOMEM = -1, CH_STOP = 1, CH_DAMAGE = 2 };
+
+/* Events or samples: their records checked, the chunk put on its thread's list. */
+static int chunk_events(struct lp_reader *r, struct lp_map *map, const struct lp_chunk_header *h, uint64_t payload) {
+    uint64_t count;
+    if (h->length % 8 || payload % 8 ||
+        check_records((const uint64_t *)(r->data + payload), h->length / 8, &count, &r->reset_ticks))
+        return CH_DAMAGE;
+    uint32_t ti;
+    if (stream_index(r, map, h->tid, h->type == LP_CHUNK_SAMPLES, &ti)) return CH_NOMEM;
+    if (h->type == LP_CHUNK_SAMPLES) r->samples += count;
+    struct lp_thread_info *t = &r->threads[ti];
+    if (LP_RESERVE(r->chunks, r->cap.chunks, r->nchunks + 1) || LP_RESERVE(t->chunks, t->cap, t->nchunks + 1))
+        return CH_NOMEM;
+    t->chunks[t->nchunks++] = r->nchunks;
+    t->events += count;
+    r->chunks[r->nchunks++] = (struct lp_chunk_ref){payload, h->length, ti};
+    r->events += count;
+    return CH_OK;
+}
+
+/* A string: the host, the executable, the job, the command line, a name, an ORT profile, an
+ * ETDump, a note, a thread's name. */
+static int chunk_string(struct lp_reader *r, struct lp_map *map, const struct lp_chunk_header *h, const uint8_t *pl) {
+    uint32_t key;
+    memcpy(&key, pl, 4);
+    const char *s = (const char *)pl + 4;
+    uint32_t n = h->length - 4;
+    if (key == LP_STR_HOSTNAME) {
+        r->hostname = s;
+        r->hostname_len = n;
+    } else if (key == LP_STR_EXE) {
+        r->exe = s;
+        r->exe_len = n;
+    } else if (key == LP_STR_JOB) {
+        r->job = s;
+        r->job_len = n;
+    } else if (key == LP_STR_CMDLINE) {
+        r->cmdline = s;
+        r->cmdline_len = n;
+    } else if (key == LP_STR_NAME && n >= 4) {
+        uint32_t id;
+        memcpy(&id, s, 4);
+        if (id >= r->nnames) {
+            if (id > LP_MAX_NAME_ID) return CH_STOP; /* not a name table */
+            if (LP_RESERVE_ZERO(r->names, r->cap.names, (size_t)id + 1) != 0) return CH_NOMEM;
+            r->nnames = id + 1;
+        }
+        r->names[id].s = s + 4;
+        r->names[id].len = n - 4;
+    } else if (key == LP_STR_ORT_PROFILE && n >= 8) {
+        if (LP_RESERVE(r->ort_profiles, r->cap.ort_profiles, r->nort_profiles + 1) != 0) return CH_NOMEM;
+        uint64_t sess;
+        memcpy(&sess, s, 8);
+        r->ort_profiles[r->nort_profiles++] = (struct lp_ort_profile){sess, s + 8, n - 8};
+    } else if (key == LP_STR_ETDUMP) {
+        if (LP_RESERVE(r->etdumps, r->cap.etdumps, r->netdumps + 1) != 0) return CH_NOMEM;
+        r->etdumps[r->netdumps++] = (struct lp_blob){s, n};
+    } else if (key == LP_STR_NOTE) {
+        if (LP_RESERVE(r->notes, r->cap.notes, r->nnotes + 1) != 0) return CH_NOMEM;
+        r->notes[r->nnotes++] = (struct lp_note){s, n};
+    } else if (key == LP_STR_THREAD_NAME) {
+        uint32_t ti;
+        if (thread_index(r, map, h->tid, &ti)) return CH_NOMEM;
+        r->threads[ti].name = s;
+        r->threads[ti].name_len = n;
+    }
+    return CH_OK;
+}
+
+/* The call-stack tree's nodes (format 17 on), parsed into the tree. */
+static int chunk_nodes(struct lp_reader *r, const struct lp_chunk_header *h, const uint8_t *pl) {
+    const uint64_t *w = (const uint64_t *)(pl);
+    if (!r->nodes && !(r->nodes = lp_nodes_new())) return CH_NOMEM;
+    for (size_t i = 0; i < h->length / 8; i += 3) {
+        uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
+        int rc =
+            k == LP_STACK_NODE && w[i + 1] <= UINT32_MAX ? lp_nodes_add(r->nodes, id, (uint32_t)w[i + 1], w[i + 2]) : 1;
+        if (rc < 0) return CH_NOMEM;
+        if (rc > 0) r->damaged = 1; /* (a node past damage: its stacks are unknown) */
+    }
+    return CH_OK;
+}
+
+/* Stacks (before format 17): frames, or a pair of parts defined before. */
+static int chunk_stacks(struct lp_reader *r, const struct lp_chunk_header *h, const uint8_t *pl) {
+    const uint64_t *w = (const uint64_t *)(pl);
+    size_t nw = h->length / 8;
+    for (size_t i = 0; i < nw;) {
+        uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
+        int pair = k == LP_STACK_PAIR;
+        size_t words = pair ? 2 : k;
+        if (id == 0 || id > LP_MAX_STACK_ID || (!pair && k > LP_STACK_MAX_DEPTH) || i + 1 + words > nw ||
+            (pair && ((uint32_t)w[i + 1] >= id || (uint32_t)(w[i + 1] >> 32) >= id)))
+            return CH_STOP; /* a pair names parts defined before it */
+        if (id >= r->nstacks) {
+            if (LP_RESERVE_ZERO(r->stacks, r->cap.stacks, (size_t)id + 1) != 0) return CH_NOMEM;
+            r->nstacks = (uint32_t)r->cap.stacks;
+        }
+        struct lp_stack *st = &r->stacks[id];
+        if (!st->frames && !st->pair) r->nstacks_found++;
+        if (pair)
+            *st = (struct lp_stack){
+                NULL, 0, (uint32_t)w[i + 1], (uint32_t)(w[i + 1] >> 32), 1, (uint8_t)(w[i + 2] & 0xff)};
+        else
+            *st = (struct lp_stack){w + i + 1, k, 0, 0, 0, 0};
+        i += 1 + words;
+    }
+    return CH_OK;
+}
+
+/* Python code objects: their names, files and first lines. */
+static int chunk_pycode(struct lp_reader *r, const struct lp_chunk_header *h, const uint8_t *pl) {
+    size_t at = 0;
+    while (at + sizeof(struct lp_pycode) <= h->length) {
+        struct lp_pycode pc;
+        memcpy(&pc, pl + at, sizeof pc);
+        size_t words = (sizeof pc + pc.name_len + pc.file_len + 7) / 8;
+        if (pc.id == 0 || pc.id > LP_MAX_PYCODE_ID || at + sizeof pc + pc.name_len + pc.file_len > h->length)
+            return CH_STOP;
+        if (pc.id >= r->npycodes) {
+            if (LP_RESERVE_ZERO(r->pycodes, r->cap.pycodes, (size_t)pc.id + 1) != 0) return CH_NOMEM;
+            r->npycodes = (uint32_t)r->cap.pycodes;
+        }
+        const char *name = (const char *)pl + at + sizeof pc;
+        r->pycodes[pc.id] = (struct lp_pycode_ref){name, name + pc.name_len, pc.name_len, pc.file_len, pc.firstline};
+        at += words * 8;
+    }
+    return CH_OK;
+}
+
+/* One chunk (its header h, its payload at `payload`, `pl` where it is read from) into the index. */
+static int chunk(struct lp_reader *r, struct lp_map *map, const struct lp_chunk_header *h, uint64_t payload,
+                 const uint8_t *pl, int nodes) {
+    unsigned type = h->type;
+    int aligned = payload % 8 == 0;
+    if (type == LP_CHUNK_EVENTS || type == LP_CHUNK_SAMPLES) return chunk_events(r, map, h, payload);
+    if (type == LP_CHUNK_WATERMARK && h->length >= 8) {
+        uint64_t wm;
+        memcpy(&wm, r->data + payload, 8);
+        if (wm > r->watermark) r->watermark = wm;
+    } else if (type == LP_CHUNK_STRING && h->length >= 4) {
+        return chunk_string(r, map, h, pl);
+    } else if (type == LP_CHUNK_SHORT && h->length % sizeof(struct lp_short) == 0 && aligned) {
+        if (LP_RESERVE(r->short_chunks, r->cap.short_chunks, r->nshort_chunks + 1) != 0) return CH_NOMEM;
+        r->short_chunks[r->nshort_chunks++] =
+            (struct lp_short_ref){(const struct lp_short *)(pl), h->length / (uint32_t)sizeof(struct lp_short), h->tid};
+    } else if (nodes && h->length % 24 == 0 && aligned) {
+        return chunk_nodes(r, h, pl);
+    } else if (type == LP_CHUNK_STACKS && h->length % 8 == 0 && aligned) {
+        return chunk_stacks(r, h, pl);
+    } else if (type == LP_CHUNK_MODULES && h->length >= sizeof(struct lp_module)) {
+        struct lp_module m;
+        memcpy(&m, pl, sizeof m);
+        if (sizeof m + (size_t)m.path_len + m.build_id_len <= h->length && m.lo < m.hi) {
+            if (LP_RESERVE(r->modules, r->cap.modules, r->nmodules + 1) != 0) return CH_NOMEM;
+            const char *path = (const char *)pl + sizeof m;
+            r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
+        }
+    } else if (type == LP_CHUNK_PYCODE) {
+        return chunk_pycode(r, h, pl);
+    } else if (type == LP_CHUNK_SAMPLING && h->length >= sizeof(struct lp_sampling) && aligned) {
+        r->sampling = (const struct lp_sampling *)(pl);
+    } else if (type == LP_CHUNK_OWN && h->length >= sizeof(struct lp_own_memory) && aligned) {
+        r->own = (const struct lp_own_memory *)(pl);
+    } else if (type == LP_CHUNK_END && h->length >= sizeof(struct lp_end) && aligned) {
+        r->end = (const struct lp_end *)(pl);
+        if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
+    }
+    /* Unknown chunk types are skipped: newer producers may add them within one version. */
+    return CH_OK;
+}
+
 /* Index the chunks from x->off up to `size`. `partial` (a trace still being written): a chunk
  * not whole yet ends the index there, to be read again when more is written; otherwise it is
  * damage, skipped or the end of the file. Returns 0, or -1 when out of memory. */
 static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int partial) {
-    struct lp_map *map = &x->map;
     uint64_t off = x->off;
     const uint8_t *d = r->data;
     while (off < size) {
@@ -272,10 +446,23 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
             break;
         }
         memcpy(&h, d + off, sizeof h);
-        if (h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h) {
-            if (partial) break; /* not written yet */
-        damage:;                /* a hole left by a failed write, a stray write, a cut-off tail: go on at the
-                  * next whole chunk, if there is one */
+        int rc = h.magic != LP_CHUNK_MAGIC || h.length > size - off - sizeof h ? CH_DAMAGE : CH_OK;
+        uint64_t payload = off + sizeof h;
+        const uint8_t *pl = d + payload; /* a followed trace's metadata: a copy (the file is released as read) */
+        int nodes = h.type == LP_CHUNK_STACKS && r->hdr.version >= 17; /* (parsed into the tree: no copy) */
+        if (rc == CH_OK && r->follow && h.type != LP_CHUNK_EVENTS && h.type != LP_CHUNK_SAMPLES && h.length && !nodes &&
+            !(pl = keep(r, pl, h.length)))
+            return -1;
+        if (rc == CH_OK) rc = chunk(r, &x->map, &h, payload, pl, nodes);
+        if (rc == CH_NOMEM) return -1;
+        if (rc == CH_STOP) {
+            r->truncated = 1;
+            break;
+        }
+        if (rc == CH_DAMAGE) {
+            if (partial) break; /* not written yet (or its records are being written) */
+            /* a hole left by a failed write, a stray write, a cut-off tail: go on at the next
+             * whole chunk, if there is one */
             uint64_t next = lp_chunk_resync(d, size, off);
             if (next >= size) {
                 if (r->end)
@@ -289,158 +476,6 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
             off = next;
             continue;
         }
-        uint64_t payload = off + sizeof h;
-        const uint8_t *pl = d + payload; /* a followed trace's metadata: a copy (the file is released as read) */
-        int nodes = h.type == LP_CHUNK_STACKS && r->hdr.version >= 17; /* (parsed into the tree: no copy) */
-        if (r->follow && h.type != LP_CHUNK_EVENTS && h.type != LP_CHUNK_SAMPLES && h.length && !nodes &&
-            !(pl = keep(r, pl, h.length)))
-            goto nomem;
-        if (h.type == LP_CHUNK_EVENTS || h.type == LP_CHUNK_SAMPLES) {
-            uint64_t count;
-            if (h.length % 8 || payload % 8 ||
-                check_records((const uint64_t *)(d + payload), h.length / 8, &count, &r->reset_ticks)) {
-                if (partial) break; /* its records are being written */
-                goto damage;
-            }
-            uint32_t ti;
-            if (stream_index(r, map, h.tid, h.type == LP_CHUNK_SAMPLES, &ti)) goto nomem;
-            if (h.type == LP_CHUNK_SAMPLES) r->samples += count;
-            struct lp_thread_info *t = &r->threads[ti];
-            if (LP_RESERVE(r->chunks, r->cap.chunks, r->nchunks + 1) || LP_RESERVE(t->chunks, t->cap, t->nchunks + 1))
-                goto nomem;
-            t->chunks[t->nchunks++] = r->nchunks;
-            t->events += count;
-            r->chunks[r->nchunks++] = (struct lp_chunk_ref){payload, h.length, ti};
-            r->events += count;
-        } else if (h.type == LP_CHUNK_WATERMARK && h.length >= 8) {
-            uint64_t wm;
-            memcpy(&wm, d + payload, 8);
-            if (wm > r->watermark) r->watermark = wm;
-        } else if (h.type == LP_CHUNK_STRING && h.length >= 4) {
-            uint32_t key;
-            memcpy(&key, pl, 4);
-            const char *s = (const char *)pl + 4;
-            uint32_t n = h.length - 4;
-            if (key == LP_STR_HOSTNAME) {
-                r->hostname = s;
-                r->hostname_len = n;
-            } else if (key == LP_STR_EXE) {
-                r->exe = s;
-                r->exe_len = n;
-            } else if (key == LP_STR_JOB) {
-                r->job = s;
-                r->job_len = n;
-            } else if (key == LP_STR_CMDLINE) {
-                r->cmdline = s;
-                r->cmdline_len = n;
-            } else if (key == LP_STR_NAME && n >= 4) {
-                uint32_t id;
-                memcpy(&id, s, 4);
-                if (id >= r->nnames) {
-                    if (id > LP_MAX_NAME_ID) {
-                        r->truncated = 1;
-                        break;
-                    } /* not a name table */
-                    if (LP_RESERVE_ZERO(r->names, r->cap.names, (size_t)id + 1) != 0) goto nomem;
-                    r->nnames = id + 1;
-                }
-                r->names[id].s = s + 4;
-                r->names[id].len = n - 4;
-            } else if (key == LP_STR_ORT_PROFILE && n >= 8) {
-                if (LP_RESERVE(r->ort_profiles, r->cap.ort_profiles, r->nort_profiles + 1) != 0) goto nomem;
-                uint64_t sess;
-                memcpy(&sess, s, 8);
-                r->ort_profiles[r->nort_profiles++] = (struct lp_ort_profile){sess, s + 8, n - 8};
-            } else if (key == LP_STR_ETDUMP) {
-                if (LP_RESERVE(r->etdumps, r->cap.etdumps, r->netdumps + 1) != 0) goto nomem;
-                r->etdumps[r->netdumps++] = (struct lp_blob){s, n};
-            } else if (key == LP_STR_NOTE) {
-                if (LP_RESERVE(r->notes, r->cap.notes, r->nnotes + 1) != 0) goto nomem;
-                r->notes[r->nnotes++] = (struct lp_note){s, n};
-            } else if (key == LP_STR_THREAD_NAME) {
-                uint32_t ti;
-                if (thread_index(r, map, h.tid, &ti)) goto nomem;
-                r->threads[ti].name = s;
-                r->threads[ti].name_len = n;
-            }
-        } else if (h.type == LP_CHUNK_SHORT && h.length % sizeof(struct lp_short) == 0 && payload % 8 == 0) {
-            if (LP_RESERVE(r->short_chunks, r->cap.short_chunks, r->nshort_chunks + 1) != 0) goto nomem;
-            r->short_chunks[r->nshort_chunks++] = (struct lp_short_ref){
-                (const struct lp_short *)(pl), h.length / (uint32_t)sizeof(struct lp_short), h.tid};
-        } else if (nodes && h.length % 24 == 0 && payload % 8 == 0) {
-            const uint64_t *w = (const uint64_t *)(pl);
-            if (!r->nodes && !(r->nodes = lp_nodes_new())) goto nomem;
-            for (size_t i = 0; i < h.length / 8; i += 3) {
-                uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
-                int rc = k == LP_STACK_NODE && w[i + 1] <= UINT32_MAX
-                             ? lp_nodes_add(r->nodes, id, (uint32_t)w[i + 1], w[i + 2])
-                             : 1;
-                if (rc < 0) goto nomem;
-                if (rc > 0) r->damaged = 1; /* (a node past damage: its stacks are unknown) */
-            }
-        } else if (h.type == LP_CHUNK_STACKS && h.length % 8 == 0 && payload % 8 == 0) {
-            const uint64_t *w = (const uint64_t *)(pl);
-            size_t nw = h.length / 8;
-            for (size_t i = 0; i < nw;) {
-                uint32_t id = (uint32_t)w[i], k = (uint32_t)(w[i] >> 32);
-                int pair = k == LP_STACK_PAIR;
-                size_t words = pair ? 2 : k;
-                if (id == 0 || id > LP_MAX_STACK_ID || (!pair && k > LP_STACK_MAX_DEPTH) || i + 1 + words > nw ||
-                    (pair && ((uint32_t)w[i + 1] >= id || (uint32_t)(w[i + 1] >> 32) >= id))) {
-                    r->truncated = 1; /* a pair names parts defined before it */
-                    break;
-                }
-                if (id >= r->nstacks) {
-                    if (LP_RESERVE_ZERO(r->stacks, r->cap.stacks, (size_t)id + 1) != 0) goto nomem;
-                    r->nstacks = (uint32_t)r->cap.stacks;
-                }
-                struct lp_stack *st = &r->stacks[id];
-                if (!st->frames && !st->pair) r->nstacks_found++;
-                if (pair)
-                    *st = (struct lp_stack){
-                        NULL, 0, (uint32_t)w[i + 1], (uint32_t)(w[i + 1] >> 32), 1, (uint8_t)(w[i + 2] & 0xff)};
-                else
-                    *st = (struct lp_stack){w + i + 1, k, 0, 0, 0, 0};
-                i += 1 + words;
-            }
-            if (r->truncated) break;
-        } else if (h.type == LP_CHUNK_MODULES && h.length >= sizeof(struct lp_module)) {
-            struct lp_module m;
-            memcpy(&m, pl, sizeof m);
-            if (sizeof m + (size_t)m.path_len + m.build_id_len <= h.length && m.lo < m.hi) {
-                if (LP_RESERVE(r->modules, r->cap.modules, r->nmodules + 1) != 0) goto nomem;
-                const char *path = (const char *)pl + sizeof m;
-                r->modules[r->nmodules++] = (struct lp_module_ref){m, path, (const uint8_t *)path + m.path_len};
-            }
-        } else if (h.type == LP_CHUNK_PYCODE) {
-            size_t at = 0;
-            while (at + sizeof(struct lp_pycode) <= h.length) {
-                struct lp_pycode pc;
-                memcpy(&pc, pl + at, sizeof pc);
-                size_t words = (sizeof pc + pc.name_len + pc.file_len + 7) / 8;
-                if (pc.id == 0 || pc.id > LP_MAX_PYCODE_ID || at + sizeof pc + pc.name_len + pc.file_len > h.length) {
-                    r->truncated = 1;
-                    break;
-                }
-                if (pc.id >= r->npycodes) {
-                    if (LP_RESERVE_ZERO(r->pycodes, r->cap.pycodes, (size_t)pc.id + 1) != 0) goto nomem;
-                    r->npycodes = (uint32_t)r->cap.pycodes;
-                }
-                const char *name = (const char *)pl + at + sizeof pc;
-                r->pycodes[pc.id] =
-                    (struct lp_pycode_ref){name, name + pc.name_len, pc.name_len, pc.file_len, pc.firstline};
-                at += words * 8;
-            }
-            if (r->truncated) break;
-        } else if (h.type == LP_CHUNK_SAMPLING && h.length >= sizeof(struct lp_sampling) && payload % 8 == 0) {
-            r->sampling = (const struct lp_sampling *)(pl);
-        } else if (h.type == LP_CHUNK_OWN && h.length >= sizeof(struct lp_own_memory) && payload % 8 == 0) {
-            r->own = (const struct lp_own_memory *)(pl);
-        } else if (h.type == LP_CHUNK_END && h.length >= sizeof(struct lp_end) && payload % 8 == 0) {
-            r->end = (const struct lp_end *)(pl);
-            if (r->end->end_ticks > r->last_ticks) r->last_ticks = r->end->end_ticks;
-        }
-        /* Unknown chunk types are skipped: newer producers may add them within one version. */
         if (h.sync_ticks >= x->sync_ticks && h.sync_mono_ns >= x->sync_ns) {
             x->sync_ticks = h.sync_ticks;
             x->sync_ns = h.sync_mono_ns;
@@ -457,8 +492,6 @@ static int index_chunks(struct lp_reader *r, struct idx *x, size_t size, int par
     r->valid_bytes = x->off;
     release(r, x->released, size); /* what the pass reads it reads again, chunk by chunk */
     return 0;
-nomem:
-    return -1;
 }
 
 /* Clock fit through the origin and the latest sync pair. */
