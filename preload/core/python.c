@@ -35,7 +35,7 @@
 #include <sys/uio.h>
 #include <ucontext.h>
 
-#include "python.h"
+#include "python_int.h"
 #include "config.h"
 #include "log.h"
 #include "os_real.h"
@@ -45,214 +45,9 @@
 #include "state.h"
 #include "tbuf.h"
 #include "walk.h"
-#include "python_layouts.h"
 #include "sys.h"
 
-static const struct lpr_pylayout *L;
-static int (*py_initialized)(void);
-static void *(*py_this_tstate)(void);
-static int (*py_addr2line)(void *code, int addr);
-static uintptr_t py_code_type, py_str_type, py_list_type, py_tuple_type, py_bytes_type;
-static uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
-static uintptr_t interp_lo, interp_hi; /* the object holding the interpreter */
-static int tried;
-static size_t frame_bytes; /* how much of a frame is read: its first fields (3.11+) */
-/* 3.11+'s offsets that every capture reads (lpr_py_part's common case), copied out of L when the
- * interpreter is found: a load each, not two (cframe: the thread's frame is read through its
- * _PyCFrame, 3.11 and 3.12) */
-static struct {
-    uintptr_t ts_frame, cframe_frame, datastack, back, instr, code;
-    intptr_t entry; /* a frame's entry flag (3.11; -1: none) */
-    int cframe;
-    const int *initialized, *tss; /* _PyRuntime's, where this_tstate reads them */
-    /* where the state holding the GIL is (part_tstate): 3.11 in _PyRuntime, 3.12+ in the main
-     * interpreter's GIL (the state that took it last: the one holding it while it is held), found
-     * from the first thread's state (this_tstate_called); 0 until known */
-    const uintptr_t *holder;
-    uintptr_t thread; /* a state's thread_id (0: no holder is read) */
-} P3;
-static void holder_ours_again(void);
-static uint32_t with_fresh(uint32_t native);
-/* this_tstate: 1 reads the thread's state through CPython's own key (checked against
- * PyGILState_GetThisThreadState on the first thread that has one), 0 not checked yet, -1 calls */
-static int tss_direct;
-/* (3.11+) where a chunk's frames start, and its header and one frame's first fields (chain_at) */
-static uintptr_t chunk_data, chunk_head;
-
-#define CODE_SLOTS (1u << 20)       /* (id << 43) | (code address >> 4), at the table's largest (8 MiB) */
-#define CODE_SLOTS_FIRST (1u << 14) /* at first (128 KiB; see code_find) */
-#define MAX_CODES LPR_PY_MAX_CODES  /* distinct code objects */
-#define STR_BYTES (64u << 20)       /* their names and files */
-#define LINE_WORDS (4u << 20)       /* their line tables, decoded (3.11+; 32 MiB reserved) */
-#define NAME_MAX_BYTES 1024         /* a longer name or path is cut */
-#define SHIM 3                      /* FRAME_OWNED_BY_CSTACK (3.12+) */
-static uint64_t *slots;
-static struct pyent {
-    uintptr_t code, file, name;
-    int32_t firstline;
-    uint32_t str; /* offset of name then file in `strs` */
-    uint16_t name_len, file_len;
-    uint32_t ready; /* written: the entry may be spooled */
-    /* (3.11+) its line table decoded (line_table): 1 + its offset in `lines` << 32 | its ranges */
-    uint64_t table;
-} * ents;
-static char *strs;
 static uint32_t next_code = 1, str_used, codes_full;
-static uint64_t *lines; /* line tables, each its size, its bytes and its ranges (line_table) */
-static uint32_t lines_used;
-static struct lpr_ahead ents_ahead, strs_ahead, lines_ahead; /* resident ahead while sampling (os_real.h) */
-
-static inline uintptr_t rd(uintptr_t a) { return *(const uintptr_t *)a; }
-
-/* pthread_self() as glibc keeps it on x86-64: the thread descriptor's own address, at %fs:16
- * (checked against pthread_self() once before it is relied on) */
-static inline uintptr_t thread_self(void) {
-    uintptr_t self;
-    __asm__("mov %%fs:16, %0" : "=r"(self));
-    return self;
-}
-
-static int interp_range(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    uintptr_t a = *(uintptr_t *)arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && a >= lo && a < hi) {
-            interp_lo = lo;
-            interp_hi = hi;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The interpreter's `name`: the global scope first (the executable's own exports, which
- * RTLD_NEXT from a preload does not see), then objects loaded with local scope. */
-static void *pysym(const char *name) {
-    void *p = lpr_dlsym(RTLD_DEFAULT, name);
-    return p ? p : lpr_resolve(name);
-}
-
-/* "python3.12", "libpython3.8.so.1.0", "libpython2.7.so" -> major, minor */
-static int version_from_name(const char *path, int *major, int *minor) {
-    const char *b = path ? strrchr(path, '/') : NULL;
-    b = b ? b + 1 : path;
-    const char *p = b ? strstr(b, "python") : NULL;
-    if (!p || p[6] < '2' || p[6] > '9' || p[7] != '.') return 0;
-    *major = p[6] - '0';
-    *minor = atoi(p + 8);
-    return 1;
-}
-
-/* Look for an interpreter (at start and after every dlopen until one is found). Not from a
- * signal handler: it looks symbols up. */
-void lpr_python_detect(void) {
-    if (lpr_py_on || tried > 1) return;
-    if (!lpr_cfg.python) { /* LIBPROF_PYTHON=0 */
-        tried = 2;
-        return;
-    }
-    void *init = pysym("Py_IsInitialized");
-    if (!init) return;
-    tried = 2; /* one interpreter per process: decided now */
-    int major = 0, minor = 0;
-    const unsigned long *hex = pysym("Py_Version");
-    Dl_info di;
-    if (hex) {
-        major = (int)(*hex >> 24);
-        minor = (int)((*hex >> 16) & 0xff);
-    } else if (dladdr(init, &di)) {
-        version_from_name(di.dli_fname, &major, &minor);
-    }
-    for (size_t i = 0; i < sizeof lpr_pylayouts / sizeof lpr_pylayouts[0]; i++)
-        if (lpr_pylayouts[i].major == major && lpr_pylayouts[i].minor == minor) L = &lpr_pylayouts[i];
-    char ft[32];
-    snprintf(ft, sizeof ft, "python%d.%dt", major, minor);
-    if (L && dladdr(init, &di) && di.dli_fname && strstr(di.dli_fname, ft)) { /* free-threaded: other layouts */
-        lpr_warn("Python %d.%d without the GIL (free-threaded) is not one libprof can read: no Python frames", major,
-                 minor);
-        return;
-    }
-    if (!L) {
-        if (major)
-            lpr_warn("Python %d.%d is not one libprof can read (3.7 to 3.13): no Python frames", major, minor);
-        else
-            lpr_warn("a Python interpreter of unknown version: no Python frames");
-        return;
-    }
-    int need[] = {L->f_code + 8, L->f_back + 8, L->f_instr + 8, L->f_owner + 1, L->f_entry + 1};
-    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-        if ((size_t)need[i] > frame_bytes) frame_bytes = (size_t)need[i];
-    frame_bytes = (frame_bytes + 7) & ~(size_t)7;
-    if (L->kind == 1) chunk_data = (uintptr_t)L->chunk_data, chunk_head = chunk_data + frame_bytes;
-    if (L->kind == 1)
-        P3.ts_frame = (uintptr_t)L->tstate_frame, P3.cframe = L->cframe_frame >= 0,
-        P3.cframe_frame = P3.cframe ? (uintptr_t)L->cframe_frame : 0, P3.datastack = (uintptr_t)L->ts_datastack,
-        P3.back = (uintptr_t)L->f_back, P3.instr = (uintptr_t)L->f_instr, P3.code = (uintptr_t)L->f_code,
-        P3.entry = L->f_entry;
-    const char *runtime = pysym("_PyRuntime");
-    if (L->kind == 1 && runtime && L->rt_initialized >= 0 && L->rt_tss >= 0)
-        P3.initialized = (const int *)(runtime + L->rt_initialized), P3.tss = (const int *)(runtime + L->rt_tss);
-    else
-        tss_direct = -1;
-    if (P3.tss && L->ts_thread >= 0 &&
-        (L->rt_holder >= 0 || (L->ts_interp >= 0 && L->interp_gil >= 0 && L->gil_holder >= 0)) &&
-        (uintptr_t)pthread_self() == thread_self()) {
-        P3.thread = (uintptr_t)L->ts_thread;
-        if (L->rt_holder >= 0) {
-            __atomic_store_n(&P3.holder, (const uintptr_t *)(runtime + L->rt_holder), __ATOMIC_SEQ_CST);
-            holder_ours_again();
-        }
-    }
-    py_initialized = (int (*)(void))init;
-    py_this_tstate = (void *(*)(void))pysym("PyGILState_GetThisThreadState");
-    py_addr2line = (int (*)(void *, int))pysym("PyCode_Addr2Line");
-    py_code_type = (uintptr_t)pysym("PyCode_Type");
-    py_str_type = (uintptr_t)pysym("PyUnicode_Type");
-    py_list_type = (uintptr_t)pysym("PyList_Type");
-    py_tuple_type = (uintptr_t)pysym("PyTuple_Type");
-    py_bytes_type = (uintptr_t)pysym("PyBytes_Type");
-    void *eval = pysym("_PyEval_EvalFrameDefault");
-    const ElfW(Sym) *sym = NULL;
-    if (eval && dladdr1(eval, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-        eval_lo = (uintptr_t)eval;
-        eval_hi = eval_lo + sym->st_size;
-    }
-    if (!py_this_tstate || !py_addr2line || !py_code_type || !eval_hi) {
-        lpr_warn("Python 3.%d found without the symbols libprof reads: no Python frames", minor);
-        return;
-    }
-    uintptr_t a = (uintptr_t)init;
-    lpr_dl_iterate(interp_range, &a);
-    if (lpr_stacks_table() != 0) return;
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_NORESERVE;
-    /* (the slots charged whole: a signal handler may touch them, where a page must not fail) */
-    slots = lpr_own_map(LP_OWN_PYTHON, CODE_SLOTS * 8ull, prot, 0);
-    ents = lpr_own_map(LP_OWN_PYTHON, MAX_CODES * sizeof *ents, prot, flags);
-    strs = lpr_own_map(LP_OWN_PYTHON, STR_BYTES, prot, flags);
-    if (L->co_linetable >= 0 && py_bytes_type) /* (else CPython's PyCode_Addr2Line alone) */
-        lines = lpr_own_map(LP_OWN_PYTHON, LINE_WORDS * 8ull, prot, flags);
-    if (!slots || !ents || !strs) {
-        lpr_warn("out of memory for the Python code table: no Python frames");
-        return;
-    }
-    if (lpr_cfg.sample_hz) { /* the sampler's signal handler registers code objects too: no page faults there */
-        lpr_resident(slots, 0, CODE_SLOTS_FIRST * 8ull); /* (the rest as the table grows: a fault) */
-        ents_ahead.on = strs_ahead.on = lines_ahead.on = 1;
-    }
-    if (lpr_verbose) lpr_info("Python 3.%d found: Python frames in stacks and calls", minor);
-    static struct lpr_stack_python part;
-    /* (LIBPROF_STACK_CACHE_OFF: the hooks' Python parts walked afresh too, what the caches
-     * must give — the sampler's stays cached: its handler has no room for a fresh walk's) */
-    part = (struct lpr_stack_python){
-        lpr_py_part, lpr_cfg.stack_cache_off ? with_fresh : lpr_py_with, lpr_pycode_write, eval_lo, eval_hi, interp_lo,
-        interp_hi};
-    lpr_stacks_python(&part); /* stacks take their Python part from here on */
-    __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
-    if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */
-        __atomic_fetch_or(&lpr_gate, LP_GATE_PY, __ATOMIC_RELAXED);
-}
 
 /* ---- strings and code objects -------------------------------------------------------------- */
 
@@ -389,6 +184,13 @@ static uint32_t code_id(uintptr_t code) {
     return 0;
 }
 
+/* A str object's characters as UTF-8 (at most cap bytes): their length, 0 when `o` is not a
+ * compact str. */
+size_t lpr_py_str(uintptr_t o, char *out, size_t cap) {
+    if (!lpr_py_on || !o || !py_str_type || rd(o + 8) != py_str_type) return 0;
+    return str_utf8(o, out, cap);
+}
+
 /* ---- frames --------------------------------------------------------------------------------- */
 
 /* A thread's chain of frames is consistent at almost every instruction, but not at every one, and
@@ -415,84 +217,6 @@ struct chain {
     uintptr_t chunk;    /* the chunk the last frame was found in: frames go outward through them */
     uintptr_t lo, span; /* where a frame may start in it: [lo, lo + span] */
 };
-
-/* n bytes at src into dst if they are mapped: 0, or -1. */
-static int copy_safe(void *dst, uintptr_t src, size_t n) {
-    struct iovec l = {dst, n}, r = {(void *)src, n};
-    return lpr_syscall6(SYS_process_vm_readv, lpr_pid, (long)&l, 1, (long)&r, 1, 0) == (long)n ? 0 : -1;
-}
-
-int lpr_faults_ours;
-
-/* P3.holder where the faults are libprof's (lpr_py_with reads the holder's thread through a
- * probed load), else 0: one load for lpr_py_with. Made again by whoever changes either, until
- * what it was made from is still what they are (two threads changing one each end agreeing). */
-static const uintptr_t *holder_ours;
-static void holder_ours_again(void) {
-    for (;;) {
-        const uintptr_t *h = __atomic_load_n(&P3.holder, __ATOMIC_SEQ_CST);
-        int ours = __atomic_load_n(&lpr_faults_ours, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&holder_ours, ours ? h : NULL, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&P3.holder, __ATOMIC_SEQ_CST) == h &&
-            __atomic_load_n(&lpr_faults_ours, __ATOMIC_SEQ_CST) == ours)
-            return;
-    }
-}
-
-void lpr_py_faults_ours(int ours) {
-    __atomic_store_n(&lpr_faults_ours, ours, __ATOMIC_SEQ_CST);
-    holder_ours_again();
-}
-
-/* One word at `a`, a load libprof's fault handler can step over: where it faults, the handler
- * (hooks/signal.c, on SIGSEGV and SIGBUS while the program has not taken them) moves the
- * instruction pointer past it with 0 as the word, and sets lpr_tls.probe_fault. One instruction
- * where process_vm_readv is a system call (a generator's frame, read at every capture, would
- * otherwise cost one), written where it is used (no call, nothing saved around one): each such
- * load and the instruction after it are recorded in section lpr_probes, as their offsets from the
- * words holding them (nothing for the dynamic linker to relocate), for the handler to find; the
- * word comes in %rax, which the handler sets. */
-struct probe_site {
-    int32_t load, done;
-};
-LP_HIDDEN extern const struct probe_site __start_lpr_probes[], __stop_lpr_probes[];
-static inline __attribute__((always_inline)) uintptr_t probe_here(uintptr_t a) {
-    uintptr_t v;
-    __asm__ volatile("1: movq (%1), %0\n"
-                     "2:\n"
-                     ".pushsection lpr_probes, \"a\"\n"
-                     ".p2align 2\n"
-                     ".long 1b - ., 2b - .\n"
-                     ".popsection\n"
-                     : "=a"(v)
-                     : "r"(a)
-                     : "memory");
-    return v;
-}
-
-int lpr_py_fault_fixup(void *ucv) {
-    ucontext_t *uc = ucv;
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = 0;
-    for (const struct probe_site *s = __start_lpr_probes; !to && s < __stop_lpr_probes; s++)
-        if ((uintptr_t)&s->load + (uintptr_t)(intptr_t)s->load == ip)
-            to = (uintptr_t)&s->done + (uintptr_t)(intptr_t)s->done;
-    if (!to) return 0;
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
-    uc->uc_mcontext.gregs[REG_RAX] = 0;
-    lpr_tls.probe_fault = 1;
-    return 1;
-}
-
-/* n bytes (whole words) at src into dst if they are mapped: 0, or -1. Probed loads where a
- * fault reaches libprof's handler, else the kernel's copy. */
-static int copy_probed(void *dst, uintptr_t src, size_t n) {
-    if (!__atomic_load_n(&lpr_faults_ours, __ATOMIC_ACQUIRE)) return copy_safe(dst, src, n);
-    struct lpr_tls *t = &lpr_tls;
-    uintptr_t *d = dst;
-    t->probe_fault = 0;
-    for (size_t i = 0; i < n / 8; i++) d[i] = probe_here(src + 8 * i);
-    return t->probe_fault ? -1 : 0;
-}
 
 /* Chunk k, where the chain looks first from now on. */
 static inline void chain_at(struct chain *c, uintptr_t k) {
@@ -540,7 +264,7 @@ static int on_cstack(uintptr_t f) {
 static __attribute__((noinline)) const char *frame_far(struct chain *c, uintptr_t f, char *copy) {
     if (!f || (f & 7)) return NULL;
     if (in_older_chunk(c, f) || (L->minor >= 12 && on_cstack(f))) return (const char *)f;
-    return copy_probed(copy, f, frame_bytes) == 0 ? copy : NULL;
+    return lpr_py_copy_probed(copy, f, frame_bytes) == 0 ? copy : NULL;
 }
 
 #define FRAME_COPY 128 /* room for a frame's fields read by frame_far */
@@ -570,7 +294,7 @@ static int code_readable(uintptr_t code) {
     if (!code || (code & 7)) return 0;
     if (L->kind == 1 && !code_known(code)) {
         uintptr_t head[2];
-        if (copy_probed(head, code, sizeof head) != 0) return 0;
+        if (lpr_py_copy_probed(head, code, sizeof head) != 0) return 0;
     }
     return rd(code + 8) == py_code_type;
 }
@@ -599,7 +323,7 @@ static __attribute__((noinline)) uintptr_t this_tstate_called(void) {
             uintptr_t gil = rd(rd(ts + (uintptr_t)L->ts_interp) + (uintptr_t)L->interp_gil);
             if (gil) {
                 __atomic_store_n(&P3.holder, (const uintptr_t *)(gil + (uintptr_t)L->gil_holder), __ATOMIC_SEQ_CST);
-                holder_ours_again();
+                lpr_py_holder_again();
             }
         }
         __atomic_store_n(&tss_direct, same ? 1 : -1, __ATOMIC_RELAXED);
@@ -648,11 +372,6 @@ static uintptr_t top_frame(void) {
 
 int lpr_py_thread_running(void) { return lpr_py_on && top_frame() != 0; }
 
-void *lpr_py_sym(const char *name) { return pysym(name); }
-
-/* The profile function set on thread state `ts` (c_profilefunc). */
-void *lpr_py_profile_of(void *ts) { return L ? (void *)rd((uintptr_t)ts + (uintptr_t)L->ts_profile) : NULL; }
-
 /* The code object the calling thread is executing (its id; 0: none). For a profile function:
  * the frame being entered or left is the current one. */
 uint32_t lpr_py_top_code(void) {
@@ -674,72 +393,6 @@ uint32_t lpr_py_frame_code(const void *frame) {
     uintptr_t code = rd((uintptr_t)frame + (uintptr_t)L->f_code);
     return code && rd(code + 8) == py_code_type ? code_id(code) : 0;
 }
-
-/* The qualified name of code `id` as copied when first seen (UTF-8, not NUL-terminated). */
-const char *lpr_py_code_name(uint32_t id, size_t *len) {
-    if (!lpr_py_on || id == 0 || id >= MAX_CODES || !__atomic_load_n(&ents[id].ready, __ATOMIC_ACQUIRE)) {
-        *len = 0;
-        return "";
-    }
-    *len = ents[id].name_len;
-    return strs + ents[id].str;
-}
-
-/* The file of code `id` as copied when first seen (UTF-8, not NUL-terminated). */
-const char *lpr_py_code_file(uint32_t id, size_t *len) {
-    if (!lpr_py_on || id == 0 || id >= MAX_CODES || !__atomic_load_n(&ents[id].ready, __ATOMIC_ACQUIRE)) {
-        *len = 0;
-        return "";
-    }
-    *len = ents[id].file_len;
-    return strs + ents[id].str + ents[id].name_len;
-}
-
-/* Argument `i` of a frame handed to a PEP 523 evaluation function (its fast locals start with
- * the arguments, set before it is evaluated): the object, or 0. */
-uintptr_t lpr_py_frame_arg(const void *frame, unsigned i) {
-    if (!lpr_py_on || !frame || L->f_locals < 0) return 0;
-    return rd((uintptr_t)frame + (uintptr_t)L->f_locals + 8u * i);
-}
-
-/* A str object's characters as UTF-8 (at most cap bytes): their length, 0 when `o` is not a
- * compact str. */
-size_t lpr_py_str(uintptr_t o, char *out, size_t cap) {
-    if (!lpr_py_on || !o || !py_str_type || rd(o + 8) != py_str_type) return 0;
-    return str_utf8(o, out, cap);
-}
-
-/* The items of a list or tuple object (the argument of a known function, read with the GIL held):
- * how many, and where they are; 0 when `o` is neither. Both keep ob_size at 16; a list points to
- * its items at 24, a tuple holds them there. */
-size_t lpr_py_items(uintptr_t o, const uintptr_t **items) {
-    if (!lpr_py_on || !o) return 0;
-    uintptr_t type = rd(o + 8);
-    int64_t n = *(const int64_t *)(o + 16);
-    if (n <= 0 || (type != py_list_type && type != py_tuple_type) || !type) return 0;
-    *items = type == py_list_type ? (const uintptr_t *)rd(o + 24) : (const uintptr_t *)(o + 24);
-    return *items ? (size_t)n : 0;
-}
-
-/* The name of an object's type (tp_name, just after the type's PyVarObject header). */
-const char *lpr_py_type_name(uintptr_t o) {
-    if (!lpr_py_on || !o) return "NULL";
-    uintptr_t type = rd(o + 8);
-    const char *n = type ? (const char *)rd(type + 24) : NULL;
-    return n ? n : "?";
-}
-
-/* Called once, on the first call recorded from a thread running Python after the interpreter
- * finished starting (hooks/python.c installs its profile function from there). */
-void (*lpr_py_ready)(void);
-void (*lpr_py_new_thread)(void);
-static int ready_done;
-void lpr_py_check_ready(void) {
-    if (!lpr_py_ready || __atomic_load_n(&ready_done, __ATOMIC_RELAXED) || !py_initialized()) return;
-    if (__atomic_exchange_n(&ready_done, 1, __ATOMIC_ACQ_REL)) return;
-    lpr_py_ready();
-}
-void lpr_py_ready_retry(void) { __atomic_store_n(&ready_done, 0, __ATOMIC_RELEASE); }
 
 /* Per thread (kept with its registry node): the last locations found, keyed by the top frame,
  * its code and its instruction — the same three mean the same line, so a loop making the same
@@ -812,121 +465,16 @@ static int still(uintptr_t code, uint32_t id) {
            e->firstline == *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
 }
 
-/* ---- lines ------------------------------------------------------------------------------------- */
-
-/* A varint of the location table at p[*i] (6 bits a byte, 0x40: more), its sign in the low bit
- * where `sign`. */
-static int lt_varint(const uint8_t *p, size_t *i, size_t n, int sign) {
-    unsigned v = 0, shift = 0, b;
-    do {
-        b = *i < n ? p[(*i)++] : 0;
-        if (shift < 30) v |= (b & 63) << shift;
-        shift += 6;
-    } while (b & 64);
-    return !sign ? (int)v : v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
-}
-
-/* The ranges of location table `p` (n bytes; 3.11+, Objects/locations.md) of a code whose first
- * line is `line`, into out (at most `cap`; NULL: counted): each where the line changes, its start
- * in code units << 32 | its line (-1: none), and one at the end with none. Their number, or 0
- * when the table is not one. Each entry is a byte 1cccclll (code c, 1 + l code units) and its
- * own bytes (top bit clear): 15 no line, 13 and 14 a signed varint delta first, 10-12 a delta of
- * c - 10, 0-9 the same line. */
-static uint32_t lt_ranges(const uint8_t *p, size_t n, int line, uint64_t *out, uint32_t cap) {
-    uint32_t k = 0, addr = 0;
-    int64_t cur = INT64_MIN;
-    for (size_t i = 0; i < n;) {
-        unsigned b = p[i++], kind = (b >> 3) & 15;
-        if (!(b & 128)) return 0;
-        int l = -1;
-        if (kind != 15) {
-            line += kind == 13 || kind == 14 ? lt_varint(p, &i, n, 1) : kind >= 10 ? (int)kind - 10 : 0;
-            l = line;
-        }
-        while (i < n && !(p[i] & 128)) i++; /* the rest of it: columns, end line */
-        if (l != cur) {
-            if (out && k < cap) out[k] = (uint64_t)addr << 32 | (uint32_t)l;
-            k++;
-            cur = l;
-        }
-        addr += (b & 7) + 1;
-    }
-    if (out && k < cap) out[k] = (uint64_t)addr << 32 | UINT32_MAX;
-    return k + 1;
-}
-
-/* Code `code`'s (entry `id`'s) line table, at `lt`, decoded once into `lines`: its ranges, their
- * number in *n (NULL where it cannot be: the room used up, a table that is not one). An entry
- * stands for every code object of its name, file and first line made at its address — such as
- * the __init__ each dataclass has exec make, whose tables differ — so the table's bytes are kept
- * with its ranges (`lines`: its size, its bytes, its ranges) and compared: another table is
- * decoded afresh. */
-static const uint64_t *line_table(uintptr_t code, uint32_t id, uintptr_t lt, uint32_t *n) {
-    struct pyent *e = &ents[id];
-    const uint8_t *p = (const uint8_t *)(lt + (uintptr_t)L->bytes_data);
-    uintptr_t size = lt && !(lt & 7) && rd(lt + 8) == py_bytes_type ? rd(lt + 16) : 0;
-    if (!size || size >= (1u << 20)) return NULL;
-    uint32_t words = (uint32_t)((size + 7) / 8);
-    uint64_t t = __atomic_load_n(&e->table, __ATOMIC_ACQUIRE);
-    if (LP_LIKELY(t != 0)) {
-        const uint64_t *h = lines + (t >> 32) - 1;
-        if (h[0] == size && !memcmp(h + 1, p, size)) {
-            *n = (uint32_t)t;
-            return h + 1 + words;
-        }
-    }
-    int32_t first = *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
-    /* decoded in one pass where it goes: room for as many ranges as the table has bytes (each
-     * entry takes one at least) and the end, what is not used handed back unless another
-     * table was placed after it meanwhile */
-    const uint32_t most = (uint32_t)size + 1, room = 1 + words + most;
-    uint32_t at = __atomic_fetch_add(&lines_used, room, __ATOMIC_RELAXED);
-    if (at + room > LINE_WORDS) return NULL;
-    lpr_ahead(&lines_ahead, lines, (size_t)(at + room) * 8, LINE_WORDS * 8ull);
-    uint64_t *h = lines + at;
-    uint32_t k = lt_ranges(p, size, first, h + 1 + words, most);
-    uint32_t end = at + room;
-    __atomic_compare_exchange_n(&lines_used, &end, at + 1 + words + k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    if (!k) return NULL;
-    h[0] = size;
-    h[words] = 0; /* (the last word's bytes past the table: compared by no one, but set) */
-    memcpy(h + 1, p, size);
-    /* (two threads may decode it at once: each its own copy, the last one kept) */
-    __atomic_store_n(&e->table, (uint64_t)(at + 1) << 32 | k, __ATOMIC_RELEASE);
-    *n = k;
-    return h + 1 + words;
-}
-
-/* The line of code `code` (entry `id`, line table `lt`) at byte offset `addr`, as
- * PyCode_Addr2Line gives it: from its decoded table where there is one (a binary search;
- * CPython's reads the table from its start at every call). */
-static int addr2line(uintptr_t code, uint32_t id, uintptr_t lt, int addr) {
-    uint32_t n;
-    const uint64_t *r = lines ? line_table(code, id, lt, &n) : NULL;
-    if (!r) return py_addr2line((void *)code, addr);
-    if (addr < 0) return *(const int32_t *)(code + (uintptr_t)L->co_firstlineno);
-    uint64_t key = (uint64_t)(unsigned)(addr / 2) << 32 | UINT32_MAX;
-    uint32_t lo = 0, hi = n; /* the last range starting at or before it */
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (r[mid] <= key)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return r[lo] <= key ? (int32_t)(uint32_t)r[lo] : -1;
-}
-
 /* The line of `code` (entry `id`) at instruction offset `addr`. */
 static int line_of(uintptr_t code, uint32_t id, int addr) {
     struct pycache *c = lpr_py_cache_of(&lpr_tls, sizeof *c);
     /* (keyed by entry and line table: code objects are freed and their memory reused) */
     uintptr_t lt = L->co_linetable >= 0 ? rd(code + (uintptr_t)L->co_linetable) : 0;
-    if (!c) return addr2line(code, id, lt, addr);
+    if (!c) return lpr_py_addr2line(code, id, lt, addr);
     unsigned w =
         (unsigned)((((uintptr_t)id * 0x9E3779B1u) ^ (uintptr_t)(unsigned)addr * 0x85EBCA6Bu) >> 3) & (LINE_WAYS - 1);
     if (c->line[w].id == id && c->line[w].addr == addr && c->line[w].table == lt) return c->line[w].line;
-    int line = addr2line(code, id, lt, addr);
+    int line = lpr_py_addr2line(code, id, lt, addr);
     c->line[w].table = lt;
     c->line[w].id = id;
     c->line[w].addr = addr;
@@ -1421,7 +969,7 @@ uint32_t lpr_py_with(uint32_t native) {
 }
 
 /* lpr_py_with's work done afresh, no cache of the thread's consulted (LIBPROF_STACK_CACHE_OFF). */
-static uint32_t with_fresh(uint32_t native) {
+uint32_t lpr_py_with_fresh(uint32_t native) {
     uint32_t py = lpr_py_on ? part_uncached(0) : 0;
     return lpr_stack_pair(native, py);
 }
