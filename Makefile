@@ -156,6 +156,7 @@ REPORT_SRCS += tools/pack.c
 REPORT_SRCS += tools/chrome_in.c
 REPORT_SRCS += tools/pftrace_in.c
 REPORT_SRCS += tools/report.c
+REPORT_SRCS += tools/events_csv.c
 REPORT_SRCS += tools/merge.c
 REPORT_SRCS += tools/skew.c
 REPORT_SRCS += tools/html.c
@@ -492,7 +493,8 @@ $(BUILD)/progs/%: tests/progs/%.cpp include/libprof.h $(FLAGS_STAMP)
 # The fuzz targets are built with clang, ASan and UBSan from the sources themselves: each source
 # instrumented once (coverage for libFuzzer, the sanitizers) into an archive both targets link.
 FUZZ_CFLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Iinclude -I.
-FUZZ_SRCS = $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/chrome_in.c tools/pack.c
+FUZZ_SRCS = $(LIB_SRCS) $(TOOL_OS_SRCS) tools/report.c tools/events_csv.c tools/chrome_in.c tools/pftrace_in.c \
+	tools/pack.c
 FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRCS))
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard tools/*.h lib/*.h) include/libprof/format.h
 	@mkdir -p $(dir $@)
@@ -512,9 +514,10 @@ FUZZ_RUN = mkdir -p $(BUILD)/fuzz/$(2); echo "== $(1) ($(FUZZ_RUNS) runs)"; \
 		$(BUILD)/fuzz/$(2) tests/fuzz/$(2) 2>$(BUILD)/fuzz/last.log \
 		|| { tail -40 $(BUILD)/fuzz/last.log; exit 1; }; grep -E '^Done' $(BUILD)/fuzz/last.log | tail -1
 
-fuzz: $(BUILD)/fuzz/fuzz_lpt $(BUILD)/fuzz/fuzz_chrome
+fuzz: $(BUILD)/fuzz/fuzz_lpt $(BUILD)/fuzz/fuzz_chrome $(BUILD)/fuzz/fuzz_pftrace
 	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_lpt,corpus)
 	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_chrome,corpus-json)
+	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_pftrace,corpus-pftrace)
 
 deps:
 	@LIBPROF_VENV=$(VENV) scripts/install-deps

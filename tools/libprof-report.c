@@ -28,6 +28,7 @@
 #include "lib/convert.h"
 #include "lib/reader.h"
 #include "lib/samples.h"
+#include "events_csv.h"
 #include "report.h"
 #include "lib/vec.h"
 

@@ -40,17 +40,6 @@ struct rp_opts {
 int rp_print(FILE *f, const char *label, const struct lp_slices *c, const struct rp_opts *o);
 /* --diff: `base` → `cur`, per name, by impact. */
 int rp_diff(FILE *f, const struct lp_slices *base, const struct lp_slices *cur, const struct rp_opts *o);
-/* --events-csv for slices (a raw trace streams its own, see rp_events_csv_lpt). `keyed`: no
- * header, each row led by "KEY\t" in non-decreasing KEY order (ns: a raw trace's effect times, the
- * slices' starts), for rp_merge_keyed_csv. */
-int rp_events_csv(FILE *f, const struct lp_slices *c, int keyed);
-int rp_events_csv_lpt(FILE *f, const struct lp_reader *r, int keyed);
-/* --merge --events-csv: n keyed CSV streams merged in KEY + shift_ns[i] order into `out` (header
- * first; each row's ts_ns shifted). Bounded: one pending row per input. */
-int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out);
-/* The ends of the first MPI_Barrier [0] and MPI_Init [1] on the main thread of a keyed CSV
- * (rewound after). */
-void rp_keyed_csv_sync(FILE *in, int64_t sync_ns[2]);
 /* What one conversion of a raw trace makes for the page (libprof-report.c): the summary's text
  * (the memory/I/O/BLAS tables), the folded stacks of the four allocation flame graphs, and the
  * "heap by site" series (nseries 0: none) and the CPU samples. */

@@ -169,9 +169,10 @@ void lpr_python_detect(void) {
     static struct lpr_stack_python part;
     /* (LIBPROF_STACK_CACHE_OFF: the hooks' Python parts walked afresh too, what the caches
      * must give — the sampler's stays cached: its handler has no room for a fresh walk's) */
-    part = (struct lpr_stack_python){
-        lpr_py_part, lpr_cfg.stack_cache_off ? lpr_py_with_fresh : lpr_py_with, lpr_pycode_write, eval_lo, eval_hi, interp_lo,
-        interp_hi};
+    part = (struct lpr_stack_python){lpr_py_part,      lpr_cfg.stack_cache_off ? lpr_py_with_fresh : lpr_py_with,
+                                     lpr_pycode_write, eval_lo,
+                                     eval_hi,          interp_lo,
+                                     interp_hi};
     lpr_stacks_python(&part); /* stacks take their Python part from here on */
     __atomic_store_n(&lpr_py_on, 1, __ATOMIC_RELEASE);
     if (lpr_gate & ((1u << LP_FAM_COUNT) - 1)) /* recording: the call hooks read Python lines from now */

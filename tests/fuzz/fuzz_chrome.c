@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "tools/chrome_in.h"
+#include "tools/events_csv.h"
 #include "tools/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,6 +16,7 @@
 #include "lib/convert.h"
 #include "lib/reader.h"
 #include "tools/pack.h"
+#include "tools/events_csv.h"
 #include "tools/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
