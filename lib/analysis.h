@@ -46,6 +46,7 @@ enum lp_output_kind {
 struct lp_convert_opts {
     const char *path[LP_OUT_COUNT]; /* the outputs to write (outputs.h), NULL for those not asked */
     int chrome_fd;                  /* ... the Chrome trace to this open descriptor when >= 0 (no temporary name) */
+    int chrome_tape;                /* ... as the tape of its writer's calls (json.h), not text: a merge's input */
     int summary_fd;                 /* the summary (human-readable tables) to this fd, or -1 */
     uint64_t alloc_min;             /* allocations at least this large become instant events */
     const char *trace_label;        /* where the trace went, for the summary's first line */
@@ -140,6 +141,9 @@ struct lp_sink {
     /* the Chrome writer's: when set, its events go to this reader as their fields, not as text
      * into `out` (the Perfetto writer, write_perfetto.c) */
     const struct lp_json_sink *events;
+    /* the Chrome writer's: its calls recorded on a tape into `out` (json.h), not text (a merge's
+     * input, tools/merge.c) */
+    int tape;
 };
 
 #endif

@@ -8,34 +8,10 @@
 void lp_json_begin(struct lp_json *j, struct lp_out *o) {
     j->o = o;
     j->first_event = 1;
-    if (!j->to) lp_out_s(o, "{\"traceEvents\":[");
+    if (!j->to && !j->tape) lp_out_s(o, "{\"traceEvents\":[");
 }
 
-/* ---- the tape: the calls recorded, to be made again (lp_json_divert) ------------------------------
- * A record: its op (a byte), its payload's length (4 bytes), the payload — numbers as 8 bytes,
- * texts as 4 bytes of length and their bytes. */
-enum {
-    T_EVENT = 1,
-    T_DUR,
-    T_SCOPE,
-    T_ID,
-    T_FLOW_END,
-    T_ARGS,
-    T_KEY,
-    T_ARGS_END,
-    T_EVENT_END,
-    T_U64,
-    T_I64,
-    T_BOOL,
-    T_DOUBLE,
-    T_STR,
-    T_INTS,
-    T_ARRAY,
-    T_ARRAY_END,
-    T_OBJECT,
-    T_OBJECT_END,
-    T_NULL
-};
+/* ---- the tape: the calls recorded, to be made again (lp_json_divert; the records: json.h) ----- */
 
 struct rec {
     uint8_t b[64];
@@ -304,11 +280,11 @@ void lp_json_memo_end(struct lp_json *j) {
     if (!j->tape && j->to && j->to->memo_end) j->to->memo_end(j->to->self);
 }
 
-void lp_json_divert(struct lp_json *j, struct lp_out *o) {
-    if (!j->tape) j->tape = o;
-}
+void lp_json_divert(struct lp_json *j, struct lp_out *o) { j->tape = o; }
 
-void lp_json_back(struct lp_json *j) { j->tape = NULL; }
+void lp_json_back(struct lp_json *j) { j->tape = j->tape_home; }
+
+void lp_json_tape(struct lp_json *j, struct lp_out *o) { j->tape = j->tape_home = o; }
 
 /* The next text of a record's payload at *p (before e): NULL when the record is damaged. */
 static const char *get_text(const uint8_t **p, const uint8_t *e, size_t *n) {
@@ -362,8 +338,14 @@ static int replay_one(struct lp_json *j, uint8_t op, const uint8_t *p, size_t n)
     case T_KEY:
     case T_STR:
     case T_INTS:
+    case T_META:
         if (!(t = get_text_at(p, e, &tn))) return -1;
-        if (op == T_KEY)
+        if (op == T_META) {
+            if (tn >= sizeof buf) return -1;
+            memcpy(buf, t, tn);
+            buf[tn] = 0;
+            lp_json_metadata(j, buf);
+        } else if (op == T_KEY)
             lp_json_keyn(j, t, tn);
         else if (op == T_STR) {
             lp_json_str(j, t, tn);
@@ -390,9 +372,26 @@ static int replay_one(struct lp_json *j, uint8_t op, const uint8_t *p, size_t n)
     case T_OBJECT: lp_json_object(j); break;
     case T_OBJECT_END: lp_json_object_end(j); break;
     case T_NULL: lp_json_null(j); break;
+    case T_END: lp_json_end(j); break;
     default: return -1;
     }
     return 0;
+}
+
+int64_t lp_json_tape_ts(const void *event) {
+    int64_t ts;
+    memcpy(&ts, (const uint8_t *)event + 5 + 18, 8);
+    return ts;
+}
+
+void lp_json_tape_set_ts(void *event, int64_t ts) { memcpy((uint8_t *)event + 5 + 18, &ts, 8); }
+
+int lp_json_tape_is(const void *event, size_t n, char ph, const char *name) {
+    const uint8_t *p = event, *e = p + n, *q = p + 5 + 26;
+    size_t cn, nn, want = strlen(name);
+    if (n < 5 + 26 || p[0] != T_EVENT || p[5] != (uint8_t)ph || !get_text(&q, e, &cn)) return 0;
+    const char *nm = get_text(&q, e, &nn);
+    return nm && nn == want && !memcmp(nm, name, nn);
 }
 
 size_t lp_json_replay(struct lp_json *j, const void *tape, size_t n) {
@@ -520,10 +519,20 @@ void lp_json_meta_sort(struct lp_json *j, uint64_t pid, uint64_t tid, uint64_t i
     lp_json_event_end(j);
 }
 
-void lp_json_metadata(struct lp_json *j, const char *key) {
+void lp_json_value_begin(struct lp_json *j) {
     j->depth = 0;
     j->arr[0] = 0;
     j->fresh[0] = 1;
+}
+
+void lp_json_raw(struct lp_json *j, const char *json, size_t n) {
+    value(j);
+    lp_out_write(j->o, json, n);
+}
+
+void lp_json_metadata(struct lp_json *j, const char *key) {
+    lp_json_value_begin(j);
+    if (j->tape) return tape_text(j, T_META, key, strlen(key));
     if (j->to) { /* an event of its own, its one argument `key` (Perfetto: an instant's annotations) */
         j->ev = (struct lp_json_ev){.ph = 'm', .ts_ns = -1};
         j->to->begin(j->to->self, &j->ev);
@@ -536,7 +545,9 @@ void lp_json_metadata(struct lp_json *j, const char *key) {
 }
 
 void lp_json_end(struct lp_json *j) {
-    if (j->to)
+    if (j->tape)
+        tape0(j, T_END);
+    else if (j->to)
         j->to->end(j->to->self, &j->ev);
     else
         lp_out_s(j->o, "}}\n");

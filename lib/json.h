@@ -77,7 +77,8 @@ struct lp_json {
     int depth;
     uint8_t arr[LP_JSON_NEST], fresh[LP_JSON_NEST];
     struct lp_json_ev ev; /* the event being made (to set) */
-    struct lp_out *tape;  /* set: the calls are recorded into it (lp_json_divert) */
+    struct lp_out *tape;      /* set: the calls are recorded into it (lp_json_divert, lp_json_tape) */
+    struct lp_out *tape_home; /* lp_json_tape's: where lp_json_back goes back to (NULL: as text or to `to`) */
 };
 
 /* {"traceEvents":[ */
@@ -106,6 +107,10 @@ void lp_json_hex(struct lp_json *j, uint64_t v); /* "0x1f" (an address) */
  * wrote them): as they are in text, as arrays and numbers to a reader. */
 void lp_json_ints(struct lp_json *j, const char *s, size_t n);
 void lp_json_null(struct lp_json *j);
+/* A value already JSON text, as it is (text output only: a merged input's metadata). */
+void lp_json_raw(struct lp_json *j, const char *json, size_t n);
+/* One value follows at the top (outside any event: the writer's nesting made ready for it). */
+void lp_json_value_begin(struct lp_json *j);
 void lp_json_array(struct lp_json *j);      /* [ */
 void lp_json_array_end(struct lp_json *j);  /* ] */
 void lp_json_object(struct lp_json *j);     /* { */
@@ -122,7 +127,44 @@ void lp_json_memo_end(struct lp_json *j);
  * (size_t)-1 when the bytes are not a tape. */
 void lp_json_divert(struct lp_json *j, struct lp_out *o);
 void lp_json_back(struct lp_json *j);
+/* Every call from lp_json_begin on, the metadata's too, recorded into `o` (a merge's input, made
+ * again into the merged trace: tools/merge.c). */
+void lp_json_tape(struct lp_json *j, struct lp_out *o);
 size_t lp_json_replay(struct lp_json *j, const void *tape, size_t n);
+/* The tape's records: an op (a byte), its payload's length (4 bytes), the payload — numbers as 8
+ * bytes, texts as 4 bytes of length and their bytes. An event is the records from its T_EVENT
+ * (ph, which of cat and name it has, pid, tid, ts: 2 + 3 * 8 bytes, then cat and name) to its
+ * T_EVENT_END; the metadata, T_META (its name) to T_END. */
+enum lp_json_tape_op {
+    T_EVENT = 1,
+    T_DUR,
+    T_SCOPE,
+    T_ID,
+    T_FLOW_END,
+    T_ARGS,
+    T_KEY,
+    T_ARGS_END,
+    T_EVENT_END,
+    T_U64,
+    T_I64,
+    T_BOOL,
+    T_DOUBLE,
+    T_STR,
+    T_INTS,
+    T_ARRAY,
+    T_ARRAY_END,
+    T_OBJECT,
+    T_OBJECT_END,
+    T_NULL,
+    T_META,
+    T_END
+};
+#define LP_JSON_TAPE_EVENT_MIN (5 + 26) /* an event's first record, at least */
+/* An event's first record (T_EVENT, at least LP_JSON_TAPE_EVENT_MIN bytes): its time (-1:
+ * none), its time changed (a merge's shift); whether it is of `ph` and named `name`. */
+int64_t lp_json_tape_ts(const void *event);
+void lp_json_tape_set_ts(void *event, int64_t ts);
+int lp_json_tape_is(const void *event, size_t n, char ph, const char *name);
 /* A counter sample: {"ph":"C","pid":P,"tid":P,"name":NAME,"ts":..,"args":{"KEY":V}} */
 void lp_json_counter(struct lp_json *j, uint64_t pid, const char *name, int64_t ts_ns, const char *key, uint64_t v);
 /* A counter track whose samples are written one after another: the text they share is composed

@@ -28,6 +28,7 @@ static int counter_buckets(struct lp_analysis *a) {
 static int open_chrome(struct lp_sink *k, struct lp_analysis *a) {
     const struct lp_convert_opts *o = a->opts;
     if (counter_buckets(a) != 0) return -1;
+    k->tape = o->chrome_tape;
     return lp_sink_chrome(k, a->r, o->path[LP_OUT_CHROME], o->alloc_min, o->timeline_ns, o->timeline_min_ns);
 }
 static int open_perfetto(struct lp_sink *k, struct lp_analysis *a) {

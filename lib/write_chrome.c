@@ -752,8 +752,9 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
     k->event = event;
     k->finish = finish;
     k->release = release_chrome;
-    lp_json_begin(&c->j, k->out);
     c->j.to = k->events; /* (the Perfetto writer takes the events structured) */
+    if (k->tape) lp_json_tape(&c->j, k->out); /* (a merge's input: the calls themselves) */
+    lp_json_begin(&c->j, k->out);
     head(c, r);
     if (!c->follow) thread_names(c, r); /* a followed trace's threads are known at its end */
     return 0;

@@ -88,6 +88,8 @@ struct rp_sync {
  * hosts were aligned on, "none" when several hosts lack a common one, NULL for one host. */
 const char *rp_skew(const struct rp_sync *in, int n, int64_t *corr_ns);
 void rp_sync_of_slices(const struct lp_slices *c, struct rp_sync *s);
+/* The same of a raw trace (its header, its job, a scan of its first events: only a job's rank). */
+void rp_sync_of_reader(const struct lp_reader *r, struct rp_sync *s);
 
 /* --merge --chrome OUT in bounded memory (tools/merge.c): 0, or 1 with a message. */
 int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet);

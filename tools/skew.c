@@ -18,8 +18,12 @@
  * on a sub-communicator, or a rank without one, turns the correction off for the job, and the
  * merge says so). */
 #define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/describe.h"
+#include "lib/reader.h"
 #include "report.h"
 
 /* The earliest sync instant of the ranks on `host` (INT64_MAX for none). */
@@ -81,4 +85,27 @@ void rp_sync_of_slices(const struct lp_slices *c, struct rp_sync *s) {
             s->sync_ns[w] = sl->ts_ns + sl->dur_ns;
         }
     }
+}
+
+void rp_sync_of_reader(const struct lp_reader *r, struct rp_sync *s) {
+    s->origin_ns = (int64_t)r->hdr.origin_real_ns;
+    s->rank = -1;
+    snprintf(s->host, sizeof s->host, "%.*s", (int)r->hostname_len, r->hostname ? r->hostname : "");
+    s->sync_ns[0] = s->sync_ns[1] = 0;
+    if (!r->job) return; /* not a job's rank: nothing to align */
+    const char *rk = memchr(r->job, 0, r->job_len);
+    if (rk && rk + 1 < r->job + r->job_len) s->rank = strtoll(rk + 1, NULL, 10);
+    /* the main thread's first MPI_Init and MPI_Barrier ends, as the converter finds them
+     * (lib/views.c): the run's first events, so the scan stops early */
+    struct lp_iter *it = lp_iter_new(r);
+    struct lp_event e;
+    while (it && (!s->sync_ns[0] || !s->sync_ns[1]) && lp_iter_next(it, &e)) {
+        if (lp_kind_shape[e.kind] != LP_SHAPE_CALL || !e.timed || e.tid != r->hdr.pid) continue;
+        struct lp_call_rec c;
+        lp_call_decode(e.w, &c);
+        if (c.call != LP_CALL_MPI_BARRIER && c.call != LP_CALL_MPI_INIT && c.call != LP_CALL_MPI_INIT_THREAD) continue;
+        int w = c.call != LP_CALL_MPI_BARRIER;
+        if (!s->sync_ns[w]) s->sync_ns[w] = (int64_t)(e.start_ns + e.dur_ns);
+    }
+    lp_iter_free(it);
 }
