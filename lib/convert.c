@@ -757,20 +757,23 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
     struct pass *p = x->p;
     struct output *out = x->out;
     const struct lp_convert_opts *o = p->a.opts;
-    const struct lp_snapshot *s = o->snapshot;
+    struct lp_snapshot *s = o->snapshot;
     char err[512];
+    for (int k = 0; k < LP_OUT_COUNT; k++) s->fd[k] = -1;
+    if (s->load(s) != 0) lp_os_exit(1);
     for (int k = 0; k < LP_OUT_COUNT; k++) {
         const char *w = s->path[k][0] ? s->path[k] : NULL;
+        int wfd = s->fd[k];
         if (out[k].open) {
             int old = out[k].out.fd;
             out[k].open = 0;
             out[k].path = NULL; /* (its temporary file is the pass's: never removed here) */
-            if (!w || !lp_outputs[k].streamed) {
+            if ((!w && wfd < 0) || !lp_outputs[k].streamed) {
                 lp_os_close(old);
-                if (!w) continue;
+                if (!w && wfd < 0) continue;
             } else { /* the streamed part, copied (a Perfetto trace has written nothing yet) */
-                char tmp[sizeof out[k].tmp];
-                int fd = open_tmp(w, tmp, sizeof tmp, o->file_mode ? o->file_mode : 0600);
+                char tmp[sizeof out[k].tmp] = "";
+                int fd = wfd >= 0 ? wfd : open_tmp(w, tmp, sizeof tmp, o->file_mode ? o->file_mode : 0600);
                 if (fd < 0) continue;
                 char buf[1 << 16];
                 ssize_t n = 0;
@@ -779,7 +782,7 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
                     if (lp_os_write(fd, buf, (size_t)n) != n) break;
                 lp_os_close(old);
                 out[k].out.fd = fd;
-                out[k].path = w;
+                out[k].path = wfd >= 0 ? NULL : w;
                 memcpy(out[k].tmp, tmp, sizeof tmp);
                 out[k].open = 1;
                 continue;
@@ -787,10 +790,10 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
         }
         /* a Chrome or Perfetto trace is streamed: only the one the pass writes can be copied; the
          * others are made by their totals alone */
-        if (!w || lp_outputs[k].streamed ||
+        if ((!w && wfd < 0) || lp_outputs[k].streamed ||
             !lp_output_possible(lp_outputs[k].needs, lp_alloc_sites(p->a.r, p->a.sites) != NULL,
                                 lp_samples_of(&p->a) != NULL) ||
-            output_open(&out[k], w, -1, o->file_mode, err, sizeof err) != 0)
+            output_open(&out[k], w, wfd, o->file_mode, err, sizeof err) != 0)
             continue;
         out[k].sink = (struct lp_sink){.out = &out[k].out};
         if (lp_outputs[k].writer(&out[k].sink, &p->a) != 0) out[k].out.err = ENOMEM;
@@ -799,20 +802,18 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
     ((struct lp_convert_opts *)o)->top = s->top;
     p->a.span_ns = lp_ticks_to_ns(p->a.r, p->a.r->last_ticks);
     int rc = refit(p) != 0 ? -2 : totals(p, out, err, sizeof err);
-    if (s->done[0]) lp_os_close(lp_os_open(s->done, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
     lp_os_exit(rc == 0 ? 0 : 1);
 }
 
-/* While a followed trace's pass waits for more: a snapshot asked is made by a copy of the
- * process, and copies that are done are reaped. */
+/* While a followed trace's pass waits for more: a look asked is made by a copy of the process,
+ * and copies that are done are reaped. */
 static void snapshot_idle(void *arg) {
     struct snap *x = arg;
     struct lp_snapshot *s = x->p->a.opts->snapshot;
     while (lp_os_reap() > 0) {}
-    if (!s || !s->asked) return;
-    s->asked = 0;
-    if (s->load && s->load(s) != 0) return;
+    if (!s || !s->ask || s->ask(s) <= 0) return;
     if (lp_os_fork() == 0) snapshot_child(x);
+    if (s->release) s->release(s);
 }
 
 /* The pass's state for trace r: the heap, the statistics, the views. 0, or -1 out of memory. */

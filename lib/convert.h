@@ -24,16 +24,18 @@
 #include "stats.h"
 #include "torch.h"
 
-/* A snapshot of a followed trace (libprof-report --live on a run a follower converts): when
- * `asked` turns 1 (a signal handler sets it), the pass calls load() for the paths wanted ("" for
- * none) and a forked copy of the pass writes them from what it has read so far, while the pass
- * itself goes on. The summary is the table LIBPROF_SUMMARY prints (its "leaked" is what is
- * still live). */
+/* A snapshot of a followed trace (libprof-report --live on a run a follower converts): while the
+ * pass waits for more, ask() says whether a look was asked (it takes the request); a forked copy
+ * of the pass then calls load() for the outputs wanted — each to its path, or to a descriptor —
+ * and writes them from what it has read so far, while the pass itself goes on; release() lets
+ * the request go in the pass. The summary is the table LIBPROF_SUMMARY prints (its "leaked" is
+ * what is still live). */
 struct lp_snapshot {
-    volatile int asked;
+    int (*ask)(struct lp_snapshot *s);
     int (*load)(struct lp_snapshot *s);
+    void (*release)(struct lp_snapshot *s);
     char path[LP_OUT_COUNT][4096]; /* each output asked for (outputs.h), "" for none */
-    char done[4096];               /* made empty once the others are all in place */
+    int fd[LP_OUT_COUNT];          /* ... or the descriptor it goes to (>= 0) */
     unsigned top;                  /* the summary's rows per table (--top; 0: each table's own) */
 };
 

@@ -76,7 +76,7 @@ struct lp_json {
      * whether it is an array and whether nothing is in it yet */
     int depth;
     uint8_t arr[LP_JSON_NEST], fresh[LP_JSON_NEST];
-    struct lp_json_ev ev; /* the event being made (to set) */
+    struct lp_json_ev ev;     /* the event being made (to set) */
     struct lp_out *tape;      /* set: the calls are recorded into it (lp_json_divert, lp_json_tape) */
     struct lp_out *tape_home; /* lp_json_tape's: where lp_json_back goes back to (NULL: as text or to `to`) */
 };

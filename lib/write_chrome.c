@@ -752,7 +752,7 @@ int lp_sink_chrome(struct lp_sink *k, const struct lp_reader *r, const char *pat
     k->event = event;
     k->finish = finish;
     k->release = release_chrome;
-    c->j.to = k->events; /* (the Perfetto writer takes the events structured) */
+    c->j.to = k->events;                      /* (the Perfetto writer takes the events structured) */
     if (k->tape) lp_json_tape(&c->j, k->out); /* (a merge's input: the calls themselves) */
     lp_json_begin(&c->j, k->out);
     head(c, r);

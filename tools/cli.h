@@ -61,5 +61,20 @@ int rp_hold_events(const char *spec);
 /* --live PID (tools/live.c): `once` run on the process's spool, again every `interval` seconds
  * (0: once) while the process runs. Returns the exit status. */
 int rp_live(const char *pid, double interval, int (*once)(const char *path), int quiet);
+/* A followed run's look (live.c): the follower listens (its socket, nonblocking; -1 when it
+ * cannot); --live asks with its command line and its standard output and error — the connected
+ * socket, whose end is the look's end (what comes before it: the Chrome trace asked for the
+ * report's tables), or -1 when no follower listens, -2 on an error. */
+int rp_live_listen(const char *spool);
+int rp_live_ask(const char *spool, int argc, char **argv);
+struct rp_live_request {
+    int conn, out_fd, err_fd; /* the connection, the asker's standard output and error */
+    char cwd[4096];           /* its working directory */
+    int argc;                 /* its command line */
+    char **argv, *buf;
+};
+/* The follower: a look asked (the listening socket read without waiting): 1 with the request. */
+int rp_live_take(int listen_fd, struct rp_live_request *q);
+void rp_live_request_free(struct rp_live_request *q);
 
 #endif

@@ -136,26 +136,6 @@ static int keyed_record(FILE *in, char **buf, size_t *cap) {
     }
 }
 
-void rp_keyed_csv_sync(FILE *in, int64_t sync_ns[2]) {
-    char *buf = NULL;
-    size_t cap = 0;
-    sync_ns[0] = sync_ns[1] = 0;
-    while (keyed_record(in, &buf, &cap) > 0 && !(sync_ns[0] && sync_ns[1])) {
-        const char *row = strchr(buf, '\t');
-        long long pid, tid, ts, dur;
-        char cat[8], name[24];
-        if (!row || sscanf(row + 1, "%lld,%lld,%lld,%lld,%7[^,],%23[^,]", &pid, &tid, &ts, &dur, cat, name) != 6 ||
-            pid != tid || strcmp(cat, "mpi"))
-            continue;
-        int w = !strcmp(name, "MPI_Barrier")                                    ? 0
-                : !strcmp(name, "MPI_Init") || !strcmp(name, "MPI_Init_thread") ? 1
-                                                                                : -1;
-        if (w >= 0 && !sync_ns[w]) sync_ns[w] = ts + dur;
-    }
-    free(buf);
-    rewind(in);
-}
-
 int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out) {
     struct pend {
         char *buf;
@@ -196,4 +176,3 @@ int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out) {
     free(p);
     return rc || ferror(out) ? -1 : 0;
 }
-

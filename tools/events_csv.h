@@ -18,8 +18,5 @@ int rp_events_csv_lpt(FILE *f, const struct lp_reader *r, int keyed);
 /* --merge --events-csv: n keyed CSV streams merged in KEY + shift_ns[i] order into `out` (header
  * first; each row's ts_ns shifted). Bounded: one pending row per input. */
 int rp_merge_keyed_csv(FILE **in, const int64_t *shift_ns, int n, FILE *out);
-/* The ends of the first MPI_Barrier [0] and MPI_Init [1] on the main thread of a keyed CSV
- * (rewound after). */
-void rp_keyed_csv_sync(FILE *in, int64_t sync_ns[2]);
 
 #endif

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "chrome_in.h"
@@ -72,6 +74,14 @@ struct input {
     struct lp_slices c;
 };
 
+/* --live on a followed run: the command line the follower is asked with; the Chrome trace it sent
+ * (live_followed), read as an input named live_name */
+static int live_argc;
+static char **live_argv;
+static char *live_text;
+static size_t live_len;
+static const char live_name[] = "(the run so far)";
+
 /* 1 raw, 2 packed, 0 JSON, 3 Perfetto's protobuf, -1 none of them (message printed). */
 static int kind_of(const char *path) {
     struct stat st;
@@ -106,7 +116,7 @@ static int kind_of(const char *path) {
 static int load(struct input *in, const char *path, int need_slices) {
     memset(in, 0, sizeof *in);
     in->path = path;
-    int k = kind_of(path);
+    int k = path == live_name ? 0 : kind_of(path);
     if (k < 0) return -1;
     char err[512];
     if (k == 1 || k == 2) {
@@ -137,7 +147,8 @@ static int load(struct input *in, const char *path, int need_slices) {
         return 0;
     }
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = path == live_name ? live_text : slurp(path, &len);
+    if (path == live_name) live_text = NULL, len = live_len; /* (the follower's trace: read once) */
     if (!text) {
         fprintf(stderr, "libprof-report: %s: %s\n", path, strerror(errno));
         return -1;
@@ -358,47 +369,50 @@ static int merged_slices(struct input *in, int n, struct lp_slices *out) {
 }
 
 /* --merge --events-csv: every input's events as one CSV on the merged timeline, in bounded
- * memory — each input written alone to a temporary file, its rows led by their order key (a raw
- * trace streams; a JSON trace is loaded alone), then a k-way merge of the files on key + shift,
- * hosts' clocks aligned as in the Chrome merge (skew.c). Rows come in the order of their effect
- * (an allocation's moment, a call's end), as in one trace's CSV. */
+ * memory and with no file but the output — each input's rows made by a process of its own
+ * (forked) into a pipe, led by their order key (a raw trace streams; a JSON trace is loaded
+ * alone) after one line of what aligns it (its anchor, rank, host and MPI instants: skew.c); then
+ * a k-way merge of the pipes on key + shift. Rows come in the order of their effect (an
+ * allocation's moment, a call's end), as in one trace's CSV. */
 static int merged_events_csv(const char **paths, int n, const char *out) {
-    FILE **tmp = calloc((size_t)n, sizeof *tmp);
+    FILE **in = calloc((size_t)n, sizeof *in);
+    pid_t *child = calloc((size_t)n, sizeof *child);
     struct rp_sync *sy = calloc((size_t)n, sizeof *sy);
     int64_t *skew = calloc((size_t)n, sizeof *skew), *shift = calloc((size_t)n, sizeof *shift);
-    int rc = !tmp || !sy || !skew || !shift;
+    int rc = !in || !child || !sy || !skew || !shift;
     for (int i = 0; i < n && !rc; i++) {
-        struct input one;
-        if (load(&one, paths[i], 0) != 0) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) != 0 || (child[i] = fork()) < 0) {
+            fprintf(stderr, "libprof-report: %s: %s\n", paths[i], strerror(errno));
             rc = 1;
             break;
         }
-        tmp[i] = tmpfile();
-        if (!rc &&
-            (!tmp[i] || (one.raw ? rp_events_csv_lpt(tmp[i], &one.r, 1) : rp_events_csv(tmp[i], &one.c, 1)) != 0 ||
-             fflush(tmp[i]) != 0)) {
-            fprintf(stderr, "libprof-report: %s: cannot write a temporary file: %s\n", paths[i], strerror(errno));
-            rc = 1;
+        if (child[i] == 0) { /* this input's rows into the pipe, after its alignment line */
+            close(p[0]);
+            FILE *f = fdopen(p[1], "w");
+            struct input one;
+            struct rp_sync me;
+            if (!f || load(&one, paths[i], 0) != 0) _exit(1);
+            if (one.raw)
+                rp_sync_of_reader(&one.r, &me);
+            else
+                rp_sync_of_slices(&one.c, &me);
+            fprintf(f, "%lld\t%lld\t%lld\t%lld\t%s\n", (long long)me.origin_ns, (long long)me.rank,
+                    (long long)me.sync_ns[0], (long long)me.sync_ns[1], me.host);
+            int bad = (one.raw ? rp_events_csv_lpt(f, &one.r, 1) : rp_events_csv(f, &one.c, 1)) != 0;
+            _exit(fclose(f) != 0 || bad);
         }
-        if (!rc) {
-            rewind(tmp[i]);
-            if (one.raw) {
-                sy[i].origin_ns = (int64_t)one.r.hdr.origin_real_ns;
-                sy[i].rank = -1;
-                if (one.r.job) {
-                    const char *rk = memchr(one.r.job, 0, one.r.job_len);
-                    if (rk && rk + 1 < one.r.job + one.r.job_len) sy[i].rank = strtoll(rk + 1, NULL, 10);
-                }
-                snprintf(sy[i].host, sizeof sy[i].host, "%.*s", (int)one.r.hostname_len,
-                         one.r.hostname ? one.r.hostname : "");
-            } else {
-                sy[i].origin_ns = one.c.origin_real_ns;
-                sy[i].rank = one.c.rank;
-                memcpy(sy[i].host, one.c.host, sizeof sy[i].host);
-            }
-            rp_keyed_csv_sync(tmp[i], sy[i].sync_ns);
+        close(p[1]);
+        long long o, r, b, m;
+        char host[64] = "";
+        if (!(in[i] = fdopen(p[0], "r")) || fscanf(in[i], "%lld\t%lld\t%lld\t%lld\t", &o, &r, &b, &m) != 4 ||
+            !fgets(host, sizeof host, in[i])) {
+            rc = 1; /* (the child said why) */
+            break;
         }
-        unload(&one);
+        host[strcspn(host, "\n")] = '\0';
+        sy[i] = (struct rp_sync){o, r, "", {b, m}};
+        memcpy(sy[i].host, host, sizeof host);
     }
     if (!rc) {
         rp_skew(sy, n, skew);
@@ -407,14 +421,22 @@ static int merged_events_csv(const char **paths, int n, const char *out) {
             if (sy[i].origin_ns && sy[i].origin_ns + skew[i] < t0) t0 = sy[i].origin_ns + skew[i];
         for (int i = 0; i < n; i++) shift[i] = sy[i].origin_ns && t0 != INT64_MAX ? sy[i].origin_ns + skew[i] - t0 : 0;
         FILE *f = fopen(out, "w");
-        if (!f || rp_merge_keyed_csv(tmp, shift, n, f) != 0 || fclose(f) != 0) {
+        if (!f || rp_merge_keyed_csv(in, shift, n, f) != 0 || fclose(f) != 0) {
             fprintf(stderr, "libprof-report: cannot write %s: %s\n", out, strerror(errno));
             rc = 1;
         }
     }
-    for (int i = 0; tmp && i < n; i++)
-        if (tmp[i]) fclose(tmp[i]);
-    free(tmp);
+    for (int i = 0; in && i < n; i++)
+        if (in[i]) fclose(in[i]);
+    for (int i = 0; child && i < n; i++) {
+        int st;
+        if (child[i] <= 0) continue;
+        if (rc) kill(child[i], SIGTERM);
+        while (waitpid(child[i], &st, 0) < 0 && errno == EINTR) {}
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+    }
+    free(in);
+    free(child);
     free(sy);
     free(skew);
     free(shift);
@@ -471,41 +493,48 @@ static int act_pack(struct input *in) {
     return 0;
 }
 
-/* --follow: libprof-report --live asks for a snapshot by writing what it wants into SPOOL.live
- * (lines "summary PATH", "chrome PATH", ...) and sending SIGUSR1 to the pid in SPOOL.follower,
- * which exists while the handler is in place. */
+/* --follow: a --live look at the run is asked through the follower's socket (live.c): taken while
+ * the pass waits for more, made by a copy of the pass from the asker's own command line. */
 static struct lp_snapshot snapshot;
 static char follow_spool[4096];
+static int live_listen = -1;
+static struct rp_live_request live_req;
 
-static void on_snapshot(int sig) {
-    (void)sig;
-    snapshot.asked = 1;
+static int live_ask(struct lp_snapshot *s) {
+    (void)s;
+    return rp_live_take(live_listen, &live_req);
 }
 
-/* The request of a --live look (SPOOL.live, written by live_followed): a line per output, its
- * option (lib/outputs.h) and its path — "--csv /tmp/x.csv" — then "summary PATH", "top N",
- * "done PATH". */
-static int snapshot_load(struct lp_snapshot *s) {
-    char path[4200], line[4200];
-    snprintf(path, sizeof path, "%s.live", follow_spool);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    for (int k = 0; k < LP_OUT_COUNT; k++) s->path[k][0] = '\0';
-    s->done[0] = '\0';
-    s->top = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *sp = strchr(line, ' ');
-        if (!sp) continue;
-        *sp = '\0';
-        int k = lp_output_find(line);
-        if (k >= 0) snprintf(s->path[k], sizeof s->path[k], "%s", sp + 1);
-        if (!strcmp(line, "done")) snprintf(s->done, sizeof s->done, "%s", sp + 1);
-        if (!strcmp(line, "top")) s->top = (unsigned)atoi(sp + 1);
-    }
-    fclose(f);
-    unlink(path);
+/* What a --live look wants (the same on both sides): the report (the summary and the tables) and
+ * whether a Chrome trace of the run so far serves it (the tables, --events-csv, --html, --diff). */
+static void live_wants(const struct rp_cli *c, int *report, int *sliced) {
+    int any = 0;
+    for (int k = 0; k < LP_OUT_COUNT; k++) any |= c->out[k] != NULL;
+    *report = c->summary || !(any || c->events_csv || c->html || c->diff);
+    *sliced = *report || c->events_csv || c->html || c->diff;
+}
+
+/* In the copy of the pass: the asker's command line made into the snapshot — its outputs where it
+ * is (its working directory), the summary to its standard output, the Chrome trace the tables need
+ * (when it asked for none) into the connection, messages to its standard error. */
+static int live_load(struct lp_snapshot *s) {
+    struct rp_live_request *q = &live_req;
+    struct rp_cli rq;
+    if (dup2(q->err_fd, STDERR_FILENO) < 0 || chdir(q->cwd) != 0 || rp_cli_parse(&rq, q->argc, q->argv) != -1)
+        return -1;
+    int report, sliced;
+    live_wants(&rq, &report, &sliced);
+    for (int k = 0; k < LP_OUT_COUNT; k++)
+        snprintf(s->path[k], sizeof s->path[k], "%s", rq.out[k] && lp_outputs[k].option ? rq.out[k] : "");
+    if (report) s->fd[LP_OUT_SUMMARY] = q->out_fd;
+    if (sliced && !rq.out[LP_OUT_CHROME]) s->fd[LP_OUT_CHROME] = q->conn;
+    s->top = rq.o.top > 0 ? (unsigned)rq.o.top : 0;
     return 0;
+}
+
+static void live_release(struct lp_snapshot *s) {
+    (void)s;
+    rp_live_request_free(&live_req);
 }
 
 static void follower_file(int make) {
@@ -542,16 +571,17 @@ static int act_convert(struct input *in, int summary) {
     if (summary) co.summary_fd = STDOUT_FILENO;
     if (cli.follow) {
         snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
-        snapshot.load = snapshot_load;
+        live_listen = rp_live_listen(in->path);
+        snapshot = (struct lp_snapshot){.ask = live_ask, .load = live_load, .release = live_release};
         co.snapshot = &snapshot;
-        struct sigaction sa = {.sa_handler = on_snapshot, .sa_flags = SA_RESTART};
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGUSR1, &sa, NULL);
         follower_file(1);
     }
     char err[512];
     int rc = lp_convert(&in->r, &co, err, sizeof err);
-    if (cli.follow) follower_file(0); /* (the handler stays: a late signal is harmless) */
+    if (cli.follow) {
+        follower_file(0);
+        if (live_listen >= 0) close(live_listen);
+    }
     if (rc != 0) {
         fprintf(stderr, "libprof-report: %s\n", err);
         return 1;
@@ -719,70 +749,43 @@ static int run(void) {
     return rc;
 }
 
-/* --live on a run that a follower converts (its spool has given back what was read): the
- * follower, asked through SPOOL.live and a signal, writes from what it has read the outputs of
- * conversions asked (lib/outputs.h), the summary, and — for every other option: the report's
- * tables, --html, --events-csv, --diff — a Chrome trace of the run so far, which this process
- * then reads as it would any trace. So every option works on a live process, followed or not. */
-static int live_followed(const char *spool, long follower) {
-    char req[4200], tmp[4300], sum[128], done[128], json[128];
-    long me = (long)getpid();
-    snprintf(sum, sizeof sum, "/tmp/libprof-live-%ld.txt", me);
-    snprintf(done, sizeof done, "/tmp/libprof-live-%ld.done", me);
-    snprintf(json, sizeof json, "/tmp/libprof-live-%ld.json", me);
-    unlink(sum);
-    unlink(done);
-    int any = 0;
-    for (int k = 0; k < LP_OUT_COUNT; k++) any |= cli.out[k] != NULL;
-    int report = cli.summary || !(any || cli.events_csv || cli.html || cli.diff);
-    int sliced = report || cli.events_csv || cli.html || cli.diff; /* what a Chrome trace of it serves */
-    snprintf(req, sizeof req, "%s.live", spool);
-    snprintf(tmp, sizeof tmp, "%s.live.%ld", spool, me);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "libprof-report: %s: %s\n", tmp, strerror(errno));
+/* --live on a run that a follower converts (its spool has given back what was read): the look is
+ * asked of the follower (live.c), which writes the outputs asked and the summary from what it has
+ * read, and sends the Chrome trace of the run so far when the report's tables (or --html,
+ * --events-csv, --diff) need one: read then as any trace, from memory. So every option works on a
+ * live process, followed or not, and nothing is written but what was asked. Returns 0, 1, or -1
+ * when no follower listens. */
+static int live_followed(const char *spool) {
+    int report, sliced;
+    live_wants(&cli, &report, &sliced);
+    fflush(stdout); /* (the follower writes the summary after what is printed) */
+    int fd = rp_live_ask(spool, live_argc, live_argv);
+    if (fd == -1) return -1;
+    if (fd < 0) {
+        fprintf(stderr, "libprof-report: cannot ask the follower of %s: %s\n", spool, strerror(errno));
         return 1;
     }
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
-    for (int k = 0; k < LP_OUT_COUNT; k++) {
-        const char *v = cli.out[k] ? cli.out[k] : k == LP_OUT_CHROME && sliced ? json : NULL;
-        if (!v || !lp_outputs[k].option) continue;
-        if (v[0] == '/' || !cwd[0]) /* the follower's working directory is not ours */
-            fprintf(f, "%s %s\n", lp_outputs[k].option, v);
-        else
-            fprintf(f, "%s %s/%s\n", lp_outputs[k].option, cwd, v);
-    }
-    if (report) fprintf(f, "summary %s\n", sum);
-    if (cli.o.top > 0) fprintf(f, "top %d\n", cli.o.top);
-    fprintf(f, "done %s\n", done);
-    if (fclose(f) != 0 || rename(tmp, req) != 0 || kill((pid_t)follower, SIGUSR1) != 0) {
-        fprintf(stderr, "libprof-report: cannot ask the follower (pid %ld): %s\n", follower, strerror(errno));
-        unlink(tmp);
-        return 1;
-    }
-    for (int waited = 0; access(done, F_OK) != 0; waited += 10) {
-        if (waited >= 20000 || (kill((pid_t)follower, 0) != 0 && errno == ESRCH)) {
-            fprintf(stderr, "libprof-report: the follower (pid %ld) made no snapshot\n", follower);
+    size_t cap = 0;
+    live_len = 0;
+    for (;;) { /* what it sends until its end (a look waits at most 20 s for each part) */
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 20000) <= 0) {
+            fprintf(stderr, "libprof-report: the follower of %s made no snapshot\n", spool);
+            close(fd);
             return 1;
         }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    unlink(done);
-    if (report) {
-        size_t len = 0;
-        char *text = slurp(sum, &len);
-        unlink(sum);
-        if (!text) {
-            fprintf(stderr, "libprof-report: the follower wrote no summary\n");
-            return 1;
+        if (cap - live_len < 65536) {
+            char *nt = realloc(live_text, cap = cap ? 2 * cap : 1 << 20);
+            if (!nt) break;
+            live_text = nt;
         }
-        fwrite(text, 1, len, stdout);
-        free(text);
+        ssize_t n = read(fd, live_text + live_len, cap - live_len);
+        if (n <= 0) break;
+        live_len += (size_t)n;
     }
+    close(fd);
     if (!sliced) return 0;
-    if (!cli.out[LP_OUT_CHROME] && access(json, R_OK) != 0) {
+    if (!cli.out[LP_OUT_CHROME] && !live_len) {
         fprintf(stderr,
                 "libprof-report: --live: this run writes no Chrome trace (its output is %s), so its report so far "
                 "is the summary alone\n",
@@ -791,25 +794,18 @@ static int live_followed(const char *spool, long follower) {
     }
     /* the rest from the Chrome trace of the run so far, as from any trace */
     static const char *one[1];
-    one[0] = cli.out[LP_OUT_CHROME] ? cli.out[LP_OUT_CHROME] : json;
+    one[0] = cli.out[LP_OUT_CHROME] ? cli.out[LP_OUT_CHROME] : live_name;
     cli.inputs = one;
     cli.ninputs = 1;
     for (int k = 0; k < LP_OUT_COUNT; k++) cli.out[k] = NULL; /* written */
     cli.summary = report; /* the report's tables of the trace, after the follower's summary */
-    int rc = run();
-    unlink(json);
-    return rc;
+    return run();
 }
 
-/* --live: the running process's spool as the one input. */
+/* --live: the running process's spool as the one input, or its follower's look. */
 static int run_live(const char *path) {
-    char pf[4200];
-    snprintf(pf, sizeof pf, "%s.follower", path);
-    size_t len = 0;
-    char *text = slurp(pf, &len);
-    long follower = text ? atol(text) : 0;
-    free(text);
-    if (follower > 0 && !(kill((pid_t)follower, 0) != 0 && errno == ESRCH)) return live_followed(path, follower);
+    int rc = live_followed(path);
+    if (rc >= 0) return rc;
     /* Read the spool itself, holding its lock shared: a follower cannot start meanwhile (it would
      * give back the blocks being read; it starts at the program's next chunk instead). Held by
      * one: a follower is starting, or the run is over and converting. */
@@ -819,10 +815,7 @@ static int run_live(const char *path) {
         for (int waited = 0; waited < 3000; waited += 20) {
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
-            text = slurp(pf, &len);
-            follower = text ? atol(text) : 0;
-            free(text);
-            if (follower > 0) return live_followed(path, follower);
+            if ((rc = live_followed(path)) >= 0) return rc;
         }
         fprintf(stderr, "libprof-report: --live: the trace %s is being converted (the run is ending)\n", path);
         return 1;
@@ -831,12 +824,13 @@ static int run_live(const char *path) {
     one[0] = path;
     cli.inputs = one;
     cli.ninputs = 1;
-    int rc = run();
+    rc = run();
     if (lk >= 0) close(lk);
     return rc;
 }
 
 int main(int argc, char **argv) {
+    live_argc = argc, live_argv = argv;
     int rc = rp_cli_parse(&cli, argc, argv);
     if (rc >= 0) return rc;
     quiet = cli.quiet, temp_threshold = cli.temp_threshold, peak_at_ns = cli.peak_at_ns;

@@ -11,9 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,4 +143,128 @@ int rp_live(const char *pid_text, double interval, int (*once)(const char *path)
         if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 0;
         if (access(path, R_OK) != 0) return 0; /* it closed its trace: the run is over */
     }
+}
+
+/* ---- a followed run: the look asked of its follower ------------------------------------------
+ * A run whose spool a follower converts (libprof-report --follow) gives back what it has read:
+ * the look comes from the follower's pass. The follower listens on an abstract unix socket —
+ * named by the spool's device and inode, so no file is made — and --live sends it its own
+ * command line (parsed there by cli.c like any), its working directory, and its standard output
+ * and error (as descriptors: the summary and any message go straight to them). A copy of the
+ * follower's pass writes the outputs asked and, when the report's tables are wanted, the Chrome
+ * trace of the run so far into the connection; its end is the look's end. */
+
+static int address(const char *spool, struct sockaddr_un *a, socklen_t *len) {
+    struct stat st;
+    if (stat(spool, &st) != 0) return -1;
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "libprof-follow:%llx:%llx", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino);
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    return 0;
+}
+
+int rp_live_listen(const char *spool) {
+    struct sockaddr_un a;
+    socklen_t len;
+    if (address(spool, &a, &len) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 8) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+int rp_live_ask(const char *spool, int argc, char **argv) {
+    struct sockaddr_un a;
+    socklen_t len;
+    if (address(spool, &a, &len) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -2;
+    if (connect(fd, (struct sockaddr *)&a, len) != 0) {
+        int e = errno;
+        close(fd);
+        return e == ECONNREFUSED || e == ENOENT ? -1 : -2;
+    }
+    /* the request: its length, then the working directory and each argument, each ended by NUL */
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    size_t n = strlen(cwd) + 1;
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 1;
+    char *msg = malloc(4 + n), *p = msg + 4;
+    if (!msg || n > UINT32_MAX) {
+        free(msg);
+        close(fd);
+        return -2;
+    }
+    uint32_t n32 = (uint32_t)n;
+    memcpy(msg, &n32, 4);
+    p = stpcpy(p, cwd) + 1;
+    for (int i = 0; i < argc; i++) p = stpcpy(p, argv[i]) + 1;
+    int fds[2] = {STDOUT_FILENO, STDERR_FILENO};
+    char ctl[CMSG_SPACE(sizeof fds)];
+    memset(ctl, 0, sizeof ctl);
+    struct iovec v = {msg, 4 + n};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t sent = sendmsg(fd, &m, MSG_NOSIGNAL);
+    size_t done = sent > 0 ? (size_t)sent : 0;
+    while (sent > 0 && done < 4 + n && (sent = send(fd, msg + done, 4 + n - done, MSG_NOSIGNAL)) > 0)
+        done += (size_t)sent;
+    free(msg);
+    if (done != 4 + n) {
+        close(fd);
+        return -2;
+    }
+    shutdown(fd, SHUT_WR);
+    return fd;
+}
+
+void rp_live_request_free(struct rp_live_request *q) {
+    if (q->conn >= 0) close(q->conn);
+    if (q->out_fd >= 0) close(q->out_fd);
+    if (q->err_fd >= 0) close(q->err_fd);
+    free(q->buf);
+    free(q->argv);
+    memset(q, 0, sizeof *q);
+    q->conn = q->out_fd = q->err_fd = -1;
+}
+
+int rp_live_take(int listen_fd, struct rp_live_request *q) {
+    memset(q, 0, sizeof *q);
+    q->conn = q->out_fd = q->err_fd = -1;
+    if (listen_fd < 0 || (q->conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) < 0) return 0;
+    struct timeval tv = {5, 0}; /* (an asker that connects and says nothing is not waited for long) */
+    setsockopt(q->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint32_t n = 0;
+    char ctl[CMSG_SPACE(2 * sizeof(int))];
+    struct iovec v = {&n, 4};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    ssize_t got = recvmsg(q->conn, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); got > 0 && c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int))) {
+            int fds[2];
+            memcpy(fds, CMSG_DATA(c), sizeof fds);
+            q->out_fd = fds[0], q->err_fd = fds[1];
+        }
+    if (got != 4 || n == 0 || n > (1u << 20) || q->out_fd < 0 || !(q->buf = malloc(n + 1))) goto bad;
+    if (recv(q->conn, q->buf, n, MSG_WAITALL) != (ssize_t)n) goto bad;
+    q->buf[n] = '\0';
+    int argc = 0;
+    for (uint32_t i = 0; i < n; i++) argc += q->buf[i] == '\0';
+    if (argc < 2 || !(q->argv = calloc((size_t)argc + 1, sizeof *q->argv))) goto bad;
+    char *p = q->buf;
+    snprintf(q->cwd, sizeof q->cwd, "%s", p);
+    p += strlen(p) + 1;
+    for (q->argc = 0; p < q->buf + n; p += strlen(p) + 1) q->argv[q->argc++] = p;
+    return 1;
+bad:
+    rp_live_request_free(q);
+    return 0;
 }

@@ -569,3 +569,84 @@ Test(report, live_view_of_a_followed_run_takes_every_option, .timeout = 120) {
     cr_expect_str_eq(read_file(strfmt("%s/out.txt", dir), NULL), "held 64 MiB, churned\n");
     run_free(&r);
 }
+
+/* The files a traced command wrote, created, renamed or removed (its strace log `log`, every
+ * process it started): each path, a line each, in `out`. */
+static int files_written(const char *log, char *out, size_t cap) {
+    char *text = read_file(log, NULL);
+    cr_assert_not_null(text, "no strace log");
+    int n = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strstr(line, "= -1") || strstr(line, "<unfinished")) continue; /* (failed; or its end follows) */
+        int writes =
+            strstr(line, "open") && (strstr(line, "O_WRONLY") || strstr(line, "O_RDWR") || strstr(line, "O_CREAT"));
+        if (!writes && !strstr(line, "rename") && !strstr(line, "unlink") && !strstr(line, "mkdir") &&
+            !strstr(line, "creat(") && !strstr(line, "link("))
+            continue;
+        char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+        if (!q || !e) continue;
+        o += (size_t)snprintf(out + o, cap - o, "%.*s\n", (int)(e - q - 1), q + 1);
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+/* --merge of raw traces (the Chrome trace, the events CSV) and a --live look at a followed run pass
+ * events, not files: strace (every process they start) shows no file written, created, renamed or
+ * removed but the outputs. */
+Test(report, merge_and_live_write_no_file_but_their_outputs, .timeout = 120) {
+    cr_assert_eq(access("/usr/bin/strace", X_OK), 0, "strace (scripts/install-deps installs it)");
+    char *dir = make_tmpdir();
+    char *a = make_trace(dir, "128"), *b = strfmt("%s/b.lpt", dir), *log = strfmt("%s/merge.strace", dir);
+    cr_assert_eq(rename(a, b), 0);
+    a = make_trace(dir, "64");
+    char *merged = strfmt("%s/m.json", dir), files[8192];
+    struct run r;
+    run_prog(&r, dir, NULL,
+             (const char *[]){"/usr/bin/strace", "-f", "-qq", "-o", log, "-e",
+                              "trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,link,linkat",
+                              REPORT, a, b, "--merge", "--chrome", merged, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    int n = files_written(log, files, sizeof files);
+    cr_expect_eq(n, 1, "the merge wrote: %s", files);
+    cr_expect_str_eq(files, strfmt("%s\n", merged));
+    cJSON *m = load_json(merged);
+    cr_assert_not_null(m);
+    cr_expect_gt(cJSON_GetArraySize(cJSON_GetObjectItem(m, "traceEvents")), 100);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "metadata"), "libprof_merge")), 2);
+    cJSON_Delete(m);
+    /* the events CSV of the two, merged */
+    char *csvm = strfmt("%s/m.csv", dir);
+    log = strfmt("%s/csv.strace", dir);
+    run_prog(&r, dir, NULL,
+             (const char *[]){"/usr/bin/strace", "-f", "-qq", "-o", log, "-e",
+                              "trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,link,linkat",
+                              REPORT, a, b, "--merge", "--events-csv", csvm, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    n = files_written(log, files, sizeof files);
+    cr_expect_eq(n, 1, "the CSV merge wrote: %s", files);
+    cr_expect_str_eq(files, strfmt("%s\n", csvm));
+    cr_expect_gt(count_lines_with(read_file(csvm, NULL), "\n"), 100);
+    /* a look at a followed run: its CSV and the report's tables (from the Chrome trace the follower
+     * sends); the look itself writes nothing, the follower the CSV alone */
+    log = strfmt("%s/live.strace", dir);
+    char *cmd = strfmt("LD_PRELOAD=%s LIBPROF_OUTPUT=%s/svc.json LIBPROF_FOLLOW=1 %s 4 > /dev/null & pid=$!; "
+                       "while ! ls %s/*.follower > /dev/null 2>&1; do sleep 0.05; done; sleep 0.5; "
+                       "strace -f -qq -o %s -e trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,"
+                       "mkdir,link,linkat %s --live $pid --csv %s/live.csv --summary; rc=$?; wait $pid; exit $rc",
+                       PRELOAD, dir, PROG("service"), dir, log, REPORT, dir);
+    run_prog(&r, dir, NULL, (const char *[]){"/bin/sh", "-c", cmd, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "[so far: the program is running]") != NULL, "the follower's summary: %s", r.out);
+    cr_expect(strstr(r.out, "\nper thread:") != NULL, "the report's tables: %s", r.out);
+    run_free(&r);
+    n = files_written(log, files, sizeof files);
+    cr_expect_eq(n, 0, "the look wrote: %s", files);
+    char *csv = read_file(strfmt("%s/live.csv", dir), NULL);
+    cr_expect(csv && strstr(csv, "malloc"), "the CSV of the run so far: %s", csv ? csv : "(none)");
+}
