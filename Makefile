@@ -198,6 +198,7 @@ INTEGRATION_TESTS += tests/integration/test_mpi.c
 INTEGRATION_TESTS += tests/integration/test_reliab.c
 INTEGRATION_TESTS += tests/integration/test_private.c
 INTEGRATION_TESTS += tests/integration/test_sample.c
+INTEGRATION_TESTS += tests/integration/test_stream.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c

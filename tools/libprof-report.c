@@ -474,6 +474,18 @@ static struct lp_convert_opts convert_opts(const struct input *in) {
                                     .progress = isatty(STDERR_FILENO) && !quiet ? progress : NULL};
 }
 
+/* --merge --chrome: each raw input converted as its own --chrome would be (the heap-by-site
+ * tracks too), its allocation instants from its own threshold unless --alloc-min says. */
+static int merge_stream(void) {
+    struct input none = {0};
+    none.r.hdr.alloc_min = 0;
+    struct lp_convert_opts o = convert_opts(&none);
+    o.alloc_min = cli.have_min ? cli.alloc_min : UINT64_MAX;
+    o.trace_label = NULL;
+    o.site_tracks = 1;
+    return rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], &o, quiet);
+}
+
 /* --pack: the raw trace, compact. */
 static int act_pack(struct input *in) {
     if (!in->raw || in->image) {
@@ -722,7 +734,7 @@ static int run(void) {
     }
     if (cli.merge && cli.out[LP_OUT_CHROME] && !report && !cli.html && !cli.events_csv && !cli.out[LP_OUT_CSV] &&
         !cli.diff)
-        return rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], quiet); /* bounded: tools/merge.c */
+        return merge_stream(); /* bounded: tools/merge.c */
     struct input *in = calloc((size_t)cli.ninputs, sizeof *in);
     if (!in) return 1;
     int slices = report || cli.merge || cli.diff || cli.html || cli.events_csv;
@@ -732,7 +744,7 @@ static int run(void) {
     if (rc == 0 && cli.pack) rc = act_pack(&in[0]);
     if (rc == 0) default_iterations(&in[0]);
     if (rc == 0 && cli.merge && cli.out[LP_OUT_CHROME]) /* the one merge: streamed, bounded (tools/merge.c) */
-        rc = rp_merge_stream(cli.inputs, cli.ninputs, cli.out[LP_OUT_CHROME], quiet);
+        rc = merge_stream();
     if (rc == 0 && cli.events_csv) rc = act_events_csv(&in[0]);
     if (rc == 0 && cli.html) rc = act_html(&in[0]);
     if (rc == 0 && cli.diff) rc = act_diff(&in[0]), report = cli.summary;

@@ -262,7 +262,7 @@ static void read_tail(struct src *s) {
 
 /* (raw) What the trace says of itself, then its conversion started in a child writing the tape
  * into a pipe (read by s->fd). */
-static int start_tape(struct src *s, int quiet) {
+static int start_tape(struct src *s, const struct lp_convert_opts *base, int quiet) {
     struct lp_reader r;
     char err[512];
     if (lp_reader_open(&r, s->path, err, sizeof err) != 0) {
@@ -282,8 +282,10 @@ static int start_tape(struct src *s, int quiet) {
     }
     if (s->child == 0) { /* the conversion, its writer's calls into the pipe */
         close(p[0]);
-        struct lp_convert_opts o = {
-            .chrome_fd = p[1], .chrome_tape = 1, .summary_fd = -1, .alloc_min = r.hdr.alloc_min};
+        struct lp_convert_opts o = *base; /* (the options of its own conversion: the same events) */
+        for (int k = 0; k < LP_OUT_COUNT; k++) o.path[k] = NULL;
+        o.chrome_fd = p[1], o.chrome_tape = 1, o.summary_fd = -1, o.progress = NULL, o.snapshot = NULL;
+        if (o.alloc_min == UINT64_MAX) o.alloc_min = r.hdr.alloc_min;
         int rc = lp_convert(&r, &o, err, sizeof err);
         if (rc != 0 && !quiet) fprintf(stderr, "libprof-report: %s: %s\n", s->path, err);
         _exit(rc != 0);
@@ -295,7 +297,7 @@ static int start_tape(struct src *s, int quiet) {
     return 0;
 }
 
-static int start(struct src *s, int quiet) {
+static int start(struct src *s, const struct lp_convert_opts *base, int quiet) {
     FILE *probe = fopen(s->path, "rb");
     char magic[8] = {0};
     if (!probe) {
@@ -305,7 +307,7 @@ static int start(struct src *s, int quiet) {
     size_t got = fread(magic, 1, 8, probe);
     fclose(probe);
     if (got == 8 && !memcmp(magic, LP_FORMAT_MAGIC, 8)) {
-        if (start_tape(s, quiet) != 0) return -1;
+        if (start_tape(s, base, quiet) != 0) return -1;
     } else if ((s->fd = open(s->path, O_RDONLY | O_CLOEXEC)) < 0) {
         fprintf(stderr, "libprof-report: %s: %s\n", s->path, strerror(errno));
         return -1;
@@ -406,14 +408,14 @@ static const char *shifts(struct src *in, int n, int quiet) {
     return aligned;
 }
 
-int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet) {
+int rp_merge_stream(const char *const *paths, int n, const char *out, const struct lp_convert_opts *base, int quiet) {
     struct src *in = calloc((size_t)n, sizeof *in);
     struct lp_out o;
     int rc = 1, fd = -1;
     if (!in) return 1;
     for (int i = 0; i < n; i++) in[i].path = paths[i], in[i].fd = -1, in[i].rank = -1;
     for (int i = 0; i < n; i++)
-        if (start(&in[i], quiet) != 0) goto out;
+        if (start(&in[i], base, quiet) != 0) goto out;
     const char *aligned = shifts(in, n, quiet);
     for (int i = 0; i < n; i++)
         if (advance(&in[i]) != 0) goto damaged;

@@ -91,7 +91,9 @@ void rp_sync_of_slices(const struct lp_slices *c, struct rp_sync *s);
 /* The same of a raw trace (its header, its job, a scan of its first events: only a job's rank). */
 void rp_sync_of_reader(const struct lp_reader *r, struct rp_sync *s);
 
-/* --merge --chrome OUT in bounded memory (tools/merge.c): 0, or 1 with a message. */
-int rp_merge_stream(const char *const *paths, int n, const char *out, int quiet);
+/* --merge --chrome OUT in bounded memory (tools/merge.c): 0, or 1 with a message. A raw input is
+ * converted with the options `base` (alloc_min UINT64_MAX: each trace's own). */
+struct lp_convert_opts;
+int rp_merge_stream(const char *const *paths, int n, const char *out, const struct lp_convert_opts *base, int quiet);
 
 #endif
