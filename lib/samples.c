@@ -619,41 +619,40 @@ void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(
 }
 
 void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg,
-                                    struct lp_out *o, int first) {
+                                    struct lp_json *j) {
     if (!s) return;
     struct lp_frames v;
     char name[64];
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples) continue;
-        lp_out_s(o, first ? "{" : ",{");
-        first = 0;
-        lp_out_s(o, "\"type\":\"sampled\",\"name\":");
         char title[96];
         snprintf(title, sizeof title, "CPU: %s", thread_name(s->r, t, name, sizeof name));
-        lp_out_json_str(o, title, strlen(title));
-        lp_out_fmt(o, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-                   (unsigned long long)(c->samples * s->period_ns));
-        int k = 0;
-        if (c->in_libprof) lp_out_fmt(o, "%s[%llu]", k++ ? "," : "", (unsigned long long)frame(arg, "[libprof]"));
+        lp_json_object(j);
+        lp_json_ks(j, "type", "sampled", 7);
+        lp_json_ks(j, "name", title, strlen(title));
+        lp_json_ks(j, "unit", "nanoseconds", 11);
+        lp_json_kus(j, "startValue", LP_U(0), "endValue", LP_U(c->samples * s->period_ns), NULL);
+        lp_json_karray(j, "samples");
+        if (c->in_libprof) {
+            lp_json_array(j);
+            lp_json_u64(j, frame(arg, "[libprof]"));
+            lp_json_array_end(j);
+        }
         for (size_t i = 0; i < s->nkeys; i++) {
             if (!s->keys[i].n || s->keys[i].thread != t) continue;
-            lp_out_s(o, k++ ? ",[" : "[");
-            if (!view(s, &s->keys[i], &v)) lp_out_u64(o, frame(arg, "[unknown stack]"));
-            for (uint32_t f = v.n; f-- > 0;) {
-                lp_out_u64(o, frame(arg, lp_syms_function(s->syms, v.f[f], 1)));
-                if (f) lp_out_c(o, ',');
-            }
-            lp_out_c(o, ']');
+            lp_json_array(j);
+            if (!view(s, &s->keys[i], &v)) lp_json_u64(j, frame(arg, "[unknown stack]"));
+            for (uint32_t f = v.n; f-- > 0;) lp_json_u64(j, frame(arg, lp_syms_function(s->syms, v.f[f], 1)));
+            lp_json_array_end(j);
         }
-        lp_out_s(o, "],\"weights\":[");
-        k = 0;
-        if (c->in_libprof) lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(c->in_libprof * s->period_ns));
-        for (size_t i = 0; i < s->nkeys; i++) {
-            if (!s->keys[i].n || s->keys[i].thread != t) continue;
-            lp_out_fmt(o, "%s%llu", k++ ? "," : "", (unsigned long long)(s->keys[i].n * s->period_ns));
-        }
-        lp_out_s(o, "]}");
+        lp_json_array_end(j);
+        lp_json_karray(j, "weights");
+        if (c->in_libprof) lp_json_u64(j, c->in_libprof * s->period_ns);
+        for (size_t i = 0; i < s->nkeys; i++)
+            if (s->keys[i].n && s->keys[i].thread == t) lp_json_u64(j, s->keys[i].n * s->period_ns);
+        lp_json_array_end(j);
+        lp_json_object_end(j);
     }
 }
 

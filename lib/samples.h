@@ -44,10 +44,10 @@ void lp_samples_csv(const struct lp_samples *s, struct lp_out *o);
 void lp_samples_metadata(const struct lp_samples *s, struct lp_json *j); /* ,"sampling":{...},"cpu_functions":[...] */
 void lp_samples_folded(const struct lp_samples *s, struct lp_out *o);
 /* speedscope: `frame(arg, name)` gives a frame's index in the file's shared frames table (adding
- * it); `first` whether no profile was written before. Writes one sampled profile per thread. */
+ * it). Writes one sampled profile per thread, each a value of the profiles' array. */
 void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg);
 void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg,
-                                    struct lp_out *o, int first);
+                                    struct lp_json *j);
 /* The Chrome trace's counter tracks: each thread's CPU use over time, in percent. */
 void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid);
 

@@ -813,47 +813,38 @@ void lp_sites_speedscope_frames(struct lp_sites *s, uint64_t (*frame)(void *, co
     }
 }
 
-int lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
-                                 struct lp_out *o, int first_profile) {
-    if (!s) return first_profile;
+void lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
+                                  struct lp_json *j) {
+    if (!s) return;
     static const enum order views[3] = {BY_BYTES, BY_LEAK, BY_PEAK};
     static const char *const titles[3] = {"allocated bytes", "leaked bytes", "live bytes at the heap's peak"};
     for (int view = 0; view < 3; view++) {
         enum order ord = views[view];
         uint64_t total = 0;
         for (uint32_t id = 0; id < s->nsite; id++) total += key(&s->site[id], ord);
-        lp_out_fmt(o,
-                   "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%llu,"
-                   "\"samples\":[",
-                   first_profile ? "" : ",", titles[view], (unsigned long long)total);
-        first_profile = 0;
-        int first = 1;
+        lp_json_object(j);
+        lp_json_ks(j, "type", "sampled", 7);
+        lp_json_ks(j, "name", titles[view], strlen(titles[view]));
+        lp_json_ks(j, "unit", "bytes", 5);
+        lp_json_kus(j, "startValue", LP_U(0), "endValue", LP_U(total), NULL);
+        lp_json_karray(j, "samples");
         for (uint32_t id = 0; id < s->nsite; id++) {
             if (!key(&s->site[id], ord)) continue;
             struct lp_frames st;
-            lp_out_s(o, first ? "[" : ",[");
-            first = 0;
-            if (!lp_stack_view(s->r, id, &st)) {
-                lp_out_u64(o, frame(arg, "[unknown stack]"));
-            } else {
-                for (uint32_t f = st.n; f-- > 0;) {
-                    lp_out_u64(o, frame(arg, lp_syms_function(s->syms, st.f[f], 1)));
-                    if (f) lp_out_c(o, ',');
-                }
-            }
-            lp_out_c(o, ']');
+            lp_json_array(j);
+            if (!lp_stack_view(s->r, id, &st))
+                lp_json_u64(j, frame(arg, "[unknown stack]"));
+            else
+                for (uint32_t f = st.n; f-- > 0;) lp_json_u64(j, frame(arg, lp_syms_function(s->syms, st.f[f], 1)));
+            lp_json_array_end(j);
         }
-        lp_out_s(o, "],\"weights\":[");
-        first = 1;
-        for (uint32_t id = 0; id < s->nsite; id++) {
-            uint64_t w = key(&s->site[id], ord);
-            if (!w) continue;
-            lp_out_fmt(o, "%s%llu", first ? "" : ",", (unsigned long long)w);
-            first = 0;
-        }
-        lp_out_s(o, "]}");
+        lp_json_array_end(j);
+        lp_json_karray(j, "weights");
+        for (uint32_t id = 0; id < s->nsite; id++)
+            if (key(&s->site[id], ord)) lp_json_u64(j, key(&s->site[id], ord));
+        lp_json_array_end(j);
+        lp_json_object_end(j);
     }
-    return first_profile;
 }
 
 /* ---- sites over time -------------------------------------------------------------------------- */

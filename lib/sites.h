@@ -58,8 +58,6 @@ void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which);
 struct lp_syms;
 void lp_folded_stack(struct lp_out *o, const struct lp_reader *r, struct lp_syms *syms, uint32_t id);
 /* speedscope's file format: three sampled profiles (allocated, leaked, live at the peak), unit bytes. */
-/* The allocation views for speedscope.c: every frame they name (`frame` adds it to the file's
- * table), then their three sampled profiles; returns whether still no profile was written. */
 /* Each stack's allocation totals (pprof.c): calls and bytes allocated, blocks and bytes live at
  * the end, bytes live at the heap's peak. */
 struct lp_site_totals {
@@ -67,9 +65,11 @@ struct lp_site_totals {
 };
 void lp_sites_each(struct lp_sites *s, void (*fn)(void *arg, uint32_t stack, const struct lp_site_totals *t),
                    void *arg);
+/* The allocation views for speedscope.c: every frame they name (`frame` adds it to the file's
+ * table), then their three sampled profiles, each a value of the profiles' array. */
 void lp_sites_speedscope_frames(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg);
-int lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
-                                 struct lp_out *o, int first_profile);
+void lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, const char *), void *arg,
+                                  struct lp_json *j);
 
 /* Sites over time (heaptrack_gui's consumption per call site): the live bytes of the
  * `top` heaviest call stacks (by live bytes at their own highest) and of all the others together,

@@ -5,11 +5,14 @@
 
 #include <string.h>
 
+#include "json.h"
 #include "map.h"
 #include "os.h"
 #include "samples.h"
 #include "sites.h"
 #include "vec.h"
+
+#define SCHEMA "https://www.speedscope.app/file-format-schema.json"
 
 struct frames {
     struct lp_map ix;   /* name pointer -> 1 + index */
@@ -50,19 +53,28 @@ int lp_speedscope(struct lp_out *o, const char *name, struct lp_sites *sites, co
     struct frames f = {0};
     lp_sites_speedscope_frames(sites, frame, &f);
     lp_samples_speedscope_frames(samples, frame, &f);
-    lp_out_s(o,
-             "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"libprof\",\"name\":");
-    lp_out_json_str(o, name, strlen(name));
-    lp_out_s(o, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+    struct lp_json j = {.o = o};
+    lp_json_value_begin(&j);
+    lp_json_object(&j);
+    lp_json_ks(&j, "$schema", SCHEMA, sizeof SCHEMA - 1);
+    lp_json_ks(&j, "exporter", "libprof", 7);
+    lp_json_ks(&j, "name", name, strlen(name));
+    lp_json_ku(&j, "activeProfileIndex", 0);
+    lp_json_kobject(&j, "shared");
+    lp_json_karray(&j, "frames");
     for (size_t i = 0; i < f.n; i++) {
-        lp_out_s(o, i ? ",{\"name\":" : "{\"name\":");
-        lp_out_json_str(o, f.name[i], strlen(f.name[i]));
-        lp_out_c(o, '}');
+        lp_json_object(&j);
+        lp_json_ks(&j, "name", f.name[i], strlen(f.name[i]));
+        lp_json_object_end(&j);
     }
-    lp_out_s(o, "]},\"profiles\":[");
-    int first = lp_sites_speedscope_profiles(sites, frame, &f, o, 1);
-    lp_samples_speedscope_profiles(samples, frame, &f, o, first);
-    lp_out_s(o, "]}\n");
+    lp_json_array_end(&j);
+    lp_json_object_end(&j);
+    lp_json_karray(&j, "profiles");
+    lp_sites_speedscope_profiles(sites, frame, &f, &j);
+    lp_samples_speedscope_profiles(samples, frame, &f, &j);
+    lp_json_array_end(&j);
+    lp_json_object_end(&j);
+    lp_out_c(o, '\n');
     lp_map_free(&f.ix);
     lp_map_free(&f.text);
     lp_os_free(f.name);

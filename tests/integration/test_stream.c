@@ -101,8 +101,8 @@ Test(stream, a_corpus_of_traces_taped_and_read_back) {
     char *dir = make_tmpdir();
     int kinds = 0;
     /* C, allocation stacks */
-    check(dir, "c", record(dir, "c", (const char *[]){"LIBPROF_STACKS=16", NULL}, (const char *[]){PROG("sites"), NULL}),
-          NULL);
+    check(dir, "c",
+          record(dir, "c", (const char *[]){"LIBPROF_STACKS=16", NULL}, (const char *[]){PROG("sites"), NULL}), NULL);
     kinds++;
     /* Python, its frames */
     check(dir, "python",
@@ -130,8 +130,8 @@ Test(stream, a_corpus_of_traces_taped_and_read_back) {
     /* two processes merged: the merge of a merge's input is the same trace (above), and the
      * merged trace of two reads back as their events (the report of the two) */
     char *two = strfmt("%s/two.json", dir);
-    convert(dir, (const char *[]){REPORT, strfmt("%s/c.lpt", dir), strfmt("%s/sampled.lpt", dir), "--merge",
-                                  "--chrome", two, "-q", NULL});
+    convert(dir, (const char *[]){REPORT, strfmt("%s/c.lpt", dir), strfmt("%s/sampled.lpt", dir), "--merge", "--chrome",
+                                  two, "-q", NULL});
     cJSON *t = load_json(two);
     cr_assert_not_null(t);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "metadata"), "libprof_merge")), 2);
@@ -143,8 +143,8 @@ Test(stream, a_corpus_of_traces_taped_and_read_back) {
     /* ONNX Runtime's Python session, ExecuTorch's C++ runner: where their runtimes are */
     if (access(VENV_PY, X_OK) == 0) {
         char *model = strfmt("%s/dyn.onnx", dir);
-        convert(dir, (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/progs/mlp_onnx.py", model, "dynamic",
-                                      NULL});
+        convert(dir,
+                (const char *[]){"/usr/bin/python3", LP_SOURCE_DIR "/tests/progs/mlp_onnx.py", model, "dynamic", NULL});
         check(dir, "ort",
               record(dir, "ort", (const char *[]){"LIBPROF_SAMPLE_HZ=1000", NULL},
                      (const char *[]){VENV_PY, LP_SOURCE_DIR "/tests/progs/ort_session.py", model, "20", "4096", "2",
