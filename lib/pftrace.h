@@ -147,16 +147,17 @@ struct pf {
     int compress;     /* bundles deflated (when a deflater loads: deflate.c) */
 };
 
-/* the sink (write_perfetto.c): the tracks, a record added to one */
-struct track *lp_pf_track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid); /* made when new */
-struct track *lp_pf_process(struct pf *f, uint32_t pid);
-struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid);
-struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur);
-void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
 /* the profiles (pftrace_profile.c) */
 void lp_pf_frames_begin(struct frames *t);
 void lp_pf_samples(struct pf *f, const struct lp_analysis *a);
 void lp_pf_heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns);
+/* the tracks (pftrace_out.c): the track of `key`, made when new; a record added to one (its
+ * fields what f->body holds), a flow's id to a record */
+struct track *lp_pf_track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid);
+struct track *lp_pf_process(struct pf *f, uint32_t pid);
+struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid);
+struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur);
+void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
 /* the file (pftrace_out.c) */
 struct lp_pb *lp_pf_packet(struct pf *f);
 void lp_pf_packet_out(struct pf *f, struct lp_out *o);

@@ -49,35 +49,6 @@
 
 /* ---- tracks and their events ------------------------------------------------------------------- */
 
-struct track *lp_pf_process(struct pf *f, uint32_t pid) {
-    return lp_pf_track(f, UINT64_C(1) << 63 | UINT64_C(1) << 62 | pid, T_PROCESS, pid, 0);
-}
-
-/* The track of `key` (never 0), made when new. */
-struct track *lp_pf_track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid) {
-    uint64_t v;
-    if (lp_map_get(&f->track_of, key, &v)) return &f->t[v - 1];
-    struct track *p = kind == T_PROCESS ? NULL : lp_pf_process(f, pid);
-    if (kind != T_PROCESS && !p) return NULL;
-    uint64_t parent = p ? p->uuid : 0;
-    if (f->oom || LP_RESERVE(f->t, f->capt, f->nt + 1) != 0 || lp_map_put(&f->track_of, key, f->nt + 1, NULL) < 0) {
-        f->oom = 1;
-        return NULL;
-    }
-    struct track *t = &f->t[f->nt++];
-    memset(t, 0, sizeof *t);
-    t->kind = kind;
-    t->pid = pid;
-    t->tid = tid;
-    t->uuid = f->nt;
-    t->parent = parent;
-    return t;
-}
-
-struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid) {
-    return lp_pf_track(f, UINT64_C(1) << 63 | (uint64_t)pid << 32 | (tid & 0xffffffffu), T_THREAD, pid, tid);
-}
-
 /* A track known by a text (a counter's, an async range's): its key hashes the text (top bit
  * clear: the keys of threads and processes have it set). */
 static struct track *named(struct pf *f, uint8_t kind, uint32_t pid, const char *name, size_t n) {
@@ -91,34 +62,6 @@ static struct track *named(struct pf *f, uint8_t kind, uint32_t pid, const char 
     struct track *t = lp_pf_track(f, key, kind, pid, 0);
     if (t && !(t->name = lp_os_strndup(name, n))) f->oom = 1;
     return t;
-}
-
-/* A new event of track `t`; its fields are what f->body holds (moved into the arena). */
-struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur) {
-    if (!t || f->oom || LP_RESERVE(t->r, t->cap, t->n + 1) != 0 ||
-        LP_RESERVE(f->arena, f->caparena, f->narena + f->body.n) != 0 || f->body.oom) {
-        f->oom = 1;
-        f->body.n = 0;
-        return NULL;
-    }
-    struct rec *r = &t->r[t->n++];
-    *r = (struct rec){ts, dur, f->narena, (uint32_t)f->body.n, f->seq++, 0, type};
-    if (f->body.n) memcpy(f->arena + f->narena, f->body.d, f->body.n);
-    f->narena += f->body.n;
-    f->body.n = 0;
-    if (ts < f->first_ts) f->first_ts = ts;
-    if (type == R_SLICE && ts + dur > f->last_ts) f->last_ts = ts + dur;
-    if (ts > f->last_ts) f->last_ts = ts;
-    return r;
-}
-
-void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id) {
-    if (!r || LP_RESERVE(f->flows, f->capflows, f->nflows + 1) != 0) {
-        f->oom = 1;
-        return;
-    }
-    f->flows[f->nflows] = (struct flow){id, r->flows};
-    r->flows = (uint32_t)++f->nflows;
 }
 
 /* ---- the Chrome writer's events, structured (an lp_json_sink) ----------------------------------- */
