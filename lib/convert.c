@@ -703,7 +703,7 @@ static int refit(struct pass *p) {
         }
         p->nthreads = n;
         for (unsigned v = 0; v < lp_nviews; v++)
-            if (lp_views[v].fit && lp_views[v].fit(&p->a) != 0) return -1;
+            if (lp_views[v]->fit && lp_views[v]->fit(&p->a) != 0) return -1;
     }
     if (p->a.sites && lp_sites_fit(p->a.sites) != 0) return -1;
     return 0;
@@ -732,7 +732,7 @@ static int totals(struct pass *p, struct output *out, char *err, size_t errlen) 
     if (h->oom || lp_calls_finish(a->calls) != 0) return -2;
     if (a->sites && lp_sites_finish(a->sites, o->peak_at_ns) != 0) return -2;
     for (unsigned v = 0; v < lp_nviews; v++)
-        if (lp_views[v].finish && lp_views[v].finish(a) != 0) return -2;
+        if (lp_views[v]->finish && lp_views[v]->finish(a) != 0) return -2;
     if (o->progress) o->progress(a->events, r->events, o->progress_arg);
     int rc = 0;
     for (int k = 0; k < LP_OUT_COUNT; k++) {
@@ -850,7 +850,7 @@ static int pass_setup(struct pass *p, const struct lp_reader *r, const struct lp
                              lp_ticks_to_ns(r, r->last_ticks) + 1) != 0)
         return -1;
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].create && lp_views[v].create(a) != 0) return -1;
+        if (lp_views[v]->create && lp_views[v]->create(a) != 0) return -1;
     return 0;
 }
 
@@ -926,7 +926,7 @@ static int run_pass(struct pass *p, struct output *out) {
             seen.view = &view;
         }
         for (unsigned v = 0; v < lp_nviews; v++) /* the families' views: the events they ask for */
-            if ((lp_views[v].shapes >> shape & 1) && lp_views[v].event(a, &e, &seen) != 0) p->h.oom = 1;
+            if ((lp_views[v]->shapes >> shape & 1) && lp_views[v]->event(a, &e, &seen) != 0) p->h.oom = 1;
         if (shape == LP_SHAPE_SAMPLE) continue; /* the samples' view alone: the writers take its totals */
         int heap = shape == LP_SHAPE_ALLOC || shape == LP_SHAPE_FREE || shape == LP_SHAPE_REALLOC;
         for (int k = 0; k < nstream; k++)
@@ -958,7 +958,7 @@ static void pass_free(struct pass *p, struct output *out) {
         lp_calls_free(p->a.calls);
         lp_sites_free(p->a.sites);
         for (unsigned v = 0; v < lp_nviews; v++)
-            if (lp_views[v].destroy) lp_views[v].destroy(&p->a);
+            if (lp_views[v]->destroy) lp_views[v]->destroy(&p->a);
         lp_os_free(p->last);
         lp_os_free(p->ring);
         lp_os_free(p->a.cb);

@@ -17,6 +17,9 @@
 #include "os.h"
 #include "symbols.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 struct site {
     uint32_t stack;
@@ -107,7 +110,9 @@ int lp_cudamem_call(struct lp_cudamem *m, const struct lp_event *e, const struct
 
 int lp_cudamem_any(const struct lp_cudamem *m) { return m && (m->allocs || m->frees || m->failed); }
 
-void lp_cudamem_chrome(const struct lp_cudamem *m, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_cudamem *m = a->view[LP_VIEW_CUDAMEM];
+    if (!lp_cudamem_any(m)) return;
     for (size_t i = 0; i < m->npt; i++)
         lp_json_counter(j, pid, "cuda device memory", (int64_t)m->pt[i].ns, "bytes", m->pt[i].bytes);
 }
@@ -127,7 +132,9 @@ static int by_bytes(const void *x, const void *y) {
     return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
 }
 
-void lp_cudamem_summary(struct lp_cudamem *m, struct lp_out *out, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *out, unsigned top) {
+    struct lp_cudamem *m = a->view[LP_VIEW_CUDAMEM];
+    if (!lp_cudamem_any(m)) return;
     char b1[32], b2[32], b3[32];
     uint64_t leaked = 0;
     for (size_t i = 0; i < m->nsite; i++) leaked += m->site[i].live;
@@ -167,7 +174,9 @@ void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out) {
     }
 }
 
-void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    struct lp_cudamem *m = a->view[LP_VIEW_CUDAMEM];
+    if (!lp_cudamem_any(m)) return;
     uint64_t leaked = 0;
     for (size_t i = 0; i < m->nsite; i++) leaked += m->site[i].live;
     lp_json_kobject(j, "cuda_memory");
@@ -187,3 +196,16 @@ void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_json *j) {
     lp_json_array_end(j);
     lp_json_object_end(j);
 }
+
+/* ---- the view (views.h): CUDA device memory, from the cuda family's allocations */
+#define CUDAMEM(a) ((struct lp_cudamem *)(a)->view[LP_VIEW_CUDAMEM])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) { return (a->view[LP_VIEW_CUDAMEM] = lp_cudamem_new(a->r)) ? 0 : -1; }
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    return lp_call_family[s->call->call] == LP_FAM_CUDA ? lp_cudamem_call(CUDAMEM(a), e, s->call) : 0;
+}
+static void view_destroy(struct lp_analysis *a) { lp_cudamem_free(CUDAMEM(a)); }
+
+// clang-format off
+const struct lp_view lp_view_cudamem = {"cuda memory", SHAPE(CALL), view_create, view_event, NULL, NULL, view_destroy, view_summary, NULL, view_chrome, view_metadata};
+// clang-format on

@@ -22,11 +22,12 @@ void lp_cudamem_free(struct lp_cudamem *m);
 /* A CALL event of the pass (only the cuda family's allocations count). -1: out of memory. */
 int lp_cudamem_call(struct lp_cudamem *m, const struct lp_event *e, const struct lp_call_rec *c);
 int lp_cudamem_any(const struct lp_cudamem *m); /* device allocations seen */
-void lp_cudamem_chrome(const struct lp_cudamem *m, struct lp_json *j, uint64_t pid);
-void lp_cudamem_summary(struct lp_cudamem *m, struct lp_out *out, unsigned top);
-void lp_cudamem_metadata(struct lp_cudamem *m, struct lp_json *j); /* ,"cuda_memory":{...} */
 /* The device memory live at its peak by allocation site, as collapsed stacks (the device's
  * heap-at-peak flame graph; the sites need LIBPROF_STACKS) */
 void lp_cudamem_folded_peak(struct lp_cudamem *m, struct lp_out *out);
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_cudamem;
 
 #endif

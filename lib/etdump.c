@@ -16,6 +16,9 @@
 #include "fmt.h"
 #include "os.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 /* the schema's fields read */
 enum { ETDUMP_RUN_DATA = 1 };
@@ -380,7 +383,9 @@ void lp_etdump_event(const struct lp_etdump *d, size_t i, const char **name, uin
     *dur = e->pend - e->pstart;
 }
 
-void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_etdump *d = a->view[LP_VIEW_ETDUMP];
+    if (!lp_etdump_any(d)) return;
     for (unsigned k = 0; k < d->ntracks; k++) {
         char name[64];
         int n = snprintf(name, sizeof name, "ETDump (thread %u)", d->tracks[k]);
@@ -413,7 +418,9 @@ static int by_ns(const void *x, const void *y) {
     return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
 }
 
-void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *out, unsigned top) {
+    const struct lp_etdump *d = a->view[LP_VIEW_ETDUMP];
+    if (!lp_etdump_any(d)) return;
     lp_sort(((struct lp_etdump *)d)->row, d->nrow, sizeof *d->row, by_ns);
     lp_out_fmt(out, "  ExecuTorch ETDump: %zu dumps, %zu executes", d->dumps, d->executes);
     if (d->unaligned) lp_out_fmt(out, ", %zu events with no execute slice to place them in", d->unaligned);
@@ -428,7 +435,9 @@ void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned t
     }
 }
 
-void lp_etdump_metadata(const struct lp_etdump *d, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_etdump *d = a->view[LP_VIEW_ETDUMP];
+    if (!lp_etdump_any(d)) return;
     lp_json_kobject(j, "etdump");
     lp_json_kus(j, "dumps", LP_U(d->dumps), "not_etdump", LP_U(d->bad), "executes", LP_U(d->executes), "placed",
                 LP_U(d->nev), "unaligned", LP_U(d->unaligned), "outside_executes", LP_U(d->outside), "nested_runs",
@@ -444,3 +453,22 @@ void lp_etdump_metadata(const struct lp_etdump *d, struct lp_json *j) {
     lp_json_array_end(j);
     lp_json_object_end(j);
 }
+
+/* ---- the view (views.h): ExecuTorch's ETDumps, placed by the execute and instruction slices */
+#define ETDUMP(a) ((struct lp_etdump *)(a)->view[LP_VIEW_ETDUMP])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) {
+    return a->r->netdumps && !(a->view[LP_VIEW_ETDUMP] = lp_etdump_new(a->r)) ? -1 : 0;
+}
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    if (!ETDUMP(a) || !e->timed) return 0;
+    const struct lp_call_rec *rec = lp_kind_shape[e->kind] == LP_SHAPE_CALL ? s->call : NULL;
+    int64_t index = rec ? lp_etdump_index(rec->call, rec->nargs, rec->a[2]) : LP_ETDUMP_OTHER;
+    return lp_etdump_slice(ETDUMP(a), index, e->tid, e->start_ns, e->dur_ns);
+}
+static int view_finish(struct lp_analysis *a) { return ETDUMP(a) ? lp_etdump_finish(ETDUMP(a)) : 0; }
+static void view_destroy(struct lp_analysis *a) { lp_etdump_free(ETDUMP(a)); }
+
+// clang-format off
+const struct lp_view lp_view_etdump = {"etdump", SHAPE(CALL) | SHAPE(RANGE) | SHAPE(PYCALL), view_create, view_event, NULL, view_finish, view_destroy, view_summary, NULL, view_chrome, view_metadata};
+// clang-format on

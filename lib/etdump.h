@@ -46,11 +46,12 @@ int lp_etdump_any(const struct lp_etdump *d); /* events placed on the timeline *
 size_t lp_etdump_count(const struct lp_etdump *d);
 void lp_etdump_event(const struct lp_etdump *d, size_t i, const char **name, uint32_t *track, uint64_t *start,
                      uint64_t *dur);
-void lp_etdump_chrome(const struct lp_etdump *d, struct lp_json *j, uint64_t pid);
-void lp_etdump_summary(const struct lp_etdump *d, struct lp_out *out, unsigned top);
-void lp_etdump_metadata(const struct lp_etdump *d, struct lp_json *j); /* ,"etdump":{...} */
 
 /* The Chrome tid of the ETDump row of thread `tid`. */
 #define LP_ETDUMP_TRACK(tid) ((tid) | UINT32_C(0x40000000))
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_etdump;
 
 #endif

@@ -16,6 +16,8 @@
 #include "os.h"
 #include "stats.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
 
 enum { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
 
@@ -249,7 +251,9 @@ static void dims(struct lp_json *j, const uint32_t d[3]) {
     lp_json_array_end(j);
 }
 
-void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_gpu *g = a->view[LP_VIEW_GPU];
+    if (!lp_gpu_any(g)) return;
     for (size_t k = 0; k < g->ntrack; k++) {
         char name[64];
         int n = snprintf(name, sizeof name, "GPU %u stream %u", g->track[k].device, g->track[k].stream);
@@ -311,7 +315,10 @@ static int by_total(const void *x, const void *y) {
     return a->f.total_ns < b->f.total_ns ? 1 : a->f.total_ns > b->f.total_ns ? -1 : 0;
 }
 
-void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint64_t span) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    uint64_t span = a->span_ns;
+    const struct lp_gpu *g = a->view[LP_VIEW_GPU];
+    if (!lp_gpu_any(g)) return;
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     if (!span) span = 1;
     lp_fmt_ns(b1, sizeof b1, (int64_t)g->busy_ns);
@@ -365,7 +372,9 @@ void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint
     }
 }
 
-void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o) {
+static void view_csv(const struct lp_analysis *a, struct lp_out *o) {
+    const struct lp_gpu *g = a->view[LP_VIEW_GPU];
+    if (!lp_gpu_any(g)) return;
     for (size_t i = 0; i < g->nkern; i++) {
         uint32_t len;
         const char *name = kname(g, g->kern[i].name, &len);
@@ -380,7 +389,9 @@ void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o) {
     if (g->sets.count) lp_csv_row(o, "memset", 6, "gpu", &g->sets, 0);
 }
 
-void lp_gpu_metadata(const struct lp_gpu *g, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_gpu *g = a->view[LP_VIEW_GPU];
+    if (!lp_gpu_any(g)) return;
     lp_json_kobject(j, "gpu");
     lp_json_ks(j, "source", "cupti", 5);
     lp_json_kus(j, "kernels", LP_U(g->kernels), "memcpys", LP_U(g->copies), "memsets", LP_U(g->nsets), "dropped",
@@ -435,3 +446,19 @@ void lp_gpu_metadata(const struct lp_gpu *g, struct lp_json *j) {
     lp_json_array_end(j);
     lp_json_object_end(j);
 }
+
+/* ---- the view (views.h): the GPU's own kernels, copies and sets, from CUPTI's records; the GPU families'
+ * calls are their arrows' starts */
+#define GPU(a) ((struct lp_gpu *)(a)->view[LP_VIEW_GPU])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) { return (a->view[LP_VIEW_GPU] = lp_gpu_new(a->r)) ? 0 : -1; }
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    unsigned fam = lp_call_family[s->call->call];
+    return fam == LP_FAM_CUDA || fam == LP_FAM_CUBLAS || fam == LP_FAM_NCCL ? lp_gpu_call(GPU(a), e, s->call) : 0;
+}
+static int view_finish(struct lp_analysis *a) { return lp_gpu_finish(GPU(a)); }
+static void view_destroy(struct lp_analysis *a) { lp_gpu_free(GPU(a)); }
+
+// clang-format off
+const struct lp_view lp_view_gpu = {"gpu", SHAPE(CALL), view_create, view_event, NULL, view_finish, view_destroy, view_summary, view_csv, view_chrome, view_metadata};
+// clang-format on

@@ -23,14 +23,14 @@ void lp_gpu_free(struct lp_gpu *g);
 int lp_gpu_call(struct lp_gpu *g, const struct lp_event *e, const struct lp_call_rec *c);
 int lp_gpu_finish(struct lp_gpu *g);
 int lp_gpu_any(const struct lp_gpu *g); /* GPU records seen */
-void lp_gpu_chrome(const struct lp_gpu *g, struct lp_json *j, uint64_t pid);
 /* `span`: the run's length, of which the busy times are shares */
-void lp_gpu_summary(const struct lp_gpu *g, struct lp_out *o, unsigned top, uint64_t span);
-void lp_gpu_csv(const struct lp_gpu *g, struct lp_out *o);
-void lp_gpu_metadata(const struct lp_gpu *g, struct lp_json *j); /* ,"gpu":{...} */
 
 /* The track of GPU `device`'s stream `stream` in the Chrome trace (beside the process's threads,
  * whose ids are below 2^22). */
 #define LP_GPU_TRACK(k) (UINT32_C(0x50000000) + (uint32_t)(k))
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_gpu;
 
 #endif

@@ -4,6 +4,9 @@
 
 #include "async.h"
 #include "os.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 struct lp_nvtx {
     const struct lp_reader *r;
@@ -42,12 +45,29 @@ static void domain_arg(const struct lp_async_range *a, struct lp_json *j, void *
     lp_json_str(j, d, len);
 }
 
-void lp_nvtx_chrome(const struct lp_nvtx *n, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_nvtx *n = a->view[LP_VIEW_NVTX];
+    if (!lp_nvtx_any(n)) return;
     lp_async_chrome(&n->ranges, n->r, j, pid, "nvtx", domain_arg, (void *)n->r);
 }
 
-void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_nvtx *n = a->view[LP_VIEW_NVTX];
+    if (!lp_nvtx_any(n)) return;
     lp_json_kobject(j, "nvtx");
     lp_json_kus(j, "ranges", LP_U(n->ranges.n), "unpaired", LP_U(lp_async_unpaired(&n->ranges)), NULL);
     lp_json_object_end(j);
 }
+
+/* ---- the view (views.h): NVTX's start/end ranges, paired across threads */
+#define NVTX(a) ((struct lp_nvtx *)(a)->view[LP_VIEW_NVTX])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) { return (a->view[LP_VIEW_NVTX] = lp_nvtx_new(a->r)) ? 0 : -1; }
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    return lp_nvtx_call(NVTX(a), e, s->call, (struct lp_call_view *)s->view);
+}
+static void view_destroy(struct lp_analysis *a) { lp_nvtx_free(NVTX(a)); }
+
+// clang-format off
+const struct lp_view lp_view_nvtx = {"nvtx", SHAPE(CALL), view_create, view_event, NULL, NULL, view_destroy, NULL, NULL, view_chrome, view_metadata};
+// clang-format on

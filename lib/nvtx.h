@@ -19,7 +19,9 @@ void lp_nvtx_free(struct lp_nvtx *n);
 /* An "nvtx start" or "nvtx end" event of the pass (`v`: its view, hidden: the pairing shows it). */
 int lp_nvtx_call(struct lp_nvtx *n, const struct lp_event *e, const struct lp_call_rec *c, struct lp_call_view *v);
 int lp_nvtx_any(const struct lp_nvtx *n);
-void lp_nvtx_chrome(const struct lp_nvtx *n, struct lp_json *j, uint64_t pid);
-void lp_nvtx_metadata(const struct lp_nvtx *n, struct lp_json *j); /* ,"nvtx":{"ranges":N,"unpaired":N} */
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_nvtx;
 
 #endif

@@ -17,6 +17,9 @@
 
 #include "fmt.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 struct run {
     uint64_t session, start, dur;
@@ -303,7 +306,9 @@ void lp_ort_node(const struct lp_ort *o, size_t i, const char **name, uint32_t *
     *dur = d->dur;
 }
 
-void lp_ort_chrome(const struct lp_ort *o, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_ort *o = a->view[LP_VIEW_ORT];
+    if (!lp_ort_any(o)) return;
     for (size_t i = 0; i < o->nnode; i++) {
         const struct node *d = &o->node[i];
         const char *name = str(o, d->name);
@@ -357,7 +362,9 @@ static uint64_t kernel_ns(const struct lp_ort *o) {
     return k;
 }
 
-void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *out, unsigned top) {
+    const struct lp_ort *o = a->view[LP_VIEW_ORT];
+    if (!lp_ort_any(o)) return;
     char b1[32], b2[32], b3[32];
     uint64_t run_ns = o->profiled_run_ns, kern = kernel_ns(o);
     lp_fmt_ns(b1, sizeof b1, (int64_t)run_ns);
@@ -386,7 +393,9 @@ void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top) {
     }
 }
 
-void lp_ort_metadata(const struct lp_ort *o, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_ort *o = a->view[LP_VIEW_ORT];
+    if (!lp_ort_any(o)) return;
     lp_json_kobject(j, "ort");
     lp_json_kus(j, "profiled_runs", LP_U(o->profiled_runs), "run_ns", LP_U(o->profiled_run_ns), "kernel_ns",
                 LP_U(kernel_ns(o)), "nodes", LP_U(o->nnode), NULL);
@@ -406,3 +415,19 @@ void lp_ort_metadata(const struct lp_ort *o, struct lp_json *j) {
     }
     lp_json_object_end(j);
 }
+
+/* ---- the view (views.h): ONNX Runtime's node profiles, placed inside their runs */
+#define ORT(a) ((struct lp_ort *)(a)->view[LP_VIEW_ORT])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) { return (a->view[LP_VIEW_ORT] = lp_ort_new(a->r)) ? 0 : -1; }
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    const struct lp_call_rec *rec = s->call;
+    if (rec->call != LP_CALL_ORT_RUN || !e->timed || rec->nargs < 1) return 0;
+    return lp_ort_run(ORT(a), rec->a[0], e->tid, e->start_ns, e->dur_ns);
+}
+static int view_finish(struct lp_analysis *a) { return lp_ort_finish(ORT(a)); }
+static void view_destroy(struct lp_analysis *a) { lp_ort_free(ORT(a)); }
+
+// clang-format off
+const struct lp_view lp_view_ort = {"ort", SHAPE(CALL), view_create, view_event, NULL, view_finish, view_destroy, view_summary, NULL, view_chrome, view_metadata};
+// clang-format on

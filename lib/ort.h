@@ -23,8 +23,9 @@ int lp_ort_any(const struct lp_ort *o); /* node events to show */
 /* The node events, one by one (libprof-report's slices). */
 size_t lp_ort_count(const struct lp_ort *o);
 void lp_ort_node(const struct lp_ort *o, size_t i, const char **name, uint32_t *tid, uint64_t *start, uint64_t *dur);
-void lp_ort_chrome(const struct lp_ort *o, struct lp_json *j, uint64_t pid);
-void lp_ort_summary(const struct lp_ort *o, struct lp_out *out, unsigned top);
-void lp_ort_metadata(const struct lp_ort *o, struct lp_json *j); /* ,"ort":{...} */
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_ort;
 
 #endif

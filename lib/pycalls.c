@@ -10,6 +10,9 @@
 
 #include "fmt.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 struct span { /* one call */
     uint64_t start, end;
@@ -139,7 +142,9 @@ static void name_of(const struct lp_pycalls *p, uint32_t id, const char **name, 
     *line = c ? c->firstline : 0;
 }
 
-void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    const struct lp_pycalls *p = a->view[LP_VIEW_PYCALLS];
+    if (!lp_pycalls_any(p)) return;
     uint32_t n;
     uint32_t *v = ranked(p, &n);
     if (!v || !n) {
@@ -165,7 +170,9 @@ void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned t
     lp_os_free(v);
 }
 
-void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_pycalls *p = a->view[LP_VIEW_PYCALLS];
+    if (!lp_pycalls_any(p)) return;
     uint32_t n;
     uint32_t *v = ranked(p, &n);
     lp_json_karray(j, "python_calls");
@@ -185,7 +192,9 @@ void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_json *j) {
     lp_os_free(v);
 }
 
-void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o) {
+static void view_csv(const struct lp_analysis *a, struct lp_out *o) {
+    const struct lp_pycalls *p = a->view[LP_VIEW_PYCALLS];
+    if (!lp_pycalls_any(p)) return;
     uint32_t n;
     uint32_t *v = ranked(p, &n);
     for (uint32_t i = 0; v && i < n; i++) {
@@ -199,3 +208,18 @@ void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o) {
     }
     lp_os_free(v);
 }
+
+/* ---- the view (views.h): Python call slices */
+#define PYCALLS(a) ((struct lp_pycalls *)(a)->view[LP_VIEW_PYCALLS])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) { return (a->view[LP_VIEW_PYCALLS] = lp_pycalls_new(a->r)) ? 0 : -1; }
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    (void)s;
+    return lp_pycalls_event(PYCALLS(a), e, a->counting);
+}
+static int view_finish(struct lp_analysis *a) { return lp_pycalls_finish(PYCALLS(a)); }
+static void view_destroy(struct lp_analysis *a) { lp_pycalls_free(PYCALLS(a)); }
+
+// clang-format off
+const struct lp_view lp_view_pycalls = {"python calls", SHAPE(PYCALL), view_create, view_event, NULL, view_finish, view_destroy, view_summary, view_csv, NULL, view_metadata};
+// clang-format on

@@ -21,8 +21,9 @@ int lp_pycalls_event(struct lp_pycalls *p, const struct lp_event *e, int countin
 int lp_pycalls_finish(struct lp_pycalls *p);
 /* 1 when the trace had Python call slices. */
 int lp_pycalls_any(const struct lp_pycalls *p);
-void lp_pycalls_summary(const struct lp_pycalls *p, struct lp_out *o, unsigned top);
-void lp_pycalls_metadata(const struct lp_pycalls *p, struct lp_json *j); /* ,"python_calls":[...] */
-void lp_pycalls_csv(const struct lp_pycalls *p, struct lp_out *o);
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_pycalls;
 
 #endif

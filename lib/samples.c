@@ -13,6 +13,8 @@
 #include "os.h"
 #include "symbols.h"
 #include "vec.h"
+#include "views.h"
+#include "calls.h"
 
 #define TOP 20
 #define META_ROWS 200
@@ -460,7 +462,8 @@ static void rows_text(struct lp_out *o, const struct table *t, uint64_t total, u
     }
 }
 
-void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    const struct lp_samples *s = a->view[LP_VIEW_CPU];
     if (!s) return;
     const struct lp_sampling *g = s->r->sampling;
     char cpu[32];
@@ -495,7 +498,8 @@ void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned t
     }
 }
 
-void lp_samples_csv(const struct lp_samples *s, struct lp_out *o) {
+static void view_csv(const struct lp_analysis *a, struct lp_out *o) {
+    const struct lp_samples *s = a->view[LP_VIEW_CPU];
     if (!s) return;
     for (size_t i = 0; i < s->fn.n; i++) {
         const struct row *r = &s->fn.rows[i];
@@ -523,7 +527,8 @@ static void rows_json(struct lp_json *j, const struct table *t, const char *key)
     }
 }
 
-void lp_samples_metadata(const struct lp_samples *s, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_samples *s = a->view[LP_VIEW_CPU];
     if (!s) return;
     const struct lp_sampling *g = s->r->sampling;
     lp_json_kobject(j, "sampling");
@@ -656,7 +661,8 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
     }
 }
 
-void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_samples *s = a->view[LP_VIEW_CPU];
     if (!s) return;
     char name[64], track[128];
     double width = (double)s->span_ns / LP_CPU_BUCKETS;
@@ -688,3 +694,23 @@ void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t p
         }
     }
 }
+
+/* ---- the view (views.h): CPU samples: theirs alone (no writer streams them) */
+#define SAMPLES(a) ((struct lp_samples *)(a)->view[LP_VIEW_CPU])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) {
+    int oom = 0;
+    a->view[LP_VIEW_CPU] = lp_samples_new(a->r, &oom); /* NULL: no CPU samples */
+    return oom ? -1 : 0;
+}
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    (void)s;
+    return SAMPLES(a) ? lp_samples_event(SAMPLES(a), e, a->counting) : 0;
+}
+static int view_fit(struct lp_analysis *a) { return SAMPLES(a) ? lp_samples_fit(SAMPLES(a)) : 0; }
+static int view_finish(struct lp_analysis *a) { return lp_samples_finish(SAMPLES(a)); }
+static void view_destroy(struct lp_analysis *a) { lp_samples_free(SAMPLES(a)); }
+
+// clang-format off
+const struct lp_view lp_view_samples = {"cpu", SHAPE(SAMPLE), view_create, view_event, view_fit, view_finish, view_destroy, view_summary, view_csv, view_chrome, view_metadata};
+// clang-format on

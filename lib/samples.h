@@ -39,9 +39,6 @@ uint64_t lp_samples_count(const struct lp_samples *s);
 uint64_t lp_samples_period(const struct lp_samples *s);
 
 /* The writers' views. */
-void lp_samples_summary(const struct lp_samples *s, struct lp_out *o, unsigned top);
-void lp_samples_csv(const struct lp_samples *s, struct lp_out *o);
-void lp_samples_metadata(const struct lp_samples *s, struct lp_json *j); /* ,"sampling":{...},"cpu_functions":[...] */
 void lp_samples_folded(const struct lp_samples *s, struct lp_out *o);
 /* speedscope: `frame(arg, name)` gives a frame's index in the file's shared frames table (adding
  * it). Writes one sampled profile per thread, each a value of the profiles' array. */
@@ -49,7 +46,6 @@ void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(
 void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg,
                                     struct lp_json *j);
 /* The Chrome trace's counter tracks: each thread's CPU use over time, in percent. */
-void lp_samples_chrome(const struct lp_samples *s, struct lp_json *j, uint32_t pid);
 
 /* Each sample, thread by thread in time order (after lp_samples_finish): its thread (a reader's
  * thread index), its key (what lp_samples_frames takes; LP_SAMPLES_IN_LIBPROF: in libprof's own
@@ -68,5 +64,9 @@ const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, 
  * callers') with its count, for pprof; `v` NULL for the samples in libprof's own code. */
 void lp_samples_each(const struct lp_samples *s,
                      void (*fn)(void *arg, uint32_t thread, const struct lp_frames *v, uint64_t samples), void *arg);
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_samples;
 
 #endif

@@ -15,6 +15,9 @@
 #include "os.h"
 #include "stats.h"
 #include "vec.h"
+#include "views.h"
+#include "analysis.h"
+#include "calls.h"
 
 struct opstat {
     struct fnstat f;
@@ -250,7 +253,9 @@ static void row_json(const struct lp_torch *t, struct lp_json *j, const struct o
     lp_json_object_end(j);
 }
 
-void lp_torch_metadata(const struct lp_torch *t, struct lp_json *j) {
+static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
+    const struct lp_torch *t = a->view[LP_VIEW_TORCH];
+    if (!lp_torch_any(t)) return;
     lp_json_kobject(j, "torch");
     lp_json_kus(j, "operators", LP_U(t->ops), "backward_links", LP_U(t->flows), "cross_thread", LP_U(t->as.n),
                 "unpaired", LP_U(t->unpaired), NULL);
@@ -266,11 +271,15 @@ void lp_torch_metadata(const struct lp_torch *t, struct lp_json *j) {
 }
 
 /* The ranges that ended on another thread: async slices ("b"/"e") on the starting thread. */
-void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid) {
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    const struct lp_torch *t = a->view[LP_VIEW_TORCH];
+    if (!lp_torch_any(t)) return;
     lp_async_chrome(&t->as, t->r, j, pid, "torch", NULL, NULL);
 }
 
-void lp_torch_csv(const struct lp_torch *t, struct lp_out *o) {
+static void view_csv(const struct lp_analysis *a, struct lp_out *o) {
+    const struct lp_torch *t = a->view[LP_VIEW_TORCH];
+    if (!lp_torch_any(t)) return;
     for (int pairs = 0; pairs < 2; pairs++) {
         size_t n;
         uint32_t *v = sorted(t, pairs, &n);
@@ -290,7 +299,9 @@ void lp_torch_csv(const struct lp_torch *t, struct lp_out *o) {
     }
 }
 
-void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top) {
+static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
+    const struct lp_torch *t = a->view[LP_VIEW_TORCH];
+    if (!lp_torch_any(t)) return;
     size_t rows = lp_top(top, 20);
     size_t n;
     uint32_t *v = sorted(t, 0, &n);
@@ -316,3 +327,32 @@ void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top) 
     if (n > rows) lp_out_fmt(o, "    ... %zu more (metadata.libprof.torch, the CSV)\n", n - rows);
     lp_os_free(v);
 }
+
+/* ---- the view (views.h): PyTorch's operators: once the trace names any, allocations take the general
+ * path, so each is charged to the operator running on its thread */
+#define TORCH(a) ((struct lp_torch *)(a)->view[LP_VIEW_TORCH])
+#define SHAPE(s) (1u << LP_SHAPE_##s)
+static int view_create(struct lp_analysis *a) {
+    a->view[LP_VIEW_TORCH] = lp_torch_new(a->r);
+    if (!TORCH(a)) return -1;
+    a->general_allocs |= lp_torch_expected(TORCH(a));
+    return 0;
+}
+static int view_event(struct lp_analysis *a, const struct lp_event *e, const struct lp_seen *s) {
+    unsigned shape = lp_kind_shape[e->kind];
+    if (shape == LP_SHAPE_CALL) {
+        if (lp_call_role[s->call->call] != LP_ROLE_TORCH) return 0;
+        a->general_allocs = 1; /* from here on allocations are charged to operators */
+        /* (the pass's own view of the record: torch.c may hide it from the writers) */
+        return lp_torch_call(TORCH(a), e, s->call, a->counting, (struct lp_call_view *)s->view);
+    }
+    if (a->general_allocs && s->size && a->counting && (shape == LP_SHAPE_ALLOC || e->phase))
+        lp_torch_alloc(TORCH(a), e->tid, e->ns, s->size);
+    return 0;
+}
+static int view_finish(struct lp_analysis *a) { return lp_torch_finish(TORCH(a)); }
+static void view_destroy(struct lp_analysis *a) { lp_torch_free(TORCH(a)); }
+
+// clang-format off
+const struct lp_view lp_view_torch = {"torch", SHAPE(CALL) | SHAPE(ALLOC) | SHAPE(REALLOC), view_create, view_event, NULL, view_finish, view_destroy, view_summary, view_csv, view_chrome, view_metadata};
+// clang-format on

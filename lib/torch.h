@@ -26,10 +26,10 @@ int lp_torch_call(struct lp_torch *t, const struct lp_event *e, const struct lp_
 void lp_torch_alloc(struct lp_torch *t, uint32_t tid, uint64_t ns, uint64_t bytes);
 int lp_torch_expected(const struct lp_torch *t); /* the trace names PyTorch operators */
 int lp_torch_finish(struct lp_torch *t);
-int lp_torch_any(const struct lp_torch *t);                                      /* operators seen */
-void lp_torch_chrome(const struct lp_torch *t, struct lp_json *j, uint64_t pid); /* the paired ranges */
-void lp_torch_metadata(const struct lp_torch *t, struct lp_json *j);             /* ,"torch":{...} */
-void lp_torch_csv(const struct lp_torch *t, struct lp_out *o);
-void lp_torch_summary(const struct lp_torch *t, struct lp_out *o, unsigned top);
+int lp_torch_any(const struct lp_torch *t); /* operators seen */
+
+/* its row of the views table (views.h) */
+struct lp_view;
+extern const struct lp_view lp_view_torch;
 
 #endif

@@ -4,8 +4,9 @@
  * rows of LP_FAMILIES. lp_convert creates every view, hands each the events of the shapes it asks
  * for during the one pass, finishes them at its end and frees them; the writers ask each view for
  * its part of the summary, the CSV, the Chrome trace's events and its metadata. A view's state is
- * its slot of lp_analysis.view. A new view is one file (its analysis) and one row here (a name in
- * lp_view_id, a row of lp_views): lp_convert and the writers do not change. */
+ * its slot of lp_analysis.view. A new view is one file — its analysis and its row (a struct lp_view
+ * of its own functions, each given the analysis and finding its state in its slot) — a name in
+ * lp_view_id and a pointer in lp_views: lp_convert and the writers do not change. */
 #ifndef LP_VIEWS_H
 #define LP_VIEWS_H
 
@@ -52,7 +53,7 @@ struct lp_view {
     void (*metadata)(const struct lp_analysis *a,
                      struct lp_json *j); /* "key":value, ... (its members of metadata.libprof) */
 };
-extern const struct lp_view lp_views[LP_VIEW_COUNT];
+extern const struct lp_view *const lp_views[LP_VIEW_COUNT];
 extern const unsigned lp_nviews;
 _Static_assert(LP_VIEW_COUNT <= LP_VIEW_SLOTS, "lp_analysis.view has room for every view (analysis.h)");
 

@@ -650,7 +650,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     lp_calls_metadata(a->calls, j, c->mmap_capped);
     if (a->sites) lp_sites_metadata(a->sites, j);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].metadata) lp_views[v].metadata(a, j);
+        if (lp_views[v]->metadata) lp_views[v]->metadata(a, j);
     lp_json_kobject(j, "timeline");
     lp_json_kus(j, "full_from_ns", LP_U(c->cutoff), "folded_slices", LP_U(c->folded), "folded_instants",
                 LP_U(c->folded_instants), "min_ns", LP_U(c->min_ns), NULL);
@@ -707,7 +707,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     uint64_t points = heap_counter(c, a);
     fold_counters(c);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views' events of their own (views.c) */
-        if (lp_views[v].chrome) lp_views[v].chrome(a, &c->j, c->pid);
+        if (lp_views[v]->chrome) lp_views[v]->chrome(a, &c->j, c->pid);
     if (a->sites && a->opts->site_tracks && !a->r->follow) site_counters(c, a); /* a second pass */
     lp_json_metadata(&c->j, "libprof");
     metadata(c, a, points);

@@ -33,7 +33,7 @@ static void csv_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_calls_csv(a->calls, o);
     if (a->sites) lp_sites_csv(a->sites, o);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].csv) lp_views[v].csv(a, o);
+        if (lp_views[v]->csv) lp_views[v]->csv(a, o);
 }
 
 int lp_sink_csv(struct lp_sink *k) {
@@ -156,7 +156,7 @@ static void summary_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_calls_summary(a->calls, o, top);
     if (a->sites) lp_sites_summary(a->sites, o, top);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
-        if (lp_views[v].summary) lp_views[v].summary(a, o, top);
+        if (lp_views[v]->summary) lp_views[v]->summary(a, o, top);
     if (r->end && r->end->events_dropped)
         lp_out_fmt(o, "  EVENTS DROPPED: %llu (the trace could not be written completely)\n",
                    (unsigned long long)r->end->events_dropped);
