@@ -8,7 +8,8 @@
  * one's (hosts' clocks aligned by skew.c on the ranks' first MPI_Barrier or MPI_Init, found by a
  * scan of each raw trace's first events before it is converted). A JSON input — libprof's, or
  * another profiler's — is read through a 1 MiB window, its events cut out of the text one at a
- * time (its "ts" rewritten). The events go out k-way on their timestamps (each input's next
+ * time (its "ts" rewritten); a .pftrace of libprof's is read whole (compact) as the document its
+ * JSON twin is (pftrace_in.c: its slices and metadata). The events go out k-way on their timestamps (each input's next
  * waits in a one-event buffer). Memory: the windows and pipes, one event per input and each
  * input's metadata — independent of the number of events. A process that was a job's rank is
  * named "rank N (host)" and sorted by rank. Each input's libprof metadata goes into
@@ -24,11 +25,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "lib/convert.h"
 #include "lib/json.h"
 #include "lib/out.h"
 #include "lib/reader.h"
 #include "lib/vec.h"
+#include "pftrace_in.h"
 #include "report.h"
 
 #define WINDOW (1u << 20)
@@ -36,7 +40,9 @@
 
 struct src {
     const char *path;
-    int tape; /* a raw trace's calls through a pipe (else a JSON file's text) */
+    int tape;   /* a raw trace's calls through a pipe (else a JSON file's text, or `doc`'s events) */
+    cJSON *doc; /* a .pftrace read as its JSON twin (pftrace_in.c); `item` its next event */
+    cJSON *item;
     pid_t child;
     int fd;
     char *buf;
@@ -196,10 +202,29 @@ static int is_process_name(const struct src *s) {
     return memmem(s->ev, s->evlen, "\"name\":\"process_name\"", 21) && memmem(s->ev, s->evlen, "\"ph\":\"M\"", 8);
 }
 
+/* (doc) The next event, its time shifted, as JSON text into ev (0), or 1 at the end. */
+static int next_doc(struct src *s) {
+    cJSON *e = s->item;
+    if (!e) return 1;
+    s->item = e->next;
+    cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
+    s->ts = cJSON_IsNumber(ts) ? ts->valuedouble + (double)s->shift_ns / 1e3 : 0;
+    if (cJSON_IsNumber(ts)) cJSON_SetNumberValue(ts, s->ts);
+    char *text = cJSON_PrintUnformatted(e);
+    if (!text) return -1;
+    s->evlen = 0;
+    s->ts_at = 0; /* (its time is in the text already) */
+    size_t n = strlen(text);
+    int rc = LP_RESERVE(s->ev, s->evcap, n) != 0 ? -1 : 0;
+    if (!rc) memcpy(s->ev, text, s->evlen = n);
+    free(text);
+    return rc;
+}
+
 /* The input's next event to merge (a rank's own process name left out); done at its end. */
 static int advance(struct src *s) {
     int k;
-    do k = s->tape ? next_tape(s) : next_text(s);
+    do k = s->tape ? next_tape(s) : s->doc ? next_doc(s) : next_text(s);
     while (k == 0 && s->rank >= 0 && is_process_name(s));
     s->done = k != 0;
     return k < 0 ? -1 : 0;
@@ -297,6 +322,42 @@ static int start_tape(struct src *s, const struct lp_convert_opts *base, int qui
     return 0;
 }
 
+/* (doc) A .pftrace, read whole (it is compact) as its JSON twin: its metadata, its events. */
+static int start_doc(struct src *s) {
+    size_t len = 0, skipped, unmatched;
+    char *data = NULL, err[256];
+    FILE *f = fopen(s->path, "rb");
+    if (f && fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n > 0 && (data = malloc((size_t)n)) && fseek(f, 0, SEEK_SET) == 0 &&
+            fread(data, 1, (size_t)n, f) == (size_t)n)
+            len = (size_t)n;
+    }
+    if (f) fclose(f);
+    if (!len || !(s->doc = rp_pftrace_doc(data, len, &skipped, &unmatched, err, sizeof err))) {
+        fprintf(stderr, "libprof-report: %s: %s\n", s->path, len ? err : strerror(errno));
+        free(data);
+        return -1;
+    }
+    free(data);
+    s->item = cJSON_GetObjectItemCaseSensitive(s->doc, "traceEvents")->child;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->doc, "metadata"), "libprof");
+    if (!m) return 0;
+    if ((s->meta = cJSON_PrintUnformatted(m))) s->metalen = strlen(s->meta);
+    const cJSON *v, *job = cJSON_GetObjectItemCaseSensitive(m, "job");
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(m, "start_time_unix_ns")))
+        s->origin_ns = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(m, "pid"))) s->pid = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(job, "rank"))) s->rank = (int64_t)v->valuedouble;
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(job, "host")))
+        snprintf(s->host, sizeof s->host, "%s", v->valuestring);
+    const cJSON *sync = cJSON_GetObjectItemCaseSensitive(job, "sync_ns");
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(sync, "MPI_Barrier")))
+        s->sync_ns[0] = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(sync, "MPI_Init"))) s->sync_ns[1] = (int64_t)v->valuedouble;
+    return 0;
+}
+
 static int start(struct src *s, const struct lp_convert_opts *base, int quiet) {
     FILE *probe = fopen(s->path, "rb");
     char magic[8] = {0};
@@ -308,6 +369,8 @@ static int start(struct src *s, const struct lp_convert_opts *base, int quiet) {
     fclose(probe);
     if (got == 8 && !memcmp(magic, LP_FORMAT_MAGIC, 8)) {
         if (start_tape(s, base, quiet) != 0) return -1;
+    } else if (rp_is_pftrace(magic, got)) {
+        return start_doc(s);
     } else if ((s->fd = open(s->path, O_RDONLY | O_CLOEXEC)) < 0) {
         fprintf(stderr, "libprof-report: %s: %s\n", s->path, strerror(errno));
         return -1;
@@ -454,6 +517,7 @@ out:
         free(in[i].buf);
         free(in[i].ev);
         free(in[i].meta);
+        cJSON_Delete(in[i].doc);
     }
     free(in);
     return rc;

@@ -448,14 +448,15 @@ static void state_free(struct pft *t) {
     cJSON_Delete(t->meta);
 }
 
-int rp_pftrace_load(const void *data, size_t len, struct lp_slices *out, char *err, size_t errlen) {
+struct cJSON *rp_pftrace_doc(const void *data, size_t len, size_t *skipped, size_t *unmatched, char *err,
+                             size_t errlen) {
     struct pft t = {.first_ts = UINT64_MAX};
     int rc = packets(&t, data, len, 0);
     if (rc < 0 || t.oom || (!t.ntracks && !t.events)) {
         snprintf(err, errlen, "%s",
                  t.oom ? "out of memory reading the trace" : "not a Perfetto trace (malformed protobuf)");
         state_free(&t);
-        return -1;
+        return NULL;
     }
     /* the run's start in the trace's clock (see the top) */
     const cJSON *st =
@@ -484,21 +485,28 @@ int rp_pftrace_load(const void *data, size_t len, struct lp_slices *out, char *e
         cJSON_AddItemToObject(root, "metadata", t.meta);
         t.meta = NULL;
     }
-    size_t skipped = t.skipped, unmatched = t.unmatched + t.nopen;
-    int bad = t.bad, oom = t.oom;
+    *skipped = t.skipped + (size_t)t.bad; /* (a part it could not read: counted, as a malformed event is) */
+    *unmatched = t.unmatched + t.nopen;
+    int oom = t.oom;
     state_free(&t);
     if (oom) {
         cJSON_Delete(root);
         snprintf(err, errlen, "out of memory reading the trace");
-        return -1;
+        return NULL;
     }
-    rc = lp_chrome_load_tree(root, out, err, errlen);
+    return root;
+}
+
+int rp_pftrace_load(const void *data, size_t len, struct lp_slices *out, char *err, size_t errlen) {
+    size_t skipped, unmatched;
+    cJSON *root = rp_pftrace_doc(data, len, &skipped, &unmatched, err, errlen);
+    if (!root) return -1;
+    int rc = lp_chrome_load_tree(root, out, err, errlen);
     cJSON_Delete(root);
     if (rc == 0) {
         out->skipped += skipped;
         out->events += skipped;
         out->unmatched += unmatched;
-        if (bad) out->skipped++; /* (a part it could not read: counted, as a malformed event is) */
     }
     return rc;
 }

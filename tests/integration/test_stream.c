@@ -51,6 +51,19 @@ static char *events_text(const char *json) {
     return t;
 }
 
+/* The X events (slices) of a Chrome trace. */
+static int x_events(const char *json) {
+    cJSON *d = load_json(json), *e;
+    cr_assert_not_null(d, "%s", json);
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(d, "traceEvents")) {
+        cJSON *ph = cJSON_GetObjectItem(e, "ph");
+        n += cJSON_IsString(ph) && !strcmp(ph->valuestring, "X");
+    }
+    cJSON_Delete(d);
+    return n;
+}
+
 /* libprof-report's report of `trace` from its second line (the first names the file). */
 static char *rows(const char *trace) {
     struct run r;
@@ -139,6 +152,12 @@ Test(stream, a_corpus_of_traces_taped_and_read_back) {
     char *r2 = rows(two);
     cr_expect(strstr(r2, "burn_a") || strstr(r2, "thread"), "the merged trace's report: %s", r2);
     free(r2);
+    /* a .pftrace merged too: its slices (read as its JSON twin), beside a raw trace's events */
+    char *mixed = strfmt("%s/mixed.json", dir);
+    convert(dir, (const char *[]){REPORT, strfmt("%s/c.pftrace", dir), strfmt("%s/sampled.lpt", dir), "--merge",
+                                  "--chrome", mixed, "-q", NULL});
+    cr_expect_eq(x_events(mixed), x_events(strfmt("%s/c.json", dir)) + x_events(strfmt("%s/sampled.json", dir)),
+                 "the slices of the .pftrace and of the raw trace, merged");
     kinds++;
     /* ONNX Runtime's Python session, ExecuTorch's C++ runner: where their runtimes are */
     if (access(VENV_PY, X_OK) == 0) {
