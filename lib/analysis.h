@@ -43,11 +43,14 @@ enum lp_output_kind {
 #define LP_NEEDS_STACKS 1u  /* allocation stacks (LIBPROF_STACKS) */
 #define LP_NEEDS_SAMPLES 2u /* CPU samples (LIBPROF_SAMPLE_HZ) */
 
+/* Output k of opts `o` to descriptor `fd` rather than a file. */
+#define LP_CONVERT_FD(o, k, d) ((o)->fd[k] = (d), (o)->fds |= 1u << (k))
+
 struct lp_convert_opts {
     const char *path[LP_OUT_COUNT]; /* the outputs to write (outputs.h), NULL for those not asked */
-    int chrome_fd;                  /* ... the Chrome trace to this open descriptor when >= 0 (no temporary name) */
-    int chrome_tape;                /* ... as the tape of its writer's calls (json.h), not text: a merge's input */
-    int summary_fd;                 /* the summary (human-readable tables) to this fd, or -1 */
+    int fd[LP_OUT_COUNT];           /* ... or to this open descriptor, for each output of `fds` (no temporary name) */
+    unsigned fds;                   /* the outputs given a descriptor (1 << k; the summary: only so) */
+    int chrome_tape;                /* the Chrome trace as the tape of its writer's calls (json.h): a merge's input */
     uint64_t alloc_min;             /* allocations at least this large become instant events */
     const char *trace_label;        /* where the trace went, for the summary's first line */
     int killed_by;                  /* the process died by this signal (known to its parent), 0 if not */

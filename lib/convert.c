@@ -843,7 +843,8 @@ static int pass_setup(struct pass *p, const struct lp_reader *r, const struct lp
      * (o->site_series): their series kept as the pass goes rather than made by a pass of their
      * own (a saved trace's: its length is known). One set of instants only: asked for both, the
      * tracks take that pass. The general path (--general-path) leaves them to it: a check of both. */
-    int site_chrome = o->site_tracks && (o->path[LP_OUT_CHROME] || o->chrome_fd >= 0 || o->path[LP_OUT_PERFETTO]);
+    int site_chrome =
+        o->site_tracks && (o->path[LP_OUT_CHROME] || (o->fds >> LP_OUT_CHROME & 1) || o->path[LP_OUT_PERFETTO]);
     if (o->site_series) memset(o->site_series, 0, sizeof *o->site_series);
     if (a->sites && (site_chrome || o->site_series) && !p->follow && !o->general_path &&
         lp_sites_series_keep(a->sites, o->site_series ? o->site_series_buckets : LP_SITE_SERIES_BUCKETS,
@@ -862,8 +863,8 @@ static int outputs_open(struct pass *p, struct output *out, const struct lp_conv
     struct lp_analysis *a = &p->a;
     int stacks = lp_alloc_sites(a->r, a->sites) != NULL, samples = lp_samples_of(a) != NULL;
     for (int k = 0; k < LP_OUT_COUNT; k++) {
-        int fd = k == LP_OUT_CHROME ? o->chrome_fd : k == LP_OUT_SUMMARY ? o->summary_fd : -1;
-        const char *path = k == LP_OUT_SUMMARY ? NULL : o->path[k];
+        int fd = o->fds >> k & 1 ? o->fd[k] : -1;
+        const char *path = k == LP_OUT_SUMMARY || fd >= 0 ? NULL : o->path[k];
         if (!path && fd < 0) continue;
         if (!lp_output_possible(lp_outputs[k].needs, stacks, samples)) {
             *missing = path;

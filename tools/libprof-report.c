@@ -169,33 +169,27 @@ static void unload(struct input *in) {
     lp_slices_free(&in->c);
 }
 
+/* An output's text, kept in memory by the kernel (a memfd: no file anywhere) and read back. */
+static char *memfd_text(int fd) {
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && pread(fd, s, (size_t)n, 0) == n) {
+        s[n] = '\0';
+        return s;
+    }
+    free(s);
+    return NULL;
+}
+
 /* What --html shows of a raw trace's conversion, made by one pass: the converter's text report
  * (memory, I/O, BLAS, oneDNN, sites) into p->summary, with stacks the four flame graphs
  * (allocated, at the peak, leaked, temporary) as collapsed-stack texts into p->folded[] (NULL
- * each when none), the "heap by site" series into p->sites and the CPU samples into p->samples. */
+ * each when none), the "heap by site" series into p->sites and the CPU samples into p->samples.
+ * The texts go through memory files (memfd_create), never through a file of the filesystem. */
 static void html_texts(const struct lp_reader *r, const char *label, struct rp_page_parts *p) {
-    char **summary = &p->summary, **fold = p->folded;
-    FILE *t = tmpfile();
-    if (!t) return;
-    char path[4][32];
-    for (int k = 0; k < 4; k++) {
-        path[k][0] = '\0';
-        if (!lp_stack_distinct(r) || !lp_has_alloc_stacks(r)) continue; /* (the flame graphs need allocation stacks) */
-        snprintf(path[k], sizeof path[k], "/tmp/libprof-report-XXXXXX");
-        int fd = mkstemp(path[k]);
-        if (fd < 0)
-            path[k][0] = '\0';
-        else
-            close(fd);
-    }
-    struct lp_convert_opts o = {.chrome_fd = -1,
-                                .summary_fd = fileno(t),
-                                .alloc_min = r->hdr.alloc_min,
+    static const int folded[4] = {LP_OUT_FOLDED, LP_OUT_FOLDED_PEAK, LP_OUT_FOLDED_LEAKS, LP_OUT_FOLDED_TEMP};
+    struct lp_convert_opts o = {.alloc_min = r->hdr.alloc_min,
                                 .trace_label = label,
-                                .path = {[LP_OUT_FOLDED] = path[0][0] ? path[0] : NULL,
-                                         [LP_OUT_FOLDED_PEAK] = path[1][0] ? path[1] : NULL,
-                                         [LP_OUT_FOLDED_LEAKS] = path[2][0] ? path[2] : NULL,
-                                         [LP_OUT_FOLDED_TEMP] = path[3][0] ? path[3] : NULL},
                                 .temporary_threshold = temp_threshold,
                                 .peak_at_ns = peak_at_ns,
                                 .general_path = general_path,
@@ -204,24 +198,23 @@ static void html_texts(const struct lp_reader *r, const char *label, struct rp_p
                                 .site_series_top = RP_SITE_TOP,
                                 .site_series_buckets = RP_SITE_BUCKETS,
                                 .samples_out = &p->samples};
+    int sum = memfd_create("libprof-summary", MFD_CLOEXEC), fd[4] = {-1, -1, -1, -1};
+    if (sum < 0) return;
+    LP_CONVERT_FD(&o, LP_OUT_SUMMARY, sum);
+    for (int k = 0; k < 4; k++) {
+        if (!lp_stack_distinct(r) || !lp_has_alloc_stacks(r)) break; /* (the flame graphs need allocation stacks) */
+        if ((fd[k] = memfd_create("libprof-folded", MFD_CLOEXEC)) >= 0) LP_CONVERT_FD(&o, folded[k], fd[k]);
+    }
     char err[256];
-    size_t len;
     /* (on an error, what could be written is complete: the summary among them) */
     int ok = lp_convert(r, &o, err, sizeof err) == 0;
     for (int k = 0; k < 4; k++) {
-        if (!path[k][0]) continue;
-        if (ok) fold[k] = slurp(path[k], &len);
-        unlink(path[k]);
+        if (fd[k] < 0) continue;
+        if (ok) p->folded[k] = memfd_text(fd[k]);
+        close(fd[k]);
     }
-    long n = lseek(fileno(t), 0, SEEK_END);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && pread(fileno(t), s, (size_t)n, 0) == n) {
-        s[n] = '\0';
-        *summary = s;
-    } else {
-        free(s);
-    }
-    fclose(t);
+    p->summary = memfd_text(sum);
+    close(sum);
 }
 
 /* Each input's shift onto the merged timeline (ns): its wall-clock start against the earliest,
@@ -457,9 +450,7 @@ static const char *trace_label(const struct input *in) {
 
 /* The options of a conversion of a raw trace, as the command line sets them. */
 static struct lp_convert_opts convert_opts(const struct input *in) {
-    return (struct lp_convert_opts){.chrome_fd = -1,
-                                    .summary_fd = -1,
-                                    .alloc_min = cli.have_min ? cli.alloc_min : in->r.hdr.alloc_min,
+    return (struct lp_convert_opts){.alloc_min = cli.have_min ? cli.alloc_min : in->r.hdr.alloc_min,
                                     .trace_label = trace_label(in),
                                     .temporary_threshold = temp_threshold,
                                     .peak_at_ns = peak_at_ns,
@@ -580,7 +571,7 @@ static int act_convert(struct input *in, int summary) {
     struct lp_convert_opts co = convert_opts(in);
     for (int k = 0; k < LP_OUT_COUNT; k++) co.path[k] = cli.out[k];
     co.site_tracks = 1; /* offline: the "heap by site" tracks too */
-    if (summary) co.summary_fd = STDOUT_FILENO;
+    if (summary) LP_CONVERT_FD(&co, LP_OUT_SUMMARY, STDOUT_FILENO);
     if (cli.follow) {
         snprintf(follow_spool, sizeof follow_spool, "%s", in->path);
         live_listen = rp_live_listen(in->path);
@@ -669,7 +660,7 @@ static int act_report(struct input *in, int n) {
         if (in[i].raw) {
             fflush(stdout);
             struct lp_convert_opts co = convert_opts(&in[i]);
-            co.summary_fd = STDOUT_FILENO;
+            LP_CONVERT_FD(&co, LP_OUT_SUMMARY, STDOUT_FILENO);
             co.killed_by = 0;
             char err[512];
             if (lp_convert(&in[i].r, &co, err, sizeof err) != 0) {

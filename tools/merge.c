@@ -309,7 +309,8 @@ static int start_tape(struct src *s, const struct lp_convert_opts *base, int qui
         close(p[0]);
         struct lp_convert_opts o = *base; /* (the options of its own conversion: the same events) */
         for (int k = 0; k < LP_OUT_COUNT; k++) o.path[k] = NULL;
-        o.chrome_fd = p[1], o.chrome_tape = 1, o.summary_fd = -1, o.progress = NULL, o.snapshot = NULL;
+        o.fds = 0, o.chrome_tape = 1, o.progress = NULL, o.snapshot = NULL;
+        LP_CONVERT_FD(&o, LP_OUT_CHROME, p[1]);
         if (o.alloc_min == UINT64_MAX) o.alloc_min = r.hdr.alloc_min;
         int rc = lp_convert(&r, &o, err, sizeof err);
         if (rc != 0 && !quiet) fprintf(stderr, "libprof-report: %s: %s\n", s->path, err);

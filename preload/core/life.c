@@ -375,8 +375,9 @@ int lpr_convert_spool(const char *chrome, const char *csv) {
     int sum_fd = !lpr_cfg.summary  ? -1
                  : lpr_log_path[0] ? lpr_sys_open(lpr_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
                                    : STDERR_FILENO;
-    struct lp_convert_opts o = {.chrome_fd = -1,
-                                .summary_fd = sum_fd >= 0 ? sum_fd : (lpr_cfg.summary ? STDERR_FILENO : -1),
+    int summary_to = sum_fd >= 0 ? sum_fd : (lpr_cfg.summary ? STDERR_FILENO : -1);
+    struct lp_convert_opts o = {.fd = {[LP_OUT_SUMMARY] = summary_to},
+                                .fds = summary_to >= 0 ? 1u << LP_OUT_SUMMARY : 0,
                                 .alloc_min = lpr_cfg.alloc_min,
                                 .trace_label = lpr_cfg.output[0] ? lpr_cfg.output : NULL,
                                 .site_tracks = lpr_cfg.flamegraph && lpr_stack_depth, /* one more pass */

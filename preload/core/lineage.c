@@ -333,8 +333,6 @@ static void convert_orphan(const char *spool, int pid, int sig) {
     struct lp_convert_opts o = {.path = {[LP_OUT_CSV] = is_csv     ? out
                                                         : with_csv ? csv
                                                                    : NULL},
-                                .chrome_fd = -1,
-                                .summary_fd = -1,
                                 .alloc_min = r.hdr.alloc_min,
                                 .killed_by = sig,
                                 .file_mode = (unsigned)lpr_cfg.file_mode};

@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     struct lp_reader r;
     if (lp_reader_open_mem(&r, buf, size, err, sizeof err) == 0) {
-        struct lp_convert_opts o = {.chrome_fd = devnull, .summary_fd = devnull, .alloc_min = 0};
+        struct lp_convert_opts o = {.fd = {[LP_OUT_CHROME] = devnull, [LP_OUT_SUMMARY] = devnull},
+                                    .fds = 1u << LP_OUT_CHROME | 1u << LP_OUT_SUMMARY};
         lp_convert(&r, &o, err, sizeof err);
         /* libprof-report's analyses of the same trace */
         static FILE *null;
