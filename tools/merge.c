@@ -520,6 +520,7 @@ out:
         free(in[i].meta);
         cJSON_Delete(in[i].doc);
     }
+    if (rc && fd >= 0) unlink(out); /* (no half-merged trace stays) */
     free(in);
     return rc;
 }
