@@ -165,6 +165,17 @@ static int64_t centre(const struct ev *e, uint64_t lo, uint64_t hi) {
     return (int64_t)lo + (int64_t)(span > len ? (span - len) / 2 : 0) - (int64_t)e->start;
 }
 
+/* A load's shift: its outermost event (Program::load_method) holds the init call libprof timed
+ * (the slice [lo, hi]), which holds the ETDump's Method::init — which may be a small part of it
+ * (the delegates' own init after it): of the shifts that keep both so, the middle one. None (the
+ * clocks disagree, or Method::init is the outermost): Method::init centred in the slice. */
+static int64_t load_shift(const struct ev *root, const struct ev *init, uint64_t lo, uint64_t hi) {
+    int64_t a = (int64_t)lo - (int64_t)init->start, b = (int64_t)hi - (int64_t)root->end;
+    int64_t c = (int64_t)lo - (int64_t)root->start, d = (int64_t)hi - (int64_t)init->end;
+    int64_t s0 = a > b ? a : b, s1 = c < d ? c : d;
+    return root != init && s0 <= s1 ? s0 + (s1 - s0) / 2 : centre(init, lo, hi);
+}
+
 /* Partial overlap of [a0, a1] and [b0, b1] (nesting and disjoint are fine; shared ends too). */
 static int crosses(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
     int disjoint = a1 <= b0 || b1 <= a0, a_in_b = a0 >= b0 && a1 <= b1, b_in_a = b0 >= a0 && b1 <= a1;
@@ -224,8 +235,8 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
         if (depth < 64) stack[depth++] = (int)i;
     }
     for (size_t i = 0; i < n; i++) v[i].root = v[i].parent >= 0 ? v[v[i].parent].root : (int)i;
-    /* a load: its Method::init centred in the k-th executorch.init slice, the load's outermost
-     * event given the same shift (before the loop below, which places parents first) */
+    /* a load: placed by the k-th executorch.init slice (load_shift), the load's outermost event
+     * given the shift (before the loop below, which places parents first) */
     for (size_t i = 0; i < n; i++) {
         struct ev *e = &v[i], *root = &v[e->root];
         if (!is(e, "Method::init") || root->load) continue;
@@ -237,7 +248,7 @@ static void align(struct lp_etdump *d, size_t first, size_t *cursor, const struc
         const struct slice *x = inits[(*icursor)++];
         root->load = 1;
         root->tid = x->tid;
-        root->shift = centre(e, x->start, x->start + x->dur);
+        root->shift = load_shift(root, e, x->start, x->start + x->dur);
     }
     for (size_t i = 0; i < n; i++) {
         struct ev *e = &v[i], *p = e->parent >= 0 ? &v[e->parent] : NULL;
