@@ -594,6 +594,23 @@ static int files_written(const char *log, char *out, size_t cap) {
     return n;
 }
 
+#define STRACE_FILES "trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,link,linkat"
+
+/* `--merge a b OPTION out` under strace (log `log`): it ran, and the one file it wrote is `out`. */
+static void merge_writes_only(const char *dir, const char *log, const char *a, const char *b, const char *option,
+                              const char *out) {
+    struct run r;
+    char files[8192];
+    run_prog(&r, dir, NULL,
+             (const char *[]){"/usr/bin/strace", "-f", "-qq", "-o", log, "-e", STRACE_FILES, REPORT, a, b, "--merge",
+                              option, out, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    int n = files_written(log, files, sizeof files);
+    cr_expect_eq(n, 1, "the merge (%s) wrote: %s", option, files);
+    cr_expect_str_eq(files, strfmt("%s\n", out));
+}
+
 /* --merge of raw traces (the Chrome trace, the events CSV) and a --live look at a followed run pass
  * events, not files: strace (every process they start) shows no file written, created, renamed or
  * removed but the outputs. */
@@ -605,15 +622,7 @@ Test(report, merge_and_live_write_no_file_but_their_outputs, .timeout = 120) {
     a = make_trace(dir, "64");
     char *merged = strfmt("%s/m.json", dir), files[8192];
     struct run r;
-    run_prog(&r, dir, NULL,
-             (const char *[]){"/usr/bin/strace", "-f", "-qq", "-o", log, "-e",
-                              "trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,link,linkat",
-                              REPORT, a, b, "--merge", "--chrome", merged, "-q", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    int n = files_written(log, files, sizeof files);
-    cr_expect_eq(n, 1, "the merge wrote: %s", files);
-    cr_expect_str_eq(files, strfmt("%s\n", merged));
+    merge_writes_only(dir, log, a, b, "--chrome", merged);
     cJSON *m = load_json(merged);
     cr_assert_not_null(m);
     cr_expect_gt(cJSON_GetArraySize(cJSON_GetObjectItem(m, "traceEvents")), 100);
@@ -621,16 +630,7 @@ Test(report, merge_and_live_write_no_file_but_their_outputs, .timeout = 120) {
     cJSON_Delete(m);
     /* the events CSV of the two, merged */
     char *csvm = strfmt("%s/m.csv", dir);
-    log = strfmt("%s/csv.strace", dir);
-    run_prog(&r, dir, NULL,
-             (const char *[]){"/usr/bin/strace", "-f", "-qq", "-o", log, "-e",
-                              "trace=open,openat,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,link,linkat",
-                              REPORT, a, b, "--merge", "--events-csv", csvm, "-q", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    n = files_written(log, files, sizeof files);
-    cr_expect_eq(n, 1, "the CSV merge wrote: %s", files);
-    cr_expect_str_eq(files, strfmt("%s\n", csvm));
+    merge_writes_only(dir, strfmt("%s/csv.strace", dir), a, b, "--events-csv", csvm);
     cr_expect_gt(count_lines_with(read_file(csvm, NULL), "\n"), 100);
     /* a look at a followed run: its CSV and the report's tables (from the Chrome trace the follower
      * sends); the look itself writes nothing, the follower the CSV alone */
@@ -645,7 +645,7 @@ Test(report, merge_and_live_write_no_file_but_their_outputs, .timeout = 120) {
     cr_expect(strstr(r.out, "[so far: the program is running]") != NULL, "the follower's summary: %s", r.out);
     cr_expect(strstr(r.out, "\nper thread:") != NULL, "the report's tables: %s", r.out);
     run_free(&r);
-    n = files_written(log, files, sizeof files);
+    int n = files_written(log, files, sizeof files);
     cr_expect_eq(n, 0, "the look wrote: %s", files);
     char *csv = read_file(strfmt("%s/live.csv", dir), NULL);
     cr_expect(csv && strstr(csv, "malloc"), "the CSV of the run so far: %s", csv ? csv : "(none)");
