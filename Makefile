@@ -118,6 +118,7 @@ LIB_SRCS += lib/nodes.c
 LIB_SRCS += lib/convert.c
 LIB_SRCS += lib/outputs.c
 LIB_SRCS += lib/views.c
+LIB_SRCS += lib/gil.c
 LIB_SRCS += lib/pycalls.c
 LIB_SRCS += lib/ort.c
 LIB_SRCS += lib/etdump.c

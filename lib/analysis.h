@@ -36,6 +36,7 @@ enum lp_output_kind {
     LP_OUT_PPROF_HEAP,   /* the allocation stacks, pprof */
     LP_OUT_PERFETTO,     /* Perfetto's protobuf trace: the timeline with the CPU samples on it */
     LP_OUT_CUDA_PEAK,    /* CUDA device memory live at its peak, collapsed stacks */
+    LP_OUT_WALL_FOLDED,  /* wall-clock time: the CPU samples and the blocked time, collapsed stacks */
     LP_OUT_COUNT
 };
 

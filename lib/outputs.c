@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cudamem.h"
+#include "gil.h"
 #include "views.h"
 #include "write_chrome.h"
 #include "write_tables.h"
@@ -85,6 +86,7 @@ static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
         k->finish = fn;                                         \
         return 0;                                               \
     }
+static void wall_folded_finish(struct lp_sink *k, const struct lp_analysis *a) { lp_gil_wall_folded(a, k->out); }
 static void cuda_peak_finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_cudamem_folded_peak(lp_cudamem_of(a), k->out);
 }
@@ -98,6 +100,7 @@ TOTALS(cpu_folded, cpu_folded_finish)
 TOTALS(pprof, pprof_finish)
 TOTALS(pprof_heap, pprof_heap_finish)
 TOTALS(cuda_peak, cuda_peak_finish)
+TOTALS(wall_folded, wall_folded_finish)
 #undef TOTALS
 
 #define EITHER (LP_NEEDS_STACKS | LP_NEEDS_SAMPLES)
@@ -129,6 +132,8 @@ const struct lp_output lp_outputs[LP_OUT_COUNT] = {
                              NULL, LP_NEEDS_SAMPLES, 0, pprof},
     [LP_OUT_PPROF_HEAP]   = {"pprof-heap", "--pprof-heap", "the allocation stacks in pprof's format (alloc and inuse objects and\nbytes; in use: still live when the trace ends)",
                              NULL, LP_NEEDS_STACKS, 0, pprof_heap},
+    [LP_OUT_WALL_FOLDED]  = {"wall-folded", "--wall-folded", "flame graph of wall-clock time (LIBPROF_SAMPLE_HZ): the CPU samples and the\ntime blocked in traced calls by call stack, [GIL wait], [lock], [sleep] or\n[io] innermost, in microseconds",
+                             ".wall.folded", LP_NEEDS_SAMPLES, 0, wall_folded},
 };
 // clang-format on
 

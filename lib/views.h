@@ -31,6 +31,7 @@ enum lp_view_id {
     LP_VIEW_TORCH,   /* PyTorch's operators (torch.c) */
     LP_VIEW_NVTX,    /* NVTX's start/end ranges (nvtx.c) */
     LP_VIEW_MPI,     /* MPI's clock-alignment instants (no state of its own) */
+    LP_VIEW_GIL,     /* Python threads: GIL waits, blocked time (gil.c) */
     LP_VIEW_CPU,     /* CPU samples (samples.c) */
     LP_VIEW_COUNT
 };

@@ -406,7 +406,8 @@ enum { LP_ET_KERNEL = 1, LP_ET_DELEGATE = 2, LP_ET_MOVE = 3, LP_ET_JUMP = 4, LP_
     X(GPU_CORRELATION, "gpu correlation", CUDA, GPU, "correlation,launch") \
     X(GPU_DROPPED, "gpu dropped", CUDA, GPU, "records") \
     X(NVTX_START, "nvtx start", NVTX, NVTX, "name,domain,id") \
-    X(NVTX_END, "nvtx end", NVTX, NVTX, "id")
+    X(NVTX_END, "nvtx end", NVTX, NVTX, "id") \
+    X(GIL_WAIT, "GIL wait", PYTHON, NONE, "cond,ret-")
 // clang-format on
 
 enum lp_call {

@@ -2,6 +2,7 @@
 #ifndef LPR_PYTHON_H
 #define LPR_PYTHON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,17 @@ LP_HIDDEN extern void (*lpr_py_ready)(void);              /* set by hooks/python
 LP_HIDDEN void lpr_py_check_ready(void);
 LP_HIDDEN void lpr_py_ready_retry(void);
 LP_HIDDEN uint32_t lpr_py_location(void);
+
+/* CPython waits for the GIL (take_gil, 3.8-3.13 with a GIL) in a timed wait on the GIL's
+ * condition variable, which lies in the interpreter's _PyRuntime object with the GIL's mutex
+ * right after it (struct _gil_runtime_state: cond, then mutex). No other wait of the interpreter
+ * has both: a wait with them is a wait for the GIL. The range is set once the interpreter is
+ * found (python_detect.c; 0 before, and for interpreters libprof cannot read). */
+LP_HIDDEN extern uintptr_t lpr_py_gil_lo, lpr_py_gil_span;
+static inline int lpr_py_gil_wait(const void *cond, const void *mutex) {
+    uintptr_t c = (uintptr_t)cond;
+    return c - lpr_py_gil_lo < lpr_py_gil_span && (uintptr_t)mutex == c + sizeof(pthread_cond_t);
+}
 
 /* A SIGSEGV or SIGBUS reaches libprof's own handler first (hooks/signal.c keeps it up to date,
  * through lpr_py_faults_ours): a probed load may then fault, and the handler steps over it

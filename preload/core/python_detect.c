@@ -27,6 +27,7 @@ uintptr_t py_code_type, py_str_type, py_list_type, py_tuple_type, py_bytes_type;
 uintptr_t eval_lo, eval_hi, interp_lo, interp_hi;
 size_t frame_bytes;
 struct lpr_py_p3 P3;
+uintptr_t lpr_py_gil_lo, lpr_py_gil_span;
 int tss_direct;
 uintptr_t chunk_data, chunk_head;
 uint64_t *slots;
@@ -147,6 +148,11 @@ void lpr_python_detect(void) {
         lpr_warn("Python 3.%d found without the symbols libprof reads: no Python frames", minor);
         return;
     }
+    /* the GIL's condition variable: in _PyRuntime (3.8-3.11 its ceval.gil; 3.12-3.13 the main
+     * interpreter's own _gil, which _PyRuntime holds), its mutex right after it — what the
+     * sync hooks tell a wait for the GIL by (python.h) */
+    if (runtime && dladdr1(runtime, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size)
+        lpr_py_gil_lo = (uintptr_t)runtime, lpr_py_gil_span = sym->st_size;
     uintptr_t a = (uintptr_t)init;
     lpr_dl_iterate(interp_range, &a);
     if (lpr_stacks_table() != 0) return;

@@ -5,7 +5,8 @@
  * library; another lock is first tried; when that succeeds (the uncontended case) nothing is
  * written. When the lock is busy the blocking call is
  * timed and recorded with the lock's address, so the trace shows who waited, where and how long.
- * Condition variables and barriers always wait, so they are always recorded. */
+ * Condition variables and barriers always wait, so they are always recorded; CPython's wait for
+ * its GIL, a timed condition wait, is told apart and named "GIL wait". */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
@@ -101,8 +102,20 @@ LP_EXPORT int sem_wait(sem_t *s) {
 /* Condition variables and barriers always wait: plain hooks. */
 LP_HOOK(SYNC, COND_WAIT, int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m), ENOSYS, (void)0,
         U(c), I(r))
-LP_HOOK(SYNC, COND_TIMEDWAIT, int, pthread_cond_timedwait,
-        (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *ts), (c, m, ts), ENOSYS, (void)0, U(c), I(r))
+/* A timed wait is CPython's wait for the GIL when it waits on the GIL's condition variable
+ * (python.h): recorded as "GIL wait", the Python line the thread will run once it has the GIL. */
+__attribute__((noinline)) static int pthread_cond_timedwait_slow(pthread_cond_t *c, pthread_mutex_t *m,
+                                                                 const struct timespec *ts) {
+    if (!LP_REAL(pthread_cond_timedwait)) LP_NOFN(ENOSYS);
+    LP_BEGIN(LP_FAM_SYNC);
+    int r = LP_REAL(pthread_cond_timedwait)(c, m, ts);
+    LP_RECORD(LP_FAM_SYNC, lpr_py_gil_wait(c, m) ? LP_CALL_GIL_WAIT : LP_CALL_COND_TIMEDWAIT, U(c), I(r));
+    return r;
+}
+LP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
+    LP_PASS_ARGS(LP_FAM_SYNC, pthread_cond_timedwait, (c, m, ts));
+    return pthread_cond_timedwait_slow(c, m, ts);
+}
 LP_HOOK(SYNC, COND_TIMEDWAIT, int, pthread_cond_clockwait,
         (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts), (c, m, clk, ts), ENOSYS,
         (void)0, U(c), I(r))
