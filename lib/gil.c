@@ -124,6 +124,10 @@ static int view_event(struct lp_analysis *a, const struct lp_event *e, const str
     unsigned call = s->call->call;
     enum lp_block kind = call < LP_CALL_COUNT ? (enum lp_block)g->kind[call] : LP_BLOCK_NONE;
     if (kind == LP_BLOCK_NONE || !e->timed || !s->counting) return 0;
+    /* a poll or select of no descriptor is a sleep (time.sleep before Python 3.11: select) */
+    if ((call == LP_CALL_POLL || call == LP_CALL_PPOLL || call == LP_CALL_SELECT || call == LP_CALL_PSELECT) &&
+        s->call->nargs && s->call->a[0] == 0)
+        kind = LP_BLOCK_SLEEP;
     if (e->thread >= g->nth) {
         size_t n = g->nth;
         if (LP_RESERVE(g->th, g->nth, (size_t)e->thread + 1) != 0) return -1;

@@ -67,13 +67,29 @@ static void thread_emit(void *arg, const struct rp_thread_share *t) {
     struct bars *b = arg;
     double bw = t->wall > 0 ? 600.0 * (double)t->busy / (double)t->wall : 0,
            kw = t->wall > 0 ? 600.0 * (double)t->kernel / (double)t->wall : 0;
-    char w[32], c[64] = "";
+    char w[32], c[192] = "";
     lp_fmt_ns(w, sizeof w, t->wall);
     if (t->cpu > 0) { /* the samples: CPU, and the framework tax as the share of it outside kernels */
         char ct[32];
         lp_fmt_ns(ct, sizeof ct, t->cpu);
         snprintf(c, sizeof c, ", %s CPU (%.0f%% outside kernels)", ct,
                  100.0 * (double)(t->cpu - (t->cpu_kernel < t->cpu ? t->cpu_kernel : t->cpu)) / (double)t->cpu);
+    }
+    if (t->gil_wait >= 0) { /* a Python program's threads: the GIL and the time blocked */
+        char gw[32], gh[32], off[32];
+        lp_fmt_ns(gw, sizeof gw, t->gil_wait);
+        lp_fmt_ns(gh, sizeof gh, t->gil_held);
+        lp_fmt_ns(off, sizeof off, t->off_cpu);
+        size_t n = strlen(c);
+        snprintf(c + n, sizeof c - n, "; GIL wait %s, held %s, off-CPU %s", gw, gh, off);
+        if (t->wall > 0)
+            fprintf(b->f,
+                    "<rect x=\"160\" y=\"%d\" width=\"%.1f\" height=\"4\" fill=\"#e6550d\"><title>GIL wait "
+                    "%s</title></rect><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"4\" fill=\"#636363\">"
+                    "<title>off-CPU %s</title></rect>",
+                    b->y + 16, 600.0 * (double)t->gil_wait / (double)t->wall, gw,
+                    160 + 600.0 * (double)t->gil_wait / (double)t->wall, b->y + 16,
+                    600.0 * (double)t->off_cpu / (double)t->wall, off);
     }
     fprintf(b->f, "<text x=\"0\" y=\"%d\">%lld/%lld</text>", b->y + 13, (long long)t->pid, (long long)t->tid);
     if (t->wall > 0)

@@ -14,6 +14,7 @@
 
 #include "lib/describe.h"
 #include "lib/fmt.h"
+#include "lib/gil.h"
 #include "lib/map.h"
 #include "lib/vec.h"
 
@@ -35,7 +36,9 @@ struct an {
     uint8_t *life;   /* a libprof thread life: not work */
     uint8_t *kernel; /* a kernel entry point */
     uint8_t *outer_kernel;
+    uint8_t *block; /* enum lp_block: a GIL wait, a blocking call (lib/gil.h) */
     size_t n;
+    int gil;        /* the trace has GIL waits */
     int has_cpu; /* the slices carry the CPU sampled while they ran */
 };
 
@@ -81,6 +84,7 @@ static void an_free(struct an *a) {
     free(a->life);
     free(a->kernel);
     free(a->outer_kernel);
+    free(a->block);
 }
 
 static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opts *o) {
@@ -95,8 +99,9 @@ static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opt
     a->life = calloc(n, 1);
     a->kernel = calloc(n, 1);
     a->outer_kernel = calloc(n, 1);
+    a->block = calloc(n, 1);
     int64_t *stack = malloc(n * sizeof *stack);
-    if (!a->order || !a->parent || !a->self || !a->life || !a->kernel || !a->outer_kernel || !stack) {
+    if (!a->order || !a->parent || !a->self || !a->life || !a->kernel || !a->outer_kernel || !a->block || !stack) {
         free(stack);
         an_free(a);
         return -1;
@@ -109,6 +114,8 @@ static int an_build(struct an *a, const struct lp_slices *c, const struct rp_opt
         a->self[i] = s->dur_ns;
         const char *cat = c->names[s->cat], *name = c->names[s->name];
         a->life[i] = !strcmp(cat, "thread") && !strcmp(name, "thread");
+        a->block[i] = (uint8_t)lp_block_kind(cat, name);
+        if (a->block[i] == LP_BLOCK_GIL) a->gil = 1;
         a->kernel[i] = is_kernel_cat(cat) || is_gpu_wait(cat, name) ||
                        (o->have_kernels && regexec(&o->kernels, name, 0, NULL, 0) == 0);
     }
@@ -332,6 +339,7 @@ struct thr {
     int64_t pid, tid, first, last, busy, kernel, life;
     int64_t cpu, cpu_kernel; /* sampled: on the thread, in its outermost kernel slices (-1: not sampled) */
     int sliced;              /* it has slices (else only samples: no wall time) */
+    struct lp_gil_thread gil; /* GIL wait and held, off-CPU (lib/gil.h) */
 };
 
 /* The threads: those with slices, then those only sampled (a thread running Python, or the
@@ -348,10 +356,12 @@ static struct thr *threads(const struct an *a, size_t *n) {
                 return NULL;
             }
             t[k++] = (struct thr){
-                s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0, a->has_cpu ? 0 : -1, a->has_cpu ? 0 : -1, 1};
+                s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0, a->has_cpu ? 0 : -1, a->has_cpu ? 0 : -1, 1, {0}};
+            lp_gil_thread_init(&t[k - 1].gil);
         }
         struct thr *x = &t[k - 1];
         uint32_t i = a->order[j];
+        lp_gil_thread_add(&x->gil, (enum lp_block)a->block[i], s->ts_ns, s->dur_ns);
         if (s->ts_ns + s->dur_ns > x->last) x->last = s->ts_ns + s->dur_ns;
         if (top_work(a, i)) ADD(x->busy, s->dur_ns);
         if (a->outer_kernel[i]) {
@@ -369,7 +379,8 @@ static struct thr *threads(const struct an *a, size_t *n) {
                 free(t);
                 return NULL;
             }
-            t[k++] = (struct thr){ct->pid, ct->tid, 0, 0, 0, 0, 0, 0, 0, 0};
+            t[k++] = (struct thr){ct->pid, ct->tid, 0, 0, 0, 0, 0, 0, 0, 0, {0}};
+            lp_gil_thread_init(&t[k - 1].gil);
         }
         ADD(t[j].cpu, (int64_t)(ct->samples * cpu->period_ns));
     }
@@ -402,10 +413,16 @@ static void print_threads(FILE *f, const struct an *a) {
         fprintf(f, "\nper thread: wall = first to last slice; busy = in traced calls (outermost); kernel = in BLAS, "
                    "oneDNN,\nOpenMP regions, waits on the GPU or --kernels; framework tax = share of the wall time "
                    "outside kernels\n");
+    if (a->gil)
+        fprintf(f, "Python threads: gil wait = waiting for the GIL; gil held = from a wait's end to the next wait or "
+                   "blocking call;\noff-cpu = blocked in traced calls (locks, sleeps, I/O)\n");
     fprintf(f, "%8s %10s %11s %11s %7s %11s %7s", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%");
     if (a->has_cpu) fprintf(f, " %11s %11s", "cpu", "cpu kernel");
+    if (a->gil) fprintf(f, " %11s %11s %11s", "gil wait", "gil held", "off-cpu");
     fprintf(f, " %9s\n", "tax%");
     int64_t wall = 0, busy = 0, kern = 0, cpu = 0, ckern = 0;
+    struct lp_gil_thread gil; /* the overall line's */
+    lp_gil_thread_init(&gil);
     for (size_t i = 0; i <= n; i++) {
         /* the last line: all threads together (a thread that only waits for work counts too) */
         int all = i == n;
@@ -415,6 +432,9 @@ static void print_threads(FILE *f, const struct an *a) {
             ADD(kern, t[i].kernel);
             if (t[i].cpu > 0) ADD(cpu, t[i].cpu);
             if (t[i].cpu_kernel > 0) ADD(ckern, t[i].cpu_kernel);
+            ADD(gil.wait_ns, t[i].gil.wait_ns);
+            ADD(gil.held_ns, t[i].gil.held_ns);
+            ADD(gil.off_ns, t[i].gil.off_ns);
             if (i + 1 == n) fprintf(f, "%19s (%zu more threads, in the overall line)\n", "...", n - shown);
             continue;
         }
@@ -426,6 +446,9 @@ static void print_threads(FILE *f, const struct an *a) {
             ADD(kern, k_);
             if (c_ > 0) ADD(cpu, c_);
             if (ck_ > 0) ADD(ckern, ck_);
+            ADD(gil.wait_ns, t[i].gil.wait_ns);
+            ADD(gil.held_ns, t[i].gil.held_ns);
+            ADD(gil.off_ns, t[i].gil.off_ns);
         }
         char w[32], b[32], k[32];
         fmt_dur(w, sizeof w, w_, RP_AUTO);
@@ -447,6 +470,14 @@ static void print_threads(FILE *f, const struct an *a) {
             fmt_dur(ck, sizeof ck, ck_, RP_AUTO);
             fprintf(f, " %11s %11s", c, ck);
             tax = c_ > 0 ? 100.0 * (double)(c_ - (ck_ < c_ ? ck_ : c_)) / (double)c_ : 0;
+        }
+        if (a->gil) {
+            const struct lp_gil_thread *g = all ? &gil : &t[i].gil;
+            char gw[32], gh[32], off[32];
+            fmt_dur(gw, sizeof gw, g->wait_ns, RP_AUTO);
+            fmt_dur(gh, sizeof gh, g->held_ns, RP_AUTO);
+            fmt_dur(off, sizeof off, g->off_ns, RP_AUTO);
+            fprintf(f, " %11s %11s %11s", gw, gh, off);
         }
         if (a->has_cpu && c_ <= 0)
             fprintf(f, " %9s\n", "-");
@@ -1067,7 +1098,8 @@ int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
     for (size_t i = 0; t && i < n; i++) {
         struct rp_thread_share sh = {t[i].pid,       t[i].tid,    t[i].sliced ? t[i].last - t[i].first : 0,
                                      t[i].busy,      t[i].kernel, t[i].cpu,
-                                     t[i].cpu_kernel};
+                                     t[i].cpu_kernel, a.gil ? t[i].gil.wait_ns : -1,
+                                     t[i].gil.held_ns, t[i].gil.off_ns};
         emit(arg, &sh);
     }
     free(t);

@@ -70,6 +70,7 @@ int rp_torch_rows(const struct lp_slices *c, const struct rp_opts *o, int by_sha
 struct rp_thread_share {
     int64_t pid, tid, wall, busy, kernel; /* wall 0: a thread with samples only */
     int64_t cpu, cpu_kernel;              /* sampled CPU time, in kernels; -1: not sampled */
+    int64_t gil_wait, gil_held, off_cpu;  /* Python threads (lib/gil.h); gil_wait -1: the trace has no GIL wait */
 };
 int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
                      void (*emit)(void *, const struct rp_thread_share *), void *arg);

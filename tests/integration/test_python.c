@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <glob.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1090,4 +1091,105 @@ Test(python, sampled_allocations_by_line_estimate_the_exact_run, .init = setup) 
     }
     cJSON_Delete(t[0]);
     cJSON_Delete(t[1]);
+}
+
+/* Python threads and the GIL (tests/progs/pygil.py, its own truth: each thread's wall and CPU
+ * time, and when it measured them), on every interpreter: three CPU-bound threads wait for the
+ * GIL, while they measure, what they did not run of their wall time (within 15 % or 60 ms); the
+ * sleeper waits for it under 60 ms; each thread's "GIL wait" slices add up to its
+ * metadata.libprof.python.gil; the wall-clock flame graph gives the sleeper's time.sleep its slept
+ * time (±3 %); the blocker's time is its lock's and the GIL's; the report's per-thread table has
+ * the columns; the GIL waits' line is the spinning loop's. */
+Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
+    char py[16][256];
+    int n = python_interpreters(py, 16, 8), tested = 0;
+    const char *prog = LP_SOURCE_DIR "/tests/progs/pygil.py";
+    for (int i = 0; i < n; i++) {
+        struct run r, rep;
+        char *trace = strfmt("%s/gil%d.json", dir, i), *truth_path = strfmt("%s/truth%d.json", dir, i),
+             *wall = strfmt("%s/gil%d.wall.folded", dir, i);
+        run_prog(&r, dir,
+                 (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", trace), "LIBPROF_SAMPLE_HZ=500",
+                                  "LIBPROF_FLAMEGRAPH=1", NULL},
+                 (const char *[]){py[i], prog, "1.0", truth_path, NULL});
+        cr_assert_eq(r.status, 0, "%s: %s", py[i], r.err);
+        cJSON *truth = load_json(truth_path), *t = load_json(trace);
+        cr_assert(truth && t, "%s", py[i]);
+        cJSON *gil = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "gil");
+        cr_assert_not_null(gil, "%s: no metadata.libprof.python.gil", py[i]);
+        double origin = (double)num(libprof_meta(t), "start_time_unix_ns") / 1e9;
+        cJSON *ev, *th;
+        int spins = 0;
+        cJSON_ArrayForEach(th, truth) {
+            const char *role = cJSON_GetObjectItem(th, "role")->valuestring;
+            double w = cJSON_GetObjectItem(th, "wall")->valuedouble, cpu = cJSON_GetObjectItem(th, "cpu")->valuedouble,
+                   delay = cJSON_GetObjectItem(th, "run_delay")->valuedouble,
+                   t0 = cJSON_GetObjectItem(th, "t0")->valuedouble - origin,
+                   t1 = cJSON_GetObjectItem(th, "t1")->valuedouble - origin;
+            cJSON *m = cJSON_GetObjectItem(gil, th->string);
+            double all = 0, in = 0; /* its GIL wait slices: all of them, and while it measured */
+            cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+                cJSON *nm = cJSON_GetObjectItem(ev, "name");
+                if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "GIL wait") || num(ev, "tid") != atoll(th->string))
+                    continue;
+                double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble / 1e6,
+                       dur = cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
+                all += dur;
+                double from = ts > t0 ? ts : t0, to = ts + dur < t1 ? ts + dur : t1;
+                if (to > from) in += to - from;
+            }
+            cr_expect(m && fabs(all - (double)num(m, "wait_ns") / 1e9) < 0.002,
+                      "%s: thread %s's GIL wait slices add up to %.3f s, the table %.3f s", py[i], th->string, all,
+                      m ? (double)num(m, "wait_ns") / 1e9 : -1.0);
+            if (!strcmp(role, "spin")) {
+                /* (on a loaded machine a thread may also wait for a processor while it holds the
+                 * GIL: that run-queue delay is wall - CPU but no GIL wait) */
+                double want = w - cpu, tol = 0.15 * want > 0.060 ? 0.15 * want : 0.060;
+                cr_expect(in <= want + tol && in >= want - delay - tol,
+                          "%s: spinning thread %s waited %.3f s for the GIL, wall - CPU %.3f s (%.3f s runnable)",
+                          py[i], th->string, in, want, delay);
+                spins++;
+            } else if (!strcmp(role, "sleep")) {
+                /* under 60 ms; on a loaded machine, no more than its clocks leave (wall - CPU - slept) */
+                double left = w - cpu - cJSON_GetObjectItem(th, "slept")->valuedouble + 0.010;
+                cr_expect_lt(in, left > 0.060 ? left : 0.060, "%s: the sleeper waited %.3f s for the GIL (%.3f s left)",
+                             py[i], in, left);
+                /* the wall-clock flame graph: the sleeper's [sleep] under its own line */
+                char *text = read_file(wall, NULL);
+                cr_assert_not_null(text, "%s: no %s", py[i], wall);
+                double slept = 0, want_s = cJSON_GetObjectItem(th, "slept")->valuedouble;
+                for (char *next = text; *next;) {
+                    char *l, *sp;
+                    long long us = folded_next(&next, &l, &sp);
+                    char save = *sp;
+                    *sp = '\0';
+                    if (strstr(l, "sleeper (") && sp - l > 8 && !strcmp(sp - 8, ";[sleep]")) slept += (double)us / 1e6;
+                    *sp = save;
+                }
+                cr_expect(fabs(slept - want_s) <= 0.03 * want_s, "%s: the wall flame graph's sleep %.4f s, slept %.4f s",
+                          py[i], slept, want_s);
+                free(text);
+            } else { /* the blocker: its lock, then the GIL */
+                double off = m ? (double)num(m, "off_cpu_ns") / 1e9 : 0;
+                cr_expect(off + in >= 0.85 * (w - cpu) && off <= w + 0.010,
+                          "%s: the blocker %.3f s off the CPU and %.3f s waiting for the GIL of %.3f s wall", py[i], off,
+                          in, w);
+            }
+        }
+        cr_expect_eq(spins, 3, "%s", py[i]);
+        cJSON *lines = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "blocked_lines");
+        cJSON *top = cJSON_GetArrayItem(lines, 0);
+        cr_expect(top && strstr(cJSON_GetObjectItem(top, "line")->valuestring, "spin (") &&
+                      strstr(cJSON_GetObjectItem(top, "line")->valuestring, "pygil.py:"),
+                  "%s: the most blocked line is %s", py[i], top ? cJSON_GetObjectItem(top, "line")->valuestring : "none");
+        run_prog(&rep, dir, NULL, (const char *[]){REPORT, trace, NULL});
+        cr_assert_eq(rep.status, 0, "%s", rep.err);
+        cr_expect(strstr(rep.out, "gil wait") && strstr(rep.out, "off-cpu"), "%s: %s", py[i], rep.out);
+        run_free(&rep);
+        cJSON_Delete(truth);
+        cJSON_Delete(t);
+        run_free(&r);
+        tested++;
+    }
+    cr_assert_gt(tested, 0, "no interpreter ran");
 }
