@@ -599,6 +599,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-targets $(BUILD)
 	@scripts/bench $(BUILD)
 	@scripts/bench-python $(BUILD)
+	@LIBPROF_VENV=$(VENV) scripts/bench-gil $(BUILD)
 	@scripts/bench-ort $(BUILD)
 	@if [ -x $(VENV)/bin/python3 ]; then LIBPROF_VENV=$(VENV) $(VENV)/bin/python3 scripts/bench-peers.py $(BUILD); \
 	else echo "## Python profilers: no environment at $(VENV) (scripts/install-deps): skipped"; fi

@@ -24,8 +24,8 @@ const char *const lp_block_frames[LP_BLOCK_KINDS] = {"", "[GIL wait]", "[lock]",
 
 enum lp_block lp_block_kind(const char *cat, const char *name) {
     /* calls that do not block: they take the kernel's time, not a wait's */
-    static const char *const quick[] = {"mmap", "munmap", "mremap", "lseek", "close", "fd",     "dup",
-                                        "dup2", "fcntl",  "pipe",   "socket", "socketpair"};
+    static const char *const quick[] = {"mmap", "munmap", "mremap", "lseek", "close",  "fd",
+                                        "dup",  "dup2",   "fcntl",  "pipe",  "socket", "socketpair"};
     if (!strcmp(cat, "python")) return !strcmp(name, "GIL wait") ? LP_BLOCK_GIL : LP_BLOCK_NONE;
     if (!strcmp(cat, "sync")) return LP_BLOCK_LOCK;
     if (!strcmp(cat, "wait")) return strstr(name, "sleep") ? LP_BLOCK_SLEEP : LP_BLOCK_IO;
@@ -94,7 +94,8 @@ static uint64_t python_line(const struct lp_reader *r, uint32_t id) {
 static int charge_line(struct lp_gil *g, uint64_t frame, enum lp_block kind, int64_t ns) {
     uint64_t v;
     if (!lp_map_get(&g->line_of, frame, &v)) {
-        if (LP_RESERVE(g->line, g->capline, g->nline + 1) != 0 || lp_map_put(&g->line_of, frame, g->nline + 1, NULL) < 0)
+        if (LP_RESERVE(g->line, g->capline, g->nline + 1) != 0 ||
+            lp_map_put(&g->line_of, frame, g->nline + 1, NULL) < 0)
             return -1;
         g->line[g->nline] = (struct line){frame, 0, 0};
         v = ++g->nline;
@@ -141,8 +142,7 @@ static int view_event(struct lp_analysis *a, const struct lp_event *e, const str
     if (kind == LP_BLOCK_GIL) g->waits++;
     if (ns <= 0) return 0;
     uint64_t line = python_line(a->r, e->stack);
-    if ((line && charge_line(g, line, kind, ns) != 0) || charge_stack(g, e->thread, e->stack, kind, ns) != 0)
-        return -1;
+    if ((line && charge_line(g, line, kind, ns) != 0) || charge_stack(g, e->thread, e->stack, kind, ns) != 0) return -1;
     return 0;
 }
 
@@ -202,8 +202,8 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
         if (!t->waits && !t->off_ns) continue;
         snprintf(tid, sizeof tid, "%u", a->r->threads[i].tid);
         lp_json_kobject(j, tid);
-        lp_json_kus(j, "wait_ns", LP_U(t->wait_ns), "held_ns", LP_U(t->held_ns), "off_cpu_ns", LP_U(t->off_ns),
-                    "waits", LP_U(t->waits), NULL);
+        lp_json_kus(j, "wait_ns", LP_U(t->wait_ns), "held_ns", LP_U(t->held_ns), "off_cpu_ns", LP_U(t->off_ns), "waits",
+                    LP_U(t->waits), NULL);
         int64_t cpu = cpu_of(a, (uint32_t)i);
         if (cpu >= 0) lp_json_kus(j, "cpu_ns", LP_U(cpu), NULL);
         lp_json_object_end(j);

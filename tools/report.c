@@ -38,7 +38,7 @@ struct an {
     uint8_t *outer_kernel;
     uint8_t *block; /* enum lp_block: a GIL wait, a blocking call (lib/gil.h) */
     size_t n;
-    int gil;        /* the trace has GIL waits */
+    int gil;     /* the trace has GIL waits */
     int has_cpu; /* the slices carry the CPU sampled while they ran */
 };
 
@@ -337,8 +337,8 @@ static void print_table(FILE *f, const struct an *a) {
 
 struct thr {
     int64_t pid, tid, first, last, busy, kernel, life;
-    int64_t cpu, cpu_kernel; /* sampled: on the thread, in its outermost kernel slices (-1: not sampled) */
-    int sliced;              /* it has slices (else only samples: no wall time) */
+    int64_t cpu, cpu_kernel;  /* sampled: on the thread, in its outermost kernel slices (-1: not sampled) */
+    int sliced;               /* it has slices (else only samples: no wall time) */
     struct lp_gil_thread gil; /* GIL wait and held, off-CPU (lib/gil.h) */
 };
 
@@ -356,7 +356,8 @@ static struct thr *threads(const struct an *a, size_t *n) {
                 return NULL;
             }
             t[k++] = (struct thr){
-                s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0, a->has_cpu ? 0 : -1, a->has_cpu ? 0 : -1, 1, {0}};
+                s->pid, s->tid, s->ts_ns, s->ts_ns + s->dur_ns, 0, 0, 0, a->has_cpu ? 0 : -1, a->has_cpu ? 0 : -1,
+                1,      {0}};
             lp_gil_thread_init(&t[k - 1].gil);
         }
         struct thr *x = &t[k - 1];
@@ -1096,10 +1097,16 @@ int rp_thread_shares(const struct lp_slices *c, const struct rp_opts *o,
     size_t n;
     struct thr *t = threads(&a, &n);
     for (size_t i = 0; t && i < n; i++) {
-        struct rp_thread_share sh = {t[i].pid,       t[i].tid,    t[i].sliced ? t[i].last - t[i].first : 0,
-                                     t[i].busy,      t[i].kernel, t[i].cpu,
-                                     t[i].cpu_kernel, a.gil ? t[i].gil.wait_ns : -1,
-                                     t[i].gil.held_ns, t[i].gil.off_ns};
+        struct rp_thread_share sh = {t[i].pid,
+                                     t[i].tid,
+                                     t[i].sliced ? t[i].last - t[i].first : 0,
+                                     t[i].busy,
+                                     t[i].kernel,
+                                     t[i].cpu,
+                                     t[i].cpu_kernel,
+                                     a.gil ? t[i].gil.wait_ns : -1,
+                                     t[i].gil.held_ns,
+                                     t[i].gil.off_ns};
         emit(arg, &sh);
     }
     free(t);

@@ -1166,14 +1166,14 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
                     if (strstr(l, "sleeper (") && sp - l > 8 && !strcmp(sp - 8, ";[sleep]")) slept += (double)us / 1e6;
                     *sp = save;
                 }
-                cr_expect(fabs(slept - want_s) <= 0.03 * want_s, "%s: the wall flame graph's sleep %.4f s, slept %.4f s",
-                          py[i], slept, want_s);
+                cr_expect(fabs(slept - want_s) <= 0.03 * want_s,
+                          "%s: the wall flame graph's sleep %.4f s, slept %.4f s", py[i], slept, want_s);
                 free(text);
             } else { /* the blocker: its lock, then the GIL */
                 double off = m ? (double)num(m, "off_cpu_ns") / 1e9 : 0;
                 cr_expect(off + in >= 0.85 * (w - cpu) && off <= w + 0.010,
-                          "%s: the blocker %.3f s off the CPU and %.3f s waiting for the GIL of %.3f s wall", py[i], off,
-                          in, w);
+                          "%s: the blocker %.3f s off the CPU and %.3f s waiting for the GIL of %.3f s wall", py[i],
+                          off, in, w);
             }
         }
         cr_expect_eq(spins, 3, "%s", py[i]);
@@ -1181,7 +1181,8 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
         cJSON *top = cJSON_GetArrayItem(lines, 0);
         cr_expect(top && strstr(cJSON_GetObjectItem(top, "line")->valuestring, "spin (") &&
                       strstr(cJSON_GetObjectItem(top, "line")->valuestring, "pygil.py:"),
-                  "%s: the most blocked line is %s", py[i], top ? cJSON_GetObjectItem(top, "line")->valuestring : "none");
+                  "%s: the most blocked line is %s", py[i],
+                  top ? cJSON_GetObjectItem(top, "line")->valuestring : "none");
         run_prog(&rep, dir, NULL, (const char *[]){REPORT, trace, NULL});
         cr_assert_eq(rep.status, 0, "%s", rep.err);
         cr_expect(strstr(rep.out, "gil wait") && strstr(rep.out, "off-cpu"), "%s: %s", py[i], rep.out);

@@ -7,7 +7,8 @@ GIL — or, on a loaded machine, runnable while another process had the processo
 run-queue delay of the thread (/proc/thread-self/schedstat) is kept beside them. A sleeper sleeps
 SECONDS/2 in one time.sleep; a blocker waits on a lock the main thread holds for SECONDS/3.
 OUT.json: per native thread id, its role, wall, CPU and run-queue delay seconds, and the unix
-times its measures began and ended."""
+times its measures began and ended; a spinning thread's rounds of work (what a profiler's cost
+takes from a run of fixed length)."""
 import json
 import sys
 import threading
@@ -43,11 +44,12 @@ def record(role, w0, c0, d0, u0, **more):
 
 def spin():
     w0, c0, d0, u0 = start()
-    n = 0
+    n = k = 0
     while time.perf_counter() - w0 < seconds:
         for i in range(2000):
             n += i * i
-    record("spin", w0, c0, d0, u0)
+        k += 1
+    record("spin", w0, c0, d0, u0, rounds=k)
 
 
 def sleeper():
