@@ -101,9 +101,9 @@ static int charge_line(struct lp_gil *g, uint64_t frame, enum lp_block kind, int
         v = ++g->nline;
     }
     if (kind == LP_BLOCK_GIL)
-        g->line[v - 1].gil_ns += ns;
+        g->line[v - 1].gil_ns = lp_gil_sat(g->line[v - 1].gil_ns, ns);
     else
-        g->line[v - 1].off_ns += ns;
+        g->line[v - 1].off_ns = lp_gil_sat(g->line[v - 1].off_ns, ns);
     return 0;
 }
 
@@ -116,7 +116,7 @@ static int charge_stack(struct lp_gil *g, uint32_t thread, uint32_t stack, enum 
         g->blocked[g->nblocked] = (struct blocked){thread, stack, (uint8_t)kind, 0};
         v = ++g->nblocked;
     }
-    g->blocked[v - 1].ns += ns;
+    g->blocked[v - 1].ns = lp_gil_sat(g->blocked[v - 1].ns, ns);
     return 0;
 }
 
@@ -155,8 +155,18 @@ static int64_t cpu_of(const struct lp_analysis *a, uint32_t thread) {
 
 static int by_blocked(const void *x, const void *y) {
     const struct line *a = x, *b = y;
-    int64_t u = a->gil_ns + a->off_ns, v = b->gil_ns + b->off_ns;
+    int64_t u = lp_gil_sat(a->gil_ns, a->off_ns), v = lp_gil_sat(b->gil_ns, b->off_ns);
     return u > v ? -1 : u < v;
+}
+
+/* The pass is over: the lines by their blocked time, once for the summary and the metadata. */
+static int view_finish(struct lp_analysis *a) {
+    struct lp_gil *g = GIL(a);
+    if (!g) return 0;
+    lp_sort(g->line, g->nline, sizeof *g->line, by_blocked);
+    for (size_t i = 0; i < g->nline; i++) /* (the rows moved: a followed run's pass goes on after a look) */
+        if (lp_map_put(&g->line_of, g->line[i].frame, i + 1, NULL) < 0) return -1;
+    return 0;
 }
 
 static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned top) {
@@ -182,7 +192,6 @@ static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned
     }
     struct lp_syms *syms = lp_syms_of(a->r);
     if (!g->nline || !syms) return;
-    lp_sort(g->line, g->nline, sizeof *g->line, by_blocked);
     lp_out_fmt(o, "  where they wait, by Python line:\n  %11s %11s  %s\n", "GIL wait", "off-CPU", "line");
     for (size_t i = 0; i < g->nline && i < lp_top(top, 10); i++) {
         lp_fmt_ns(w, sizeof w, g->line[i].gil_ns);
@@ -210,7 +219,6 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
     }
     lp_json_object_end(j);
     struct lp_syms *syms = lp_syms_of(a->r);
-    lp_sort(g->line, g->nline, sizeof *g->line, by_blocked);
     lp_json_karray(j, "blocked_lines");
     for (size_t i = 0; syms && i < g->nline; i++) {
         const char *name = lp_syms_function(syms, g->line[i].frame, 1);
@@ -223,55 +231,24 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
     lp_json_object_end(j);
 }
 
-/* A frame of a collapsed stack: ';' separates frames, a line ends the stack. */
-static void folded_frame(struct lp_out *o, const char *name) {
-    for (const char *p = name; *p; p++) lp_out_c(o, *p == ';' ? ':' : *p == '\n' ? ' ' : *p);
-}
-
-struct wall_ctx {
-    const struct lp_samples *s;
-    struct lp_syms *syms;
-    struct lp_out *o;
-    uint64_t period_us;
-};
-
-static void stack_frames(struct lp_out *o, struct lp_syms *syms, const struct lp_frames *v) {
-    for (uint32_t f = v->n; f-- > 0;) {
-        lp_out_c(o, ';');
-        folded_frame(o, lp_syms_function(syms, v->f[f], 1));
-    }
-}
-
-static void wall_sample(void *arg, uint32_t thread, const struct lp_frames *v, uint64_t samples) {
-    struct wall_ctx *w = arg;
-    char name[64];
-    folded_frame(w->o, lp_samples_thread_name(w->s, thread, name, sizeof name));
-    if (v)
-        stack_frames(w->o, w->syms, v);
-    else
-        lp_out_s(w->o, ";[libprof]");
-    lp_out_fmt(w->o, " %llu\n", (unsigned long long)(samples * w->period_us));
-}
-
 void lp_gil_wall_folded(const struct lp_analysis *a, struct lp_out *o) {
     const struct lp_samples *s = lp_samples_of(a);
     struct lp_gil *g = GIL(a);
     struct lp_syms *syms = lp_syms_of(a->r);
     if (!s || !syms) return;
-    struct wall_ctx w = {s, syms, o, (lp_samples_period(s) + 500) / 1000};
-    lp_samples_each(s, wall_sample, &w);
+    lp_samples_folded(s, o, (lp_samples_period(s) + 500) / 1000);
     char name[64];
     struct lp_frames v;
     for (size_t i = 0; g && i < g->nblocked; i++) {
         const struct blocked *b = &g->blocked[i];
         uint64_t us = ((uint64_t)b->ns + 500) / 1000;
         if (!us) continue;
-        folded_frame(o, lp_samples_thread_name(s, b->thread, name, sizeof name));
-        if (b->stack && lp_stack_view(a->r, b->stack, &v)) stack_frames(o, syms, &v);
+        lp_folded_frame(o, lp_samples_thread_name(s, b->thread, name, sizeof name));
+        if (b->stack && lp_stack_view(a->r, b->stack, &v)) lp_folded_frames(o, syms, &v);
         lp_out_fmt(o, ";%s %llu\n", lp_block_frames[b->kind], (unsigned long long)us);
     }
 }
 
 // clang-format off
-const struct lp_view lp_view_gil = {"gil", 1u << LP_SHAPE_CALL, view_create, view_event, NULL, NULL, view_destroy, view_summary, NULL, NULL, view_metadata};
+const struct lp_view lp_view_gil = {"gil", 1u << LP_SHAPE_CALL, view_create, view_event, NULL, view_finish, view_destroy, view_summary, NULL, NULL, view_metadata};
 // clang-format on

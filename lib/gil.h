@@ -41,18 +41,28 @@ static inline void lp_gil_thread_init(struct lp_gil_thread *t) {
     memset(t, 0, sizeof *t);
     t->held_from = -1;
 }
+/* (sums saturate: a forged trace may hold any times) */
+static inline int64_t lp_gil_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t lp_gil_since(int64_t to, int64_t from) { /* to - from, to >= from */
+    int64_t r;
+    return __builtin_sub_overflow(to, from, &r) ? INT64_MAX : r;
+}
 static inline void lp_gil_thread_add(struct lp_gil_thread *t, enum lp_block kind, int64_t ts, int64_t dur) {
     if (kind == LP_BLOCK_NONE) return;
-    if (t->held_from >= 0 && ts >= t->held_from) t->held_ns += ts - t->held_from;
+    int64_t end = lp_gil_sat(ts, dur);
+    if (t->held_from >= 0 && ts >= t->held_from) t->held_ns = lp_gil_sat(t->held_ns, lp_gil_since(ts, t->held_from));
     t->held_from = -1;
     if (kind == LP_BLOCK_GIL) {
-        t->wait_ns += dur;
+        t->wait_ns = lp_gil_sat(t->wait_ns, dur);
         t->waits++;
-        t->held_from = ts + dur;
+        t->held_from = end;
         return;
     }
-    int64_t from = ts > t->off_end ? ts : t->off_end, end = ts + dur;
-    if (end > from) t->off_ns += end - from;
+    int64_t from = ts > t->off_end ? ts : t->off_end;
+    if (end > from) t->off_ns = lp_gil_sat(t->off_ns, lp_gil_since(end, from));
     if (end > t->off_end) t->off_end = end;
 }
 

@@ -68,7 +68,7 @@ static void speedscope_finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (lp_speedscope(k->out, name, lp_alloc_sites(a->r, a->sites), lp_samples_of(a)) != 0) k->out->err = ENOMEM;
 }
 static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) {
-    lp_samples_folded(lp_samples_of(a), k->out);
+    lp_samples_folded(lp_samples_of(a), k->out, 1);
 }
 static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_syms *syms = lp_syms_of(a->r);

@@ -572,29 +572,33 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
 }
 
 /* Brendan Gregg's collapsed format, the thread as the root frame: "thread;root;...;leaf N". */
-static void folded_frame(struct lp_out *o, const char *name) {
+void lp_folded_frame(struct lp_out *o, const char *name) {
     for (const char *p = name; *p; p++) lp_out_c(o, *p == ';' ? ':' : *p == '\n' ? ' ' : *p);
 }
 
-void lp_samples_folded(const struct lp_samples *s, struct lp_out *o) {
+void lp_folded_frames(struct lp_out *o, struct lp_syms *syms, const struct lp_frames *v) {
+    for (uint32_t f = v->n; f-- > 0;) {
+        lp_out_c(o, ';');
+        lp_folded_frame(o, lp_syms_function(syms, v->f[f], 1));
+    }
+}
+
+void lp_samples_folded(const struct lp_samples *s, struct lp_out *o, uint64_t weight) {
     if (!s) return;
     struct lp_frames v;
     char name[64];
     for (uint32_t t = 0; t <= s->r->nthreads; t++)
         if (s->th[t].in_libprof) {
-            folded_frame(o, thread_name(s->r, t, name, sizeof name));
-            lp_out_fmt(o, ";[libprof] %llu\n", (unsigned long long)s->th[t].in_libprof);
+            lp_folded_frame(o, thread_name(s->r, t, name, sizeof name));
+            lp_out_fmt(o, ";[libprof] %llu\n", (unsigned long long)(s->th[t].in_libprof * weight));
         }
     for (size_t i = 0; i < s->nkeys; i++) {
         const struct skey *k = &s->keys[i];
         if (!k->n) continue;
-        folded_frame(o, thread_name(s->r, k->thread, name, sizeof name));
+        lp_folded_frame(o, thread_name(s->r, k->thread, name, sizeof name));
         if (!view(s, k, &v)) lp_out_s(o, ";[unknown stack]");
-        for (uint32_t f = v.n; f-- > 0;) {
-            lp_out_c(o, ';');
-            folded_frame(o, lp_syms_function(s->syms, v.f[f], 1));
-        }
-        lp_out_fmt(o, " %llu\n", (unsigned long long)k->n);
+        lp_folded_frames(o, s->syms, &v);
+        lp_out_fmt(o, " %llu\n", (unsigned long long)(k->n * weight));
     }
 }
 

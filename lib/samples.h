@@ -39,7 +39,14 @@ uint64_t lp_samples_count(const struct lp_samples *s);
 uint64_t lp_samples_period(const struct lp_samples *s);
 
 /* The writers' views. */
-void lp_samples_folded(const struct lp_samples *s, struct lp_out *o);
+/* The samples as collapsed stacks, each stack's count times `weight` (1: samples; the period in
+ * microseconds: time, the wall-clock flame graph's part). */
+void lp_samples_folded(const struct lp_samples *s, struct lp_out *o, uint64_t weight);
+/* A frame of a collapsed stack (';' and line ends made harmless), and a stack's frames, root
+ * first, each after a ';'. */
+struct lp_syms;
+void lp_folded_frame(struct lp_out *o, const char *name);
+void lp_folded_frames(struct lp_out *o, struct lp_syms *syms, const struct lp_frames *v);
 /* speedscope: `frame(arg, name)` gives a frame's index in the file's shared frames table (adding
  * it). Writes one sampled profile per thread, each a value of the profiles' array. */
 void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(void *, const char *), void *arg);
