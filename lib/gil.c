@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "gil.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "analysis.h"
@@ -35,6 +36,55 @@ enum lp_block lp_block_kind(const char *cat, const char *name) {
     return LP_BLOCK_IO;
 }
 
+int lp_gil_thread_add(struct lp_gil_thread *t, struct lp_gil_holds *hs, uint32_t who, uint32_t group,
+                      enum lp_block kind, int64_t ts, int64_t dur, int timed_out) {
+    if (kind == LP_BLOCK_NONE) return 0;
+    int64_t end = lp_gil_sat(ts, dur);
+    if (t->hold) { /* it let the GIL go, or it never had it */
+        struct lp_gil_hold *h = &hs->h[t->hold - 1];
+        if (kind == LP_BLOCK_GIL && h->timed_out) h->none = 1;
+        if (ts >= h->from && ts < h->to) h->to = ts;
+        h->open = 0;
+        t->hold = 0;
+    }
+    if (kind == LP_BLOCK_GIL) {
+        t->wait_ns = lp_gil_sat(t->wait_ns, dur);
+        t->waits++;
+        if (!hs) return 0;
+        if (LP_RESERVE(hs->h, hs->cap, hs->n + 1) != 0) return -1;
+        hs->h[hs->n++] = (struct lp_gil_hold){end, INT64_MAX, who, group, 1, timed_out != 0, 0};
+        t->hold = hs->n;
+        return 0;
+    }
+    int64_t from = ts > t->off_end ? ts : t->off_end;
+    if (end > from) t->off_ns = lp_gil_sat(t->off_ns, lp_gil_since(end, from));
+    if (end > t->off_end) t->off_end = end;
+    return 0;
+}
+
+static int by_group_from(const void *x, const void *y) {
+    const struct lp_gil_hold *a = x, *b = y;
+    if (a->group != b->group) return a->group < b->group ? -1 : 1;
+    return a->from < b->from ? -1 : a->from > b->from;
+}
+
+void lp_gil_holds_end(struct lp_gil_holds *hs) {
+    lp_sort(hs->h, hs->n, sizeof *hs->h, by_group_from);
+    int64_t next = INT64_MAX; /* where the next hold of this process starts */
+    for (size_t i = hs->n; i-- > 0;) {
+        struct lp_gil_hold *h = &hs->h[i];
+        if (i + 1 < hs->n && hs->h[i + 1].group != h->group) next = INT64_MAX;
+        if (h->none) continue;
+        if (next < h->to) h->to = next;
+        next = h->from;
+    }
+}
+
+void lp_gil_holds_free(struct lp_gil_holds *hs) {
+    lp_os_free(hs->h);
+    memset(hs, 0, sizeof *hs);
+}
+
 struct line { /* a Python line's blocked time */
     uint64_t frame;
     int64_t gil_ns, off_ns;
@@ -50,6 +100,7 @@ struct lp_gil {
     uint8_t kind[LP_CALL_COUNT]; /* each entry point's enum lp_block */
     struct lp_gil_thread *th;    /* by the reader's thread index */
     size_t nth;
+    struct lp_gil_holds holds; /* the GIL's holders (by the reader's thread index) */
     uint64_t waits;
     struct lp_map line_of, blocked_of; /* -> 1 + row */
     struct line *line;
@@ -75,6 +126,7 @@ static void view_destroy(struct lp_analysis *a) {
     struct lp_gil *g = GIL(a);
     if (!g) return;
     lp_os_free(g->th);
+    lp_gil_holds_free(&g->holds);
     lp_map_free(&g->line_of);
     lp_map_free(&g->blocked_of);
     lp_os_free(g->line);
@@ -136,7 +188,9 @@ static int view_event(struct lp_analysis *a, const struct lp_event *e, const str
     }
     struct lp_gil_thread *t = &g->th[e->thread];
     int64_t off0 = t->off_ns;
-    lp_gil_thread_add(t, kind, (int64_t)e->start_ns, (int64_t)e->dur_ns);
+    int timed_out = kind == LP_BLOCK_GIL && s->call->nargs > 1 && (int64_t)s->call->a[1] == ETIMEDOUT;
+    if (lp_gil_thread_add(t, &g->holds, e->thread, 0, kind, (int64_t)e->start_ns, (int64_t)e->dur_ns, timed_out) != 0)
+        return -1;
     /* what the thread was blocked for that it was not already (a call inside another counts once) */
     int64_t ns = kind == LP_BLOCK_GIL ? (int64_t)e->dur_ns : t->off_ns - off0;
     if (kind == LP_BLOCK_GIL) g->waits++;
@@ -163,6 +217,13 @@ static int by_blocked(const void *x, const void *y) {
 static int view_finish(struct lp_analysis *a) {
     struct lp_gil *g = GIL(a);
     if (!g) return 0;
+    lp_gil_holds_end(&g->holds);
+    for (size_t i = 0; i < g->nth; i++) g->th[i].held_ns = 0; /* (a followed run's pass: counted anew) */
+    for (size_t i = 0; i < g->holds.n; i++) {
+        const struct lp_gil_hold *h = &g->holds.h[i];
+        g->th[h->who].held_ns = lp_gil_sat(g->th[h->who].held_ns, lp_gil_hold_ns(h));
+        if (h->open) g->th[h->who].hold = i + 1;
+    }
     lp_sort(g->line, g->nline, sizeof *g->line, by_blocked);
     for (size_t i = 0; i < g->nline; i++) /* (the rows moved: a followed run's pass goes on after a look) */
         if (lp_map_put(&g->line_of, g->line[i].frame, i + 1, NULL) < 0) return -1;
@@ -173,8 +234,9 @@ static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned
     struct lp_gil *g = GIL(a);
     if (!g || !g->waits) return;
     char w[32], h[32], f[32], c[32];
-    lp_out_fmt(o, "  Python threads: GIL wait, GIL held (from a wait's end to the next wait or blocking call), "
-                  "off-CPU (blocked in\n  traced calls: locks, sleeps, I/O), CPU (sampled)\n");
+    lp_out_fmt(o, "  Python threads: GIL wait, GIL held (from a wait that took it to the thread's next wait or "
+                  "blocking call,\n  or another thread's taking it), off-CPU (blocked in traced calls: locks, "
+                  "sleeps, I/O), CPU (sampled)\n");
     lp_out_fmt(o, "  %10s %11s %7s %11s %11s %11s\n", "tid", "GIL wait", "waits", "GIL held", "off-CPU", "CPU");
     for (size_t i = 0; i < g->nth && i < a->r->nthreads; i++) {
         const struct lp_gil_thread *t = &g->th[i];
@@ -231,6 +293,46 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
     lp_json_object_end(j);
 }
 
+/* The GIL's holder: a track of its own, a slice per hold named by its thread. */
+static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
+    struct lp_gil *g = GIL(a);
+    if (!g || !g->holds.n) return;
+    lp_json_meta_name(j, pid, LP_GIL_TRACK, "thread_name", "GIL holder", 10);
+    lp_json_meta_sort(j, pid, LP_GIL_TRACK, 0); /* above the threads */
+    char name[96];
+    for (size_t i = 0; i < g->holds.n; i++) {
+        const struct lp_gil_hold *h = &g->holds.h[i];
+        int64_t ns = lp_gil_hold_ns(h);
+        if (!ns || h->who >= a->r->nthreads) continue;
+        const struct lp_thread_info *ti = &a->r->threads[h->who];
+        char label[64];
+        lp_thread_label(a->r, h->who, label, sizeof label);
+        int n = !strncmp(label, "thread ", 7) ? snprintf(name, sizeof name, "%s", label)
+                                              : snprintf(name, sizeof name, "%s %u", label, ti->tid);
+        lp_json_event(j, "X", pid, LP_GIL_TRACK, "python", name, (size_t)n, h->from);
+        lp_json_dur(j, (uint64_t)ns);
+        lp_json_args(j);
+        lp_json_key(j, "tid");
+        lp_json_u64(j, ti->tid);
+        lp_json_args_end(j);
+        lp_json_event_end(j);
+    }
+}
+
+size_t lp_gil_blocked_each(const struct lp_analysis *a,
+                           void (*fn)(void *arg, uint32_t thread, uint32_t stack, enum lp_block kind, int64_t ns),
+                           void *arg) {
+    const struct lp_gil *g = GIL(a);
+    size_t n = 0;
+    for (size_t i = 0; g && i < g->nblocked; i++) {
+        const struct blocked *b = &g->blocked[i];
+        if (b->ns <= 0) continue;
+        if (fn) fn(arg, b->thread, b->stack, (enum lp_block)b->kind, b->ns);
+        n++;
+    }
+    return n;
+}
+
 void lp_gil_wall_folded(const struct lp_analysis *a, struct lp_out *o) {
     const struct lp_samples *s = lp_samples_of(a);
     struct lp_gil *g = GIL(a);
@@ -250,5 +352,5 @@ void lp_gil_wall_folded(const struct lp_analysis *a, struct lp_out *o) {
 }
 
 // clang-format off
-const struct lp_view lp_view_gil = {"gil", 1u << LP_SHAPE_CALL, view_create, view_event, NULL, view_finish, view_destroy, view_summary, NULL, NULL, view_metadata};
+const struct lp_view lp_view_gil = {"gil", 1u << LP_SHAPE_CALL, view_create, view_event, NULL, view_finish, view_destroy, view_summary, NULL, view_chrome, view_metadata};
 // clang-format on

@@ -9,9 +9,15 @@
  *   - off-CPU: the time in the traced calls that block — lock and condition waits (sync), sleeps
  *     and polls (wait), reads, writes, syncs and opens of files and sockets (io, net); a call
  *     inside another counted once;
- *   - GIL held: from each GIL wait's end to the thread's next GIL wait or blocking call (a Python
- *     thread gives the GIL up before it blocks). A thread that takes the GIL while it is free has
- *     no wait to start from: that stretch is not counted held. */
+ *   - GIL held: from the end of each GIL wait that took the GIL to the thread's next GIL wait or
+ *     blocking call (a Python thread gives the GIL up before it blocks), or to where another
+ *     thread took the GIL (its holder had let it go), whichever comes first. CPython waits in
+ *     rounds of the switch interval: a round that timed out and is followed by the thread's next
+ *     round did not take the GIL; one that was signalled did (its holder handed the GIL over),
+ *     and so did one that timed out and is followed by anything else. A thread that takes the
+ *     GIL while it is free has no wait to start from: that stretch is not counted held. The
+ *     holds, in time order, are the GIL's holder track (the timeline's "GIL holder"), which
+ *     libprof-report reads back. */
 #ifndef LP_GIL_H
 #define LP_GIL_H
 
@@ -29,18 +35,29 @@ extern const char *const lp_block_frames[LP_BLOCK_KINDS]; /* "[GIL wait]", "[loc
  * names them). */
 enum lp_block lp_block_kind(const char *cat, const char *name);
 
+/* The GIL held by thread `who` (the caller's index) of process `group` from `from` to `to`
+ * (INT64_MAX: no end seen yet). */
+struct lp_gil_hold {
+    int64_t from, to;
+    uint32_t who, group;
+    uint8_t open;      /* its thread's last hold, which the thread's next slice may end */
+    uint8_t timed_out; /* its wait timed out: a hold only if the thread's next slice is no GIL wait */
+    uint8_t none;      /* it was not one: its thread waited again */
+};
+struct lp_gil_holds {
+    struct lp_gil_hold *h;
+    size_t n, cap;
+};
+
 /* One thread's totals, fed its GIL waits and blocking slices in time order (by start or by end:
  * a slice inside one counted before is counted once, either way). */
 struct lp_gil_thread {
-    int64_t wait_ns, held_ns, off_ns; /* GIL wait, GIL held, off-CPU (blocked, GIL waits apart) */
+    int64_t wait_ns, held_ns, off_ns; /* GIL wait, GIL held (lp_gil_holds_end), off-CPU (GIL waits apart) */
     uint64_t waits;                   /* GIL waits */
-    int64_t held_from;                /* the last GIL wait's end, while held is open (else -1) */
+    size_t hold;                      /* 1 + its open hold in the holds, or 0 */
     int64_t off_end;                  /* the end of the last blocking slice counted */
 };
-static inline void lp_gil_thread_init(struct lp_gil_thread *t) {
-    memset(t, 0, sizeof *t);
-    t->held_from = -1;
-}
+static inline void lp_gil_thread_init(struct lp_gil_thread *t) { memset(t, 0, sizeof *t); }
 /* (sums saturate: a forged trace may hold any times) */
 static inline int64_t lp_gil_sat(int64_t a, int64_t b) {
     int64_t r;
@@ -50,26 +67,34 @@ static inline int64_t lp_gil_since(int64_t to, int64_t from) { /* to - from, to 
     int64_t r;
     return __builtin_sub_overflow(to, from, &r) ? INT64_MAX : r;
 }
-static inline void lp_gil_thread_add(struct lp_gil_thread *t, enum lp_block kind, int64_t ts, int64_t dur) {
-    if (kind == LP_BLOCK_NONE) return;
-    int64_t end = lp_gil_sat(ts, dur);
-    if (t->held_from >= 0 && ts >= t->held_from) t->held_ns = lp_gil_sat(t->held_ns, lp_gil_since(ts, t->held_from));
-    t->held_from = -1;
-    if (kind == LP_BLOCK_GIL) {
-        t->wait_ns = lp_gil_sat(t->wait_ns, dur);
-        t->waits++;
-        t->held_from = end;
-        return;
-    }
-    int64_t from = ts > t->off_end ? ts : t->off_end;
-    if (end > from) t->off_ns = lp_gil_sat(t->off_ns, lp_gil_since(end, from));
-    if (end > t->off_end) t->off_end = end;
+/* Thread `t` (index `who` of process `group`) has a slice of kind `kind`: a GIL wait (`timed_out`:
+ * it returned ETIMEDOUT) opens a hold in `hs` (NULL: no holds kept). 0, or -1 when out of memory. */
+int lp_gil_thread_add(struct lp_gil_thread *t, struct lp_gil_holds *hs, uint32_t who, uint32_t group,
+                      enum lp_block kind, int64_t ts, int64_t dur, int timed_out);
+/* Every slice so far is in: the holds sorted by process and start, each cut at the next one's
+ * start (its holder had let the GIL go). The caller then reads them: each one's length
+ * (lp_gil_hold_ns), and where its threads' open holds went (`open`: the thread's `hold` is 1 + the
+ * new index). */
+void lp_gil_holds_end(struct lp_gil_holds *hs);
+static inline int64_t lp_gil_hold_ns(const struct lp_gil_hold *h) { /* 0: none, or no end yet */
+    return !h->none && h->to != INT64_MAX && h->to > h->from ? lp_gil_since(h->to, h->from) : 0;
 }
+void lp_gil_holds_free(struct lp_gil_holds *hs);
+
+/* The timeline's track of the GIL's holder (a pseudo thread of the process, as the GPU's streams
+ * are): one slice per hold, named by the thread that held it. */
+#define LP_GIL_TRACK UINT32_C(0x4f000000)
 
 /* The view's wall-clock flame graph (NAME.wall.folded, --wall-folded): collapsed stacks in
  * microseconds, the thread as the root frame — each CPU sample's stack at the sampling period,
  * each blocked slice's call stack with its kind as the innermost frame. */
 void lp_gil_wall_folded(const struct lp_analysis *a, struct lp_out *o);
+
+/* fn(arg, thread, stack, kind, ns) for each thread's blocked time under one call stack, of one
+ * kind (the reader's thread index and stack id); the number of them (fn NULL: only counted). */
+size_t lp_gil_blocked_each(const struct lp_analysis *a,
+                           void (*fn)(void *arg, uint32_t thread, uint32_t stack, enum lp_block kind, int64_t ns),
+                           void *arg);
 
 /* its row of the views table (views.h) */
 struct lp_view;

@@ -72,7 +72,7 @@ static void cpu_folded_finish(struct lp_sink *k, const struct lp_analysis *a) {
 }
 static void pprof_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_syms *syms = lp_syms_of(a->r);
-    if (!syms || lp_pprof_cpu(k->out, a->r, lp_samples_of(a), syms) != 0) k->out->err = ENOMEM;
+    if (!syms || lp_pprof_cpu(k->out, a->r, lp_samples_of(a), syms, a) != 0) k->out->err = ENOMEM;
 }
 static void pprof_heap_finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct lp_syms *syms = lp_syms_of(a->r);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gil.h"
 #include "map.h"
 #include "os.h"
 #include "pb.h"
@@ -101,26 +102,30 @@ static uint64_t location_of(struct pp *p, uint64_t w) {
     return id;
 }
 
-/* A sample: its frames (innermost first; NULL or none: the one made-up frame `fixed`, else
- * "[unknown stack]") and its values; `thread` a label when not NULL. */
-static void sample(struct pp *p, const struct lp_frames *v, const char *fixed, const int64_t *values,
+/* The location of a made-up frame named `name` ("[libprof]", "[GIL wait]"): its id, written when new. */
+static uint64_t made_up(struct pp *p, const char *name) {
+    uint64_t key = lp_text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
+    if (!lp_map_get(&p->locs, key | 1, &id)) {
+        id = ++p->nlocs;
+        if (lp_map_put(&p->locs, key | 1, id, NULL) < 0) p->out.oom = 1;
+        field_varint(&p->m2, 1, function_of(p, name, strlen(name), "", 0, 0));
+        field_varint(&p->m, 1, id);
+        lp_pb_msg(&p->m, 4, &p->m2);
+        lp_pb_msg(&p->out, 4, &p->m);
+    }
+    return id;
+}
+
+/* A sample: its frames (innermost first), under the made-up frame `leaf` when not NULL (NULL or no
+ * frames and no leaf: "[unknown stack]"), and its values; `thread` a label when not NULL. */
+static void sample(struct pp *p, const struct lp_frames *v, const char *leaf, const int64_t *values,
                    const char *thread) {
     struct lp_pb ids = {0}, vals = {0}, lab = {0};
-    if (!fixed && v && v->n) {
+    if (leaf) lp_pb_varint(&ids, made_up(p, leaf));
+    if (v && v->n)
         for (uint32_t i = 0; i < v->n; i++) lp_pb_varint(&ids, location_of(p, v->f[i]));
-    } else { /* a stack of one made-up frame: "[libprof]", "[unknown stack]" */
-        const char *name = fixed ? fixed : "[unknown stack]";
-        uint64_t key = lp_text_hash(name, strlen(name)) & ~(UINT64_C(3) << 62), id;
-        if (!lp_map_get(&p->locs, key | 1, &id)) {
-            id = ++p->nlocs;
-            if (lp_map_put(&p->locs, key | 1, id, NULL) < 0) p->out.oom = 1;
-            field_varint(&p->m2, 1, function_of(p, name, strlen(name), "", 0, 0));
-            field_varint(&p->m, 1, id);
-            lp_pb_msg(&p->m, 4, &p->m2);
-            lp_pb_msg(&p->out, 4, &p->m);
-        }
-        lp_pb_varint(&ids, id);
-    }
+    else if (!leaf)
+        lp_pb_varint(&ids, made_up(p, "[unknown stack]"));
     for (uint32_t i = 0; i < p->nvalues; i++) lp_pb_varint(&vals, (uint64_t)values[i]);
     lp_pb_bytes(&p->m, 1, ids.d, ids.n); /* packed */
     lp_pb_bytes(&p->m, 2, vals.d, vals.n);
@@ -220,6 +225,7 @@ static void begin(struct pp *p, const struct lp_reader *r, struct lp_syms *syms)
 struct cpu_arg {
     struct pp *p;
     const struct lp_samples *s;
+    const struct lp_reader *r;
     uint64_t period;
 };
 
@@ -227,20 +233,36 @@ static void cpu_sample(void *arg, uint32_t thread, const struct lp_frames *v, ui
     struct cpu_arg *c = arg;
     char name[64];
     lp_samples_thread_name(c->s, thread, name, sizeof name);
-    int64_t values[2] = {(int64_t)n, (int64_t)(n * c->period)};
+    int64_t values[3] = {(int64_t)n, (int64_t)(n * c->period), (int64_t)(n * c->period)};
     sample(c->p, v, v ? NULL : "[libprof]", values, name);
 }
 
-int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_samples *s, struct lp_syms *syms) {
+/* A blocked stretch (gil.h): wall time only, its kind the innermost frame. */
+static void blocked_sample(void *arg, uint32_t thread, uint32_t stack, enum lp_block kind, int64_t ns) {
+    struct cpu_arg *c = arg;
+    char name[64];
+    lp_samples_thread_name(c->s, thread, name, sizeof name);
+    struct lp_frames v = {0};
+    if (stack) lp_stack_view(c->r, stack, &v);
+    int64_t values[3] = {0, 0, ns};
+    sample(c->p, &v, lp_block_frames[kind], values, name);
+}
+
+int lp_pprof_cpu(struct lp_out *o, const struct lp_reader *r, const struct lp_samples *s, struct lp_syms *syms,
+                 const struct lp_analysis *a) {
     struct pp p;
     begin(&p, r, syms);
-    p.nvalues = 2;
+    int wall = a && lp_gil_blocked_each(a, NULL, NULL) > 0;
+    p.nvalues = wall ? 3 : 2;
     value_type(&p, 1, "samples", "count");
     value_type(&p, 1, "cpu", "nanoseconds");
-    struct cpu_arg c = {&p, s, lp_samples_period(s)};
+    if (wall) value_type(&p, 1, "wall", "nanoseconds");
+    struct cpu_arg c = {&p, s, r, lp_samples_period(s)};
     lp_samples_each(s, cpu_sample, &c);
+    if (wall) lp_gil_blocked_each(a, blocked_sample, &c);
     value_type(&p, 11, "cpu", "nanoseconds");
     field_varint(&p.out, 12, c.period);
+    if (wall) field_varint(&p.out, 14, str0(&p, "cpu")); /* default_sample_type: the CPU, as before */
     tail(&p);
     return finish(&p, o);
 }

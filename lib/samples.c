@@ -351,16 +351,21 @@ static uint64_t hist_pct(const struct lp_sampling *g, double q) {
 }
 
 /* "main", a name the thread was given (pthread_setname_np), or "thread TID". */
-static const char *thread_name(const struct lp_reader *r, uint32_t t, char *buf, size_t len) {
+const char *lp_thread_label(const struct lp_reader *r, uint32_t t, char *buf, size_t len) {
     if (t >= r->nthreads) return "?";
     const struct lp_thread_info *ti = &r->threads[t];
     const char *exe = r->exe ? r->exe : "";
     uint32_t n = r->exe ? r->exe_len : 0, b = 0;
     for (uint32_t i = 0; i < n; i++)
         if (exe[i] == '/') b = i + 1;
-    /* the kernel's name is the executable's (cut to 15 bytes) unless the thread was named */
+    /* the kernel's name is the executable's (cut to 15 bytes) unless the thread was named — or
+     * the main thread's, where the program was started through a link (python3 -> python3.10) */
     int inherited = ti->name && ti->name_len <= n - b && !memcmp(ti->name, exe + b, ti->name_len) &&
                     (ti->name_len == n - b || ti->name_len == 15);
+    for (uint32_t i = 0; ti->name && !inherited && i < r->nthreads; i++)
+        if (r->threads[i].tid == r->hdr.pid && r->threads[i].name && r->threads[i].name_len == ti->name_len &&
+            !memcmp(r->threads[i].name, ti->name, ti->name_len))
+            inherited = 1;
     if (ti->tid == r->hdr.pid)
         snprintf(buf, len, "main");
     else if (ti->name && !inherited)
@@ -398,7 +403,7 @@ int lp_samples_export(const struct lp_samples *s, struct lp_cpu *out) {
         struct lp_cpu_thread *o = &out->threads[out->nthreads++];
         o->pid = s->r->hdr.pid;
         o->tid = t < s->r->nthreads ? s->r->threads[t].tid : 0;
-        thread_name(s->r, t, o->name, sizeof o->name);
+        lp_thread_label(s->r, t, o->name, sizeof o->name);
         o->samples = c->samples;
         if (c->bucket) memcpy(o->bucket, c->bucket, sizeof o->bucket);
     }
@@ -438,7 +443,7 @@ unsigned lp_samples_frames(const struct lp_samples *s, uint32_t key, const char 
 }
 
 const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, char *buf, size_t len) {
-    return s ? thread_name(s->r, thread, buf, len) : "?";
+    return s ? lp_thread_label(s->r, thread, buf, len) : "?";
 }
 
 /* ---- the writers' views ---------------------------------------------------------------------- */
@@ -492,7 +497,7 @@ static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned
             char name[64], tm[32];
             ms(tm, sizeof tm, c->samples * s->period_ns);
             lp_out_fmt(o, "  %10u %10llu %10s  %-16s  %s\n", t < s->r->nthreads ? s->r->threads[t].tid : 0,
-                       (unsigned long long)c->samples, tm, thread_name(s->r, t, name, sizeof name),
+                       (unsigned long long)c->samples, tm, lp_thread_label(s->r, t, name, sizeof name),
                        c->fn.n ? c->fn.rows[0].name : "-");
         }
     }
@@ -552,7 +557,7 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
         char name[64];
         lp_json_object(j);
         lp_json_ku(j, "tid", t < s->r->nthreads ? s->r->threads[t].tid : 0);
-        thread_name(s->r, t, name, sizeof name);
+        lp_thread_label(s->r, t, name, sizeof name);
         lp_json_ks(j, "name", name, strlen(name));
         lp_json_kus(j, "samples", LP_U(c->samples), "cpu_ns", LP_U(c->samples * s->period_ns), NULL);
         lp_json_karray(j, "buckets");
@@ -589,13 +594,13 @@ void lp_samples_folded(const struct lp_samples *s, struct lp_out *o, uint64_t we
     char name[64];
     for (uint32_t t = 0; t <= s->r->nthreads; t++)
         if (s->th[t].in_libprof) {
-            lp_folded_frame(o, thread_name(s->r, t, name, sizeof name));
+            lp_folded_frame(o, lp_thread_label(s->r, t, name, sizeof name));
             lp_out_fmt(o, ";[libprof] %llu\n", (unsigned long long)(s->th[t].in_libprof * weight));
         }
     for (size_t i = 0; i < s->nkeys; i++) {
         const struct skey *k = &s->keys[i];
         if (!k->n) continue;
-        lp_folded_frame(o, thread_name(s->r, k->thread, name, sizeof name));
+        lp_folded_frame(o, lp_thread_label(s->r, k->thread, name, sizeof name));
         if (!view(s, k, &v)) lp_out_s(o, ";[unknown stack]");
         lp_folded_frames(o, s->syms, &v);
         lp_out_fmt(o, " %llu\n", (unsigned long long)(k->n * weight));
@@ -636,7 +641,7 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples) continue;
         char title[96];
-        snprintf(title, sizeof title, "CPU: %s", thread_name(s->r, t, name, sizeof name));
+        snprintf(title, sizeof title, "CPU: %s", lp_thread_label(s->r, t, name, sizeof name));
         lp_json_object(j);
         lp_json_ks(j, "type", "sampled", 7);
         lp_json_ks(j, "name", title, strlen(title));
@@ -677,7 +682,7 @@ static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t
     for (uint32_t t = 0; t <= s->r->nthreads; t++) {
         const struct thread_cpu *c = &s->th[t];
         if (!c->samples || !c->bucket) continue;
-        snprintf(track, sizeof track, "cpu %% (%s)", thread_name(s->r, t, name, sizeof name));
+        snprintf(track, sizeof track, "cpu %% (%s)", lp_thread_label(s->r, t, name, sizeof name));
         double last = -1;
         for (unsigned b = 0; b < LP_CPU_BUCKETS; b += group) {
             unsigned n = b + group <= LP_CPU_BUCKETS ? group : LP_CPU_BUCKETS - b;

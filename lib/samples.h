@@ -66,6 +66,8 @@ void lp_samples_each_sample(const struct lp_samples *s,
 unsigned lp_samples_frames(const struct lp_samples *s, uint32_t key, const char **names, unsigned max);
 /* "main", the name the thread was given, or "thread TID". */
 const char *lp_samples_thread_name(const struct lp_samples *s, uint32_t thread, char *buf, size_t len);
+/* The same from the trace alone: "main", the name the program gave the thread, else "thread TID". */
+const char *lp_thread_label(const struct lp_reader *r, uint32_t thread, char *buf, size_t len);
 
 /* Each distinct sample (thread, frames innermost first: the sampled instruction's, then its
  * callers') with its count, for pprof; `v` NULL for the samples in libprof's own code. */

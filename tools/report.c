@@ -342,6 +342,21 @@ struct thr {
     struct lp_gil_thread gil; /* GIL wait and held, off-CPU (lib/gil.h) */
 };
 
+/* GIL held, per thread: the trace's "GIL holder" track (lib/gil.h), each slice named by its
+ * holder, the thread id last. */
+static void held_from_track(const struct an *a, struct thr *t, size_t k) {
+    for (size_t j = 0; j < a->c->nslices; j++) {
+        const struct lp_slice *s = &a->c->slices[j];
+        if (s->tid != LP_GIL_TRACK) continue;
+        const char *name = a->c->names[s->name], *sp = strrchr(name, ' ');
+        char *end;
+        long long tid = sp ? strtoll(sp + 1, &end, 10) : -1;
+        if (!sp || *end || tid <= 0) continue;
+        for (size_t i = 0; i < k; i++)
+            if (t[i].pid == s->pid && t[i].tid == tid) ADD(t[i].gil.held_ns, s->dur_ns);
+    }
+}
+
 /* The threads: those with slices, then those only sampled (a thread running Python, or the
  * program's own loops, may have no traced call at all). */
 static struct thr *threads(const struct an *a, size_t *n) {
@@ -350,6 +365,7 @@ static struct thr *threads(const struct an *a, size_t *n) {
     const struct lp_cpu *cpu = &a->c->cpu;
     for (size_t j = 0; j < a->n; j++) {
         const struct lp_slice *s = &a->c->slices[a->order[j]];
+        if (s->tid == LP_GIL_TRACK) continue; /* the GIL's holder: not a thread (held_from_track) */
         if (!k || t[k - 1].pid != s->pid || t[k - 1].tid != s->tid) {
             if (LP_RESERVE(t, cap, k + 1) != 0) {
                 free(t);
@@ -362,7 +378,7 @@ static struct thr *threads(const struct an *a, size_t *n) {
         }
         struct thr *x = &t[k - 1];
         uint32_t i = a->order[j];
-        lp_gil_thread_add(&x->gil, (enum lp_block)a->block[i], s->ts_ns, s->dur_ns);
+        lp_gil_thread_add(&x->gil, NULL, 0, 0, (enum lp_block)a->block[i], s->ts_ns, s->dur_ns, 0);
         if (s->ts_ns + s->dur_ns > x->last) x->last = s->ts_ns + s->dur_ns;
         if (top_work(a, i)) ADD(x->busy, s->dur_ns);
         if (a->outer_kernel[i]) {
@@ -371,6 +387,7 @@ static struct thr *threads(const struct an *a, size_t *n) {
         }
         if (a->life[i]) x->life = 1;
     }
+    held_from_track(a, t, k);
     for (size_t m = 0; m < cpu->nthreads; m++) { /* the samples' totals */
         const struct lp_cpu_thread *ct = &cpu->threads[m];
         size_t j = 0;
@@ -415,8 +432,9 @@ static void print_threads(FILE *f, const struct an *a) {
                    "oneDNN,\nOpenMP regions, waits on the GPU or --kernels; framework tax = share of the wall time "
                    "outside kernels\n");
     if (a->gil)
-        fprintf(f, "Python threads: gil wait = waiting for the GIL; gil held = from a wait's end to the next wait or "
-                   "blocking call;\noff-cpu = blocked in traced calls (locks, sleeps, I/O)\n");
+        fprintf(f, "Python threads: gil wait = waiting for the GIL; gil held = the trace's GIL holder track (from a "
+                   "wait that took\nthe GIL to the thread's next wait or blocking call, or another thread's taking "
+                   "it); off-cpu = blocked in\ntraced calls (locks, sleeps, I/O)\n");
     fprintf(f, "%8s %10s %11s %11s %7s %11s %7s", "pid", "tid", "wall", "busy", "busy%", "kernel", "kernel%");
     if (a->has_cpu) fprintf(f, " %11s %11s", "cpu", "cpu kernel");
     if (a->gil) fprintf(f, " %11s %11s %11s", "gil wait", "gil held", "off-cpu");

@@ -59,7 +59,7 @@
     X(BLAS, "blas", 1)       /* CBLAS and Fortran BLAS level 1-3 */                                  \
     X(DNNL, "dnnl", 1)       /* oneDNN primitive execution */                                        \
     X(OMP, "omp", 1)         /* OpenMP parallel regions (libgomp) */                                 \
-    X(PYTHON, "python", 0)   /* Python functions named by LIBPROF_PYTHON_CALLS */                    \
+    X(PYTHON, "python", 0)   /* LIBPROF_PYTHON_CALLS functions; the waits for the GIL */                 \
     X(ORT, "ort", 0)         /* ONNX Runtime sessions and runs (its C API table) */                  \
     X(MPI, "mpi", 0)         /* MPI: init, point-to-point, collectives */                            \
     X(CPU, "cpu", 0)         /* CPU samples of every thread (LIBPROF_SAMPLE_HZ) */               \

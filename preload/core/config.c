@@ -429,4 +429,6 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     cfg->output_kind = lp_output_timeline(cfg->output);
     cfg->enabled = cfg->output[0] || cfg->csv[0] || cfg->summary;
     if (cfg->enabled && cfg->families == 0) lpr_info("LIBPROF_EVENTS selects no family: nothing will be recorded");
+    if (cfg->enabled && cfg->sample_hz && sample_hz_set && !(cfg->families & (1u << LP_FAM_CPU)))
+        lpr_say("LIBPROF_SAMPLE_HZ is set but LIBPROF_EVENTS leaves out cpu: no CPU samples");
 }

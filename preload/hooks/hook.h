@@ -73,10 +73,13 @@
 #define U(x) ((uint64_t)(uintptr_t)(x))
 
 /* The fast path, with the parameters passed on as the parenthesised list `args`. */
-#define LP_PASS_ARGS(fam, fn, args)                                                                             \
-    do {                                                                                                        \
-        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED);                    \
-        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((1u << (fam)) | LP_GATE_UNINIT)))) return f_ args; \
+#define LP_PASS_ARGS(fam, fn, args) LP_PASS_MASK(1u << (fam), fn, args)
+/* The same for a hook whose calls may belong to any of the families in `mask` (a timed wait is
+ * the sync family's, or the python family's when it waits for the GIL). */
+#define LP_PASS_MASK(mask, fn, args)                                                                     \
+    do {                                                                                                 \
+        __typeof__(&fn) f_ = (__typeof__(&fn))__atomic_load_n(&real_##fn, __ATOMIC_RELAXED);             \
+        if (LP_LIKELY(f_ != NULL) && LP_LIKELY(!(lpr_gate & ((mask) | LP_GATE_UNINIT)))) return f_ args; \
     } while (0)
 
 /* Start recording a call of family `fam`: `t` (NULL: not recorded) and `t0`. */

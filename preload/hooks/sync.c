@@ -103,17 +103,23 @@ LP_EXPORT int sem_wait(sem_t *s) {
 LP_HOOK(SYNC, COND_WAIT, int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m), ENOSYS, (void)0,
         U(c), I(r))
 /* A timed wait is CPython's wait for the GIL when it waits on the GIL's condition variable
- * (python.h): recorded as "GIL wait", the Python line the thread will run once it has the GIL. */
+ * (python.h): that wait is the python family's, recorded as "GIL wait" with the Python line the
+ * thread will run once it has the GIL; any other is the sync family's. So the GIL's waits are
+ * recorded without the sync family, whose hooks of every mutex cost a program that locks often
+ * (PyTorch) more than the waits are worth when only the GIL is asked about. */
+#define GIL_OR_SYNC ((1u << LP_FAM_SYNC) | (1u << LP_FAM_PYTHON))
 __attribute__((noinline)) static int pthread_cond_timedwait_slow(pthread_cond_t *c, pthread_mutex_t *m,
                                                                  const struct timespec *ts) {
     if (!LP_REAL(pthread_cond_timedwait)) LP_NOFN(ENOSYS);
-    LP_BEGIN(LP_FAM_SYNC);
+    int gil = lpr_py_gil_wait(c, m);
+    unsigned fam = gil ? LP_FAM_PYTHON : LP_FAM_SYNC;
+    LP_BEGIN(fam);
     int r = LP_REAL(pthread_cond_timedwait)(c, m, ts);
-    LP_RECORD(LP_FAM_SYNC, lpr_py_gil_wait(c, m) ? LP_CALL_GIL_WAIT : LP_CALL_COND_TIMEDWAIT, U(c), I(r));
+    LP_RECORD(fam, gil ? LP_CALL_GIL_WAIT : LP_CALL_COND_TIMEDWAIT, U(c), I(r));
     return r;
 }
 LP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts) {
-    LP_PASS_ARGS(LP_FAM_SYNC, pthread_cond_timedwait, (c, m, ts));
+    LP_PASS_MASK(GIL_OR_SYNC, pthread_cond_timedwait, (c, m, ts));
     return pthread_cond_timedwait_slow(c, m, ts);
 }
 LP_HOOK(SYNC, COND_TIMEDWAIT, int, pthread_cond_clockwait,
@@ -124,4 +130,6 @@ LP_HOOK(SYNC, BARRIER_WAIT, int, pthread_barrier_wait, (pthread_barrier_t * b), 
 /* the hottest pass-throughs: unbound from the program when this family never records */
 LP_UNHOOKABLE(SYNC, pthread_mutex_lock);
 LP_UNHOOKABLE(SYNC, pthread_cond_wait);
-LP_UNHOOKABLE(SYNC, pthread_cond_timedwait);
+/* the timed wait stays bound while the python family records: it names the GIL's waits */
+static int python_off(void) { return !(lpr_cfg.families & (1u << LP_FAM_PYTHON)); }
+LP_UNHOOKABLE_IF(SYNC, pthread_cond_timedwait, python_off);

@@ -323,6 +323,19 @@ Test(alloc, bad_values_warn_once_and_keep_defaults, .init = setup) {
     run_free(&r);
 }
 
+/* Sampling asked for, the cpu family left out: no samples, and one line that says why. */
+Test(alloc, sampling_without_the_cpu_family_says_so, .init = setup) {
+    char *out = strfmt("LIBPROF_OUTPUT=%s/t.json", dir);
+    const char *env[] = {out, "LIBPROF_SAMPLE_HZ=1000", "LIBPROF_EVENTS=alloc", NULL};
+    struct run r;
+    run_allocs(&r, env);
+    cr_assert_eq(r.status, 7);
+    cr_expect_eq(count_lines_with(r.err, "libprof: LIBPROF_SAMPLE_HZ is set but LIBPROF_EVENTS leaves out cpu"), 1,
+                 "%s", r.err);
+    cr_expect_eq(count_lines_with(r.err, "libprof:"), 1, "%s", r.err);
+    run_free(&r);
+}
+
 Test(alloc, unwritable_output_warns_and_runs_untraced, .init = setup) {
     const char *env[] = {"LIBPROF_OUTPUT=/proc/libprof-no/such/t.json", NULL};
     struct run r;

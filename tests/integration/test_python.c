@@ -1100,6 +1100,42 @@ Test(python, sampled_allocations_by_line_estimate_the_exact_run, .init = setup) 
  * metadata.libprof.python.gil; the wall-clock flame graph gives the sleeper's time.sleep its slept
  * time (±3 %); the blocker's time is its lock's and the GIL's; the report's per-thread table has
  * the columns; the GIL waits' line is the spinning loop's. */
+/* The GIL's holder track (thread id 0x4f000000): its slices never overlap, each names the thread
+ * holding the GIL, and they add up to each thread's GIL held; a spinning thread held the GIL about
+ * as long as it ran (its CPU time, less 15 % or 60 ms: it ran only holding it), the sleeper hardly. */
+static void check_gil_holder(const char *py, cJSON *t, cJSON *truth, cJSON *gil) {
+    cJSON *ev, *th;
+    double last_end = -1, ts, dur;
+    int holds = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+        if (num(ev, "tid") != 0x4f000000 || strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "X")) continue;
+        ts = cJSON_GetObjectItem(ev, "ts")->valuedouble;
+        dur = cJSON_GetObjectItem(ev, "dur")->valuedouble;
+        cr_expect_geq(ts + 0.0015, last_end, "%s: GIL holder slices overlap at %.3f us", py, ts);
+        last_end = ts + dur;
+        holds++;
+    }
+    cr_expect_gt(holds, 10, "%s: %d slices on the GIL holder track", py, holds);
+    cJSON_ArrayForEach(th, truth) {
+        const char *role = cJSON_GetObjectItem(th, "role")->valuestring;
+        double held = 0, cpu = cJSON_GetObjectItem(th, "cpu")->valuedouble;
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+            cJSON *args = cJSON_GetObjectItem(ev, "args");
+            if (num(ev, "tid") == 0x4f000000 && args && num(args, "tid") == atoll(th->string))
+                held += cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
+        }
+        cJSON *m = cJSON_GetObjectItem(gil, th->string);
+        double table = m ? (double)num(m, "held_ns") / 1e9 : -1;
+        cr_expect(fabs(held - table) < 0.002, "%s: thread %s's holds add up to %.3f s, its GIL held %.3f s", py,
+                  th->string, held, table);
+        if (!strcmp(role, "spin"))
+            cr_expect_geq(held, 0.85 * cpu - 0.060, "%s: spinning thread %s held the GIL %.3f s, ran %.3f s", py,
+                          th->string, held, cpu);
+        else if (!strcmp(role, "sleep"))
+            cr_expect_lt(held, 0.060, "%s: the sleeper held the GIL %.3f s", py, held);
+    }
+}
+
 Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
     char py[16][256];
     int n = python_interpreters(py, 16, 8), tested = 0;
@@ -1185,6 +1221,7 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
                       strstr(cJSON_GetObjectItem(top, "line")->valuestring, "pygil.py:"),
                   "%s: the most blocked line is %s", py[i],
                   top ? cJSON_GetObjectItem(top, "line")->valuestring : "none");
+        check_gil_holder(py[i], t, truth, gil);
         run_prog(&rep, dir, NULL, (const char *[]){REPORT, trace, NULL});
         cr_assert_eq(rep.status, 0, "%s", rep.err);
         cr_expect(strstr(rep.out, "gil wait") && strstr(rep.out, "off-cpu"), "%s: %s", py[i], rep.out);
@@ -1195,4 +1232,69 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
         tested++;
     }
     cr_assert_gt(tested, 0, "no interpreter ran");
+}
+
+/* The GIL's waits without the sync family (LIBPROF_EVENTS=cpu,python,wait,thread: the timed wait
+ * hooked alone), and the CPU profile's wall sample type read by Go's own pprof: the sleeper's
+ * [sleep] under its thread is its sleep, less the GIL taken back after it, within 3 %. */
+Test(python, gil_without_the_sync_family_and_pprof_wall_time, .init = setup) {
+    char py[16][256];
+    cr_assert_gt(python_interpreters(py, 16, 8), 0, "no interpreter");
+    if (access(LP_BUILD_DIR "/go/pprof", X_OK) != 0)
+        cr_skip_test("Go's pprof not built (golang-go, golang-github-google-pprof-dev)");
+    char *lpt = strfmt("%s/g.lpt", dir), *truth_path = strfmt("%s/truth.json", dir), *pb = strfmt("%s/g.pb.gz", dir),
+         *json = strfmt("%s/g.json", dir);
+    struct run r, rep, pp;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_SAMPLE_HZ=500",
+                              "LIBPROF_EVENTS=cpu,python,wait,thread", NULL},
+             (const char *[]){py[0], LP_SOURCE_DIR "/tests/progs/pygil.py", "1.0", truth_path, NULL});
+    cr_assert_eq(r.status, 0, "%s: %s", py[0], r.err);
+    run_prog(&rep, dir, NULL, (const char *[]){REPORT, lpt, "--pprof", pb, "--chrome", json, "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    cJSON *truth = load_json(truth_path), *t = load_json(json), *ev, *th;
+    cr_assert(truth && t);
+    int waits = 0, sync = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+        cJSON *cat = cJSON_GetObjectItem(ev, "cat"), *nm = cJSON_GetObjectItem(ev, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "GIL wait")) waits++;
+        if (cJSON_IsString(cat) && !strcmp(cat->valuestring, "sync")) sync++;
+    }
+    cr_expect_gt(waits, 50, "%s: %d GIL waits without the sync family", py[0], waits);
+    cr_expect_eq(sync, 0, "%s: %d slices of the sync family, which was not asked for", py[0], sync);
+    cJSON *gil = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "gil");
+    cr_assert_not_null(gil);
+    check_gil_holder(py[0], t, truth, gil);
+    cJSON_ArrayForEach(th, truth) {
+        if (strcmp(cJSON_GetObjectItem(th, "role")->valuestring, "sleep")) continue;
+        /* its sleep, less the GIL waits after it (while it measured) */
+        double origin = (double)num(libprof_meta(t), "start_time_unix_ns") / 1e9,
+               t0 = cJSON_GetObjectItem(th, "t0")->valuedouble - origin,
+               t1 = cJSON_GetObjectItem(th, "t1")->valuedouble - origin,
+               want = cJSON_GetObjectItem(th, "slept")->valuedouble;
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+            cJSON *nm = cJSON_GetObjectItem(ev, "name");
+            if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "GIL wait") || num(ev, "tid") != atoll(th->string))
+                continue;
+            double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble / 1e6,
+                   dur = cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
+            double from = ts > t0 ? ts : t0, to = ts + dur < t1 ? ts + dur : t1;
+            if (to > from) want -= to - from;
+        }
+        run_prog(&pp, dir, NULL,
+                 (const char *[]){LP_BUILD_DIR "/go/pprof", "-sample_index=wall", "-unit=ms", "-top",
+                                  strfmt("-tagfocus=thread=thread %s", th->string), pb, NULL});
+        cr_assert_eq(pp.status, 0, "%s", pp.err);
+        double ms = -1;
+        for (char *l = pp.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+            if (!strncmp(l + strcspn(l, "\n") - 7, "[sleep]", 7)) ms = strtod(l, NULL);
+        cr_expect(fabs(ms / 1e3 - want) <= 0.03 * want,
+                  "%s: pprof's wall [sleep] of the sleeper %.4f s, its sleep %.4f s\n%s", py[0], ms / 1e3, want,
+                  pp.out);
+        run_free(&pp);
+    }
+    cJSON_Delete(truth);
+    cJSON_Delete(t);
+    run_free(&rep);
+    run_free(&r);
 }
