@@ -62,6 +62,44 @@ int lp_gil_thread_add(struct lp_gil_thread *t, struct lp_gil_holds *hs, uint32_t
     return 0;
 }
 
+int lp_gil_threads_add(struct lp_gil_threads *g, uint32_t thread, enum lp_block kind, int64_t ts, int64_t dur,
+                       int timed_out) {
+    if (kind == LP_BLOCK_NONE) return 0;
+    if (thread >= g->nth) {
+        size_t n = g->nth;
+        if (LP_RESERVE(g->th, g->nth, (size_t)thread + 1) != 0) return -1;
+        for (; n < g->nth; n++) lp_gil_thread_init(&g->th[n]);
+    }
+    return lp_gil_thread_add(&g->th[thread], &g->holds, thread, 0, kind, ts, dur, timed_out);
+}
+
+void lp_gil_threads_end(struct lp_gil_threads *g) {
+    lp_gil_holds_end(&g->holds);
+    for (size_t i = 0; i < g->nth; i++) g->th[i].held_ns = 0; /* (a followed run's pass: counted anew) */
+    for (size_t i = 0; i < g->holds.n; i++) {
+        const struct lp_gil_hold *h = &g->holds.h[i];
+        g->th[h->who].held_ns = lp_gil_sat(g->th[h->who].held_ns, lp_gil_hold_ns(h));
+        if (h->open) g->th[h->who].hold = i + 1;
+    }
+}
+
+void lp_gil_threads_free(struct lp_gil_threads *g) {
+    lp_os_free(g->th);
+    lp_gil_holds_free(&g->holds);
+    memset(g, 0, sizeof *g);
+}
+
+int lp_gil_timed_out(unsigned nargs, const uint64_t *a) { return nargs > 1 && (int64_t)a[1] == ETIMEDOUT; }
+
+int lp_gil_hold_name(const struct lp_reader *r, uint32_t who, char *buf, size_t len) {
+    char label[64];
+    lp_thread_label(r, who, label, sizeof label);
+    int n = !strncmp(label, "thread ", 7)
+                ? snprintf(buf, len, "%s", label)
+                : snprintf(buf, len, "%s %u", label, who < r->nthreads ? r->threads[who].tid : 0);
+    return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
+
 static int by_group_from(const void *x, const void *y) {
     const struct lp_gil_hold *a = x, *b = y;
     if (a->group != b->group) return a->group < b->group ? -1 : 1;
@@ -98,9 +136,7 @@ struct blocked { /* a thread's blocked time under one call stack, of one kind */
 struct lp_gil {
     const struct lp_reader *r;
     uint8_t kind[LP_CALL_COUNT]; /* each entry point's enum lp_block */
-    struct lp_gil_thread *th;    /* by the reader's thread index */
-    size_t nth;
-    struct lp_gil_holds holds; /* the GIL's holders (by the reader's thread index) */
+    struct lp_gil_threads t;     /* the threads and the GIL's holds, by the reader's thread index */
     uint64_t waits;
     struct lp_map line_of, blocked_of; /* -> 1 + row */
     struct line *line;
@@ -125,8 +161,7 @@ static int view_create(struct lp_analysis *a) {
 static void view_destroy(struct lp_analysis *a) {
     struct lp_gil *g = GIL(a);
     if (!g) return;
-    lp_os_free(g->th);
-    lp_gil_holds_free(&g->holds);
+    lp_gil_threads_free(&g->t);
     lp_map_free(&g->line_of);
     lp_map_free(&g->blocked_of);
     lp_os_free(g->line);
@@ -181,16 +216,10 @@ static int view_event(struct lp_analysis *a, const struct lp_event *e, const str
     if ((call == LP_CALL_POLL || call == LP_CALL_PPOLL || call == LP_CALL_SELECT || call == LP_CALL_PSELECT) &&
         s->call->nargs && s->call->a[0] == 0)
         kind = LP_BLOCK_SLEEP;
-    if (e->thread >= g->nth) {
-        size_t n = g->nth;
-        if (LP_RESERVE(g->th, g->nth, (size_t)e->thread + 1) != 0) return -1;
-        for (; n < g->nth; n++) lp_gil_thread_init(&g->th[n]);
-    }
-    struct lp_gil_thread *t = &g->th[e->thread];
-    int64_t off0 = t->off_ns;
-    int timed_out = kind == LP_BLOCK_GIL && s->call->nargs > 1 && (int64_t)s->call->a[1] == ETIMEDOUT;
-    if (lp_gil_thread_add(t, &g->holds, e->thread, 0, kind, (int64_t)e->start_ns, (int64_t)e->dur_ns, timed_out) != 0)
-        return -1;
+    int64_t off0 = e->thread < g->t.nth ? g->t.th[e->thread].off_ns : 0;
+    int timed_out = kind == LP_BLOCK_GIL && lp_gil_timed_out(s->call->nargs, s->call->a);
+    if (lp_gil_threads_add(&g->t, e->thread, kind, (int64_t)e->start_ns, (int64_t)e->dur_ns, timed_out) != 0) return -1;
+    const struct lp_gil_thread *t = &g->t.th[e->thread];
     /* what the thread was blocked for that it was not already (a call inside another counts once) */
     int64_t ns = kind == LP_BLOCK_GIL ? (int64_t)e->dur_ns : t->off_ns - off0;
     if (kind == LP_BLOCK_GIL) g->waits++;
@@ -217,13 +246,7 @@ static int by_blocked(const void *x, const void *y) {
 static int view_finish(struct lp_analysis *a) {
     struct lp_gil *g = GIL(a);
     if (!g) return 0;
-    lp_gil_holds_end(&g->holds);
-    for (size_t i = 0; i < g->nth; i++) g->th[i].held_ns = 0; /* (a followed run's pass: counted anew) */
-    for (size_t i = 0; i < g->holds.n; i++) {
-        const struct lp_gil_hold *h = &g->holds.h[i];
-        g->th[h->who].held_ns = lp_gil_sat(g->th[h->who].held_ns, lp_gil_hold_ns(h));
-        if (h->open) g->th[h->who].hold = i + 1;
-    }
+    lp_gil_threads_end(&g->t);
     lp_sort(g->line, g->nline, sizeof *g->line, by_blocked);
     for (size_t i = 0; i < g->nline; i++) /* (the rows moved: a followed run's pass goes on after a look) */
         if (lp_map_put(&g->line_of, g->line[i].frame, i + 1, NULL) < 0) return -1;
@@ -238,8 +261,8 @@ static void view_summary(const struct lp_analysis *a, struct lp_out *o, unsigned
                   "blocking call,\n  or another thread's taking it), off-CPU (blocked in traced calls: locks, "
                   "sleeps, I/O), CPU (sampled)\n");
     lp_out_fmt(o, "  %10s %11s %7s %11s %11s %11s\n", "tid", "GIL wait", "waits", "GIL held", "off-CPU", "CPU");
-    for (size_t i = 0; i < g->nth && i < a->r->nthreads; i++) {
-        const struct lp_gil_thread *t = &g->th[i];
+    for (size_t i = 0; i < g->t.nth && i < a->r->nthreads; i++) {
+        const struct lp_gil_thread *t = &g->t.th[i];
         if (!t->waits && !t->off_ns) continue;
         int64_t cpu = cpu_of(a, (uint32_t)i);
         lp_fmt_ns(w, sizeof w, t->wait_ns);
@@ -268,8 +291,8 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
     lp_json_kobject(j, "python");
     lp_json_kobject(j, "gil");
     char tid[16];
-    for (size_t i = 0; i < g->nth && i < a->r->nthreads; i++) {
-        const struct lp_gil_thread *t = &g->th[i];
+    for (size_t i = 0; i < g->t.nth && i < a->r->nthreads; i++) {
+        const struct lp_gil_thread *t = &g->t.th[i];
         if (!t->waits && !t->off_ns) continue;
         snprintf(tid, sizeof tid, "%u", a->r->threads[i].tid);
         lp_json_kobject(j, tid);
@@ -296,24 +319,20 @@ static void view_metadata(const struct lp_analysis *a, struct lp_json *j) {
 /* The GIL's holder: a track of its own, a slice per hold named by its thread. */
 static void view_chrome(const struct lp_analysis *a, struct lp_json *j, uint64_t pid) {
     struct lp_gil *g = GIL(a);
-    if (!g || !g->holds.n) return;
+    if (!g || !g->t.holds.n) return;
     lp_json_meta_name(j, pid, LP_GIL_TRACK, "thread_name", "GIL holder", 10);
     lp_json_meta_sort(j, pid, LP_GIL_TRACK, 0); /* above the threads */
     char name[96];
-    for (size_t i = 0; i < g->holds.n; i++) {
-        const struct lp_gil_hold *h = &g->holds.h[i];
+    for (size_t i = 0; i < g->t.holds.n; i++) {
+        const struct lp_gil_hold *h = &g->t.holds.h[i];
         int64_t ns = lp_gil_hold_ns(h);
         if (!ns || h->who >= a->r->nthreads) continue;
-        const struct lp_thread_info *ti = &a->r->threads[h->who];
-        char label[64];
-        lp_thread_label(a->r, h->who, label, sizeof label);
-        int n = !strncmp(label, "thread ", 7) ? snprintf(name, sizeof name, "%s", label)
-                                              : snprintf(name, sizeof name, "%s %u", label, ti->tid);
+        int n = lp_gil_hold_name(a->r, h->who, name, sizeof name);
         lp_json_event(j, "X", pid, LP_GIL_TRACK, "python", name, (size_t)n, h->from);
         lp_json_dur(j, (uint64_t)ns);
         lp_json_args(j);
         lp_json_key(j, "tid");
-        lp_json_u64(j, ti->tid);
+        lp_json_u64(j, a->r->threads[h->who].tid);
         lp_json_args_end(j);
         lp_json_event_end(j);
     }

@@ -81,6 +81,27 @@ static inline int64_t lp_gil_hold_ns(const struct lp_gil_hold *h) { /* 0: none, 
 }
 void lp_gil_holds_free(struct lp_gil_holds *hs);
 
+/* A raw trace's threads followed through its events (by the reader's thread index): the GIL
+ * view's totals, and libprof-report's slices of a raw trace (slices.c), which need the holder
+ * track the Chrome trace has. */
+struct lp_gil_threads {
+    struct lp_gil_thread *th;
+    size_t nth;
+    struct lp_gil_holds holds;
+};
+/* Thread `thread` has a slice of kind `kind` (lp_gil_thread_add). 0, or -1 when out of memory. */
+int lp_gil_threads_add(struct lp_gil_threads *g, uint32_t thread, enum lp_block kind, int64_t ts, int64_t dur,
+                       int timed_out);
+/* Every event so far is in: the holds ended (lp_gil_holds_end), each thread's GIL held added up. */
+void lp_gil_threads_end(struct lp_gil_threads *g);
+void lp_gil_threads_free(struct lp_gil_threads *g);
+/* A GIL wait's result was ETIMEDOUT: argument words `a` (cond, ret) of `nargs`. */
+int lp_gil_timed_out(unsigned nargs, const uint64_t *a);
+struct lp_reader;
+/* The name of a hold's slice on the holder track: its thread's label and id, the id last (the
+ * report reads it back). Its length. */
+int lp_gil_hold_name(const struct lp_reader *r, uint32_t who, char *buf, size_t len);
+
 /* The timeline's track of the GIL's holder (a pseudo thread of the process, as the GPU's streams
  * are): one slice per hold, named by the thread that held it. */
 #define LP_GIL_TRACK UINT32_C(0x4f000000)

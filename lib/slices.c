@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "describe.h"
+#include "gil.h"
 #include "map.h"
 #include "os.h"
 #include "samples.h"
@@ -122,6 +123,7 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
     int oom = 0;
     struct lp_samples *cpu = lp_samples_new(r, &oom); /* NULL: no samples */
     if (oom) lp_slices_oom(b);
+    struct lp_gil_threads gil = {0}; /* the GIL's holds: the holder track the Chrome trace has */
     struct lp_event e;
     uint64_t next_progress = 1u << 20;
     while (lp_iter_next(it, &e)) {
@@ -145,6 +147,11 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
         lp_slices_add(b, name, f >= 0 ? fam[f] : lp_slices_intern(b, cat), r->hdr.pid, e.tid,
                       (int64_t)(e.start_ns > lim ? lim : e.start_ns), (int64_t)(e.dur_ns > lim ? lim : e.dur_ns));
         if (cpu) lp_slices_set_cpu(b, (int64_t)lp_samples_cpu_ns(cpu, e.thread, e.start_ns, e.start_ns + e.dur_ns));
+        enum lp_block kind = lp_block_kind(cat, n);
+        if (kind != LP_BLOCK_NONE && lp_gil_threads_add(&gil, e.thread, kind, (int64_t)e.start_ns, (int64_t)e.dur_ns,
+                                                        kind == LP_BLOCK_GIL && shape == LP_SHAPE_CALL &&
+                                                            lp_gil_timed_out(lp_call_nargs(e.w[0]), e.w + 1)) != 0)
+            lp_slices_oom(b);
         if (shape == LP_SHAPE_CALL && lp_call_id(e.w[0]) < LP_CALL_COUNT &&
             lp_call_family[lp_call_id(e.w[0])] == LP_FAM_MPI && lp_call_nargs(e.w[0]) >= 1) {
             unsigned call = lp_call_id(e.w[0]), na = lp_call_nargs(e.w[0]);
@@ -166,6 +173,18 @@ int lp_slices_from_reader(const struct lp_reader *r, struct lp_slices *out,
             if (lp_etdump_slice(etd, index, e.tid, e.start_ns, e.dur_ns) != 0) lp_slices_oom(b);
         }
     }
+    /* the GIL's holder, a track of its own, as the Chrome export has it */
+    lp_gil_threads_end(&gil);
+    for (size_t i = 0; i < gil.holds.n; i++) {
+        const struct lp_gil_hold *h = &gil.holds.h[i];
+        int64_t ns = lp_gil_hold_ns(h);
+        char hn[96];
+        if (!ns) continue;
+        int hl = lp_gil_hold_name(r, h->who, hn, sizeof hn);
+        lp_slices_add(b, lp_slices_intern_n(b, hn, (size_t)hl), fam[LP_FAM_PYTHON], r->hdr.pid, LP_GIL_TRACK, h->from,
+                      ns);
+    }
+    lp_gil_threads_free(&gil);
     /* ONNX Runtime's nodes, folded in as the Chrome export does */
     if (ort && lp_ort_finish(ort) == 0) {
         uint32_t cat = lp_slices_intern(b, "ort.node");

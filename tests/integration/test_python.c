@@ -1261,6 +1261,38 @@ Test(python, gil_without_the_sync_family_and_pprof_wall_time, .init = setup) {
         if (cJSON_IsString(cat) && !strcmp(cat->valuestring, "sync")) sync++;
     }
     cr_expect_gt(waits, 50, "%s: %d GIL waits without the sync family", py[0], waits);
+    /* the report of the raw trace: each spinning thread's gil held as the Chrome trace's */
+    struct run txt;
+    run_prog(&txt, dir, NULL, (const char *[]){REPORT, lpt, NULL});
+    cr_assert_eq(txt.status, 0, "%s", txt.err);
+    int rows = 0;
+    cJSON_ArrayForEach(th, truth) {
+        if (strcmp(cJSON_GetObjectItem(th, "role")->valuestring, "spin")) continue;
+        cJSON *m =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "gil"), th->string);
+        char *table = strstr(txt.out, " gil held "); /* the per-thread table's header */
+        for (char *l = table; m && l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            if (strstr(l, "overall") && strstr(l, "overall") < strchr(l, '\n')) break; /* its last row */
+            char tok[18][16];
+            /* pid tid wall busy busy% kernel kernel% cpu "cpu kernel" "gil wait" "gil held": times are two tokens */
+            if (sscanf(l, "%15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s %15s",
+                       tok[0], tok[1], tok[2], tok[3], tok[4], tok[5], tok[6], tok[7], tok[8], tok[9], tok[10], tok[11],
+                       tok[12], tok[13], tok[14], tok[15], tok[16], tok[17]) != 18 ||
+                strcmp(tok[1], th->string))
+                continue;
+            double v = atof(tok[16]), unit = !strcmp(tok[17], "s")    ? 1
+                                             : !strcmp(tok[17], "ms") ? 1e-3
+                                             : !strcmp(tok[17], "us") ? 1e-6
+                                                                      : 1e-9;
+            double want = (double)num(m, "held_ns") / 1e9;
+            cr_expect(fabs(v * unit - want) <= 0.001 * want + 1e-6,
+                      "%s: thread %s: the report's gil held %s %s, the trace's %.6f s", py[0], th->string, tok[16],
+                      tok[17], want);
+            rows++;
+        }
+    }
+    cr_expect_eq(rows, 3, "%s: the report's rows of the spinning threads: %d\n%s", py[0], rows, txt.out);
+    run_free(&txt);
     cr_expect_eq(sync, 0, "%s: %d slices of the sync family, which was not asked for", py[0], sync);
     cJSON *gil = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "gil");
     cr_assert_not_null(gil);
