@@ -50,6 +50,11 @@ endif
 WARN     = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
              -I. -Iinclude -MMD -MP
+# elfutils' headers (libdw-dev): the source lines of native frames, libdw loaded at run time by
+# libprof-report (lib/dwarf.c); without them the build goes on and frames are named by symbols.
+ifneq ($(wildcard /usr/include/elfutils/libdwfl.h),)
+ALL_CFLAGS += -DLP_HAVE_LIBDW
+endif
 PRELOAD_LDFLAGS = -shared -Wl,--version-script=preload/libprof.map -Wl,-z,now -Wl,-z,nodelete
 
 # ---- sources, one per line ---------------------------------------------------------------------
@@ -142,6 +147,7 @@ LIB_SRCS += lib/samples.c
 LIB_SRCS += lib/speedscope.c
 LIB_SRCS += lib/pprof.c
 LIB_SRCS += lib/symbols.c
+LIB_SRCS += lib/dwarf.c
 LIB_SRCS += lib/map.c
 LIB_SRCS += lib/out.c
 LIB_SRCS += lib/vec.c
@@ -278,6 +284,7 @@ INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TE
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/libaltshim.so \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
+              $(BUILD)/progs/lines $(BUILD)/progs/lines_stripped \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
               $(MPI_PROGS) $(PPROF_BIN) $(ET_PROGS) $(CUDA_PROGS)
@@ -429,6 +436,20 @@ $(BUILD)/progs/rpath_dlopen: tests/progs/rpath_dlopen.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -o $@ $< -ldl -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN'
+
+# Native source lines (tests/progs/lines.c): built -g -O2, so a helper is inlined; and the same
+# program stripped, its debug information apart in debugdir/ (what a distribution ships and a
+# debuginfod server serves), found back by build-id.
+$(BUILD)/progs/lines: tests/progs/lines.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wl,--build-id -o $@ $<
+
+$(BUILD)/progs/lines_stripped: $(BUILD)/progs/lines
+	@mkdir -p $(BUILD)/progs/debugdir
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)objcopy --only-keep-debug $< $(BUILD)/progs/debugdir/lines.debug
+	$(Q)objcopy --strip-all $< $@
 
 # An allocator built into the executable (exported malloc family), first used by the
 # constructor of a library it links: see tests/progs/ownalloc.c.

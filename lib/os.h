@@ -43,6 +43,9 @@ void lp_os_exit(int status) __attribute__((noreturn));
 int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 void lp_os_thread_join(pthread_t t);
 void *lp_os_dlopen(const char *path, int flags);
+/* A library only libprof-report loads (elfutils' libdw: the source lines of native frames); NULL
+ * inside the program, whose process gets nothing more loaded into it at its exit. */
+void *lp_os_dlopen_offline(const char *path);
 void *lp_os_dlsym(void *handle, const char *name);
 
 /* A copy of the first `n` bytes of `s`, NUL-terminated (strndup over lp_os_malloc). */

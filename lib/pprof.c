@@ -75,29 +75,41 @@ static uint64_t location_of(struct pp *p, uint64_t w) {
     if (lp_map_get(&p->locs, w | (UINT64_C(1) << 62) /* never 0 */, &v)) return v;
     uint64_t id = ++p->nlocs;
     if (lp_map_put(&p->locs, w | (UINT64_C(1) << 62), id, NULL) < 0) p->out.oom = 1;
-    uint64_t fid, line = 0, mapping = 0, addr = 0;
+    uint64_t fid[16], line[16] = {0}, mapping = 0, addr = 0;
+    unsigned nl = 1;
     if (w == LP_FRAME_ELIDED) {
-        fid = function_of(p, "…", strlen("…"), "", 0, 0);
+        fid[0] = function_of(p, "…", strlen("…"), "", 0, 0);
     } else if (w & LP_PYFRAME_BIT) {
         uint32_t code = LP_PYFRAME_ID(w);
         const struct lp_pycode_ref *c = code < p->r->npycodes && p->r->pycodes[code].name ? &p->r->pycodes[code] : NULL;
-        fid = c ? function_of(p, c->name, c->name_len, c->file, c->file_len, c->firstline)
-                : function_of(p, "python", 6, "", 0, 0);
-        line = LP_PYFRAME_LINE(w);
+        fid[0] = c ? function_of(p, c->name, c->name_len, c->file, c->file_len, c->firstline)
+                   : function_of(p, "python", 6, "", 0, 0);
+        line[0] = LP_PYFRAME_LINE(w);
     } else {
-        const char *fn = lp_syms_function(p->syms, w, 1);
+        /* a Line per function inlined there, innermost first, the caller they were inlined into
+         * last (as profile.proto wants); each function's source file where the debug
+         * information has it, else the object's path */
+        const char *names[16];
+        nl = lp_syms_frames(p->syms, w, 1, names, 16);
         mapping = mapping_of(p->r, w ? w - 1 : 0);
-        const char *file = mapping ? p->r->modules[mapping - 1].path : "";
-        size_t flen = mapping ? p->r->modules[mapping - 1].m.path_len : 0;
-        fid = function_of(p, fn, strlen(fn), file, flen, 0);
+        for (unsigned i = 0; i < nl; i++) {
+            struct lp_src_name sn;
+            lp_syms_split(names[i], &sn);
+            const char *file = sn.file ? sn.file : mapping ? p->r->modules[mapping - 1].path : "";
+            size_t flen = sn.file ? sn.file_len : mapping ? p->r->modules[mapping - 1].m.path_len : 0;
+            fid[i] = function_of(p, names[i], sn.fn_len, file, flen, 0);
+            line[i] = sn.line;
+        }
         addr = w ? w - 1 : 0; /* inside the call (or the sampled instruction itself) */
     }
-    field_varint(&p->m2, 1, fid);
-    field_varint(&p->m2, 2, line);
     field_varint(&p->m, 1, id);
     field_varint(&p->m, 2, mapping);
     field_varint(&p->m, 3, addr);
-    lp_pb_msg(&p->m, 4, &p->m2);
+    for (unsigned i = 0; i < nl; i++) {
+        field_varint(&p->m2, 1, fid[i]);
+        field_varint(&p->m2, 2, line[i]);
+        lp_pb_msg(&p->m, 4, &p->m2);
+    }
     lp_pb_msg(&p->out, 4, &p->m);
     return id;
 }

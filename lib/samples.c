@@ -582,10 +582,12 @@ void lp_folded_frame(struct lp_out *o, const char *name) {
 }
 
 void lp_folded_frames(struct lp_out *o, struct lp_syms *syms, const struct lp_frames *v) {
-    for (uint32_t f = v->n; f-- > 0;) {
-        lp_out_c(o, ';');
-        lp_folded_frame(o, lp_syms_function(syms, v->f[f], 1));
-    }
+    const char *names[16];
+    for (uint32_t f = v->n; f-- > 0;) /* the outermost first; a frame's inlined functions after it */
+        for (unsigned k = lp_syms_frames(syms, v->f[f], 1, names, 16); k-- > 0;) {
+            lp_out_c(o, ';');
+            lp_folded_frame(o, names[k]);
+        }
 }
 
 void lp_samples_folded(const struct lp_samples *s, struct lp_out *o, uint64_t weight) {
@@ -628,7 +630,9 @@ void lp_samples_speedscope_frames(const struct lp_samples *s, uint64_t (*frame)(
     for (size_t i = 0; i < s->nkeys; i++) {
         if (!s->keys[i].n) continue;
         view(s, &s->keys[i], &v);
-        for (uint32_t f = 0; f < v.n; f++) frame(arg, lp_syms_function(s->syms, v.f[f], 1));
+        const char *names[16];
+        for (uint32_t f = 0; f < v.n; f++)
+            for (unsigned k = 0, nk = lp_syms_frames(s->syms, v.f[f], 1, names, 16); k < nk; k++) frame(arg, names[k]);
     }
 }
 
@@ -657,7 +661,10 @@ void lp_samples_speedscope_profiles(const struct lp_samples *s, uint64_t (*frame
             if (!s->keys[i].n || s->keys[i].thread != t) continue;
             lp_json_array(j);
             if (!view(s, &s->keys[i], &v)) lp_json_u64(j, frame(arg, "[unknown stack]"));
-            for (uint32_t f = v.n; f-- > 0;) lp_json_u64(j, frame(arg, lp_syms_function(s->syms, v.f[f], 1)));
+            const char *names[16];
+            for (uint32_t f = v.n; f-- > 0;) /* root first; a frame's inlined functions after it */
+                for (unsigned k = lp_syms_frames(s->syms, v.f[f], 1, names, 16); k-- > 0;)
+                    lp_json_u64(j, frame(arg, names[k]));
             lp_json_array_end(j);
         }
         lp_json_array_end(j);

@@ -780,10 +780,12 @@ void lp_folded_stack(struct lp_out *o, const struct lp_reader *r, struct lp_syms
         lp_out_s(o, "[unknown stack]");
         return;
     }
-    for (uint32_t f = st.n; f-- > 0;) { /* root first */
-        folded_name(o, lp_syms_function(syms, st.f[f], 1));
-        if (f) lp_out_c(o, ';');
-    }
+    const char *names[16];
+    for (uint32_t f = st.n; f-- > 0;) /* root first; a frame's inlined functions after it */
+        for (unsigned k = lp_syms_frames(syms, st.f[f], 1, names, 16); k-- > 0;) {
+            folded_name(o, names[k]);
+            if (f || k) lp_out_c(o, ';');
+        }
 }
 
 void lp_sites_folded(struct lp_sites *s, struct lp_out *o, int which) {
@@ -809,7 +811,9 @@ void lp_sites_speedscope_frames(struct lp_sites *s, uint64_t (*frame)(void *, co
     for (uint32_t id = 1; id < s->nsite; id++) {
         struct lp_frames st;
         if ((!s->site[id].bytes && !s->site[id].live && !s->site[id].peak) || !lp_stack_view(s->r, id, &st)) continue;
-        for (uint32_t f = 0; f < st.n; f++) frame(arg, lp_syms_function(s->syms, st.f[f], 1));
+        const char *names[16];
+        for (uint32_t f = 0; f < st.n; f++)
+            for (unsigned k = 0, nk = lp_syms_frames(s->syms, st.f[f], 1, names, 16); k < nk; k++) frame(arg, names[k]);
     }
 }
 
@@ -835,7 +839,11 @@ void lp_sites_speedscope_profiles(struct lp_sites *s, uint64_t (*frame)(void *, 
             if (!lp_stack_view(s->r, id, &st))
                 lp_json_u64(j, frame(arg, "[unknown stack]"));
             else
-                for (uint32_t f = st.n; f-- > 0;) lp_json_u64(j, frame(arg, lp_syms_function(s->syms, st.f[f], 1)));
+                for (uint32_t f = st.n; f-- > 0;) { /* root first; a frame's inlined functions after it */
+                    const char *names[16];
+                    for (unsigned k = lp_syms_frames(s->syms, st.f[f], 1, names, 16); k-- > 0;)
+                        lp_json_u64(j, frame(arg, names[k]));
+                }
             lp_json_array_end(j);
         }
         lp_json_array_end(j);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwarf.h"
+#include "json.h"
 #include "map.h"
 #include "vec.h"
 
@@ -36,6 +38,11 @@ struct module {
     const int32_t *fde; /* pairs (initial location, FDE), datarel to fde_base, sorted */
     uint64_t fde_base, nfde;
     int fde_tried;
+    /* its source lines (dwarf.h), looked for once; stale: the file on disk is not the one the
+     * program ran (another build-id), so nothing is read from it */
+    struct lp_dwarf *dwarf;
+    const char *dwarf_how;
+    int dwarf_tried, stale;
 };
 
 struct lp_syms {
@@ -45,7 +52,8 @@ struct lp_syms {
     struct lp_syms *retired; /* tables set aside when the map grew (lp_syms_of), freed with this one */
     struct module *mods;     /* sorted by lo */
     uint32_t nmods;
-    struct lp_map cache; /* addr*2+ret -> the name's text (in a block of the pool) */
+    struct lp_map cache;  /* addr*2+ret -> the name's text (in a block of the pool) */
+    struct lp_map chains; /* addr*2+ret -> its frames' names, inlined ones first, NUL-separated, "" last */
     /* the names, in blocks that never move: a name returned stays valid as long as `s` (a growing
      * array would move them under the callers that keep them, such as the CPU tables) */
     struct pool_block {
@@ -146,6 +154,7 @@ static void syms_free(struct lp_syms *s) {
         struct module *m = &s->mods[i];
         if (m->base && strcmp(m->base, "?")) lp_os_free((void *)m->base);
         lp_os_free(m->syms);
+        lp_dwarf_close(m->dwarf);
         for (int k = 0; k < 2; k++)
             if (m->map[k]) lp_os_munmap(m->map[k], m->map_len[k]);
     }
@@ -155,6 +164,7 @@ static void syms_free(struct lp_syms *s) {
         lp_os_free(b);
     }
     lp_map_free(&s->cache);
+    lp_map_free(&s->chains);
     lp_os_free(s);
 }
 
@@ -250,6 +260,34 @@ static int name_ok(const struct module *m, const char *name) {
     return 0;
 }
 
+/* Does the file mapped in slot k carry another build-id than the one recorded at run time? (No
+ * build-id on either side: not known to differ.) */
+static int stale(const struct module *m, int k) {
+    const uint8_t *d = m->map[k];
+    size_t len = m->map_len[k];
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+    if (!d || !m->ref->m.build_id_len || eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
+        (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
+        return 0;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(d + eh->e_phoff);
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_NOTE || ph[i].p_offset > len || ph[i].p_filesz > len - ph[i].p_offset) continue;
+        const uint8_t *n = d + ph[i].p_offset, *end = n + ph[i].p_filesz;
+        while (end - n >= 12) {
+            uint32_t nsz, dsz, type;
+            memcpy(&nsz, n, 4);
+            memcpy(&dsz, n + 4, 4);
+            memcpy(&type, n + 8, 4);
+            size_t at = 12 + ((nsz + 3u) & ~3u);
+            if (nsz > (size_t)(end - n) || dsz > (size_t)(end - n) || at + dsz > (size_t)(end - n)) break;
+            if (type == NT_GNU_BUILD_ID && nsz == 4 && !memcmp(n + 12, "GNU", 4))
+                return dsz != m->ref->m.build_id_len || memcmp(n + at, m->ref->build_id, dsz) != 0;
+            n += at + ((dsz + 3u) & ~3u);
+        }
+    }
+    return 0;
+}
+
 static void load(struct module *m) {
     m->loaded = 1;
     const struct lp_module_ref *r = m->ref;
@@ -263,7 +301,10 @@ static void load(struct module *m) {
         load_elf(m, path, 1);
     }
     snprintf(path, sizeof path, "%.*s", (int)r->m.path_len, r->path);
-    if (m->nsyms == 0) load_elf(m, path, 0);
+    if (m->nsyms == 0 && load_elf(m, path, 0) == 0 && stale(m, 0)) {
+        m->stale = 1; /* rebuilt since the run: its symbols would name the wrong code */
+        m->nsyms = 0;
+    }
     if (m->nsyms && sort_syms(m->syms, m->nsyms) != 0) m->nsyms = 0; /* no memory: module+offset */
 }
 
@@ -343,6 +384,20 @@ static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
     return at;
 }
 
+/* A chain of names (NUL-separated, an empty one last: `n` bytes in all) kept under `key`. */
+static void intern_chain(struct lp_syms *s, uint64_t key, const char *chain, size_t n) {
+    struct pool_block *b = s->pool;
+    if (!b || b->cap - b->len < n) {
+        size_t cap = n > 65536 - sizeof *b ? n : 65536 - sizeof *b;
+        if (!(b = lp_os_malloc(sizeof *b + cap))) return;
+        *b = (struct pool_block){s->pool, 0, cap};
+        s->pool = b;
+    }
+    char *at = memcpy(b->text + b->len, chain, n);
+    b->len += n;
+    lp_map_put(&s->chains, key, (uint64_t)(uintptr_t)at, NULL);
+}
+
 /* A Python frame: "qualname (file:line)". */
 static const char *python_frame(struct lp_syms *s, uint64_t w) {
     uint64_t off;
@@ -359,19 +414,19 @@ static const char *python_frame(struct lp_syms *s, uint64_t w) {
     return intern(s, w, buf);
 }
 
-const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
-    if (addr & LP_PYFRAME_BIT) return python_frame(s, addr);
-    uint64_t key = addr * 2 + (ret != 0) + 2, off;
-    if (lp_map_get(&s->cache, key, &off)) return (const char *)(uintptr_t)off;
-    uint64_t at = ret && addr ? addr - 1 : addr;
-    struct module *m = module_of(s, at);
-    char buf[1024];
-    if (!m) {
-        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)addr);
-        return intern(s, key, buf);
-    }
-    if (!m->loaded) load(m);
-    uint64_t v = at - m->ref->m.base;
+/* C++ names demangled ("name@@GLIBC_2.2.5" cut at the version, as .symtab spells them) into buf. */
+static void demangled(struct lp_syms *s, const char *name, char *buf, size_t len) {
+    char *dem = NULL;
+    int status = -1;
+    if (s->demangle && name[0] == '_' && name[1] == 'Z') dem = s->demangle(name, NULL, NULL, &status);
+    snprintf(buf, len, "%s", dem && status == 0 ? dem : name);
+    if (dem && s->demangled_free) s->demangled_free(dem);
+    char *ver = strchr(buf, '@');
+    if (ver && ver != buf) *ver = '\0';
+}
+
+/* The function holding v (module m's own address) by m's symbols, into buf. */
+static void by_symbol(struct lp_syms *s, struct module *m, uint64_t v, char *buf, size_t len) {
     const struct sym *best = NULL;
     size_t lo = 0, hi = m->nsyms;
     while (lo < hi) {
@@ -391,25 +446,122 @@ const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
     }
     if (best && !name_ok(m, best->name)) best = NULL; /* (a damaged file's) */
     if (best) {
-        char *dem = NULL;
-        int status = -1;
-        if (s->demangle && best->name[0] == '_' && best->name[1] == 'Z')
-            dem = s->demangle(best->name, NULL, NULL, &status);
-        snprintf(buf, sizeof buf, "%s", dem && status == 0 ? dem : best->name);
-        if (dem && s->demangled_free) s->demangled_free(dem);
-        char *ver = strchr(buf, '@'); /* .symtab spells versioned symbols "name@@GLIBC_2.2.5" */
-        if (ver && ver != buf) *ver = '\0';
+        demangled(s, best->name, buf, len);
+    } else if (m->stale) {
+        snprintf(buf, len, "%s+0x%llx (rebuilt since the run)", m->base, (unsigned long long)v);
     } else {
         /* no symbol: the function its unwind table says it is in ("+0x… (no symbol)", one row
          * for all of its instructions), else its page of the library */
         uint64_t start = fde_start(m, v);
         if (start)
-            snprintf(buf, sizeof buf, "%s+0x%llx (no symbol)", m->base, (unsigned long long)start);
+            snprintf(buf, len, "%s+0x%llx (no symbol)", m->base, (unsigned long long)start);
         else
-            snprintf(buf, sizeof buf, "%s+0x%llx.. (no symbol, by page)", m->base,
-                     (unsigned long long)(v & ~UINT64_C(0xfff)));
+            snprintf(buf, len, "%s+0x%llx.. (no symbol, by page)", m->base, (unsigned long long)(v & ~UINT64_C(0xfff)));
     }
-    return intern(s, key, buf);
+}
+
+#define MAX_INLINED 16
+
+/* Name address `addr` (key `key` in the caches): the innermost frame's name is returned and
+ * cached; its frames' names, inlined ones first, go into the chains. */
+static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64_t key) {
+    uint64_t at = ret && addr ? addr - 1 : addr;
+    struct module *m = module_of(s, at);
+    char buf[1024];
+    if (!m) {
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)addr);
+        return intern(s, key, buf);
+    }
+    if (!m->loaded) load(m);
+    uint64_t v = at - m->ref->m.base;
+    by_symbol(s, m, v, buf, sizeof buf);
+    if (!m->dwarf_tried && !m->stale) { /* its source lines, where it has them */
+        m->dwarf_tried = 1;
+        char path[4200];
+        snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
+        m->dwarf = lp_dwarf_open(path, m->ref->build_id, m->ref->m.build_id_len, &m->dwarf_how);
+    }
+    struct lp_src src[MAX_INLINED];
+    unsigned n = lp_dwarf_frames(m->dwarf, v, src, MAX_INLINED);
+    if (!n) return intern(s, key, buf);
+    /* "function (file:line)" for each frame, the innermost first; the outermost named by its
+     * symbol where the debug information gives no name */
+    char chain[4096], one[1024 + 512];
+    size_t o = 0;
+    const char *first = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        char fn[1024];
+        if (src[i].fn)
+            demangled(s, src[i].fn, fn, sizeof fn);
+        else
+            snprintf(fn, sizeof fn, "%s", buf);
+        int k = snprintf(one, sizeof one, "%s (%s:%u)", fn, src[i].file, src[i].line);
+        if (k < 0 || o + (size_t)k + 2 > sizeof chain) break;
+        memcpy(chain + o, one, (size_t)k + 1);
+        if (!first) first = chain + o;
+        o += (size_t)k + 1;
+    }
+    if (!first) return intern(s, key, buf);
+    chain[o++] = '\0';
+    const char *inner = intern(s, key, first);
+    if (o > strlen(first) + 2) intern_chain(s, key, chain, o); /* inlined frames: the chain too */
+    return inner;
+}
+
+const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
+    if (addr & LP_PYFRAME_BIT) return python_frame(s, addr);
+    uint64_t key = addr * 2 + (ret != 0) + 2, off;
+    if (lp_map_get(&s->cache, key, &off)) return (const char *)(uintptr_t)off;
+    return name_native(s, addr, ret, key);
+}
+
+unsigned lp_syms_frames(struct lp_syms *s, uint64_t addr, int ret, const char **out, unsigned max) {
+    if (!max) return 0;
+    out[0] = lp_syms_function(s, addr, ret);
+    uint64_t off;
+    if ((addr & LP_PYFRAME_BIT) || !lp_map_get(&s->chains, addr * 2 + (ret != 0) + 2, &off)) return 1;
+    unsigned n = 0;
+    for (const char *p = (const char *)(uintptr_t)off; *p && n < max; p += strlen(p) + 1) out[n++] = p;
+    return n;
+}
+
+void lp_syms_split(const char *name, struct lp_src_name *out) {
+    size_t n = strlen(name);
+    *out = (struct lp_src_name){n, NULL, 0, 0};
+    if (n < 6 || name[n - 1] != ')') return;
+    const char *open = NULL; /* the last " (" */
+    for (const char *p = name + n - 2; p > name; p--)
+        if (p[0] == '(' && p[-1] == ' ') {
+            open = p;
+            break;
+        }
+    const char *colon = open ? memrchr(open, ':', (size_t)(name + n - open)) : NULL;
+    if (!colon || colon[1] < '0' || colon[1] > '9') return;
+    for (const char *p = colon + 1; p < name + n - 1; p++)
+        if (*p < '0' || *p > '9') return;
+    out->fn_len = (size_t)(open - 1 - name);
+    out->file = open + 1;
+    out->file_len = (size_t)(colon - open - 1);
+    out->line = (unsigned)strtoul(colon + 1, NULL, 10);
+}
+
+void lp_syms_metadata(struct lp_syms *s, struct lp_json *j) {
+    if (!s) return;
+    lp_json_kobject(j, "symbols");
+    lp_json_kobject(j, "lines");
+    for (uint32_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].dwarf) lp_json_ks(j, s->mods[i].base, s->mods[i].dwarf_how, strlen(s->mods[i].dwarf_how));
+    lp_json_object_end(j);
+    lp_json_karray(j, "no_lines");
+    for (uint32_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].dwarf_tried && !s->mods[i].dwarf && !s->mods[i].stale)
+            lp_json_str(j, s->mods[i].base, strlen(s->mods[i].base));
+    lp_json_array_end(j);
+    lp_json_karray(j, "rebuilt");
+    for (uint32_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].stale) lp_json_str(j, s->mods[i].base, strlen(s->mods[i].base));
+    lp_json_array_end(j);
+    lp_json_object_end(j);
 }
 
 const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {

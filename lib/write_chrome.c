@@ -651,6 +651,7 @@ static void metadata(struct chrome *c, const struct lp_analysis *a, uint64_t cou
     if (a->sites) lp_sites_metadata(a->sites, j);
     for (unsigned v = 0; v < lp_nviews; v++) /* the families' views (views.c) */
         if (lp_views[v]->metadata) lp_views[v]->metadata(a, j);
+    lp_syms_metadata(r->syms, j); /* where the frames' names came from */
     lp_json_kobject(j, "timeline");
     lp_json_kus(j, "full_from_ns", LP_U(c->cutoff), "folded_slices", LP_U(c->folded), "folded_instants",
                 LP_U(c->folded_instants), "min_ns", LP_U(c->min_ns), NULL);

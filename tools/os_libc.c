@@ -37,6 +37,7 @@ int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
 }
 void lp_os_thread_join(pthread_t t) { pthread_join(t, NULL); }
 void *lp_os_dlopen(const char *path, int flags) { return dlopen(path, flags); }
+void *lp_os_dlopen_offline(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 void *lp_os_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
 
 ssize_t lp_os_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }

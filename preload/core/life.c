@@ -512,10 +512,21 @@ static int convert_spawned(int wait_ms, int follow) {
     return lpr_spawn_report(a, spool_path, wait_ms, wait_ms >= 0);
 }
 
+/* elfutils' libdw is installed: frames get their source lines, which only libprof-report reads
+ * (lib/dwarf.h: nothing more is loaded into the program) */
+static int lines_possible(void) {
+    static const char *const at[] = {"/usr/lib/x86_64-linux-gnu/libdw.so.1", "/usr/lib/aarch64-linux-gnu/libdw.so.1",
+                                     "/usr/lib64/libdw.so.1", "/usr/lib/libdw.so.1"};
+    struct stat st;
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++)
+        if (lpr_sys_stat(at[i], &st) == 0) return 1;
+    return 0;
+}
+
 static int convert_apart(void) {
     return !lpr_cfg.python_calls[0] && lpr_spawn_available() &&
-           (lpr_spool_offset() > CONVERT_APART ||
-            ((lpr_stack_depth || lpr_sample_taken()) && lpr_stacks_module_bytes() > SYMBOLS_APART));
+           (lpr_spool_offset() > CONVERT_APART || ((lpr_stack_depth || lpr_sample_taken()) &&
+                                                   (lpr_stacks_module_bytes() > SYMBOLS_APART || lines_possible())));
 }
 
 /* ---- the follower -------------------------------------------------------------------------------

@@ -77,6 +77,10 @@ void *lp_os_dlopen(const char *path, int flags) {
 }
 
 void *lp_os_dlsym(void *handle, const char *name) { return lpr_dlsym(handle, name); }
+void *lp_os_dlopen_offline(const char *path) { /* never in the program (os.h) */
+    (void)path;
+    return NULL;
+}
 
 /* The writer's thread: marked as libprof's own (any hook it reaches passes through). */
 struct thread_start {
