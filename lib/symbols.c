@@ -66,6 +66,7 @@ struct lp_syms {
      * lookup finds (a program's own allocator, as chromium's), so it goes back to the `free` that
      * lookup finds, never to libprof's own */
     void (*demangled_free)(void *);
+    int lines; /* source lines looked for (LIBPROF_LINES) */
 };
 
 static int cmp_mod(const void *a, const void *b) {
@@ -140,6 +141,8 @@ static struct lp_syms *syms_new(const struct lp_reader *r) {
     lp_sort(s->mods, s->nmods, sizeof *s->mods, cmp_mod);
     s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(RTLD_DEFAULT, "__cxa_demangle");
     s->demangled_free = (void (*)(void *))lp_os_dlsym(RTLD_DEFAULT, "free");
+    const char *lines = getenv("LIBPROF_LINES"); /* 0: functions alone (lib/vars.h) */
+    s->lines = !(lines && !strcmp(lines, "0"));
     if (!s->demangle) {
         void *h = lp_os_dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
         if (h) s->demangle = (char *(*)(const char *, char *, size_t *, int *))lp_os_dlsym(h, "__cxa_demangle");
@@ -475,7 +478,7 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
     if (!m->loaded) load(m);
     uint64_t v = at - m->ref->m.base;
     by_symbol(s, m, v, buf, sizeof buf);
-    if (!m->dwarf_tried && !m->stale) { /* its source lines, where it has them */
+    if (!m->dwarf_tried && !m->stale && s->lines) { /* its source lines, where it has them */
         m->dwarf_tried = 1;
         char path[4200];
         snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);

@@ -51,6 +51,9 @@
     X("LIBPROF_STACK_CACHE_OFF", "0|1", "0", \
       "1: walk every call stack afresh (the Python frames of a hook's too) instead of reusing validated call chains", \
       BOOL, stack_cache_off, 0, 0, NULL) \
+    X("LIBPROF_LINES", "0|1", "1", \
+      "0: name native frames by their function alone, not by source file and line and not with the functions inlined there (DWARF through libdw, read by libprof-report, which reads this variable too)", \
+      BOOL, lines, 0, 0, NULL) \
     X("LIBPROF_FLAMEGRAPH", "0|1", "0", \
       "with LIBPROF_STACKS: write NAME.alloc.folded, .leaks.folded, .peak.folded and .speedscope.json beside the trace", \
       BOOL, flamegraph, 0, 0, NULL) \

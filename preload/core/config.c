@@ -365,6 +365,7 @@ void lpr_config_load(struct lpr_config *cfg, lpr_getenv_fn get, const struct lpr
     cfg->clock = -1;
     cfg->children = 1;
     cfg->python = 1;
+    cfg->lines = 1;
     cfg->ort_nodes = 1;
     cfg->gpu_times = 1;
     cfg->timeline_ns = UINT64_C(300000000000);

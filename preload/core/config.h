@@ -35,6 +35,7 @@ struct lpr_config {
     uint64_t sample_hz;        /* LIBPROF_SAMPLE_HZ: CPU samples a second of a thread's CPU time (0: off) */
     uint64_t sample_depth;     /* LIBPROF_SAMPLE_DEPTH: native frames per sample (0: the default) */
     int stack_cache_off;       /* LIBPROF_STACK_CACHE_OFF: walk every stack afresh */
+    int lines;                 /* LIBPROF_LINES: native frames by source line (the conversion apart) */
     int flamegraph;            /* LIBPROF_FLAMEGRAPH: folded + speedscope files beside the trace */
     int python;                /* LIBPROF_PYTHON: read the CPython interpreter's frames (default 1) */
     char python_calls[512];    /* LIBPROF_PYTHON_CALLS: functions recorded as slices (POSIX ERE) */

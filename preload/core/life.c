@@ -525,8 +525,9 @@ static int lines_possible(void) {
 
 static int convert_apart(void) {
     return !lpr_cfg.python_calls[0] && lpr_spawn_available() &&
-           (lpr_spool_offset() > CONVERT_APART || ((lpr_stack_depth || lpr_sample_taken()) &&
-                                                   (lpr_stacks_module_bytes() > SYMBOLS_APART || lines_possible())));
+           (lpr_spool_offset() > CONVERT_APART ||
+            ((lpr_stack_depth || lpr_sample_taken()) &&
+             (lpr_stacks_module_bytes() > SYMBOLS_APART || (lpr_cfg.lines && lines_possible()))));
 }
 
 /* ---- the follower -------------------------------------------------------------------------------

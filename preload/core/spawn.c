@@ -77,12 +77,14 @@ struct job {
     uint64_t mask; /* the caller's signal mask, for the converter */
 };
 
-/* The environment without LD_PRELOAD and LIBPROF*: the converter is not to be profiled. */
+/* The environment without LD_PRELOAD and LIBPROF* (but LIBPROF_LINES, which the conversion reads):
+ * the converter is not to be profiled. */
 #define MAX_ENV 1024
 static void clean_env(char **out) {
     size_t k = 0;
     for (char **e = environ; e && *e && k < MAX_ENV - 1; e++)
-        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "LIBPROF", 7)) out[k++] = *e;
+        if ((strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "LIBPROF", 7)) || !strncmp(*e, "LIBPROF_LINES=", 14))
+            out[k++] = *e; /* (how frames are named is the converter's to read) */
     out[k] = NULL;
 }
 

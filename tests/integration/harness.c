@@ -89,10 +89,15 @@ int run_prog(struct run *r, const char *cwd, const char *const *env, const char 
     size_t n = 0, extra = 0;
     while (environ[n]) n++;
     while (env && env[extra]) extra++;
-    char **envp = calloc(n + extra + 1, sizeof *envp);
+    char **envp = calloc(n + extra + 2, sizeof *envp);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (keep_env(environ[i])) envp[k++] = environ[i];
+    /* frames by function (LIBPROF_LINES=0), as the tests written before native source lines
+     * name them; a test of the lines sets LIBPROF_LINES=1 */
+    int lines_set = 0;
+    for (size_t i = 0; i < extra; i++) lines_set |= !strncmp(env[i], "LIBPROF_LINES=", 14);
+    if (!lines_set) envp[k++] = "LIBPROF_LINES=0";
     for (size_t i = 0; i < extra; i++) envp[k++] = (char *)env[i];
     pid_t pid = fork();
     if (pid == 0) {
