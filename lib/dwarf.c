@@ -41,6 +41,7 @@ static struct {
     const char *(*filesrc)(Dwarf_Files *, size_t, Dwarf_Word *, Dwarf_Word *);
     int (*diecu)(Dwarf_Die *, Dwarf_Die *, uint8_t *, uint8_t *);
     Elf *(*dwarf_getelf)(Dwarf *);
+    const char *(*addrname)(Dwfl_Module *, GElf_Addr);
     Elf *(*module_getelf)(Dwfl_Module *, GElf_Addr *);
     Dwfl_Callbacks cb;
     char *debuginfo_path;
@@ -54,17 +55,17 @@ static int dw_load(void) {
     if (!h) return 0;
     *(void **)&dw.free = lp_os_dlsym(RTLD_DEFAULT, "free");
 #define SYM(field, name) (*(void **)&dw.field = lp_os_dlsym(h, name)) != NULL
-    dw.ok = SYM(begin, "dwfl_begin") && SYM(end, "dwfl_end") && SYM(report_begin, "dwfl_report_begin") &&
-            SYM(report_elf, "dwfl_report_elf") && SYM(report_end, "dwfl_report_end") &&
-            SYM(addrmodule, "dwfl_addrmodule") && SYM(getdwarf, "dwfl_module_getdwarf") &&
-            SYM(info, "dwfl_module_info") && SYM(addrdie, "dwfl_module_addrdie") && SYM(getsrc, "dwfl_module_getsrc") &&
-            SYM(lineinfo, "dwfl_lineinfo") && SYM(getscopes, "dwarf_getscopes") &&
-            SYM(getscopes_die, "dwarf_getscopes_die") && SYM(tag, "dwarf_tag") &&
-            SYM(attr_integrate, "dwarf_attr_integrate") && SYM(formstring, "dwarf_formstring") &&
-            SYM(formudata, "dwarf_formudata") && SYM(getsrcfiles, "dwarf_getsrcfiles") &&
-            SYM(filesrc, "dwarf_filesrc") && SYM(diecu, "dwarf_diecu") && SYM(dwarf_getelf, "dwarf_getelf") &&
-            SYM(module_getelf, "dwfl_module_getelf") && SYM(cb.find_debuginfo, "dwfl_standard_find_debuginfo") &&
-            SYM(cb.section_address, "dwfl_offline_section_address") && dw.free;
+    dw.ok =
+        SYM(begin, "dwfl_begin") && SYM(end, "dwfl_end") && SYM(report_begin, "dwfl_report_begin") &&
+        SYM(report_elf, "dwfl_report_elf") && SYM(report_end, "dwfl_report_end") &&
+        SYM(addrmodule, "dwfl_addrmodule") && SYM(getdwarf, "dwfl_module_getdwarf") && SYM(info, "dwfl_module_info") &&
+        SYM(addrdie, "dwfl_module_addrdie") && SYM(getsrc, "dwfl_module_getsrc") && SYM(lineinfo, "dwfl_lineinfo") &&
+        SYM(getscopes, "dwarf_getscopes") && SYM(getscopes_die, "dwarf_getscopes_die") && SYM(tag, "dwarf_tag") &&
+        SYM(attr_integrate, "dwarf_attr_integrate") && SYM(formstring, "dwarf_formstring") &&
+        SYM(formudata, "dwarf_formudata") && SYM(getsrcfiles, "dwarf_getsrcfiles") && SYM(filesrc, "dwarf_filesrc") &&
+        SYM(diecu, "dwarf_diecu") && SYM(dwarf_getelf, "dwarf_getelf") && SYM(addrname, "dwfl_module_addrname") &&
+        SYM(module_getelf, "dwfl_module_getelf") && SYM(cb.find_debuginfo, "dwfl_standard_find_debuginfo") &&
+        SYM(cb.section_address, "dwfl_offline_section_address") && dw.free;
 #undef SYM
     dw.cb.debuginfo_path = &dw.debuginfo_path; /* NULL: the standard path (".debug" and /usr/lib/debug) */
     return dw.ok;
@@ -81,7 +82,7 @@ static const char *full_path(struct lp_dwarf *d, unsigned k, Dwarf_Die *cu, cons
     Dwarf_Attribute a;
     const char *dir =
         file && file[0] != '/' && cu && k < 16 && dw.attr_integrate(cu, DW_AT_comp_dir, &a) ? dw.formstring(&a) : NULL;
-    if (!dir) return file;
+    if (!dir || dir[0] != '/') return file; /* (a relative directory: the file as the line table has it) */
     snprintf(d->path[k], sizeof d->path[k], "%s/%s", dir, file);
     return d->path[k];
 }
@@ -114,6 +115,8 @@ struct lp_dwarf *lp_dwarf_open(const char *path, const uint8_t *id, unsigned idl
                                                                      : "debuginfod";
     return d;
 }
+
+const char *lp_dwarf_symbol(struct lp_dwarf *d, uint64_t pc) { return d ? dw.addrname(d->mod, pc) : NULL; }
 
 void lp_dwarf_close(struct lp_dwarf *d) {
     if (!d) return;
@@ -196,6 +199,11 @@ unsigned lp_dwarf_frames(struct lp_dwarf *d, uint64_t pc, struct lp_src *out, un
     (void)out;
     (void)max;
     return 0;
+}
+const char *lp_dwarf_symbol(struct lp_dwarf *d, uint64_t pc) {
+    (void)d;
+    (void)pc;
+    return NULL;
 }
 void lp_dwarf_close(struct lp_dwarf *d) { (void)d; }
 

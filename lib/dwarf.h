@@ -28,6 +28,9 @@ struct lp_dwarf *lp_dwarf_open(const char *path, const uint8_t *id, unsigned idl
  * (at the line of the call), ending with the function the code belongs to. Up to `max`; 0 when
  * there is no line information. */
 unsigned lp_dwarf_frames(struct lp_dwarf *d, uint64_t pc, struct lp_src *out, unsigned max);
+/* The symbol holding `pc` by the symbol tables libdwfl found (a stripped object's, in its debug
+ * file), or NULL. */
+const char *lp_dwarf_symbol(struct lp_dwarf *d, uint64_t pc);
 void lp_dwarf_close(struct lp_dwarf *d);
 
 #endif

@@ -428,7 +428,8 @@ static void demangled(struct lp_syms *s, const char *name, char *buf, size_t len
     if (ver && ver != buf) *ver = '\0';
 }
 
-/* The function holding v (module m's own address) by m's symbols, into buf. */
+/* The function holding v (module m's own address) by m's symbols (else by those of the debug
+ * file its source lines came from: a stripped object's), into buf. */
 static void by_symbol(struct lp_syms *s, struct module *m, uint64_t v, char *buf, size_t len) {
     const struct sym *best = NULL;
     size_t lo = 0, hi = m->nsyms;
@@ -448,8 +449,11 @@ static void by_symbol(struct lp_syms *s, struct module *m, uint64_t v, char *buf
             best = &m->syms[lo - 2];
     }
     if (best && !name_ok(m, best->name)) best = NULL; /* (a damaged file's) */
+    const char *debug = best ? NULL : lp_dwarf_symbol(m->dwarf, v);
     if (best) {
         demangled(s, best->name, buf, len);
+    } else if (debug) {
+        demangled(s, debug, buf, len);
     } else if (m->stale) {
         snprintf(buf, len, "%s+0x%llx (rebuilt since the run)", m->base, (unsigned long long)v);
     } else {
@@ -477,13 +481,13 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
     }
     if (!m->loaded) load(m);
     uint64_t v = at - m->ref->m.base;
-    by_symbol(s, m, v, buf, sizeof buf);
     if (!m->dwarf_tried && !m->stale && s->lines) { /* its source lines, where it has them */
         m->dwarf_tried = 1;
         char path[4200];
         snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
         m->dwarf = lp_dwarf_open(path, m->ref->build_id, m->ref->m.build_id_len, &m->dwarf_how);
     }
+    by_symbol(s, m, v, buf, sizeof buf);
     struct lp_src src[MAX_INLINED];
     unsigned n = lp_dwarf_frames(m->dwarf, v, src, MAX_INLINED);
     if (!n) return intern(s, key, buf);

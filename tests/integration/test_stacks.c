@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -728,4 +730,236 @@ Test(stacks, hooks_in_a_handler_on_a_small_alternate_stack, .init = setup) {
     cJSON_Delete(j);
     run_free(&r);
     run_free(&bare);
+}
+
+/* ---- native source lines (lib/dwarf.h) -------------------------------------------------------- */
+
+/* The line of tests/progs/lines.c holding `marker`, or 0. */
+static int src_line(const char *marker) {
+    char *text = read_file(LP_SOURCE_DIR "/tests/progs/lines.c", NULL);
+    int line = 1;
+    for (char *p = text; p && *p; p++) {
+        if (!strncmp(p, marker, strlen(marker))) {
+            free(text);
+            return line;
+        }
+        if (*p == '\n') line++;
+    }
+    free(text);
+    return 0;
+}
+
+/* Go's pprof -raw of `pb`: each location of the mapping of `object` (its base name) compared with
+ * `addr2line -f -i` on the same address — the same functions, files and lines, inlined ones
+ * first. The locations compared. */
+static int pprof_matches_addr2line(const char *pb, const char *object, const char *exe) {
+    struct run p;
+    run_prog(&p, dir, NULL, (const char *[]){LP_BUILD_DIR "/go/pprof", "-raw", pb, NULL});
+    cr_assert_eq(p.status, 0, "%s", p.err);
+    unsigned long long start = 0, off = 0;
+    int mid = 0, compared = 0;
+    for (char *l = strstr(p.out, "\nMappings\n"); l && *l; l = strchr(l + 1, '\n')) {
+        int id;
+        char path[512];
+        if (sscanf(l + 1, "%d: %llx/%*[0-9a-fx]/%llx %511s", &id, &start, &off, path) == 4 && strstr(path, object) &&
+            !strcmp(strrchr(path, '/') + 1, object)) {
+            mid = id;
+            break;
+        }
+    }
+    cr_assert_gt(mid, 0, "no mapping of %s in %s:\n%s", object, pb, p.out);
+    char want_m[16];
+    snprintf(want_m, sizeof want_m, " M=%d ", mid);
+    char *loc = strstr(p.out, "\nLocations\n");
+    cr_assert_not_null(loc);
+    for (char *l = loc + 11; l && *l;) {
+        char *eol = strchr(l, '\n');
+        unsigned long long addr;
+        if (strstr(l, want_m) && (!eol || strstr(l, want_m) < eol) && sscanf(l, "%*d: %llx", &addr) == 1) {
+            /* its Lines: this line's and the indented ones after it */
+            char got[2048] = "";
+            for (char *k = l; k && *k; k = strchr(k, '\n') ? strchr(k, '\n') + 1 : NULL) {
+                const char *t = k + strspn(k, " ");
+                int next_loc = k != l && t[strspn(t, "0123456789")] == ':' && t[0] >= '0' && t[0] <= '9';
+                if (k != l && (k[0] != ' ' || next_loc || *t == '\n' || !*t)) break; /* its Lines end */
+                char fn[512], fl[512];
+                const char *from = k == l ? strstr(k, want_m) + strlen(want_m) : t;
+                if (sscanf(from, "%511s %511s", fn, fl) == 2) { /* (no line: the object and line 0) */
+                    size_t n = strlen(fl);
+                    snprintf(got + strlen(got), sizeof got - strlen(got), "%s %s\n", fn,
+                             n > 2 && !strcmp(fl + n - 2, ":0") ? "??:?" : fl);
+                }
+            }
+            char *hex = strfmt("0x%llx", addr - start + off);
+            struct run a;
+            run_prog(&a, dir, NULL, (const char *[]){"addr2line", "-f", "-i", "-e", exe, hex, NULL});
+            cr_assert_eq(a.status, 0, "%s", a.err);
+            /* addr2line: a function, then its file:line (with " (discriminator N)" at times) */
+            char want[2048] = "";
+            char *fn = NULL;
+            for (char *t = strtok(a.out, "\n"); t; t = strtok(NULL, "\n")) {
+                if (!fn) {
+                    fn = t;
+                    continue;
+                }
+                size_t n = strcspn(t, " ");
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s %.*s\n", fn, (int)n, t);
+                fn = NULL;
+            }
+            cr_expect_str_eq(got, want, "%s at %s: libprof's frames\n%sand addr2line's\n%s", object, hex, got, want);
+            compared++;
+            run_free(&a);
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    run_free(&p);
+    return compared;
+}
+
+/* A program built -g -O2: every frame of it in the allocation, leak, peak and CPU views names its
+ * file and line, the helper inlined into the leaf is a frame of its own, and pprof's Lines are
+ * addr2line's (function, file, line, the inlined ones first) on the same addresses. */
+Test(stacks, native_frames_name_their_source_lines_as_addr2line, .init = setup) {
+    if (access(LP_BUILD_DIR "/go/pprof", X_OK) != 0)
+        cr_skip_test("Go's pprof not built (golang-go, golang-github-google-pprof-dev)");
+    const char *src = LP_SOURCE_DIR "/tests/progs/lines.c";
+    int l_inl = src_line("return malloc(n);"), l_leaf = src_line("char *p = inl_alloc(n);"),
+        l_main = src_line("void *p = leaf_alloc("), l_spin = src_line("for (long i = 0; i < n; i++) x =");
+    cr_assert(l_inl && l_leaf && l_main && l_spin);
+    char *lpt = strfmt("%s/l.lpt", dir);
+    struct run r, rep;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s", lpt), "LIBPROF_STACKS=16",
+                              "LIBPROF_SAMPLE_HZ=1000", "LIBPROF_LINES=1", NULL},
+             (const char *[]){PROG("lines"), "300", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, lpt, "--folded", "a.folded", "--folded-leaks", "l.folded", "--folded-peak",
+                              "p.folded", "--cpu-folded", "c.folded", "--pprof", "c.pb.gz", "--pprof-heap", "h.pb.gz",
+                              "--chrome", "l.json", "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    char *chain = strfmt(";main (%s:%d);leaf_alloc (%s:%d);inl_alloc (%s:%d) ", src, l_main, src, l_leaf, src, l_inl);
+    const char *views[] = {"a.folded", "l.folded", "p.folded"};
+    for (int v = 0; v < 3; v++) {
+        char *text = read_file(strfmt("%s/%s", dir, views[v]), NULL);
+        cr_assert_not_null(text, "%s", views[v]);
+        cr_expect(strstr(text, chain), "%s has no %s:\n%.2000s", views[v], chain, text);
+        free(text);
+    }
+    char *cpu = read_file(strfmt("%s/c.folded", dir), NULL), *spin = strfmt(";spin (%s:%d) ", src, l_spin);
+    cr_assert_not_null(cpu);
+    cr_expect(strstr(cpu, spin), "the CPU flame graph has no %s:\n%.2000s", spin, cpu);
+    free(cpu);
+    cr_expect_geq(pprof_matches_addr2line(strfmt("%s/h.pb.gz", dir), "lines", PROG("lines")), 2);
+    cr_expect_geq(pprof_matches_addr2line(strfmt("%s/c.pb.gz", dir), "lines", PROG("lines")), 2);
+    cJSON *j = load_json(strfmt("%s/l.json", dir));
+    cJSON *sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines")),
+                     "the object");
+    cJSON_Delete(j);
+    /* LIBPROF_LINES=0: by function, as before */
+    run_free(&rep);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=0", NULL},
+             (const char *[]){REPORT, lpt, "--folded", "f.folded", "-q", NULL});
+    char *plain = read_file(strfmt("%s/f.folded", dir), NULL);
+    cr_expect(plain && strstr(plain, ";main;leaf_alloc "), "%.1000s", plain);
+    free(plain);
+    run_free(&rep);
+    run_free(&r);
+}
+
+/* The same program stripped, its debug file served by Debian's debuginfod on this machine: the
+ * same allocation flame graph as the program built with its debug information, and the trace says
+ * where the lines came from. Then a module rebuilt after the run: refused, and said so. */
+Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .init = setup) {
+    if (access("/usr/bin/debuginfod", X_OK) != 0) cr_skip_test("debuginfod is not installed (scripts/install-deps)");
+    struct run r, srv, rep;
+    /* the unstripped program's flame graph */
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/u.lpt", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){PROG("lines"), "300", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, "u.lpt", "--folded", "u.folded", "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    run_free(&rep);
+    /* the stripped one's, without and with the server */
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/s.lpt", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){PROG("lines_stripped"), "300", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    int port = 20000 + (int)(getpid() % 20000);
+    pid_t server = fork();
+    if (server == 0) {
+        setpgid(0, 0);
+        FILE *log = fopen(strfmt("%s/debuginfod.log", dir), "w"); /* (its log: not the test's output) */
+        if (log) {
+            dup2(fileno(log), 1);
+            dup2(fileno(log), 2);
+        }
+        execl("/usr/bin/debuginfod", "debuginfod", "-F", LP_BUILD_DIR "/progs/debugdir", "-p", strfmt("%d", port), "-d",
+              strfmt("%s/db.sqlite", dir), "-t0", "-g0", (char *)NULL);
+        _exit(127);
+    }
+    char *url = strfmt("DEBUGINFOD_URLS=http://127.0.0.1:%d", port), *cache = strfmt("DEBUGINFOD_CACHE_PATH=%s/c", dir);
+    int up = 0; /* the server has scanned the directory and serves the debug file */
+    for (int i = 0; i < 100 && !up; i++) {
+        run_prog(&srv, dir, (const char *[]){url, strfmt("DEBUGINFOD_CACHE_PATH=%s/probe%d", dir, i), NULL},
+                 (const char *[]){"debuginfod-find", "debuginfo", PROG("lines_stripped"), NULL});
+        up = srv.status == 0;
+        run_free(&srv);
+        if (!up) usleep(100000);
+    }
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, "s.lpt", "--folded", "s0.folded", "-q", NULL});
+    run_free(&rep);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", url, cache, NULL},
+             (const char *[]){REPORT, "s.lpt", "--folded", "s1.folded", "--chrome", "s.json", "-q", NULL});
+    kill(-server, SIGTERM);
+    kill(server, SIGTERM);
+    waitpid(server, NULL, 0);
+    cr_assert(up, "debuginfod on port %d never served the debug file", port);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    run_free(&rep);
+    char *u = read_file(strfmt("%s/u.folded", dir), NULL), *s0 = read_file(strfmt("%s/s0.folded", dir), NULL),
+         *s1 = read_file(strfmt("%s/s1.folded", dir), NULL);
+    cr_assert(u && s0 && s1);
+    cr_expect(strstr(s0, "lines_stripped+0x") && !strstr(s0, "leaf_alloc"), "without the server: %.600s", s0);
+    cr_expect_str_eq(s1, u, "through debuginfod:\n%s\nbuilt with its debug information:\n%s", s1, u);
+    cJSON *j = load_json(strfmt("%s/s.json", dir));
+    cJSON *sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines_stripped")),
+                     "debuginfod");
+    cJSON_Delete(j);
+    /* a module rebuilt after the run (another build-id at its path): not named from that file */
+    char *copy = strfmt("%s/lines_copy", dir);
+    cr_assert_eq(system(strfmt("cp %s %s", PROG("lines"), copy)), 0);
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/b.lpt", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){copy, "100", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    cr_assert_eq(system(strfmt("cp %s %s", PROG("allocs"), copy)), 0); /* another program, another build-id */
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, "b.lpt", "--folded", "b.folded", "--chrome", "b.json", "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    run_free(&rep);
+    char *b = read_file(strfmt("%s/b.folded", dir), NULL);
+    cr_expect(b && strstr(b, "lines_copy+0x") && strstr(b, "(rebuilt since the run)") && !strstr(b, "leaf_alloc"),
+              "%.800s", b);
+    j = load_json(strfmt("%s/b.json", dir));
+    cJSON *rebuilt = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(j), "symbols"), "rebuilt");
+    cr_expect(rebuilt && cJSON_GetArraySize(rebuilt) == 1 &&
+                  !strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(rebuilt, 0)), "lines_copy"),
+              "metadata.libprof.symbols.rebuilt");
+    cJSON_Delete(j);
+    free(u);
+    free(s0);
+    free(s1);
+    free(b);
 }
