@@ -291,6 +291,57 @@ static int stale(const struct module *m, int k) {
     return 0;
 }
 
+/* The section named `name` of the file mapped in slot k: its bytes and size, or NULL. */
+static const char *section(const struct module *m, int k, const char *name, size_t *size) {
+    const uint8_t *d = m->map[k];
+    size_t len = m->map_len[k];
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+    if (!d || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
+        (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff || eh->e_shstrndx >= eh->e_shnum)
+        return 0;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff), *str = &sh[eh->e_shstrndx];
+    if (str->sh_offset > len || str->sh_size > len - str->sh_offset) return 0;
+    size_t n = strlen(name) + 1;
+    for (unsigned i = 0; i < eh->e_shnum; i++)
+        if (sh[i].sh_name < str->sh_size && str->sh_size - sh[i].sh_name >= n &&
+            !memcmp(d + str->sh_offset + sh[i].sh_name, name, n)) {
+            if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
+                return NULL;
+            *size = sh[i].sh_size;
+            return (const char *)d + sh[i].sh_offset;
+        }
+    return NULL;
+}
+
+/* Is the debug file m's .gnu_debuglink names there, where libdwfl looks (beside the object, in
+ * its .debug/, under /usr/lib/debug)? */
+static int debuglink_found(const struct module *m) {
+    size_t n = 0;
+    const char *link = section(m, 0, ".gnu_debuglink", &n);
+    if (!link || !memchr(link, '\0', n)) return 0;
+    char dir[4200], path[8500];
+    snprintf(dir, sizeof dir, "%.*s", (int)m->ref->m.path_len, m->ref->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    const char *at[3] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, at[i], dir, link);
+        if (access(path, R_OK) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Could libdwfl find debug information for m? Its debug file by build-id was found, its file has
+ * DWARF or names a debug file (.gnu_debuglink), or a debuginfod server may have it. Asked before
+ * libdw is loaded at all: a trace of objects without any is converted as fast as without lines. */
+static int may_have_dwarf(const struct module *m) {
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    size_t n;
+    return m->map[1] || (urls && *urls && m->ref->m.build_id_len) || section(m, 0, ".debug_info", &n) ||
+           debuglink_found(m);
+}
+
 static void load(struct module *m) {
     m->loaded = 1;
     const struct lp_module_ref *r = m->ref;
@@ -481,7 +532,11 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
     }
     if (!m->loaded) load(m);
     uint64_t v = at - m->ref->m.base;
-    if (!m->dwarf_tried && !m->stale && s->lines) { /* its source lines, where it has them */
+    /* its source lines, where it has them — but the C library's, the C++ runtime's, the loader's
+     * and libprof's own: frames of code the user does not write, whose debug information (a
+     * distribution's compressed debug file: libc's inflates to ~40 MB) would cost more than the
+     * rest of the conversion */
+    if (!m->dwarf_tried && !m->stale && s->lines && !m->runtime && may_have_dwarf(m)) {
         m->dwarf_tried = 1;
         char path[4200];
         snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
