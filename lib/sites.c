@@ -677,6 +677,48 @@ void lp_sites_csv(struct lp_sites *s, struct lp_out *o) {
     }
 }
 
+/* The stacks of a table's rows v[0..n), 4 frames each — more where two would read the same: a
+ * row shows frames until it differs from every other (stacks that part past the 4th frame). One
+ * text of TEXT bytes per row, in a block the caller frees; NULL when out of memory. */
+#define TEXT 1024
+static char *table_texts(struct lp_sites *s, const uint32_t *v, uint32_t n) {
+    char *t = lp_os_malloc((size_t)n * TEXT + 1);
+    unsigned *depth = lp_os_malloc((size_t)n * sizeof *depth + 1);
+    if (!t || !depth) {
+        lp_os_free(t);
+        lp_os_free(depth);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        depth[i] = 4;
+        frames_text(s, v[i], t + (size_t)i * TEXT, TEXT, depth[i], " < ");
+    }
+    for (int changed = 1, rounds = 0; changed && rounds < LP_STACK_MAX_FRAMES; rounds++) {
+        changed = 0;
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = i + 1; j < n; j++) {
+                if (strcmp(t + (size_t)i * TEXT, t + (size_t)j * TEXT)) continue;
+                uint32_t k[2] = {i, j};
+                for (int m = 0; m < 2; m++) {
+                    struct lp_frames st;
+                    if (!lp_stack_view(s->r, v[k[m]], &st) || depth[k[m]] >= st.n) continue;
+                    depth[k[m]]++;
+                    frames_text(s, v[k[m]], t + (size_t)k[m] * TEXT, TEXT, depth[k[m]], " < ");
+                    changed = 1;
+                }
+            }
+    }
+    lp_os_free(depth);
+    return t;
+}
+
+/* Row i's stack reads as an earlier row's (whose line has it added in). */
+static int same_as_row_before(const char *texts, uint32_t i) {
+    for (uint32_t j = 0; j < i; j++)
+        if (!strcmp(texts + (size_t)i * TEXT, texts + (size_t)j * TEXT)) return 1;
+    return 0;
+}
+
 void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
     const uint32_t rows = (uint32_t)lp_top(top, TOP);
     static const char *const titles[] = {"allocation sites by bytes allocated", "allocation sites by calls",
@@ -699,14 +741,26 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
         lp_out_fmt(o, "  %s%s:\n  %10s %10s %10s %10s  %s\n", titles[ord], s->rate ? " (estimated)" : "",
                    s->rate ? "~calls" : "calls", s->rate ? "~allocated" : "allocated", s->rate ? "~at peak" : "at peak",
                    s->rate ? "~leaked" : "leaked", "stack (innermost first)");
-        for (uint32_t i = 0; i < n && i < rows; i++) {
-            const struct site *t = &s->site[v[i]];
-            frames_text(s, v[i], buf, sizeof buf, 4, " < ");
-            lp_fmt_bytes(b1, sizeof b1, t->bytes);
-            lp_fmt_bytes(b2, sizeof b2, t->peak);
-            lp_fmt_bytes(b3, sizeof b3, t->live);
-            lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t->calls, b1, b2, b3, buf);
+        uint32_t shown = n < rows ? n : rows;
+        char *texts = table_texts(s, v, shown);
+        for (uint32_t i = 0; i < shown; i++) {
+            struct site t = s->site[v[i]];
+            if (!texts) frames_text(s, v[i], buf, sizeof buf, 4, " < ");
+            if (texts && same_as_row_before(texts, i)) continue; /* added to that row */
+            for (uint32_t j = i + 1; texts && j < shown; j++)    /* stacks that read the same: one row */
+                if (!strcmp(texts + (size_t)i * TEXT, texts + (size_t)j * TEXT)) {
+                    t.calls += s->site[v[j]].calls;
+                    t.bytes += s->site[v[j]].bytes;
+                    t.peak += s->site[v[j]].peak;
+                    t.live += s->site[v[j]].live;
+                }
+            lp_fmt_bytes(b1, sizeof b1, t.bytes);
+            lp_fmt_bytes(b2, sizeof b2, t.peak);
+            lp_fmt_bytes(b3, sizeof b3, t.live);
+            lp_out_fmt(o, "  %10llu %10s %10s %10s  %s\n", (unsigned long long)t.calls, b1, b2, b3,
+                       texts ? texts + (size_t)i * TEXT : buf);
         }
+        lp_os_free(texts);
         lp_os_free(v);
     }
     { /* heaptrack's "most temporary allocations" */
@@ -716,13 +770,23 @@ void lp_sites_summary(struct lp_sites *s, struct lp_out *o, unsigned top) {
             lp_out_fmt(o,
                        "  most temporary allocations (released right after, on their thread):\n  %10s %10s %10s  %s\n",
                        "temporary", "of calls", "bytes", "stack (innermost first)");
-            for (uint32_t i = 0; i < n && i < rows; i++) {
-                const struct site *t = &s->site[v[i]];
-                frames_text(s, v[i], buf, sizeof buf, 4, " < ");
-                lp_fmt_bytes(b1, sizeof b1, t->temp_bytes);
-                lp_out_fmt(o, "  %10llu %10llu %10s  %s\n", (unsigned long long)t->temp, (unsigned long long)t->calls,
-                           b1, buf);
+            uint32_t shown = n < rows ? n : rows;
+            char *texts = table_texts(s, v, shown);
+            for (uint32_t i = 0; i < shown; i++) {
+                struct site t = s->site[v[i]];
+                if (!texts) frames_text(s, v[i], buf, sizeof buf, 4, " < ");
+                if (texts && same_as_row_before(texts, i)) continue;
+                for (uint32_t j = i + 1; texts && j < shown; j++)
+                    if (!strcmp(texts + (size_t)i * TEXT, texts + (size_t)j * TEXT)) {
+                        t.temp += s->site[v[j]].temp;
+                        t.calls += s->site[v[j]].calls;
+                        t.temp_bytes += s->site[v[j]].temp_bytes;
+                    }
+                lp_fmt_bytes(b1, sizeof b1, t.temp_bytes);
+                lp_out_fmt(o, "  %10llu %10llu %10s  %s\n", (unsigned long long)t.temp, (unsigned long long)t.calls, b1,
+                           texts ? texts + (size_t)i * TEXT : buf);
             }
+            lp_os_free(texts);
         }
         lp_os_free(v);
     }

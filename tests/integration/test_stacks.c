@@ -963,3 +963,45 @@ Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .i
     free(s1);
     free(b);
 }
+
+/* A table of allocation sites never shows two rows that read the same: stacks that part past the
+ * frames shown show more of them, and stacks that read the same to the end (different return
+ * addresses in one function without symbols: sqlite3's library) are one row. On Debian's sqlite3. */
+Test(stacks, no_two_rows_of_a_sites_table_read_the_same, .init = setup) {
+    if (access("/usr/bin/sqlite3", X_OK) != 0) cr_skip_test("sqlite3 is not installed (scripts/install-deps)");
+    const char *q = "create table t(a integer primary key, b text); with recursive n(i) as (select 1 union all "
+                    "select i+1 from n where i<20000) insert into t select i, printf('row-%d', i) from n; create "
+                    "index tb on t(b);";
+    struct run r, rep;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/q.lpt", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){"/usr/bin/sqlite3", ":memory:", q, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL}, (const char *[]){REPORT, "q.lpt", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    int tables = 0, rows = 0;
+    char *seen[64];
+    int nseen = 0;
+    for (char *l = rep.out; l && *l;) {
+        char *eol = strchr(l, '\n');
+        if (eol) *eol = '\0';
+        if (strstr(l, "stack (innermost first)")) { /* a table's header: its rows follow */
+            tables++;
+            nseen = 0;
+        } else if (nseen >= 0 && strstr(l, " < ") && l[0] == ' ' && nseen < 64) {
+            const char *stack = strstr(l, "  ") ? l + strlen(l) : l; /* the stack: after the last two spaces */
+            for (const char *p = l; (p = strstr(p, "  ")); p++) stack = p + 2;
+            for (int i = 0; i < nseen; i++) cr_expect_str_neq(seen[i], stack, "two rows read the same: %s", stack);
+            seen[nseen++] = (char *)stack;
+            rows++;
+        } else if (l[0] != ' ' || !strstr(l, " < ")) {
+            nseen = 0;
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    cr_expect_geq(tables, 3, "%s", rep.out);
+    cr_expect_geq(rows, 10, "%s", rep.out);
+    run_free(&rep);
+    run_free(&r);
+}
