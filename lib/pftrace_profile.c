@@ -193,20 +193,28 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
         /* (the commonest loop of a large profile: tens of millions of frames, most of them seen) */
         struct heap_seen *const seen_at = h->seen;
         const uint64_t *const fr = v.f;
-        n = v.n < LP_STACK_MAX_FRAMES ? v.n : LP_STACK_MAX_FRAMES;
-        for (unsigned i = 0; i < n; i++) {
+        unsigned in = v.n < LP_STACK_MAX_FRAMES ? v.n : LP_STACK_MAX_FRAMES;
+        for (unsigned i = 0; i < in && n < LP_STACK_MAX_FRAMES; i++) {
             uint64_t w = fr[i], iid;
             struct heap_seen *seen = &seen_at[(w * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_SEEN_BITS)];
             if (LP_LIKELY(seen->w1 == w + 1) && w != UINT64_MAX) { /* (an empty slot's w1 is 0) */
-                ids[i] = seen->field;
+                ids[n++] = seen->field;
+                continue;
+            }
+            const char *names[16]; /* functions inlined there: frames of their own, innermost first */
+            unsigned k = w == UINT64_MAX ? 0 : lp_syms_frames(h->syms, w, 1, names, 16);
+            if (k > 1) {
+                for (unsigned m = 0; m < k && n < LP_STACK_MAX_FRAMES; m++)
+                    ids[n++] = frame_field(frames_frame(&h->frames, names[m]));
                 continue;
             }
             if (w == UINT64_MAX || !lp_map_get(&h->iid_of, w + 1, &iid)) {
                 iid = frames_frame(&h->frames, lp_syms_function(h->syms, w, 1));
                 if (w != UINT64_MAX && lp_map_put(&h->iid_of, w + 1, iid, NULL) < 0) h->oom = 1;
             }
-            ids[i] = frame_field(iid);
-            if (w != UINT64_MAX) seen->w1 = w + 1, seen->field = ids[i];
+            ids[n] = frame_field(iid);
+            if (w != UINT64_MAX) seen->w1 = w + 1, seen->field = ids[n];
+            n++;
         }
     }
     if (!n) ids[n++] = frame_field(frames_frame(&h->frames, "[unknown stack]"));

@@ -437,8 +437,8 @@ unsigned lp_samples_frames(const struct lp_samples *s, uint32_t key, const char 
         names[0] = "[unknown stack]";
         return 1;
     }
-    unsigned n = 0;
-    for (uint32_t i = 0; i < v.n && n < max; i++) names[n++] = lp_syms_function(s->syms, v.f[i], 1);
+    unsigned n = 0; /* a frame's inlined functions first, each a frame of its own */
+    for (uint32_t i = 0; i < v.n && n < max; i++) n += lp_syms_frames(s->syms, v.f[i], 1, names + n, max - n);
     return n;
 }
 

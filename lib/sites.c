@@ -495,7 +495,10 @@ static void frames_text(struct lp_sites *s, uint32_t id, char *buf, size_t len, 
             f = py + (i - max / 2);
             if (f >= st->n) break;
         }
-        o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? sep : "", lp_syms_function(s->syms, st->f[f], 1));
+        const char *names[16]; /* the functions inlined there, then the one they were inlined into */
+        unsigned k = lp_syms_frames(s->syms, st->f[f], 1, names, 16);
+        for (unsigned m = 0; m < k && o + 8 < len; m++)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i || m ? sep : "", names[m]);
     }
     if (o >= len) buf[len - 1] = '\0';
 }

@@ -857,6 +857,11 @@ Test(stacks, native_frames_name_their_source_lines_as_addr2line, .init = setup) 
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines")),
                      "the object");
     cJSON_Delete(j);
+    /* the report's tables: the same frames, innermost first */
+    run_free(&rep);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL}, (const char *[]){REPORT, lpt, NULL});
+    char *row = strfmt("inl_alloc (%s:%d) < leaf_alloc (%s:%d) < main (%s:%d)", src, l_inl, src, l_leaf, src, l_main);
+    cr_expect(strstr(rep.out, row), "the report has no %s:\n%s", row, rep.out);
     /* LIBPROF_LINES=0: by function, as before */
     run_free(&rep);
     run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=0", NULL},
