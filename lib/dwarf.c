@@ -45,7 +45,7 @@ static struct {
     Elf *(*module_getelf)(Dwfl_Module *, GElf_Addr *);
     Dwfl_Callbacks cb;
     char *debuginfo_path;
-    void (*free)(void *); /* the C library's, for what libdw allocates */
+    void (*libc_free)(void *); /* the C library's, for what libdw allocates */
 } dw;
 
 static int dw_load(void) {
@@ -53,7 +53,7 @@ static int dw_load(void) {
     dw.tried = 1;
     void *h = lp_os_dlopen_offline("libdw.so.1");
     if (!h) return 0;
-    *(void **)&dw.free = lp_os_dlsym(RTLD_DEFAULT, "free");
+    *(void **)&dw.libc_free = lp_os_dlsym(RTLD_DEFAULT, "free");
 #define SYM(field, name) (*(void **)&dw.field = lp_os_dlsym(h, name)) != NULL
     dw.ok =
         SYM(begin, "dwfl_begin") && SYM(end, "dwfl_end") && SYM(report_begin, "dwfl_report_begin") &&
@@ -65,7 +65,7 @@ static int dw_load(void) {
         SYM(formudata, "dwarf_formudata") && SYM(getsrcfiles, "dwarf_getsrcfiles") && SYM(filesrc, "dwarf_filesrc") &&
         SYM(diecu, "dwarf_diecu") && SYM(dwarf_getelf, "dwarf_getelf") && SYM(addrname, "dwfl_module_addrname") &&
         SYM(module_getelf, "dwfl_module_getelf") && SYM(cb.find_debuginfo, "dwfl_standard_find_debuginfo") &&
-        SYM(cb.section_address, "dwfl_offline_section_address") && dw.free;
+        SYM(cb.section_address, "dwfl_offline_section_address") && dw.libc_free;
 #undef SYM
     dw.cb.debuginfo_path = &dw.debuginfo_path; /* NULL: the standard path (".debug" and /usr/lib/debug) */
     return dw.ok;
@@ -153,10 +153,10 @@ unsigned lp_dwarf_frames(struct lp_dwarf *d, uint64_t pc, struct lp_src *out, un
                   * pc's own list can miss the function an inlined instance sits in) */
         Dwarf_Die inner = scopes[0], *nested = NULL;
         int m = dw.getscopes_die(&inner, &nested);
-        dw.free(scopes);
+        dw.libc_free(scopes);
         scopes = m > 0 ? nested : NULL;
         n = m > 0 ? m : 0;
-        if (m <= 0) dw.free(nested);
+        if (m <= 0) dw.libc_free(nested);
     }
     unsigned k = 0;
     out[k] = (struct lp_src){NULL, full_path(d, k, cu, file), (unsigned)line};
@@ -180,7 +180,7 @@ unsigned lp_dwarf_frames(struct lp_dwarf *d, uint64_t pc, struct lp_src *out, un
         out[k] = (struct lp_src){NULL, cfile ? full_path(d, k, &cudie, cfile) : "?", (unsigned)cl};
         k++;
     }
-    dw.free(scopes); /* (libdw's own malloc: this runs in libprof-report only) */
+    dw.libc_free(scopes); /* (libdw's own malloc: this runs in libprof-report only) */
     return k;
 }
 
