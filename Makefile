@@ -284,7 +284,7 @@ INTEG_BINS  = $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEGRATION_TE
 PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/progs/libplugin.so $(BUILD)/progs/sites_cxx \
               $(BUILD)/progs/libaltshim.so \
               $(BUILD)/progs/rpath_dlopen $(BUILD)/progs/ownalloc $(BUILD)/progs/static_reliab \
-              $(BUILD)/progs/lines $(BUILD)/progs/lines_stripped \
+              $(BUILD)/progs/lines $(BUILD)/progs/lines_stripped $(BUILD)/progs/lines_linked \
               $(BUILD)/progs/libthrower.so \
               $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROGS_CXX)) $(ORT_PROGS) $(TORCH_PROGS) \
               $(MPI_PROGS) $(PPROF_BIN) $(ET_PROGS) $(CUDA_PROGS)
@@ -450,6 +450,14 @@ $(BUILD)/progs/lines_stripped: $(BUILD)/progs/lines
 	@$(if $(Q),echo '  PROG    $@')
 	$(Q)objcopy --only-keep-debug $< $(BUILD)/progs/debugdir/lines.debug
 	$(Q)objcopy --strip-all $< $@
+
+# ... and stripped with a .gnu_debuglink to its debug file in .debug/ beside it, where gdb and
+# libdwfl look.
+$(BUILD)/progs/lines_linked: $(BUILD)/progs/lines_stripped
+	@mkdir -p $(BUILD)/progs/.debug
+	@$(if $(Q),echo '  PROG    $@')
+	$(Q)cp $(BUILD)/progs/debugdir/lines.debug $(BUILD)/progs/.debug/lines_linked.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$(BUILD)/progs/.debug/lines_linked.debug $(BUILD)/progs/lines $@
 
 # An allocator built into the executable (exported malloc family), first used by the
 # constructor of a library it links: see tests/progs/ownalloc.c.

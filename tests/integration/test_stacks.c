@@ -857,11 +857,18 @@ Test(stacks, native_frames_name_their_source_lines_as_addr2line, .init = setup) 
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines")),
                      "the object");
     cJSON_Delete(j);
-    /* the report's tables: the same frames, innermost first */
+    /* the report's tables: the same frames, innermost first; the HTML page's flame graphs */
     run_free(&rep);
-    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL}, (const char *[]){REPORT, lpt, NULL});
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, lpt, "--html", "l.html", "--summary", NULL});
     char *row = strfmt("inl_alloc (%s:%d) < leaf_alloc (%s:%d) < main (%s:%d)", src, l_inl, src, l_leaf, src, l_main);
     cr_expect(strstr(rep.out, row), "the report has no %s:\n%s", row, rep.out);
+    char *html = read_file(strfmt("%s/l.html", dir), NULL);
+    cr_expect(html && strstr(html, strfmt("inl_alloc (%s:%d)", src, l_inl)) &&
+                  strstr(html, strfmt("leaf_alloc (%s:%d)", src, l_leaf)) &&
+                  strstr(html, strfmt("spin (%s:%d)", src, l_spin)),
+              "the HTML page lacks the frames' lines");
+    free(html);
     /* LIBPROF_LINES=0: by function, as before */
     run_free(&rep);
     run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=0", NULL},
@@ -939,6 +946,25 @@ Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .i
     cJSON *sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines_stripped")),
                      "debuginfod");
+    cJSON_Delete(j);
+    /* stripped with a .gnu_debuglink to its debug file in .debug/ beside it: the same, no server */
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/k.lpt", dir), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){PROG("lines_linked"), "300", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    run_free(&r);
+    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
+             (const char *[]){REPORT, "k.lpt", "--folded", "k.folded", "--chrome", "k.json", "-q", NULL});
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    run_free(&rep);
+    char *k = read_file(strfmt("%s/k.folded", dir), NULL);
+    cr_expect(k && !strcmp(k, u), "through .gnu_debuglink:\n%s\nbuilt with its debug information:\n%s", k, u);
+    free(k);
+    j = load_json(strfmt("%s/k.json", dir));
+    sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines_linked")),
+                     "a debug file");
     cJSON_Delete(j);
     /* a module rebuilt after the run (another build-id at its path): not named from that file */
     char *copy = strfmt("%s/lines_copy", dir);
