@@ -638,6 +638,7 @@ bench: all $(PROG_BINS)
 	@scripts/bench-storm $(BUILD)
 	@scripts/bench-pack $(BUILD)
 	@scripts/bench-perfetto $(BUILD)
+	@scripts/bench-lines $(BUILD)
 	@scripts/bench-long $(BUILD)
 
 MANDIR  = $(PREFIX)/share/man
