@@ -206,6 +206,7 @@ INTEGRATION_TESTS += tests/integration/test_reliab.c
 INTEGRATION_TESTS += tests/integration/test_private.c
 INTEGRATION_TESTS += tests/integration/test_sample.c
 INTEGRATION_TESTS += tests/integration/test_stream.c
+INTEGRATION_TESTS += tests/integration/test_wheel.c
 TEST_HELPER_SRCS  += tests/integration/harness.c
 
 PROGS += tests/progs/allocs.c
@@ -291,7 +292,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test check tests-build unit integration fuzz demo bench man install uninstall clean format format-check
+.PHONY: all deps test check tests-build unit integration fuzz demo wheel bench man install uninstall clean format format-check
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -577,7 +578,7 @@ RUN_SUITE = mkdir -p $(BUILD)/test-logs; for t in $(1); do s0=$$(date +%s); \
 # would be the run's tail)
 # (INTEG_LONG: every suite of 20 s or more, longest first — test_stacks and test_perfetto are also
 # make check's — so that what starts last is short)
-INTEG_SLOW = test_torch test_sample test_coexist test_python test_report test_executorch test_docs test_mpi
+INTEG_SLOW = test_torch test_sample test_coexist test_python test_report test_executorch test_docs test_mpi test_wheel
 INTEG_LONG = test_torch test_sample test_coexist test_python test_report test_stacks test_docs test_executorch \
              test_perfetto test_mpi
 INTEG_ORDER = $(INTEG_LONG) $(filter-out $(INTEG_LONG),$(patsubst tests/integration/%.c,%,$(INTEGRATION_TESTS)))
@@ -619,6 +620,12 @@ check: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
 	@rm -rf /tmp/libprof-test-*
 	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
 		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
+
+# The wheel (scripts/build-wheel): dist/libprof-VERSION-py3-none-manylinux_2_XX_x86_64.whl, the
+# preload, libprof-report, the libprof command and the man pages, repaired by the environment's
+# auditwheel; `pip install` it anywhere.
+wheel: all
+	@scripts/build-wheel $(BUILD) dist $(VENV)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
