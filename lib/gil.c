@@ -36,13 +36,18 @@ enum lp_block lp_block_kind(const char *cat, const char *name) {
     return LP_BLOCK_IO;
 }
 
+#define LP_GIL_ROUND_NS 1000000 /* the longest gap between two rounds of one wait for the GIL */
+
 int lp_gil_thread_add(struct lp_gil_thread *t, struct lp_gil_holds *hs, uint32_t who, uint32_t group,
                       enum lp_block kind, int64_t ts, int64_t dur, int timed_out) {
     if (kind == LP_BLOCK_NONE) return 0;
     int64_t end = lp_gil_sat(ts, dur);
     if (t->hold) { /* it let the GIL go, or it never had it */
         struct lp_gil_hold *h = &hs->h[t->hold - 1];
-        if (kind == LP_BLOCK_GIL && h->timed_out) h->none = 1;
+        /* a timed-out round followed at once by the next: it did not take the GIL (one that did
+         * runs until its holder is asked to drop it — a loaded machine's preemption may leave a
+         * gap too, but not of a millisecond between two rounds as a rule) */
+        if (kind == LP_BLOCK_GIL && h->timed_out && ts - h->from < LP_GIL_ROUND_NS) h->none = 1;
         if (ts >= h->from && ts < h->to) h->to = ts;
         h->open = 0;
         t->hold = 0;

@@ -12,9 +12,9 @@
  *   - GIL held: from the end of each GIL wait that took the GIL to the thread's next GIL wait or
  *     blocking call (a Python thread gives the GIL up before it blocks), or to where another
  *     thread took the GIL (its holder had let it go), whichever comes first. CPython waits in
- *     rounds of the switch interval: a round that timed out and is followed by the thread's next
- *     round did not take the GIL; one that was signalled did (its holder handed the GIL over),
- *     and so did one that timed out and is followed by anything else. A thread that takes the
+ *     rounds of the switch interval: a round that timed out and is followed within a millisecond
+ *     by the thread's next round did not take the GIL; one that was signalled did (its holder
+ *     handed the GIL over), and so did one that timed out and is followed by anything else. A thread that takes the
  *     GIL while it is free has no wait to start from: that stretch is not counted held. The
  *     holds, in time order, are the GIL's holder track (the timeline's "GIL holder"), which
  *     libprof-report reads back. */
