@@ -1100,6 +1100,24 @@ Test(python, sampled_allocations_by_line_estimate_the_exact_run, .init = setup) 
  * metadata.libprof.python.gil; the wall-clock flame graph gives the sleeper's time.sleep its slept
  * time (±3 %); the blocker's time is its lock's and the GIL's; the report's per-thread table has
  * the columns; the GIL waits' line is the spinning loop's. */
+/* Thread `tid`'s "GIL wait" slices in trace `t`: their time from t0 to t1 (seconds of the trace's
+ * clock), and all of it in *all (when not NULL). */
+static double gil_waits(cJSON *t, const char *tid, double t0, double t1, double *all) {
+    double in = 0, sum = 0;
+    cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
+        cJSON *nm = cJSON_GetObjectItem(ev, "name");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "GIL wait") || num(ev, "tid") != atoll(tid)) continue;
+        double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble / 1e6,
+               dur = cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
+        sum += dur;
+        double from = ts > t0 ? ts : t0, to = ts + dur < t1 ? ts + dur : t1;
+        if (to > from) in += to - from;
+    }
+    if (all) *all = sum;
+    return in;
+}
+
 /* The GIL's holder track (thread id 0x4f000000): its slices never overlap, each names the thread
  * holding the GIL, and they add up to each thread's GIL held; a spinning thread held the GIL about
  * as long as it ran (its CPU time, less 15 % or 60 ms: it ran only holding it), the sleeper hardly. */
@@ -1154,7 +1172,7 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
         cJSON *gil = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(t), "python"), "gil");
         cr_assert_not_null(gil, "%s: no metadata.libprof.python.gil", py[i]);
         double origin = (double)num(libprof_meta(t), "start_time_unix_ns") / 1e9;
-        cJSON *ev, *th;
+        cJSON *th;
         int spins = 0;
         cJSON_ArrayForEach(th, truth) {
             const char *role = cJSON_GetObjectItem(th, "role")->valuestring;
@@ -1163,17 +1181,7 @@ Test(python, gil_waits_and_blocked_time_every_interpreter, .init = setup) {
                    t0 = cJSON_GetObjectItem(th, "t0")->valuedouble - origin,
                    t1 = cJSON_GetObjectItem(th, "t1")->valuedouble - origin;
             cJSON *m = cJSON_GetObjectItem(gil, th->string);
-            double all = 0, in = 0; /* its GIL wait slices: all of them, and while it measured */
-            cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
-                cJSON *nm = cJSON_GetObjectItem(ev, "name");
-                if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "GIL wait") || num(ev, "tid") != atoll(th->string))
-                    continue;
-                double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble / 1e6,
-                       dur = cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
-                all += dur;
-                double from = ts > t0 ? ts : t0, to = ts + dur < t1 ? ts + dur : t1;
-                if (to > from) in += to - from;
-            }
+            double all, in = gil_waits(t, th->string, t0, t1, &all); /* all of them, and while it measured */
             cr_expect(m && fabs(all - (double)num(m, "wait_ns") / 1e9) < 0.002,
                       "%s: thread %s's GIL wait slices add up to %.3f s, the table %.3f s", py[i], th->string, all,
                       m ? (double)num(m, "wait_ns") / 1e9 : -1.0);
@@ -1303,16 +1311,7 @@ Test(python, gil_without_the_sync_family_and_pprof_wall_time, .init = setup) {
         double origin = (double)num(libprof_meta(t), "start_time_unix_ns") / 1e9,
                t0 = cJSON_GetObjectItem(th, "t0")->valuedouble - origin,
                t1 = cJSON_GetObjectItem(th, "t1")->valuedouble - origin,
-               want = cJSON_GetObjectItem(th, "slept")->valuedouble;
-        cJSON_ArrayForEach(ev, cJSON_GetObjectItem(t, "traceEvents")) {
-            cJSON *nm = cJSON_GetObjectItem(ev, "name");
-            if (!cJSON_IsString(nm) || strcmp(nm->valuestring, "GIL wait") || num(ev, "tid") != atoll(th->string))
-                continue;
-            double ts = cJSON_GetObjectItem(ev, "ts")->valuedouble / 1e6,
-                   dur = cJSON_GetObjectItem(ev, "dur")->valuedouble / 1e6;
-            double from = ts > t0 ? ts : t0, to = ts + dur < t1 ? ts + dur : t1;
-            if (to > from) want -= to - from;
-        }
+               want = cJSON_GetObjectItem(th, "slept")->valuedouble - gil_waits(t, th->string, t0, t1, NULL);
         run_prog(&pp, dir, NULL,
                  (const char *[]){LP_BUILD_DIR "/go/pprof", "-sample_index=wall", "-unit=ms", "-top",
                                   strfmt("-tagfocus=thread=thread %s", th->string), pb, NULL});
