@@ -250,7 +250,7 @@ int count_lines_with(const char *text, const char *needle) {
 }
 
 /* glibc's memusage library prints its table on stderr at exit: "malloc|  calls  bytes  failed". */
-int run_memusage(struct memusage *m, const char *const *env, const char *const *argv, char **out) {
+int run_memusage(struct memusage *m, const char *cwd, const char *const *env, const char *const *argv, char **out) {
     const char *lib = "/usr/lib/x86_64-linux-gnu/libmemusage.so";
     char *pre = strfmt("LD_PRELOAD=%s", lib);
     const char *e[16];
@@ -259,7 +259,7 @@ int run_memusage(struct memusage *m, const char *const *env, const char *const *
     for (int i = 0; env && env[i] && k < 15; i++) e[k++] = env[i];
     e[k] = NULL;
     struct run r;
-    int rc = run_prog(&r, NULL, e, argv);
+    int rc = run_prog(&r, cwd, e, argv);
     free(pre);
     if (rc != 0 || !r.err) return -1;
     memset(m, 0xff, sizeof *m);

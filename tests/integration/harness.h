@@ -69,6 +69,6 @@ int python_interpreters(char out[][256], int cap, int min_minor);
 struct memusage {
     long long malloc, realloc, calloc, free;
 };
-int run_memusage(struct memusage *m, const char *const *env, const char *const *argv, char **out);
+int run_memusage(struct memusage *m, const char *cwd, const char *const *env, const char *const *argv, char **out);
 
 #endif
