@@ -87,9 +87,7 @@ static const char *full_path(struct lp_dwarf *d, unsigned k, Dwarf_Die *cu, cons
     return d->path[k];
 }
 
-struct lp_dwarf *lp_dwarf_open(const char *path, const uint8_t *id, unsigned idlen, const char **how) {
-    (void)id;
-    (void)idlen;
+struct lp_dwarf *lp_dwarf_open(const char *path, const char **how) {
     *how = "";
     if (!dw_load()) return NULL;
     struct lp_dwarf *d = lp_os_calloc(1, sizeof *d);
@@ -186,10 +184,8 @@ unsigned lp_dwarf_frames(struct lp_dwarf *d, uint64_t pc, struct lp_src *out, un
 
 #else /* built without elfutils' headers: no lines */
 
-struct lp_dwarf *lp_dwarf_open(const char *path, const uint8_t *id, unsigned idlen, const char **how) {
+struct lp_dwarf *lp_dwarf_open(const char *path, const char **how) {
     (void)path;
-    (void)id;
-    (void)idlen;
     *how = "";
     return NULL;
 }

@@ -19,10 +19,10 @@ struct lp_src {
     unsigned line;
 };
 
-/* The object at `path` (its build-id `id` of `idlen` bytes, for debuginfod). NULL where libdw
- * cannot be loaded or the object cannot be read. `how` is set to where its debug information
+/* The object at `path` (libdwfl reads its build-id: the debug file's name, debuginfod's key).
+ * NULL where libdw cannot be loaded, the object cannot be read or no debug information is found. `how` is set to where its debug information
  * came from: "" (none), "the object", "a debug file" or "debuginfod". */
-struct lp_dwarf *lp_dwarf_open(const char *path, const uint8_t *id, unsigned idlen, const char **how);
+struct lp_dwarf *lp_dwarf_open(const char *path, const char **how);
 /* The frames at `pc` (an address of the object's own, as its ELF file has it): the innermost
  * (the function inlined deepest there, at pc's line) first, then each caller it was inlined into
  * (at the line of the call), ending with the function the code belongs to. Up to `max`; 0 when

@@ -423,33 +423,29 @@ static uint64_t fde_start(struct module *m, uint64_t v) {
     return lo ? m->fde_base + (uint64_t)(int64_t)m->fde[2 * (lo - 1)] : 0;
 }
 
-static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
-    size_t n = strlen(text) + 1;
+/* `n` bytes of `text` copied into the pool, kept in `map` under `key`; NULL when out of memory. */
+static const char *pool_keep(struct lp_syms *s, struct lp_map *map, uint64_t key, const char *text, size_t n) {
     struct pool_block *b = s->pool;
     if (!b || b->cap - b->len < n) {
         size_t cap = n > 65536 - sizeof *b ? n : 65536 - sizeof *b;
-        if (!(b = lp_os_malloc(sizeof *b + cap))) return "?";
+        if (!(b = lp_os_malloc(sizeof *b + cap))) return NULL;
         *b = (struct pool_block){s->pool, 0, cap};
         s->pool = b;
     }
     char *at = memcpy(b->text + b->len, text, n);
     b->len += n;
-    lp_map_put(&s->cache, key, (uint64_t)(uintptr_t)at, NULL);
+    lp_map_put(map, key, (uint64_t)(uintptr_t)at, NULL);
     return at;
+}
+
+static const char *intern(struct lp_syms *s, uint64_t key, const char *text) {
+    const char *at = pool_keep(s, &s->cache, key, text, strlen(text) + 1);
+    return at ? at : "?";
 }
 
 /* A chain of names (NUL-separated, an empty one last: `n` bytes in all) kept under `key`. */
 static void intern_chain(struct lp_syms *s, uint64_t key, const char *chain, size_t n) {
-    struct pool_block *b = s->pool;
-    if (!b || b->cap - b->len < n) {
-        size_t cap = n > 65536 - sizeof *b ? n : 65536 - sizeof *b;
-        if (!(b = lp_os_malloc(sizeof *b + cap))) return;
-        *b = (struct pool_block){s->pool, 0, cap};
-        s->pool = b;
-    }
-    char *at = memcpy(b->text + b->len, chain, n);
-    b->len += n;
-    lp_map_put(&s->chains, key, (uint64_t)(uintptr_t)at, NULL);
+    pool_keep(s, &s->chains, key, chain, n);
 }
 
 /* A Python frame: "qualname (file:line)". */
@@ -540,7 +536,7 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
         m->dwarf_tried = 1;
         char path[4200];
         snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
-        m->dwarf = lp_dwarf_open(path, m->ref->build_id, m->ref->m.build_id_len, &m->dwarf_how);
+        m->dwarf = lp_dwarf_open(path, &m->dwarf_how);
     }
     by_symbol(s, m, v, buf, sizeof buf);
     struct lp_src src[MAX_INLINED];

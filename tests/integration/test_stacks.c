@@ -880,30 +880,47 @@ Test(stacks, native_frames_name_their_source_lines_as_addr2line, .init = setup) 
     run_free(&r);
 }
 
+/* Program `prog` (ARG rounds) under the preload with 16-frame stacks into `dir`/`lpt`, then
+ * libprof-report's conversion of it with `extra` (NULL-ended: the outputs), by line, with `env`
+ * (NULL or a variable) beside LIBPROF_LINES=1. */
+static void record_and_convert(const char *prog, const char *arg, const char *lpt, const char *env,
+                               const char *const *extra) {
+    struct run r;
+    run_prog(&r, dir,
+             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/%s", dir, lpt), "LIBPROF_STACKS=16",
+                              "LIBPROF_LINES=1", NULL},
+             (const char *[]){prog, arg, NULL});
+    cr_assert_eq(r.status, 0, "%s: %s", prog, r.err);
+    run_free(&r);
+    const char *argv[16] = {REPORT, lpt};
+    int n = 2;
+    for (int i = 0; extra[i] && n < 14; i++) argv[n++] = extra[i];
+    argv[n++] = "-q";
+    argv[n] = NULL;
+    run_prog(&r, dir, (const char *[]){"LIBPROF_LINES=1", env, NULL}, argv);
+    cr_assert_eq(r.status, 0, "libprof-report %s: %s", lpt, r.err);
+    run_free(&r);
+}
+
+/* metadata.libprof.symbols.lines[module] of the Chrome trace `json` in dir, or NULL. */
+static char *lines_from(const char *json, const char *module) {
+    cJSON *j = load_json(strfmt("%s/%s", dir, json));
+    cJSON *sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
+    const char *how = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), module));
+    char *copy = how ? strdup(how) : NULL;
+    cJSON_Delete(j);
+    return copy;
+}
+
 /* The same program stripped, its debug file served by Debian's debuginfod on this machine: the
  * same allocation flame graph as the program built with its debug information, and the trace says
  * where the lines came from. Then a module rebuilt after the run: refused, and said so. */
 Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .init = setup) {
     if (access("/usr/bin/debuginfod", X_OK) != 0) cr_skip_test("debuginfod is not installed (scripts/install-deps)");
     struct run r, srv, rep;
-    /* the unstripped program's flame graph */
-    run_prog(&r, dir,
-             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/u.lpt", dir), "LIBPROF_STACKS=16",
-                              "LIBPROF_LINES=1", NULL},
-             (const char *[]){PROG("lines"), "300", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
-             (const char *[]){REPORT, "u.lpt", "--folded", "u.folded", "-q", NULL});
-    cr_assert_eq(rep.status, 0, "%s", rep.err);
-    run_free(&rep);
-    /* the stripped one's, without and with the server */
-    run_prog(&r, dir,
-             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/s.lpt", dir), "LIBPROF_STACKS=16",
-                              "LIBPROF_LINES=1", NULL},
-             (const char *[]){PROG("lines_stripped"), "300", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
+    /* the unstripped program's flame graph; the stripped one's, without the server */
+    record_and_convert(PROG("lines"), "300", "u.lpt", NULL, (const char *[]){"--folded", "u.folded", NULL});
+    record_and_convert(PROG("lines_stripped"), "300", "s.lpt", NULL, (const char *[]){"--folded", "s0.folded", NULL});
     int port = 20000 + (int)(getpid() % 20000);
     pid_t server = fork();
     if (server == 0) {
@@ -926,9 +943,6 @@ Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .i
         run_free(&srv);
         if (!up) usleep(100000);
     }
-    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
-             (const char *[]){REPORT, "s.lpt", "--folded", "s0.folded", "-q", NULL});
-    run_free(&rep);
     run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", url, cache, NULL},
              (const char *[]){REPORT, "s.lpt", "--folded", "s1.folded", "--chrome", "s.json", "-q", NULL});
     kill(-server, SIGTERM);
@@ -942,30 +956,14 @@ Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .i
     cr_assert(u && s0 && s1);
     cr_expect(strstr(s0, "lines_stripped+0x") && !strstr(s0, "leaf_alloc"), "without the server: %.600s", s0);
     cr_expect_str_eq(s1, u, "through debuginfod:\n%s\nbuilt with its debug information:\n%s", s1, u);
-    cJSON *j = load_json(strfmt("%s/s.json", dir));
-    cJSON *sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
-    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines_stripped")),
-                     "debuginfod");
-    cJSON_Delete(j);
+    cr_expect_str_eq(lines_from("s.json", "lines_stripped"), "debuginfod");
     /* stripped with a .gnu_debuglink to its debug file in .debug/ beside it: the same, no server */
-    run_prog(&r, dir,
-             (const char *[]){"LD_PRELOAD=" PRELOAD, strfmt("LIBPROF_OUTPUT=%s/k.lpt", dir), "LIBPROF_STACKS=16",
-                              "LIBPROF_LINES=1", NULL},
-             (const char *[]){PROG("lines_linked"), "300", NULL});
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    run_free(&r);
-    run_prog(&rep, dir, (const char *[]){"LIBPROF_LINES=1", NULL},
-             (const char *[]){REPORT, "k.lpt", "--folded", "k.folded", "--chrome", "k.json", "-q", NULL});
-    cr_assert_eq(rep.status, 0, "%s", rep.err);
-    run_free(&rep);
+    record_and_convert(PROG("lines_linked"), "300", "k.lpt", NULL,
+                       (const char *[]){"--folded", "k.folded", "--chrome", "k.json", NULL});
     char *k = read_file(strfmt("%s/k.folded", dir), NULL);
     cr_expect(k && !strcmp(k, u), "through .gnu_debuglink:\n%s\nbuilt with its debug information:\n%s", k, u);
     free(k);
-    j = load_json(strfmt("%s/k.json", dir));
-    sym = cJSON_GetObjectItem(libprof_meta(j), "symbols");
-    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(sym, "lines"), "lines_linked")),
-                     "a debug file");
-    cJSON_Delete(j);
+    cr_expect_str_eq(lines_from("k.json", "lines_linked"), "a debug file");
     /* a module rebuilt after the run (another build-id at its path): not named from that file */
     char *copy = strfmt("%s/lines_copy", dir);
     cr_assert_eq(system(strfmt("cp %s %s", PROG("lines"), copy)), 0);
@@ -983,7 +981,7 @@ Test(stacks, a_stripped_program_through_debuginfod_and_a_rebuilt_one_refused, .i
     char *b = read_file(strfmt("%s/b.folded", dir), NULL);
     cr_expect(b && strstr(b, "lines_copy+0x") && strstr(b, "(rebuilt since the run)") && !strstr(b, "leaf_alloc"),
               "%.800s", b);
-    j = load_json(strfmt("%s/b.json", dir));
+    cJSON *j = load_json(strfmt("%s/b.json", dir));
     cJSON *rebuilt = cJSON_GetObjectItem(cJSON_GetObjectItem(libprof_meta(j), "symbols"), "rebuilt");
     cr_expect(rebuilt && cJSON_GetArraySize(rebuilt) == 1 &&
                   !strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(rebuilt, 0)), "lines_copy"),
