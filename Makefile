@@ -10,11 +10,12 @@
 #
 # Targets:
 #   all        build/libprof.so, build/libprof-report, build/libprof (wrapper)
-#   deps       install missing Debian packages and the Python environment (scripts/install-deps)
+#   deps       install what the tests need: Debian packages, the Python environment (scripts/install-deps)
 #   tests-build  build everything the tests run (then one suite can be run by hand)
 #   test       deps + all + every test (unit, integration, fuzz); what CI runs
 #   check      the edit loop's tests: format, unit and the quick integration suites (about a minute)
-#   demo       deps + all + profile a real program and print where the trace went
+#   demo       the build's packages and sqlite3 (only those) + all + profile a real program and
+#              print where the trace went
 #   bench      overhead benchmarks against bare runs, memusage and heaptrack, and beside memray,
 #              py-spy, Scalene and Austin (scripts/bench-peers.py); call stacks on PyTorch's
 #              import and a training run beside memray and py-spy (scripts/bench-stacks)
@@ -292,7 +293,7 @@ PROG_BINS   = $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROGS)) $(BUILD)/pro
 
 TARGETS = $(BUILD)/libprof.so $(BUILD)/libprof-report $(BUILD)/libprof
 
-.PHONY: all deps test check tests-build unit integration fuzz demo wheel bench man install uninstall clean format format-check
+.PHONY: all deps demo-deps bench-deps test check tests-build unit integration fuzz demo wheel bench man install uninstall clean format format-check
 all: $(TARGETS)
 
 # A stamp that changes when the flags do, so a flag change rebuilds everything.
@@ -551,8 +552,17 @@ fuzz: $(BUILD)/fuzz/fuzz_lpt $(BUILD)/fuzz/fuzz_chrome $(BUILD)/fuzz/fuzz_pftrac
 	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_chrome,corpus-json)
 	@$(call FUZZ_RUN,$(BUILD)/fuzz/fuzz_pftrace,corpus-pftrace)
 
+# What each command installs (scripts/install-deps): make demo only the build's packages and the
+# program it profiles; make test everything its tests run, the Python environment included;
+# make bench that and the benchmark tools.
 deps:
 	@LIBPROF_VENV=$(VENV) scripts/install-deps
+
+demo-deps:
+	@scripts/install-deps --demo
+
+bench-deps:
+	@LIBPROF_VENV=$(VENV) scripts/install-deps --bench
 
 # The house style is .clang-format's (clang-format 14, Debian 12); test data are not code.
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null | grep -v '^tests/fuzz/corpus')
@@ -621,17 +631,18 @@ check: all $(UNIT_BINS) $(INTEG_BINS) $(PROG_BINS)
 	@cat $(BUILD)/test-logs/*.log | sed -n 's/.*Passing: \([0-9]*\) | Failing: \([0-9]*\).*/\1 \2/p' | \
 		awk '{p += $$1; f += $$2} END {printf "tests: %d passed, %d failed\n", p, f}'
 
-# The wheel (scripts/build-wheel): dist/libprof-VERSION-py3-none-manylinux_2_XX_x86_64.whl, the
-# preload, libprof-report, the libprof command and the man pages, repaired by the environment's
-# auditwheel; `pip install` it anywhere.
+# The wheel: dist/libprof-VERSION-py3-none-manylinux_2_XX_x86_64.whl, the preload, libprof-report,
+# the libprof command and the man pages, repaired by the environment's auditwheel; `pip install`
+# it anywhere. (scripts/libprof_build.py, also the backend that `pip install .` runs: pyproject.toml)
 wheel: all
-	@scripts/build-wheel $(BUILD) dist $(VENV)
+	@$(VENV)/bin/python3 scripts/libprof_build.py $(BUILD) dist $(VENV)
 
-demo: deps
+demo: demo-deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo $(BUILD)
 
-bench: all $(PROG_BINS)
+bench: bench-deps
+	@$(MAKE) --no-print-directory -j2 all $(PROG_BINS)
 	@scripts/bench-targets $(BUILD)
 	@scripts/bench $(BUILD)
 	@scripts/bench-python $(BUILD)

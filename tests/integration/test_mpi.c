@@ -193,13 +193,27 @@ Test(mpi, probing_for_mpi_finds_none, .init = setup) {
     run_free(&bare);
 }
 
-/* Past one machine: every rank's events CSV (rank and host columns) queried as one table by a
- * real engine — DuckDB for Python, from the project's environment — with the SQL the README gives. */
+/* Past one machine: every rank's events CSV (rank and host columns) is one table `events` for a
+ * real engine, and the fleet query is the SQL statement of docs/jobs-and-mpi.md, read from the
+ * page: DuckDB for Python and Spark SQL (pyspark, local[2], Debian's Java 17), both from the
+ * project's environment, run it over the MPI test's four ranks and return the same rows. */
 static const char duck_py[] = "import duckdb, json, sys\n"
-                              "print(json.dumps([list(r) for r in duckdb.sql(sys.argv[1]).fetchall()]))\n";
+                              "duckdb.sql(\"create view events as select * from read_csv_auto('%s')\" % sys.argv[1])\n"
+                              "print(json.dumps([list(r) for r in duckdb.sql(sys.argv[2]).fetchall()]))\n";
+static const char spark_py[] =
+    "import json, sys, warnings\n"
+    "warnings.simplefilter('ignore')\n"
+    "from pyspark.sql import SparkSession\n"
+    "spark = (SparkSession.builder.master('local[2]').appName('libprof-fleet')\n"
+    "         .config('spark.ui.enabled', 'false').config('spark.ui.showConsoleProgress', 'false')\n"
+    "         .config('spark.sql.shuffle.partitions', '2').getOrCreate())\n"
+    "spark.sparkContext.setLogLevel('ERROR')\n"
+    "spark.read.option('header', True).option('inferSchema', True).csv(sys.argv[1]).createOrReplaceTempView('events')\n"
+    "print(json.dumps([list(r) for r in spark.sql(sys.argv[2]).collect()]))\n"
+    "spark.stop()\n";
 
-Test(mpi, fleet_query_on_duckdb, .init = setup) {
-    if (!venv_has("duckdb")) cr_skip_test("duckdb is not in the project's Python environment (scripts/install-deps)");
+/* The job's four events CSVs, e0.csv ... e3.csv; returns the documented fleet query. */
+static char *fleet_csvs(void) {
     job("0");
     for (int k = 0; k < 4; k++) {
         struct run r;
@@ -209,14 +223,62 @@ Test(mpi, fleet_query_on_duckdb, .init = setup) {
         cr_assert_eq(r.status, 0, "%s", r.err);
         run_free(&r);
     }
-    char *sql = strfmt("select rank, count(*) as calls, sum(dur_ns) > 0 as timed from read_csv_auto('%s/e*.csv') "
-                       "where category = 'mpi' group by rank order by rank",
-                       dir);
+    size_t len;
+    char *page = read_file(LP_SOURCE_DIR "/docs/jobs-and-mpi.md", &len);
+    cr_assert_not_null(page);
+    char *sql = strstr(page, "```sql\n");
+    cr_assert_not_null(sql, "no sql block in docs/jobs-and-mpi.md");
+    sql += 7;
+    char *end = strstr(sql, "```");
+    cr_assert_not_null(end);
+    *end = '\0';
+    cr_assert_not_null(strstr(sql, "from events"), "%s", sql);
+    return sql;
+}
+
+static char *duckdb_rows(const char *sql) {
     struct run q;
-    run_venv(&q, dir, (const char *[]){write_text(dir, "q.py", duck_py), sql, NULL});
+    run_venv(&q, dir, (const char *[]){write_text(dir, "duck.py", duck_py), strfmt("%s/e*.csv", dir), sql, NULL});
     cr_assert_eq(q.status, 0, "%s%s", q.out, q.err);
+    char *rows = strdup(q.out);
+    run_free(&q);
+    return rows;
+}
+
+Test(mpi, fleet_query_on_duckdb, .init = setup) {
+    if (!venv_has("duckdb")) cr_skip_test("duckdb is not in the project's Python environment (scripts/install-deps)");
+    char *rows = duckdb_rows(fleet_csvs());
     /* MPI calls per rank: Init, 10 Sendrecv, 5 Allreduce, Bcast, 2 Barrier, Finalize, and 3 Send or Recv on 0, 1 */
-    cr_expect_str_eq(q.out, "[[0, 23, true], [1, 23, true], [2, 20, true], [3, 20, true]]\n");
+    cJSON *j = cJSON_Parse(rows), *row;
+    cr_assert_not_null(j, "%s", rows);
+    int calls[4] = {0}, n = 0;
+    double last = 1e300;
+    cJSON_ArrayForEach(row, j) {
+        int rank = cJSON_GetArrayItem(row, 0)->valueint;
+        const char *name = cJSON_GetArrayItem(row, 2)->valuestring;
+        double ms = cJSON_GetArrayItem(row, 4)->valuedouble;
+        cr_assert(rank >= 0 && rank < 4 && !strncmp(name, "MPI_", 4), "%s", rows);
+        calls[rank] += cJSON_GetArrayItem(row, 3)->valueint;
+        cr_expect(ms <= last && ms > 0, "rows by time, descending: %s", rows);
+        last = ms;
+        n++;
+        if (!strcmp(name, "MPI_Sendrecv")) cr_expect_eq(cJSON_GetArrayItem(row, 3)->valueint, 10, "%s", rows);
+    }
+    cr_expect_eq(n, 4 * 6 + 2, "%s", rows);
+    cr_expect(calls[0] == 23 && calls[1] == 23 && calls[2] == 20 && calls[3] == 20, "%s", rows);
+    cJSON_Delete(j);
+}
+
+Test(mpi, fleet_query_on_spark_equals_duckdb, .init = setup, .timeout = 300) {
+    if (!venv_has("duckdb") || !venv_has("pyspark"))
+        cr_skip_test("duckdb or pyspark is not in the project's Python environment (scripts/install-deps)");
+    if (access("/usr/bin/java", X_OK) != 0) cr_skip_test("no Java runtime (openjdk-17-jre-headless)");
+    char *sql = fleet_csvs(), *rows = duckdb_rows(sql);
+    struct run q;
+    run_venv(&q, dir, (const char *[]){write_text(dir, "spark.py", spark_py), strfmt("%s/e*.csv", dir), sql, NULL});
+    cr_assert_eq(q.status, 0, "%s%s", q.out, q.err);
+    cr_expect_gt(strlen(rows), 100, "%s", rows);
+    cr_expect_str_eq(q.out, rows, "Spark's rows:\n%s\nDuckDB's:\n%s", q.out, rows);
     run_free(&q);
 }
 

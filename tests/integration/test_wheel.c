@@ -1,8 +1,10 @@
 /* test_wheel.c: libprof as Python users install profilers — the wheel `make wheel` builds
- * (scripts/build-wheel) is manylinux by auditwheel's own reading, carries libunwind and cJSON,
- * installs with `pip install --no-index` into new virtual environments of two interpreters, and
- * its `libprof`, `python -m libprof` and `libprof-report` profile a Python program and a C
- * program and read the traces. */
+ * (scripts/libprof_build.py) is manylinux by auditwheel's own reading, carries libunwind and
+ * cJSON, installs with `pip install --no-index` into new virtual environments of two interpreters,
+ * and its `libprof`, `python -m libprof` and `libprof-report` profile a Python program and a C
+ * program and read the traces; `pip install .` from the clone builds the same wheel (offline: the
+ * build tools from the wheels install-deps keeps), and where the compiler is missing says which
+ * packages bring it. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <glob.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "libprof/format.h"
 
 static char *dir;
 static void setup(void) { dir = make_tmpdir(); }
@@ -26,12 +29,24 @@ static char *pyenv(int minor) {
     return found;
 }
 
+/* A new virtual environment DIR/NAME of the pyenv interpreter 3.minor; NULL without one. */
+static char *new_venv(int minor, const char *name) {
+    char *py = pyenv(minor);
+    if (!py) return NULL;
+    char *venv = strfmt("%s/%s", dir, name);
+    struct run r;
+    run_prog(&r, dir, NULL, (const char *[]){py, "-m", "venv", venv, NULL});
+    cr_assert_eq(r.status, 0, "%s -m venv: %s", py, r.err);
+    run_free(&r);
+    return venv;
+}
+
 Test(wheel, installs_into_new_environments_and_profiles, .init = setup, .timeout = 600) {
     struct run r;
-    run_prog(
-        &r, dir, NULL,
-        (const char *[]){LP_SOURCE_DIR "/scripts/build-wheel", LP_BUILD_DIR, strfmt("%s/dist", dir), LP_VENV, NULL});
-    cr_assert_eq(r.status, 0, "build-wheel: %s", r.err);
+    run_prog(&r, dir, NULL,
+             (const char *[]){LP_VENV "/bin/python3", LP_SOURCE_DIR "/scripts/libprof_build.py", LP_BUILD_DIR,
+                              strfmt("%s/dist", dir), LP_VENV, NULL});
+    cr_assert_eq(r.status, 0, "libprof_build.py: %s", r.err);
     char *whl = strndup(r.out, strcspn(r.out, "\n"));
     run_free(&r);
     cr_expect(strstr(whl, "-py3-none-manylinux_") && strstr(whl, "_x86_64.whl"), "the wheel's name: %s", whl);
@@ -52,13 +67,10 @@ Test(wheel, installs_into_new_environments_and_profiles, .init = setup, .timeout
     int tested = 0;
     const int minors[] = {9, 12};
     for (int k = 0; k < 2; k++) {
-        char *py = pyenv(minors[k]);
-        if (!py) continue;
-        char *venv = strfmt("%s/v%d", dir, minors[k]), *vpy = strfmt("%s/bin/python", venv),
-             *cmd = strfmt("%s/bin/libprof", venv), *rep = strfmt("%s/bin/libprof-report", venv);
-        run_prog(&r, dir, NULL, (const char *[]){py, "-m", "venv", venv, NULL});
-        cr_assert_eq(r.status, 0, "%s -m venv: %s", py, r.err);
-        run_free(&r);
+        char *venv = new_venv(minors[k], strfmt("v%d", minors[k]));
+        if (!venv) continue;
+        char *vpy = strfmt("%s/bin/python", venv), *cmd = strfmt("%s/bin/libprof", venv),
+             *rep = strfmt("%s/bin/libprof-report", venv);
         run_prog(&r, dir, NULL, (const char *[]){strfmt("%s/bin/pip", venv), "install", "-q", "--no-index", whl, NULL});
         cr_assert_eq(r.status, 0, "pip install --no-index: %s", r.err);
         run_free(&r);
@@ -103,4 +115,49 @@ Test(wheel, installs_into_new_environments_and_profiles, .init = setup, .timeout
         tested++;
     }
     cr_assert_eq(tested, 2, "Python 3.9 and 3.12 under /root/.pyenv/versions");
+}
+
+/* pip install . from the clone, in a new 3.12 environment, with pip's build isolation and no
+ * index: the build tools pyproject.toml names come from the wheels install-deps keeps in the
+ * project's environment. The installed wheel is manylinux, as make wheel's, and profiles. */
+Test(wheel, pip_install_from_the_clone, .init = setup, .timeout = 300) {
+    if (access(LP_VENV "/wheelhouse", R_OK) != 0) cr_skip_test("no %s/wheelhouse (scripts/install-deps)", LP_VENV);
+    char *venv = new_venv(12, "v");
+    if (!venv) cr_skip_test("no Python 3.12 under /root/.pyenv/versions");
+    struct run r;
+    run_prog(&r, dir, NULL,
+             (const char *[]){strfmt("%s/bin/pip", venv), "install", "-q", "--no-index", "--find-links",
+                              LP_VENV "/wheelhouse", LP_SOURCE_DIR, NULL});
+    cr_assert_eq(r.status, 0, "pip install .: %s%s", r.out, r.err);
+    run_free(&r);
+    size_t len;
+    char *wheel =
+        read_file(strfmt("%s/lib/python3.12/site-packages/libprof-" LIBPROF_VERSION ".dist-info/WHEEL", venv), &len);
+    cr_assert_not_null(wheel);
+    cr_expect_not_null(strstr(wheel, "Tag: py3-none-manylinux_"), "%s", wheel);
+    char *trace = strfmt("%s/t.json", dir);
+    run_prog(&r, dir, NULL,
+             (const char *[]){strfmt("%s/bin/python", venv), "-m", "libprof", "-q", "-o", trace, "--stacks", "8", "--",
+                              PROG("allocs"), NULL});
+    cr_expect_eq(r.status, 7, "%s", r.err);
+    run_free(&r);
+    run_prog(&r, dir, NULL, (const char *[]){strfmt("%s/bin/libprof-report", venv), trace, NULL});
+    cr_expect(r.status == 0 && strstr(r.out, " slices"), "%s%s", r.out, r.err);
+    run_free(&r);
+}
+
+/* Where the compiler and make are missing (a PATH without them), pip install . stops before
+ * building and says which Debian packages bring them and how. */
+Test(wheel, pip_install_names_what_is_missing, .init = setup) {
+    char *venv = new_venv(12, "v");
+    if (!venv) cr_skip_test("no Python 3.12 under /root/.pyenv/versions");
+    struct run r;
+    run_prog(&r, dir, NULL,
+             (const char *[]){"/usr/bin/env", strfmt("PATH=%s/bin", venv), strfmt("%s/bin/pip", venv), "install",
+                              "--no-build-isolation", "--no-index", LP_SOURCE_DIR, NULL});
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "building libprof needs a C compiler (cc), make, strip") &&
+                  strstr(r.err, "apt-get install --no-install-recommends gcc make binutils"),
+              "%s%s", r.out, r.err);
+    run_free(&r);
 }
