@@ -84,6 +84,7 @@ struct level {
 #define NEST_MAX 16
 
 #define WRITERS_MAX 3 /* threads deflating bundles at once */
+struct heap_job;
 struct pf {
     struct lp_sink chrome; /* the Chrome writer: its events structured through `sink` */
     struct lp_json_sink sink;
@@ -143,14 +144,17 @@ struct pf {
     /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
      * threads of their own, at most `writers` */
     unsigned cur, busy, writers;
-    unsigned bundles; /* out so far: the first INLINE_BUNDLES are deflated here (see bundle_out) */
-    int compress;     /* bundles deflated (when a deflater loads: deflate.c) */
+    int compress;          /* bundles deflated (when a deflater loads: deflate.c) */
+    struct heap_job *heap; /* the heap profile being made on a thread of its own (pftrace_profile.c) */
 };
 
 /* the profiles (pftrace_profile.c) */
 void lp_pf_frames_begin(struct frames *t);
 void lp_pf_samples(struct pf *f, const struct lp_analysis *a);
-void lp_pf_heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns);
+/* the heap profile: begun (on a thread of its own where one starts, else at once) while the
+ * timeline is written; its packets written after it */
+void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns);
+void lp_pf_heap_out(struct pf *f, struct lp_out *o);
 /* the tracks (pftrace_out.c): the track of `key`, made when new; a record added to one (its
  * fields what f->body holds), a flow's id to a record */
 struct track *lp_pf_track(struct pf *f, uint64_t key, uint8_t kind, uint32_t pid, uint64_t tid);
@@ -162,6 +166,8 @@ void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
 struct lp_pb *lp_pf_packet(struct pf *f);
 void lp_pf_packet_out(struct pf *f, struct lp_out *o);
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last);
+void lp_pf_bundle_deflate(struct pf *f, struct bundle *b);
+void lp_pf_bundle_write(struct pf *f, struct bundle *b, struct lp_out *o);
 void lp_pf_writers_end(struct pf *f);
 void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t);
 int lp_pf_order(struct pf *f, struct track *t);

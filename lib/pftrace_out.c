@@ -96,8 +96,13 @@ static void deflate_bundle(struct bundle *b) {
     b->nz = LP_RESERVE(b->z, b->capz, cap) == 0 ? lp_deflate(&b->dz, b->raw.d, b->raw.n, b->z, cap) : 0;
 }
 
+/* Bundle `b` deflated, where the trace is and a deflater loads (else b->nz stays 0). */
+void lp_pf_bundle_deflate(struct pf *f, struct bundle *b) {
+    if (b->raw.n && f->compress && lp_deflate_load()) deflate_bundle(b);
+}
+
 /* Bundle `b` to `o`: its deflated packets as one packet, else its packets as they are. */
-static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
+void lp_pf_bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
     if (b->nz) {
         uint8_t head[24], *p = head;
         size_t body = varint_len((uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2) + varint_len(b->nz) + b->nz;
@@ -122,27 +127,23 @@ static void *writer_main(void *arg) {
 }
 
 #define RING (f->writers + 1)
-/* A trace of a few bundles is deflated where it is made: threads save it nothing (sqlite's 2
- * bundles, two processors: the same wall time, and without them less memory and processor time —
- * a thread and a compressor per bundle). A longer trace's bundles after these go to the threads. */
-#define INLINE_BUNDLES 2
-
 /* The oldest bundle being deflated, written when it is done. */
 static void writer_done(struct pf *f, struct lp_out *o) {
     struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
     lp_os_thread_join(b->th);
     f->busy--;
-    bundle_write(f, b, o);
+    lp_pf_bundle_write(f, b, o);
 }
 
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
- * the packets: past the first INLINE_BUNDLES, a bundle is deflated on a thread of its own while
- * the next ones are made (up to `writers` at once), the last here while the threads end theirs;
- * all are written in order. Without a thread, each here. */
+ * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
+ * `writers` at once), the last here while the threads end theirs; all are written in order.
+ * Without a thread, each here. (Measured on sqlite's trace of 3 bundles, two processors: the
+ * first two deflated here instead cost 1-2 % of the conversion's time.) */
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
     int z = b->raw.n && f->compress && lp_deflate_load();
-    if (z && !last && f->writers && ++f->bundles > INLINE_BUNDLES) {
+    if (z && !last && f->writers) {
         if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
         if (lp_os_thread_start(&b->th, writer_main, b) == 0) {
             f->busy++;
@@ -152,7 +153,7 @@ void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
     }
     if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
-    if (b->raw.n) bundle_write(f, b, o);
+    if (b->raw.n) lp_pf_bundle_write(f, b, o);
 }
 
 /* Every bundle's thread ended (a conversion that stops half-way). */

@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "cc.h"
+#include "deflate.h"
 #include "os.h"
 #include "pftrace.h"
 #include "samples.h"
@@ -123,21 +124,29 @@ void lp_pf_samples(struct pf *f, const struct lp_analysis *a) {
  * left unfreed is what leaked). Its strings, frames and callstacks are its own. A profile of a
  * large program is tens of MiB (a PyTorch run: 700 thousand callstacks, 30 frames each), so it
  * is written as heapprofd splits one: a chain of ProfilePackets, each a few dozen KiB of the
- * tables and samples (`continued` on all but the last, `index` counting them), which go out
- * with the other packets' bundles (deflated on threads as they come) instead of being made
- * whole in memory first. A packet's callstacks name only frames of it or of the packets before,
- * and its samples only its own callstacks or those before. */
+ * tables and samples (`continued` on all but the last, `index` counting them), in bundles of
+ * their own, each deflated as soon as it is full. A packet's callstacks name only frames of it or
+ * of the packets before, and its samples only its own callstacks or those before.
+ *
+ * The profile is made on a thread of its own while the timeline is sorted, merged and written
+ * (the two share nothing: the profile reads the sites and the symbols, which nothing else uses
+ * by then, and writes its own bundles): on sqlite's trace with stacks, its naming of frames and
+ * deflating are a tenth of the conversion, which the thread takes off the writer's path. Its
+ * bundles, deflated, wait in memory for the timeline's end (a fifth of the profile's size). */
 #define PROFILE_PACKET_BYTES (48u << 10)
-struct heap_arg {
+struct heap_job {
     const struct lp_reader *r;
+    struct lp_sites *sites;
     struct lp_syms *syms;
     struct pf *f;
-    struct lp_out *o;
     uint64_t end_ns, index;
+    struct bundle *bs; /* its bundles: the last is being filled */
+    size_t nb, capb;
     struct frames frames; /* the tables of the packet being made: in place in the bundle */
     size_t pkt_at, pp_at; /* where its TracePacket's and ProfilePacket's contents start */
-    int open;
-    struct lp_pb *dump;   /* its samples (written after the tables) */
+    int open, threaded;
+    pthread_t th;
+    struct lp_pb dump;    /* its samples (written after the tables) */
     struct lp_map iid_of; /* frame word -> its frame's iid: stacks share most of their frames */
     /* the last frames found, by word, looked at before the map (a profile of many stacks looks
      * up the same few thousand frames tens of millions of times) */
@@ -148,10 +157,17 @@ struct heap_arg {
     int oom;
 };
 
+/* A new bundle to fill; 0, or -1 without memory. */
+static int heap_bundle(struct heap_job *h) {
+    if (LP_RESERVE(h->bs, h->capb, h->nb + 1) != 0) return h->oom = -1;
+    memset(&h->bs[h->nb++], 0, sizeof *h->bs);
+    return 0;
+}
+
 /* A ProfilePacket of the chain begins, in place in the current bundle (the lengths of the
  * TracePacket and of the ProfilePacket take four bytes each: closed without moving it). */
-static void heap_begin(struct heap_arg *h) {
-    struct lp_pb *b = &h->f->bundle[h->f->cur].raw;
+static void heap_begin(struct heap_job *h) {
+    struct lp_pb *b = &h->bs[h->nb - 1].raw;
     h->pkt_at = lp_pb_open4(b, TRACE_PACKET);
     lp_pb_uint(b, PKT_TIMESTAMP, h->f->clock0 + h->end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
@@ -160,31 +176,35 @@ static void heap_begin(struct heap_arg *h) {
     h->open = 1;
 }
 
-/* The packet's samples after its tables, and its end (`last`: the chain's). */
-static void heap_packet(struct heap_arg *h, int last) {
+/* The packet's samples after its tables, and its end (`last`: the chain's); a full bundle is
+ * deflated and the next begun. */
+static void heap_packet(struct heap_job *h, int last) {
     struct pf *f = h->f;
     if (!h->open) heap_begin(h);
     struct lp_pb *b = h->frames.b;
-    if (h->dump->n || last) {
+    if (h->dump.n || last) {
         size_t d = lp_pb_open4(b, PP_PROCESS_DUMPS);
         lp_pb_uint(b, PHS_PID, f->pid);
         lp_pb_uint(b, PHS_TIMESTAMP, f->clock0 + h->end_ns); /* (CLOCK_MONOTONIC_COARSE's domain) */
-        lp_pb_put(b, h->dump->d, h->dump->n);
+        lp_pb_put(b, h->dump.d, h->dump.n);
         lp_pb_close4(b, d);
     }
     if (!last) lp_pb_uint(b, PP_CONTINUED, 1);
     lp_pb_uint(b, PP_INDEX, h->index++);
     lp_pb_close4(b, h->pp_at);
     lp_pb_close4(b, h->pkt_at);
-    if (h->dump->oom) f->oom = 1;
-    h->dump->n = 0;
+    if (h->dump.oom || b->oom) h->oom = 1;
+    h->dump.n = 0;
     h->open = 0;
-    if (b->n >= BUNDLE_BYTES) lp_pf_bundle_out(f, h->o, 0);
+    if (b->n >= BUNDLE_BYTES || last) {
+        lp_pf_bundle_deflate(f, &h->bs[h->nb - 1]);
+        if (!last && heap_bundle(h) == 0) h->frames.b = &h->bs[h->nb - 1].raw;
+    }
 }
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
-    struct heap_arg *h = arg;
-    if (!t->calls) return;
+    struct heap_job *h = arg;
+    if (!t->calls || h->oom) return;
     if (!h->open) heap_begin(h);
     struct lp_frames v;
     uint64_t ids[LP_STACK_MAX_FRAMES];
@@ -219,48 +239,76 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
     }
     if (!n) ids[n++] = frame_field(frames_frame(&h->frames, "[unknown stack]"));
     uint64_t cs = frames_callstack(&h->frames, ids, n);
-    if (h->frames.b->n - h->pp_at + h->dump->n >= PROFILE_PACKET_BYTES) /* (it and those before) */
+    if (h->frames.b->n - h->pp_at + h->dump.n >= PROFILE_PACKET_BYTES) /* (it and those before) */
         heap_packet(h, 0);
-    size_t at = lp_pb_open(h->dump, PHS_SAMPLES);
-    lp_pb_uint(h->dump, HS_CALLSTACK_ID, cs);
-    lp_pb_uint(h->dump, HS_SELF_ALLOCATED, t->bytes);
-    lp_pb_uint(h->dump, HS_SELF_FREED, t->bytes - t->live_bytes);
-    lp_pb_uint(h->dump, HS_ALLOC_COUNT, t->calls);
-    lp_pb_uint(h->dump, HS_FREE_COUNT, t->calls - t->live_blocks);
-    lp_pb_close(h->dump, at);
+    struct lp_pb *d = &h->dump;
+    size_t at = lp_pb_open(d, PHS_SAMPLES);
+    lp_pb_uint(d, HS_CALLSTACK_ID, cs);
+    lp_pb_uint(d, HS_SELF_ALLOCATED, t->bytes);
+    lp_pb_uint(d, HS_SELF_FREED, t->bytes - t->live_bytes);
+    lp_pb_uint(d, HS_ALLOC_COUNT, t->calls);
+    lp_pb_uint(d, HS_FREE_COUNT, t->calls - t->live_blocks);
+    lp_pb_close(d, at);
 }
 
-void lp_pf_heap_profile(struct pf *f, struct lp_out *o, const struct lp_analysis *a, uint64_t end_ns) {
+static void *heap_main(void *arg) {
+    struct heap_job *h = arg;
+    heap_begin(h);
+    lp_pf_frames_begin(&h->frames);
+    lp_sites_each(h->sites, heap_site, h);
+    heap_packet(h, 1);
+    if (h->frames.names.oom) h->oom = 1;
+    return NULL;
+}
+
+void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns) {
     struct lp_sites *sites = lp_alloc_sites(a->r, a->sites);
     if (!sites) return;
-    struct lp_pb dump = {0};
-    /* (its strings hold the mapping's path and the function names: those start at 2) */
-    struct heap_arg h = {.r = a->r,
-                         .syms = lp_syms_of(a->r),
-                         .f = f,
-                         .o = o,
-                         .end_ns = end_ns,
-                         .frames = {.b = NULL, /* (heap_begin's) */
-                                    .f_strings = PP_STRINGS,
-                                    .f_paths = PP_STRINGS,
-                                    .f_mappings = PP_MAPPINGS,
-                                    .f_frames = PP_FRAMES,
-                                    .f_callstacks = PP_CALLSTACKS,
-                                    .base = 2},
-                         .dump = &dump,
-                         .seen = lp_os_calloc(1u << HEAP_SEEN_BITS, sizeof *h.seen)};
-    if (!h.syms || !h.seen) {
-        lp_os_free(h.seen);
+    struct heap_job *h = lp_os_calloc(1, sizeof *h);
+    if (!h) {
         f->oom = 1;
         return;
     }
-    heap_begin(&h);
-    lp_pf_frames_begin(&h.frames);
-    lp_sites_each(sites, heap_site, &h);
-    heap_packet(&h, 1);
-    if (h.frames.names.oom || h.oom) f->oom = 1;
-    lp_pb_free(&dump);
-    lp_strtab_free(&h.frames.names);
-    lp_map_free(&h.iid_of);
-    lp_os_free(h.seen);
+    /* (its strings hold the mapping's path and the function names: those start at 2) */
+    *h = (struct heap_job){.r = a->r,
+                           .sites = sites,
+                           .syms = lp_syms_of(a->r),
+                           .f = f,
+                           .end_ns = end_ns,
+                           .frames = {.b = NULL, /* (heap_begin's) */
+                                      .f_strings = PP_STRINGS,
+                                      .f_paths = PP_STRINGS,
+                                      .f_mappings = PP_MAPPINGS,
+                                      .f_frames = PP_FRAMES,
+                                      .f_callstacks = PP_CALLSTACKS,
+                                      .base = 2},
+                           .seen = lp_os_calloc(1u << HEAP_SEEN_BITS, sizeof *h->seen)};
+    f->heap = h;
+    if (!h->syms || !h->seen || heap_bundle(h) != 0) {
+        h->oom = 1;
+        return;
+    }
+    lp_deflate_load(); /* (loaded here, once: the thread then only uses it) */
+    h->threaded = f->writers && lp_os_thread_start(&h->th, heap_main, h) == 0;
+    if (!h->threaded) heap_main(h);
+}
+
+void lp_pf_heap_out(struct pf *f, struct lp_out *o) {
+    struct heap_job *h = f->heap;
+    if (!h) return;
+    if (h->threaded) lp_os_thread_join(h->th);
+    for (size_t i = 0; i < h->nb; i++) {
+        if (!h->oom && o) lp_pf_bundle_write(f, &h->bs[i], o);
+        lp_pb_free(&h->bs[i].raw);
+        lp_os_free(h->bs[i].z);
+        lp_deflate_end(&h->bs[i].dz);
+    }
+    if (h->oom) f->oom = 1;
+    lp_os_free(h->bs);
+    lp_pb_free(&h->dump);
+    lp_strtab_free(&h->frames.names);
+    lp_map_free(&h->iid_of);
+    lp_os_free(h->seen);
+    lp_os_free(h);
+    f->heap = NULL;
 }

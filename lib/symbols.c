@@ -38,11 +38,12 @@ struct module {
     const int32_t *fde; /* pairs (initial location, FDE), datarel to fde_base, sorted */
     uint64_t fde_base, nfde;
     int fde_tried;
-    /* its source lines (dwarf.h), looked for once; stale: the file on disk is not the one the
-     * program ran (another build-id), so nothing is read from it */
+    /* its source lines (dwarf.h): dwarf_tried, decided once; dwarf_opened, asked of libdw (the
+     * object may have DWARF); stale: the file on disk is not the one the program ran (another
+     * build-id), so nothing is read from it */
     struct lp_dwarf *dwarf;
     const char *dwarf_how;
-    int dwarf_tried, stale;
+    int dwarf_tried, dwarf_opened, stale;
 };
 
 struct lp_syms {
@@ -532,11 +533,13 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
      * and libprof's own: frames of code the user does not write, whose debug information (a
      * distribution's compressed debug file: libc's inflates to ~40 MB) would cost more than the
      * rest of the conversion */
-    if (!m->dwarf_tried && !m->stale && s->lines && !m->runtime && may_have_dwarf(m)) {
-        m->dwarf_tried = 1;
-        char path[4200];
-        snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
-        m->dwarf = lp_dwarf_open(path, &m->dwarf_how);
+    if (!m->dwarf_tried && !m->stale && s->lines && !m->runtime) {
+        m->dwarf_tried = 1; /* (once a module: asking looks for debug files on the disk) */
+        if ((m->dwarf_opened = may_have_dwarf(m))) {
+            char path[4200];
+            snprintf(path, sizeof path, "%.*s", (int)m->ref->m.path_len, m->ref->path);
+            m->dwarf = lp_dwarf_open(path, &m->dwarf_how);
+        }
     }
     by_symbol(s, m, v, buf, sizeof buf);
     struct lp_src src[MAX_INLINED];
@@ -612,7 +615,7 @@ void lp_syms_metadata(struct lp_syms *s, struct lp_json *j) {
     lp_json_object_end(j);
     lp_json_karray(j, "no_lines");
     for (uint32_t i = 0; i < s->nmods; i++)
-        if (s->mods[i].dwarf_tried && !s->mods[i].dwarf && !s->mods[i].stale)
+        if (s->mods[i].dwarf_opened && !s->mods[i].dwarf && !s->mods[i].stale)
             lp_json_str(j, s->mods[i].base, strlen(s->mods[i].base));
     lp_json_array_end(j);
     lp_json_karray(j, "rebuilt");

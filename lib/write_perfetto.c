@@ -326,6 +326,8 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     if (lp_samples_of(a)) lp_pf_samples(f, a);
     struct lp_out *o = k->out;
     if (f->oom) goto oom;
+    /* the heap profile, made beside the timeline (after the samples: both name frames) */
+    lp_pf_heap_begin(f, a, f->last_ts);
     /* the sequence's interned data, first */
     struct lp_pb *in = &f->interned;
     lp_pf_interned_table(in, ID_EVENT_CATEGORIES, &f->cats);
@@ -368,13 +370,12 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     for (size_t i = 0; i < f->nt; i++)
         if (lp_pf_order(f, &f->t[i]) != 0) goto oom;
     lp_pf_merge(f, o);
-    /* the timeline's last bundle deflated on the thread while the heap profile is made here */
-    lp_pf_bundle_out(f, o, 0);
-    lp_pf_heap_profile(f, o, a, f->last_ts);
     lp_pf_bundle_out(f, o, 1);
+    lp_pf_heap_out(f, o);
     if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->cpu.names.oom) return;
 oom:
     lp_pf_writers_end(f);
+    lp_pf_heap_out(f, NULL);
     o->err = ENOMEM; /* the file is not kept */
     o->failed = 1;
 }
@@ -389,6 +390,7 @@ static void release(struct lp_sink *k) {
     struct pf *f = k->self;
     if (!f) return;
     lp_pf_writers_end(f);
+    lp_pf_heap_out(f, NULL); /* (a conversion stopped half-way: its thread ended) */
     if (f->chrome.release) f->chrome.release(&f->chrome);
     for (size_t i = 0; i < f->nt; i++) {
         lp_os_free(f->t[i].name);
