@@ -167,7 +167,7 @@ struct lp_pb *lp_pf_packet(struct pf *f);
 void lp_pf_packet_out(struct pf *f, struct lp_out *o);
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last);
 void lp_pf_bundle_deflate(struct pf *f, struct bundle *b);
-void lp_pf_bundle_write(struct pf *f, struct bundle *b, struct lp_out *o);
+void lp_pf_write_packets(struct lp_out *o, const uint8_t *d, size_t n, int deflated);
 void lp_pf_writers_end(struct pf *f);
 void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t);
 int lp_pf_order(struct pf *f, struct track *t);

@@ -101,20 +101,27 @@ void lp_pf_bundle_deflate(struct pf *f, struct bundle *b) {
     if (b->raw.n && f->compress && lp_deflate_load()) deflate_bundle(b);
 }
 
-/* Bundle `b` to `o`: its deflated packets as one packet, else its packets as they are. */
-void lp_pf_bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
-    if (b->nz) {
+/* Packets to `o`: a bundle's deflated bytes as one packet of their own (`deflated`), else the
+ * packets as they are. */
+void lp_pf_write_packets(struct lp_out *o, const uint8_t *d, size_t n, int deflated) {
+    if (deflated) {
         uint8_t head[24], *p = head;
-        size_t body = varint_len((uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2) + varint_len(b->nz) + b->nz;
+        size_t body = varint_len((uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2) + varint_len(n) + n;
         p = lp_pb_varint_at(p, (uint64_t)TRACE_PACKET << 3 | 2);
         p = lp_pb_varint_at(p, body);
         p = lp_pb_varint_at(p, (uint64_t)PKT_COMPRESSED_PACKETS << 3 | 2);
-        p = lp_pb_varint_at(p, b->nz);
+        p = lp_pb_varint_at(p, n);
         lp_out_write(o, head, (size_t)(p - head));
-        lp_out_write(o, b->z, b->nz);
-    } else {
-        lp_out_write(o, b->raw.d, b->raw.n);
     }
+    lp_out_write(o, d, n);
+}
+
+/* Bundle `b` to `o`, deflated or not, and emptied. */
+static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
+    if (b->nz)
+        lp_pf_write_packets(o, b->z, b->nz, 1);
+    else
+        lp_pf_write_packets(o, b->raw.d, b->raw.n, 0);
     if (b->raw.oom) f->oom = 1;
     b->raw.n = 0;
     b->nz = 0;
@@ -132,7 +139,7 @@ static void writer_done(struct pf *f, struct lp_out *o) {
     struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
     lp_os_thread_join(b->th);
     f->busy--;
-    lp_pf_bundle_write(f, b, o);
+    bundle_write(f, b, o);
 }
 
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
@@ -153,7 +160,7 @@ void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
     }
     if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
-    if (b->raw.n) lp_pf_bundle_write(f, b, o);
+    if (b->raw.n) bundle_write(f, b, o);
 }
 
 /* Every bundle's thread ended (a conversion that stops half-way). */

@@ -132,7 +132,8 @@ void lp_pf_samples(struct pf *f, const struct lp_analysis *a) {
  * (the two share nothing: the profile reads the sites and the symbols, which nothing else uses
  * by then, and writes its own bundles): on sqlite's trace with stacks, its naming of frames and
  * deflating are a tenth of the conversion, which the thread takes off the writer's path. Its
- * bundles, deflated, wait in memory for the timeline's end (a fifth of the profile's size). */
+ * bundles wait for the timeline's end deflated (a fifth of the profile's size), each made in the
+ * same buffer by the same compressor. */
 #define PROFILE_PACKET_BYTES (48u << 10)
 struct heap_job {
     const struct lp_reader *r;
@@ -140,8 +141,13 @@ struct heap_job {
     struct lp_syms *syms;
     struct pf *f;
     uint64_t end_ns, index;
-    struct bundle *bs; /* its bundles: the last is being filled */
-    size_t nb, capb;
+    struct bundle cur; /* the bundle being filled */
+    struct chunk {     /* those done: their bytes, deflated or not */
+        uint8_t *d;
+        size_t n;
+        int deflated;
+    } * done;
+    size_t ndone, capdone;
     struct frames frames; /* the tables of the packet being made: in place in the bundle */
     size_t pkt_at, pp_at; /* where its TracePacket's and ProfilePacket's contents start */
     int open, threaded;
@@ -157,17 +163,28 @@ struct heap_job {
     int oom;
 };
 
-/* A new bundle to fill; 0, or -1 without memory. */
-static int heap_bundle(struct heap_job *h) {
-    if (LP_RESERVE(h->bs, h->capb, h->nb + 1) != 0) return h->oom = -1;
-    memset(&h->bs[h->nb++], 0, sizeof *h->bs);
-    return 0;
+/* The bundle being filled, done: its bytes (deflated where a deflater is) kept, it emptied. */
+static void heap_bundle_done(struct heap_job *h) {
+    struct bundle *b = &h->cur;
+    lp_pf_bundle_deflate(h->f, b);
+    const uint8_t *d = b->nz ? b->z : b->raw.d;
+    size_t n = b->nz ? b->nz : b->raw.n;
+    uint8_t *copy = LP_RESERVE(h->done, h->capdone, h->ndone + 1) == 0 ? lp_os_malloc(n ? n : 1) : NULL;
+    if (!copy || b->raw.oom) {
+        lp_os_free(copy);
+        h->oom = 1;
+    } else {
+        memcpy(copy, d, n);
+        h->done[h->ndone++] = (struct chunk){copy, n, b->nz != 0};
+    }
+    b->raw.n = 0;
+    b->nz = 0;
 }
 
 /* A ProfilePacket of the chain begins, in place in the current bundle (the lengths of the
  * TracePacket and of the ProfilePacket take four bytes each: closed without moving it). */
 static void heap_begin(struct heap_job *h) {
-    struct lp_pb *b = &h->bs[h->nb - 1].raw;
+    struct lp_pb *b = &h->cur.raw;
     h->pkt_at = lp_pb_open4(b, TRACE_PACKET);
     lp_pb_uint(b, PKT_TIMESTAMP, h->f->clock0 + h->end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
@@ -176,8 +193,7 @@ static void heap_begin(struct heap_job *h) {
     h->open = 1;
 }
 
-/* The packet's samples after its tables, and its end (`last`: the chain's); a full bundle is
- * deflated and the next begun. */
+/* The packet's samples after its tables, and its end (`last`: the chain's); a full bundle done. */
 static void heap_packet(struct heap_job *h, int last) {
     struct pf *f = h->f;
     if (!h->open) heap_begin(h);
@@ -196,10 +212,7 @@ static void heap_packet(struct heap_job *h, int last) {
     if (h->dump.oom || b->oom) h->oom = 1;
     h->dump.n = 0;
     h->open = 0;
-    if (b->n >= BUNDLE_BYTES || last) {
-        lp_pf_bundle_deflate(f, &h->bs[h->nb - 1]);
-        if (!last && heap_bundle(h) == 0) h->frames.b = &h->bs[h->nb - 1].raw;
-    }
+    if (b->n >= BUNDLE_BYTES || last) heap_bundle_done(h);
 }
 
 static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t) {
@@ -284,7 +297,7 @@ void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns
                                       .base = 2},
                            .seen = lp_os_calloc(1u << HEAP_SEEN_BITS, sizeof *h->seen)};
     f->heap = h;
-    if (!h->syms || !h->seen || heap_bundle(h) != 0) {
+    if (!h->syms || !h->seen) {
         h->oom = 1;
         return;
     }
@@ -297,14 +310,15 @@ void lp_pf_heap_out(struct pf *f, struct lp_out *o) {
     struct heap_job *h = f->heap;
     if (!h) return;
     if (h->threaded) lp_os_thread_join(h->th);
-    for (size_t i = 0; i < h->nb; i++) {
-        if (!h->oom && o) lp_pf_bundle_write(f, &h->bs[i], o);
-        lp_pb_free(&h->bs[i].raw);
-        lp_os_free(h->bs[i].z);
-        lp_deflate_end(&h->bs[i].dz);
+    for (size_t i = 0; i < h->ndone; i++) {
+        if (!h->oom && o) lp_pf_write_packets(o, h->done[i].d, h->done[i].n, h->done[i].deflated);
+        lp_os_free(h->done[i].d);
     }
     if (h->oom) f->oom = 1;
-    lp_os_free(h->bs);
+    lp_os_free(h->done);
+    lp_pb_free(&h->cur.raw);
+    lp_os_free(h->cur.z);
+    lp_deflate_end(&h->cur.dz);
     lp_pb_free(&h->dump);
     lp_strtab_free(&h->frames.names);
     lp_map_free(&h->iid_of);
