@@ -777,9 +777,12 @@ static __attribute__((noreturn)) void snapshot_child(struct snap *x) {
                 if (fd < 0) continue;
                 char buf[1 << 16];
                 ssize_t n = 0;
-                for (off_t at = 0; at < (off_t)out[k].out.total && (n = lp_os_pread(old, buf, sizeof buf, at)) > 0;
-                     at += n)
-                    if (lp_os_write(fd, buf, (size_t)n) != n) break;
+                uint64_t total = out[k].out.total; /* (never past it: the pass goes on writing the file) */
+                for (uint64_t at = 0; at < total; at += (uint64_t)n) {
+                    size_t want = total - at < sizeof buf ? (size_t)(total - at) : sizeof buf;
+                    if ((n = lp_os_pread(old, buf, want, (off_t)at)) <= 0 || lp_os_write(fd, buf, (size_t)n) != n)
+                        break;
+                }
                 lp_os_close(old);
                 out[k].out.fd = fd;
                 out[k].path = wfd >= 0 ? NULL : w;

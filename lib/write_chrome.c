@@ -199,6 +199,9 @@ static void follow_finish(struct chrome *c, const struct lp_reader *r) {
             }
             size_t want = cap - have;
             if (at < (off_t)g->out->total) {
+                /* (never past what it had written: a snapshot's copy shares the file with the pass,
+                 * which goes on writing — a record cut there would be replayed half) */
+                if ((size_t)(g->out->total - (uint64_t)at) < want) want = (size_t)(g->out->total - (uint64_t)at);
                 if ((n = lp_os_pread(g->fd, buf + have, want, at)) <= 0) break;
             } else { /* the part still in its buffer */
                 size_t off = (size_t)(at - (off_t)g->out->total);
