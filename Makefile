@@ -16,9 +16,11 @@
 #   check      the edit loop's tests: format, unit and the quick integration suites (about a minute)
 #   demo       the build's packages and sqlite3 (only those) + all + profile a real program and
 #              print where the trace went
-#   bench      overhead benchmarks against bare runs, memusage and heaptrack, and beside memray,
-#              py-spy, Scalene and Austin (scripts/bench-peers.py); call stacks on PyTorch's
-#              import and a training run beside memray and py-spy (scripts/bench-stacks)
+#   bench      deps and the benchmark tools + overhead benchmarks against bare runs, memusage and
+#              heaptrack, and beside memray, py-spy, Scalene and Austin (scripts/bench-peers.py);
+#              call stacks on PyTorch's import and a training run beside memray and py-spy
+#   wheel      dist/libprof-VERSION-py3-none-manylinux_*.whl (scripts/libprof_build.py; also what
+#              `pip install .` builds)
 #   fuzz       a short libFuzzer run on the raw-trace decoder (FUZZ_RUNS=N executions, FUZZ_SEED=S)
 #   format     apply .clang-format to every C source and header of the tree
 #   format-check   say where the tree departs from .clang-format (part of test)
