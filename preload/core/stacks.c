@@ -290,6 +290,8 @@ static int backtrace_unw(void **buf, int n) {
     unwinding(1);
     n = lpr_unw_backtrace(buf, n);
     unwinding(0);
+    for (int i = 0; i < n; i++) /* (a walk gone astray: no code there, and its top bits are tags) */
+        if ((uintptr_t)buf[i] >> 61) return i;
     return n;
 }
 

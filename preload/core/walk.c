@@ -876,7 +876,7 @@ int lpr_walk_regs(struct lpr_tls *t, uintptr_t ip, uintptr_t sp, uintptr_t bp, u
             LOAD(cfa + (uintptr_t)r.bp_off, nbp);
         else if (r.bp == BP_AT_RBP)
             LOAD(bp + (uintptr_t)r.bp_off, nbp);
-        if (ra < 4096) break;
+        if (ra < 4096 || ra >> 61) break; /* (no code there; the top bits would read as a frame's tags) */
         if (keeping) {
             if (ra - join->own_lo >= join->own_hi - join->own_lo) { /* the program's: the prefix is whole */
                 keeping = 0;
