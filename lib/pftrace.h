@@ -18,11 +18,13 @@
 #include "pb.h"
 #include "pftrace_proto.h"
 
-#define SEQ 1u        /* the one packet sequence */
-#define MAPPING_IID 1 /* every frame's mapping: functions are named already (symbolised here) */
+#define SEQ 1u                       /* the timeline's packet sequence */
+#define SEQ_TRACK(t) (1 + (t)->uuid) /* a counter track's values written as they come: one each */
+#define MAPPING_IID 1                /* every frame's mapping: functions are named already (symbolised here) */
 /* a bundle's packets before deflate: under Perfetto's 512 KiB after, even were they not to deflate
  * at all; a long trace starts a thread a bundle */
 #define BUNDLE_BYTES (256u << 10)
+#define BUNDLE_SLACK (16u << 10) /* (the packet that takes a bundle past BUNDLE_BYTES: most are short) */
 
 /* (R_COUNTER, R_COUNTER_D: the value, int64 or a double's bits, is the record's `dur`) */
 enum { R_SLICE, R_INSTANT, R_BEGIN, R_END, R_COUNTER, R_COUNTER_D, R_FLOW_ENCLOSING, R_FLOW_NEXT, R_SAMPLE };
@@ -50,6 +52,9 @@ struct item {
 enum { T_PROCESS, T_THREAD, T_COUNTER, T_ASYNC, T_SAMPLES };
 struct track {
     uint8_t kind, bytes;
+    uint8_t described; /* its descriptor written (before its first counter value written at once) */
+    uint8_t streamed;  /* counter values written at once (lp_pf_counter), the last at streamed_ts */
+    uint64_t streamed_ts;
     uint32_t pid;
     uint64_t tid;
     char *name;  /* its key's text (a counter's, an async range's), or the thread's or process's name */
@@ -133,6 +138,14 @@ struct pf {
     uint64_t real0, boot0; /* CLOCK_REALTIME and CLOCK_BOOTTIME then (0: not known) */
     uint32_t pid;
     int oom;
+    /* while the Chrome writer finishes: counter values written as they come, not kept (to `o`;
+     * `r`: the trace, for the descriptors) */
+    int streaming;
+    struct lp_out *o;
+    const struct lp_reader *r;
+    /* the deflater loaded on a thread of its own while the pass runs (`loading`: it started) */
+    pthread_t loader;
+    int loading;
     /* the packets' bundles */
     struct bundle {
         struct lp_pb raw; /* its packets */
@@ -140,6 +153,7 @@ struct pf {
         size_t nz, capz;
         struct lp_deflate dz; /* its compressor (one each: bundles are deflated at once) */
         pthread_t th;         /* the thread deflating it */
+        int done;             /* (atomic) that thread is done: it joins at once */
     } bundle[WRITERS_MAX + 1];
     /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
      * threads of their own, at most `writers` */
@@ -162,14 +176,17 @@ struct track *lp_pf_process(struct pf *f, uint32_t pid);
 struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid);
 struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur);
 void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
+/* a counter's value (`dbl`: v is a double's bits) written at once, on the counters' sequence */
+void lp_pf_counter(struct pf *f, struct track *t, int dbl, uint64_t ts, uint64_t v);
 /* the file (pftrace_out.c) */
 struct lp_pb *lp_pf_packet(struct pf *f);
 void lp_pf_packet_out(struct pf *f, struct lp_out *o);
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last);
 void lp_pf_bundle_deflate(struct pf *f, struct bundle *b);
+void lp_pf_bundle_room(struct bundle *b);
 void lp_pf_write_packets(struct lp_out *o, const uint8_t *d, size_t n, int deflated);
 void lp_pf_writers_end(struct pf *f);
-void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t);
+void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, struct track *t);
 int lp_pf_order(struct pf *f, struct track *t);
 void lp_pf_merge(struct pf *f, struct lp_out *o);
 void lp_pf_interned_table(struct lp_pb *b, unsigned field, const struct lp_strtab *t);

@@ -127,9 +127,16 @@ static void bundle_write(struct pf *f, struct bundle *b, struct lp_out *o) {
     b->nz = 0;
 }
 
+/* Room for a whole bundle in the one now filled, made at once (grown a doubling at a time, its
+ * bytes would be copied and its pages touched twice). */
+void lp_pf_bundle_room(struct bundle *b) {
+    if (b->raw.cap < BUNDLE_BYTES + BUNDLE_SLACK) lp_pb_room(&b->raw, BUNDLE_BYTES + BUNDLE_SLACK - b->raw.n);
+}
+
 static void *writer_main(void *arg) {
     struct bundle *b = arg;
     deflate_bundle(b);
+    __atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -142,22 +149,66 @@ static void writer_done(struct pf *f, struct lp_out *o) {
     bundle_write(f, b, o);
 }
 
+/* The oldest bundles whose threads are done, written (their threads free for the next). */
+static void writers_reap(struct pf *f, struct lp_out *o) {
+    while (f->busy && __atomic_load_n(&f->bundle[(f->cur + RING - f->busy) % RING].done, __ATOMIC_ACQUIRE))
+        writer_done(f, o);
+}
+
+static int writer_start(struct bundle *b) {
+    b->done = 0;
+    return lp_os_thread_start(&b->th, writer_main, b);
+}
+
+/* The last bundle in halves at a packet's start (a processor is free: the trace's end waits on
+ * its deflate), the first deflated on a thread of its own as the bundles before; returns the
+ * second, now the current one (or `b` whole where it cannot be cut or no thread starts). The
+ * slot after the current one is free: fewer than `writers` are busy. */
+#define SPLIT_MIN (32u << 10)
+static struct bundle *split(struct pf *f, struct bundle *b) {
+    size_t at = 0, n = b->raw.n;
+    while (at < n / 2) { /* a TracePacket: its tag's byte, its length, its bytes */
+        const uint8_t *p = b->raw.d + at + 1;
+        uint64_t len = 0;
+        for (unsigned k = 0; k < 64; k += 7, p++) {
+            len |= (uint64_t)(*p & 0x7f) << k;
+            if (!(*p & 0x80)) break;
+        }
+        at = (size_t)(p + 1 - b->raw.d) + len;
+    }
+    struct bundle *next = &f->bundle[(f->cur + 1) % RING];
+    if (at >= n) return b;
+    next->raw.n = 0;
+    lp_pf_bundle_room(next);
+    lp_pb_put(&next->raw, b->raw.d + at, n - at);
+    b->raw.n = at;
+    if (next->raw.oom || writer_start(b) != 0) {
+        b->raw.n = n;
+        next->raw.n = 0;
+        next->raw.oom = 0;
+        return b;
+    }
+    f->busy++;
+    f->cur = (f->cur + 1) % RING;
+    return next;
+}
+
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
  * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
- * `writers` at once), the last here while the threads end theirs; all are written in order.
- * Without a thread, each here. (Measured on sqlite's trace of 3 bundles, two processors: the
- * first two deflated here instead cost 1-2 % of the conversion's time.) */
+ * `writers` at once); one that fills while they all are busy is deflated here, as is the last,
+ * while the threads end theirs — the work shared, nobody waiting while there is some to do; all
+ * are written in order. Without a thread, each here. */
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
     int z = b->raw.n && f->compress && lp_deflate_load();
-    if (z && !last && f->writers) {
-        if (f->busy == f->writers) writer_done(f, o); /* (the next in the ring is free then) */
-        if (lp_os_thread_start(&b->th, writer_main, b) == 0) {
-            f->busy++;
-            f->cur = (f->cur + 1) % RING;
-            return;
-        }
+    writers_reap(f, o);
+    if (z && !last && f->busy < f->writers && writer_start(b) == 0) {
+        f->busy++;
+        f->cur = (f->cur + 1) % RING;
+        lp_pf_bundle_room(&f->bundle[f->cur]);
+        return;
     }
+    if (z && last && f->busy < f->writers && b->raw.n >= SPLIT_MIN) b = split(f, b);
     if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
     if (b->raw.n) bundle_write(f, b, o);
@@ -181,8 +232,9 @@ void lp_pf_packet_out(struct pf *f, struct lp_out *o) {
     if (b->n >= BUNDLE_BYTES) lp_pf_bundle_out(f, o, 0);
 }
 
-void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, const struct track *t) {
+void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, struct track *t) {
     struct lp_pb *b = lp_pf_packet(f);
+    t->described = 1;
     size_t at = lp_pb_open(b, PKT_TRACK_DESCRIPTOR);
     lp_pb_uint(b, TD_UUID, t->uuid);
     if (t->parent) lp_pb_uint(b, TD_PARENT_UUID, t->parent);
@@ -326,8 +378,69 @@ int lp_pf_order(struct pf *f, struct track *t) {
     return 0;
 }
 
-/* Item `it` of track `t` as a packet: its lengths known before, each field written once, in
- * room made once (a trace has as many packets as events). */
+/* A packet begins in bundle `b`: its length, time and sequence, and the head of its message
+ * (`field`, `msg` bytes long), in room made for all of it. Returns where the message goes (NULL:
+ * out of memory, nothing written). Packets' lengths are known before: each field is written once,
+ * in room made once (a trace has as many packets as events). */
+static uint8_t *head(struct lp_pb *b, uint64_t ts, uint64_t seq, size_t field, size_t msg) {
+    size_t pkt = 1 + varint_len(ts) + 1 + varint_len(seq) + varint_len(field << 3 | 2) + varint_len(msg) + msg;
+    size_t need = 1 + varint_len(pkt) + pkt;
+    if (b->cap - b->n < need && !lp_pb_room(b, need)) return NULL;
+    uint8_t *p = b->d + b->n;
+    *p++ = TRACE_PACKET << 3 | 2;
+    p = lp_pb_varint_at(p, pkt);
+    *p++ = PKT_TIMESTAMP << 3;
+    p = lp_pb_varint_at(p, ts);
+    *p++ = PKT_SEQUENCE_ID << 3;
+    p = lp_pb_varint_at(p, seq);
+    /* (no sequence_flags: a sequence's state is set once, in its first packet, never cleared) */
+    p = lp_pb_varint_at(p, field << 3 | 2);
+    return lp_pb_varint_at(p, msg);
+}
+
+/* A counter's value (`dbl`: v is a double's bits) at `ts` on track `t`, as a packet of sequence
+ * `seq`; a full bundle out. */
+static void counter_out(struct pf *f, struct lp_out *o, const struct track *t, int dbl, uint64_t ts, uint64_t v,
+                        uint64_t seq) {
+    struct lp_pb *b = &f->bundle[f->cur].raw;
+    uint8_t *p =
+        head(b, f->clock0 + ts, seq, PKT_TRACK_EVENT, 2 + 1 + varint_len(t->uuid) + 2 + (dbl ? 8 : varint_len(v)));
+    if (!p) return;
+    *p++ = TE_TYPE << 3;
+    *p++ = TYPE_COUNTER;
+    *p++ = TE_TRACK_UUID << 3;
+    p = lp_pb_varint_at(p, t->uuid);
+    if (dbl) {
+        p = lp_pb_varint_at(p, TE_DOUBLE_COUNTER_VALUE << 3 | 1);
+        for (int i = 0; i < 8; i++) *p++ = (uint8_t)(v >> (8 * i));
+    } else {
+        p = lp_pb_varint_at(p, TE_COUNTER_VALUE << 3);
+        p = lp_pb_varint_at(p, v);
+    }
+    b->n = (size_t)(p - b->d);
+    if (b->n >= BUNDLE_BYTES) lp_pf_bundle_out(f, o, 0);
+}
+
+/* A counter's value written at once (while the Chrome writer finishes: the heap's and the
+ * sites' thousands) — its track described first — on a packet sequence of the track's own: a
+ * sequence's packets come in time order, and a track's values come in theirs (one that does not
+ * goes with the timeline, merged). The timeline, the counters and the heap profile are thus each
+ * written as they are made; Perfetto's trace processor orders a trace's sequences by time. */
+void lp_pf_counter(struct pf *f, struct track *t, int dbl, uint64_t ts, uint64_t v) {
+    if (!t || f->oom) return;
+    if (t->streamed && ts < t->streamed_ts) {
+        lp_pf_add(f, t, dbl ? R_COUNTER_D : R_COUNTER, ts, v);
+        return;
+    }
+    if (!t->described) lp_pf_descriptor(f, f->o, f->r, t);
+    t->streamed = 1;
+    t->streamed_ts = ts;
+    counter_out(f, f->o, t, dbl, ts, v, SEQ_TRACK(t));
+    if (ts < f->first_ts) f->first_ts = ts;
+    if (ts > f->last_ts) f->last_ts = ts;
+}
+
+/* Item `it` of track `t` as a packet. */
 static void emit(struct pf *f, struct lp_out *o, const struct track *t, const struct item *it) {
     const struct rec *r = &t->r[it->rec];
     if ((r->type == R_FLOW_ENCLOSING || r->type == R_FLOW_NEXT) && !r->flows) return; /* bound to a slice */
@@ -337,9 +450,8 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
         field = PKT_PERF_SAMPLE;
         msg = 3 + varint_len(f->pid) + varint_len(r->off) + varint_len(r->dur);
     } else if (r->type == R_COUNTER || r->type == R_COUNTER_D) {
-        field = PKT_TRACK_EVENT;
-        type = TYPE_COUNTER;
-        msg = 2 + 1 + varint_len(t->uuid) + 2 + (r->type == R_COUNTER ? varint_len(r->dur) : 8);
+        counter_out(f, o, t, r->type == R_COUNTER_D, it->ts, r->dur, SEQ);
+        return;
     } else {
         field = PKT_TRACK_EVENT;
         type = it->end || r->type == R_END                ? TYPE_SLICE_END
@@ -351,21 +463,9 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
             for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) msg += 2 + 8;
         }
     }
-    const uint64_t ts = f->clock0 + it->ts;
-    size_t pkt = 1 + varint_len(ts) + 2 + varint_len(field << 3 | 2) + varint_len(msg) + msg;
     struct lp_pb *b = &f->bundle[f->cur].raw;
-    size_t need = 1 + varint_len(pkt) + pkt;
-    if (b->cap - b->n < need && !lp_pb_room(b, need)) return;
-    uint8_t *p = b->d + b->n;
-    *p++ = TRACE_PACKET << 3 | 2;
-    p = lp_pb_varint_at(p, pkt);
-    *p++ = PKT_TIMESTAMP << 3;
-    p = lp_pb_varint_at(p, ts);
-    *p++ = PKT_SEQUENCE_ID << 3;
-    *p++ = SEQ;
-    /* (no sequence_flags: the interned data is set once, in the first packet, never cleared) */
-    p = lp_pb_varint_at(p, field << 3 | 2);
-    p = lp_pb_varint_at(p, msg);
+    uint8_t *p = head(b, f->clock0 + it->ts, SEQ, field, msg);
+    if (!p) return;
     if (r->type == R_SAMPLE) {
         *p++ = PS_PID << 3;
         p = lp_pb_varint_at(p, f->pid);
@@ -378,13 +478,7 @@ static void emit(struct pf *f, struct lp_out *o, const struct track *t, const st
         *p++ = (uint8_t)type;
         *p++ = TE_TRACK_UUID << 3;
         p = lp_pb_varint_at(p, t->uuid);
-        if (r->type == R_COUNTER) {
-            p = lp_pb_varint_at(p, TE_COUNTER_VALUE << 3);
-            p = lp_pb_varint_at(p, r->dur);
-        } else if (r->type == R_COUNTER_D) {
-            p = lp_pb_varint_at(p, TE_DOUBLE_COUNTER_VALUE << 3 | 1);
-            for (int i = 0; i < 8; i++) *p++ = (uint8_t)(r->dur >> (8 * i));
-        } else if (!it->end) {
+        if (!it->end) {
             memcpy(p, f->arena + r->off, r->len);
             p += r->len;
             for (uint32_t k = r->flows; k; k = f->flows[k - 1].next) {

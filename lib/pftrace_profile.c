@@ -185,6 +185,7 @@ static void heap_bundle_done(struct heap_job *h) {
  * TracePacket and of the ProfilePacket take four bytes each: closed without moving it). */
 static void heap_begin(struct heap_job *h) {
     struct lp_pb *b = &h->cur.raw;
+    lp_pf_bundle_room(&h->cur);
     h->pkt_at = lp_pb_open4(b, TRACE_PACKET);
     lp_pb_uint(b, PKT_TIMESTAMP, h->f->clock0 + h->end_ns);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
@@ -301,15 +302,22 @@ void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns
         h->oom = 1;
         return;
     }
-    lp_deflate_load(); /* (loaded here, once: the thread then only uses it) */
+    lp_deflate_load();         /* (loaded here, once: the thread then only uses it) */
+    lp_syms_share(h->syms, 1); /* (the timeline names frames meanwhile: the CPU samples, the sites) */
     h->threaded = f->writers && lp_os_thread_start(&h->th, heap_main, h) == 0;
-    if (!h->threaded) heap_main(h);
+    if (!h->threaded) {
+        lp_syms_share(h->syms, 0);
+        heap_main(h);
+    }
 }
 
 void lp_pf_heap_out(struct pf *f, struct lp_out *o) {
     struct heap_job *h = f->heap;
     if (!h) return;
-    if (h->threaded) lp_os_thread_join(h->th);
+    if (h->threaded) {
+        lp_os_thread_join(h->th);
+        lp_syms_share(h->syms, 0);
+    }
     for (size_t i = 0; i < h->ndone; i++) {
         if (!h->oom && o) lp_pf_write_packets(o, h->done[i].d, h->done[i].n, h->done[i].deflated);
         lp_os_free(h->done[i].d);

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,25 @@ struct lp_syms {
      * lookup finds, never to libprof's own */
     void (*demangled_free)(void *);
     int lines; /* source lines looked for (LIBPROF_LINES) */
+    /* another thread names frames too (lp_syms_share): each lookup holds the lock — only then,
+     * as naming is a conversion's commonest call */
+    int shared;
+    pthread_mutex_t lock;
 };
+
+static inline void syms_lock(struct lp_syms *s) {
+    if (s->shared) pthread_mutex_lock(&s->lock);
+}
+static inline void syms_unlock(struct lp_syms *s) {
+    if (s->shared) pthread_mutex_unlock(&s->lock);
+}
+
+void lp_syms_share(struct lp_syms *s, int on) {
+    if (!s) return;
+    if (on && !s->shared) pthread_mutex_init(&s->lock, NULL);
+    if (!on && s->shared) pthread_mutex_destroy(&s->lock);
+    s->shared = on;
+}
 
 static int cmp_mod(const void *a, const void *b) {
     const struct module *x = a, *y = b;
@@ -569,20 +588,31 @@ static const char *name_native(struct lp_syms *s, uint64_t addr, int ret, uint64
     return inner;
 }
 
-const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
+static const char *function_of(struct lp_syms *s, uint64_t addr, int ret) {
     if (addr & LP_PYFRAME_BIT) return python_frame(s, addr);
     uint64_t key = addr * 2 + (ret != 0) + 2, off;
     if (lp_map_get(&s->cache, key, &off)) return (const char *)(uintptr_t)off;
     return name_native(s, addr, ret, key);
 }
 
+const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret) {
+    syms_lock(s);
+    const char *name = function_of(s, addr, ret);
+    syms_unlock(s);
+    return name;
+}
+
 unsigned lp_syms_frames(struct lp_syms *s, uint64_t addr, int ret, const char **out, unsigned max) {
     if (!max) return 0;
-    out[0] = lp_syms_function(s, addr, ret);
+    syms_lock(s);
+    out[0] = function_of(s, addr, ret);
     uint64_t off;
-    if ((addr & LP_PYFRAME_BIT) || !lp_map_get(&s->chains, addr * 2 + (ret != 0) + 2, &off)) return 1;
     unsigned n = 0;
-    for (const char *p = (const char *)(uintptr_t)off; *p && n < max; p += strlen(p) + 1) out[n++] = p;
+    if ((addr & LP_PYFRAME_BIT) || !lp_map_get(&s->chains, addr * 2 + (ret != 0) + 2, &off))
+        n = 1;
+    else
+        for (const char *p = (const char *)(uintptr_t)off; *p && n < max; p += strlen(p) + 1) out[n++] = p;
+    syms_unlock(s);
     return n;
 }
 
@@ -608,6 +638,7 @@ void lp_syms_split(const char *name, struct lp_src_name *out) {
 
 void lp_syms_metadata(struct lp_syms *s, struct lp_json *j) {
     if (!s) return;
+    syms_lock(s);
     lp_json_kobject(j, "symbols");
     lp_json_kobject(j, "lines");
     for (uint32_t i = 0; i < s->nmods; i++)
@@ -623,9 +654,10 @@ void lp_syms_metadata(struct lp_syms *s, struct lp_json *j) {
         if (s->mods[i].stale) lp_json_str(j, s->mods[i].base, strlen(s->mods[i].base));
     lp_json_array_end(j);
     lp_json_object_end(j);
+    syms_unlock(s);
 }
 
-const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
+static const char *module_name(struct lp_syms *s, uint64_t addr) {
     if (addr == LP_FRAME_ELIDED) return "…";
     if (addr & LP_PYFRAME_BIT) { /* the Python file's base name */
         uint32_t id = LP_PYFRAME_ID(addr);
@@ -644,8 +676,15 @@ const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
     return m ? m->base : "?";
 }
 
+const char *lp_syms_module(struct lp_syms *s, uint64_t addr) {
+    syms_lock(s);
+    const char *name = module_name(s, addr);
+    syms_unlock(s);
+    return name;
+}
+
 int lp_syms_is_runtime(struct lp_syms *s, uint64_t addr) {
     if (addr & LP_PYFRAME_BIT) return 0;
-    struct module *m = module_of(s, addr ? addr - 1 : addr);
+    struct module *m = module_of(s, addr ? addr - 1 : addr); /* (the modules' table never changes) */
     return m ? m->runtime : 0;
 }

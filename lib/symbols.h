@@ -24,6 +24,10 @@ struct lp_syms *lp_syms_of(const struct lp_reader *r);
  * innermost function inlined there; `ret`: the address is a return address (looked up at
  * addr - 1, inside the call). The string lives as long as `s`. */
 const char *lp_syms_function(struct lp_syms *s, uint64_t addr, int ret);
+/* `on`: from now until it is called again with 0, another thread names frames through `s` too
+ * (lp_syms_function, _frames, _module, _metadata then take a lock); called where no other thread
+ * uses `s` (before that thread starts, after it ended). */
+void lp_syms_share(struct lp_syms *s, int on);
 /* The frames at `addr` where functions were inlined there, innermost first, up to `max`: each
  * "function (file:line)" (lib/dwarf.h), the last the function the code belongs to; 1 (the name
  * lp_syms_function gives) where nothing was inlined or nothing is known. */

@@ -37,6 +37,7 @@
 
 #include "analysis.h"
 #include "cc.h"
+#include "deflate.h"
 #include "json.h"
 #include "map.h"
 #include "os.h"
@@ -135,17 +136,22 @@ static struct track *counter_track(struct pf *f) {
     return t;
 }
 
-/* A counter's value `v` at `ts` on track `t`, kept in its record (a trace's commonest event,
- * with no fields of its own to keep in the arena). */
+/* A counter's value `v` at `ts` on track `t`: written at once while the Chrome writer finishes
+ * (where the heap's and the sites' thousands come from), else kept in its record (a trace's
+ * commonest event, with no fields of its own to keep in the arena). */
 static void counter_add(struct pf *f, struct track *t, const struct lp_json_val *v, uint64_t ts) {
-    if (v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX)) {
-        lp_pf_add(f, t, R_COUNTER, ts, v->kind == LP_JV_I64 ? (uint64_t)v->i : v->u);
+    uint64_t x;
+    int dbl = !(v->kind == LP_JV_I64 || (v->kind == LP_JV_U64 && v->u <= (uint64_t)INT64_MAX));
+    if (!dbl) {
+        x = v->kind == LP_JV_I64 ? (uint64_t)v->i : v->u;
     } else {
         double d = v->kind == LP_JV_U64 ? (double)v->u : v->d;
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        lp_pf_add(f, t, R_COUNTER_D, ts, bits);
+        memcpy(&x, &d, sizeof x);
     }
+    if (f->streaming)
+        lp_pf_counter(f, t, dbl, ts, x);
+    else
+        lp_pf_add(f, t, dbl ? R_COUNTER_D : R_COUNTER, ts, x);
 }
 
 /* A counter's value, the argument of a C event. */
@@ -322,24 +328,15 @@ static void ev_end(void *self, const struct lp_json_ev *e) {
 
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct pf *f = k->self;
-    f->chrome.finish(&f->chrome, a);
-    if (lp_samples_of(a)) lp_pf_samples(f, a);
     struct lp_out *o = k->out;
-    if (f->oom) goto oom;
-    /* the heap profile, made beside the timeline (after the samples: both name frames) */
-    lp_pf_heap_begin(f, a, f->last_ts);
-    /* the sequence's interned data, first */
-    struct lp_pb *in = &f->interned;
-    lp_pf_interned_table(in, ID_EVENT_CATEGORIES, &f->cats);
-    lp_pf_interned_table(in, ID_EVENT_NAMES, &f->names);
-    lp_pf_interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
-    lp_pf_interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
+    if (f->loading) lp_os_thread_join(f->loader);
+    f->loading = 0;
     /* the clocks, in a ClockSnapshot first: the trace's time is CLOCK_MONOTONIC (libprof's own
      * clock is anchored to it at the run's start); the heap profile's dump time, which Perfetto
      * reads as CLOCK_MONOTONIC_COARSE, is the same clock; and CLOCK_BOOTTIME and CLOCK_REALTIME
      * where the trace knows them — Perfetto relates every trace to boot time, and a trace of the
      * same machine Perfetto recorded itself then lines up with this one */
-    const uint64_t t = f->first_ts == UINT64_MAX ? 0 : f->first_ts, t0 = f->clock0 + t;
+    const uint64_t t0 = f->clock0; /* (the run's start: before every event) */
     struct lp_pb *b = lp_pf_packet(f);
     size_t cs = lp_pb_open(b, PKT_CLOCK_SNAPSHOT);
     const struct {
@@ -347,8 +344,8 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
         uint64_t at;
     } clocks[4] = {{CLOCK_MONOTONIC_ID, t0},
                    {CLOCK_MONOTONIC_COARSE_ID, t0},
-                   {CLOCK_BOOTTIME_ID, f->boot0 ? f->boot0 + t : 0},
-                   {CLOCK_REALTIME_ID, f->real0 ? f->real0 + t : 0}};
+                   {CLOCK_BOOTTIME_ID, f->boot0},
+                   {CLOCK_REALTIME_ID, f->real0}};
     for (int i = 0; i < 4; i++) {
         if (!clocks[i].at) continue;
         size_t c = lp_pb_open(b, CS_CLOCKS);
@@ -359,6 +356,24 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_pb_uint(b, CS_PRIMARY_TRACE_CLOCK, CLOCK_MONOTONIC_ID);
     lp_pb_close(b, cs);
     lp_pf_packet_out(f, o);
+    /* the heap profile, made beside the rest (its time: the run's end) */
+    lp_pf_heap_begin(f, a, f->last_ts > a->span_ns ? f->last_ts : a->span_ns);
+    /* the Chrome writer's last events (the counters written as they come) and the samples */
+    f->o = o;
+    f->r = a->r;
+    f->streaming = 1;
+    f->chrome.finish(&f->chrome, a);
+    f->streaming = 0;
+    if (f->bundle[f->cur].raw.n >= BUNDLE_BYTES / 4) /* (deflated while the rest is made) */
+        lp_pf_bundle_out(f, o, 0);
+    if (lp_samples_of(a)) lp_pf_samples(f, a);
+    if (f->oom) goto oom;
+    /* the timeline's sequence: its interned data, first */
+    struct lp_pb *in = &f->interned;
+    lp_pf_interned_table(in, ID_EVENT_CATEGORIES, &f->cats);
+    lp_pf_interned_table(in, ID_EVENT_NAMES, &f->names);
+    lp_pf_interned_table(in, ID_DEBUG_ANNOTATION_NAMES, &f->keys);
+    lp_pf_interned_table(in, ID_DEBUG_ANNOTATION_STRING_VALUES, &f->values);
     b = lp_pf_packet(f);
     lp_pb_uint(b, PKT_TIMESTAMP, t0);
     lp_pb_uint(b, PKT_SEQUENCE_ID, SEQ);
@@ -366,7 +381,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_pb_msg(b, PKT_INTERNED_DATA, in);
     lp_pf_packet_out(f, o);
     for (size_t i = 0; i < f->nt; i++)
-        if (f->t[i].kind != T_SAMPLES) lp_pf_descriptor(f, o, a->r, &f->t[i]);
+        if (f->t[i].kind != T_SAMPLES && !f->t[i].described) lp_pf_descriptor(f, o, a->r, &f->t[i]);
     for (size_t i = 0; i < f->nt; i++)
         if (lp_pf_order(f, &f->t[i]) != 0) goto oom;
     lp_pf_merge(f, o);
@@ -389,6 +404,7 @@ static void event_fwd(struct lp_sink *k, const struct lp_analysis *a, const stru
 static void release(struct lp_sink *k) {
     struct pf *f = k->self;
     if (!f) return;
+    if (f->loading) lp_os_thread_join(f->loader);
     lp_pf_writers_end(f);
     lp_pf_heap_out(f, NULL); /* (a conversion stopped half-way: its thread ended) */
     if (f->chrome.release) f->chrome.release(&f->chrome);
@@ -423,6 +439,14 @@ static void release(struct lp_sink *k) {
     k->self = NULL;
 }
 
+/* The deflater loaded (dlopen and a first use: a few tenths of a millisecond) beside the pass,
+ * not after it: finish joins this thread before anything else loads or uses it. */
+static void *loader_main(void *arg) {
+    (void)arg;
+    lp_deflate_load();
+    return NULL;
+}
+
 int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
                      uint64_t timeline_ns, uint64_t timeline_min_ns) {
     struct pf *f = lp_os_calloc(1, sizeof *f);
@@ -444,6 +468,8 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     cpu_set_t on;
     long cpus = sched_getaffinity(0, sizeof on, &on) == 0 ? CPU_COUNT(&on) : sysconf(_SC_NPROCESSORS_ONLN);
     f->writers = cpus <= 1 ? 0 : cpus - 1 > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus - 1;
+    /* (not for a followed trace: its snapshots fork the pass, and a child cannot join a thread) */
+    f->loading = f->writers && !r->follow && lp_os_thread_start(&f->loader, loader_main, NULL) == 0;
     f->cpu = (struct frames){.b = &f->interned,
                              .f_strings = ID_FUNCTION_NAMES,
                              .f_paths = ID_MAPPING_PATHS,
@@ -452,6 +478,7 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
                              .f_callstacks = ID_CALLSTACKS,
                              .base = 1};
     lp_pf_frames_begin(&f->cpu);
+    lp_pf_bundle_room(&f->bundle[0]);
     lp_out_init(&f->json, -1);
     f->sink = (struct lp_json_sink){f, ev_begin, ev_key, ev_value, ev_end, ev_memo, ev_memo_end, ev_sample};
     f->chrome.out = &f->json;
