@@ -160,39 +160,6 @@ static int writer_start(struct bundle *b) {
     return lp_os_thread_start(&b->th, writer_main, b);
 }
 
-/* The last bundle in halves at a packet's start (a processor is free: the trace's end waits on
- * its deflate), the first deflated on a thread of its own as the bundles before; returns the
- * second, now the current one (or `b` whole where it cannot be cut or no thread starts). The
- * slot after the current one is free: fewer than `writers` are busy. */
-#define SPLIT_MIN (32u << 10)
-static struct bundle *split(struct pf *f, struct bundle *b) {
-    size_t at = 0, n = b->raw.n;
-    while (at < n / 2) { /* a TracePacket: its tag's byte, its length, its bytes */
-        const uint8_t *p = b->raw.d + at + 1;
-        uint64_t len = 0;
-        for (unsigned k = 0; k < 64; k += 7, p++) {
-            len |= (uint64_t)(*p & 0x7f) << k;
-            if (!(*p & 0x80)) break;
-        }
-        at = (size_t)(p + 1 - b->raw.d) + len;
-    }
-    struct bundle *next = &f->bundle[(f->cur + 1) % RING];
-    if (at >= n) return b;
-    next->raw.n = 0;
-    lp_pf_bundle_room(next);
-    lp_pb_put(&next->raw, b->raw.d + at, n - at);
-    b->raw.n = at;
-    if (next->raw.oom || writer_start(b) != 0) {
-        b->raw.n = n;
-        next->raw.n = 0;
-        next->raw.oom = 0;
-        return b;
-    }
-    f->busy++;
-    f->cur = (f->cur + 1) % RING;
-    return next;
-}
-
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
  * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
  * `writers` at once); one that fills while they all are busy is deflated here, as is the last,
@@ -208,7 +175,6 @@ void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
         lp_pf_bundle_room(&f->bundle[f->cur]);
         return;
     }
-    if (z && last && f->busy < f->writers && b->raw.n >= SPLIT_MIN) b = split(f, b);
     if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
     if (b->raw.n) bundle_write(f, b, o);
