@@ -42,6 +42,27 @@ void lp_os_exit(int status) __attribute__((noreturn));
  * for it to end. */
 int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 void lp_os_thread_join(pthread_t t);
+/* Waiting between those threads: a futex word — lp_os_wait sleeps while *word is `val` (or
+ * returns at once), lp_os_wake wakes up to `n` of its sleepers. Not the C library's pthread locks
+ * and conditions: inside the program, libprof's own hooks take those. */
+void lp_os_wait(int *word, int val);
+void lp_os_wake(int *word, int n);
+/* A lock on them (0: free, 1: held, 2: held with sleepers), as Drepper's "Futexes Are Tricky". */
+static inline void lp_lock(int *m) {
+    int c = 0;
+    if (__atomic_compare_exchange_n(m, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+    if (c != 2) c = __atomic_exchange_n(m, 2, __ATOMIC_ACQUIRE);
+    while (c != 0) {
+        lp_os_wait(m, 2);
+        c = __atomic_exchange_n(m, 2, __ATOMIC_ACQUIRE);
+    }
+}
+static inline void lp_unlock(int *m) {
+    if (__atomic_fetch_sub(m, 1, __ATOMIC_RELEASE) != 1) {
+        __atomic_store_n(m, 0, __ATOMIC_RELEASE);
+        lp_os_wake(m, 1);
+    }
+}
 void *lp_os_dlopen(const char *path, int flags);
 /* A library only libprof-report loads (elfutils' libdw: the source lines of native frames); NULL
  * inside the program, whose process gets nothing more loaded into it at its exit. */

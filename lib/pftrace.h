@@ -23,7 +23,7 @@
 #define MAPPING_IID 1                /* every frame's mapping: functions are named already (symbolised here) */
 /* a bundle's packets before deflate: under Perfetto's 512 KiB after, even were they not to deflate
  * at all; a long trace starts a thread a bundle */
-#define BUNDLE_BYTES (256u << 10)
+#define BUNDLE_BYTES (128u << 10)
 #define BUNDLE_SLACK (16u << 10) /* (the packet that takes a bundle past BUNDLE_BYTES: most are short) */
 
 /* (R_COUNTER, R_COUNTER_D: the value, int64 or a double's bits, is the record's `dur`) */
@@ -88,7 +88,16 @@ struct level {
 };
 #define NEST_MAX 16
 
-#define WRITERS_MAX 3 /* threads deflating bundles at once */
+#define WRITERS_MAX 3 /* worker threads at most */
+#define BUNDLE_SLOTS (WRITERS_MAX + 2)
+/* A job for the workers: fn(arg), run once by a worker or, where none has taken it when its
+ * result is needed, by the thread that waits for it. */
+struct lp_pf_job {
+    void (*fn)(void *);
+    void *arg;
+    int state; /* (under the pool's lock) JOB_IDLE, _QUEUED, _RUNNING, _DONE */
+};
+enum { JOB_IDLE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 struct heap_job;
 struct pf {
     struct lp_sink chrome; /* the Chrome writer: its events structured through `sink` */
@@ -143,23 +152,30 @@ struct pf {
     int streaming;
     struct lp_out *o;
     const struct lp_reader *r;
-    /* the deflater loaded on a thread of its own while the pass runs (`loading`: it started) */
-    pthread_t loader;
-    int loading;
+    /* the workers: threads that take jobs in order (pftrace_out.c) — the deflater's loading
+     * (beside the pass), the heap profile, bundles to deflate */
+    pthread_t worker[WRITERS_MAX];
+    unsigned nworkers;
+    int pool, quit; /* pool: started */
+    int mu;         /* the lock on the queue and the jobs' states (lp_lock) */
+    int work, done; /* futex words: changed when a job is queued, when one is done */
+#define JOBS_MAX 16
+    struct lp_pf_job *q[JOBS_MAX];
+    unsigned qhead, qtail;
+    struct lp_pf_job load;
     /* the packets' bundles */
     struct bundle {
         struct lp_pb raw; /* its packets */
         uint8_t *z;       /* deflated */
         size_t nz, capz;
         struct lp_deflate dz; /* its compressor (one each: bundles are deflated at once) */
-        pthread_t th;         /* the thread deflating it */
-        int done;             /* (atomic) that thread is done: it joins at once */
-    } bundle[WRITERS_MAX + 1];
-    /* a ring: the bundle being filled (cur), and before it the `busy` ones being deflated on
-     * threads of their own, at most `writers` */
-    unsigned cur, busy, writers;
-    int compress;          /* bundles deflated (when a deflater loads: deflate.c) */
-    struct heap_job *heap; /* the heap profile being made on a thread of its own (pftrace_profile.c) */
+        struct lp_pf_job job; /* its deflate, given to the workers */
+    } bundle[BUNDLE_SLOTS];
+    /* a ring of RING slots: the bundle being filled (cur), and before it the `busy` ones given
+     * to the workers, written in order when done */
+    unsigned cur, busy, writers; /* writers: the workers to start (0: all done here) */
+    int compress;                /* bundles deflated (when a deflater loads: deflate.c) */
+    struct heap_job *heap;       /* the heap profile being made on a thread of its own (pftrace_profile.c) */
 };
 
 /* the profiles (pftrace_profile.c) */
@@ -186,6 +202,13 @@ void lp_pf_bundle_deflate(struct pf *f, struct bundle *b);
 void lp_pf_bundle_room(struct bundle *b);
 void lp_pf_write_packets(struct lp_out *o, const uint8_t *d, size_t n, int deflated);
 void lp_pf_writers_end(struct pf *f);
+/* the workers: a job queued (0), or -1 where none can take it (it is the caller's then); a job
+ * waited for (run here when no worker has taken it; nothing when never queued); told to end once
+ * their queue is empty (none queued after), and ended */
+int lp_pf_job_queue(struct pf *f, struct lp_pf_job *j);
+void lp_pf_job_wait(struct pf *f, struct lp_pf_job *j);
+void lp_pf_workers_quit(struct pf *f);
+void lp_pf_workers_end(struct pf *f);
 void lp_pf_descriptor(struct pf *f, struct lp_out *o, const struct lp_reader *r, struct track *t);
 int lp_pf_order(struct pf *f, struct track *t);
 void lp_pf_merge(struct pf *f, struct lp_out *o);

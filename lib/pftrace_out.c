@@ -3,6 +3,7 @@
  * track's records sorted into the order Perfetto wants, all merged into one packet sequence in
  * time order, written in bundles deflated on threads of their own. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -133,56 +134,146 @@ void lp_pf_bundle_room(struct bundle *b) {
     if (b->raw.cap < BUNDLE_BYTES + BUNDLE_SLACK) lp_pb_room(&b->raw, BUNDLE_BYTES + BUNDLE_SLACK - b->raw.n);
 }
 
-static void *writer_main(void *arg) {
-    struct bundle *b = arg;
-    deflate_bundle(b);
-    __atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+/* ---- the workers ------------------------------------------------------------------------------
+ * Threads started once, at the first job (beside the pass: the deflater's loading), that take
+ * jobs in the order given — the heap profile, the bundles to deflate. A job whose result is needed
+ * before a worker took it is taken back and done by the thread that needs it: the converting
+ * thread never waits while there is work it could do, and no thread is started a bundle. */
+
+static void *worker_main(void *arg) {
+    struct pf *f = arg;
+    lp_lock(&f->mu);
+    for (;;) {
+        while (!f->quit && f->qhead == f->qtail) { /* (a job queued meanwhile changes the word) */
+            int seen = f->work;
+            lp_unlock(&f->mu);
+            lp_os_wait(&f->work, seen);
+            lp_lock(&f->mu);
+        }
+        if (f->qhead == f->qtail) break; /* (ending, nothing left) */
+        struct lp_pf_job *j = f->q[f->qhead++ % JOBS_MAX];
+        if (j->state != JOB_QUEUED) continue; /* taken back */
+        j->state = JOB_RUNNING;
+        lp_unlock(&f->mu);
+        j->fn(j->arg);
+        lp_lock(&f->mu);
+        j->state = JOB_DONE;
+        f->done++;
+        lp_os_wake(&f->done, INT_MAX);
+    }
+    lp_unlock(&f->mu);
     return NULL;
 }
 
-#define RING (f->writers + 1)
-/* The oldest bundle being deflated, written when it is done. */
+int lp_pf_job_queue(struct pf *f, struct lp_pf_job *j) {
+    if (!f->writers || f->quit) return -1;
+    if (!f->pool) {
+        f->pool = 1;
+        while (f->nworkers < f->writers && lp_os_thread_start(&f->worker[f->nworkers], worker_main, f) == 0)
+            f->nworkers++;
+    }
+    if (!f->nworkers) return -1;
+    lp_lock(&f->mu);
+    int ok = f->qtail - f->qhead < JOBS_MAX;
+    if (ok) {
+        j->state = JOB_QUEUED;
+        f->q[f->qtail++ % JOBS_MAX] = j;
+        f->work++;
+    }
+    lp_unlock(&f->mu);
+    if (ok) lp_os_wake(&f->work, 1);
+    return ok ? 0 : -1;
+}
+
+void lp_pf_job_wait(struct pf *f, struct lp_pf_job *j) {
+    if (!f->pool) return;
+    lp_lock(&f->mu);
+    if (j->state == JOB_QUEUED) { /* no worker has it: done here */
+        j->state = JOB_RUNNING;
+        lp_unlock(&f->mu);
+        j->fn(j->arg);
+        lp_lock(&f->mu);
+    } else {
+        while (j->state == JOB_RUNNING) {
+            int seen = f->done;
+            lp_unlock(&f->mu);
+            lp_os_wait(&f->done, seen);
+            lp_lock(&f->mu);
+        }
+    }
+    j->state = JOB_IDLE;
+    lp_unlock(&f->mu);
+}
+
+void lp_pf_workers_quit(struct pf *f) {
+    if (!f->pool || f->quit) return;
+    lp_lock(&f->mu);
+    f->quit = 1;
+    f->work++;
+    lp_unlock(&f->mu);
+    lp_os_wake(&f->work, INT_MAX);
+}
+
+void lp_pf_workers_end(struct pf *f) {
+    if (!f->pool) return;
+    lp_pf_workers_quit(f);
+    for (unsigned i = 0; i < f->nworkers; i++) lp_os_thread_join(f->worker[i]);
+    f->pool = 0;
+    f->nworkers = 0;
+}
+
+/* ---- the bundles ---- */
+
+static void deflate_job(void *arg) { deflate_bundle(arg); }
+
+#define RING (f->writers + 2)
+/* The oldest bundle given to the workers, written when done (done here if none took it). */
 static void writer_done(struct pf *f, struct lp_out *o) {
     struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
-    lp_os_thread_join(b->th);
+    lp_pf_job_wait(f, &b->job);
     f->busy--;
     bundle_write(f, b, o);
 }
 
-/* The oldest bundles whose threads are done, written (their threads free for the next). */
+/* The oldest bundles the workers are done with, written. */
 static void writers_reap(struct pf *f, struct lp_out *o) {
-    while (f->busy && __atomic_load_n(&f->bundle[(f->cur + RING - f->busy) % RING].done, __ATOMIC_ACQUIRE))
+    while (f->busy) {
+        struct bundle *b = &f->bundle[(f->cur + RING - f->busy) % RING];
+        lp_lock(&f->mu);
+        int done = b->job.state == JOB_DONE;
+        lp_unlock(&f->mu);
+        if (!done) break;
         writer_done(f, o);
-}
-
-static int writer_start(struct bundle *b) {
-    b->done = 0;
-    return lp_os_thread_start(&b->th, writer_main, b);
+    }
 }
 
 /* The current bundle out (`last`: the trace's last). Deflate is most of the cost of writing
- * the packets: a bundle is deflated on a thread of its own while the next ones are made (up to
- * `writers` at once); one that fills while they all are busy is deflated here, as is the last,
- * while the threads end theirs — the work shared, nobody waiting while there is some to do; all
- * are written in order. Without a thread, each here. */
+ * the packets: a bundle is given to the workers while the next ones are made; when the ring is
+ * full, the oldest is waited for (or deflated here, where no worker has taken it yet); the last
+ * is deflated here while the workers end theirs — all written in order. Without workers, each
+ * here. Where a bundle is cut never depends on who deflates it: the file is the same. */
 void lp_pf_bundle_out(struct pf *f, struct lp_out *o, int last) {
     struct bundle *b = &f->bundle[f->cur];
     int z = b->raw.n && f->compress && lp_deflate_load();
-    writers_reap(f, o);
-    if (z && !last && f->busy < f->writers && writer_start(b) == 0) {
-        f->busy++;
-        f->cur = (f->cur + 1) % RING;
-        lp_pf_bundle_room(&f->bundle[f->cur]);
-        return;
+    if (f->busy) writers_reap(f, o);
+    if (z && !last && f->writers) {
+        while (f->busy + 1 >= RING) writer_done(f, o);
+        b->job = (struct lp_pf_job){deflate_job, b, JOB_IDLE};
+        if (lp_pf_job_queue(f, &b->job) == 0) {
+            f->busy++;
+            f->cur = (f->cur + 1) % RING;
+            lp_pf_bundle_room(&f->bundle[f->cur]);
+            return;
+        }
     }
     if (z) deflate_bundle(b);
     while (f->busy) writer_done(f, o); /* the bundles before, first */
     if (b->raw.n) bundle_write(f, b, o);
 }
 
-/* Every bundle's thread ended (a conversion that stops half-way). */
+/* Every bundle given to the workers, done (a conversion that stops half-way). */
 void lp_pf_writers_end(struct pf *f) {
-    for (; f->busy; f->busy--) lp_os_thread_join(f->bundle[(f->cur + RING - f->busy) % RING].th);
+    for (; f->busy; f->busy--) lp_pf_job_wait(f, &f->bundle[(f->cur + RING - f->busy) % RING].job);
 }
 
 /* A packet begins (a Trace.packet written in place in the bundle); packet_out ends it. */

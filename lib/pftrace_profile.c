@@ -150,8 +150,8 @@ struct heap_job {
     size_t ndone, capdone;
     struct frames frames; /* the tables of the packet being made: in place in the bundle */
     size_t pkt_at, pp_at; /* where its TracePacket's and ProfilePacket's contents start */
-    int open, threaded;
-    pthread_t th;
+    int open, queued;
+    struct lp_pf_job job; /* heap_main, given to the workers */
     struct lp_pb dump;    /* its samples (written after the tables) */
     struct lp_map iid_of; /* frame word -> its frame's iid: stacks share most of their frames */
     /* the last frames found, by word, looked at before the map (a profile of many stacks looks
@@ -265,14 +265,13 @@ static void heap_site(void *arg, uint32_t stack, const struct lp_site_totals *t)
     lp_pb_close(d, at);
 }
 
-static void *heap_main(void *arg) {
+static void heap_main(void *arg) {
     struct heap_job *h = arg;
     heap_begin(h);
     lp_pf_frames_begin(&h->frames);
     lp_sites_each(h->sites, heap_site, h);
     heap_packet(h, 1);
     if (h->frames.names.oom) h->oom = 1;
-    return NULL;
 }
 
 void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns) {
@@ -302,10 +301,11 @@ void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns
         h->oom = 1;
         return;
     }
-    lp_deflate_load();         /* (loaded here, once: the thread then only uses it) */
+    lp_deflate_load();         /* (loaded here, once: the worker then only uses it) */
     lp_syms_share(h->syms, 1); /* (the timeline names frames meanwhile: the CPU samples, the sites) */
-    h->threaded = f->writers && lp_os_thread_start(&h->th, heap_main, h) == 0;
-    if (!h->threaded) {
+    h->job = (struct lp_pf_job){heap_main, h, JOB_IDLE};
+    h->queued = lp_pf_job_queue(f, &h->job) == 0;
+    if (!h->queued) {
         lp_syms_share(h->syms, 0);
         heap_main(h);
     }
@@ -314,8 +314,8 @@ void lp_pf_heap_begin(struct pf *f, const struct lp_analysis *a, uint64_t end_ns
 void lp_pf_heap_out(struct pf *f, struct lp_out *o) {
     struct heap_job *h = f->heap;
     if (!h) return;
-    if (h->threaded) {
-        lp_os_thread_join(h->th);
+    if (h->queued) {
+        lp_pf_job_wait(f, &h->job);
         lp_syms_share(h->syms, 0);
     }
     for (size_t i = 0; i < h->ndone; i++) {

@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,21 +71,18 @@ struct lp_syms {
     /* another thread names frames too (lp_syms_share): each lookup holds the lock — only then,
      * as naming is a conversion's commonest call */
     int shared;
-    pthread_mutex_t lock;
+    int lock; /* (lp_lock) */
 };
 
 static inline void syms_lock(struct lp_syms *s) {
-    if (s->shared) pthread_mutex_lock(&s->lock);
+    if (s->shared) lp_lock(&s->lock);
 }
 static inline void syms_unlock(struct lp_syms *s) {
-    if (s->shared) pthread_mutex_unlock(&s->lock);
+    if (s->shared) lp_unlock(&s->lock);
 }
 
 void lp_syms_share(struct lp_syms *s, int on) {
-    if (!s) return;
-    if (on && !s->shared) pthread_mutex_init(&s->lock, NULL);
-    if (!on && s->shared) pthread_mutex_destroy(&s->lock);
-    s->shared = on;
+    if (s) s->shared = on;
 }
 
 static int cmp_mod(const void *a, const void *b) {

@@ -329,8 +329,7 @@ static void ev_end(void *self, const struct lp_json_ev *e) {
 static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     struct pf *f = k->self;
     struct lp_out *o = k->out;
-    if (f->loading) lp_os_thread_join(f->loader);
-    f->loading = 0;
+    lp_pf_job_wait(f, &f->load);
     /* the clocks, in a ClockSnapshot first: the trace's time is CLOCK_MONOTONIC (libprof's own
      * clock is anchored to it at the run's start); the heap profile's dump time, which Perfetto
      * reads as CLOCK_MONOTONIC_COARSE, is the same clock; and CLOCK_BOOTTIME and CLOCK_REALTIME
@@ -387,6 +386,7 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     lp_pf_merge(f, o);
     lp_pf_bundle_out(f, o, 1);
     lp_pf_heap_out(f, o);
+    lp_pf_workers_quit(f); /* (their threads end while the file is closed: joined at release) */
     if (!f->oom && !f->names.oom && !f->cats.oom && !f->keys.oom && !f->values.oom && !f->cpu.names.oom) return;
 oom:
     lp_pf_writers_end(f);
@@ -404,9 +404,10 @@ static void event_fwd(struct lp_sink *k, const struct lp_analysis *a, const stru
 static void release(struct lp_sink *k) {
     struct pf *f = k->self;
     if (!f) return;
-    if (f->loading) lp_os_thread_join(f->loader);
+    lp_pf_job_wait(f, &f->load);
     lp_pf_writers_end(f);
-    lp_pf_heap_out(f, NULL); /* (a conversion stopped half-way: its thread ended) */
+    lp_pf_heap_out(f, NULL); /* (a conversion stopped half-way: its jobs done) */
+    lp_pf_workers_end(f);
     if (f->chrome.release) f->chrome.release(&f->chrome);
     for (size_t i = 0; i < f->nt; i++) {
         lp_os_free(f->t[i].name);
@@ -440,11 +441,10 @@ static void release(struct lp_sink *k) {
 }
 
 /* The deflater loaded (dlopen and a first use: a few tenths of a millisecond) beside the pass,
- * not after it: finish joins this thread before anything else loads or uses it. */
-static void *loader_main(void *arg) {
+ * not after it: finish waits for this job before anything else loads or uses it. */
+static void load_job(void *arg) {
     (void)arg;
     lp_deflate_load();
-    return NULL;
 }
 
 int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *path, uint64_t alloc_min,
@@ -468,8 +468,11 @@ int lp_sink_perfetto(struct lp_sink *k, const struct lp_reader *r, const char *p
     cpu_set_t on;
     long cpus = sched_getaffinity(0, sizeof on, &on) == 0 ? CPU_COUNT(&on) : sysconf(_SC_NPROCESSORS_ONLN);
     f->writers = cpus <= 1 ? 0 : cpus - 1 > WRITERS_MAX ? WRITERS_MAX : (unsigned)cpus - 1;
-    /* (not for a followed trace: its snapshots fork the pass, and a child cannot join a thread) */
-    f->loading = f->writers && !r->follow && lp_os_thread_start(&f->loader, loader_main, NULL) == 0;
+    /* the workers started now, the deflater loaded by one — not for a followed trace: its
+     * snapshots fork the pass, and a child has none of its parent's threads (they start at its
+     * end there) */
+    f->load = (struct lp_pf_job){load_job, NULL, JOB_IDLE};
+    if (!r->follow) lp_pf_job_queue(f, &f->load);
     f->cpu = (struct frames){.b = &f->interned,
                              .f_strings = ID_FUNCTION_NAMES,
                              .f_paths = ID_MAPPING_PATHS,

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,3 +51,6 @@ void lp_os_sleep_ms(unsigned ms) {
 pid_t lp_os_fork(void) { return fork(); }
 int lp_os_reap(void) { return (int)waitpid(-1, NULL, WNOHANG); }
 void lp_os_exit(int status) { _exit(status); }
+
+void lp_os_wait(int *word, int val) { syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0); }
+void lp_os_wake(int *word, int n) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "lib/os.h"
 
+#include <linux/futex.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -109,6 +110,8 @@ int lp_os_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
     return r == 0 ? 0 : -1;
 }
 void lp_os_thread_join(pthread_t t) { LPR_REAL(pthread_join)(t, NULL); }
+void lp_os_wait(int *word, int val) { lpr_syscall6(SYS_futex, (long)word, FUTEX_WAIT_PRIVATE, val, 0, 0, 0); }
+void lp_os_wake(int *word, int n) { lpr_syscall6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, n, 0, 0, 0); }
 
 /* Resident memory for tables a signal handler writes (os_real.h). */
 void lpr_resident(void *base, size_t from, size_t to) {
