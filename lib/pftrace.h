@@ -1,6 +1,7 @@
 /* pftrace.h: what the parts of the Perfetto trace writer share (lib/write_perfetto.c, the sink: the
  * events into tracks; pftrace_profile.c, the CPU samples' stacks and the heap profile;
- * pftrace_out.c, the file: tracks sorted, packets merged in time order, bundled and deflated) —
+ * pftrace_out.c, the file: tracks sorted, packets merged in time order, bundled, deflated by
+ * the workers) —
  * a track and its records, the writer's state (trace.proto's field numbers: pftrace_proto.h). Not a public
  * interface: the writer's own insides, split by concern. */
 #ifndef LP_PFTRACE_H
@@ -22,7 +23,7 @@
 #define SEQ_TRACK(t) (1 + (t)->uuid) /* a counter track's values written as they come: one each */
 #define MAPPING_IID 1                /* every frame's mapping: functions are named already (symbolised here) */
 /* a bundle's packets before deflate: under Perfetto's 512 KiB after, even were they not to deflate
- * at all; a long trace starts a thread a bundle */
+ * at all; the workers take one at a time */
 #define BUNDLE_BYTES (128u << 10)
 #define BUNDLE_SLACK (16u << 10) /* (the packet that takes a bundle past BUNDLE_BYTES: most are short) */
 
@@ -175,7 +176,7 @@ struct pf {
      * to the workers, written in order when done */
     unsigned cur, busy, writers; /* writers: the workers to start (0: all done here) */
     int compress;                /* bundles deflated (when a deflater loads: deflate.c) */
-    struct heap_job *heap;       /* the heap profile being made on a thread of its own (pftrace_profile.c) */
+    struct heap_job *heap;       /* the heap profile, the workers' first job (pftrace_profile.c) */
 };
 
 /* the profiles (pftrace_profile.c) */
@@ -192,7 +193,7 @@ struct track *lp_pf_process(struct pf *f, uint32_t pid);
 struct track *lp_pf_thread(struct pf *f, uint32_t pid, uint64_t tid);
 struct rec *lp_pf_add(struct pf *f, struct track *t, uint8_t type, uint64_t ts, uint64_t dur);
 void lp_pf_add_flow(struct pf *f, struct rec *r, uint64_t id);
-/* a counter's value (`dbl`: v is a double's bits) written at once, on the counters' sequence */
+/* a counter's value (`dbl`: v is a double's bits) written at once, on its track's own sequence */
 void lp_pf_counter(struct pf *f, struct track *t, int dbl, uint64_t ts, uint64_t v);
 /* the file (pftrace_out.c) */
 struct lp_pb *lp_pf_packet(struct pf *f);

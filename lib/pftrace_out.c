@@ -1,7 +1,8 @@
 /* pftrace_out.c: the Perfetto writer's bottom floor (see pftrace.h) — the tracks and their
- * records, which the sink and the profiles fill; then the file: the tracks' descriptors, each
- * track's records sorted into the order Perfetto wants, all merged into one packet sequence in
- * time order, written in bundles deflated on threads of their own. */
+ * records, which the sink and the profiles fill, or counter values written at once; then the
+ * file: the tracks' descriptors, each track's records sorted into the order Perfetto wants, all
+ * merged into one packet sequence in time order, written in bundles; and the workers, threads
+ * that deflate the bundles and make the heap profile beside the converting thread. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>

@@ -128,12 +128,12 @@ void lp_pf_samples(struct pf *f, const struct lp_analysis *a) {
  * their own, each deflated as soon as it is full. A packet's callstacks name only frames of it or
  * of the packets before, and its samples only its own callstacks or those before.
  *
- * The profile is made on a thread of its own while the timeline is sorted, merged and written
- * (the two share nothing: the profile reads the sites and the symbols, which nothing else uses
- * by then, and writes its own bundles): on sqlite's trace with stacks, its naming of frames and
- * deflating are a tenth of the conversion, which the thread takes off the writer's path. Its
- * bundles wait for the timeline's end deflated (a fifth of the profile's size), each made in the
- * same buffer by the same compressor. */
+ * The profile is the workers' first job (pftrace_out.c), made while the Chrome writer finishes
+ * and the timeline is sorted, merged and written: it reads the sites, which nothing changes by
+ * then, and the symbols, which the timeline names frames through too (the table takes a lock
+ * meanwhile: lp_syms_share), and writes bundles of its own. Its bundles wait for the timeline's
+ * end deflated (a fifth of the profile's size), each made in the same buffer by the same
+ * compressor. */
 #define PROFILE_PACKET_BYTES (48u << 10)
 struct heap_job {
     const struct lp_reader *r;

@@ -21,11 +21,14 @@
  *     and arrays nested); metadata.libprof as the annotations of one instant "libprof metadata"
  *     at the start of the process track.
  * Perfetto wants the events of a track in time order, and a slice's begin before those of the
- * slices inside it, while the Chrome stream gives each slice when it ends: the events are kept
- * (their encoded fields, a few dozen bytes each), each track's sorted, and all written at the end
- * as one packet sequence whose timestamps rise — its interned data in its first packet
- * (pftrace_out.c); the CPU samples and the heap profile are pftrace_profile.c's. This file is
- * the sink: the events into tracks and records (pftrace.h). */
+ * slices inside it, while the Chrome stream gives each slice when it ends: the pass's events are
+ * kept (their encoded fields, a few dozen bytes each), each track's sorted, and all written at the
+ * end as one packet sequence whose timestamps rise — its interned data in its first packet
+ * (pftrace_out.c). The counters the Chrome writer gives as it finishes (the heap's, the sites',
+ * the thousands of a trace's commonest events, each track's in time order) are written as they
+ * come instead, on a packet sequence a track; the CPU samples and the heap profile are
+ * pftrace_profile.c's. The file: a ClockSnapshot, the counters, the timeline, the heap profile.
+ * This file is the sink: the events into tracks and records (pftrace.h). */
 #define _GNU_SOURCE
 #include "write_perfetto.h"
 
@@ -363,8 +366,6 @@ static void finish(struct lp_sink *k, const struct lp_analysis *a) {
     f->streaming = 1;
     f->chrome.finish(&f->chrome, a);
     f->streaming = 0;
-    if (f->bundle[f->cur].raw.n >= BUNDLE_BYTES / 4) /* (deflated while the rest is made) */
-        lp_pf_bundle_out(f, o, 0);
     if (lp_samples_of(a)) lp_pf_samples(f, a);
     if (f->oom) goto oom;
     /* the timeline's sequence: its interned data, first */
